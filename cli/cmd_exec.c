@@ -1,0 +1,313 @@
+/* nxsim exec: load a program and a machine, fill the input tensors, run,
+ * write or summarise the outputs.
+ *
+ * Order matters for "no partial output": everything that can fail (loading,
+ * validation, inputs, the run, serialising every output) happens before the
+ * first output file is written; if writing output k still fails, outputs
+ * 0..k-1 written by this run are removed again. */
+#define _POSIX_C_SOURCE 200809L /* unlink */
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "io.h"
+#include "isa/exec.h"
+#include "isa/npy.h"
+#include "isa/state.h"
+#include "tensors.h"
+
+void cmd_exec_help(FILE *f) {
+    fputs("Usage: nxsim exec PROGRAM [--in NAME=FILE.npy]... [--out NAME=FILE.npy]...\n"
+          "                  [--machine NAME|FILE.json] [--seed N] [--functional]\n"
+          "\n"
+          "Runs PROGRAM, a .nxb binary or .nxs text program (recognised by the .nxb\n"
+          "magic, not by the file name), on the machine it targets.\n"
+          "\n"
+          "Input tensors named with --in are loaded from .npy files, whose dtype and\n"
+          "shape must equal the tensor's declaration. Inputs not given are filled with\n"
+          "deterministic pseudo-random values from --seed (floats uniform in [-1, 1),\n"
+          "signed integers in [-8, 8], unsigned integers in [0, 16]); a note on stderr\n"
+          "names them. Tensors named with --out (any role) are written as .npy files\n"
+          "after the run; every output tensor not named with --out is summarised on\n"
+          "standard output as\n"
+          "  NAME DTYPE [SHAPE] checksum=SUM min=MIN max=MAX first=[V0, V1, ...]\n"
+          "If anything fails, no --out file is written.\n"
+          "\n"
+          "Options:\n"
+          "  -i, --in NAME=FILE.npy    load input tensor NAME from FILE.npy\n"
+          "  -o, --out NAME=FILE.npy   write tensor NAME to FILE.npy after the run\n"
+          "  -m, --machine SPEC        run on this machine instead of the program's\n"
+          "                            .machine: a preset (trn1, trn2) or a JSON file\n"
+          "  -s, --seed N              seed for the pseudo-random inputs (default 1)\n"
+          "      --functional          use the functional executor (instructions run\n"
+          "                            instantly in a dependency-respecting order). It\n"
+          "                            is currently the only executor, so this is the\n"
+          "                            default; the flag is the explicit spelling and\n"
+          "                            stays meaningful once the timed SystemC model\n"
+          "                            becomes the default.\n"
+          "  -h, --help                show this help and exit\n"
+          "\n"
+          "Exit status: 0 ok; 1 fault or deadlock during the run, or an output could\n"
+          "not be written; 2 usage error; 3 bad input (malformed program or .npy,\n"
+          "validation error, unknown tensor, --in for a non-input tensor, dtype or\n"
+          "shape mismatch, unknown machine).\n",
+          f);
+}
+
+typedef struct binding {
+    const char *name; /* points into argv (the '=' is replaced by NUL) */
+    const char *path;
+    int tensor; /* index in the program's tensor table */
+} binding;
+
+typedef struct exec_args {
+    const char *program;
+    const char *machine;
+    uint64_t seed;
+    binding *ins, *outs;
+    int n_in, n_out;
+} exec_args;
+
+/* Splits NAME=FILE in place. */
+static int split_binding(const char *opt, char *arg, binding *b) {
+    char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || eq[1] == '\0')
+        return cli_usage_error("exec", "%s expects NAME=FILE.npy, got '%s'", opt, arg);
+    *eq = '\0';
+    b->name = arg;
+    b->path = eq + 1;
+    b->tensor = -1;
+    return 0;
+}
+
+static int parse_seed(const char *s, uint64_t *out) {
+    if (s[0] < '0' || s[0] > '9') return -1;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno != 0 || *end != '\0') return -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, exec_args *a) {
+    static const struct option longopts[] = {
+        {"in", required_argument, NULL, 'i'},
+        {"out", required_argument, NULL, 'o'},
+        {"machine", required_argument, NULL, 'm'},
+        {"seed", required_argument, NULL, 's'},
+        {"functional", no_argument, NULL, 'F'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":i:o:m:s:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'i':
+            if (split_binding("--in", optarg, &a->ins[a->n_in]) != 0) return CLI_EXIT_USAGE;
+            for (int k = 0; k < a->n_in; k++)
+                if (strcmp(a->ins[k].name, optarg) == 0)
+                    return cli_usage_error("exec", "--in %s is given twice", optarg);
+            a->n_in++;
+            break;
+        case 'o':
+            if (split_binding("--out", optarg, &a->outs[a->n_out]) != 0) return CLI_EXIT_USAGE;
+            for (int k = 0; k < a->n_out; k++) {
+                if (strcmp(a->outs[k].name, optarg) == 0)
+                    return cli_usage_error("exec", "--out %s is given twice", optarg);
+                if (strcmp(a->outs[k].path, a->outs[a->n_out].path) == 0)
+                    return cli_usage_error("exec", "--out %s and --out %s name the same file '%s'",
+                                           a->outs[k].name, optarg, a->outs[k].path);
+            }
+            a->n_out++;
+            break;
+        case 'm': a->machine = optarg; break;
+        case 's':
+            if (parse_seed(optarg, &a->seed) != 0)
+                return cli_usage_error("exec", "--seed expects a non-negative integer, got '%s'", optarg);
+            break;
+        case 'F': break; /* the functional executor is the only one so far */
+        case 'h': cmd_exec_help(stdout); return -1;
+        default: return cli_option_error("exec", c, argc, argv);
+        }
+    }
+    if (optind >= argc) return cli_usage_error("exec", "no program given");
+    if (argc - optind > 1) return cli_usage_error("exec", "expected one program, got %d", argc - optind);
+    a->program = argv[optind];
+    return CLI_EXIT_OK;
+}
+
+/* Resolves every --in/--out name to a tensor; --in only for inputs. */
+static int resolve_bindings(const nx_program *p, exec_args *a) {
+    for (int k = 0; k < a->n_in; k++) {
+        binding *b = &a->ins[k];
+        b->tensor = nx_program_find_tensor(p, b->name);
+        if (b->tensor < 0) {
+            cli_message("%s: --in %s: the program has no tensor '%s'", a->program, b->name, b->name);
+            return -1;
+        }
+        const nx_tensor_decl *t = &p->tensors[b->tensor];
+        if (t->role != NX_ROLE_INPUT) {
+            cli_message("%s: --in %s: tensor '%s' has role %s, not input", a->program, b->name,
+                        b->name, nx_role_name((nx_tensor_role)t->role));
+            return -1;
+        }
+    }
+    for (int k = 0; k < a->n_out; k++) {
+        binding *b = &a->outs[k];
+        b->tensor = nx_program_find_tensor(p, b->name);
+        if (b->tensor < 0) {
+            cli_message("%s: --out %s: the program has no tensor '%s'", a->program, b->name, b->name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Loads --in files and fills the other inputs with pseudo-random values. */
+static int load_inputs(const nx_program *p, const exec_args *a, nx_state *st) {
+    nx_error err;
+    for (int k = 0; k < a->n_in; k++) {
+        const nx_tensor_decl *t = &p->tensors[a->ins[k].tensor];
+        if (cli_tensor_load(a->ins[k].path, t, st->hbm + t->offset, &err) != 0) {
+            cli_message("%s", err.msg);
+            return -1;
+        }
+    }
+    char note[400] = "";
+    size_t used = 0;
+    int filled = 0;
+    for (uint32_t i = 0; i < p->tensor_count; i++) {
+        const nx_tensor_decl *t = &p->tensors[i];
+        if (t->role != NX_ROLE_INPUT) continue;
+        int given = 0;
+        for (int k = 0; k < a->n_in && !given; k++) given = a->ins[k].tensor == (int)i;
+        if (given) continue;
+        cli_tensor_fill_random(t, st->hbm + t->offset, a->seed, i);
+        if (used < sizeof note) {
+            int n = snprintf(note + used, sizeof note - used, "%s%s", filled ? ", " : "", t->name);
+            used = n < 0 ? sizeof note : used + (size_t)n;
+        }
+        filled++;
+    }
+    if (filled) {
+        if (used >= sizeof note) strcpy(note + sizeof note - 5, "...");
+        cli_message("note: %s %s not given with --in: filled with pseudo-random values (seed %" PRIu64 ")",
+                    filled == 1 ? "input" : "inputs", note, a->seed);
+    }
+    return 0;
+}
+
+/* Serialises every --out, prints the summaries, then writes the files;
+ * on a failed write removes the ones already written. */
+static int write_outputs(const nx_program *p, const exec_args *a, const nx_state *st) {
+    nx_error err;
+    uint8_t **bufs = calloc((size_t)a->n_out + 1, sizeof *bufs);
+    size_t *lens = calloc((size_t)a->n_out + 1, sizeof *lens);
+    int status = CLI_EXIT_OK;
+    if (!bufs || !lens) {
+        cli_message("out of memory");
+        status = CLI_EXIT_RUNTIME;
+    }
+    for (int k = 0; k < a->n_out && status == CLI_EXIT_OK; k++) {
+        const nx_tensor_decl *t = &p->tensors[a->outs[k].tensor];
+        nx_npy view = cli_tensor_view(t, st->hbm + t->offset);
+        if (nx_npy_serialize(&view, &bufs[k], &lens[k], &err) != 0) {
+            cli_message("%s: %s", a->outs[k].path, err.msg);
+            status = CLI_EXIT_RUNTIME;
+        }
+    }
+    for (uint32_t i = 0; i < p->tensor_count && status == CLI_EXIT_OK; i++) {
+        const nx_tensor_decl *t = &p->tensors[i];
+        if (t->role != NX_ROLE_OUTPUT) continue;
+        int named = 0;
+        for (int k = 0; k < a->n_out && !named; k++) named = a->outs[k].tensor == (int)i;
+        if (named) continue;
+        if (cli_tensor_summary(stdout, t, st->hbm + t->offset) != 0) {
+            cli_message("cannot write to standard output");
+            status = CLI_EXIT_RUNTIME;
+        }
+    }
+    if (status == CLI_EXIT_OK && fflush(stdout) != 0) {
+        cli_message("cannot write to standard output");
+        status = CLI_EXIT_RUNTIME;
+    }
+    for (int k = 0; k < a->n_out && status == CLI_EXIT_OK; k++) {
+        if (cli_write_atomic(a->outs[k].path, bufs[k], lens[k], &err) != 0) {
+            cli_message("%s", err.msg);
+            for (int j = 0; j < k; j++) unlink(a->outs[j].path);
+            status = CLI_EXIT_RUNTIME;
+        }
+    }
+    for (int k = 0; bufs && k < a->n_out; k++) free(bufs[k]);
+    free(bufs);
+    free(lens);
+    return status;
+}
+
+static int run(exec_args *a) {
+    nx_error err;
+    nx_program prog;
+    if (cli_load_program(a->program, &prog, &err) != 0) {
+        cli_message("%s", err.msg);
+        return CLI_EXIT_INPUT;
+    }
+    int status = CLI_EXIT_OK;
+    nx_machine m;
+    nx_state st;
+    int have_state = 0;
+    if (cli_load_machine(a->machine, &prog, a->program, &m, &err) != 0) {
+        cli_message("%s", err.msg);
+        status = CLI_EXIT_INPUT;
+    } else if (nx_program_validate(&prog, &m.geo, &err) != 0) {
+        cli_message("%s: %s", a->program, err.msg);
+        status = CLI_EXIT_INPUT;
+    } else if (resolve_bindings(&prog, a) != 0) {
+        status = CLI_EXIT_INPUT;
+    } else if (nx_state_init(&st, &m.geo, prog.cores, prog.hbm_bytes, prog.sem_count, &err) != 0) {
+        cli_message("%s: %s", a->program, err.msg);
+        status = CLI_EXIT_RUNTIME;
+    } else {
+        have_state = 1;
+        if (load_inputs(&prog, a, &st) != 0) {
+            status = CLI_EXIT_INPUT;
+        } else if (nx_exec_program(&prog, &st, &err) != 0) {
+            cli_message("%s: %s", a->program, err.msg);
+            status = CLI_EXIT_RUNTIME;
+        } else {
+            status = write_outputs(&prog, a, &st);
+        }
+    }
+    if (have_state) nx_state_free(&st);
+    nx_program_free(&prog);
+    return status;
+}
+
+int cmd_exec(int argc, char **argv) {
+    exec_args a;
+    memset(&a, 0, sizeof a);
+    a.seed = 1;
+    /* At most one binding per argument. */
+    a.ins = calloc((size_t)argc, sizeof *a.ins);
+    a.outs = calloc((size_t)argc, sizeof *a.outs);
+    int status;
+    if (!a.ins || !a.outs) {
+        cli_message("out of memory");
+        status = CLI_EXIT_RUNTIME;
+    } else {
+        status = parse_args(argc, argv, &a);
+        if (status < 0)
+            status = CLI_EXIT_OK; /* --help */
+        else if (status == CLI_EXIT_OK)
+            status = run(&a);
+    }
+    free(a.ins);
+    free(a.outs);
+    return status;
+}

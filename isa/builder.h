@@ -1,0 +1,75 @@
+/* The program-builder C API: declare HBM tensors, place SBUF/PSUM regions,
+ * emit instructions into per-core, per-engine streams, and attach semaphore
+ * waits and increments by hand.
+ *
+ * Automatic synchronisation (issue "kernel-authoring layer") is added as a
+ * layer above this one that calls nx_builder_emit() and then sets waits and
+ * increments through nx_builder_insn(); kernels written against that layer do
+ * not change when it learns more. The builder owns everything it allocates
+ * until nx_builder_finish() moves the program out. */
+#ifndef NXSIM_ISA_BUILDER_H
+#define NXSIM_ISA_BUILDER_H
+
+#include <stdint.h>
+
+#include "error.h"
+#include "geometry.h"
+#include "insn.h"
+#include "opcodes.h"
+#include "program.h"
+
+typedef struct nx_builder nx_builder;
+
+/* NULL on OOM. `geo` is copied and bounds the allocators. */
+nx_builder *nx_builder_new(const nx_geometry *geo, uint32_t cores);
+void nx_builder_free(nx_builder *b);
+
+/* Declares an HBM tensor, placed at the next 64-byte-aligned offset. Fills
+ * *full (optional) with an HBM access pattern of the whole tensor viewed as
+ * [shape[0] partitions-rows] x [product of the rest] (partition_stride = row
+ * elements); for 1-D tensors, one row. */
+int nx_builder_tensor(nx_builder *b, const char *name, nx_dtype dtype, uint32_t ndims,
+                      const uint64_t *shape, nx_tensor_role role, uint64_t *offset_out,
+                      nx_error *err);
+
+/* Bump allocators, per core, in bytes per partition. align must be a power
+ * of two. Overflow is an error naming the request and what is left. PSUM
+ * allocations never straddle a bank when bytes <= bank size. */
+int nx_builder_sbuf_alloc(nx_builder *b, uint32_t core, uint64_t bytes, uint64_t align,
+                          uint64_t *offset_out, nx_error *err);
+int nx_builder_psum_alloc(nx_builder *b, uint32_t core, uint64_t bytes, uint64_t *offset_out,
+                          nx_error *err);
+
+/* Allocates the next semaphore index (per-program; same index on every core). */
+int nx_builder_semaphore(nx_builder *b, uint32_t *sem_out, nx_error *err);
+
+/* Appends a copy of insn to (core, engine); *index_out gets its position. */
+int nx_builder_emit(nx_builder *b, uint32_t core, nx_engine engine, const nx_insn *insn,
+                    uint32_t *index_out, nx_error *err);
+/* Pointer to an emitted instruction (valid until the next emit). */
+nx_insn *nx_builder_insn(nx_builder *b, uint32_t core, nx_engine engine, uint32_t index);
+uint32_t nx_builder_stream_len(const nx_builder *b, uint32_t core, nx_engine engine);
+
+/* Moves the program out (validated against the geometry) and resets b. */
+int nx_builder_finish(nx_builder *b, nx_program *out, nx_error *err);
+
+/* ---- operand and instruction constructors ---- */
+nx_insn nx_insn_make(nx_opcode opcode); /* zeroed, no wait, no increment */
+void nx_insn_wait(nx_insn *insn, uint32_t sem, uint32_t value);
+void nx_insn_inc(nx_insn *insn, uint32_t sem, uint32_t amount);
+
+/* Memory AP: kind NX_OPK_HBM/SBUF/PSUM; strides/counts outermost first. */
+nx_operand nx_ap(nx_operand_kind kind, nx_dtype dtype, uint32_t start_partition,
+                 uint32_t partitions, int32_t partition_stride, uint64_t offset_bytes,
+                 uint32_t ndims, const int32_t *strides, const uint32_t *counts);
+/* On-chip [partitions] x [free] contiguous. */
+nx_operand nx_ap_tile(nx_operand_kind kind, nx_dtype dtype, uint32_t start_partition,
+                      uint32_t partitions, uint64_t offset_bytes, uint32_t free_elems);
+/* HBM rows: `rows` partitions of `cols` contiguous elements, row pitch `pitch` elements. */
+nx_operand nx_ap_hbm_rows(nx_dtype dtype, uint64_t offset_bytes, uint32_t rows,
+                          int32_t pitch, uint32_t cols);
+nx_operand nx_imm(double value, nx_dtype dtype);
+nx_operand nx_pattern(int64_t base, int32_t channel_multiplier, uint32_t partitions,
+                      uint32_t ndims, const int32_t *strides, const uint32_t *counts);
+
+#endif

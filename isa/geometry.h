@@ -1,0 +1,30 @@
+/* The memory and array geometry of one machine, as the ISA layer needs it to
+ * validate and execute programs. It is filled from a machine description
+ * (sim/machines/NAME.json, loaded by sim/machine.h); isa/ itself never hard-codes
+ * a machine. Sizes are in bytes, limits in elements. */
+#ifndef NXSIM_ISA_GEOMETRY_H
+#define NXSIM_ISA_GEOMETRY_H
+
+#include <stdint.h>
+
+typedef struct nx_geometry {
+    char name[16];                     /* "trn1", "trn2", or a user file's name */
+    uint32_t cores;                    /* physical cores a program may use (VNC grid) */
+    uint32_t partitions;               /* SBUF/PSUM partitions (128) */
+    uint64_t sbuf_partition_bytes;     /* e.g. 224 KiB on trn2 */
+    uint64_t psum_partition_bytes;     /* 16 KiB */
+    uint64_t psum_bank_bytes;          /* 2 KiB: one PE accumulation group */
+    uint64_t hbm_bytes;                /* device HBM the program may declare */
+    uint32_t sbuf_free_elems_max;      /* per-partition elements one access may touch (64K) */
+    uint32_t psum_free_elems_max;      /* (4K) */
+    uint32_t pe_rows;                  /* contraction / stationary partitions (128) */
+    uint32_t pe_cols;                  /* stationary free size M max (128) */
+    uint32_t pe_moving_free_max;       /* N max per multiply_moving (512) */
+    uint32_t dve_transpose_max;        /* DVE transpose block edge (32) */
+    uint32_t pool_partitions_per_core; /* GpSimd core width (16) */
+    uint32_t max8_min_elems;           /* max8 input elements per partition: min (8) */
+    uint32_t max8_max_elems;           /* ... and max (16384) */
+    uint32_t dma_queues;               /* DMA engines x queues per core (16 x 16) */
+} nx_geometry;
+
+#endif

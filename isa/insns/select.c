@@ -1,0 +1,73 @@
+/* select: dst[p,e] = pred[p,e] != 0 ? on_true[p,e] : on_false[p,e] (NaN pred
+ * counts as nonzero); on_true/on_false may be immediates. Without on_false,
+ * only the elements whose pred is nonzero are written (predicated copy).
+ * docs/parts/insns-dve.md. */
+#include <inttypes.h>
+
+#include "insn_impl.h"
+
+static int check_same_shape(const nx_operand *a, const char *an, const nx_operand *d,
+                            const char *dn, nx_error *err) {
+    if (a->partition_count != d->partition_count)
+        return nx_fail(err, "%s has %u partitions, %s has %u", an, a->partition_count, dn,
+                       d->partition_count);
+    uint64_t ea = nx_operand_free_elems(a), ed = nx_operand_free_elems(d);
+    if (ea != ed)
+        return nx_fail(err, "%s has %" PRIu64 " elements per partition, %s has %" PRIu64, an,
+                       ea, dn, ed);
+    return 0;
+}
+
+int nx_validate_SELECT(const nx_insn *insn, nx_engine engine, const nx_geometry *geo,
+                       nx_error *err) {
+    (void)engine;
+    (void)geo;
+    const nx_operand *dst = &insn->op[0];
+    if (check_same_shape(&insn->op[1], "pred", dst, "dst", err) != 0) return -1;
+    if (nx_operand_is_memory(&insn->op[2]) &&
+        check_same_shape(&insn->op[2], "on_true", dst, "dst", err) != 0)
+        return -1;
+    if (nx_operand_is_memory(&insn->op[3]) &&
+        check_same_shape(&insn->op[3], "on_false", dst, "dst", err) != 0)
+        return -1;
+    return 0;
+}
+
+/* Partition p of a memory view, or n copies of an immediate. */
+static void load_row(const nx_view *v, uint32_t p, double *out, uint64_t n) {
+    if (v->kind == NX_OPK_IMM) {
+        for (uint64_t e = 0; e < n; e++) out[e] = v->imm;
+    } else {
+        nx_view_load(v, p, out);
+    }
+}
+
+int nx_exec_SELECT(const nx_exec_ctx *ctx, const nx_insn *insn) {
+    nx_view dst, pred, on_true, on_false;
+    nx_view_init(&dst, ctx, &insn->op[0]);
+    nx_view_init(&pred, ctx, &insn->op[1]);
+    nx_view_init(&on_true, ctx, &insn->op[2]);
+    int has_false = insn->op[3].kind != NX_OPK_NONE;
+    if (has_false) nx_view_init(&on_false, ctx, &insn->op[3]);
+    uint64_t n = dst.free_elems;
+    double *c = nx_buf_alloc(3 * n);
+    if (!c) return nx_fail(ctx->err, "out of memory for %" PRIu64 " elements", 3 * n);
+    double *t = c + n, *f = t + n;
+    nx_dtype dt = (nx_dtype)dst.dtype;
+    for (uint32_t p = 0; p < dst.partitions; p++) {
+        nx_view_load(&pred, p, c);
+        load_row(&on_true, p, t, n);
+        if (has_false) {
+            load_row(&on_false, p, f, n);
+            for (uint64_t e = 0; e < n; e++) f[e] = c[e] != 0.0 ? t[e] : f[e];
+            nx_view_store(&dst, p, f);
+        } else {
+            /* Element by element so unselected elements are never rewritten
+             * (and a broadcast dst keeps the last selected write). */
+            for (uint64_t e = 0; e < n; e++)
+                if (c[e] != 0.0) nx_dtype_store(dt, nx_view_addr(&dst, p, e), t[e]);
+        }
+    }
+    free(c);
+    return 0;
+}

@@ -1,0 +1,45 @@
+/* tensor_tensor: dst[p,e] = in0[p,e] op0 in1[p,e] (docs/parts/insns-dve.md). */
+#include <inttypes.h>
+
+#include "insn_impl.h"
+
+/* a must have d's partitions and elements per partition. */
+static int check_same_shape(const nx_operand *a, const char *an, const nx_operand *d,
+                            const char *dn, nx_error *err) {
+    if (a->partition_count != d->partition_count)
+        return nx_fail(err, "%s has %u partitions, %s has %u", an, a->partition_count, dn,
+                       d->partition_count);
+    uint64_t ea = nx_operand_free_elems(a), ed = nx_operand_free_elems(d);
+    if (ea != ed)
+        return nx_fail(err, "%s has %" PRIu64 " elements per partition, %s has %" PRIu64, an,
+                       ea, dn, ed);
+    return 0;
+}
+
+int nx_validate_TENSOR_TENSOR(const nx_insn *insn, nx_engine engine, const nx_geometry *geo,
+                              nx_error *err) {
+    (void)engine;
+    (void)geo;
+    if (check_same_shape(&insn->op[1], "in0", &insn->op[0], "dst", err) != 0) return -1;
+    return check_same_shape(&insn->op[2], "in1", &insn->op[0], "dst", err);
+}
+
+int nx_exec_TENSOR_TENSOR(const nx_exec_ctx *ctx, const nx_insn *insn) {
+    nx_view dst, in0, in1;
+    nx_view_init(&dst, ctx, &insn->op[0]);
+    nx_view_init(&in0, ctx, &insn->op[1]);
+    nx_view_init(&in1, ctx, &insn->op[2]);
+    uint64_t n = dst.free_elems;
+    double *a = nx_buf_alloc(2 * n);
+    if (!a) return nx_fail(ctx->err, "out of memory for %" PRIu64 " elements", 2 * n);
+    double *b = a + n;
+    nx_alu_op op = (nx_alu_op)insn->alu0;
+    for (uint32_t p = 0; p < dst.partitions; p++) {
+        nx_view_load(&in0, p, a);
+        nx_view_load(&in1, p, b);
+        for (uint64_t e = 0; e < n; e++) a[e] = nx_alu_apply(op, a[e], b[e]);
+        nx_view_store(&dst, p, a);
+    }
+    free(a);
+    return 0;
+}

@@ -1,0 +1,51 @@
+/* Static validation of one instruction, and its memory footprint.
+ *
+ * Generic checks (validate.c), in order: the opcode exists and may run on the
+ * engine; unused parameters, flags and slots are zero; every slot's kind is
+ * allowed by the row and by the engine (PE reads SBUF/writes PSUM, POOL never
+ * PSUM, DMA only HBM/SBUF, compute engines never HBM); every memory access
+ * pattern lies inside its memory (partition range, start-partition rule for
+ * compute engines, per-partition byte range, HBM range, free-size limits,
+ * dtype-aligned offset); semaphore indices < sem_count. Then the opcode's own
+ * nx_validate_<id>. */
+#ifndef NXSIM_ISA_VALIDATE_H
+#define NXSIM_ISA_VALIDATE_H
+
+#include <stdint.h>
+
+#include "error.h"
+#include "geometry.h"
+#include "insn.h"
+
+/* Message has no location prefix; nx_program_validate adds it. */
+int nx_insn_validate(const nx_insn *insn, nx_engine engine, const nx_geometry *geo,
+                     uint64_t hbm_bytes, uint32_t sem_count, nx_error *err);
+
+/* Checks one memory access pattern (used by nx_insn_validate and by opcode
+ * validators for derived shapes). `what` names the slot in messages. */
+int nx_check_access(const nx_operand *op, nx_engine engine, const nx_geometry *geo,
+                    uint64_t hbm_bytes, const char *what, nx_error *err);
+
+/* A conservative box of memory an instruction touches:
+ * kind NX_OPK_HBM: bytes [lo, hi) of HBM (partitions ignored);
+ * SBUF/PSUM: partitions [p_lo, p_hi) x bytes [lo, hi) within each partition.
+ * Indirect DMA covers every row the offsets could name. */
+typedef struct nx_footprint {
+    uint8_t kind;
+    uint8_t write;       /* 1 if written (read-modify-write counts as write) */
+    uint8_t read;        /* 1 if read */
+    uint8_t slot;        /* operand slot index */
+    uint16_t p_lo, p_hi;
+    uint64_t lo, hi;
+} nx_footprint;
+
+/* Fills up to NX_MAX_OPERANDS entries; returns how many. Only for validated
+ * instructions. */
+int nx_insn_footprint(const nx_insn *insn, nx_footprint out[NX_MAX_OPERANDS]);
+
+/* Byte span [lo, hi) one partition of a memory AP touches (min..max element
+ * byte + size), relative to the partition (SBUF/PSUM) or HBM start including
+ * the partition stride term for HBM. */
+void nx_operand_span(const nx_operand *op, uint64_t *lo, uint64_t *hi);
+
+#endif
