@@ -139,12 +139,15 @@ static int expected(asm_state *s, const char *at, const char *what) {
     return fail_at(s, at, "expected %s, found %s", what, found(s, at).s);
 }
 
-/* "a, b, c" from a name function over codes [0, count). */
-static void name_list(char *buf, size_t len, const char *(*name)(unsigned), unsigned count) {
+/* "INTRO (a, b, c)" from a name function over codes [0, count): the
+ * "expected ..." text for a choice among named values. */
+static void choices(char *buf, size_t len, const char *intro, const char *(*name)(unsigned),
+                    unsigned count) {
     size_t used = 0;
-    buf[0] = '\0';
-    for (unsigned i = 0; i < count && used < len; i++) {
-        int n = snprintf(buf + used, len - used, "%s%s", i ? ", " : "", name(i));
+    for (unsigned i = 0; i <= count && used < len; i++) {
+        int n = i == 0       ? snprintf(buf, len, "%s (%s", intro, name(0))
+                : i == count ? snprintf(buf + used, len - used, ")")
+                             : snprintf(buf + used, len - used, ", %s", name(i));
         if (n < 0) break;
         used += (size_t)n;
     }
@@ -579,8 +582,8 @@ static int no_such_key(asm_state *s, const nx_opcode_info *row, const char *key,
             if (row->iparam_name[i]) append(list, sizeof list, row->iparam_name[i]);
         append(list, sizeof list, "wait");
         append(list, sizeof list, "inc");
-        return fail_at(s, key, "'%s' has no parameter '%.*s'; parameters: %s", row->mnemonic,
-                       quote_len(n), key, list);
+        return fail_at(s, key, "'%s' has no parameter '%.*s%s'; parameters: %s", row->mnemonic,
+                       quote_len(n), key, quote_more(n), list);
     }
     for (unsigned i = 0; i < NX_MAX_OPERANDS; i++)
         if (row->slot[i].name) append(list, sizeof list, row->slot[i].name);
@@ -653,18 +656,14 @@ static int parse_key_value(asm_state *s, const nx_opcode_info *row, const char *
     case KEY_OP0:
     case KEY_OP1: {
         char what[320];
-        snprintf(what, sizeof what, "an ALU op (");
-        name_list(what + strlen(what), sizeof what - strlen(what) - 1, alu_name_u, NX_ALU_COUNT);
-        strcat(what, ")");
+        choices(what, sizeof what, "an ALU op", alu_name_u, NX_ALU_COUNT);
         if (parse_name(s, lookup_alu, what, &code) != 0) return -1;
         *(bit == KEY_OP0 ? &insn->alu0 : &insn->alu1) = (uint8_t)code;
         return 0;
     }
     case KEY_FUNC: {
         char what[320];
-        snprintf(what, sizeof what, "an activation function (");
-        name_list(what + strlen(what), sizeof what - strlen(what) - 1, act_name_u, NX_ACT_COUNT);
-        strcat(what, ")");
+        choices(what, sizeof what, "an activation function", act_name_u, NX_ACT_COUNT);
         if (parse_name(s, lookup_act, what, &code) != 0) return -1;
         insn->func = (uint8_t)code;
         return 0;
@@ -804,9 +803,8 @@ static int dir_core(asm_state *s) {
 }
 
 static int dir_engine(asm_state *s) {
-    char what[96] = "an engine (";
-    name_list(what + strlen(what), sizeof what - strlen(what) - 1, engine_name_u, NX_ENG_COUNT);
-    strcat(what, ")");
+    char what[96];
+    choices(what, sizeof what, "an engine", engine_name_u, NX_ENG_COUNT);
     unsigned e = 0;
     if (separator(s) != 0 || parse_name(s, lookup_engine, what, &e) != 0) return -1;
     s->engine = (int)e;
@@ -833,9 +831,8 @@ static int dir_tensor(asm_state *s) {
         return fail_at(s, name_at, "too many tensors (max %u)", ASM_MAX_TENSORS);
     s->p += n;
 
-    char what[64] = "a role (";
-    name_list(what + strlen(what), sizeof what - strlen(what) - 1, role_name_u, NX_ROLE_COUNT);
-    strcat(what, ")");
+    char what[64];
+    choices(what, sizeof what, "a role", role_name_u, NX_ROLE_COUNT);
     unsigned role = 0;
     if (separator(s) != 0 || parse_name(s, lookup_role, what, &role) != 0) return -1;
     t.role = (uint8_t)role;

@@ -26,7 +26,7 @@ extern "C" {
 
 typedef struct nx_machine {
     nx_geometry geo;                  /* sizes and limits ("geometry") */
-    double clock_ghz[NX_ENG_COUNT];   /* "clocks": pe, dve, act, pool, sp */
+    double clock_ghz[NX_ENG_COUNT];   /* "clocks_ghz": pe, dve, act, pool, sp */
 
     /* "pe" */
     uint32_t pe_mm_init_latency;      /* min initiation interval, cycles (64) */

@@ -479,6 +479,24 @@ static void partition_all_reduce_bitwise(void **state) {
     }
 }
 
+/* uint32 values with the top bit set stay unsigned through the fold. */
+static void partition_all_reduce_bitwise_unsigned(void **state) {
+    nx_state *st = *state;
+    const double v[2] = {4026531840.0 /* 0xF0000000 */, 4278190095.0 /* 0xFF00000F */};
+    for (uint32_t p = 0; p < 2; p++) test_sbuf_put(st, 0, NX_DT_UINT32, p, 0, 1, &v[p]);
+    nx_insn insn = insn2(NX_OP_PARTITION_ALL_REDUCE, tile(NX_DT_UINT32, 0, 2, 64, 1),
+                         tile(NX_DT_UINT32, 0, 2, 0, 1));
+    insn.alu0 = NX_ALU_BITWISE_AND;
+    run_ok(st, &insn);
+    double got;
+    test_sbuf_get(st, 0, NX_DT_UINT32, 1, 64, 1, &got);
+    assert_true(got == (double)(0xF0000000u & 0xFF00000Fu));
+    insn.alu0 = NX_ALU_BITWISE_XOR;
+    run_ok(st, &insn);
+    test_sbuf_get(st, 0, NX_DT_UINT32, 0, 64, 1, &got);
+    assert_true(got == (double)(0xF0000000u ^ 0xFF00000Fu));
+}
+
 static void partition_all_reduce_validation(void **state) {
     nx_state *st = *state;
     nx_insn insn = insn2(NX_OP_PARTITION_ALL_REDUCE, tile(NX_DT_FP32, 0, 4, 64, 8),
@@ -564,6 +582,7 @@ int main(void) {
         T(local_gather_validation),
         T(partition_all_reduce_128_and_32),
         T(partition_all_reduce_bitwise),
+        T(partition_all_reduce_bitwise_unsigned),
         T(partition_all_reduce_validation),
         T(partition_broadcast_rows),
         T(partition_broadcast_validation),

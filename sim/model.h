@@ -1,0 +1,91 @@
+/* The cycle-approximate SystemC model of the core and of the two-core VNC
+ * grid, reached from C through this one header. C++ exceptions (SystemC
+ * errors included) never cross it: every function returns 0 or -1 with a
+ * one-line message.
+ *
+ * The SystemC platform is elaborated once per process, on the first run, and
+ * reused: each run loads a program, resets the engines, and resumes the
+ * kernel until every stream has ended (sc_pause). Simulated time keeps
+ * growing across runs, so every figure below is a difference for this run.
+ *
+ * The model calls the same instruction semantics as the functional executor
+ * (nx_insn_execute, isa/exec.h) and only adds time: results are bit for bit
+ * those of nx_exec_program.
+ *
+ * Units: simulated time in ns (double); cycles are cycles of the named
+ * engine's own clock (machine clock_ghz). */
+#ifndef NXSIM_SIM_MODEL_H
+#define NXSIM_SIM_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../isa/error.h"
+#include "../isa/program.h"
+#include "../isa/state.h"
+#include "machine.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct nx_sim_options {
+    int keep_log;   /* 1: keep the per-instruction log (profiles, race check) */
+    int progress;   /* 1: print progress on stderr (callers pass isatty(2)) */
+} nx_sim_options;
+
+/* One executed instruction (or one DMA transfer on its queue). */
+typedef struct nx_sim_record {
+    uint32_t index;      /* position in its engine stream */
+    uint8_t core;
+    uint8_t engine;      /* nx_engine; DMA transfers are issued by NX_ENG_SP */
+    uint8_t opcode;
+    uint8_t waited;      /* 1 if it had a semaphore wait or a barrier */
+    int16_t queue;       /* DMA queue 0..255 the transfer ran on; -1 otherwise */
+    double t_ready_ns;   /* reached the head of its stream (or queue) */
+    double t_start_ns;   /* started, after semaphore waits and structural stalls */
+    double t_end_ns;     /* completed: results visible, semaphore incremented */
+    double busy_ns;      /* time it occupied its engine (or queue) */
+    uint64_t bytes;      /* bytes moved (DMA) */
+    uint64_t flops;      /* 2*K*M*N for multiply_moving, 0 otherwise */
+    /* Happens-before bookkeeping, in one global order of semaphore events:
+     * the sequence number at which this instruction's wait was satisfied
+     * (it saw every increment with a smaller inc_seq), and the sequence number
+     * of its own increment. 0 = none. Barrier passes count as waits on every
+     * core's barrier arrival, which are recorded as increments. */
+    uint64_t wait_seq;
+    uint64_t inc_seq;
+} nx_sim_record;
+
+typedef struct nx_sim_engine_stats {
+    uint64_t instructions;
+    double busy_ns;
+    double stall_ns;     /* waiting on semaphores, barriers or structural conflicts */
+} nx_sim_engine_stats;
+
+typedef struct nx_sim_result {
+    double start_ns;     /* absolute SystemC time at which the run began */
+    double total_ns;     /* simulated duration of the run */
+    uint64_t instructions;
+    uint64_t flops;
+    nx_sim_engine_stats engine[NX_MAX_CORES][NX_ENG_COUNT];
+    uint64_t dma_queue_bytes[NX_MAX_CORES][256];
+    uint64_t dma_queue_transfers[NX_MAX_CORES][256];
+    nx_sim_record *log;  /* owned; NULL unless options.keep_log */
+    size_t log_count;
+} nx_sim_result;
+
+/* Runs `prog` on the model of machine `m`. `st` must be initialised for the
+ * program (nx_state_init) and hold its inputs; on return it holds the results.
+ * Errors: a fault in an instruction (same text as the functional executor),
+ * or "deadlock: ..." naming every blocked engine and the semaphore and value
+ * it waits for (never a hang). */
+int nx_sim_run(const nx_machine *m, const nx_program *prog, nx_state *st,
+               const nx_sim_options *opt, nx_sim_result *out, nx_error *err);
+void nx_sim_result_free(nx_sim_result *r);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
