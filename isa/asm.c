@@ -24,16 +24,14 @@
 #include <string.h>
 
 #include "dtype.h"
+#include "encode.h"
 #include "insn.h"
 #include "opcodes.h"
 
-/* insn.h: partition_count is 1..128 for memory and pattern operands, and the
- * encoder (NX_PARTITIONS_MAX in encode.c) rejects start + count past 128. */
-#define ASM_PARTITIONS 128u
+#define ASM_PARTITIONS NX_MAX_PARTITIONS
 /* Placement of tensors without @OFFSET, and the default .hbm rounding. */
 #define ASM_TENSOR_ALIGN 64u
-/* The container holds at most this many tensors (MAX_TENSORS in container.c). */
-#define ASM_MAX_TENSORS 4096u
+#define ASM_MAX_TENSORS NX_NXB_MAX_TENSORS
 /* Longest piece of input text quoted in a message. */
 #define ASM_QUOTE_MAX 32
 /* Machine names: 1..15 characters (nx_program.machine is 16 bytes). */

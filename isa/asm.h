@@ -1,5 +1,5 @@
 /* The .nxs text assembly language: assembler and disassembler.
- * Grammar and examples: docs/ISA.md ("Assembly"). The disassembler prints the
+ * Grammar and examples: docs/ISA.md ("Assembly language"). The disassembler prints the
  * canonical form; assembling it gives the same program, so
  * .nxs -> .nxb -> .nxs -> .nxb is byte-identical. */
 #ifndef NXSIM_ISA_ASM_H
@@ -22,8 +22,9 @@ int nx_assemble_file(const char *path, nx_program *out, nx_error *err);
 
 /* Writes the canonical text of `p` to f. Returns 0 or -1 (write error). */
 int nx_disassemble(const nx_program *p, FILE *f, nx_error *err);
-/* Canonical text of one operand / one instruction (without sync suffix order
- * differences) into buf; returns the length that would have been written. */
+/* Canonical text of one operand / one instruction (including its wait= and
+ * inc= suffixes) into buf, like snprintf: returns the length that would have
+ * been written. */
 size_t nx_format_operand(char *buf, size_t len, const nx_operand *op);
 size_t nx_format_insn(char *buf, size_t len, const nx_insn *insn);
 

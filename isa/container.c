@@ -47,7 +47,7 @@ enum {
     T_SHAPE = 80, /* 6 x u64 */
 };
 #define MACHINE_BYTES 16
-#define MAX_TENSORS 4096u
+#define MAX_TENSORS NX_NXB_MAX_TENSORS
 
 _Static_assert(T_SHAPE + 8 * NX_TENSOR_MAX_DIMS == NX_NXB_TENSOR_BYTES, "tensor entry is 128 bytes");
 _Static_assert(T_NAME + NX_TENSOR_NAME_MAX == T_DTYPE, "tensor name is 64 bytes");

@@ -54,7 +54,7 @@ _Static_assert(W_RESERVED1 == 312, "operand slots end at byte 312");
 _Static_assert(O_COUNT + 4 * NX_MAX_FREE_DIMS == NX_OPERAND_BYTES, "operand is 56 bytes");
 _Static_assert(NX_MAX_FREE_DIMS == 4, "the word has room for 4 free dims");
 
-#define NX_PARTITIONS_MAX 128u /* most partitions any operand may name */
+#define NX_PARTITIONS_MAX NX_MAX_PARTITIONS
 #define CANONICAL_QNAN 0x7ff8000000000000ull
 #define CANONICAL_NEG_QNAN 0xfff8000000000000ull
 

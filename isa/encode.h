@@ -19,6 +19,7 @@
 #define NX_NXB_VERSION 1
 #define NX_NXB_HEADER_BYTES 64
 #define NX_NXB_TENSOR_BYTES 128
+#define NX_NXB_MAX_TENSORS 4096u /* tensor table entries a container may hold */
 
 /* Instruction word <-> record. decode checks field ranges (opcode, enums,
  * dtypes, kinds, ndims, zero reserved bytes and unused fields) but not

@@ -24,6 +24,9 @@
 #define NX_SEM_NONE 0xFFu   /* no wait / no increment */
 #define NX_MAX_SEMAPHORES 255
 #define NX_MAX_CORES 2
+/* Most partitions any operand can name: partition counts are encoded in a
+ * byte, and no machine has more than 128 partitions. */
+#define NX_MAX_PARTITIONS 128u
 
 /* Engines: each has its own instruction stream per core. Codes are encoded. */
 typedef enum nx_engine {

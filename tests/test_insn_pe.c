@@ -102,14 +102,14 @@ static void ref_float(uint32_t K, uint32_t M, uint32_t N, const float *st, const
 /* Checks dst (PSUM fp32 [M][N] at dst_off, contiguous rows) against both
  * references; `prior` (may be NULL) is what was accumulated into. */
 static void check_matmul(nx_state *st, uint32_t K, uint32_t M, uint32_t N, const float *a,
-                         const float *b, const float *prior, uint64_t dst_off) {
+                         const float *b, const float *prior, uint32_t dst_p0, uint64_t dst_off) {
     float *want = malloc((size_t)M * N * sizeof *want);
     double *got = malloc(N * sizeof *got);
     assert_non_null(want);
     assert_non_null(got);
     ref_float(K, M, N, a, b, want);
     for (uint32_t m = 0; m < M; m++) {
-        test_psum_get(st, 0, NX_DT_FP32, m, dst_off, N, got);
+        test_psum_get(st, 0, NX_DT_FP32, dst_p0 + m, dst_off, N, got);
         for (uint32_t n = 0; n < N; n++) {
             float w = want[(size_t)m * N + n];
             if (prior) w = prior[(size_t)m * N + n] + w;
@@ -217,7 +217,9 @@ static void test_load_stationary_rejects(void **state) {
 
 /* ---- multiply_moving ---- */
 
-static void matmul_case(uint32_t K, uint32_t M, uint32_t N, nx_dtype adt, nx_dtype bdt, uint64_t seed) {
+/* dst at PSUM partitions p0.., byte 2048 (bank 1) */
+static void matmul_case(uint32_t K, uint32_t M, uint32_t N, nx_dtype adt, nx_dtype bdt, uint32_t p0,
+                        uint64_t seed) {
     nx_state st;
     test_state(&st, 1, 0, 0);
     test_rng r = {seed};
@@ -227,14 +229,14 @@ static void matmul_case(uint32_t K, uint32_t M, uint32_t N, nx_dtype adt, nx_dty
     for (uint32_t m = 0; m < M; m++)
         for (uint32_t n = 0; n < N; n++) {
             double v = 1234.5;
-            test_psum_put(&st, 0, NX_DT_FP32, m, 2048 + 4 * n, 1, &v);
+            test_psum_put(&st, 0, NX_DT_FP32, p0 + m, 2048 + 4 * n, 1, &v);
         }
     nx_insn ls = load_stationary(tile(NX_OPK_SBUF, adt, 0, K, 0, M));
     run_ok(&st, NX_ENG_PE, &ls);
-    nx_insn mm = multiply(tile(NX_OPK_PSUM, NX_DT_FP32, 0, M, 2048, N),
+    nx_insn mm = multiply(tile(NX_OPK_PSUM, NX_DT_FP32, p0, M, 2048, N),
                           tile(NX_OPK_SBUF, bdt, 0, K, 4096, N), 0);
     run_ok(&st, NX_ENG_PE, &mm);
-    check_matmul(&st, K, M, N, a, b, NULL, 2048);
+    check_matmul(&st, K, M, N, a, b, NULL, p0, 2048);
     free(a);
     free(b);
     nx_state_free(&st);
@@ -242,23 +244,25 @@ static void matmul_case(uint32_t K, uint32_t M, uint32_t N, nx_dtype adt, nx_dty
 
 static void test_matmul_fp32_full(void **state) {
     (void)state;
-    matmul_case(128, 128, 512, NX_DT_FP32, NX_DT_FP32, 1);
+    matmul_case(128, 128, 512, NX_DT_FP32, NX_DT_FP32, 0, 1);
 }
 
 static void test_matmul_fp32_odd_shapes(void **state) {
     (void)state;
-    matmul_case(100, 37, 77, NX_DT_FP32, NX_DT_FP32, 2);
-    matmul_case(1, 1, 1, NX_DT_FP32, NX_DT_FP32, 3);
-    matmul_case(3, 9, 33, NX_DT_FP32, NX_DT_FP32, 4);
-    matmul_case(128, 8, 32, NX_DT_FP32, NX_DT_FP32, 5);
-    matmul_case(17, 120, 500, NX_DT_FP32, NX_DT_FP32, 6);
+    matmul_case(100, 37, 77, NX_DT_FP32, NX_DT_FP32, 0, 2);
+    matmul_case(1, 1, 1, NX_DT_FP32, NX_DT_FP32, 0, 3);
+    matmul_case(3, 9, 33, NX_DT_FP32, NX_DT_FP32, 96, 4);
+    matmul_case(64, 32, 64, NX_DT_FP32, NX_DT_FP32, 32, 10);
+    matmul_case(40, 64, 96, NX_DT_BF16, NX_DT_BF16, 64, 11);
+    matmul_case(128, 8, 32, NX_DT_FP32, NX_DT_FP32, 0, 5);
+    matmul_case(17, 120, 500, NX_DT_FP32, NX_DT_FP32, 0, 6);
 }
 
 static void test_matmul_low_precision_inputs(void **state) {
     (void)state;
-    matmul_case(128, 128, 512, NX_DT_BF16, NX_DT_BF16, 7);
-    matmul_case(64, 40, 100, NX_DT_FP8_E4M3, NX_DT_BF16, 8);
-    matmul_case(96, 128, 64, NX_DT_FP16, NX_DT_FP8_E5M2, 9);
+    matmul_case(128, 128, 512, NX_DT_BF16, NX_DT_BF16, 0, 7);
+    matmul_case(64, 40, 100, NX_DT_FP8_E4M3, NX_DT_BF16, 0, 8);
+    matmul_case(96, 128, 64, NX_DT_FP16, NX_DT_FP8_E5M2, 0, 9);
 }
 
 /* The sum starts from the k = 0 product, not from +0: -1 * 0 stays -0. */
@@ -310,12 +314,12 @@ static void test_matmul_accumulate(void **state) {
     float *first = malloc((size_t)M * N * sizeof *first);
     assert_non_null(first);
     ref_float(K, M, N, a1, b1, first);
-    check_matmul(&st, K, M, N, a1, b1, NULL, 6144);
+    check_matmul(&st, K, M, N, a1, b1, NULL, 0, 6144);
     ls = load_stationary(tile(NX_OPK_SBUF, NX_DT_FP32, 0, K, 2048, M));
     run_ok(&st, NX_ENG_PE, &ls);
     mm = multiply(dst, tile(NX_OPK_SBUF, NX_DT_FP32, 0, K, 4096, N), 1);
     run_ok(&st, NX_ENG_PE, &mm);
-    check_matmul(&st, K, M, N, a2, b2, first, 6144);
+    check_matmul(&st, K, M, N, a2, b2, first, 0, 6144);
     free(a1);
     free(b1);
     free(a2);

@@ -25,18 +25,6 @@ void nx_pe_rows_to_f32(const nx_view *v, uint32_t rows, float *out, uint64_t ld)
 
 enum { MR = 8, NR = 32 };
 
-/* Bytes [lo, hi) one partition of an on-chip AP touches. */
-static void partition_span(const nx_operand *op, uint64_t *lo, uint64_t *hi) {
-    int64_t size = (int64_t)nx_dtype_size((nx_dtype)op->dtype);
-    int64_t emin = 0, emax = 0;
-    for (uint32_t k = 0; k < op->ndims; k++) {
-        int64_t ext = (int64_t)op->stride[k] * (int64_t)(op->count[k] - 1);
-        if (ext < 0) emin += ext; else emax += ext;
-    }
-    *lo = (uint64_t)((int64_t)op->offset + emin * size);
-    *hi = (uint64_t)((int64_t)op->offset + (emax + 1) * size);
-}
-
 int nx_validate_MULTIPLY_MOVING(const nx_insn *insn, nx_engine engine, const nx_geometry *geo,
                                 nx_error *err) {
     (void)engine;
@@ -61,7 +49,7 @@ int nx_validate_MULTIPLY_MOVING(const nx_insn *insn, nx_engine engine, const nx_
         return nx_fail(err, "dst has %u partitions (M), more than the PE's %u columns",
                        (unsigned)dst->partition_count, geo->pe_cols);
     uint64_t lo, hi;
-    partition_span(dst, &lo, &hi);
+    nx_operand_span(dst, &lo, &hi); /* bytes within each partition */
     if (geo->psum_bank_bytes == 0 || lo / geo->psum_bank_bytes != (hi - 1) / geo->psum_bank_bytes)
         return nx_fail(err, "dst bytes [%llu, %llu) of each partition straddle PSUM banks of %llu bytes",
                        (unsigned long long)lo, (unsigned long long)hi,

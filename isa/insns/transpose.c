@@ -11,20 +11,6 @@
  * overlap. */
 #include "insn_impl.h"
 
-static uint64_t bank_of(uint64_t byte, uint64_t bank) { return byte / bank; }
-
-/* Bytes [lo, hi) one partition of an on-chip AP touches. */
-static void partition_span(const nx_operand *op, uint64_t *lo, uint64_t *hi) {
-    int64_t size = (int64_t)nx_dtype_size((nx_dtype)op->dtype);
-    int64_t emin = 0, emax = 0;
-    for (uint32_t k = 0; k < op->ndims; k++) {
-        int64_t ext = (int64_t)op->stride[k] * (int64_t)(op->count[k] - 1);
-        if (ext < 0) emin += ext; else emax += ext;
-    }
-    *lo = (uint64_t)((int64_t)op->offset + emin * size);
-    *hi = (uint64_t)((int64_t)op->offset + (emax + 1) * size);
-}
-
 int nx_validate_TRANSPOSE(const nx_insn *insn, nx_engine engine, const nx_geometry *geo,
                           nx_error *err) {
     const nx_operand *dst = &insn->op[0], *src = &insn->op[1];
@@ -60,8 +46,8 @@ int nx_validate_TRANSPOSE(const nx_insn *insn, nx_engine engine, const nx_geomet
                        (unsigned long long)nx_operand_free_elems(dst), (unsigned long long)p);
     if (engine == NX_ENG_PE && dst->kind == NX_OPK_PSUM) {
         uint64_t lo, hi, bank = geo->psum_bank_bytes;
-        partition_span(dst, &lo, &hi);
-        if (bank == 0 || bank_of(lo, bank) != bank_of(hi - 1, bank))
+        nx_operand_span(dst, &lo, &hi); /* bytes within each partition */
+        if (bank == 0 || lo / bank != (hi - 1) / bank)
             return nx_fail(err, "dst bytes [%llu, %llu) of each partition straddle PSUM banks of %llu bytes",
                            (unsigned long long)lo, (unsigned long long)hi, (unsigned long long)bank);
     }

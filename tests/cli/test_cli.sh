@@ -238,26 +238,37 @@ if ls "$T" | grep -q '\.tmp\.'; then fail "temporary files left in $T"; else pas
 # ---- corruption sweep: flip every byte of a small .nxb ----------------------------------
 # Every result must be a clean exit (0, 1 or 3), never a signal (>= 128).
 # The flipped file is written with bash's builtin printf (no fork per byte).
+# disasm runs on every flipped file. exec runs on every file disasm accepts
+# (those get past the decoder into validation and execution); on files the
+# decoder rejects, exec runs the same decoder, so it runs on every 8th of
+# them only, to keep the sweep short, and must then exit 3 as disasm did.
 expect 0 "asm tiny.nxs" asm "$HERE/tiny.nxs" -o "$T/tiny.nxb"
 hex=$(od -An -v -tx1 "$T/tiny.nxb" | tr -d ' \n')
 n=$((${#hex} / 2))
 all=""
 for ((i = 0; i < n; i++)); do all+="\\x${hex:2*i:2}"; done
 sweep_bad=0
+execs=0
 for ((off = 0; off < n; off++)); do
     byte=$((16#${hex:2*off:2} ^ 0xff))
     printf "${all:0:4*off}\\x$(printf %02x $byte)${all:4*off+4}" >"$T/flip.nxb"
     "$NXSIM" disasm "$T/flip.nxb" >/dev/null 2>"$T/err"
     r1=$?
-    "$NXSIM" exec "$T/flip.nxb" --in x="$T/x.npy" >/dev/null 2>"$T/err"
-    r2=$?
-    for r in $r1 $r2; do
-        if [ "$r" -ne 0 ] && [ "$r" -ne 1 ] && [ "$r" -ne 3 ]; then
-            echo "FAIL: byte $off flipped: exit $r (disasm $r1, exec $r2)"
-            sweep_bad=$((sweep_bad + 1))
-        fi
-    done
+    r2=skipped
+    if [ "$r1" -eq 0 ] || [ $((off % 8)) -eq 0 ]; then
+        "$NXSIM" exec "$T/flip.nxb" --in x="$T/x.npy" >/dev/null 2>"$T/err"
+        r2=$?
+        execs=$((execs + 1))
+    fi
+    case "$r1:$r2" in
+    0:0 | 0:1 | 0:3 | 3:3 | 3:skipped) ;;
+    *)
+        echo "FAIL: byte $off flipped: disasm exit $r1, exec exit $r2"
+        sweep_bad=$((sweep_bad + 1))
+        ;;
+    esac
 done
+echo "corruption sweep: $n flipped files, $execs exec runs"
 # the sweep really changed the file (guards against a broken flip)
 if [ "$n" -gt 64 ] && ! cmp -s "$T/flip.nxb" "$T/tiny.nxb"; then pass; else fail "corruption sweep did not run"; fi
 if [ "$sweep_bad" -eq 0 ]; then pass; else failed=$((failed + sweep_bad)); fi
