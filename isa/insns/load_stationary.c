@@ -5,12 +5,10 @@
  * fp8_e4m3, fp8_e5m2). Every PE input type is exactly representable in fp32,
  * so the cached tile loses nothing.
  *
- * This file also defines nx_pe_rows_to_f32(), the fast "PE input rows ->
- * fp32" converter that multiply_moving.c shares (it declares the prototype
- * itself: the helper has no header of its own). */
+ * This file also defines nx_pe_rows_to_f32() (pe_convert.h), the fast "PE
+ * input rows -> fp32" converter that multiply_moving.c shares. */
 #include "insn_impl.h"
-
-void nx_pe_rows_to_f32(const nx_view *v, uint32_t rows, float *out, uint64_t ld);
+#include "pe_convert.h"
 
 static uint16_t load_le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 

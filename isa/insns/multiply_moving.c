@@ -20,8 +20,7 @@
 #define MM_HAVE_AVX512 1
 #endif
 
-/* load_stationary.c: rows of a PE-input view -> fp32, row r at out + r*ld. */
-void nx_pe_rows_to_f32(const nx_view *v, uint32_t rows, float *out, uint64_t ld);
+#include "pe_convert.h"
 
 enum { MR = 8, NR = 32 };
 

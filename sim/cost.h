@@ -1,0 +1,94 @@
+/* The cost model of the SystemC model: pure functions from (machine,
+ * instruction, engine) to cycles, bytes and bandwidth shares. Plain C so it
+ * can be unit-tested without SystemC; the formulas are written down, with
+ * their parameter names, in docs/parts/model.md ("Cost model").
+ *
+ * Units: cycles of the named engine's clock (machine clock_ghz), bytes,
+ * bytes per ns. Nothing here allocates or fails: instructions must have
+ * validated (nx_program_validate). */
+#ifndef NXSIM_SIM_COST_H
+#define NXSIM_SIM_COST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../isa/insn.h"
+#include "machine.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What the PE's cost depends on besides the instruction itself: the stream
+ * before it. Start each PE stream with nx_pe_cost_reset; nx_insn_cost
+ * updates it. */
+typedef struct nx_pe_cost_state {
+    uint8_t stationary_dtype; /* dtype of the last load_stationary's src (fp32 factor) */
+    uint8_t prev_multiply;    /* the previous PE instruction was a multiply_moving */
+    uint8_t fold_open;        /* systolic mode: a load_stationary whose first multiply
+                                 has not yet paid the fill/drain R + C - 2 */
+} nx_pe_cost_state;
+
+void nx_pe_cost_reset(nx_pe_cost_state *pe);
+
+typedef struct nx_insn_cost {
+    uint64_t occupancy;  /* cycles the engine is busy; the next instruction of the
+                            stream may start this much after this one started */
+    uint64_t latency;    /* cycles from start until the results are visible (and a
+                            semaphore increment happens); >= occupancy */
+    uint64_t flops;      /* 2*K*M*N for multiply_moving, 0 otherwise */
+    uint8_t background;  /* load_stationary that may run under the previous multiply
+                            (pe_background_load and the previous PE instruction was a
+                            multiply_moving): only what is not hidden costs time */
+} nx_insn_cost;
+
+/* Cost of `insn` on `engine`. For NX_ENG_PE `pe` is read and updated (it may
+ * be NULL for other engines). DMA instructions on SP cost only their issue
+ * (one SP cycle); the transfer is nx_dma_cost's. */
+void nx_insn_cost(const nx_machine *m, nx_engine engine, const nx_insn *insn,
+                  nx_pe_cost_state *pe, nx_insn_cost *out);
+
+/* Elements per partition the instruction streams: the largest free size of
+ * its memory and pattern operands (1 if it has none). */
+uint64_t nx_cost_stream_elems(const nx_insn *insn);
+
+/* Which shared on-chip resources an instruction holds while it runs, for the
+ * v2 access conflicts (machine "conflicts"): sbuf = it touches SBUF;
+ * psum_banks = bit b set if it touches PSUM bank b (banks of
+ * geo.psum_bank_bytes; banks >= 64 fold onto bit 63). */
+typedef struct nx_insn_access {
+    uint8_t sbuf;
+    uint64_t psum_banks;
+} nx_insn_access;
+void nx_insn_access_of(const nx_geometry *geo, const nx_insn *insn, nx_insn_access *out);
+
+/* ---- DMA ---- */
+
+typedef struct nx_dma_cost {
+    uint64_t bytes;      /* P * F * max(src, dst element size) */
+    uint64_t row_bytes;  /* shortest contiguous run per partition (src or dst side) */
+    double efficiency;   /* min(1, row_bytes / dma_efficient_bytes_per_partition) */
+    uint8_t touches_hbm; /* src or dst is HBM: shares hbm_bytes_per_ns */
+} nx_dma_cost;
+void nx_dma_cost(const nx_machine *m, const nx_insn *insn, nx_dma_cost *out);
+
+/* One transfer in its data phase, for the bandwidth split. */
+typedef struct nx_dma_flow {
+    uint32_t engine_active; /* transfers in their data phase on the same DMA engine (>= 1) */
+    double efficiency;
+    uint8_t touches_hbm;
+} nx_dma_flow;
+
+/* Rates in bytes per ns of n concurrent transfers: each gets its engine's
+ * bandwidth round-robin, dma_engine_bytes_per_ns * efficiency / engine_active;
+ * the transfers touching HBM (of every engine of every core) then share
+ * hbm_bytes_per_ns max-min fairly (water-filling: none gets more than its
+ * engine share, the rest is split equally). `scratch` holds n doubles. */
+void nx_dma_rates(const nx_machine *m, const nx_dma_flow *flows, size_t n, double *rates,
+                  double *scratch);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,66 @@
+/* The race detector: finds pairs of instructions that touch the same memory,
+ * at least one of them writing, on different agents, with nothing in the
+ * program ordering them.
+ *
+ * Input: a program and the per-instruction log of one run of it on the model
+ * (nx_sim_run with keep_log = 1, sim/model.h). An agent is one engine stream
+ * of one core, or one DMA queue of one core (a DMA transfer is the agent of
+ * the queue it ran on, not of the SP that issued it).
+ *
+ * Happens-before is built from what the program guarantees, not from the
+ * times the run happened to produce:
+ *   - program order within each engine stream and within each DMA queue;
+ *   - a DMA transfer happens after its issue, i.e. after everything its SP
+ *     did before issuing it (the SP's later instructions do NOT wait for it);
+ *   - semaphores: an instruction whose wait was satisfied at wait_seq w
+ *     happens after every increment of the semaphore it waits on (read from
+ *     the program: insn.wait_sem, on the record's core) whose inc_seq < w;
+ *   - core_barrier: its inc_seq is the core's arrival and its wait_seq the
+ *     pass; a pass happens after every arrival (of any core) before it.
+ * Vector clocks over the agents; memory is tracked as the boxes of
+ * nx_insn_footprint (SBUF/PSUM per core, HBM shared by the cores).
+ *
+ * Where the log is weaker than this contract the detector leans towards
+ * fewer false reports: an instruction with a wait whose record has
+ * wait_seq 0 joins every increment processed so far; an increment with
+ * inc_seq 0 is published as soon as its instruction is processed; within a
+ * stream, sequence numbers are raised to be monotone in program order.
+ *
+ * Cost: O(n log n) for the ordering plus, per access, a scan of the still
+ * live accesses of its memory; an access is dropped as soon as every agent
+ * that still has work is ordered after it, or a later ordered access covers
+ * it, so the live set stays small for synchronised programs.
+ *
+ * The check is optional: a caller that wants speed simply does not call it
+ * (the CLI's --no-race-check). */
+#ifndef NXSIM_SIM_RACE_H
+#define NXSIM_SIM_RACE_H
+
+#include <stddef.h>
+
+#include "../isa/error.h"
+#include "../isa/program.h"
+#include "model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Returns 0 if the run has no race; 1 if it has one, with err holding one
+ * line naming both instructions, the earlier-starting first:
+ *   race: core 0 dve #3 (tensor_copy) writes sbuf[0:128]@[0, 256) and
+ *   core 0 act #1 (activation) reads sbuf[0:64]@[128, 384) with no semaphore
+ *   ordering them
+ * (one line; boxes are partitions [lo:hi] and bytes [lo, hi) within each
+ * partition, or hbm@[lo, hi); a DMA transfer reads "core 0 sp #5 (dma_copy)
+ * on queue 3"). Only the first race found is reported.
+ * Returns -1 with a message when the log does not fit the program (a record
+ * naming a core, engine, instruction or opcode the program does not have,
+ * or the same instruction twice) or on out of memory. */
+int nx_race_check(const nx_program *prog, const nx_sim_record *log, size_t n, nx_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
