@@ -101,3 +101,17 @@ double nx_alu_apply(nx_alu_op op, double a, double b) {
     }
     return NAN; /* not reached for validated instructions */
 }
+
+double nx_alu_reduce_identity(nx_alu_op op) {
+    switch (op) {
+    case NX_ALU_ADD: return -0.0; /* -0 + x == x, also for x = -0 */
+    case NX_ALU_MULTIPLY: return 1.0;
+    case NX_ALU_MAX: return -INFINITY;
+    case NX_ALU_MIN: return INFINITY;
+    case NX_ALU_ABS_MAX: return 0.0;
+    case NX_ALU_BITWISE_AND: return 4294967295.0; /* all 32 bits, unsigned */
+    case NX_ALU_BITWISE_OR:
+    case NX_ALU_BITWISE_XOR: return 0.0;
+    default: return NAN;
+    }
+}

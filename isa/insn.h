@@ -128,6 +128,12 @@ const char *nx_alu_name(nx_alu_op op);
 int nx_alu_from_name(const char *name, nx_alu_op *out);
 /* a op b on engine values. BYPASS returns a. */
 double nx_alu_apply(nx_alu_op op, double a, double b);
+/* The value a reduction with `op` starts from, so that folding x0 into it
+ * normalises x0 exactly as the binary op would (fp32 rounding, |x0| for
+ * abs_max, the 32-bit value for bitwise ops): add -0 (so a lone -0 stays -0),
+ * multiply 1, max -inf, min +inf, abs_max 0, bitwise_and all ones (unsigned),
+ * or/xor 0. NAN if `op` is not a reduction. */
+double nx_alu_reduce_identity(nx_alu_op op);
 
 /* Activation functions (ACT). Codes are encoded. */
 #define NX_ACT_FUNCS(X)            \

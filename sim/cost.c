@@ -146,7 +146,7 @@ static void pe_cost(const nx_machine *m, const nx_insn *insn, nx_pe_cost_state *
     }
 }
 
-void nx_insn_cost(const nx_machine *m, nx_engine engine, const nx_insn *insn,
+void nx_cost_insn(const nx_machine *m, nx_engine engine, const nx_insn *insn,
                   nx_pe_cost_state *pe, nx_insn_cost *out) {
     out->occupancy = 1;
     out->latency = 1;
@@ -189,7 +189,7 @@ void nx_insn_cost(const nx_machine *m, nx_engine engine, const nx_insn *insn,
     }
 }
 
-void nx_insn_access_of(const nx_geometry *geo, const nx_insn *insn, nx_insn_access *out) {
+void nx_cost_access(const nx_geometry *geo, const nx_insn *insn, nx_insn_access *out) {
     out->sbuf = 0;
     out->psum_banks = 0;
     for (unsigned s = 0; s < NX_MAX_OPERANDS; s++) {
@@ -223,7 +223,7 @@ static uint64_t contiguous_run(const nx_operand *op) {
     return run;
 }
 
-void nx_dma_cost(const nx_machine *m, const nx_insn *insn, nx_dma_cost *out) {
+void nx_cost_dma(const nx_machine *m, const nx_insn *insn, nx_dma_cost *out) {
     const nx_operand *dst = &insn->op[0], *src = &insn->op[1];
     uint64_t ds = nx_dtype_size((nx_dtype)dst->dtype), ss = nx_dtype_size((nx_dtype)src->dtype);
     uint64_t elems = (uint64_t)src->partition_count * nx_operand_free_elems(src);
@@ -240,7 +240,7 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-void nx_dma_rates(const nx_machine *m, const nx_dma_flow *flows, size_t n, double *rates,
+void nx_cost_dma_rates(const nx_machine *m, const nx_dma_flow *flows, size_t n, double *rates,
                   double *scratch) {
     size_t nh = 0;
     double demand = 0.0;

@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* What the PE's cost depends on besides the instruction itself: the stream
- * before it. Start each PE stream with nx_pe_cost_reset; nx_insn_cost
+ * before it. Start each PE stream with nx_pe_cost_reset; nx_cost_insn
  * updates it. */
 typedef struct nx_pe_cost_state {
     uint8_t stationary_dtype; /* dtype of the last load_stationary's src (fp32 factor) */
@@ -44,8 +44,8 @@ typedef struct nx_insn_cost {
 
 /* Cost of `insn` on `engine`. For NX_ENG_PE `pe` is read and updated (it may
  * be NULL for other engines). DMA instructions on SP cost only their issue
- * (one SP cycle); the transfer is nx_dma_cost's. */
-void nx_insn_cost(const nx_machine *m, nx_engine engine, const nx_insn *insn,
+ * (one SP cycle); the transfer is nx_cost_dma's. */
+void nx_cost_insn(const nx_machine *m, nx_engine engine, const nx_insn *insn,
                   nx_pe_cost_state *pe, nx_insn_cost *out);
 
 /* Elements per partition the instruction streams: the largest free size of
@@ -60,7 +60,7 @@ typedef struct nx_insn_access {
     uint8_t sbuf;
     uint64_t psum_banks;
 } nx_insn_access;
-void nx_insn_access_of(const nx_geometry *geo, const nx_insn *insn, nx_insn_access *out);
+void nx_cost_access(const nx_geometry *geo, const nx_insn *insn, nx_insn_access *out);
 
 /* ---- DMA ---- */
 
@@ -70,7 +70,7 @@ typedef struct nx_dma_cost {
     double efficiency;   /* min(1, row_bytes / dma_efficient_bytes_per_partition) */
     uint8_t touches_hbm; /* src or dst is HBM: shares hbm_bytes_per_ns */
 } nx_dma_cost;
-void nx_dma_cost(const nx_machine *m, const nx_insn *insn, nx_dma_cost *out);
+void nx_cost_dma(const nx_machine *m, const nx_insn *insn, nx_dma_cost *out);
 
 /* One transfer in its data phase, for the bandwidth split. */
 typedef struct nx_dma_flow {
@@ -84,7 +84,7 @@ typedef struct nx_dma_flow {
  * the transfers touching HBM (of every engine of every core) then share
  * hbm_bytes_per_ns max-min fairly (water-filling: none gets more than its
  * engine share, the rest is split equally). `scratch` holds n doubles. */
-void nx_dma_rates(const nx_machine *m, const nx_dma_flow *flows, size_t n, double *rates,
+void nx_cost_dma_rates(const nx_machine *m, const nx_dma_flow *flows, size_t n, double *rates,
                   double *scratch);
 
 #ifdef __cplusplus

@@ -5,7 +5,9 @@
  * Input: a program and the per-instruction log of one run of it on the model
  * (nx_sim_run with keep_log = 1, sim/model.h). An agent is one engine stream
  * of one core, or one DMA queue of one core (a DMA transfer is the agent of
- * the queue it ran on, not of the SP that issued it).
+ * the queue it ran on, not of the SP that issued it). A DMA may be logged
+ * twice, as the SP's issue (queue -1) and as the transfer (queue >= 0, same
+ * core and SP index, carrying the increment); or once, as the transfer.
  *
  * Happens-before is built from what the program guarantees, not from the
  * times the run happened to produce:
@@ -14,9 +16,13 @@
  *     did before issuing it (the SP's later instructions do NOT wait for it);
  *   - semaphores: an instruction whose wait was satisfied at wait_seq w
  *     happens after every increment of the semaphore it waits on (read from
- *     the program: insn.wait_sem, on the record's core) whose inc_seq < w;
+ *     the program: insn.wait_sem, on the record's core) whose inc_seq <= w
+ *     (the model numbers an increment with the count of semaphore events once
+ *     it is visible, and gives a waiter the count it has seen; model.h says
+ *     "< w", which differs only by the increment numbered w: joining it can
+ *     hide a race, never invent one);
  *   - core_barrier: its inc_seq is the core's arrival and its wait_seq the
- *     pass; a pass happens after every arrival (of any core) before it.
+ *     pass; a pass happens after every arrival (of any core) numbered <= w.
  * Vector clocks over the agents; memory is tracked as the boxes of
  * nx_insn_footprint (SBUF/PSUM per core, HBM shared by the cores).
  *

@@ -7,16 +7,10 @@
  * written before acc_out. Full contract: docs/parts/insns-act-pool.md. */
 #include "insn_impl.h"
 
-/* The reductions acc_out accepts and the value each fold starts from. */
-static int acc_op_identity(unsigned op, double *identity) {
-    switch (op) {
-    case NX_ALU_ADD: *identity = 0.0; return 1;
-    case NX_ALU_MULTIPLY: *identity = 1.0; return 1;
-    case NX_ALU_MAX: *identity = -INFINITY; return 1;
-    case NX_ALU_MIN: *identity = INFINITY; return 1;
-    case NX_ALU_ABS_MAX: *identity = 0.0; return 1;
-    default: return 0;
-    }
+/* The reductions acc_out accepts (the arithmetic ones, not bitwise). */
+static int acc_op_ok(unsigned op) {
+    return op == NX_ALU_ADD || op == NX_ALU_MULTIPLY || op == NX_ALU_MAX || op == NX_ALU_MIN ||
+           op == NX_ALU_ABS_MAX;
 }
 
 static const char *alu_label(unsigned op) {
@@ -54,14 +48,13 @@ int nx_validate_ACTIVATION(const nx_insn *insn, nx_engine engine, const nx_geome
         check_per_partition(&insn->op[3], in, "bias", err))
         return -1;
     const nx_operand *acc = &insn->op[4];
-    double identity;
     if (acc->kind == NX_OPK_NONE) {
         if (insn->alu0 != NX_ALU_BYPASS)
             return nx_fail(err, "op0: is %s but there is no acc_out (op0 must be bypass)",
                            alu_label(insn->alu0));
         return 0;
     }
-    if (!acc_op_identity(insn->alu0, &identity))
+    if (!acc_op_ok(insn->alu0))
         return nx_fail(err,
                        "op0: acc_out needs op0 = add, max, min, multiply or abs_max, got %s",
                        alu_label(insn->alu0));
@@ -95,8 +88,7 @@ int nx_exec_ACTIVATION(const nx_exec_ctx *ctx, const nx_insn *insn) {
 
     nx_act_func func = (nx_act_func)insn->func;
     nx_alu_op op = (nx_alu_op)insn->alu0;
-    double identity = 0.0;
-    acc_op_identity(op, &identity);
+    double identity = nx_alu_reduce_identity(op);
     for (uint32_t p = 0; p < parts; p++) {
         double *row = values + (uint64_t)p * n, red = identity;
         for (uint64_t e = 0; e < n; e++) {

@@ -8,29 +8,12 @@
  * elements per partition. Contract: docs/parts/insns-act-pool.md. */
 #include "insn_impl.h"
 
-/* Accepted ops and the value each fold starts from (op(identity, x) == x for
- * every fp32 x except that add turns -0 into +0 and abs_max gives |x|). */
-static int reduce_identity(unsigned op, double *identity) {
-    switch (op) {
-    case NX_ALU_ADD: *identity = 0.0; return 1;
-    case NX_ALU_MULTIPLY: *identity = 1.0; return 1;
-    case NX_ALU_MAX: *identity = -INFINITY; return 1;
-    case NX_ALU_MIN: *identity = INFINITY; return 1;
-    case NX_ALU_ABS_MAX: *identity = 0.0; return 1;
-    case NX_ALU_BITWISE_AND: *identity = 4294967295.0; return 1; /* all 32 bits, unsigned */
-    case NX_ALU_BITWISE_OR: *identity = 0.0; return 1;
-    case NX_ALU_BITWISE_XOR: *identity = 0.0; return 1;
-    default: return 0;
-    }
-}
-
 int nx_validate_PARTITION_ALL_REDUCE(const nx_insn *insn, nx_engine engine,
                                      const nx_geometry *geo, nx_error *err) {
     (void)engine;
     (void)geo;
     const nx_operand *dst = &insn->op[0], *in = &insn->op[1];
-    double identity;
-    if (!reduce_identity(insn->alu0, &identity)) {
+    if (isnan(nx_alu_reduce_identity((nx_alu_op)insn->alu0))) {
         const char *name = nx_alu_name((nx_alu_op)insn->alu0);
         return nx_fail(err,
                        "op0: must be add, multiply, max, min, abs_max, bitwise_and, bitwise_or "
@@ -58,9 +41,9 @@ int nx_exec_PARTITION_ALL_REDUCE(const nx_exec_ctx *ctx, const nx_insn *insn) {
     if (!acc)
         return nx_fail(ctx->err, "out of memory for %llu partition_all_reduce values",
                        (unsigned long long)n);
-    double *row = acc + n, identity = 0.0;
+    double *row = acc + n;
     nx_alu_op op = (nx_alu_op)insn->alu0;
-    reduce_identity(op, &identity);
+    double identity = nx_alu_reduce_identity(op);
     for (uint64_t e = 0; e < n; e++) acc[e] = identity;
     for (uint32_t q = 0; q < in.partitions; q++) {
         nx_view_load(&in, q, row);

@@ -7,23 +7,6 @@
 
 #include "insn_impl.h"
 
-/* The identity of a reduction op, or NAN if op does not reduce. Starting
- * from it makes the first step normalise x0 exactly as a binary op would
- * (fp32 rounding, |x0| for abs_max, the 32-bit value for bitwise ops). */
-static double reduce_identity(nx_alu_op op) {
-    switch (op) {
-    case NX_ALU_ADD: return -0.0; /* -0 + x == x, also for x = -0 */
-    case NX_ALU_MULTIPLY: return 1.0;
-    case NX_ALU_MAX: return -INFINITY;
-    case NX_ALU_MIN: return INFINITY;
-    case NX_ALU_ABS_MAX: return 0.0;
-    case NX_ALU_BITWISE_AND: return 4294967295.0; /* all ones */
-    case NX_ALU_BITWISE_OR:
-    case NX_ALU_BITWISE_XOR: return 0.0;
-    default: return NAN;
-    }
-}
-
 /* Elements per partition of in with the axes dims removed. */
 static uint64_t kept_elems(const nx_operand *in, uint32_t axes) {
     uint64_t n = 1;
@@ -38,7 +21,7 @@ int nx_validate_TENSOR_REDUCE(const nx_insn *insn, nx_engine engine, const nx_ge
     (void)geo;
     const nx_operand *dst = &insn->op[0], *in = &insn->op[1];
     nx_alu_op op = (nx_alu_op)insn->alu0;
-    if (isnan(reduce_identity(op)))
+    if (isnan(nx_alu_reduce_identity(op)))
         return nx_fail(err,
                        "op0: must be add, multiply, max, min, abs_max, bitwise_and, bitwise_or "
                        "or bitwise_xor, got %s",
@@ -69,7 +52,7 @@ int nx_exec_TENSOR_REDUCE(const nx_exec_ctx *ctx, const nx_insn *insn) {
     nx_alu_op op = (nx_alu_op)insn->alu0;
     uint32_t axes = (uint32_t)insn->iparam[0];
     int negate = (insn->flags & NX_FLAG_NEGATE) != 0;
-    double identity = reduce_identity(op);
+    double identity = nx_alu_reduce_identity(op);
 
     /* Output index step per input dim: 0 for reduced dims, else the number of
      * kept elements inside it. */

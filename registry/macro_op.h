@@ -1,0 +1,128 @@
+/* The macro-op: what the lowering driver receives, mirroring the seed's
+ * InternalNativeNkiKernel instruction: a func_name (the registry key),
+ * operands and results (name, shape, dtype) and an attribute dictionary
+ * (what get_attrs_dict() returns: nx_attrs from kernels/kernel.h).
+ *
+ * JSON in and out. The op document is
+ *   {"func_name": "tiled_pf_transpose",
+ *    "operands": [{"name": "x", "shape": [512, 384], "dtype": "fp32"}],
+ *    "results":  [{"name": "y", "shape": [384, 512], "dtype": "fp32"}],
+ *    "attrs":    {"permutation": [1, 0]}}
+ * Attribute values are JSON: null, true/false, numbers, strings, and lists
+ * (nested to any depth). A number written with '.', 'e' or 'E' is a FLOAT,
+ * any other number an INT (as Python's json module decides); INTs must fit
+ * in int64. JSON objects are not attribute values.
+ *
+ * Ownership: an nx_macro_op owns its func_name and attrs (nx_macro_op_free).
+ * Every function returning char* returns a malloc'd string the caller frees.
+ * Errors: 0, or -1 with one line naming the source, the JSON path
+ * (e.g. "op.json: operands[1].shape[2]") and the problem. */
+#ifndef NXSIM_REGISTRY_MACRO_OP_H
+#define NXSIM_REGISTRY_MACRO_OP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "isa/dtype.h"
+#include "isa/error.h"
+#include "isa/program.h"
+#include "kernels/kernel.h"
+
+#define NX_OP_MAX_TENSORS NX_KERNEL_MAX_ARGS /* operands (and results) per op */
+#define NX_OP_DTYPE_UNSET NX_DT_COUNT        /* see nx_macro_op_parse(files) */
+
+/* One operand or result. ndims == 0 and dtype == NX_OP_DTYPE_UNSET only
+ * while a parser in file mode leaves them to be filled (see below). */
+typedef struct nx_op_tensor {
+    char name[NX_TENSOR_NAME_MAX]; /* a program tensor name: [A-Za-z_][A-Za-z0-9_.]* */
+    nx_dtype dtype;
+    uint32_t ndims;                /* 1..NX_KERNEL_MAX_DIMS */
+    uint64_t shape[NX_KERNEL_MAX_DIMS];
+} nx_op_tensor;
+
+typedef struct nx_macro_op {
+    char *func_name;               /* owned */
+    nx_op_tensor operands[NX_OP_MAX_TENSORS];
+    uint32_t n_operands;
+    nx_op_tensor results[NX_OP_MAX_TENSORS];
+    uint32_t n_results;
+    nx_attrs attrs;                /* owned, insertion order kept */
+} nx_macro_op;
+
+/* ---- attribute values ------------------------------------------------- */
+
+void nx_value_free(nx_value *v);                 /* back to NX_VAL_NONE */
+int nx_value_copy(nx_value *dst, const nx_value *src, nx_error *err);
+nx_value nx_value_int(int64_t i);
+nx_value nx_value_float(double f);
+nx_value nx_value_bool(int b);
+/* A list of INTs (e.g. a shape); -1 on out-of-memory. */
+int nx_value_int_list(nx_value *out, const uint64_t *items, uint32_t count, nx_error *err);
+/* Reads a flat list of INTs into items[0..*count); -1 naming `what` if v is
+ * not such a list or has more than max items. */
+int nx_value_get_int_list(const nx_value *v, const char *what, int64_t *items, uint32_t max,
+                          uint32_t *count, nx_error *err);
+
+void nx_attrs_init(nx_attrs *a);
+void nx_attrs_free(nx_attrs *a);
+int nx_attrs_copy(nx_attrs *dst, const nx_attrs *src, nx_error *err);
+/* The value named `name`, or NULL. */
+const nx_value *nx_attrs_get(const nx_attrs *a, const char *name);
+/* Python dict assignment: replaces the value in place (keeping its position)
+ * if `name` exists, else appends. The value is moved in (*value becomes
+ * NX_VAL_NONE) on success; on failure it is left untouched. */
+int nx_attrs_set(nx_attrs *a, const char *name, nx_value *value, nx_error *err);
+
+/* Parses one attribute value from JSON text (`source` names it in errors,
+ * e.g. "-a permutation"). */
+int nx_value_parse(const char *source, const char *json, nx_value *out, nx_error *err);
+
+/* JSON text of a value / of the attribute dictionary in insertion order,
+ * with ", " and ": " separators (Python's json.dumps style; floats in the
+ * shortest form that reads back exactly, always with a '.' or exponent;
+ * non-finite floats as NaN, Infinity, -Infinity). NULL on out-of-memory. */
+char *nx_value_to_json(const nx_value *v);
+char *nx_attrs_to_json(const nx_attrs *a);
+/* Canonical text for cache keys: names sorted (byte order), compact
+ * separators, so equal dictionaries give equal text whatever the insertion
+ * order, and INT 2 differs from FLOAT 2.0. NULL on out-of-memory. */
+char *nx_attrs_canonical(const nx_attrs *a);
+
+/* ---- macro-ops -------------------------------------------------------- */
+
+void nx_macro_op_init(nx_macro_op *op);
+void nx_macro_op_free(nx_macro_op *op);
+int nx_macro_op_set_func_name(nx_macro_op *op, const char *name, nx_error *err);
+/* Appends an operand / result; checks the name syntax, the dtype and the
+ * shape (1..NX_KERNEL_MAX_DIMS dims; zero-sized dims are refused). */
+int nx_macro_op_add_operand(nx_macro_op *op, const char *name, nx_dtype dtype, uint32_t ndims,
+                            const uint64_t *shape, nx_error *err);
+int nx_macro_op_add_result(nx_macro_op *op, const char *name, nx_dtype dtype, uint32_t ndims,
+                           const uint64_t *shape, nx_error *err);
+/* Checks a whole op: func_name set, tensors typed, names unique across
+ * operands and results. */
+int nx_macro_op_check(const nx_macro_op *op, nx_error *err);
+
+/* File paths named by an op document in file mode (owned; nx_op_files_free). */
+typedef struct nx_op_files {
+    char *operand[NX_OP_MAX_TENSORS];
+    char *result[NX_OP_MAX_TENSORS];
+} nx_op_files;
+void nx_op_files_free(nx_op_files *f);
+
+/* Parses an op document (`json` is NUL-terminated, `source` names it).
+ * With files == NULL every tensor needs "name", "shape" and "dtype", and
+ * unknown keys are errors. With files != NULL (the CLI's --op), a tensor may
+ * also carry "file": an operand with a file may omit shape and dtype (the
+ * .npy supplies them), and a result may omit them (the kernel's rule
+ * supplies them); omitted ones are left ndims 0 / NX_OP_DTYPE_UNSET.
+ * "results" and "attrs" may be absent; "name" defaults to in<i> / out<i>. */
+int nx_macro_op_parse(const char *source, const char *json, nx_macro_op *out, nx_op_files *files,
+                      nx_error *err);
+/* The op document (indented, insertion order), or NULL on out-of-memory. */
+char *nx_macro_op_to_json(const nx_macro_op *op);
+
+/* "fp32[512,384]" into buf. */
+void nx_op_tensor_format(char *buf, size_t len, const nx_op_tensor *t);
+
+#endif

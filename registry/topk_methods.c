@@ -1,0 +1,33 @@
+/* SUPPORTED_TOPK_METHOD_MAPPING (seed 000, "The Second Registry"). */
+#include "topk_methods.h"
+
+#include <string.h>
+
+/* No top-k leaf is implemented yet: the functions are named, fn is NULL. */
+static const nx_topk_method mapping[NX_TOPK_METHOD_COUNT] = {
+    {SCANNING, "SCANNING", "naive_scanning_topk", NULL},
+    {CASCADED, "CASCADED", "cascaded_2_stage_topk", NULL},
+    {ROTATIONAL, "ROTATIONAL", "rotational_topk", NULL},
+};
+
+const nx_topk_method *nx_topk_method_mapping(uint32_t *count) {
+    *count = NX_TOPK_METHOD_COUNT;
+    return mapping;
+}
+
+const nx_topk_method *nx_topk_method_get(SupportedTopkMethods m) {
+    for (int i = 0; i < NX_TOPK_METHOD_COUNT; i++)
+        if (mapping[i].method == m) return &mapping[i];
+    return NULL;
+}
+
+int nx_topk_method_from_name(const char *member, SupportedTopkMethods *out, nx_error *err) {
+    for (int i = 0; i < NX_TOPK_METHOD_COUNT; i++) {
+        if (strcmp(mapping[i].member, member) == 0) {
+            *out = mapping[i].method;
+            return 0;
+        }
+    }
+    return nx_fail(err, "unknown top-k method '%s' (SupportedTopkMethods: SCANNING, CASCADED, ROTATIONAL)",
+                   member);
+}

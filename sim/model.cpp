@@ -1,0 +1,78 @@
+// The extern "C" entry of the SystemC model (sim/model.h): builds the
+// platform on first use and turns every C++ exception into an nx_error.
+//
+// SystemC is process-wide state that cannot be re-elaborated, so the
+// platform is one object per process, created on the first nx_sim_run and
+// reused by every later one. Not thread-safe: one run at a time.
+#include <systemc>
+
+#include <cstdlib>
+#include <exception>
+#include <new>
+
+#include "platform.hpp" // first: gives the isa/ headers C linkage
+#include "model.h"
+
+// libsystemc.so carries a main() that calls sc_main: every executable that
+// links the model must define it. The program's own main() wins; this stub
+// sits in the same object as nx_sim_run so the linker always pulls it in.
+int sc_main(int, char **) { return 0; }
+
+namespace {
+
+struct ModelHolder {
+    nxsim::Platform *platform = nullptr;
+    bool broken = false;      // an exception escaped SystemC: the kernel is unusable
+    nx_error why{};
+};
+
+ModelHolder &holder() {
+    static ModelHolder h;
+    return h;
+}
+
+void build_platform(ModelHolder &h) {
+    // before anything SystemC exists: no banner, femtosecond resolution
+    setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
+    sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
+    sc_core::sc_report_handler::set_actions(sc_core::SC_WARNING, sc_core::SC_DO_NOTHING);
+    sc_core::sc_set_time_resolution(1, sc_core::SC_FS);
+    h.platform = new nxsim::Platform("nxsim");
+}
+
+int broken(ModelHolder &h, nx_error *err, const char *what) {
+    h.broken = true;
+    nx_fail(&h.why, "the SystemC model failed and cannot run again in this process: %s", what);
+    return nx_fail(err, "SystemC model: %s", what);
+}
+
+} // namespace
+
+extern "C" int nx_sim_run(const nx_machine *m, const nx_program *prog, nx_state *st,
+                          const nx_sim_options *opt, nx_sim_result *out, nx_error *err) {
+    if (!m || !prog || !st || !out) return nx_fail(err, "nx_sim_run: a required argument is NULL");
+    ModelHolder &h = holder();
+    if (h.broken) {
+        if (err) *err = h.why;
+        return -1;
+    }
+    try {
+        if (!h.platform) build_platform(h);
+        return h.platform->run(m, prog, st, opt, out, err);
+    } catch (const sc_core::sc_report &r) {
+        return broken(h, err, r.what());
+    } catch (const std::bad_alloc &) {
+        return broken(h, err, "out of memory");
+    } catch (const std::exception &e) {
+        return broken(h, err, e.what());
+    } catch (...) {
+        return broken(h, err, "unknown C++ exception");
+    }
+}
+
+extern "C" void nx_sim_result_free(nx_sim_result *r) {
+    if (!r) return;
+    std::free(r->log);
+    r->log = nullptr;
+    r->log_count = 0;
+}

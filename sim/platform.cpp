@@ -1,0 +1,338 @@
+// The platform: elaboration, one run, the semaphore hub, the conflict
+// calendars, deadlock reports and the result statistics.
+#include "platform.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+#include "dma.hpp"
+#include "engine.hpp"
+
+namespace nxsim {
+
+// ---- SemaphoreHub ----------------------------------------------------------
+
+SemaphoreHub::SemaphoreHub(sc_core::sc_module_name name, Platform &plat)
+    : sc_core::sc_module(name), plat_(plat) {
+    SC_HAS_PROCESS(SemaphoreHub);
+    SC_THREAD(thread);
+}
+
+void SemaphoreHub::reset() {
+    heap_.clear();
+    order_ = 0;
+    wake_.cancel();
+}
+
+void SemaphoreHub::push(const Entry &e) {
+    heap_.push_back(e);
+    std::push_heap(heap_.begin(), heap_.end(), later);
+    // the earliest pending notification survives
+    wake_.notify(sc_core::sc_time::from_value(e.t - now_fs()));
+}
+
+void SemaphoreHub::push_sem(fs_t t, uint32_t core, uint32_t sem, uint32_t amount,
+                            nx_sim_record *rec, nx_engine engine, uint32_t index) {
+    push(Entry{t, order_++, rec, amount, index, 0, (uint8_t)core, (uint8_t)sem, (uint8_t)engine});
+}
+
+void SemaphoreHub::push_barrier(fs_t t, uint32_t core, nx_sim_record *rec) {
+    push(Entry{t, order_++, rec, 0, 0, 1, (uint8_t)core, 0, 0});
+}
+
+void SemaphoreHub::apply(const Entry &e, bool notify) {
+    RunState &rs = plat_.rs;
+    if (e.barrier) {
+        rs.barrier_visible[e.core]++;
+        rs.seq++;
+        if (e.rec) e.rec->inc_seq = rs.seq;
+        if (notify) plat_.barrier_ev.notify();
+        return;
+    }
+    uint32_t *sem = &rs.st->core[e.core].sems[e.sem];
+    if (*sem > UINT32_MAX - e.amount) {
+        char where[96];
+        nx_engine eng = (nx_engine)e.engine;
+        nx_insn_where(where, sizeof where, e.core, eng, e.index,
+                      &rs.prog->stream[e.core][eng].insns[e.index]);
+        nx_error err;
+        nx_fail(&err, "%s: semaphore %u overflows (%u + %u)", where, (unsigned)e.sem, *sem, e.amount);
+        plat_.fail(err);
+        return;
+    }
+    *sem += e.amount;
+    rs.seq++;
+    if (e.rec) e.rec->inc_seq = rs.seq;
+    if (notify) plat_.sem_event(e.core, e.sem).notify();
+}
+
+void SemaphoreHub::flush() {
+    while (!heap_.empty() && !plat_.rs.failed) {
+        std::pop_heap(heap_.begin(), heap_.end(), later);
+        Entry e = heap_.back();
+        heap_.pop_back();
+        apply(e, false);
+    }
+    heap_.clear();
+}
+
+void SemaphoreHub::thread() {
+    for (;;) {
+        wait(wake_);
+        RunState &rs = plat_.rs;
+        fs_t now = now_fs();
+        while (!rs.abort && !heap_.empty() && heap_.front().t <= now) {
+            std::pop_heap(heap_.begin(), heap_.end(), later);
+            Entry e = heap_.back();
+            heap_.pop_back();
+            apply(e, true);
+        }
+        if (rs.abort) {
+            heap_.clear();
+            continue;
+        }
+        if (!heap_.empty()) wake_.notify(sc_core::sc_time::from_value(heap_.front().t - now));
+    }
+}
+
+// ---- Calendar --------------------------------------------------------------
+
+fs_t Calendar::earliest(nx_engine engine, fs_t ready, fs_t dur, uint64_t mask) const {
+    fs_t t = ready;
+    // the conflicting engine's intervals are disjoint and sorted by start
+    for (const Slot &s : slots_) {
+        if (s.engine == engine || !(s.mask & mask) || s.end <= t) continue;
+        if (s.start >= t + dur) break;
+        t = s.end;
+    }
+    return t;
+}
+
+void Calendar::insert(nx_engine engine, fs_t start, fs_t dur, uint64_t mask, fs_t now) {
+    if (slots_.size() >= 64)
+        slots_.erase(std::remove_if(slots_.begin(), slots_.end(), [now](const Slot &s) { return s.end <= now; }),
+                     slots_.end());
+    Slot s{start, start + dur, mask, engine};
+    auto at = std::upper_bound(slots_.begin(), slots_.end(), start,
+                               [](fs_t v, const Slot &x) { return v < x.start; });
+    slots_.insert(at, s);
+}
+
+// ---- Platform --------------------------------------------------------------
+
+Platform::Platform(sc_core::sc_module_name name) : sc_core::sc_module(name) {
+    hub_.reset(new SemaphoreHub("hub", *this));
+    dma_.reset(new DmaSystem("dma", *this));
+    for (uint32_t c = 0; c < NX_MAX_CORES; c++)
+        for (unsigned e = 0; e < NX_ENG_COUNT; e++) {
+            char nm[32];
+            std::snprintf(nm, sizeof nm, "core%u_%s", c, nx_engine_name((nx_engine)e));
+            engine_[c][e].reset(new Engine(nm, *this, c, (nx_engine)e));
+        }
+    sem_ev_.reset(new sc_core::sc_event[(size_t)NX_MAX_CORES * NX_MAX_SEMAPHORES]);
+}
+
+Platform::~Platform() = default;
+
+void Platform::wake_all(bool immediate) {
+    for (size_t i = 0; i < (size_t)NX_MAX_CORES * NX_MAX_SEMAPHORES; i++) {
+        if (immediate) sem_ev_[i].notify();
+        else sem_ev_[i].notify(sc_core::SC_ZERO_TIME);
+    }
+    if (immediate) barrier_ev.notify();
+    else barrier_ev.notify(sc_core::SC_ZERO_TIME);
+    hub_->wake();
+    dma_->wake();
+}
+
+void Platform::fail(const nx_error &e) {
+    if (!rs.failed) {
+        rs.failed = true;
+        rs.error = e;
+    }
+    if (!rs.abort) {
+        rs.abort = true;
+        wake_all(true);
+    }
+}
+
+void Platform::unit_done() {
+    if (rs.pending > 0 && --rs.pending == 0) sc_core::sc_pause();
+}
+
+void Platform::progress(uint64_t more_insns) {
+    rs.done_insns += more_insns;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    if (rs.progress_last == 0.0) {
+        rs.progress_last = now; // first call: start the clock, print nothing yet
+        return;
+    }
+    if (now - rs.progress_last < 0.25) return;
+    rs.progress_last = now;
+    rs.progress_shown = true;
+    std::fprintf(stderr, "\rnxsim: %llu/%llu instructions, %.1f us simulated   ",
+                 (unsigned long long)rs.done_insns, (unsigned long long)rs.total_insns,
+                 fs_to_ns(now_fs() - rs.t0) * 1e-3);
+    std::fflush(stderr);
+}
+
+void Platform::finish_progress() {
+    if (rs.progress_shown) std::fputc('\n', stderr);
+    rs.progress_shown = false;
+}
+
+// The same text as the functional executor's report (isa/exec.c).
+void Platform::report_deadlock() {
+    char msg[NX_ERROR_MAX];
+    size_t used = (size_t)std::snprintf(msg, sizeof msg, "deadlock:");
+    for (uint32_t c = 0; c < rs.prog->cores; c++) {
+        for (unsigned e = 0; e < NX_ENG_COUNT; e++) {
+            const Engine &eng = *engine_[c][e];
+            if (eng.finished() || used >= sizeof msg) continue;
+            const nx_insn *insn = &rs.prog->stream[c][e].insns[eng.pc()];
+            char where[96];
+            nx_insn_where(where, sizeof where, c, (nx_engine)e, eng.pc(), insn);
+            const uint32_t *sems = rs.st->core[c].sems;
+            int n;
+            if (insn->opcode == NX_OP_CORE_BARRIER &&
+                (insn->wait_sem == NX_SEM_NONE || sems[insn->wait_sem] >= insn->wait_value))
+                n = std::snprintf(msg + used, sizeof msg - used, " %s waits at barrier %llu for the other core;",
+                                  where, (unsigned long long)eng.barrier_id());
+            else
+                n = std::snprintf(msg + used, sizeof msg - used, " %s waits for sem%u >= %u (is %u);", where,
+                                  insn->wait_sem, insn->wait_value, sems[insn->wait_sem]);
+            if (n > 0) used += (size_t)n;
+        }
+    }
+    if (used > 0 && used < sizeof msg && msg[used - 1] == ';') msg[used - 1] = '\0';
+    nx_error err;
+    nx_fail(&err, "%s", msg);
+    if (!rs.failed) {
+        rs.failed = true;
+        rs.error = err;
+    }
+}
+
+void Platform::collect(nx_sim_result *out, fs_t t_end) {
+    out->start_ns = fs_to_ns(rs.t0);
+    out->total_ns = fs_to_ns(t_end - rs.t0);
+    for (uint32_t c = 0; c < NX_MAX_CORES; c++)
+        for (unsigned e = 0; e < NX_ENG_COUNT; e++) {
+            const Engine &eng = *engine_[c][e];
+            nx_sim_engine_stats &s = out->engine[c][e];
+            s.instructions = eng.stats().instructions;
+            s.busy_ns = fs_to_ns(eng.busy_fs());
+            s.stall_ns = fs_to_ns(eng.stall_fs());
+            out->instructions += s.instructions;
+            out->flops += eng.flops();
+        }
+    const std::vector<uint64_t> &qb = dma_->queue_bytes(), &qn = dma_->queue_transfers();
+    size_t qpc = qb.size() / NX_MAX_CORES;
+    for (uint32_t c = 0; c < NX_MAX_CORES; c++)
+        for (size_t q = 0; q < qpc && q < 256; q++) {
+            out->dma_queue_bytes[c][q] = qb[c * qpc + q];
+            out->dma_queue_transfers[c][q] = qn[c * qpc + q];
+        }
+}
+
+int Platform::run(const nx_machine *m, const nx_program *prog, nx_state *st, const nx_sim_options *opt,
+                  nx_sim_result *out, nx_error *err) {
+    std::memset(out, 0, sizeof *out);
+    if (prog->cores > st->cores || prog->cores > NX_MAX_CORES || prog->sem_count > st->sem_count ||
+        prog->hbm_bytes > st->hbm_bytes)
+        return nx_fail(err, "state was initialised for a smaller program (%u cores, %u semaphores, "
+                            "%llu HBM bytes)",
+                       st->cores, st->sem_count, (unsigned long long)st->hbm_bytes);
+    for (unsigned e = 0; e < NX_ENG_COUNT; e++)
+        if (!(m->clock_ghz[e] > 0.0))
+            return nx_fail(err, "machine %s: clock of %s is %g GHz, must be > 0", m->geo.name,
+                           nx_engine_name((nx_engine)e), m->clock_ghz[e]);
+    if (!initialised_) {
+        sc_core::sc_start(sc_core::SC_ZERO_TIME); // end of elaboration: threads reach their first wait
+        initialised_ = true;
+    }
+
+    rs = RunState{};
+    rs.m = m;
+    rs.prog = prog;
+    rs.st = st;
+    if (opt) rs.opt = *opt;
+    rs.t0 = now_fs();
+
+    // records: every instruction at base[c][e] + index, then per core one per DMA transfer
+    uint64_t transfers[NX_MAX_CORES] = {};
+    uint64_t records = 0, streams = 0;
+    for (uint32_t c = 0; c < prog->cores; c++)
+        for (unsigned e = 0; e < NX_ENG_COUNT; e++) {
+            const nx_stream *s = &prog->stream[c][e];
+            records += s->count;
+            rs.total_insns += s->count;
+            if (s->count) streams++;
+            if (e != NX_ENG_SP) continue;
+            for (uint32_t i = 0; i < s->count; i++)
+                if (s->insns[i].opcode == NX_OP_DMA_COPY || s->insns[i].opcode == NX_OP_DMA_TRANSPOSE)
+                    transfers[c]++;
+        }
+    for (uint32_t c = 0; c < NX_MAX_CORES; c++) records += transfers[c];
+    nx_sim_record *log = nullptr;
+    if (rs.opt.keep_log && records) {
+        log = (nx_sim_record *)std::calloc(records, sizeof *log);
+        if (!log)
+            return nx_fail(err, "out of memory for the log of %llu records", (unsigned long long)records);
+    }
+    rs.log = log;
+    size_t at = 0;
+    for (uint32_t c = 0; c < NX_MAX_CORES; c++)
+        for (unsigned e = 0; e < NX_ENG_COUNT; e++) {
+            const nx_stream *s = c < prog->cores ? &prog->stream[c][e] : nullptr;
+            engine_[c][e]->prepare(s, log ? log + at : nullptr, 1e6 / m->clock_ghz[e]);
+            if (s) at += s->count;
+        }
+    nx_sim_record *dma_log[NX_MAX_CORES] = {};
+    for (uint32_t c = 0; c < NX_MAX_CORES; c++) {
+        dma_log[c] = log && transfers[c] ? log + at : nullptr;
+        at += transfers[c];
+    }
+    dma_->prepare(transfers, dma_log);
+    hub_->reset();
+    for (uint32_t c = 0; c < NX_MAX_CORES; c++) {
+        sbuf_cal_[c].reset();
+        psum_cal_[c].reset();
+    }
+    rs.pending = streams + transfers[0] + transfers[1];
+
+    if (rs.pending > 0) {
+        start_ev.notify(sc_core::SC_ZERO_TIME);
+        sc_core::sc_start();
+        if (!rs.failed && rs.pending > 0) report_deadlock();
+    }
+    if (rs.failed) {
+        // unwind every thread to its idle loop, ready for the next run
+        rs.abort = true;
+        wake_all(false);
+        sc_core::sc_start();
+        finish_progress();
+        std::free(log);
+        *err = rs.error;
+        return -1;
+    }
+    fs_t t_end = now_fs();
+    hub_->flush();
+    finish_progress();
+    if (rs.failed) {
+        std::free(log);
+        *err = rs.error;
+        return -1;
+    }
+    collect(out, t_end);
+    out->log = log;
+    out->log_count = log ? records : 0;
+    return 0;
+}
+
+} // namespace nxsim

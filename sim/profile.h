@@ -1,0 +1,78 @@
+/* Profiles of a model run (sim/model.h): a Chrome trace-event JSON file that
+ * ui.perfetto.dev and chrome://tracing open, and a summary (text table or
+ * JSON).
+ *
+ * Trace layout (docs/parts/profiles.md): one process per core ("core C",
+ * pid C + 1); in it one thread (track) per engine that ran instructions
+ * (tid = nx_engine: pe 0, dve 1, act 2, pool 3, sp 4) and one per DMA queue
+ * that ran transfers (tid 16 + queue, "dma qQ (engine E, queue K)"). One
+ * complete ("X") slice per log record, named by its mnemonic, with args:
+ * index, the operands in canonical assembly text (isa/asm.h), cycles (start
+ * to end, in the engine's clock), busy_cycles, bytes, flops, start_ns,
+ * end_ns, and the semaphore wait/increment. A record that waited before it
+ * started gets a slice of its own before it, "wait semS>=V" (or
+ * "wait barrier"; "stall" for a structural delay). Flow arrows ("s"/"f",
+ * category "sync") go from the increment that satisfied a wait (the one that
+ * brought the semaphore to the waited value) to the waiting instruction, and
+ * between the matching core_barrier of each pair of cores.
+ *
+ * Slices on one track must nest, so an instruction that overlaps the next
+ * one on its track (a pipelined multiply whose results land after the next
+ * one starts, a background load_stationary) is shown up to the next one's
+ * start, or nested inside the previous slice when it lies wholly inside it;
+ * args start_ns/end_ns keep the exact times.
+ *
+ * Times: record times are ns relative to the run's start (as the model
+ * writes them); the trace's ts/dur are in microseconds, as the format
+ * requires (JSON numbers, 1 ns resolution). */
+#ifndef NXSIM_SIM_PROFILE_H
+#define NXSIM_SIM_PROFILE_H
+
+#include <stdio.h>
+
+#include "../isa/error.h"
+#include "../isa/program.h"
+#include "machine.h"
+#include "model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Writes the trace of run `r` (which must have kept its log) to `path`,
+ * atomically: a temporary file in the same directory renamed over `path`,
+ * so a failure never leaves a half-written file. Returns 0 or -1 with a
+ * message naming the path. Streams: memory use is O(records) words, not
+ * O(file size). */
+int nx_profile_write_trace(const char *path, const nx_machine *m, const nx_program *prog,
+                           const nx_sim_result *r, nx_error *err);
+
+/* Peak PE throughput the summary compares against: pe_rows * pe_cols * 2
+ * FLOP per PE cycle per core, times the cores of the program, divided by
+ * pe_fp32_factor when the program's dominant matmul dtype is fp32 (a
+ * multiply_moving counts as fp32 when its moving or stationary tile is
+ * fp32; dominance is by FLOPs; with no matmul the full rate is used). */
+typedef struct nx_profile_peak {
+    double tflops;       /* peak, TFLOP/s */
+    const char *dtype;   /* dominant matmul dtype name ("bf16", "fp32", ...) or "none" */
+    int fp32_rate;       /* 1: peak divided by pe_fp32_factor */
+} nx_profile_peak;
+void nx_profile_peak_of(const nx_machine *m, const nx_program *prog, nx_profile_peak *out);
+
+/* The summary as a text table: per core and engine, instructions, busy
+ * cycles and busy %, stall cycles; total simulated time in ns and in cycles
+ * of each engine clock; bytes and transfers per active DMA queue; FLOPs and
+ * achieved vs peak TFLOPS. Works without the log. Returns 0 or -1 (write
+ * error). */
+int nx_profile_summary(FILE *out, const nx_machine *m, const nx_program *prog, const nx_sim_result *r);
+
+/* The same figures as one JSON object (keys in docs/parts/profiles.md),
+ * followed by a newline. Returns 0 or -1 (write error, out of memory). */
+int nx_profile_summary_json(FILE *out, const nx_machine *m, const nx_program *prog,
+                            const nx_sim_result *r);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
