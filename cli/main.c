@@ -63,7 +63,7 @@ static int help_command(int argc, char **argv) {
         return CLI_EXIT_OK;
     }
     if (argc > 2) return cli_usage_error("help", "expected one command name, got %d arguments", argc - 1);
-    if (strcmp(argv[1], "help") == 0) {
+    if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         fputs("Usage: nxsim help [COMMAND]\n\nShows the help of COMMAND, or the global help.\n", stdout);
         return CLI_EXIT_OK;
     }

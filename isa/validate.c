@@ -2,6 +2,7 @@
  * Opcode-specific rules live in each instruction's nx_validate_<id>. */
 #include "validate.h"
 
+#include <inttypes.h>
 #include <string.h>
 
 #include "dtype.h"
@@ -252,4 +253,27 @@ int nx_insn_footprint(const nx_insn *insn, nx_footprint out[NX_MAX_OPERANDS]) {
         if (fp->write && (insn->flags & NX_FLAG_ACCUMULATE)) fp->read = 1;
     }
     return n;
+}
+
+int nx_check_same_shape(const nx_operand *a, const char *a_name, const nx_operand *b,
+                        const char *b_name, nx_error *err) {
+    if (a->partition_count != b->partition_count)
+        return nx_fail(err, "%s has %u partitions, %s has %u", a_name, a->partition_count, b_name,
+                       b->partition_count);
+    uint64_t ea = nx_operand_free_elems(a), eb = nx_operand_free_elems(b);
+    if (ea != eb)
+        return nx_fail(err, "%s has %" PRIu64 " elements per partition, %s has %" PRIu64, a_name,
+                       ea, b_name, eb);
+    return 0;
+}
+
+int nx_check_scalar(const nx_operand *s, const char *s_name, const nx_operand *in, nx_error *err) {
+    if (s->kind == NX_OPK_IMM) return 0;
+    if (s->partition_count != in->partition_count)
+        return nx_fail(err, "%s has %u partitions, in has %u", s_name, s->partition_count,
+                       in->partition_count);
+    uint64_t n = nx_operand_free_elems(s);
+    if (n != 1)
+        return nx_fail(err, "%s has %" PRIu64 " elements per partition, a scalar has 1", s_name, n);
+    return 0;
 }

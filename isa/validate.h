@@ -26,6 +26,14 @@ int nx_insn_validate(const nx_insn *insn, nx_engine engine, const nx_geometry *g
 int nx_check_access(const nx_operand *op, nx_engine engine, const nx_geometry *geo,
                     uint64_t hbm_bytes, const char *what, nx_error *err);
 
+/* Shape rules shared by the opcode validators (messages name the slots):
+ * a and b have the same partition count and elements per partition
+ * ("in1 has 64 partitions, dst has 128"); a scalar slot is an immediate or
+ * one element in each of in's partitions. */
+int nx_check_same_shape(const nx_operand *a, const char *a_name, const nx_operand *b,
+                        const char *b_name, nx_error *err);
+int nx_check_scalar(const nx_operand *s, const char *s_name, const nx_operand *in, nx_error *err);
+
 /* A conservative box of memory an instruction touches:
  * kind NX_OPK_HBM: bytes [lo, hi) of HBM (partitions ignored);
  * SBUF/PSUM: partitions [p_lo, p_hi) x bytes [lo, hi) within each partition.

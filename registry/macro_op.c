@@ -439,7 +439,9 @@ static void put_string(strbuf *b, const char *s) {
     sb_puts(b, "\"");
 }
 
-/* Shortest spelling that reads back to the same double, marked as a float. */
+/* Python's repr of a float: the shortest digits that read back to the same
+ * double, in fixed notation when the decimal exponent is in [-4, 16) (with
+ * ".0" when integral), else as d.ddde+XX. */
 static void put_float(strbuf *b, double f) {
     if (isnan(f)) {
         sb_puts(b, "NaN");
@@ -449,13 +451,42 @@ static void put_float(strbuf *b, double f) {
         sb_puts(b, f > 0 ? "Infinity" : "-Infinity");
         return;
     }
-    char tmp[40];
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(tmp, sizeof tmp, "%.*g", prec, f);
-        if (strtod(tmp, NULL) == f) break;
+    char e[48];
+    for (int prec = 0; prec <= 17; prec++) {
+        snprintf(e, sizeof e, "%.*e", prec, f);
+        if (strtod(e, NULL) == f) break;
     }
-    if (!strpbrk(tmp, ".e")) strcat(tmp, ".0");
-    sb_puts(b, tmp);
+    /* e = [-]d[.ddd]e(+|-)XX */
+    const char *p = e;
+    if (*p == '-') {
+        sb_puts(b, "-");
+        p++;
+    }
+    char digits[24];
+    int nd = 0;
+    for (; *p && *p != 'e'; p++)
+        if (*p != '.' && nd < (int)sizeof digits - 1) digits[nd++] = *p;
+    digits[nd] = '\0';
+    int exp10 = atoi(p + 1);
+    while (nd > 1 && digits[nd - 1] == '0') digits[--nd] = '\0';
+    if (exp10 >= -4 && exp10 < 16) {
+        if (exp10 >= 0) {
+            for (int i = 0; i <= exp10; i++) sb_add(b, i < nd ? &digits[i] : "0", 1);
+            sb_puts(b, ".");
+            sb_puts(b, nd > exp10 + 1 ? digits + exp10 + 1 : "0");
+        } else {
+            sb_puts(b, "0.");
+            for (int i = 0; i < -exp10 - 1; i++) sb_puts(b, "0");
+            sb_puts(b, digits);
+        }
+    } else {
+        sb_add(b, digits, 1);
+        if (nd > 1) {
+            sb_puts(b, ".");
+            sb_puts(b, digits + 1);
+        }
+        sb_printf(b, "e%c%02d", exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
+    }
 }
 
 static void put_value(strbuf *b, const nx_value *v, int compact) {

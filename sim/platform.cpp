@@ -8,6 +8,8 @@
 #include <cstring>
 #include <ctime>
 
+#include <sys/mman.h>
+
 #include "dma.hpp"
 #include "engine.hpp"
 
@@ -240,6 +242,26 @@ void Platform::collect(nx_sim_result *out, fs_t t_end) {
         }
 }
 
+// The log is written once per instruction: on a large run most of its cost
+// would be page faults, so big logs ask for transparent huge pages. Freed
+// with free() (nx_sim_result_free).
+static nx_sim_record *alloc_log(uint64_t records) {
+    size_t bytes = (size_t)records * sizeof(nx_sim_record);
+    const size_t huge = (size_t)2 << 20;
+    void *p = nullptr;
+    if (bytes >= huge) {
+        if (posix_memalign(&p, huge, (bytes + huge - 1) / huge * huge) != 0) return nullptr;
+#ifdef MADV_HUGEPAGE
+        madvise(p, (bytes + huge - 1) / huge * huge, MADV_HUGEPAGE);
+#endif
+    } else {
+        p = std::malloc(bytes);
+        if (!p) return nullptr;
+    }
+    std::memset(p, 0, bytes);
+    return (nx_sim_record *)p;
+}
+
 int Platform::run(const nx_machine *m, const nx_program *prog, nx_state *st, const nx_sim_options *opt,
                   nx_sim_result *out, nx_error *err) {
     std::memset(out, 0, sizeof *out);
@@ -281,7 +303,7 @@ int Platform::run(const nx_machine *m, const nx_program *prog, nx_state *st, con
     for (uint32_t c = 0; c < NX_MAX_CORES; c++) records += transfers[c];
     nx_sim_record *log = nullptr;
     if (rs.opt.keep_log && records) {
-        log = (nx_sim_record *)std::calloc(records, sizeof *log);
+        log = alloc_log(records);
         if (!log)
             return nx_fail(err, "out of memory for the log of %llu records", (unsigned long long)records);
     }

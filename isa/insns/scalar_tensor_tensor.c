@@ -4,25 +4,13 @@
 
 #include "insn_impl.h"
 
-static int check_same_shape(const nx_operand *a, const char *an, const nx_operand *d,
-                            const char *dn, nx_error *err) {
-    if (a->partition_count != d->partition_count)
-        return nx_fail(err, "%s has %u partitions, %s has %u", an, a->partition_count, dn,
-                       d->partition_count);
-    uint64_t ea = nx_operand_free_elems(a), ed = nx_operand_free_elems(d);
-    if (ea != ed)
-        return nx_fail(err, "%s has %" PRIu64 " elements per partition, %s has %" PRIu64, an,
-                       ea, dn, ed);
-    return 0;
-}
-
 int nx_validate_SCALAR_TENSOR_TENSOR(const nx_insn *insn, nx_engine engine,
                                      const nx_geometry *geo, nx_error *err) {
     (void)engine;
     (void)geo;
     const nx_operand *dst = &insn->op[0], *in0 = &insn->op[1], *s = &insn->op[2];
-    if (check_same_shape(in0, "in0", dst, "dst", err) != 0) return -1;
-    if (check_same_shape(&insn->op[3], "in1", dst, "dst", err) != 0) return -1;
+    if (nx_check_same_shape(in0, "in0", dst, "dst", err) != 0) return -1;
+    if (nx_check_same_shape(&insn->op[3], "in1", dst, "dst", err) != 0) return -1;
     if (s->kind == NX_OPK_IMM) return 0;
     if (s->partition_count != in0->partition_count)
         return nx_fail(err, "scalar has %u partitions, in0 has %u", s->partition_count,

@@ -6,29 +6,17 @@
 
 #include "insn_impl.h"
 
-static int check_same_shape(const nx_operand *a, const char *an, const nx_operand *d,
-                            const char *dn, nx_error *err) {
-    if (a->partition_count != d->partition_count)
-        return nx_fail(err, "%s has %u partitions, %s has %u", an, a->partition_count, dn,
-                       d->partition_count);
-    uint64_t ea = nx_operand_free_elems(a), ed = nx_operand_free_elems(d);
-    if (ea != ed)
-        return nx_fail(err, "%s has %" PRIu64 " elements per partition, %s has %" PRIu64, an,
-                       ea, dn, ed);
-    return 0;
-}
-
 int nx_validate_SELECT(const nx_insn *insn, nx_engine engine, const nx_geometry *geo,
                        nx_error *err) {
     (void)engine;
     (void)geo;
     const nx_operand *dst = &insn->op[0];
-    if (check_same_shape(&insn->op[1], "pred", dst, "dst", err) != 0) return -1;
+    if (nx_check_same_shape(&insn->op[1], "pred", dst, "dst", err) != 0) return -1;
     if (nx_operand_is_memory(&insn->op[2]) &&
-        check_same_shape(&insn->op[2], "on_true", dst, "dst", err) != 0)
+        nx_check_same_shape(&insn->op[2], "on_true", dst, "dst", err) != 0)
         return -1;
     if (nx_operand_is_memory(&insn->op[3]) &&
-        check_same_shape(&insn->op[3], "on_false", dst, "dst", err) != 0)
+        nx_check_same_shape(&insn->op[3], "on_false", dst, "dst", err) != 0)
         return -1;
     return 0;
 }

@@ -5,38 +5,13 @@
 
 #include "insn_impl.h"
 
-static int check_same_shape(const nx_operand *a, const char *an, const nx_operand *d,
-                            const char *dn, nx_error *err) {
-    if (a->partition_count != d->partition_count)
-        return nx_fail(err, "%s has %u partitions, %s has %u", an, a->partition_count, dn,
-                       d->partition_count);
-    uint64_t ea = nx_operand_free_elems(a), ed = nx_operand_free_elems(d);
-    if (ea != ed)
-        return nx_fail(err, "%s has %" PRIu64 " elements per partition, %s has %" PRIu64, an,
-                       ea, dn, ed);
-    return 0;
-}
-
-/* A scalar slot: an immediate, or one element per partition of `in`. */
-static int check_scalar(const nx_operand *s, const char *sn, const nx_operand *in,
-                        nx_error *err) {
-    if (s->kind == NX_OPK_IMM) return 0;
-    if (s->partition_count != in->partition_count)
-        return nx_fail(err, "%s has %u partitions, in has %u", sn, s->partition_count,
-                       in->partition_count);
-    uint64_t n = nx_operand_free_elems(s);
-    if (n != 1)
-        return nx_fail(err, "%s has %" PRIu64 " elements per partition, a scalar has 1", sn, n);
-    return 0;
-}
-
 int nx_validate_TENSOR_SCALAR(const nx_insn *insn, nx_engine engine, const nx_geometry *geo,
                               nx_error *err) {
     (void)engine;
     (void)geo;
     const nx_operand *dst = &insn->op[0], *in = &insn->op[1];
-    if (check_same_shape(in, "in", dst, "dst", err) != 0) return -1;
-    if (check_scalar(&insn->op[2], "scalar0", in, err) != 0) return -1;
+    if (nx_check_same_shape(in, "in", dst, "dst", err) != 0) return -1;
+    if (nx_check_scalar(&insn->op[2], "scalar0", in, err) != 0) return -1;
     if (insn->op[3].kind == NX_OPK_NONE) {
         if (insn->alu1 != NX_ALU_BYPASS)
             return nx_fail(err, "op1: is %s without scalar1 (must be bypass)",
@@ -44,7 +19,7 @@ int nx_validate_TENSOR_SCALAR(const nx_insn *insn, nx_engine engine, const nx_ge
         if (insn->flags & NX_FLAG_REVERSE1) return nx_fail(err, "rev1: is set without scalar1");
         return 0;
     }
-    return check_scalar(&insn->op[3], "scalar1", in, err);
+    return nx_check_scalar(&insn->op[3], "scalar1", in, err);
 }
 
 int nx_exec_TENSOR_SCALAR(const nx_exec_ctx *ctx, const nx_insn *insn) {

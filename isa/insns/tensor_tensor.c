@@ -4,24 +4,12 @@
 #include "insn_impl.h"
 
 /* a must have d's partitions and elements per partition. */
-static int check_same_shape(const nx_operand *a, const char *an, const nx_operand *d,
-                            const char *dn, nx_error *err) {
-    if (a->partition_count != d->partition_count)
-        return nx_fail(err, "%s has %u partitions, %s has %u", an, a->partition_count, dn,
-                       d->partition_count);
-    uint64_t ea = nx_operand_free_elems(a), ed = nx_operand_free_elems(d);
-    if (ea != ed)
-        return nx_fail(err, "%s has %" PRIu64 " elements per partition, %s has %" PRIu64, an,
-                       ea, dn, ed);
-    return 0;
-}
-
 int nx_validate_TENSOR_TENSOR(const nx_insn *insn, nx_engine engine, const nx_geometry *geo,
                               nx_error *err) {
     (void)engine;
     (void)geo;
-    if (check_same_shape(&insn->op[1], "in0", &insn->op[0], "dst", err) != 0) return -1;
-    return check_same_shape(&insn->op[2], "in1", &insn->op[0], "dst", err);
+    if (nx_check_same_shape(&insn->op[1], "in0", &insn->op[0], "dst", err) != 0) return -1;
+    return nx_check_same_shape(&insn->op[2], "in1", &insn->op[0], "dst", err);
 }
 
 int nx_exec_TENSOR_TENSOR(const nx_exec_ctx *ctx, const nx_insn *insn) {

@@ -1,0 +1,598 @@
+/* Profiles (profile.h): the Chrome trace-event writer, streamed with stdio
+ * (a million-record trace is hundreds of MB: it is never built in memory),
+ * and the summary, as text or as JSON through cJSON. */
+#include "profile.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "../isa/asm.h"
+#include "../isa/opcodes.h"
+
+#define QUEUE_TID_BASE 16
+#define NONE UINT32_MAX
+
+static int is_xfer(const nx_sim_record *rec) { return rec->engine == NX_ENG_SP && rec->queue >= 0; }
+
+static uint32_t track_tid(const nx_sim_record *rec) {
+    return is_xfer(rec) ? QUEUE_TID_BASE + (uint32_t)rec->queue : rec->engine;
+}
+
+static const char *mnemonic(unsigned opcode) {
+    const nx_opcode_info *info = nx_opcode_lookup(opcode);
+    return info ? info->mnemonic : "?";
+}
+
+static const nx_insn *rec_insn(const nx_program *prog, const nx_sim_record *rec) {
+    if (rec->core >= prog->cores || rec->engine >= NX_ENG_COUNT) return NULL;
+    const nx_stream *s = &prog->stream[rec->core][rec->engine];
+    return rec->index < s->count ? &s->insns[rec->index] : NULL;
+}
+
+/* A finite number for JSON (NaN/Inf are not JSON). */
+static double finite_or_zero(double v) { return isfinite(v) ? v : 0.0; }
+
+/* ---- track layout: where each record's slice is drawn ---- */
+
+typedef struct placed {
+    double t;        /* start */
+    uint32_t track;  /* core * 65536 + tid */
+    uint32_t index;
+    uint32_t id;
+} placed;
+
+static int placed_cmp(const void *pa, const void *pb) {
+    const placed *a = pa, *b = pb;
+    if (a->track != b->track) return a->track < b->track ? -1 : 1;
+    if (a->t != b->t) return a->t < b->t ? -1 : 1;
+    if (a->index != b->index) return a->index < b->index ? -1 : 1;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+typedef struct layout {
+    placed *order;   /* records by track, then start */
+    double *s, *e;   /* drawn slice per record */
+    double *ws;      /* start of its wait slice, or NAN */
+} layout;
+
+/* Slices on a track must nest. A record is a child of the current top-level
+ * slice when it lies wholly inside it; otherwise it starts the next
+ * top-level slice and the current one is cut at its start. Children are cut
+ * at the next child's start and at their parent's (possibly cut) end. */
+static void layout_track(const nx_sim_record *log, layout *L, size_t lo, size_t hi) {
+    double prev_end = -INFINITY;
+    size_t i = lo;
+    while (i < hi) {
+        uint32_t a = L->order[i].id;
+        double s = log[a].t_start_ns, e = log[a].t_end_ns;
+        if (!(e >= s)) e = s;
+        size_t j = i + 1;
+        while (j < hi && log[L->order[j].id].t_start_ns >= s && log[L->order[j].id].t_end_ns <= e) j++;
+        if (j < hi && log[L->order[j].id].t_start_ns < e) e = log[L->order[j].id].t_start_ns;
+        L->s[a] = s;
+        L->e[a] = e;
+        double ready = log[a].t_ready_ns;
+        if (ready < prev_end) ready = prev_end;
+        L->ws[a] = ready < s ? ready : NAN;
+        for (size_t k = i + 1; k < j; k++) {
+            uint32_t c = L->order[k].id;
+            double cs = log[c].t_start_ns, ce = log[c].t_end_ns;
+            if (ce > e) ce = e;
+            if (k + 1 < j && log[L->order[k + 1].id].t_start_ns < ce) ce = log[L->order[k + 1].id].t_start_ns;
+            L->s[c] = cs;
+            L->e[c] = ce > cs ? ce : cs;
+            L->ws[c] = NAN;
+        }
+        prev_end = e;
+        i = j;
+    }
+}
+
+static void layout_free(layout *L) {
+    free(L->order);
+    free(L->s);
+    free(L->e);
+    free(L->ws);
+}
+
+static int layout_build(const nx_sim_result *r, layout *L) {
+    size_t n = r->log_count ? r->log_count : 1;
+    L->order = malloc(n * sizeof *L->order);
+    L->s = malloc(n * sizeof *L->s);
+    L->e = malloc(n * sizeof *L->e);
+    L->ws = malloc(n * sizeof *L->ws);
+    if (!L->order || !L->s || !L->e || !L->ws) return -1;
+    for (size_t i = 0; i < r->log_count; i++) {
+        const nx_sim_record *rec = &r->log[i];
+        L->order[i] = (placed){rec->t_start_ns, (uint32_t)rec->core * 65536u + track_tid(rec), rec->index,
+                               (uint32_t)i};
+    }
+    qsort(L->order, r->log_count, sizeof *L->order, placed_cmp);
+    for (size_t lo = 0; lo < r->log_count;) {
+        size_t hi = lo + 1;
+        while (hi < r->log_count && L->order[hi].track == L->order[lo].track) hi++;
+        layout_track(r->log, L, lo, hi);
+        lo = hi;
+    }
+    return 0;
+}
+
+/* ---- flows: which increment satisfied which wait ---- */
+
+typedef struct inc_entry {
+    uint32_t core_sem;  /* core * 256 + sem */
+    uint32_t id;
+    uint64_t seq;
+    uint64_t total;     /* semaphore value after this increment */
+} inc_entry;
+
+static int inc_cmp(const void *pa, const void *pb) {
+    const inc_entry *a = pa, *b = pb;
+    if (a->core_sem != b->core_sem) return a->core_sem < b->core_sem ? -1 : 1;
+    return (a->seq > b->seq) - (a->seq < b->seq);
+}
+
+typedef struct flow {
+    uint32_t from, to;  /* record ids */
+    uint32_t sem;       /* semaphore index, or NONE for a barrier */
+} flow;
+
+typedef struct flows {
+    flow *v;
+    size_t n, cap;
+} flows;
+
+static int flows_add(flows *f, uint32_t from, uint32_t to, uint32_t sem) {
+    if (f->n == f->cap) {
+        size_t cap = f->cap ? f->cap * 2 : 256;
+        flow *grown = realloc(f->v, cap * sizeof *grown);
+        if (!grown) return -1;
+        f->v = grown;
+        f->cap = cap;
+    }
+    f->v[f->n++] = (flow){from, to, sem};
+    return 0;
+}
+
+/* Semaphores only grow, so the increment that satisfied "sem >= V" is the
+ * first whose running total reaches V (numbered no later than the wait). */
+static int find_sem_flows(const nx_program *prog, const nx_sim_result *r, flows *out) {
+    size_t n_inc = 0;
+    int have_issue_records = 0;
+    for (size_t i = 0; i < r->log_count; i++) {
+        const nx_sim_record *rec = &r->log[i];
+        const nx_insn *insn = rec_insn(prog, rec);
+        if (!insn) continue;
+        if (rec->inc_seq && insn->inc_sem != NX_SEM_NONE && insn->opcode != NX_OP_CORE_BARRIER) n_inc++;
+        if (rec->engine == NX_ENG_SP && rec->queue < 0 &&
+            (insn->opcode == NX_OP_DMA_COPY || insn->opcode == NX_OP_DMA_TRANSPOSE))
+            have_issue_records = 1;
+    }
+    inc_entry *inc = malloc((n_inc ? n_inc : 1) * sizeof *inc);
+    if (!inc) return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < r->log_count; i++) {
+        const nx_sim_record *rec = &r->log[i];
+        const nx_insn *insn = rec_insn(prog, rec);
+        if (insn && rec->inc_seq && insn->inc_sem != NX_SEM_NONE && insn->opcode != NX_OP_CORE_BARRIER)
+            inc[k++] = (inc_entry){(uint32_t)rec->core * 256u + insn->inc_sem, (uint32_t)i, rec->inc_seq,
+                                   insn->inc_amount};
+    }
+    qsort(inc, n_inc, sizeof *inc, inc_cmp);
+    for (size_t j = 1; j < n_inc; j++)
+        if (inc[j].core_sem == inc[j - 1].core_sem) inc[j].total += inc[j - 1].total;
+    int status = 0;
+    for (size_t i = 0; i < r->log_count && status == 0; i++) {
+        const nx_sim_record *rec = &r->log[i];
+        const nx_insn *insn = rec_insn(prog, rec);
+        if (!insn || !rec->wait_seq || insn->wait_sem == NX_SEM_NONE || insn->opcode == NX_OP_CORE_BARRIER)
+            continue;
+        if (is_xfer(rec) && have_issue_records) continue; /* its wait is the issue's */
+        uint32_t key = (uint32_t)rec->core * 256u + insn->wait_sem;
+        size_t lo = 0, hi = n_inc;
+        while (lo < hi) { /* first entry of key whose total reaches the value */
+            size_t mid = lo + (hi - lo) / 2;
+            if (inc[mid].core_sem < key || (inc[mid].core_sem == key && inc[mid].total < insn->wait_value))
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < n_inc && inc[lo].core_sem == key && inc[lo].seq <= rec->wait_seq)
+            status = flows_add(out, inc[lo].id, (uint32_t)i, insn->wait_sem);
+    }
+    free(inc);
+    return status;
+}
+
+/* The k-th core_barrier of each core (by start time) meets the k-th of every
+ * other core: an arrow from each to the others. */
+static int find_barrier_flows(const nx_sim_result *r, uint32_t cores, flows *out) {
+    size_t n = 0;
+    for (size_t i = 0; i < r->log_count; i++) n += r->log[i].opcode == NX_OP_CORE_BARRIER;
+    if (n == 0 || cores < 2) return 0;
+    placed *v = malloc(n * sizeof *v);
+    if (!v) return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < r->log_count; i++)
+        if (r->log[i].opcode == NX_OP_CORE_BARRIER)
+            v[k++] = (placed){r->log[i].t_start_ns, r->log[i].core, r->log[i].index, (uint32_t)i};
+    qsort(v, n, sizeof *v, placed_cmp); /* by core, then start */
+    size_t begin[NX_MAX_CORES + 1] = {0};
+    for (size_t i = 0; i < n; i++)
+        if (v[i].track < NX_MAX_CORES) begin[v[i].track + 1]++;
+    for (uint32_t c = 0; c < NX_MAX_CORES; c++) begin[c + 1] += begin[c];
+    int status = 0;
+    for (uint32_t a = 0; a < NX_MAX_CORES && status == 0; a++)
+        for (uint32_t b = 0; b < NX_MAX_CORES && status == 0; b++) {
+            if (a == b) continue;
+            size_t na = begin[a + 1] - begin[a], nb = begin[b + 1] - begin[b];
+            for (size_t j = 0; j < na && j < nb && status == 0; j++)
+                status = flows_add(out, v[begin[a] + j].id, v[begin[b] + j].id, NONE);
+        }
+    free(v);
+    return status;
+}
+
+/* ---- writing ---- */
+
+static void put_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+/* Microseconds with 1 ns resolution. */
+static void put_us(FILE *f, const char *key, double ns) {
+    fprintf(f, ",\"%s\":%.3f", key, finite_or_zero(ns) / 1000.0);
+}
+
+static void put_meta(FILE *f, int *first, const char *what, uint32_t pid, int tid, const char *key,
+                     const char *text, long number) {
+    fprintf(f, "%s\n{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%u", *first ? "" : ",", what, pid);
+    if (tid >= 0) fprintf(f, ",\"tid\":%d", tid);
+    fprintf(f, ",\"args\":{\"%s\":", key);
+    if (text)
+        put_string(f, text);
+    else
+        fprintf(f, "%ld", number);
+    fputs("}}", f);
+    *first = 0;
+}
+
+static void write_metadata(FILE *f, const nx_machine *m, const nx_sim_result *r, int *first) {
+    uint8_t used[NX_MAX_CORES][QUEUE_TID_BASE + 256];
+    memset(used, 0, sizeof used);
+    for (size_t i = 0; i < r->log_count; i++) {
+        const nx_sim_record *rec = &r->log[i];
+        used[rec->core][track_tid(rec)] = 1; /* records were checked */
+    }
+    uint32_t qpe = m->dma_queues_per_engine ? m->dma_queues_per_engine : 1;
+    for (uint32_t c = 0; c < NX_MAX_CORES; c++) {
+        int any = 0;
+        for (uint32_t t = 0; t < QUEUE_TID_BASE + 256; t++) any |= used[c][t];
+        if (!any) continue;
+        char name[64];
+        snprintf(name, sizeof name, "core %u", c);
+        put_meta(f, first, "process_name", c + 1, -1, "name", name, 0);
+        put_meta(f, first, "process_sort_index", c + 1, -1, "sort_index", NULL, (long)c);
+        for (uint32_t t = 0; t < QUEUE_TID_BASE + 256; t++) {
+            if (!used[c][t]) continue;
+            if (t < QUEUE_TID_BASE) {
+                snprintf(name, sizeof name, "%s", nx_engine_name((nx_engine)t));
+            } else {
+                uint32_t q = t - QUEUE_TID_BASE;
+                snprintf(name, sizeof name, "dma q%u (engine %u, queue %u)", q, q / qpe, q % qpe);
+            }
+            put_meta(f, first, "thread_name", c + 1, (int)t, "name", name, 0);
+            put_meta(f, first, "thread_sort_index", c + 1, (int)t, "sort_index", NULL, (long)t);
+        }
+    }
+}
+
+static void write_wait_slice(FILE *f, const nx_sim_record *rec, const nx_insn *insn, double ws) {
+    char name[64];
+    if (insn && insn->opcode == NX_OP_CORE_BARRIER)
+        snprintf(name, sizeof name, "wait barrier");
+    else if (rec->waited && insn && insn->wait_sem != NX_SEM_NONE)
+        snprintf(name, sizeof name, "wait sem%u>=%" PRIu32, insn->wait_sem, insn->wait_value);
+    else
+        snprintf(name, sizeof name, "stall");
+    fprintf(f, ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%u,\"tid\":%u", name,
+            strcmp(name, "stall") == 0 ? "stall" : "wait", rec->core + 1u, track_tid(rec));
+    put_us(f, "ts", ws);
+    put_us(f, "dur", rec->t_start_ns - ws);
+    fputs("}", f);
+}
+
+static void write_slice(FILE *f, const nx_machine *m, const nx_program *prog, const nx_sim_record *rec,
+                        double s, double e) {
+    const nx_insn *insn = rec_insn(prog, rec);
+    const nx_opcode_info *info = nx_opcode_lookup(rec->opcode);
+    fprintf(f, ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%u,\"tid\":%u", mnemonic(rec->opcode),
+            is_xfer(rec) ? "dma" : nx_engine_name((nx_engine)rec->engine), rec->core + 1u, track_tid(rec));
+    put_us(f, "ts", s);
+    put_us(f, "dur", e - s);
+    fprintf(f, ",\"args\":{\"index\":%" PRIu32, rec->index);
+    if (insn && info) {
+        char text[512];
+        for (unsigned k = 0; k < NX_MAX_OPERANDS; k++) {
+            if (!info->slot[k].name || insn->op[k].kind == NX_OPK_NONE) continue;
+            nx_format_operand(text, sizeof text, &insn->op[k]);
+            fprintf(f, ",\"%s\":", info->slot[k].name);
+            put_string(f, text);
+        }
+        if (insn->wait_sem != NX_SEM_NONE)
+            fprintf(f, ",\"wait\":\"sem%u>=%" PRIu32 "\"", insn->wait_sem, insn->wait_value);
+        if (insn->inc_sem != NX_SEM_NONE)
+            fprintf(f, ",\"inc\":\"sem%u+%" PRIu32 "\"", insn->inc_sem, insn->inc_amount);
+    }
+    if (is_xfer(rec)) {
+        fprintf(f, ",\"queue\":%d", rec->queue);
+    } else {
+        double ghz = m->clock_ghz[rec->engine];
+        fprintf(f, ",\"cycles\":%.0f,\"busy_cycles\":%.0f", finite_or_zero((rec->t_end_ns - rec->t_start_ns) * ghz),
+                finite_or_zero(rec->busy_ns * ghz));
+    }
+    fprintf(f, ",\"bytes\":%" PRIu64 ",\"flops\":%" PRIu64 ",\"start_ns\":%.3f,\"end_ns\":%.3f}}", rec->bytes,
+            rec->flops, finite_or_zero(rec->t_start_ns), finite_or_zero(rec->t_end_ns));
+}
+
+/* Binds to the slice drawn for the record: its midpoint is inside it and
+ * inside none of its children's (a record is drawn as the deepest slice at
+ * its own midpoint). */
+static void write_flow_end(FILE *f, const char *ph, size_t id, uint32_t sem, const nx_sim_record *rec,
+                           double s, double e) {
+    fprintf(f, ",\n{\"name\":\"");
+    if (sem == NONE)
+        fputs("barrier", f);
+    else
+        fprintf(f, "sem%u", sem);
+    fprintf(f, "\",\"cat\":\"sync\",\"ph\":\"%s\",\"id\":%zu,\"pid\":%u,\"tid\":%u", ph, id, rec->core + 1u,
+            track_tid(rec));
+    put_us(f, "ts", (s + e) / 2);
+    if (ph[0] == 'f') fputs(",\"bp\":\"e\"", f);
+    fputs("}", f);
+}
+
+static int write_events(FILE *f, const nx_machine *m, const nx_program *prog, const nx_sim_result *r,
+                        const layout *L, const flows *fl) {
+    int first = 1;
+    fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"nxsim\",\"machine\":", f);
+    put_string(f, prog->machine);
+    fprintf(f, ",\"total_ns\":%.3f},\n\"traceEvents\":[", finite_or_zero(r->total_ns));
+    write_metadata(f, m, r, &first);
+    if (first) { /* an empty run: keep the array well formed */
+        put_meta(f, &first, "process_name", 1, -1, "name", "core 0", 0);
+    }
+    for (size_t i = 0; i < r->log_count; i++) {
+        uint32_t id = L->order[i].id;
+        const nx_sim_record *rec = &r->log[id];
+        if (!isnan(L->ws[id])) write_wait_slice(f, rec, rec_insn(prog, rec), L->ws[id]);
+        write_slice(f, m, prog, rec, L->s[id], L->e[id]);
+    }
+    for (size_t i = 0; i < fl->n; i++) {
+        const flow *w = &fl->v[i];
+        write_flow_end(f, "s", i + 1, w->sem, &r->log[w->from], L->s[w->from], L->e[w->from]);
+        write_flow_end(f, "f", i + 1, w->sem, &r->log[w->to], L->s[w->to], L->e[w->to]);
+    }
+    fputs("\n]}\n", f);
+    return ferror(f) ? -1 : 0;
+}
+
+int nx_profile_write_trace(const char *path, const nx_machine *m, const nx_program *prog,
+                           const nx_sim_result *r, nx_error *err) {
+    if (!r->log && (r->log_count > 0 || r->instructions > 0))
+        return nx_fail(err, "profile %s: the run kept no log (run with keep_log = 1)", path);
+    if (r->log_count >= NONE) return nx_fail(err, "profile %s: %zu records is too many", path, r->log_count);
+    for (size_t i = 0; i < r->log_count; i++) {
+        const nx_sim_record *rec = &r->log[i];
+        if (rec->core >= prog->cores || rec->core >= NX_MAX_CORES || rec->engine >= NX_ENG_COUNT ||
+            rec->queue >= 256 || (rec->queue >= 0 && rec->engine != NX_ENG_SP))
+            return nx_fail(err, "profile %s: log record %zu names core %u engine %u queue %d, not in the program",
+                           path, i, rec->core, rec->engine, rec->queue);
+    }
+    layout L = {0};
+    flows fl = {0};
+    if (layout_build(r, &L) != 0 || find_sem_flows(prog, r, &fl) != 0 ||
+        find_barrier_flows(r, prog->cores, &fl) != 0) {
+        layout_free(&L);
+        free(fl.v);
+        return nx_fail(err, "profile %s: out of memory", path);
+    }
+    size_t len = strlen(path);
+    char *tmp = malloc(len + 16);
+    if (!tmp) {
+        layout_free(&L);
+        free(fl.v);
+        return nx_fail(err, "profile %s: out of memory", path);
+    }
+    snprintf(tmp, len + 16, "%s.tmp.XXXXXX", path);
+    int status = -1;
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        nx_fail(err, "profile %s: cannot create a temporary file beside it: %s", path, strerror(errno));
+    } else {
+        FILE *f = fdopen(fd, "w");
+        if (!f) {
+            nx_fail(err, "profile %s: %s", path, strerror(errno));
+            close(fd);
+        } else {
+            static const size_t buffer = 1u << 20;
+            setvbuf(f, NULL, _IOFBF, buffer);
+            int bad = write_events(f, m, prog, r, &L, &fl);
+            bad |= fflush(f) != 0;
+            bad |= fsync(fileno(f)) != 0;
+            int saved = errno;
+            bad |= fclose(f) != 0;
+            if (bad)
+                nx_fail(err, "profile %s: write failed: %s", path, strerror(saved ? saved : errno));
+            else if (rename(tmp, path) != 0)
+                nx_fail(err, "profile %s: cannot rename the temporary file: %s", path, strerror(errno));
+            else
+                status = 0;
+        }
+        if (status != 0) unlink(tmp);
+    }
+    free(tmp);
+    layout_free(&L);
+    free(fl.v);
+    return status;
+}
+
+/* ---- peak and summary ---- */
+
+void nx_profile_peak_of(const nx_machine *m, const nx_program *prog, nx_profile_peak *out) {
+    double flops_by_dtype[NX_DT_COUNT] = {0};
+    double fp32_flops = 0, total = 0;
+    for (uint32_t c = 0; c < prog->cores && c < NX_MAX_CORES; c++) {
+        const nx_stream *s = &prog->stream[c][NX_ENG_PE];
+        int stationary_fp32 = 0;
+        for (uint32_t i = 0; i < s->count; i++) {
+            const nx_insn *in = &s->insns[i];
+            if (in->opcode == NX_OP_LOAD_STATIONARY) stationary_fp32 = in->op[0].dtype == NX_DT_FP32;
+            if (in->opcode != NX_OP_MULTIPLY_MOVING || in->op[1].dtype >= NX_DT_COUNT) continue;
+            double fl = 2.0 * in->op[1].partition_count * (double)in->op[0].partition_count *
+                        (double)nx_operand_free_elems(&in->op[1]);
+            flops_by_dtype[in->op[1].dtype] += fl;
+            if (stationary_fp32 || in->op[1].dtype == NX_DT_FP32) fp32_flops += fl;
+            total += fl;
+        }
+    }
+    int best = -1;
+    for (int d = 0; d < NX_DT_COUNT; d++)
+        if (flops_by_dtype[d] > 0 && (best < 0 || flops_by_dtype[d] > flops_by_dtype[best])) best = d;
+    out->dtype = best < 0 ? "none" : nx_dtype_name((nx_dtype)best);
+    out->fp32_rate = total > 0 && fp32_flops * 2 > total;
+    if (out->fp32_rate) out->dtype = "fp32";
+    double per_core = (double)m->geo.pe_rows * m->geo.pe_cols * 2.0 * m->clock_ghz[NX_ENG_PE] / 1000.0;
+    out->tflops = per_core * (prog->cores ? prog->cores : 1);
+    if (out->fp32_rate && m->pe_fp32_factor) out->tflops /= m->pe_fp32_factor;
+}
+
+static double pct(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; }
+
+static double achieved_tflops(const nx_sim_result *r) {
+    return r->total_ns > 0 ? (double)r->flops / r->total_ns / 1000.0 : 0.0;
+}
+
+int nx_profile_summary(FILE *out, const nx_machine *m, const nx_program *prog, const nx_sim_result *r) {
+    uint32_t cores = prog->cores < NX_MAX_CORES ? prog->cores : NX_MAX_CORES;
+    fprintf(out, "simulated: %.3f ns on %s, %u core%s, %" PRIu64 " instructions\n", r->total_ns,
+            prog->machine[0] ? prog->machine : m->geo.name, cores, cores == 1 ? "" : "s", r->instructions);
+    fprintf(out, "in engine cycles:");
+    for (unsigned e = 0; e < NX_ENG_COUNT; e++)
+        fprintf(out, " %s %.0f (%g GHz)%s", nx_engine_name((nx_engine)e), r->total_ns * m->clock_ghz[e],
+                m->clock_ghz[e], e + 1 < NX_ENG_COUNT ? "," : "\n");
+    uint32_t qpe = m->dma_queues_per_engine ? m->dma_queues_per_engine : 1;
+    for (uint32_t c = 0; c < cores; c++) {
+        fprintf(out, "\ncore %u\n", c);
+        fprintf(out, "  %-6s %12s %14s %7s %14s\n", "engine", "instructions", "busy cycles", "busy %",
+                "stall cycles");
+        for (unsigned e = 0; e < NX_ENG_COUNT; e++) {
+            const nx_sim_engine_stats *s = &r->engine[c][e];
+            fprintf(out, "  %-6s %12" PRIu64 " %14.0f %6.1f%% %14.0f\n", nx_engine_name((nx_engine)e),
+                    s->instructions, s->busy_ns * m->clock_ghz[e], pct(s->busy_ns, r->total_ns),
+                    s->stall_ns * m->clock_ghz[e]);
+        }
+        int header = 0;
+        for (unsigned q = 0; q < 256; q++) {
+            if (!r->dma_queue_transfers[c][q] && !r->dma_queue_bytes[c][q]) continue;
+            if (!header) {
+                fprintf(out, "  %-22s %10s %14s %10s\n", "dma queue", "transfers", "bytes", "GB/s");
+                header = 1;
+            }
+            char name[32];
+            snprintf(name, sizeof name, "q%u (engine %u.%u)", q, q / qpe, q % qpe);
+            fprintf(out, "  %-22s %10" PRIu64 " %14" PRIu64 " %10.2f\n", name, r->dma_queue_transfers[c][q],
+                    r->dma_queue_bytes[c][q], r->total_ns > 0 ? (double)r->dma_queue_bytes[c][q] / r->total_ns : 0.0);
+        }
+    }
+    nx_profile_peak peak;
+    nx_profile_peak_of(m, prog, &peak);
+    double got = achieved_tflops(r);
+    fprintf(out, "\nFLOPs %" PRIu64 ": %.3f TFLOPS achieved of %.3f peak (%.1f%%); peak = %u x %u x 2 x %g GHz x %u core%s%s, dominant matmul dtype %s\n",
+            r->flops, got, peak.tflops, pct(got, peak.tflops), m->geo.pe_rows, m->geo.pe_cols,
+            m->clock_ghz[NX_ENG_PE], prog->cores ? prog->cores : 1, prog->cores == 1 ? "" : "s",
+            peak.fp32_rate ? " / fp32 factor" : "", peak.dtype);
+    return ferror(out) ? -1 : 0;
+}
+
+static cJSON *summary_object(const nx_machine *m, const nx_program *prog, const nx_sim_result *r) {
+    cJSON *root = cJSON_CreateObject();
+    if (!root) return NULL;
+    uint32_t cores = prog->cores < NX_MAX_CORES ? prog->cores : NX_MAX_CORES;
+    cJSON_AddStringToObject(root, "machine", prog->machine[0] ? prog->machine : m->geo.name);
+    cJSON_AddNumberToObject(root, "cores", cores);
+    cJSON_AddNumberToObject(root, "total_ns", r->total_ns);
+    cJSON_AddNumberToObject(root, "instructions", (double)r->instructions);
+    cJSON *cyc = cJSON_AddObjectToObject(root, "total_cycles");
+    cJSON *clk = cJSON_AddObjectToObject(root, "clock_ghz");
+    for (unsigned e = 0; e < NX_ENG_COUNT; e++) {
+        cJSON_AddNumberToObject(cyc, nx_engine_name((nx_engine)e), round(r->total_ns * m->clock_ghz[e]));
+        cJSON_AddNumberToObject(clk, nx_engine_name((nx_engine)e), m->clock_ghz[e]);
+    }
+    cJSON *arr = cJSON_AddArrayToObject(root, "per_core");
+    uint32_t qpe = m->dma_queues_per_engine ? m->dma_queues_per_engine : 1;
+    for (uint32_t c = 0; c < cores; c++) {
+        cJSON *core = cJSON_CreateObject();
+        cJSON_AddItemToArray(arr, core);
+        cJSON_AddNumberToObject(core, "core", c);
+        cJSON *engines = cJSON_AddObjectToObject(core, "engines");
+        for (unsigned e = 0; e < NX_ENG_COUNT; e++) {
+            const nx_sim_engine_stats *s = &r->engine[c][e];
+            cJSON *o = cJSON_AddObjectToObject(engines, nx_engine_name((nx_engine)e));
+            cJSON_AddNumberToObject(o, "instructions", (double)s->instructions);
+            cJSON_AddNumberToObject(o, "busy_ns", s->busy_ns);
+            cJSON_AddNumberToObject(o, "busy_cycles", round(s->busy_ns * m->clock_ghz[e]));
+            cJSON_AddNumberToObject(o, "busy_pct", pct(s->busy_ns, r->total_ns));
+            cJSON_AddNumberToObject(o, "stall_ns", s->stall_ns);
+            cJSON_AddNumberToObject(o, "stall_cycles", round(s->stall_ns * m->clock_ghz[e]));
+        }
+        cJSON *queues = cJSON_AddArrayToObject(core, "dma_queues");
+        for (unsigned q = 0; q < 256; q++) {
+            if (!r->dma_queue_transfers[c][q] && !r->dma_queue_bytes[c][q]) continue;
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddItemToArray(queues, o);
+            cJSON_AddNumberToObject(o, "queue", q);
+            cJSON_AddNumberToObject(o, "engine", q / qpe);
+            cJSON_AddNumberToObject(o, "transfers", (double)r->dma_queue_transfers[c][q]);
+            cJSON_AddNumberToObject(o, "bytes", (double)r->dma_queue_bytes[c][q]);
+            cJSON_AddNumberToObject(o, "bytes_per_ns",
+                                    r->total_ns > 0 ? (double)r->dma_queue_bytes[c][q] / r->total_ns : 0.0);
+        }
+    }
+    nx_profile_peak peak;
+    nx_profile_peak_of(m, prog, &peak);
+    cJSON_AddNumberToObject(root, "flops", (double)r->flops);
+    cJSON_AddNumberToObject(root, "tflops_achieved", achieved_tflops(r));
+    cJSON_AddNumberToObject(root, "tflops_peak", peak.tflops);
+    cJSON_AddStringToObject(root, "peak_dtype", peak.dtype);
+    cJSON_AddBoolToObject(root, "peak_fp32_rate", peak.fp32_rate);
+    return root;
+}
+
+int nx_profile_summary_json(FILE *out, const nx_machine *m, const nx_program *prog,
+                            const nx_sim_result *r) {
+    cJSON *root = summary_object(m, prog, r);
+    char *text = root ? cJSON_Print(root) : NULL;
+    cJSON_Delete(root);
+    if (!text) return -1;
+    int bad = fputs(text, out) < 0 || fputc('\n', out) == EOF;
+    cJSON_free(text);
+    return bad || ferror(out) ? -1 : 0;
+}
