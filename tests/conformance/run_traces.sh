@@ -28,7 +28,7 @@ usage() {
 }
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-NXSIM= NPYCMP= TRACES="$HERE/../../traces" WORK=
+NXSIM='' NPYCMP='' TRACES="$HERE/../../traces" WORK=
 while [ $# -gt 0 ]; do
     case $1 in
     --nxsim) NXSIM=${2:-}; shift 2 || usage ;;
@@ -43,7 +43,7 @@ done
 [ $# -ge 1 ] || usage
 MODE=$1
 shift
-[ -n "$NXSIM" ] && [ -n "$NPYCMP" ] || usage
+if [ -z "$NXSIM" ] || [ -z "$NPYCMP" ]; then usage; fi
 [ -x "$NXSIM" ] || { echo "run_traces: nxsim '$NXSIM' is not executable" >&2; exit 2; }
 [ -x "$NPYCMP" ] || { echo "run_traces: npycmp '$NPYCMP' is not executable" >&2; exit 2; }
 TRACES=$(cd "$TRACES" && pwd) || exit 2
@@ -65,19 +65,21 @@ show() { [ -s "$1" ] && head -n 20 "$1" | sed 's/^/       | /'; }
 
 # tolerance_args DIR TENSOR: the npycmp options for TENSOR (empty: exact)
 tolerance_args() {
-    local file=$1/tolerance name=$2 line key spec default=
+    local file=$1/tolerance name=$2 line key spec=() default=()
     [ -f "$file" ] || return 0
     while IFS= read -r line || [ -n "$line" ]; do
         line=${line%%#*}
-        read -r key spec <<<"$line"
-        [ -n "${key:-}" ] || continue
+        read -r -a spec <<<"$line"
+        [ ${#spec[@]} -gt 0 ] || continue
+        key=${spec[0]}
+        spec=("${spec[@]:1}")
         if [ "$key" = "$name" ]; then
-            spec_args $spec
+            spec_args "${spec[@]}"
             return
         fi
-        [ "$key" = "*" ] && default=$spec
+        if [ "$key" = "*" ]; then default=("${spec[@]}"); fi
     done <"$file"
-    [ -n "$default" ] && spec_args $default
+    if [ ${#default[@]} -gt 0 ]; then spec_args "${default[@]}"; fi
     return 0
 }
 spec_args() {
@@ -177,9 +179,9 @@ error_trace() {
         args+=(--in "${f#--in }")
     done
     # every output tensor is requested: none may be written
-    for t in $(awk '$1 == ".tensor" && $3 == "output" { print $2 }' "$dir/program.nxs"); do
+    while read -r t; do
         args+=(--out "$t=$w/out_$t.npy")
-    done
+    done < <(awk '$1 == ".tensor" && $3 == "output" { print $2 }' "$dir/program.nxs")
     (cd "$dir" && "$NXSIM" exec program.nxs "${args[@]}") >"$w/exec.out" 2>"$w/exec.err"
     local rc=$?
     if [ $rc -eq 0 ]; then

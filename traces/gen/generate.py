@@ -20,6 +20,7 @@ import sys
 
 import numpy as np
 
+sys.dont_write_bytecode = True  # keep traces/gen free of __pycache__
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import formats  # noqa: E402
@@ -249,7 +250,9 @@ def dma_transpose():
     b = t.ints((16, 12), -32768, 32767)
     c = t.normal((4, 6), 100.0, "fp16")
     d = t.ints((8, 10), 0, 65535)
-    t.input("a", "bf16", a)
+    raw_a = formats.exact("bf16", a)
+    raw_a["bf16"][2, 5] = 0x7F81  # a signalling-NaN pattern with a payload
+    t.input_raw("a", raw_a)
     t.input("b", "int16", b)
     t.input("c", "fp16", c)
     t.input("d", "uint16", d)
@@ -276,7 +279,12 @@ def dma_transpose():
             dma_transpose dst=hbm:int16[12/16]@y_b{1:16} src=sbuf:int16[32:48]@0{1:12} queue=5
             dma_copy dst=hbm:fp16[6/4]@y_c{1:4} src=hbm:fp16[6/4]@c{1:4} queue=2 bound=0 wait=sem1>=1
     """)
-    t.expect("y_a", "bf16", a.T)
+    t.expect_raw("y_a", raw_a.T)
+    t.tolerance("""
+        # dma_transpose is bit-exact and so is an equal-dtype dma_copy
+        # (insns-pe-dma.md): y_a keeps a's NaN payload.
+        * bits
+    """)
     t.expect("y_b", "int16", b.T)
     t.expect("y_c", "fp16", c.T)
     t.expect("y_d", "uint16", d[:, ::2].T)
@@ -367,14 +375,20 @@ def transpose():
     PE: SBUF -> PSUM, dst dtype equal to src's (bit move) or fp32 (exact
     widening). DVE: <= 32 x 32, SBUF or PSUM on either side, same dtype,
     bit-exact (an fp8 NaN code and -0 survive); a DVE transpose of a PSUM
-    block of the PE result gives back the source rows widened to fp32."""
+    block of the PE result gives back the source rows widened to fp32, and of
+    the bf16 PE result the source rows bit for bit (a bf16 NaN payload
+    survives PE transpose + DVE transpose; tensor_copy, by contrast,
+    canonicalises NaNs, so t_pe_bf16 is compared with NaN == NaN)."""
     t = Trace("transpose")
     s = t.normal((64, 32), 2.0, "bf16")
     s[0, :3] = [-0.0, INF, -INF]
+    s[1, 2] = NAN
     si = t.ints((32, 16), -2 ** 31, 2 ** 31 - 1)
     s8 = t.normal((8, 24), 8.0, "fp8_e4m3")
     s8[0, :3] = [-0.0, NAN, -448]
-    t.input("s", "bf16", s)
+    raw = formats.exact("bf16", np.where(np.isnan(s), 0.0, s))
+    raw["bf16"][1, 2] = 0xFFA1  # a negative NaN with a payload
+    t.input_raw("s", raw)
     t.input("si", "int32", si)
     t.input("s8", "fp8_e4m3", s8)
     t.program("""
@@ -388,6 +402,7 @@ def transpose():
         .tensor t_dve_i32 output int32 [16,32]
         .tensor t_dve_psum output fp32 [32,32]
         .tensor t_dve_e4m3 output fp8_e4m3 [24,8]
+        .tensor t_pe_dve_bf16 output bf16 [32,32]
         .engine pe
             transpose dst=psum:fp32[0:32]@0{1:64} src=sbuf:bf16[0:64]@0{1:32} wait=sem0>=3 inc=sem1
             transpose dst=psum:bf16[0:32]@2048{1:64} src=sbuf:bf16[0:64]@0{1:32} inc=sem1
@@ -396,7 +411,8 @@ def transpose():
             transpose dst=sbuf:fp8_e4m3[0:24]@512{1:8} src=sbuf:fp8_e4m3[96:104]@128{1:24}
             tensor_copy dst=sbuf:fp32[0:32]@1024{1:64} in=psum:fp32[0:32]@0{1:64} wait=sem1>=2
             tensor_copy dst=sbuf:bf16[0:32]@1536{1:64} in=psum:bf16[0:32]@2048{1:64}
-            transpose dst=sbuf:fp32[0:32]@768{1:32} src=psum:fp32[0:32]@0{1:32} inc=sem2
+            transpose dst=sbuf:fp32[0:32]@768{1:32} src=psum:fp32[0:32]@0{1:32}
+            transpose dst=sbuf:bf16[0:32]@1792{1:32} src=psum:bf16[0:32]@2048{1:32} inc=sem2
         .engine sp
             dma_copy dst=sbuf:bf16[0:64]@0{1:32} src=hbm:bf16[64/32]@s{1:32} queue=0 bound=0 inc=sem0
             dma_copy dst=sbuf:int32[32:64]@64{1:16} src=hbm:int32[32/16]@si{1:16} queue=1 bound=0 inc=sem0
@@ -406,12 +422,22 @@ def transpose():
             dma_copy dst=hbm:int32[16/32]@t_dve_i32{1:32} src=sbuf:int32[64:80]@256{1:32} queue=2 bound=0
             dma_copy dst=hbm:fp32[32/32]@t_dve_psum{1:32} src=sbuf:fp32[0:32]@768{1:32} queue=3 bound=0
             dma_copy dst=hbm:fp8_e4m3[24/8]@t_dve_e4m3{1:8} src=sbuf:fp8_e4m3[0:24]@512{1:8} queue=4 bound=0
+            dma_copy dst=hbm:bf16[32/32]@t_pe_dve_bf16{1:32} src=sbuf:bf16[0:32]@1792{1:32} queue=5 bound=0
     """)
     t.expect("t_pe_f32", "fp32", s.T)
     t.expect("t_pe_bf16", "bf16", s.T)
     t.expect("t_dve_i32", "int32", si.T)
     t.expect("t_dve_psum", "fp32", s[:32, :32])
     t.expect("t_dve_e4m3", "fp8_e4m3", s8.T)
+    t.expect_raw("t_pe_dve_bf16", raw[:32, :32])
+    t.tolerance("""
+        # Bit-exact moves (insns-pe-dma.md: PE transpose to the same dtype and
+        # DVE transpose keep NaN payloads and -0; equal-dtype DMA copies are
+        # bit copies). The rest is compared exactly (any NaN == any NaN).
+        t_pe_dve_bf16 bits
+        t_dve_i32 bits
+        t_dve_e4m3 bits
+    """)
 
 
 # ---------------------------------------------------------------- DVE
@@ -440,8 +466,16 @@ def tensor_tensor():
     a[2, 3:5] = [-3.0, 1e30]
     b[2, 3:5] = [2.0, 1e30]
     a, b = round_to("fp32", a), round_to("fp32", b)
-    pa = t.rng.choice([2.0, 4.0, 0.5, 3.0, 1.5, 9.0, 16.0, -2.0, 0.25], (32, 16))
-    pb = t.rng.choice([0.0, 1.0, 2.0, 3.0, 0.5, -1.0, -2.0], (32, 16))
+    # pow operands whose exact result is an fp32 number (so any correct pow
+    # gives it): a^0 = 1, a^1 = a, squares, cubes, square roots of squares,
+    # negative powers of two, a negative base with an integer exponent,
+    # -2^0.5 = NaN, 0^-1 = Inf
+    pairs = [(2, 3), (4, 0.5), (9, 0.5), (16, 0.5), (0.25, 0.5), (0.5, -1), (2, -2), (3, 2),
+             (1.5, 2), (-2, 3), (-2, 2), (7.25, 0), (-3.5, 1), (-2, 0.5), (0, -1), (0, 2),
+             (2.25, 0.5), (10, 3), (0.125, -2), (-0.5, -3)]
+    pick = t.rng.integers(0, len(pairs), (32, 16))
+    pa = np.array([[pairs[k][0] for k in row] for row in pick], dtype=np.float64)
+    pb = np.array([[pairs[k][1] for k in row] for row in pick], dtype=np.float64)
     pa[0, :2], pb[0, :2] = [-2.0, -2.0], [3.0, 0.5]  # -8 and NaN
     ai = t.ints((32, 16), -2 ** 20, 2 ** 20)
     bi = t.ints((32, 16), -2 ** 20, 2 ** 20)
@@ -498,6 +532,9 @@ def tensor_tensor():
     """)
     y = np.stack([alu(op, pa if op == "pow" else a, pb if op == "pow" else b)
                   for op in TT_FLOAT_OPS], axis=1)
+    with np.errstate(all="ignore"):
+        exact_pow = np.power(pa, pb)  # float64: exact for these pairs
+    assert np.array_equal(y[:, 7, :], exact_pow, equal_nan=True)
     yi = np.stack([alu(op, ai, sh if op.startswith("shift") else bi) for op in TT_INT_OPS], axis=1)
     # spot checks written out by hand
     # y[p, op, e] with op 3 = divide, 4 = max, 5 = min, 7 = pow
@@ -634,6 +671,7 @@ def tensor_reduce():
     max -Inf, min +Inf, abs_max +0, bitwise_and all ones, or/xor 0."""
     t = Trace("tensor_reduce")
     x = t.normal((32, 64), 1.0) * 10.0 ** t.ints((32, 64), -4, 4)
+    x[5] = -0.0  # sums of -0 stay -0; the negated one is +0
     x = round_to("fp32", x)
     m = t.uniform((32, 8), 0.5, 2.0)
     xi = t.ints((32, 16), -2 ** 31, 2 ** 31 - 1)
@@ -1053,7 +1091,11 @@ def match_replace8():
         vals[p] = [v, v, v, x[p, 3], x[p, 3], 50 + p, x[p, 10], v]
     xb = t.ints((16, 16), -4, 4)
     vb = t.ints((16, 8), -5, 5)
-    vb[:, 7] = -INF  # the replacement value itself: never matches a replaced element
+    # values[7] = -inf, the replacement value: matching compares the original
+    # values, so it never hits an element replaced by values[0..6], but it does
+    # hit an element that was -inf from the start (rows 0..3, element 15)
+    vb[:, 7] = -INF
+    xb[:4, 15] = -INF
     t.input("x", "fp32", x)
     t.input("vals", "fp32", vals)
     t.input("xb", "bf16", xb)
@@ -1098,10 +1140,131 @@ def match_replace8():
 
     y, yi = ref(x, vals, -1e9, -1)
     yb, ybi = ref(xb, vb, -INF, 4294967295)
+    assert np.all(ybi[:4, 7] == 15)
     t.expect("y", "fp32", y)
     t.expect("y_idx", "int32", yi)
     t.expect("yb", "bf16", yb)
     t.expect("yb_idx", "uint32", ybi)
+
+
+def _welford(x):
+    """bn_stats' summary of the columns of x [P, n] (insns-dve.md): fp32
+    Welford in element order, every operation rounded to fp32 (float32 numpy
+    arrays: one correctly rounded operation per step)."""
+    f = np.float32
+    n = np.zeros(x.shape[0], f)
+    mean = np.zeros(x.shape[0], f)
+    m2 = np.zeros(x.shape[0], f)
+    for e in range(x.shape[1]):
+        v = x[:, e].astype(f)
+        n = n + f(1)
+        delta = v - mean
+        mean = mean + delta / n
+        m2 = m2 + delta * (v - mean)
+    return [n.astype(np.float64), mean.astype(np.float64), m2.astype(np.float64)]
+
+
+def _bn_stats(x):
+    half = (x.shape[1] + 1) // 2
+    return np.stack(_welford(x[:, :half]) + _welford(x[:, half:]), axis=1)
+
+
+def _bn_aggr(t):
+    """bn_aggr of the triples in t [P, 3k] (insns-dve.md): Chan et al.'s
+    pairwise combination in fp32, in order, skipping count-0 triples."""
+    f = np.float32
+    out = np.zeros((t.shape[0], 2))
+    for p in range(t.shape[0]):
+        n = mean = m2 = f(0)
+        for g in range(t.shape[1] // 3):
+            nb, mb, m2b = (f(v) for v in t[p, 3 * g: 3 * g + 3])
+            if nb == 0:
+                continue
+            if n == 0:
+                n, mean, m2 = nb, mb, m2b
+                continue
+            total = n + nb
+            delta = mb - mean
+            w = nb / total
+            mean = mean + delta * w
+            m2 = (m2 + m2b) + ((delta * delta) * n) * w
+            n = total
+        out[p] = (0.0, 0.0) if n == 0 else (mean, m2 / n)
+    return out
+
+
+def bn_stats_aggr():
+    """bn_stats and bn_aggr (insns-dve.md). bn_stats: per partition, Welford
+    (count, mean, m2) in fp32 of the halves [0, ceil(F/2)) and [ceil(F/2), F)
+    of the elements; an empty half (F = 1) gives (0, 0, 0). bn_aggr: folds
+    (count, mean, m2) triples in order with Chan's pairwise formula in fp32,
+    skipping count 0, and writes (mean, m2 / n), or (0, 0) when n = 0. Rows
+    with a large mean (50) make the fp32 rounding order matter; row 0 of x5
+    is the document's example 1..5 -> (3, 2, 2, 2, 4.5, 0.5) -> (3, 2)."""
+    t = Trace("bn_stats_aggr")
+    x = t.normal((32, 15), 5.0) + 50.0
+    x = round_to("fp32", x)
+    x2 = round_to("fp32", t.normal((32, 10), 1.0) * 10.0 ** t.ints((32, 1), -2, 2) + 50.0)
+    x1 = t.normal((32, 1), 3.0)
+    x5 = t.normal((32, 5), 2.0)
+    x5[0] = [1, 2, 3, 4, 5]
+    trip = np.zeros((32, 9))
+    trip[:, 0::3] = t.ints((32, 3), 1, 40)
+    trip[:, 1::3] = t.normal((32, 3), 4.0)
+    trip[:, 2::3] = np.abs(t.normal((32, 3), 30.0))
+    trip[0, 0::3] = 0  # every count 0: (0, 0)
+    trip[1, 0] = 0  # the first triple skipped
+    for n, v in (("x", x), ("x2", x2), ("x1", x1), ("x5", x5), ("trip", trip)):
+        t.input(n, "fp32", v)
+    t.program("""
+        ; x @0 (15), x2 @64 (10), x1 @104, x5 @108 (5), trip @128 (9);
+        ; stats of x, x2, x1 side by side at @256 (18 values = 6 triples)
+        .machine trn2
+        .semaphores 3
+        .tensor x input fp32 [32,15]
+        .tensor x2 input fp32 [32,10]
+        .tensor x1 input fp32 [32,1]
+        .tensor x5 input fp32 [32,5]
+        .tensor trip input fp32 [32,9]
+        .tensor st output fp32 [32,18]
+        .tensor st5 output fp32 [32,6]
+        .tensor agg output fp32 [32,2]
+        .tensor agg_trip output fp32 [32,2]
+        .engine dve
+            bn_stats dst=sbuf:fp32[0:32]@256{1:6} in=sbuf:fp32[0:32]@0{1:15} wait=sem0>=5
+            bn_stats dst=sbuf:fp32[0:32]@280{1:6} in=sbuf:fp32[0:32]@64{1:10}
+            bn_stats dst=sbuf:fp32[0:32]@304{1:6} in=sbuf:fp32[0:32]@104{1:1}
+            bn_stats dst=psum:fp32[0:32]@0{1:6} in=sbuf:fp32[0:32]@108{1:5}
+            bn_aggr dst=sbuf:fp32[0:32]@384{1:2} in=sbuf:fp32[0:32]@256{1:18}
+            bn_aggr dst=psum:fp32[0:32]@64{1:2} in=sbuf:fp32[0:32]@128{1:9}
+            tensor_copy dst=sbuf:fp32[0:32]@328{1:6} in=psum:fp32[0:32]@0{1:6}
+            tensor_copy dst=sbuf:fp32[0:32]@392{1:2} in=psum:fp32[0:32]@64{1:2} inc=sem1
+        .engine sp
+            dma_copy dst=sbuf:fp32[0:32]@0{1:15} src=hbm:fp32[32/15]@x{1:15} queue=0 bound=0 inc=sem0
+            dma_copy dst=sbuf:fp32[0:32]@64{1:10} src=hbm:fp32[32/10]@x2{1:10} queue=1 bound=0 inc=sem0
+            dma_copy dst=sbuf:fp32[0:32]@104{1:1} src=hbm:fp32[32/1]@x1{1:1} queue=2 bound=0 inc=sem0
+            dma_copy dst=sbuf:fp32[0:32]@108{1:5} src=hbm:fp32[32/5]@x5{1:5} queue=3 bound=0 inc=sem0
+            dma_copy dst=sbuf:fp32[0:32]@128{1:9} src=hbm:fp32[32/9]@trip{1:9} queue=4 bound=0 inc=sem0
+            dma_copy dst=hbm:fp32[32/18]@st{1:18} src=sbuf:fp32[0:32]@256{1:18} queue=0 bound=0 wait=sem1>=1
+            dma_copy dst=hbm:fp32[32/6]@st5{1:6} src=sbuf:fp32[0:32]@328{1:6} queue=1 bound=0
+            dma_copy dst=hbm:fp32[32/2]@agg{1:2} src=sbuf:fp32[0:32]@384{1:2} queue=2 bound=0
+            dma_copy dst=hbm:fp32[32/2]@agg_trip{1:2} src=sbuf:fp32[0:32]@392{1:2} queue=3 bound=0
+    """)
+    st = np.concatenate([_bn_stats(x), _bn_stats(x2), _bn_stats(x1)], axis=1)
+    st5 = _bn_stats(x5)
+    assert st5[0].tolist() == [3, 2, 2, 2, 4.5, 0.5]  # insns-dve.md example
+    assert _bn_aggr(st5[:1]).tolist() == [[3, 2]]
+    assert np.all(st[:, 15:18] == 0)  # x1's second half is empty
+    agg = _bn_aggr(st)
+    allx = np.concatenate([x, x2, x1], axis=1)  # sanity vs. exact statistics
+    assert np.allclose(agg[:, 0], allx.mean(axis=1), rtol=1e-5)
+    assert np.allclose(agg[:, 1], allx.var(axis=1), rtol=1e-3, atol=1e-3)
+    t.expect("st", "fp32", st)
+    t.expect("st5", "fp32", st5)
+    t.expect("agg", "fp32", agg)
+    agg_trip = _bn_aggr(trip)
+    assert agg_trip[0].tolist() == [0, 0]
+    t.expect("agg_trip", "fp32", agg_trip)
 
 
 # ---------------------------------------------------------------- ACT
@@ -1113,12 +1276,14 @@ def act_exact():
     y = f(t) rounded once to fp32, dst = y converted to dst's dtype.
     scale / bias are immediates or per-partition scalars. acc_out folds the
     fp32 y values of a partition in element order from op0's identity (add
-    +0, max -Inf, min +Inf, multiply 1, abs_max +0). Also: in from PSUM,
+    -0, max -Inf, min +Inf, multiply 1, abs_max +0: a row of -0 sums to -0).
+    Also: in from PSUM,
     dst at partitions 64..95, bf16 / fp16 / int32 outputs."""
     t = Trace("act_exact")
     x = t.normal((32, 16), 3.0)
     x[0] = [0.0, -0.0, INF, -INF, NAN, 1.0, -1.0, 0.5, 2 ** -140, -(2 ** -140), 1e30, -1e30,
             3.0, -3.0, 0.1, 4.0]
+    x[1] = -0.0  # identity with bias -0 keeps -0: its add acc_out is -0 (identity -0)
     x = round_to("fp32", x)
     s = t.uniform((32, 1), -2.0, 2.0)
     b = t.normal((32, 1), 1.0)
@@ -1136,7 +1301,7 @@ def act_exact():
     ]
     t.program("""
         ; x @0 (and a copy in PSUM @0), s @64, b @68; function k writes its
-        ; result at 512 + 64k and its acc_out at 1024 + 4k
+        ; result at 512 + 64k and its acc_out at 1024 + 4k (k = 7: the fp16 one)
         .machine trn2
         .semaphores 3
         .tensor x input fp32 [32,16]
@@ -1150,7 +1315,7 @@ def act_exact():
         .tensor y_sqrt output fp32 [32,16]
         .tensor y_reciprocal output fp32 [32,16]
         .tensor y_fp16 output fp16 [32,16]
-        .tensor acc output fp32 [32,7]
+        .tensor acc output fp32 [32,8]
         .engine dve
             tensor_copy dst=psum:fp32[0:32]@0{1:16} in=sbuf:fp32[0:32]@0{1:16} wait=sem0>=3 inc=sem1
         .engine act
@@ -1161,7 +1326,7 @@ def act_exact():
             activation dst=sbuf:int32[0:32]@768{1:16} in=sbuf:fp32[0:32]@0{1:16} scale=#-1 bias=#0 acc_out=sbuf:fp32[0:32]@1040{} op0=min func=sign
             activation dst=sbuf:fp32[0:32]@832{1:16} in=sbuf:fp32[0:32]@0{1:16} scale=#1 bias=#0 acc_out=sbuf:fp32[0:32]@1044{} op0=multiply func=sqrt
             activation dst=sbuf:fp32[0:32]@896{1:16} in=psum:fp32[0:32]@0{1:16} scale=sbuf:fp32[0:32]@64{} bias=#0.25 acc_out=sbuf:fp32[0:32]@1048{} op0=add func=reciprocal
-            activation dst=sbuf:fp16[64:96]@0{1:16} in=sbuf:fp32[0:32]@0{1:16} scale=#0.5 bias=#0.25 func=identity
+            activation dst=sbuf:fp16[64:96]@0{1:16} in=sbuf:fp32[0:32]@0{1:16} scale=#0.5 bias=#-0 acc_out=sbuf:fp32[0:32]@1052{} op0=add func=identity
             tensor_copy dst=sbuf:fp32[0:32]@1032{} in=psum:fp32[0:32]@256{} inc=sem2
         .engine sp
             dma_copy dst=sbuf:fp32[0:32]@0{1:16} src=hbm:fp32[32/16]@x{1:16} queue=0 bound=0 inc=sem0
@@ -1175,17 +1340,19 @@ def act_exact():
             dma_copy dst=hbm:fp32[32/16]@y_sqrt{1:16} src=sbuf:fp32[0:32]@832{1:16} queue=5 bound=0
             dma_copy dst=hbm:fp32[32/16]@y_reciprocal{1:16} src=sbuf:fp32[0:32]@896{1:16} queue=6 bound=0
             dma_copy dst=hbm:fp16[32/16]@y_fp16{1:16} src=sbuf:fp16[64:96]@0{1:16} queue=7 bound=0
-            dma_copy dst=hbm:fp32[32/7]@acc{1:7} src=sbuf:fp32[0:32]@1024{1:7} queue=8 bound=0
+            dma_copy dst=hbm:fp32[32/8]@acc{1:8} src=sbuf:fp32[0:32]@1024{1:8} queue=8 bound=0
     """)
-    acc = np.zeros((32, 7))
-    ident = {"add": 0.0, "max": -INF, "min": INF, "multiply": 1.0, "abs_max": 0.0}
+    acc = np.zeros((32, 8))
     for k, (name, f, sc, bi, op, dt) in enumerate(specs):
         tv = alu("add", alu("multiply", x, sc), bi)  # fp32(fp32(x s) + b)
         y = act(f, tv)
         t.expect("y_" + name, dt, y)
-        acc[:, k] = fold(op, [y[:, e] for e in range(16)], ident[op])
+        acc[:, k] = fold(op, [y[:, e] for e in range(16)], REDUCE_IDENTITY[op])
+    y = act("identity", alu("add", alu("multiply", x, 0.5), -0.0))
+    acc[:, 7] = fold("add", [y[:, e] for e in range(16)], REDUCE_IDENTITY["add"])
+    assert np.signbit(acc[1, 7]) and acc[1, 7] == 0
     t.expect("acc", "fp32", acc)
-    t.expect("y_fp16", "fp16", act("identity", alu("add", alu("multiply", x, 0.5), 0.25)))
+    t.expect("y_fp16", "fp16", y)
 
 
 def act_transcendental():
@@ -1251,7 +1418,8 @@ def act_transcendental():
         y = act(f, alu("add", alu("multiply", v, sc), bi))
         t.expect("y_" + f, "fp32", y)
         if f == "exp":
-            t.expect("exp_sum", "fp32", fold("add", [y[:, e] for e in range(16)], 0.0).reshape(32, 1))
+            t.expect("exp_sum", "fp32",
+                     fold("add", [y[:, e] for e in range(16)], REDUCE_IDENTITY["add"]).reshape(32, 1))
     t.expect("y_gelu_bf16", "bf16", act("gelu", alu("add", x, 0.5)))
     t.tolerance("""
         # Tolerance derivation. nx_act_apply evaluates f in double and rounds
@@ -1266,11 +1434,14 @@ def act_transcendental():
         # from Inf/NaN/0 is checked by the bit patterns.
         * ulp 1
         # exp_sum = acc_out: the fp32 sum, in element order, of 16 positive exp
-        # values. Each addend may differ by 1 ulp (<= 2^-23 relative), and each
-        # of the 16 fp32 additions (from +0) may then round differently (<= 2^-24
-        # of a partial sum <= the total S): |err| <= 2^-23 S + 16 * 2^-24 S
-        # = 9 * 2^-23 S ~ 1.08e-6 S. With margin:
-        exp_sum rel 1.2e-6
+        # values y_e, folded from -0 (so the first step is exact and 15 round).
+        # Each addend may differ by 1 ulp (<= 2^-23 |y_e|): at most 2^-23 S in
+        # total, S the sum. Two roundings to nearest of exact partial sums that
+        # already differ by d give results at most d + 2 * (half an ulp of the
+        # partial sum) apart, i.e. each of the 15 rounded additions adds at most
+        # 2^-23 S: |err| <= 2^-23 S + 15 * 2^-23 S = 16 * 2^-23 S ~ 1.91e-6 S.
+        # With a little margin:
+        exp_sum rel 2.1e-6
     """)
 
 
@@ -1411,11 +1582,13 @@ def local_gather():
 def partition_all_reduce():
     """partition_all_reduce (insns-act-pool.md): r[e] = identity; for each
     partition q in order r[e] = r[e] op0 in[q, e]; every dst partition gets
-    r. add (fp32 rounding per step, in partition order), max, abs_max (into
+    r. add (fp32 rounding per step, in partition order; identity -0, so a
+    column of -0 sums to -0), max, abs_max (into
     bf16), multiply, and bitwise and/or/xor on int32 (32-bit patterns;
     and's identity is all ones). dst partitions may differ from in's."""
     t = Trace("partition_all_reduce")
     x = t.normal((32, 8), 1.0) * 10.0 ** t.ints((32, 8), -3, 3)
+    x[:, 0] = -0.0  # a sum of only -0 is -0 (add's identity is -0)
     x = round_to("fp32", x)
     m = t.uniform((32, 8), 0.8, 1.25)
     xi = t.ints((32, 8), -2 ** 31, 2 ** 31 - 1)
@@ -1456,12 +1629,10 @@ def partition_all_reduce():
             dma_copy dst=hbm:int32[32/8]@r_xor{1:8} src=sbuf:int32[96:128]@0{1:8} queue=6 bound=0
     """)
     ones = np.ones((32, 1))
-    idn = {"add": 0.0, "max": -INF, "abs_max": 0.0, "multiply": 1.0,
-           "bitwise_and": 4294967295.0, "bitwise_or": 0.0, "bitwise_xor": 0.0}
-
     def red(op, v):
-        return ones * fold(op, list(v), idn[op])[None, :]
+        return ones * fold(op, list(v), REDUCE_IDENTITY[op])[None, :]
 
+    assert np.signbit(red("add", x)[0, 0])
     t.expect("r_add", "fp32", red("add", x))
     t.expect("r_max", "fp32", red("max", x))
     t.expect("r_absmax", "bf16", red("abs_max", x))
@@ -1645,7 +1816,7 @@ def errors():
 TRACES = [dma_cast, dma_gather, dma_scatter_acc, dma_transpose, matmul, transpose,
           tensor_tensor, tensor_scalar, scalar_tensor_tensor, tensor_reduce, tensor_copy,
           tensor_tensor_scan, select, memset, max8, find_index8, match_replace8,
-          act_exact, act_transcendental, iota, affine_select, local_gather,
+          bn_stats_aggr, act_exact, act_transcendental, iota, affine_select, local_gather,
           partition_all_reduce, partition_broadcast, sem_pipeline, two_core_barrier, errors]
 
 

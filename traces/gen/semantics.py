@@ -65,11 +65,15 @@ def alu(op, a, b):
     with np.errstate(all="ignore"):
         if op == "bypass":
             return a + 0 * b
-        if op in ("add", "subtract", "multiply", "divide", "pow"):
+        if op in ("add", "subtract", "multiply", "divide"):
             A, B = _f(a), _f(b)
             r = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply,
-                 "divide": np.divide, "pow": np.power}[op](A, B)
+                 "divide": np.divide}[op](A, B)
             return _d(r)
+        if op == "pow":
+            # fp32(a^b) of the fp32-rounded inputs, evaluated in double; the
+            # traces only use operands whose exact result is an fp32 number
+            return r32(np.power(r32(a), r32(b)))
         if op == "max":
             return ieee_max(r32(a), r32(b))
         if op == "min":
