@@ -30,6 +30,12 @@ int cmd_disasm(int argc, char **argv);
 void cmd_disasm_help(FILE *f);
 int cmd_exec(int argc, char **argv);
 void cmd_exec_help(FILE *f);
+int cmd_run(int argc, char **argv);
+void cmd_run_help(FILE *f);
+int cmd_list(int argc, char **argv);
+void cmd_list_help(FILE *f);
+int cmd_kernels(int argc, char **argv);
+void cmd_kernels_help(FILE *f);
 
 /* Prints "nxsim: MESSAGE\n" to stderr. */
 void cli_message(const char *fmt, ...)

@@ -87,9 +87,13 @@ static int split_binding(const char *opt, char *arg, binding *b) {
 
 static int parse_seed(const char *s, uint64_t *out) {
     if (s[0] < '0' || s[0] > '9') return -1;
+    /* decimal, or hex with 0x (never octal: "010" is ten) */
+    int hex = s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+    if (hex && !((s[2] >= '0' && s[2] <= '9') || (s[2] >= 'a' && s[2] <= 'f') || (s[2] >= 'A' && s[2] <= 'F')))
+        return -1;
     errno = 0;
     char *end;
-    unsigned long long v = strtoull(s, &end, 0);
+    unsigned long long v = strtoull(s, &end, hex ? 16 : 10);
     if (errno != 0 || *end != '\0') return -1;
     *out = (uint64_t)v;
     return 0;

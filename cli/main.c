@@ -15,6 +15,10 @@ static const cli_command commands[] = {
     {"disasm", "print a .nxb binary program as canonical .nxs text", cmd_disasm, cmd_disasm_help},
     {"exec", "run a program (.nxb or .nxs) on .npy inputs and write .npy outputs", cmd_exec,
      cmd_exec_help},
+    {"run", "run a registered kernel (a macro-op) on the simulated machine", cmd_run, cmd_run_help},
+    {"list", "list the internal kernel registry and the top-k methods", cmd_list, cmd_list_help},
+    {"kernels", "list every kernel with its tier, family and registry key", cmd_kernels,
+     cmd_kernels_help},
 };
 #define COMMAND_COUNT (sizeof commands / sizeof commands[0])
 
@@ -73,7 +77,16 @@ static int help_command(int argc, char **argv) {
     return CLI_EXIT_OK;
 }
 
-int main(int argc, char **argv) {
+/* A result that could not be printed is a failure (e.g. `nxsim --help >&-`). */
+static int finish(int rc) {
+    if ((fflush(stdout) != 0 || ferror(stdout)) && rc == CLI_EXIT_OK) {
+        cli_message("cannot write to standard output");
+        return CLI_EXIT_RUNTIME;
+    }
+    return rc;
+}
+
+static int run_main(int argc, char **argv) {
     static const struct option longopts[] = {
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
@@ -105,10 +118,7 @@ int main(int argc, char **argv) {
     if (strcmp(sub_argv[0], "help") == 0) return help_command(sub_argc, sub_argv);
     const cli_command *cmd = find_command(sub_argv[0]);
     if (!cmd) return cli_usage_error(NULL, "unknown command '%s'", sub_argv[0]);
-    int rc = cmd->run(sub_argc, sub_argv);
-    if (fflush(stdout) != 0 && rc == CLI_EXIT_OK) {
-        cli_message("cannot write to standard output");
-        rc = CLI_EXIT_RUNTIME;
-    }
-    return rc;
+    return cmd->run(sub_argc, sub_argv);
 }
+
+int main(int argc, char **argv) { return finish(run_main(argc, argv)); }

@@ -115,8 +115,8 @@ static int expect_char(hdr_parser *p, char c, const char *what) {
     return expected(p, what);
 }
 
-/* A Python string literal in single or double quotes, without escapes
- * (numpy never writes any in the parts we read). */
+/* A Python string literal in single or double quotes, without escapes or
+ * control characters (numpy never writes any in the parts we read). */
 static int parse_string(hdr_parser *p, char out[NPY_STR_MAX], const char *what) {
     skip_ws(p);
     if (p->pos >= p->len || (p->s[p->pos] != '\'' && p->s[p->pos] != '"')) return expected(p, what);
@@ -130,6 +130,10 @@ static int parse_string(hdr_parser *p, char out[NPY_STR_MAX], const char *what) 
         if (c == '\n')
             return nx_fail(p->err, "%s: bad .npy header: unterminated string at byte %zu", p->name,
                            p->base + start - 1);
+        /* Strings end up in messages, which must stay one printable line. */
+        if ((unsigned char)c < 0x20 || c == 0x7f)
+            return nx_fail(p->err, "%s: bad .npy header: control character 0x%02x in a string at byte %zu",
+                           p->name, (unsigned char)c, p->base + p->pos);
         p->pos++;
     }
     if (p->pos >= p->len)

@@ -8,38 +8,41 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kernels/ref/ref.h"
+#include "kernels/transpose.h"
+#include "kernels/transpose_plan.h"
 #include "registry.h"
 #include "topk_methods.h"
 
 /* ---- transposes: tiled_pf_transpose (#12), tiled_dve_transpose_10 (#13) ---- */
 
-/* Reads attribute `permutation` and checks it is a permutation of the
- * operand's axes. */
+/* The leaves' own reading of attribute `permutation` (absent = reversed
+ * dims, negative entries counted from the end), checked to be a
+ * permutation; in[k] = the input dim of output dim k. Whether it reduces to
+ * a swap of the last two dim groups is the leaf's rule, checked when it is
+ * traced. */
 static int transpose_perm(const nx_macro_op *op, int64_t *perm, nx_error *err) {
     if (op->n_operands != 1)
-        return nx_fail(err, "%s takes one operand (x), the op has %u", op->func_name, op->n_operands);
+        return nx_fail(err, "%s takes one operand, the op has %u", op->func_name, op->n_operands);
     const nx_op_tensor *x = &op->operands[0];
-    const nx_value *v = nx_attrs_get(&op->attrs, "permutation");
-    if (!v)
-        return nx_fail(err, "%s: attribute 'permutation' is required (a list of the %u axes of "
-                            "operand 0 (%s), e.g. [1, 0])",
-                       op->func_name, x->ndims, x->name);
-    uint32_t n;
-    if (nx_value_get_int_list(v, "attribute 'permutation'", perm, NX_KERNEL_MAX_DIMS, &n, err) != 0)
-        return -1;
-    if (n != x->ndims)
-        return nx_fail(err, "attribute 'permutation' has %u axes, operand 0 (%s) has %u dims", n,
-                       x->name, x->ndims);
+    if (nx_transpose_perm_attr(&op->attrs, x->ndims, perm, err) != 0)
+        return nx_fail_prefix(err, "operand 0 (%s)", x->name);
     unsigned seen = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        if (perm[i] < 0 || perm[i] >= (int64_t)n || (seen >> perm[i] & 1u))
-            return nx_fail(err, "attribute 'permutation' is not a permutation of 0..%u", n - 1);
-        seen |= 1u << perm[i];
+    for (uint32_t i = 0; i < x->ndims; i++) {
+        int64_t v = perm[i] < 0 ? perm[i] + (int64_t)x->ndims : perm[i];
+        if (v < 0 || v >= (int64_t)x->ndims || (seen >> v & 1u)) {
+            char ptxt[128];
+            nx_format_i64_list(ptxt, sizeof ptxt, perm, x->ndims);
+            return nx_fail(err, "operand 0 (%s): permutation %s is not a permutation of the %u dims",
+                           x->name, ptxt, x->ndims);
+        }
+        seen |= 1u << v;
+        perm[i] = v;
     }
     return 0;
 }
 
-/* Result = np.transpose(x, permutation): same dtype, shape[i] = x.shape[perm[i]]. */
+/* Result = np.transpose(x, permutation): same dtype, shape[k] = x.shape[perm[k]]. */
 static int transpose_infer(nx_macro_op *op, const char *const *names, nx_error *err) {
     int64_t perm[NX_KERNEL_MAX_DIMS];
     if (transpose_perm(op, perm, err) != 0) return -1;
@@ -48,6 +51,14 @@ static int transpose_infer(nx_macro_op *op, const char *const *names, nx_error *
     for (uint32_t i = 0; i < x->ndims; i++) shape[i] = x->shape[perm[i]];
     return nx_macro_op_add_result(op, names && names[0] ? names[0] : "out0", x->dtype, x->ndims,
                                   shape, err);
+}
+
+static int transpose_reference(const nx_macro_op *op, const void *const *inputs, void *const *outputs,
+                               nx_error *err) {
+    int64_t perm[NX_KERNEL_MAX_DIMS];
+    if (transpose_perm(op, perm, err) != 0) return -1;
+    const nx_op_tensor *x = &op->operands[0];
+    return nx_ref_transpose(inputs[0], x->dtype, x->ndims, x->shape, perm, outputs[0], err);
 }
 
 /* 512 x 384 fp32: a full 128-row tile count per core on the grid, and a free
@@ -80,8 +91,8 @@ LEAF(conv2d_column_packing_io10, NULL);
 LEAF(conv2d_column_packing_1, NULL);
 LEAF(blockwise_mm, NULL);
 LEAF(conv2d_depthwise_f01b_o01i_bf01, NULL);
-LEAF(tiled_pf_transpose, NULL);
-LEAF(tiled_dve_transpose_10, NULL);
+LEAF(tiled_pf_transpose, tiled_pf_transpose);
+LEAF(tiled_dve_transpose_10, tiled_dve_transpose_10);
 #undef LEAF
 
 #define ALL NX_OPERANDS_ALL
@@ -119,9 +130,9 @@ static const nx_registry_entry seed_catalogue[] = {
      {&leaf_conv2d_depthwise_f01b_o01i_bf01, 2, &nx_args_conv_attrs_out_shape, false, false}, "conv",
      NULL, NULL, NULL, NULL, 0},
     {12, "tiled_pf_transpose", {&leaf_tiled_pf_transpose, ALL, &nx_args_attrs, true, false},
-     "transpose", transpose_infer, transpose_default, NULL, NULL, 0},
+     "transpose", transpose_infer, transpose_default, transpose_reference, "nx_ref_transpose", 0},
     {13, "tiled_dve_transpose_10", {&leaf_tiled_dve_transpose_10, ALL, &nx_args_attrs, true, false},
-     "transpose", transpose_infer, transpose_default, NULL, NULL, 0},
+     "transpose", transpose_infer, transpose_default, transpose_reference, "nx_ref_transpose", 0},
 };
 #undef ALL
 

@@ -295,11 +295,12 @@ static int num_table_build(const char *text, const cJSON *root, num_table *t) {
         }
     }
     if (k != t->count) return -1;
-    qsort(t->items, t->count, sizeof *t->items, cmp_num_node);
+    if (t->count > 0) qsort(t->items, t->count, sizeof *t->items, cmp_num_node);
     return 0;
 }
 
 static const num_info *num_lookup(const num_table *t, const cJSON *node) {
+    if (t->count == 0) return NULL;
     num_info key;
     key.node = node;
     return bsearch(&key, t->items, t->count, sizeof *t->items, cmp_num_node);
@@ -629,8 +630,11 @@ int nx_macro_op_add_result(nx_macro_op *op, const char *name, nx_dtype dtype, ui
 int nx_macro_op_check(const nx_macro_op *op, nx_error *err) {
     if (!op->func_name || !op->func_name[0]) return nx_fail(err, "the op has no func_name");
     const nx_op_tensor *all[2 * NX_OP_MAX_TENSORS];
-    char what[2 * NX_OP_MAX_TENSORS][16];
+    char what[2 * NX_OP_MAX_TENSORS][24];
     uint32_t n = 0;
+    if (op->n_operands > NX_OP_MAX_TENSORS || op->n_results > NX_OP_MAX_TENSORS)
+        return nx_fail(err, "the op has %u operands and %u results, at most %d each", op->n_operands,
+                       op->n_results, NX_OP_MAX_TENSORS);
     for (uint32_t i = 0; i < op->n_operands; i++, n++) {
         all[n] = &op->operands[i];
         snprintf(what[n], sizeof what[n], "operand %u", i);

@@ -9,7 +9,8 @@
 
 /* The seed's _INTERNAL_KERNEL_REGISTRY: storage for the live table, written
  * exactly once by build_live_table() under pthread_once and read-only after.
- * 13 = the seed's entry count; the catalogue cannot outgrow it (checked). */
+ * 13 = the seed's entry count (tests/test_registry.c pins the catalogue at
+ * 13; a larger one would leave the live table empty rather than overflow). */
 #define SEED_ENTRIES 13
 static nx_registry_entry live_entries[SEED_ENTRIES];
 static nx_kernel_registry live_table;

@@ -50,7 +50,6 @@ void DmaSystem::prepare(const uint64_t transfers[NX_MAX_CORES],
     rates_.reserve(nq);
     scratch_.reserve(nq);
     t_last_ = rs.t0;
-    t_done_max_ = rs.t0;
     wake_.cancel();
 }
 
@@ -146,7 +145,6 @@ void DmaSystem::complete(Transfer &x, fs_t now) {
         q_ready_[q] = 1;
         ready_.push_back(q);
     }
-    t_done_max_ = now;
     plat_.unit_done();
 }
 

@@ -35,7 +35,6 @@ class DmaSystem : public sc_core::sc_module {
     // Bytes and transfers per queue (result statistics).
     const std::vector<uint64_t> &queue_bytes() const { return q_bytes_; }
     const std::vector<uint64_t> &queue_transfers() const { return q_count_; }
-    fs_t busy_until() const { return t_done_max_; }
     // Run aborted: drop everything at the next wake-up.
     void wake() { wake_.notify(sc_core::SC_ZERO_TIME); }
 
@@ -79,7 +78,6 @@ class DmaSystem : public sc_core::sc_module {
     std::vector<double> rates_, scratch_;
     std::vector<uint64_t> q_bytes_, q_count_;
     fs_t t_last_ = 0;
-    fs_t t_done_max_ = 0;
     sc_core::sc_event wake_;
 };
 

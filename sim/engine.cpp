@@ -23,7 +23,7 @@ void Engine::prepare(const nx_stream *stream, nx_sim_record *log, double period_
     log_ = log;
     period_fs_ = period_fs;
     pc_ = 0;
-    t_free_ = t_last_ = mm_start_ = 0;
+    t_free_ = t_last_ = mm_start_ = inc_vis_ = 0;
     nx_pe_cost_reset(&pe_);
     ring_head_ = ring_len_ = 0;
     in_barrier_ = false;
@@ -35,7 +35,7 @@ void Engine::prepare(const nx_stream *stream, nx_sim_record *log, double period_
 
 void Engine::thread() {
     for (;;) {
-        wait(plat_.start_ev);
+        wait(start_);
         if (!active_) continue;
         try {
             run_stream();
@@ -62,10 +62,10 @@ fs_t Engine::wait_semaphore(const nx_insn &in, fs_t t, uint64_t *wait_seq) {
             wait(plat_.sem_event(core_, in.wait_sem));
             if (rs.abort) throw RunAborted();
         }
-        t = std::max(t, now_fs());
     }
     *wait_seq = rs.seq;
-    return t;
+    // visible at or before now; only a background load's t can be earlier
+    return std::max(t, now_fs());
 }
 
 fs_t Engine::pass_barrier(fs_t t, nx_sim_record *rec, uint64_t *wait_seq) {
@@ -179,7 +179,7 @@ void Engine::run_stream() {
     const bool progress = rs.opt.progress != 0;
     nx_error err;
     nx_exec_ctx ctx = {rs.st, core_, engine_, 0, &err};
-    t_free_ = t_last_ = mm_start_ = rs.t0;
+    t_free_ = t_last_ = mm_start_ = inc_vis_ = rs.t0;
     uint64_t since_progress = 0;
 
     while (pc_ < count_) {
@@ -221,9 +221,14 @@ void Engine::run_stream() {
                 plat_.fail(err);
                 throw RunAborted();
             }
-            if (in.inc_sem != NX_SEM_NONE)
-                plat_.hub().push_sem(t_end + sem_lat, core_, in.inc_sem, in.inc_amount,
+            if (in.inc_sem != NX_SEM_NONE) {
+                // in-order retirement: an engine's increments become visible in
+                // stream order (a background load may finish before the multiply
+                // ahead of it, but must not signal before it)
+                inc_vis_ = std::max(inc_vis_, t_end + sem_lat);
+                plat_.hub().push_sem(inc_vis_, core_, in.inc_sem, in.inc_amount,
                                      in.opcode == NX_OP_CORE_BARRIER ? nullptr : rec, engine_, pc_);
+            }
         }
         if (in.opcode == NX_OP_MULTIPLY_MOVING) mm_start_ = t_start;
         if (track_hazards && lat > occ) remember_writes(in, t_end);
@@ -251,11 +256,11 @@ void Engine::run_stream() {
         }
         pc_ = in.opcode == NX_OP_END ? count_ : pc_ + 1;
         if (progress && ++since_progress == 4096) {
-            plat_.progress(since_progress);
+            plat_.progress(since_progress, t_free_);
             since_progress = 0;
         }
     }
-    if (progress) plat_.progress(since_progress);
+    if (progress) plat_.progress(since_progress, t_free_);
     // the stream is done when its last results are visible
     sync(std::max(t_free_, t_last_));
 }

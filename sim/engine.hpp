@@ -32,6 +32,10 @@ class Engine : public sc_core::sc_module {
     // Per run: the stream (NULL or empty: inactive) and where its records go.
     void prepare(const nx_stream *stream, nx_sim_record *log, double period_fs);
     bool active() const { return active_; }
+    // Starts the stream (delta notification). Each engine has its own event
+    // and the platform notifies them in a fixed order, so every run starts
+    // the engines in the same order whatever the previous run did.
+    void start() { start_.notify(sc_core::SC_ZERO_TIME); }
     bool finished() const { return !active_ || pc_ >= count_; }
     uint32_t pc() const { return pc_; }
     bool at_barrier() const { return in_barrier_; }
@@ -67,6 +71,7 @@ class Engine : public sc_core::sc_module {
     fs_t cycles(uint64_t n) const { return (fs_t)((double)n * period_fs_ + 0.5); }
 
     Platform &plat_;
+    sc_core::sc_event start_;
     const uint32_t core_;
     const nx_engine engine_;
     // per run
@@ -79,6 +84,7 @@ class Engine : public sc_core::sc_module {
     fs_t t_free_ = 0;     // local time: when the next instruction may start
     fs_t t_last_ = 0;     // latest completion so far (pipelined results)
     fs_t mm_start_ = 0;   // PE: start of the previous multiply (background loads)
+    fs_t inc_vis_ = 0;    // visibility time of this engine's latest increment
     nx_pe_cost_state pe_{};
     InFlight ring_[kRing];
     unsigned ring_head_ = 0, ring_len_ = 0;

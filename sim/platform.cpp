@@ -165,8 +165,9 @@ void Platform::unit_done() {
     if (rs.pending > 0 && --rs.pending == 0) sc_core::sc_pause();
 }
 
-void Platform::progress(uint64_t more_insns) {
+void Platform::progress(uint64_t more_insns, fs_t local) {
     rs.done_insns += more_insns;
+    if (local > rs.progress_time) rs.progress_time = local;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     double now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
@@ -179,7 +180,7 @@ void Platform::progress(uint64_t more_insns) {
     rs.progress_shown = true;
     std::fprintf(stderr, "\rnxsim: %llu/%llu instructions, %.1f us simulated   ",
                  (unsigned long long)rs.done_insns, (unsigned long long)rs.total_insns,
-                 fs_to_ns(now_fs() - rs.t0) * 1e-3);
+                 fs_to_ns(std::max(rs.progress_time, now_fs()) - rs.t0) * 1e-3);
     std::fflush(stderr);
 }
 
@@ -326,10 +327,13 @@ int Platform::run(const nx_machine *m, const nx_program *prog, nx_state *st, con
         sbuf_cal_[c].reset();
         psum_cal_[c].reset();
     }
-    rs.pending = streams + transfers[0] + transfers[1];
+    rs.pending = streams;
+    for (uint32_t c = 0; c < NX_MAX_CORES; c++) rs.pending += transfers[c];
 
     if (rs.pending > 0) {
-        start_ev.notify(sc_core::SC_ZERO_TIME);
+        for (uint32_t c = 0; c < NX_MAX_CORES; c++)
+            for (unsigned e = 0; e < NX_ENG_COUNT; e++)
+                if (engine_[c][e]->active()) engine_[c][e]->start();
         sc_core::sc_start();
         if (!rs.failed && rs.pending > 0) report_deadlock();
     }
@@ -340,7 +344,7 @@ int Platform::run(const nx_machine *m, const nx_program *prog, nx_state *st, con
         sc_core::sc_start();
         finish_progress();
         std::free(log);
-        *err = rs.error;
+        if (err) *err = rs.error;
         return -1;
     }
     fs_t t_end = now_fs();
@@ -348,7 +352,7 @@ int Platform::run(const nx_machine *m, const nx_program *prog, nx_state *st, con
     finish_progress();
     if (rs.failed) {
         std::free(log);
-        *err = rs.error;
+        if (err) *err = rs.error;
         return -1;
     }
     collect(out, t_end);

@@ -127,6 +127,7 @@ struct RunState {
     nx_sim_record *log = nullptr;
     uint64_t done_insns = 0;   // progress
     uint64_t total_insns = 0;
+    fs_t progress_time = 0;    // latest engine time reported
     double progress_last = 0.0;
     bool progress_shown = false;
 };
@@ -141,7 +142,6 @@ class Platform : public sc_core::sc_module {
 
     // ---- for the engines, the DMA system and the hub ----
     RunState rs;
-    sc_core::sc_event start_ev;   // a run begins
     sc_core::sc_event barrier_ev; // a barrier arrival became visible
     sc_core::sc_event &sem_event(uint32_t core, uint32_t sem) {
         return sem_ev_[core * NX_MAX_SEMAPHORES + sem];
@@ -155,8 +155,9 @@ class Platform : public sc_core::sc_module {
     void fail(const nx_error &e);
     // An engine stream or a DMA transfer finished; pauses when none is left.
     void unit_done();
-    // Progress on stderr (opt.progress), a few times per second at most.
-    void progress(uint64_t more_insns);
+    // Progress on stderr (opt.progress), a few times per second at most;
+    // `local` is the reporting engine's own (decoupled) time.
+    void progress(uint64_t more_insns, fs_t local);
 
   private:
     void wake_all(bool immediate);

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -21,6 +23,10 @@
 
 static int is_xfer(const nx_sim_record *rec) { return rec->engine == NX_ENG_SP && rec->queue >= 0; }
 
+/* A zeroed log slot of an instruction that never ran (after an `end`): queue
+ * 0 off the SP, which no real record has. Skipped everywhere. */
+static int is_blank(const nx_sim_record *rec) { return rec->queue == 0 && rec->engine != NX_ENG_SP; }
+
 static uint32_t track_tid(const nx_sim_record *rec) {
     return is_xfer(rec) ? QUEUE_TID_BASE + (uint32_t)rec->queue : rec->engine;
 }
@@ -31,7 +37,7 @@ static const char *mnemonic(unsigned opcode) {
 }
 
 static const nx_insn *rec_insn(const nx_program *prog, const nx_sim_record *rec) {
-    if (rec->core >= prog->cores || rec->engine >= NX_ENG_COUNT) return NULL;
+    if (is_blank(rec) || rec->core >= prog->cores || rec->engine >= NX_ENG_COUNT) return NULL;
     const nx_stream *s = &prog->stream[rec->core][rec->engine];
     return rec->index < s->count ? &s->insns[rec->index] : NULL;
 }
@@ -57,9 +63,11 @@ static int placed_cmp(const void *pa, const void *pb) {
 }
 
 typedef struct layout {
-    placed *order;   /* records by track, then start */
+    placed *order;   /* records by track, then start (blanks left out) */
+    size_t count;
     double *s, *e;   /* drawn slice per record */
     double *ws;      /* start of its wait slice, or NAN */
+    double *bind;    /* a time inside its slice and outside its children's */
 } layout;
 
 /* Slices on a track must nest. A record is a child of the current top-level
@@ -78,6 +86,14 @@ static void layout_track(const nx_sim_record *log, layout *L, size_t lo, size_t 
         if (j < hi && log[L->order[j].id].t_start_ns < e) e = log[L->order[j].id].t_start_ns;
         L->s[a] = s;
         L->e[a] = e;
+        /* flows bind to the deepest slice at their time: pick a point of
+         * the parent before its first child, or after its last one */
+        L->bind[a] = (s + e) / 2;
+        if (j > i + 1) {
+            double first = log[L->order[i + 1].id].t_start_ns;
+            double last = log[L->order[j - 1].id].t_end_ns;
+            L->bind[a] = first > s ? (s + first) / 2 : last < e ? (last + e) / 2 : s;
+        }
         double ready = log[a].t_ready_ns;
         if (ready < prev_end) ready = prev_end;
         L->ws[a] = ready < s ? ready : NAN;
@@ -89,6 +105,7 @@ static void layout_track(const nx_sim_record *log, layout *L, size_t lo, size_t 
             L->s[c] = cs;
             L->e[c] = ce > cs ? ce : cs;
             L->ws[c] = NAN;
+            L->bind[c] = (L->s[c] + L->e[c]) / 2;
         }
         prev_end = e;
         i = j;
@@ -100,6 +117,7 @@ static void layout_free(layout *L) {
     free(L->s);
     free(L->e);
     free(L->ws);
+    free(L->bind);
 }
 
 static int layout_build(const nx_sim_result *r, layout *L) {
@@ -108,16 +126,19 @@ static int layout_build(const nx_sim_result *r, layout *L) {
     L->s = malloc(n * sizeof *L->s);
     L->e = malloc(n * sizeof *L->e);
     L->ws = malloc(n * sizeof *L->ws);
-    if (!L->order || !L->s || !L->e || !L->ws) return -1;
+    L->bind = malloc(n * sizeof *L->bind);
+    if (!L->order || !L->s || !L->e || !L->ws || !L->bind) return -1;
+    L->count = 0;
     for (size_t i = 0; i < r->log_count; i++) {
         const nx_sim_record *rec = &r->log[i];
-        L->order[i] = (placed){rec->t_start_ns, (uint32_t)rec->core * 65536u + track_tid(rec), rec->index,
-                               (uint32_t)i};
+        if (is_blank(rec)) continue;
+        L->order[L->count++] = (placed){rec->t_start_ns, (uint32_t)rec->core * 65536u + track_tid(rec),
+                                        rec->index, (uint32_t)i};
     }
-    qsort(L->order, r->log_count, sizeof *L->order, placed_cmp);
-    for (size_t lo = 0; lo < r->log_count;) {
+    qsort(L->order, L->count, sizeof *L->order, placed_cmp);
+    for (size_t lo = 0; lo < L->count;) {
         size_t hi = lo + 1;
-        while (hi < r->log_count && L->order[hi].track == L->order[lo].track) hi++;
+        while (hi < L->count && L->order[hi].track == L->order[lo].track) hi++;
         layout_track(r->log, L, lo, hi);
         lo = hi;
     }
@@ -215,13 +236,13 @@ static int find_sem_flows(const nx_program *prog, const nx_sim_result *r, flows 
  * other core: an arrow from each to the others. */
 static int find_barrier_flows(const nx_sim_result *r, uint32_t cores, flows *out) {
     size_t n = 0;
-    for (size_t i = 0; i < r->log_count; i++) n += r->log[i].opcode == NX_OP_CORE_BARRIER;
+    for (size_t i = 0; i < r->log_count; i++) n += r->log[i].opcode == NX_OP_CORE_BARRIER && !is_blank(&r->log[i]);
     if (n == 0 || cores < 2) return 0;
     placed *v = malloc(n * sizeof *v);
     if (!v) return -1;
     size_t k = 0;
     for (size_t i = 0; i < r->log_count; i++)
-        if (r->log[i].opcode == NX_OP_CORE_BARRIER)
+        if (r->log[i].opcode == NX_OP_CORE_BARRIER && !is_blank(&r->log[i]))
             v[k++] = (placed){r->log[i].t_start_ns, r->log[i].core, r->log[i].index, (uint32_t)i};
     qsort(v, n, sizeof *v, placed_cmp); /* by core, then start */
     size_t begin[NX_MAX_CORES + 1] = {0};
@@ -240,46 +261,143 @@ static int find_barrier_flows(const nx_sim_result *r, uint32_t cores, flows *out
     return status;
 }
 
-/* ---- writing ---- */
+/* ---- writing ----
+ * A trace has hundreds of bytes per record and may have millions of them, so
+ * events are assembled by hand into a 64 KiB buffer (no printf on the hot
+ * path), and the operand text of an instruction is reused when the next
+ * record runs an identical instruction (loops, issue + transfer pairs). */
 
-static void put_string(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(f, "\\%c", ch);
-        else if (ch < 0x20)
-            fprintf(f, "\\u%04x", ch);
-        else
-            fputc(ch, f);
+typedef struct wbuf {
+    FILE *f;
+    size_t n;
+    int bad;
+    nx_insn cached;      /* the instruction whose args text is in `args` */
+    int cache_valid;
+    size_t args_len;
+    char args[NX_MAX_OPERANDS * 512 + 128];
+    char b[1 << 16];
+} wbuf;
+
+static void w_flush(wbuf *w) {
+    if (w->n && fwrite(w->b, 1, w->n, w->f) != w->n) w->bad = 1;
+    w->n = 0;
+}
+
+static void w_mem(wbuf *w, const char *s, size_t len) {
+    if (len > sizeof w->b - w->n) {
+        w_flush(w);
+        if (len > sizeof w->b) {
+            if (fwrite(s, 1, len, w->f) != len) w->bad = 1;
+            return;
+        }
     }
-    fputc('"', f);
+    memcpy(w->b + w->n, s, len);
+    w->n += len;
 }
 
-/* Microseconds with 1 ns resolution. */
-static void put_us(FILE *f, const char *key, double ns) {
-    fprintf(f, ",\"%s\":%.3f", key, finite_or_zero(ns) / 1000.0);
+static void w_str(wbuf *w, const char *s) { w_mem(w, s, strlen(s)); }
+
+static void w_u64(wbuf *w, uint64_t v) {
+    char t[24];
+    int i = (int)sizeof t;
+    do {
+        t[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    w_mem(w, t + i, sizeof t - (size_t)i);
 }
 
-static void put_meta(FILE *f, int *first, const char *what, uint32_t pid, int tid, const char *key,
-                     const char *text, long number) {
-    fprintf(f, "%s\n{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%u", *first ? "" : ",", what, pid);
-    if (tid >= 0) fprintf(f, ",\"tid\":%d", tid);
-    fprintf(f, ",\"args\":{\"%s\":", key);
+/* v / 1000 with exactly three decimals ("12.345", "-0.007"). */
+static void w_fixed3(wbuf *w, int64_t v) {
+    uint64_t u = v < 0 ? (uint64_t)(-(v + 1)) + 1 : (uint64_t)v;
+    if (v < 0) w_mem(w, "-", 1);
+    w_u64(w, u / 1000);
+    char frac[4] = {'.', (char)('0' + u / 100 % 10), (char)('0' + u / 10 % 10), (char)('0' + u % 10)};
+    w_mem(w, frac, 4);
+}
+
+/* A JSON number's worth of a double, rounded to an integer (0 if not finite
+ * or out of range). */
+static int64_t whole(double v) {
+    v = finite_or_zero(v);
+    return v > 9e18 || v < -9e18 ? 0 : (int64_t)llround(v);
+}
+
+static void w_json(wbuf *w, const char *s) {
+    w_mem(w, "\"", 1);
+    for (const char *run = s;; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch != '\0' && ch != '"' && ch != '\\' && ch >= 0x20) continue;
+        w_mem(w, run, (size_t)(s - run));
+        if (ch == '\0') break;
+        char esc[8];
+        if (ch == '"' || ch == '\\')
+            snprintf(esc, sizeof esc, "\\%c", ch);
+        else
+            snprintf(esc, sizeof esc, "\\u%04x", ch);
+        w_str(w, esc);
+        run = s + 1;
+    }
+    w_mem(w, "\"", 1);
+}
+
+/* ,"key":value with value a time in ns drawn as microseconds at 1 ns
+ * resolution (ts and dur): thousandths of a microsecond are nanoseconds. */
+static void w_us(wbuf *w, const char *key, int64_t ns) {
+    w_str(w, ",\"");
+    w_str(w, key);
+    w_str(w, "\":");
+    w_fixed3(w, ns);
+}
+
+/* Times are drawn at 1 ns resolution; rounding start and end (not the
+ * duration) keeps nested slices nested and neighbours apart. */
+static void w_span(wbuf *w, double start_ns, double end_ns) {
+    int64_t s = whole(start_ns), e = whole(end_ns);
+    w_us(w, "ts", s);
+    w_us(w, "dur", e > s ? e - s : 0);
+}
+
+static void w_head(wbuf *w, const char *name, const char *cat, const char *ph, uint32_t pid, uint32_t tid) {
+    w_str(w, ",\n{\"name\":");
+    w_json(w, name);
+    w_str(w, ",\"cat\":\"");
+    w_str(w, cat);
+    w_str(w, "\",\"ph\":\"");
+    w_str(w, ph);
+    w_str(w, "\",\"pid\":");
+    w_u64(w, pid);
+    w_str(w, ",\"tid\":");
+    w_u64(w, tid);
+}
+
+static void w_meta(wbuf *w, int *first, const char *what, uint32_t pid, int tid, const char *key,
+                   const char *text, uint64_t number) {
+    w_str(w, *first ? "\n{\"name\":\"" : ",\n{\"name\":\"");
+    w_str(w, what);
+    w_str(w, "\",\"ph\":\"M\",\"pid\":");
+    w_u64(w, pid);
+    if (tid >= 0) {
+        w_str(w, ",\"tid\":");
+        w_u64(w, (uint64_t)tid);
+    }
+    w_str(w, ",\"args\":{\"");
+    w_str(w, key);
+    w_str(w, "\":");
     if (text)
-        put_string(f, text);
+        w_json(w, text);
     else
-        fprintf(f, "%ld", number);
-    fputs("}}", f);
+        w_u64(w, number);
+    w_str(w, "}}");
     *first = 0;
 }
 
-static void write_metadata(FILE *f, const nx_machine *m, const nx_sim_result *r, int *first) {
+static void write_metadata(wbuf *w, const nx_machine *m, const nx_sim_result *r, int *first) {
     uint8_t used[NX_MAX_CORES][QUEUE_TID_BASE + 256];
     memset(used, 0, sizeof used);
     for (size_t i = 0; i < r->log_count; i++) {
         const nx_sim_record *rec = &r->log[i];
-        used[rec->core][track_tid(rec)] = 1; /* records were checked */
+        if (!is_blank(rec)) used[rec->core][track_tid(rec)] = 1; /* records were checked */
     }
     uint32_t qpe = m->dma_queues_per_engine ? m->dma_queues_per_engine : 1;
     for (uint32_t c = 0; c < NX_MAX_CORES; c++) {
@@ -288,8 +406,8 @@ static void write_metadata(FILE *f, const nx_machine *m, const nx_sim_result *r,
         if (!any) continue;
         char name[64];
         snprintf(name, sizeof name, "core %u", c);
-        put_meta(f, first, "process_name", c + 1, -1, "name", name, 0);
-        put_meta(f, first, "process_sort_index", c + 1, -1, "sort_index", NULL, (long)c);
+        w_meta(w, first, "process_name", c + 1, -1, "name", name, 0);
+        w_meta(w, first, "process_sort_index", c + 1, -1, "sort_index", NULL, c);
         for (uint32_t t = 0; t < QUEUE_TID_BASE + 256; t++) {
             if (!used[c][t]) continue;
             if (t < QUEUE_TID_BASE) {
@@ -298,100 +416,147 @@ static void write_metadata(FILE *f, const nx_machine *m, const nx_sim_result *r,
                 uint32_t q = t - QUEUE_TID_BASE;
                 snprintf(name, sizeof name, "dma q%u (engine %u, queue %u)", q, q / qpe, q % qpe);
             }
-            put_meta(f, first, "thread_name", c + 1, (int)t, "name", name, 0);
-            put_meta(f, first, "thread_sort_index", c + 1, (int)t, "sort_index", NULL, (long)t);
+            w_meta(w, first, "thread_name", c + 1, (int)t, "name", name, 0);
+            w_meta(w, first, "thread_sort_index", c + 1, (int)t, "sort_index", NULL, t);
         }
     }
 }
 
-static void write_wait_slice(FILE *f, const nx_sim_record *rec, const nx_insn *insn, double ws) {
+static void write_wait_slice(wbuf *w, const nx_sim_record *rec, const nx_insn *insn, double ws) {
     char name[64];
-    if (insn && insn->opcode == NX_OP_CORE_BARRIER)
+    const char *cat = "wait";
+    if (insn && insn->opcode == NX_OP_CORE_BARRIER) {
         snprintf(name, sizeof name, "wait barrier");
-    else if (rec->waited && insn && insn->wait_sem != NX_SEM_NONE)
+    } else if (rec->waited && insn && insn->wait_sem != NX_SEM_NONE) {
         snprintf(name, sizeof name, "wait sem%u>=%" PRIu32, insn->wait_sem, insn->wait_value);
-    else
+    } else {
         snprintf(name, sizeof name, "stall");
-    fprintf(f, ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%u,\"tid\":%u", name,
-            strcmp(name, "stall") == 0 ? "stall" : "wait", rec->core + 1u, track_tid(rec));
-    put_us(f, "ts", ws);
-    put_us(f, "dur", rec->t_start_ns - ws);
-    fputs("}", f);
+        cat = "stall";
+    }
+    w_head(w, name, cat, "X", rec->core + 1u, track_tid(rec));
+    w_span(w, ws, rec->t_start_ns);
+    w_str(w, "}");
 }
 
-static void write_slice(FILE *f, const nx_machine *m, const nx_program *prog, const nx_sim_record *rec,
+/* The args an instruction contributes: operands, wait, increment. */
+static void format_insn_args(wbuf *w, const nx_insn *insn) {
+    const nx_opcode_info *info = nx_opcode_lookup(insn->opcode);
+    size_t n = 0;
+    char *a = w->args;
+    size_t cap = sizeof w->args;
+    for (unsigned k = 0; info && k < NX_MAX_OPERANDS; k++) {
+        if (!info->slot[k].name || insn->op[k].kind == NX_OPK_NONE) continue;
+        char text[512];
+        nx_format_operand(text, sizeof text, &insn->op[k]);
+        /* operand text is plain ASCII without quotes or backslashes */
+        int len = snprintf(a + n, cap - n, ",\"%s\":\"%s\"", info->slot[k].name, text);
+        if (len > 0) n += (size_t)len < cap - n ? (size_t)len : cap - n - 1;
+    }
+    if (insn->wait_sem != NX_SEM_NONE && n < cap) {
+        int len = snprintf(a + n, cap - n, ",\"wait\":\"sem%u>=%" PRIu32 "\"", insn->wait_sem, insn->wait_value);
+        if (len > 0) n += (size_t)len < cap - n ? (size_t)len : cap - n - 1;
+    }
+    if (insn->inc_sem != NX_SEM_NONE && n < cap) {
+        int len = snprintf(a + n, cap - n, ",\"inc\":\"sem%u+%" PRIu32 "\"", insn->inc_sem, insn->inc_amount);
+        if (len > 0) n += (size_t)len < cap - n ? (size_t)len : cap - n - 1;
+    }
+    w->args_len = n;
+    w->cached = *insn;
+    w->cache_valid = 1;
+}
+
+static void write_slice(wbuf *w, const nx_machine *m, const nx_program *prog, const nx_sim_record *rec,
                         double s, double e) {
     const nx_insn *insn = rec_insn(prog, rec);
-    const nx_opcode_info *info = nx_opcode_lookup(rec->opcode);
-    fprintf(f, ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%u,\"tid\":%u", mnemonic(rec->opcode),
-            is_xfer(rec) ? "dma" : nx_engine_name((nx_engine)rec->engine), rec->core + 1u, track_tid(rec));
-    put_us(f, "ts", s);
-    put_us(f, "dur", e - s);
-    fprintf(f, ",\"args\":{\"index\":%" PRIu32, rec->index);
-    if (insn && info) {
-        char text[512];
-        for (unsigned k = 0; k < NX_MAX_OPERANDS; k++) {
-            if (!info->slot[k].name || insn->op[k].kind == NX_OPK_NONE) continue;
-            nx_format_operand(text, sizeof text, &insn->op[k]);
-            fprintf(f, ",\"%s\":", info->slot[k].name);
-            put_string(f, text);
-        }
-        if (insn->wait_sem != NX_SEM_NONE)
-            fprintf(f, ",\"wait\":\"sem%u>=%" PRIu32 "\"", insn->wait_sem, insn->wait_value);
-        if (insn->inc_sem != NX_SEM_NONE)
-            fprintf(f, ",\"inc\":\"sem%u+%" PRIu32 "\"", insn->inc_sem, insn->inc_amount);
+    w_head(w, mnemonic(rec->opcode), is_xfer(rec) ? "dma" : nx_engine_name((nx_engine)rec->engine),
+           "X", rec->core + 1u, track_tid(rec));
+    w_span(w, s, e);
+    w_str(w, ",\"args\":{\"index\":");
+    w_u64(w, rec->index);
+    if (insn) {
+        if (!w->cache_valid || memcmp(&w->cached, insn, sizeof *insn) != 0) format_insn_args(w, insn);
+        w_mem(w, w->args, w->args_len);
     }
     if (is_xfer(rec)) {
-        fprintf(f, ",\"queue\":%d", rec->queue);
+        w_str(w, ",\"queue\":");
+        w_u64(w, (uint64_t)rec->queue);
     } else {
         double ghz = m->clock_ghz[rec->engine];
-        fprintf(f, ",\"cycles\":%.0f,\"busy_cycles\":%.0f", finite_or_zero((rec->t_end_ns - rec->t_start_ns) * ghz),
-                finite_or_zero(rec->busy_ns * ghz));
+        int64_t cycles = whole((rec->t_end_ns - rec->t_start_ns) * ghz), busy = whole(rec->busy_ns * ghz);
+        w_str(w, ",\"cycles\":");
+        w_u64(w, cycles > 0 ? (uint64_t)cycles : 0);
+        w_str(w, ",\"busy_cycles\":");
+        w_u64(w, busy > 0 ? (uint64_t)busy : 0);
     }
-    fprintf(f, ",\"bytes\":%" PRIu64 ",\"flops\":%" PRIu64 ",\"start_ns\":%.3f,\"end_ns\":%.3f}}", rec->bytes,
-            rec->flops, finite_or_zero(rec->t_start_ns), finite_or_zero(rec->t_end_ns));
+    w_str(w, ",\"bytes\":");
+    w_u64(w, rec->bytes);
+    w_str(w, ",\"flops\":");
+    w_u64(w, rec->flops);
+    w_str(w, ",\"start_ns\":");
+    w_fixed3(w, whole(rec->t_start_ns * 1000.0));
+    w_str(w, ",\"end_ns\":");
+    w_fixed3(w, whole(rec->t_end_ns * 1000.0));
+    w_str(w, "}}");
 }
 
-/* Binds to the slice drawn for the record: its midpoint is inside it and
- * inside none of its children's (a record is drawn as the deepest slice at
- * its own midpoint). */
-static void write_flow_end(FILE *f, const char *ph, size_t id, uint32_t sem, const nx_sim_record *rec,
-                           double s, double e) {
-    fprintf(f, ",\n{\"name\":\"");
+/* One end of a flow, at the record's bind time (see layout_track). */
+static void write_flow_end(wbuf *w, const char *ph, size_t id, uint32_t sem, const nx_sim_record *rec,
+                           double bind) {
+    char name[32];
     if (sem == NONE)
-        fputs("barrier", f);
+        snprintf(name, sizeof name, "barrier");
     else
-        fprintf(f, "sem%u", sem);
-    fprintf(f, "\",\"cat\":\"sync\",\"ph\":\"%s\",\"id\":%zu,\"pid\":%u,\"tid\":%u", ph, id, rec->core + 1u,
-            track_tid(rec));
-    put_us(f, "ts", (s + e) / 2);
-    if (ph[0] == 'f') fputs(",\"bp\":\"e\"", f);
-    fputs("}", f);
+        snprintf(name, sizeof name, "sem%u", sem);
+    w_head(w, name, "sync", ph, rec->core + 1u, track_tid(rec));
+    w_str(w, ",\"id\":");
+    w_u64(w, id);
+    w_us(w, "ts", whole(bind));
+    if (ph[0] == 'f') w_str(w, ",\"bp\":\"e\"");
+    w_str(w, "}");
 }
 
-static int write_events(FILE *f, const nx_machine *m, const nx_program *prog, const nx_sim_result *r,
+static int write_events(wbuf *w, const nx_machine *m, const nx_program *prog, const nx_sim_result *r,
                         const layout *L, const flows *fl) {
     int first = 1;
-    fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"nxsim\",\"machine\":", f);
-    put_string(f, prog->machine);
-    fprintf(f, ",\"total_ns\":%.3f},\n\"traceEvents\":[", finite_or_zero(r->total_ns));
-    write_metadata(f, m, r, &first);
-    if (first) { /* an empty run: keep the array well formed */
-        put_meta(f, &first, "process_name", 1, -1, "name", "core 0", 0);
-    }
-    for (size_t i = 0; i < r->log_count; i++) {
+    w_str(w, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"nxsim\",\"machine\":");
+    char machine[sizeof prog->machine + 1];
+    memcpy(machine, prog->machine, sizeof prog->machine);
+    machine[sizeof prog->machine] = '\0';
+    w_json(w, machine);
+    w_str(w, ",\"total_ns\":");
+    w_fixed3(w, whole(r->total_ns * 1000.0));
+    w_str(w, "},\n\"traceEvents\":[");
+    write_metadata(w, m, r, &first);
+    if (first) /* an empty run: keep the array well formed */
+        w_meta(w, &first, "process_name", 1, -1, "name", "core 0", 0);
+    for (size_t i = 0; i < L->count; i++) {
         uint32_t id = L->order[i].id;
         const nx_sim_record *rec = &r->log[id];
-        if (!isnan(L->ws[id])) write_wait_slice(f, rec, rec_insn(prog, rec), L->ws[id]);
-        write_slice(f, m, prog, rec, L->s[id], L->e[id]);
+        if (!isnan(L->ws[id])) write_wait_slice(w, rec, rec_insn(prog, rec), L->ws[id]);
+        write_slice(w, m, prog, rec, L->s[id], L->e[id]);
     }
     for (size_t i = 0; i < fl->n; i++) {
-        const flow *w = &fl->v[i];
-        write_flow_end(f, "s", i + 1, w->sem, &r->log[w->from], L->s[w->from], L->e[w->from]);
-        write_flow_end(f, "f", i + 1, w->sem, &r->log[w->to], L->s[w->to], L->e[w->to]);
+        const flow *f = &fl->v[i];
+        write_flow_end(w, "s", i + 1, f->sem, &r->log[f->from], L->bind[f->from]);
+        write_flow_end(w, "f", i + 1, f->sem, &r->log[f->to], L->bind[f->to]);
     }
-    fputs("\n]}\n", f);
-    return ferror(f) ? -1 : 0;
+    w_str(w, "\n]}\n");
+    w_flush(w);
+    return w->bad || ferror(w->f) ? -1 : 0;
+}
+
+/* The permissions fopen would give a new file: 0666 less the umask, read
+ * from /proc (umask(2) cannot be read without changing it); 022 if unknown. */
+static mode_t new_file_mode(void) {
+    unsigned mask = 022;
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f) {
+        char line[128];
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "Umask: %o", &mask) == 1) break;
+        fclose(f);
+    }
+    return (mode_t)(0666 & ~mask);
 }
 
 int nx_profile_write_trace(const char *path, const nx_machine *m, const nx_program *prog,
@@ -401,6 +566,7 @@ int nx_profile_write_trace(const char *path, const nx_machine *m, const nx_progr
     if (r->log_count >= NONE) return nx_fail(err, "profile %s: %zu records is too many", path, r->log_count);
     for (size_t i = 0; i < r->log_count; i++) {
         const nx_sim_record *rec = &r->log[i];
+        if (is_blank(rec)) continue;
         if (rec->core >= prog->cores || rec->core >= NX_MAX_CORES || rec->engine >= NX_ENG_COUNT ||
             rec->queue >= 256 || (rec->queue >= 0 && rec->engine != NX_ENG_SP))
             return nx_fail(err, "profile %s: log record %zu names core %u engine %u queue %d, not in the program",
@@ -428,17 +594,21 @@ int nx_profile_write_trace(const char *path, const nx_machine *m, const nx_progr
         nx_fail(err, "profile %s: cannot create a temporary file beside it: %s", path, strerror(errno));
     } else {
         FILE *f = fdopen(fd, "w");
-        if (!f) {
-            nx_fail(err, "profile %s: %s", path, strerror(errno));
-            close(fd);
+        wbuf *w = f ? malloc(sizeof *w) : NULL;
+        if (!f || !w) {
+            nx_fail(err, "profile %s: %s", path, f ? "out of memory" : strerror(errno));
+            if (f) fclose(f);
+            else close(fd);
         } else {
-            static const size_t buffer = 1u << 20;
-            setvbuf(f, NULL, _IOFBF, buffer);
-            int bad = write_events(f, m, prog, r, &L, &fl);
+            memset(w, 0, offsetof(wbuf, args));
+            w->f = f;
+            int bad = fchmod(fd, new_file_mode()) != 0;
+            bad |= write_events(w, m, prog, r, &L, &fl);
             bad |= fflush(f) != 0;
             bad |= fsync(fileno(f)) != 0;
             int saved = errno;
             bad |= fclose(f) != 0;
+            free(w);
             if (bad)
                 nx_fail(err, "profile %s: write failed: %s", path, strerror(saved ? saved : errno));
             else if (rename(tmp, path) != 0)

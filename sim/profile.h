@@ -22,6 +22,9 @@
  * start, or nested inside the previous slice when it lies wholly inside it;
  * args start_ns/end_ns keep the exact times.
  *
+ * Zeroed log slots of instructions that never ran (queue 0 on an engine
+ * other than SP, which no real record has) are left out.
+ *
  * Times: record times are ns relative to the run's start (as the model
  * writes them); the trace's ts/dur are in microseconds, as the format
  * requires (JSON numbers, 1 ns resolution). */

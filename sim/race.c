@@ -59,10 +59,29 @@ typedef struct rc_access {
     uint8_t kind;
 } rc_access;
 
-typedef struct rc_space {
-    rc_access *a;
-    size_t n, cap;
-} rc_space;
+/* The live accesses of one memory space. They can be many (two cores that
+ * never synchronise keep all of each other's HBM accesses live), so they
+ * live in a treap keyed by (byte lo, insertion number) whose nodes know
+ * their subtree's largest byte hi: a query visits only the accesses whose
+ * bytes it overlaps (partitions are then compared on the visit). */
+#define NIL UINT32_MAX
+
+typedef struct hnode {
+    rc_access a;
+    uint64_t maxhi;   /* largest a.hi in this subtree */
+    uint32_t seq;     /* insertion number: makes keys unique */
+    uint32_t prio;
+    uint32_t l, r;    /* children; l links the free list */
+} hnode;
+
+typedef struct htree {
+    hnode *n;
+    uint32_t cap, used, root, free_head, count, next_seq;
+    uint32_t swept_at;    /* count after the last sweep of prunable accesses */
+    uint64_t rng;
+    uint32_t *drop;       /* nodes a query found redundant */
+    uint32_t drop_n, drop_cap;
+} htree;
 
 enum { SPACES = 1 + 2 * NX_MAX_CORES }; /* hbm, then sbuf and psum per core */
 
@@ -97,7 +116,7 @@ typedef struct rc {
     uint32_t *barclk;     /* A: join of every barrier arrival so far */
     uint32_t *scratch;    /* A */
 
-    rc_space space[SPACES];
+    htree space[SPACES];
 } rc;
 
 static const nx_insn *rec_insn(const rc *r, const nx_sim_record *rec) {
@@ -111,9 +130,17 @@ static int is_dma_opcode(unsigned opcode) {
     return opcode == NX_OP_DMA_COPY || opcode == NX_OP_DMA_TRANSPOSE;
 }
 
-/* Records that take a place in their engine stream: everything but a
- * transfer whose issue is logged too. */
-static int in_stream(const rc *r, uint32_t id) { return !is_xfer(&r->log[id]) || r->partner[id] == NONE; }
+/* The model logs one slot per instruction; the slots of instructions that
+ * never ran (after an `end`) stay zeroed. Queue 0 off the SP marks them: no
+ * real record has it. */
+static int is_blank(const nx_sim_record *rec) { return rec->queue == 0 && rec->engine != NX_ENG_SP; }
+
+/* Records that take a place in their engine stream: everything but blanks
+ * and a transfer whose issue is logged too. */
+static int in_stream(const rc *r, uint32_t id) {
+    const nx_sim_record *rec = &r->log[id];
+    return !is_blank(rec) && (!is_xfer(rec) || r->partner[id] == NONE);
+}
 
 static uint32_t *clock_row(rc *r, uint32_t agent) { return r->clk + (size_t)agent * r->agents; }
 
@@ -200,36 +227,189 @@ static int contains(const rc_access *outer, const rc_access *inner) {
     return inner->p_lo >= outer->p_lo && inner->p_hi <= outer->p_hi;
 }
 
-/* Checks a new access against the live ones of its space, drops those that
- * can no longer matter, and records it. Returns 0, 1 (race) or -1 (OOM).
- * An access is dropped when every agent with work left is ordered after it
- * (the floor), or when an ordered later access covers it: anything unordered
- * with the old one is then unordered with the new one too, and conflicts with
- * it whenever it conflicted with the old one (unless the old one wrote and
- * the new one only reads, which keeps the old one). */
-static int check_access(rc *r, uint32_t space, const rc_access *y, const uint32_t *clock) {
-    rc_space *sp = &r->space[space];
-    for (size_t i = 0; i < sp->n;) {
-        rc_access *x = &sp->a[i];
+/* ---- the live-access treap ---- */
+
+static uint64_t max3(uint64_t a, uint64_t b, uint64_t c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
+
+static void t_update(htree *t, uint32_t i) {
+    hnode *n = &t->n[i];
+    n->maxhi = max3(n->a.hi, n->l == NIL ? 0 : t->n[n->l].maxhi, n->r == NIL ? 0 : t->n[n->r].maxhi);
+}
+
+static int t_less(const htree *t, uint32_t x, uint32_t y) {
+    const hnode *a = &t->n[x], *b = &t->n[y];
+    return a->a.lo != b->a.lo ? a->a.lo < b->a.lo : a->seq < b->seq;
+}
+
+static uint32_t t_insert(htree *t, uint32_t root, uint32_t x) {
+    if (root == NIL) return x;
+    if (t_less(t, x, root)) {
+        uint32_t l = t_insert(t, t->n[root].l, x);
+        t->n[root].l = l;
+        if (t->n[l].prio > t->n[root].prio) { /* rotate right */
+            t->n[root].l = t->n[l].r;
+            t->n[l].r = root;
+            t_update(t, root);
+            root = l;
+        }
+    } else {
+        uint32_t rr = t_insert(t, t->n[root].r, x);
+        t->n[root].r = rr;
+        if (t->n[rr].prio > t->n[root].prio) { /* rotate left */
+            t->n[root].r = t->n[rr].l;
+            t->n[rr].l = root;
+            t_update(t, root);
+            root = rr;
+        }
+    }
+    t_update(t, root);
+    return root;
+}
+
+/* Joins two treaps, every key of a below every key of b. */
+static uint32_t t_merge(htree *t, uint32_t a, uint32_t b) {
+    if (a == NIL) return b;
+    if (b == NIL) return a;
+    if (t->n[a].prio > t->n[b].prio) {
+        t->n[a].r = t_merge(t, t->n[a].r, b);
+        t_update(t, a);
+        return a;
+    }
+    t->n[b].l = t_merge(t, a, t->n[b].l);
+    t_update(t, b);
+    return b;
+}
+
+static uint32_t t_delete(htree *t, uint32_t root, uint32_t x) {
+    if (root == NIL) return NIL;
+    if (root == x) return t_merge(t, t->n[x].l, t->n[x].r);
+    if (t_less(t, x, root))
+        t->n[root].l = t_delete(t, t->n[root].l, x);
+    else
+        t->n[root].r = t_delete(t, t->n[root].r, x);
+    t_update(t, root);
+    return root;
+}
+
+static int t_add(rc *r, htree *t, const rc_access *a) {
+    uint32_t i;
+    if (t->free_head != NIL) {
+        i = t->free_head;
+        t->free_head = t->n[i].l;
+    } else {
+        if (t->used == t->cap) {
+            uint32_t cap = t->cap ? t->cap * 2 : 256;
+            hnode *grown = realloc(t->n, (size_t)cap * sizeof *grown);
+            if (!grown) return oom(r);
+            t->n = grown;
+            t->cap = cap;
+        }
+        i = t->used++;
+    }
+    t->rng ^= t->rng << 13, t->rng ^= t->rng >> 7, t->rng ^= t->rng << 17;
+    t->n[i] = (hnode){*a, a->hi, t->next_seq++, (uint32_t)(t->rng >> 32), NIL, NIL};
+    t->root = t_insert(t, t->root, i);
+    t->count++;
+    return 0;
+}
+
+static void t_remove(htree *t, uint32_t i) {
+    t->root = t_delete(t, t->root, i);
+    t->n[i].l = t->free_head;
+    t->free_head = i;
+    t->count--;
+}
+
+static int t_mark(rc *r, htree *t, uint32_t i) {
+    if (t->drop_n == t->drop_cap) {
+        uint32_t cap = t->drop_cap ? t->drop_cap * 2 : 64;
+        uint32_t *grown = realloc(t->drop, (size_t)cap * sizeof *grown);
+        if (!grown) return oom(r);
+        t->drop = grown;
+        t->drop_cap = cap;
+    }
+    t->drop[t->drop_n++] = i;
+    return 0;
+}
+
+/* Visits the accesses overlapping y (in-order, left subtrees recursively);
+ * marks the ones to drop. Returns 0, 1 (race) or -1. */
+static int t_query(rc *r, htree *t, uint32_t i, const rc_access *y, const uint32_t *clock) {
+    while (i != NIL) {
+        const hnode *n = &t->n[i];
+        if (n->maxhi <= y->lo) return 0;
+        int status = t_query(r, t, n->l, y, clock);
+        if (status != 0) return status;
+        n = &t->n[i];
+        if (n->a.lo >= y->hi) return 0; /* so does everything to its right */
+        const rc_access *x = &n->a;
         int drop = x->epoch <= r->floor[x->agent];
         if (!drop && overlaps(x, y)) {
             int ordered = x->agent == y->agent || x->epoch <= clock[x->agent];
             if (!ordered && (x->write || y->write)) return report_race(r, x, y);
             drop = ordered && contains(y, x) && (y->write || !x->write);
         }
-        if (drop)
-            sp->a[i] = sp->a[--sp->n];
-        else
-            i++;
+        if (drop && t_mark(r, t, i) != 0) return -1;
+        i = n->r;
     }
-    if (sp->n == sp->cap) {
-        size_t cap = sp->cap ? sp->cap * 2 : 64;
-        rc_access *grown = realloc(sp->a, cap * sizeof *grown);
-        if (!grown) return oom(r);
-        sp->a = grown;
-        sp->cap = cap;
+    return 0;
+}
+
+/* Drops every access all agents with work left are ordered after; run when
+ * the tree has doubled since the last sweep, so it costs O(1) amortised. */
+static int t_sweep(rc *r, htree *t) {
+    recompute_floor(r);
+    t->drop_n = 0;
+    /* in-order walk of the live tree with an explicit stack */
+    uint32_t depth_cap = 128, sp = 0;
+    uint32_t *stack = malloc(depth_cap * sizeof *stack);
+    if (!stack) return oom(r);
+    uint32_t i = t->root;
+    while (i != NIL || sp > 0) {
+        while (i != NIL) {
+            if (sp == depth_cap) {
+                uint32_t *grown = realloc(stack, (size_t)depth_cap * 2 * sizeof *grown);
+                if (!grown) {
+                    free(stack);
+                    return oom(r);
+                }
+                stack = grown;
+                depth_cap *= 2;
+            }
+            stack[sp++] = i;
+            i = t->n[i].l;
+        }
+        i = stack[--sp];
+        const rc_access *x = &t->n[i].a;
+        if (x->epoch <= r->floor[x->agent] && t_mark(r, t, i) != 0) {
+            free(stack);
+            return -1;
+        }
+        i = t->n[i].r;
     }
-    sp->a[sp->n++] = *y;
+    free(stack);
+    for (uint32_t k = 0; k < t->drop_n; k++) t_remove(t, t->drop[k]);
+    t->drop_n = 0;
+    t->swept_at = t->count;
+    return 0;
+}
+
+/* Checks a new access against the live ones of its space, drops those that
+ * can no longer matter, and records it. Returns 0, 1 (race) or -1 (OOM).
+ * An access is dropped when every agent with work left is ordered after it
+ * (the floor; checked on every visit, and by a sweep of the whole tree each
+ * time it doubles), or when an ordered later access covers it: anything
+ * unordered with the old one is then unordered with the new one too, and
+ * conflicts with it whenever it conflicted with the old one (unless the old
+ * one wrote and the new one only reads, which keeps the old one). */
+static int check_access(rc *r, htree *t, const rc_access *y, const uint32_t *clock) {
+    t->drop_n = 0;
+    int status = t_query(r, t, t->root, y, clock);
+    if (status != 0) return status;
+    for (uint32_t k = 0; k < t->drop_n; k++) t_remove(t, t->drop[k]);
+    t->drop_n = 0;
+    if (t_add(r, t, y) != 0) return -1;
+    if (t->count >= 2 * t->swept_at + 1024) return t_sweep(r, t);
     return 0;
 }
 
@@ -254,7 +434,7 @@ static int check_accesses(rc *r, uint32_t id, uint32_t agent, const uint32_t *cl
             y.p_hi = fp[i].p_hi;
             space = 1 + 2u * rec->core + (fp[i].kind == NX_OPK_PSUM);
         }
-        int status = check_access(r, space, &y, clock);
+        int status = check_access(r, &r->space[space], &y, clock);
         if (status != 0) return status;
     }
     return 0;
@@ -375,6 +555,7 @@ static int on_inc(rc *r, uint32_t id) {
 
 static int check_record(const rc *r, size_t i) {
     const nx_sim_record *rec = &r->log[i];
+    if (is_blank(rec)) return 0;
     if (rec->core >= r->prog->cores)
         return nx_fail(r->err, "race check: log record %zu names core %u; the program has %u", i, rec->core,
                        r->prog->cores);
@@ -438,8 +619,9 @@ static int pair_transfers(rc *r) {
     qsort(x, nx, sizeof *x, keyed_cmp);
     for (size_t j = 1; j < nx; j++)
         if (x[j].key == x[j - 1].key) {
+            uint32_t twice = x[j].rec;
             free(x);
-            return duplicate(r, &r->log[x[j].rec]);
+            return duplicate(r, &r->log[twice]);
         }
     for (size_t i = 0; i < r->n; i++) {
         const nx_sim_record *rec = &r->log[i];
@@ -472,8 +654,9 @@ static int build_streams(rc *r) {
     size_t counts[STREAMS] = {0};
     for (size_t j = 0; j < ns; j++) {
         if (j > 0 && v[j].key == v[j - 1].key) {
+            uint32_t twice = v[j].rec;
             free(v);
-            return duplicate(r, &r->log[v[j].rec]);
+            return duplicate(r, &r->log[twice]);
         }
         r->order[j] = v[j].rec;
         counts[v[j].key >> 32]++;
@@ -567,7 +750,10 @@ static void rc_free(rc *r) {
     free(r->semclk);
     free(r->barclk);
     free(r->scratch);
-    for (unsigned s = 0; s < SPACES; s++) free(r->space[s].a);
+    for (unsigned s = 0; s < SPACES; s++) {
+        free(r->space[s].n);
+        free(r->space[s].drop);
+    }
 }
 
 static int run(rc *r) {
@@ -602,6 +788,10 @@ int nx_race_check(const nx_program *prog, const nx_sim_record *log, size_t n, nx
     r->log = log;
     r->n = n;
     r->err = err;
+    for (unsigned s = 0; s < SPACES; s++) {
+        r->space[s].root = r->space[s].free_head = NIL;
+        r->space[s].rng = 0x9E3779B97F4A7C15ull + s;
+    }
     int status = run(r);
     rc_free(r);
     free(r);

@@ -8,6 +8,8 @@
  * the queue it ran on, not of the SP that issued it). A DMA may be logged
  * twice, as the SP's issue (queue -1) and as the transfer (queue >= 0, same
  * core and SP index, carrying the increment); or once, as the transfer.
+ * Zeroed slots of instructions that never ran (queue 0 on an engine other
+ * than SP, which no real record has) are skipped.
  *
  * Happens-before is built from what the program guarantees, not from the
  * times the run happened to produce:

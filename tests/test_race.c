@@ -11,6 +11,8 @@
 #include <cmocka.h>
 
 #include "isa/builder.h"
+#include "sim/machine.h"
+#include "sim/model.h"
 #include "sim/race.h"
 #include "support.h"
 
@@ -80,6 +82,11 @@ static nx_operand sb(uint32_t start, uint32_t parts, uint64_t off, uint32_t n) {
 }
 
 static nx_insn nop(void) { return nx_insn_make(NX_OP_NOP); }
+
+static void emit_checked(nx_builder *b, uint32_t core, nx_engine e, nx_insn insn) {
+    nx_error err;
+    if (nx_builder_emit(b, core, e, &insn, NULL, &err) != 0) fail_msg("%s", err.msg);
+}
 
 static nx_insn copy(nx_operand dst, nx_operand in) {
     nx_insn i = nx_insn_make(NX_OP_TENSOR_COPY);
@@ -450,6 +457,194 @@ static void test_long_ordered_pipeline_is_clean(void **state) {
     nx_builder_free(b);
 }
 
+/* ---- real runs on the SystemC model ---- */
+
+/* Runs prog on the trn2 model with the log kept; st is initialised here and
+ * filled by `fill` before the run. */
+static void run_on_model(const nx_program *prog, nx_state *st, nx_sim_result *r,
+                         void (*fill)(nx_state *, const nx_program *)) {
+    nx_machine m;
+    nx_error err;
+    if (nx_machine_load("trn2", &m, &err) != 0) fail_msg("%s", err.msg);
+    if (nx_state_init(st, &m.geo, prog->cores, prog->hbm_bytes, prog->sem_count, &err) != 0) fail_msg("%s", err.msg);
+    if (fill) fill(st, prog);
+    nx_sim_options opt = {1, 0};
+    if (nx_sim_run(&m, prog, st, &opt, r, &err) != 0) fail_msg("%s", err.msg);
+    assert_non_null(r->log);
+}
+
+static void fill_input(nx_state *st, const nx_program *prog) {
+    double v[128 * 64];
+    for (int i = 0; i < 128 * 64; i++) v[i] = 0.5 * i;
+    test_hbm_put(st, NX_DT_FP32, prog->tensors[0].offset, 128 * 64, v);
+}
+
+/* load -> DVE copy -> ACT activation -> store, each step waiting for the
+ * previous one's semaphore; `racy` drops the ACT's wait. */
+static void build_model_pipeline(nx_program *prog, int racy) {
+    nx_geometry geo = test_geometry("trn2");
+    nx_builder *b = nx_builder_new(&geo, 1);
+    nx_error err;
+    uint64_t in, out, shape[2] = {128, 64};
+    assert_int_equal(nx_builder_tensor(b, "in", NX_DT_FP32, 2, shape, NX_ROLE_INPUT, &in, &err), 0);
+    assert_int_equal(nx_builder_tensor(b, "out", NX_DT_FP32, 2, shape, NX_ROLE_OUTPUT, &out, &err), 0);
+    for (uint32_t i = 0, s; i < 3; i++) assert_int_equal(nx_builder_semaphore(b, &s, &err), 0);
+    nx_insn i0 = with_inc(dma(sb(0, 128, 0, 64), nx_ap_hbm_rows(NX_DT_FP32, in, 128, 64, 64), 0), 0);
+    nx_insn i1 = with_inc(with_wait(copy(sb(0, 128, 1024, 64), sb(0, 128, 0, 64)), 0, 1), 1);
+    nx_insn i2 = with_inc(act(sb(0, 128, 2048, 64), sb(0, 128, 1024, 64)), 2);
+    if (!racy) nx_insn_wait(&i2, 1, 1);
+    nx_insn i3 = with_wait(dma(nx_ap_hbm_rows(NX_DT_FP32, out, 128, 64, 64), sb(0, 128, 2048, 64), 1), 2, 1);
+    assert_int_equal(nx_builder_emit(b, 0, NX_ENG_SP, &i0, NULL, &err), 0);
+    assert_int_equal(nx_builder_emit(b, 0, NX_ENG_DVE, &i1, NULL, &err), 0);
+    assert_int_equal(nx_builder_emit(b, 0, NX_ENG_ACT, &i2, NULL, &err), 0);
+    assert_int_equal(nx_builder_emit(b, 0, NX_ENG_SP, &i3, NULL, &err), 0);
+    if (nx_builder_finish(b, prog, &err) != 0) fail_msg("%s", err.msg);
+    nx_builder_free(b);
+}
+
+static void test_model_pipeline(void **state) {
+    (void)state;
+    for (int racy = 0; racy < 2; racy++) {
+        nx_program prog;
+        nx_state st;
+        nx_sim_result r;
+        nx_error err;
+        build_model_pipeline(&prog, racy);
+        run_on_model(&prog, &st, &r, fill_input);
+        int verdict = nx_race_check(&prog, r.log, r.log_count, &err);
+        if (!racy) {
+            if (verdict != 0) fail_msg("%s", err.msg);
+            double got[128 * 64];
+            test_hbm_get(&st, NX_DT_FP32, prog.tensors[1].offset, 128 * 64, got);
+            for (int i = 0; i < 128 * 64; i++) assert_true(got[i] == 0.5 * i);
+        } else {
+            /* the ACT no longer waits: it starts at once, before the copy */
+            assert_int_equal(verdict, 1);
+            assert_string_equal(err.msg,
+                                "race: core 0 act #0 (activation) reads sbuf[0:128]@[1024, 1280) and core 0 dve #0 "
+                                "(tensor_copy) writes sbuf[0:128]@[1024, 1280) with no semaphore ordering them");
+        }
+        nx_sim_result_free(&r);
+        nx_state_free(&st);
+        nx_program_free(&prog);
+    }
+}
+
+/* Two cores on the model: core 0 fills a tile, stores it to shared HBM and
+ * meets core 1 at a barrier; core 1 passes it, then loads the data and
+ * stores it to "out". `racy`: core 1 loads without waiting for the barrier. */
+static void build_model_exchange(nx_program *prog, int racy) {
+    nx_geometry geo = test_geometry("trn2");
+    nx_builder *b = nx_builder_new(&geo, 2);
+    nx_error err;
+    uint64_t x, out, shape[2] = {128, 64};
+    assert_int_equal(nx_builder_tensor(b, "x", NX_DT_FP32, 2, shape, NX_ROLE_SCRATCH, &x, &err), 0);
+    assert_int_equal(nx_builder_tensor(b, "out", NX_DT_FP32, 2, shape, NX_ROLE_OUTPUT, &out, &err), 0);
+    for (uint32_t i = 0, s; i < 2; i++) assert_int_equal(nx_builder_semaphore(b, &s, &err), 0);
+    nx_operand xr = nx_ap_hbm_rows(NX_DT_FP32, x, 128, 64, 64);
+    nx_insn fill = nx_insn_make(NX_OP_MEMSET);
+    fill.op[0] = sb(0, 128, 0, 64);
+    fill.op[1] = nx_imm(7.0, NX_DT_FP32);
+    emit_checked(b, 0, NX_ENG_POOL, with_inc(fill, 0));
+    emit_checked(b, 0, NX_ENG_SP, with_inc(with_wait(dma(xr, sb(0, 128, 0, 64), 0), 0, 1), 1));
+    emit_checked(b, 0, NX_ENG_POOL, with_wait(nop(), 1, 1));
+    emit_checked(b, 0, NX_ENG_POOL, nx_insn_make(NX_OP_CORE_BARRIER));
+    emit_checked(b, 1, NX_ENG_POOL, with_inc(nx_insn_make(NX_OP_CORE_BARRIER), 0));
+    nx_insn load = with_inc(dma(sb(0, 128, 0, 64), xr, 0), 1);
+    if (!racy) nx_insn_wait(&load, 0, 1);
+    emit_checked(b, 1, NX_ENG_SP, load);
+    emit_checked(b, 1, NX_ENG_SP, with_wait(dma(nx_ap_hbm_rows(NX_DT_FP32, out, 128, 64, 64), sb(0, 128, 0, 64), 0), 1, 1));
+    if (nx_builder_finish(b, prog, &err) != 0) fail_msg("%s", err.msg);
+    nx_builder_free(b);
+}
+
+static void test_model_barrier_exchange(void **state) {
+    (void)state;
+    for (int racy = 0; racy < 2; racy++) {
+        nx_program prog;
+        nx_state st;
+        nx_sim_result r;
+        nx_error err;
+        build_model_exchange(&prog, racy);
+        run_on_model(&prog, &st, &r, NULL);
+        int verdict = nx_race_check(&prog, r.log, r.log_count, &err);
+        if (!racy) {
+            if (verdict != 0) fail_msg("%s", err.msg);
+            double got[128 * 64];
+            test_hbm_get(&st, NX_DT_FP32, prog.tensors[1].offset, 128 * 64, got);
+            for (int i = 0; i < 128 * 64; i++) assert_true(got[i] == 7.0);
+        } else {
+            assert_int_equal(verdict, 1);
+            char want[256];
+            uint64_t x = prog.tensors[0].offset;
+            snprintf(want, sizeof want,
+                     "race: core 1 sp #0 (dma_copy) on queue 0 reads hbm@[%llu, %llu) and core 0 sp #0 "
+                     "(dma_copy) on queue 0 writes hbm@[%llu, %llu) with no semaphore ordering them",
+                     (unsigned long long)x, (unsigned long long)(x + 128 * 64 * 4), (unsigned long long)x,
+                     (unsigned long long)(x + 128 * 64 * 4));
+            assert_string_equal(err.msg, want);
+        }
+        nx_sim_result_free(&r);
+        nx_state_free(&st);
+        nx_program_free(&prog);
+    }
+}
+
+/* Two cores that never synchronise, each storing 20000 times to its own
+ * half of a tensor (7000 rows, rewritten in turn): nothing can be dropped as
+ * "ordered before everyone", so this exercises the HBM index at size. Then
+ * core 1's last store is aimed at row 5, which core 0 wrote at its stores
+ * 5, 7005 and 14005: the race is reported against the latest of them (each
+ * write replaced the one before it, which it was ordered after). */
+static void test_many_unsynchronised_hbm_stores(void **state) {
+    (void)state;
+    enum { STORES = 20000, ROWS = 7000 };
+    nx_geometry geo = test_geometry("trn2");
+    nx_error err;
+    for (int racy = 0; racy < 2; racy++) {
+        nx_builder *b = nx_builder_new(&geo, 2);
+        uint64_t t, shape[2] = {2 * ROWS, 4};
+        assert_int_equal(nx_builder_tensor(b, "t", NX_DT_FP32, 2, shape, NX_ROLE_OUTPUT, &t, &err), 0);
+        for (uint32_t c = 0; c < 2; c++)
+            for (uint32_t k = 0; k < STORES; k++) {
+                uint64_t row = c * ROWS + k % ROWS;
+                if (racy && c == 1 && k == STORES - 1) row = 5;
+                emit_checked(b, c, NX_ENG_SP, dma(nx_ap_hbm_rows(NX_DT_FP32, t + row * 16, 1, 4, 4), sb(0, 1, 0, 4), 0));
+            }
+        nx_program prog;
+        if (nx_builder_finish(b, &prog, &err) != 0) fail_msg("%s", err.msg);
+        nx_builder_free(b);
+        nx_sim_record *log = calloc(2 * STORES, sizeof *log);
+        assert_non_null(log);
+        for (uint32_t c = 0; c < 2; c++)
+            for (uint32_t k = 0; k < STORES; k++) {
+                nx_sim_record *rec = &log[c * STORES + k];
+                rec->index = k;
+                rec->core = (uint8_t)c;
+                rec->engine = NX_ENG_SP;
+                rec->opcode = NX_OP_DMA_COPY;
+                rec->queue = 0;
+                rec->t_start_ns = k + 0.5 * c;
+                rec->t_end_ns = k + 1;
+            }
+        int verdict = nx_race_check(&prog, log, 2 * STORES, &err);
+        if (!racy) {
+            if (verdict != 0) fail_msg("%s", err.msg);
+        } else {
+            assert_int_equal(verdict, 1);
+            char want[256];
+            snprintf(want, sizeof want,
+                     "race: core 0 sp #14005 (dma_copy) on queue 0 writes hbm@[%llu, %llu) and core 1 sp #19999 "
+                     "(dma_copy) on queue 0 writes hbm@[%llu, %llu) with no semaphore ordering them",
+                     (unsigned long long)(t + 80), (unsigned long long)(t + 96), (unsigned long long)(t + 80),
+                     (unsigned long long)(t + 96));
+            assert_string_equal(err.msg, want);
+        }
+        free(log);
+        nx_program_free(&prog);
+    }
+}
+
 static void test_log_that_does_not_fit_the_program(void **state) {
     (void)state;
     fixture f;
@@ -495,7 +690,10 @@ int main(void) {
         cmocka_unit_test(test_barrier_orders_exchange),
         cmocka_unit_test(test_transitive_ordering),
         cmocka_unit_test(test_long_ordered_pipeline_is_clean),
+        cmocka_unit_test(test_many_unsynchronised_hbm_stores),
         cmocka_unit_test(test_log_that_does_not_fit_the_program),
+        cmocka_unit_test(test_model_pipeline),
+        cmocka_unit_test(test_model_barrier_exchange),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

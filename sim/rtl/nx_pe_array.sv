@@ -63,29 +63,28 @@ module nx_pe_array #(
   // edges from a vector entering row 0 until its last PSUM write (column COLS-1)
   localparam int DRAIN = ROWS + COLS;
 
-  typedef struct packed {
-    logic valid;  // a moving vector / its partial sum is here
-    logic first;  // first vector of its multiply
-    logic acc;    // its multiply accumulates
-  } tag_t;
+  // A tag travels with every moving vector and partial sum (plain bits: the
+  // verilated C++ of Verilator 5.006 mis-indexes arrays of packed structs).
+  localparam int TV = 2;  // valid: a moving vector / its partial sum is here
+  localparam int TF = 1;  // first: first vector of its multiply
+  localparam int TA = 0;  // acc: its multiply accumulates
 
   function automatic logic [31:0] lane_value(input logic [31:0] lane, input logic bf16);
     return bf16 ? {lane[15:0], 16'h0000} : lane;
   endfunction
 
+  // State arrays are packed (one wide vector each) so that a whole array is
+  // committed by one assignment; an unpacked array's whole-array assignment
+  // would be split into ROWS*COLS separate ones in the verilated C++.
+
   // ---- stationary weights: shift down one row per load cycle ---------------
-  /* verilator tracing_off */
-  logic [31:0] w_q [ROWS][COLS];
-  logic [31:0] w_d [ROWS][COLS];
-  /* verilator tracing_on */
-  logic        act_q [ROWS];
-  logic        act_d [ROWS];
+  logic [ROWS-1:0][COLS-1:0][31:0] w_q, w_d;
+  logic [ROWS-1:0]                 act_q, act_d;
 
   always_comb begin
     for (int c = 0; c < COLS; c++) w_d[0][c] = lane_value(ld_row[32*c +: 32], ld_bf16);
     for (int r = 1; r < ROWS; r++) w_d[r] = w_q[r-1];
-    act_d[0] = ld_active;
-    for (int r = 1; r < ROWS; r++) act_d[r] = act_q[r-1];
+    act_d = {act_q[ROWS-2:0], ld_active};
   end
 
   always_ff @(posedge clk) begin
@@ -96,55 +95,47 @@ module nx_pe_array #(
   end
 
   // ---- input skew: lane r waits r cycles before entering column 0 ----------
-  logic [31:0] skew_out [ROWS];
-
-  assign skew_out[0] = lane_value(mv_vec[31:0], mv_bf16);
-  for (genvar r = 1; r < ROWS; r++) begin : g_skew
-    logic [32*r-1:0] sr;  // r stages, newest in the low lane
-    if (r == 1) begin : g_one
-      always_ff @(posedge clk) sr <= lane_value(mv_vec[32*r +: 32], mv_bf16);
-    end else begin : g_many
-      always_ff @(posedge clk) sr <= {sr[32*(r-1)-1:0], lane_value(mv_vec[32*r +: 32], mv_bf16)};
-    end
-    assign skew_out[r] = sr[32*r-1 -: 32];
-  end
-
-  // ---- moving values: every PE registers its input and passes it right ----
-  /* verilator tracing_off */
-  logic [31:0] x_q [ROWS][COLS];
-  logic [31:0] x_d [ROWS][COLS];
-  /* verilator tracing_on */
-  tag_t        xt_q [COLS];  // tag of row 0's moving value (the rows below follow it)
-  tag_t        xt_d [COLS];
+  // Stage s (1 <= s < ROWS) holds lanes r >= s, each one cycle older than in
+  // stage s - 1; lane r leaves from stage r. Entries r < s are tied to zero
+  // (synthesis removes them): the registers form the usual triangle.
+  logic [ROWS-1:1][ROWS-1:0][31:0] sk_q, sk_d;
+  logic [ROWS-1:0][31:0]           skew_out;
 
   always_comb begin
-    for (int r = 0; r < ROWS; r++) begin
-      x_d[r][0] = skew_out[r];
-      for (int c = 1; c < COLS; c++) x_d[r][c] = x_q[r][c-1];
-    end
-    xt_d[0] = '{valid: mv_valid, first: mv_first, acc: mv_acc};
-    for (int c = 1; c < COLS; c++) xt_d[c] = xt_q[c-1];
+    for (int s = 1; s < ROWS; s++)
+      for (int r = 0; r < ROWS; r++)
+        if (r < s) sk_d[s][r] = '0;
+        else if (s == 1) sk_d[s][r] = lane_value(mv_vec[32*r +: 32], mv_bf16);
+        else sk_d[s][r] = sk_q[s-1][r];
+    skew_out[0] = lane_value(mv_vec[31:0], mv_bf16);
+    for (int r = 1; r < ROWS; r++) skew_out[r] = sk_q[r][r];
+  end
+
+  always_ff @(posedge clk) sk_q <= sk_d;
+
+  // ---- moving values: every PE registers its input and passes it right ----
+  logic [ROWS-1:0][COLS-1:0][31:0] x_q, x_d;
+  logic [COLS-1:0][2:0]            xt_q, xt_d;  // row 0's tags (the rows below follow it)
+
+  always_comb begin
+    for (int r = 0; r < ROWS; r++) x_d[r] = {x_q[r][COLS-2:0], skew_out[r]};
+    xt_d = {xt_q[COLS-2:0], mv_valid, mv_first, mv_acc};
   end
 
   // ---- processing elements: multiply, add the partial sum from above -----
   // Reads flops only, so the simulator evaluates it once per clock edge.
-  /* verilator tracing_off */
-  logic [31:0] ps_q [ROWS][COLS];  // partial sum leaving PE (r, c) downwards
-  logic [31:0] ps_d [ROWS][COLS];
-  tag_t        pt_q [ROWS][COLS];  // its tag
-  tag_t        pt_d [ROWS][COLS];
-  /* verilator tracing_on */
+  logic [ROWS-1:0][COLS-1:0][31:0] ps_q, ps_d;  // partial sum leaving PE (r, c) downwards
+  logic [ROWS-1:0][COLS-1:0][2:0] pt_q, pt_d;  // its tag
 
   always_comb begin
     // row 0 starts every column's sum with its own product
-    for (int c = 0; c < COLS; c++) begin
-      pt_d[0][c] = xt_q[c];
-      ps_d[0][c] = xt_q[c].valid ? fmul(w_q[0][c], x_q[0][c]) : ps_q[0][c];
-    end
+    pt_d[0] = xt_q;
+    for (int c = 0; c < COLS; c++)
+      ps_d[0][c] = xt_q[c][TV] ? fmul(w_q[0][c], x_q[0][c]) : ps_q[0][c];
     for (int r = 1; r < ROWS; r++) begin
+      pt_d[r] = pt_q[r-1];
       for (int c = 0; c < COLS; c++) begin
-        pt_d[r][c] = pt_q[r-1][c];
-        if (!pt_q[r-1][c].valid) ps_d[r][c] = ps_q[r][c];  // idle: hold
+        if (!pt_q[r-1][c][TV]) ps_d[r][c] = ps_q[r][c];  // idle: hold
         else if (!act_q[r]) ps_d[r][c] = ps_q[r-1][c];     // row past K: pass through
         else ps_d[r][c] = fadd(ps_q[r-1][c], fmul(w_q[r][c], x_q[r][c]));
       end
@@ -155,8 +146,8 @@ module nx_pe_array #(
     x_q <= x_d;
     ps_q <= ps_d;
     if (!rst_n) begin
-      xt_q <= '{default: '0};
-      pt_q <= '{default: '{default: '0}};
+      xt_q <= '0;
+      for (int r = 0; r < ROWS; r++) pt_q[r] <= '0;
     end else begin
       xt_q <= xt_d;
       pt_q <= pt_d;
@@ -172,14 +163,14 @@ module nx_pe_array #(
 
   always_comb begin
     for (int c = 0; c < COLS; c++) begin
-      waddr[c] = pt_q[ROWS-1][c].first ? '0 : wp_q[c];
-      wp_d[c] = pt_q[ROWS-1][c].valid ? waddr[c] + 1'b1 : wp_q[c];
+      waddr[c] = pt_q[ROWS-1][c][TF] ? '0 : wp_q[c];
+      wp_d[c] = pt_q[ROWS-1][c][TV] ? waddr[c] + 1'b1 : wp_q[c];
     end
   end
 
   always_comb begin
     for (int c = 0; c < COLS; c++)
-      wdata[c] = pt_q[ROWS-1][c].acc ? fadd(rmw_rd[c], ps_q[ROWS-1][c]) : ps_q[ROWS-1][c];
+      wdata[c] = pt_q[ROWS-1][c][TA] ? fadd(rmw_rd[c], ps_q[ROWS-1][c]) : ps_q[ROWS-1][c];
   end
 
   always_ff @(posedge clk) wp_q <= wp_d;
@@ -187,12 +178,12 @@ module nx_pe_array #(
   for (genvar c = 0; c < COLS; c++) begin : g_psum
     logic [31:0] mem [NMAX];
     always_ff @(posedge clk) begin
-      if (pt_q[ROWS-1][c].valid) mem[waddr[c]] <= wdata[c];
+      if (pt_q[ROWS-1][c][TV]) mem[waddr[c]] <= wdata[c];
       else if (ps_we) mem[ps_addr] <= ps_wdata[32*c +: 32];
     end
     assign rmw_rd[c] = mem[waddr[c]];
     assign ps_rdata[32*c +: 32] = mem[ps_addr];
-    assign ps_wr[c] = pt_q[ROWS-1][c].valid;
+    assign ps_wr[c] = pt_q[ROWS-1][c][TV];
   end
 
   // ---- busy: counts down from the last vector's entry to its last write ----

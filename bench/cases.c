@@ -1,0 +1,250 @@
+/* The cases of nxsim-bench: build the program, fill its inputs, run it on the
+ * SystemC model, measure, then check the values against an independent
+ * reference (OpenBLAS sgemm; the arithmetic of a counter; the source bytes). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include <cblas.h>
+
+#include "bench.h"
+#include "programs.h"
+#include "sim/model.h"
+#include "sim/profile.h"
+#include "sim/race.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double peak_rss_bytes(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_maxrss * 1024.0; /* Linux: KiB */
+}
+
+static void fail(case_result *out, const char *what, const char *msg) {
+    snprintf(out->error, sizeof out->error, "%s: %s", what, msg);
+}
+
+static double program_bytes(const nx_program *p) {
+    double n = 0;
+    for (uint32_t c = 0; c < NX_MAX_CORES; c++)
+        for (unsigned e = 0; e < NX_ENG_COUNT; e++) n += p->stream[c][e].count;
+    return n * (double)sizeof(nx_insn);
+}
+
+/* TARGET_RSS_FACTOR x (the program's HBM + every core's SBUF and PSUM). */
+static double rss_bound(const nx_machine *m, const nx_program *p) {
+    double on_chip = (double)m->geo.partitions * (double)(m->geo.sbuf_partition_bytes + m->geo.psum_partition_bytes);
+    return TARGET_RSS_FACTOR * ((double)p->hbm_bytes + p->cores * on_chip);
+}
+
+/* Runs the program on the model and fills the common figures; then the
+ * optional race check and trace, timed apart. Returns 0 or -1. */
+static int simulate(const nx_machine *m, const bench_case *c, const bench_options *opt, const nx_program *prog,
+                    nx_state *st, case_result *out) {
+    nx_sim_options so = {opt->race_check || opt->trace_dir, 0};
+    nx_sim_result r;
+    memset(&r, 0, sizeof r);
+    nx_error err;
+    double t0 = now_s();
+    int rc = nx_sim_run(m, prog, st, &so, &r, &err);
+    out->wall_s = now_s() - t0;
+    out->rss_bytes = peak_rss_bytes();
+    if (rc != 0) {
+        fail(out, "nx_sim_run", err.msg);
+        nx_sim_result_free(&r);
+        return -1;
+    }
+    out->sim_ns = r.total_ns;
+    out->instructions = r.instructions;
+    out->insn_per_s = out->wall_s > 0 ? (double)r.instructions / out->wall_s : 0;
+    out->program_bytes = program_bytes(prog);
+    out->rss_bound_bytes = rss_bound(m, prog);
+    nx_profile_peak peak;
+    nx_profile_peak_of(m, prog, &peak);
+    out->tflops_peak = peak.tflops;
+    out->tflops_sim = r.total_ns > 0 ? (double)r.flops / r.total_ns / 1000.0 : 0;
+    if (opt->summary) {
+        printf("--- profile summary of %s\n", c->name);
+        nx_profile_summary(stdout, m, prog, &r);
+        printf("---\n");
+        fflush(stdout);
+    }
+    if (opt->race_check) {
+        t0 = now_s();
+        out->race_status = nx_race_check(prog, r.log, r.log_count, &err);
+        out->race_s = now_s() - t0;
+        if (out->race_status != 0) snprintf(out->race_msg, sizeof out->race_msg, "%s", err.msg);
+    }
+    if (opt->trace_dir) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s.json", opt->trace_dir, c->name);
+        t0 = now_s();
+        if (nx_profile_write_trace(path, m, prog, &r, &err) != 0) {
+            fail(out, "trace", err.msg);
+            nx_sim_result_free(&r);
+            return -1;
+        }
+        out->trace_s = now_s() - t0;
+        FILE *f = fopen(path, "rb");
+        if (f) {
+            fseek(f, 0, SEEK_END);
+            out->trace_bytes = (double)ftell(f);
+            fclose(f);
+        }
+    }
+    nx_sim_result_free(&r);
+    return 0;
+}
+
+/* ---- (a) GEMM ---- */
+
+/* OpenBLAS on the same values; then |A| |B| (untimed) to scale the error:
+ * |c_sim - c_blas| <= 2 K u (|A| |B|) elementwise, u = 2^-24, bounds two
+ * fp32 sums of K products in any order. */
+static int check_gemm(const bench_gemm *g, const float *c_sim, case_result *out) {
+    size_t nA = (size_t)g->M * g->K, nB = (size_t)g->K * g->N, nC = (size_t)g->M * g->N;
+    float *A = malloc(nA * sizeof *A), *B = malloc(nB * sizeof *B), *C = malloc(nC * sizeof *C);
+    if (!A || !B || !C) {
+        fail(out, "reference", "out of memory");
+        free(A), free(B), free(C);
+        return -1;
+    }
+    for (size_t i = 0; i < nA; i++) A[i] = bench_gemm_value(0, i, g->dtype);
+    for (size_t i = 0; i < nB; i++) B[i] = bench_gemm_value(1, i, g->dtype);
+    /* warm OpenBLAS up (thread start-up, buffers) on a small product */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 64, 64, 64, 1.0f, A, (blasint)g->K, B, (blasint)g->N,
+                0.0f, C, (blasint)g->N);
+    double t0 = now_s();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)g->M, (blasint)g->N, (blasint)g->K, 1.0f, A,
+                (blasint)g->K, B, (blasint)g->N, 0.0f, C, (blasint)g->N);
+    out->blas_s = now_s() - t0;
+    out->ratio = out->blas_s > 0 ? out->wall_s / out->blas_s : 0;
+    for (size_t i = 0; i < nA; i++) A[i] = fabsf(A[i]);
+    for (size_t i = 0; i < nB; i++) B[i] = fabsf(B[i]);
+    float *D = malloc(nC * sizeof *D);
+    int status = D ? 0 : -1;
+    if (!D) {
+        fail(out, "reference", "out of memory");
+    } else {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)g->M, (blasint)g->N, (blasint)g->K, 1.0f, A,
+                    (blasint)g->K, B, (blasint)g->N, 0.0f, D, (blasint)g->N);
+        double worst = 0;
+        int finite = 1;
+        for (size_t i = 0; i < nC; i++) {
+            if (!isfinite(c_sim[i])) finite = 0;
+            double e = fabs((double)c_sim[i] - (double)C[i]) / (D[i] > 0 ? (double)D[i] : 1.0);
+            if (e > worst) worst = e;
+        }
+        out->max_rel_err = worst;
+        out->err_bound = 2.0 * g->K * ldexp(1.0, -24);
+        out->values_ok = finite && worst <= out->err_bound;
+        if (!out->values_ok)
+            snprintf(out->error, sizeof out->error, "values: max |sim - sgemm| / (|A||B|) = %.3g > %.3g", worst,
+                     out->err_bound);
+    }
+    free(A), free(B), free(C), free(D);
+    return status;
+}
+
+static void run_gemm(const nx_machine *m, const bench_case *c, const bench_options *opt, case_result *out) {
+    bench_gemm g = {.M = c->M, .K = c->K, .N = c->N, .dtype = c->dtype, .dma_engines = 16};
+    nx_program prog;
+    nx_state st;
+    nx_error err;
+    snprintf(out->clock, sizeof out->clock, "pe");
+    if (bench_gemm_build(m, &g, &prog, &err) != 0) return fail(out, "build", err.msg);
+    if (nx_state_init(&st, &m->geo, prog.cores, prog.hbm_bytes, prog.sem_count, &err) != 0) {
+        nx_program_free(&prog);
+        return fail(out, "state", err.msg);
+    }
+    bench_gemm_put_inputs(&g, &st);
+    float *c_sim = NULL;
+    if (simulate(m, c, opt, &prog, &st, out) == 0) {
+        out->sim_cycles = out->sim_ns * m->clock_ghz[NX_ENG_PE];
+        c_sim = malloc((size_t)g.M * g.N * sizeof *c_sim);
+        if (!c_sim)
+            fail(out, "result", "out of memory");
+        else
+            bench_gemm_get_output(&g, &st, c_sim);
+    }
+    /* the reference's matrices replace the state, not add to it */
+    nx_state_free(&st);
+    nx_program_free(&prog);
+    if (c_sim && check_gemm(&g, c_sim, out) == 0) out->ran = 1;
+    free(c_sim);
+}
+
+/* ---- (b) chain of dependent DVE instructions ---- */
+
+static void run_chain(const nx_machine *m, const bench_case *c, const bench_options *opt, case_result *out) {
+    nx_program prog;
+    nx_state st;
+    nx_error err;
+    uint64_t x_off;
+    snprintf(out->clock, sizeof out->clock, "dve");
+    if (bench_chain_build(m, (uint32_t)c->size, &prog, &x_off, &err) != 0) return fail(out, "build", err.msg);
+    if (nx_state_init(&st, &m->geo, prog.cores, prog.hbm_bytes, prog.sem_count, &err) != 0) {
+        nx_program_free(&prog);
+        return fail(out, "state", err.msg);
+    }
+    if (simulate(m, c, opt, &prog, &st, out) == 0) {
+        out->sim_cycles = out->sim_ns * m->clock_ghz[NX_ENG_DVE];
+        out->final_value = nx_dtype_load(NX_DT_FP32, nx_sbuf_at(&st, 0, 0, x_off));
+        out->values_ok = out->final_value == (double)c->size;
+        if (!out->values_ok)
+            snprintf(out->error, sizeof out->error, "values: x = %.17g after %llu increments", out->final_value,
+                     (unsigned long long)c->size);
+        out->ran = 1;
+    }
+    nx_state_free(&st);
+    nx_program_free(&prog);
+}
+
+/* ---- (c) DMA-bound copy ---- */
+
+static void run_copy(const nx_machine *m, const bench_case *c, const bench_options *opt, case_result *out) {
+    bench_copy cp = {.bytes = c->size, .cores = m->geo.cores < NX_MAX_CORES ? m->geo.cores : NX_MAX_CORES,
+                     .dma_engines = 16};
+    nx_program prog;
+    nx_state st;
+    nx_error err;
+    if (bench_copy_build(m, &cp, &prog, &err) != 0) return fail(out, "build", err.msg);
+    if (nx_state_init(&st, &m->geo, prog.cores, prog.hbm_bytes, prog.sem_count, &err) != 0) {
+        nx_program_free(&prog);
+        return fail(out, "state", err.msg);
+    }
+    uint32_t *src = (uint32_t *)(void *)(st.hbm + cp.src_off);
+    for (uint64_t i = 0; i < cp.bytes / 4; i++) src[i] = (uint32_t)(i * 2654435761u) ^ 0x5bd1e995u;
+    if (simulate(m, c, opt, &prog, &st, out) == 0) {
+        /* every byte crosses a DMA engine twice (HBM -> SBUF -> HBM) */
+        out->moved_bytes = 2.0 * (double)cp.bytes;
+        double dma_bw = (double)cp.cores * cp.dma_engines * m->dma_engine_bytes_per_ns;
+        double bw = m->hbm_bytes_per_ns < dma_bw ? m->hbm_bytes_per_ns : dma_bw;
+        out->bound_ns = out->moved_bytes / bw;
+        out->values_ok = memcmp(st.hbm + cp.dst_off, st.hbm + cp.src_off, cp.bytes) == 0;
+        if (!out->values_ok) snprintf(out->error, sizeof out->error, "values: dst differs from src");
+        out->ran = 1;
+    }
+    nx_state_free(&st);
+    nx_program_free(&prog);
+}
+
+void bench_run_case(const nx_machine *m, const bench_case *c, const bench_options *opt, case_result *out) {
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "%s", c->name);
+    out->kind = c->kind;
+    out->race_status = 2;
+    switch (c->kind) {
+    case CASE_GEMM: run_gemm(m, c, opt, out); break;
+    case CASE_CHAIN: run_chain(m, c, opt, out); break;
+    case CASE_COPY: run_copy(m, c, opt, out); break;
+    }
+}

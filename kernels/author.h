@@ -1,0 +1,203 @@
+/* The kernel-authoring layer: what a leaf kernel writes against.
+ *
+ * A context (nx_kctx) emits the instructions of ONE core (program_id) of a
+ * grid into a program builder. It gives a leaf three things:
+ *
+ *  1. Tiles: SBUF/PSUM regions from a pool allocator with explicit release.
+ *     Every tile spans partitions [0, partitions) and a byte range that is
+ *     the same in every partition. Overflow is an error naming the tile
+ *     request and what is left. Released space is reused by later requests,
+ *     so a loop that allocates and releases never runs out. Multi-buffering
+ *     is the leaf's choice: allocate N tiles up front and rotate them.
+ *
+ *  2. Emit helpers for the instructions a leaf needs (DMA with per-queue
+ *     spreading, tensor_copy, transpose, load_stationary/multiply_moving,
+ *     memset, iota, tensor_tensor, activation, and a generic emit). Each
+ *     instruction is validated when it is emitted (isa/validate.h), so a bad
+ *     access pattern is reported at the line that built it.
+ *
+ *  3. Synchronisation, inferred: the leaf never writes a semaphore. The
+ *     semantics of a traced kernel is its emission order (as if every
+ *     instruction ran to completion before the next); the layer adds exactly
+ *     the waits that make every engine and DMA queue respect that order where
+ *     memory footprints (isa/validate.h nx_insn_footprint) conflict: RAW,
+ *     WAR, WAW, for SBUF/PSUM of this core and HBM. Independent work is left
+ *     unordered, so the engines overlap. docs/parts/kernels.md explains the
+ *     scheme (agents, one counting semaphore each, vector clocks, nops for
+ *     extra waits, pruning).
+ *
+ * Cross-core: the layer orders this core's work only. Leaves on a grid split
+ * their HBM writes so the programs never touch the same bytes, or call
+ * nx_kctx_barrier() (both programs must call it the same number of times).
+ *
+ * Semaphores are program-wide indices (per-core counters). A context takes
+ * one per agent it uses (PE, DVE, ACT, POOL, each DMA lane), lazily; when
+ * another core of the same builder already uses an index for the same agent
+ * (e.g. program 0 of the grid was traced first) and this core does not use
+ * that index, the context reuses it, so the programs of a grid share one set
+ * of indices.
+ *
+ * Errors: functions return 0 or -1 with a one-line message in err. After an
+ * error the context only accepts nx_kctx_free(). Ownership: the context
+ * borrows the builder (which must outlive it) and owns nothing the builder
+ * owns. */
+#ifndef NXSIM_KERNELS_AUTHOR_H
+#define NXSIM_KERNELS_AUTHOR_H
+
+#include <stdint.h>
+
+#include "isa/builder.h"
+#include "isa/error.h"
+#include "isa/geometry.h"
+#include "isa/insn.h"
+
+typedef struct nx_kctx nx_kctx;
+
+/* ---- context ---- */
+
+/* NULL on OOM (or program_id >= num_programs, or num_programs == 0); emits
+ * into core program_id of b. The builder does not expose its geometry, so
+ * this constructor assumes the architectural constants shared by the trn1
+ * and trn2 presets (128 partitions, 192 KiB SBUF per partition as the
+ * smaller of the two, 16 KiB PSUM in 2 KiB banks, 128x128 PE with N <= 512,
+ * 32x32 DVE transpose, 256 DMA queues = 16 engines x 16, free-size limits
+ * 64K/4K); the builder still checks every instruction against its real
+ * geometry when the program is finished. Prefer nx_kctx_new_geo. */
+nx_kctx *nx_kctx_new(nx_builder *b, uint32_t program_id, uint32_t num_programs);
+/* Same, with the machine geometry the builder was made with (copied). */
+nx_kctx *nx_kctx_new_geo(nx_builder *b, const nx_geometry *geo, uint32_t program_id,
+                         uint32_t num_programs);
+uint32_t nx_kctx_program_id(const nx_kctx *k);
+uint32_t nx_kctx_num_programs(const nx_kctx *k);
+const nx_geometry *nx_kctx_geometry(const nx_kctx *k);
+nx_builder *nx_kctx_builder(nx_kctx *k);
+
+/* Closes the trace: the SP waits for every DMA lane's last transfer (so the
+ * program's end means its data is in place) and every stream of this core
+ * that holds instructions gets an `end`. Nothing may be emitted afterwards.
+ * Tiles still allocated are fine (the trace is over). */
+int nx_kctx_finish(nx_kctx *k, nx_error *err);
+void nx_kctx_free(nx_kctx *k);
+
+/* Grid helper: the contiguous share [*lo, *hi) of `total` rows that program
+ * k takes: [p*ceil(total/n), min((p+1)*ceil(total/n), total)). */
+void nx_kctx_rows(const nx_kctx *k, uint64_t total, uint64_t *lo, uint64_t *hi);
+
+/* Full barrier across the grid: everything this core emitted before it
+ * happens before everything either core emits after it (the other program
+ * must call it too). Runs on POOL (core_barrier), preceded by POOL waits for
+ * every agent's outstanding work. */
+int nx_kctx_barrier(nx_kctx *k, nx_error *err);
+
+/* ---- tiles ---- */
+
+typedef struct nx_tile {
+    uint8_t mem;          /* NX_OPK_SBUF or NX_OPK_PSUM */
+    uint8_t dtype;        /* nx_dtype of nx_tile_ap() */
+    uint32_t partitions;  /* partitions [0, partitions) */
+    uint64_t free_elems;  /* elements per partition */
+    uint64_t offset;      /* first byte within each partition */
+    uint64_t bytes;       /* bytes reserved per partition */
+} nx_tile;
+
+/* Allocates a [partitions x free_elems] tile of dtype in SBUF or PSUM
+ * (`mem` NX_OPK_SBUF / NX_OPK_PSUM). SBUF tiles are 64-byte aligned; a PSUM
+ * tile of at most one bank never straddles a bank. `name` (borrowed) names
+ * the tile in errors, e.g.
+ *   SBUF tile 'xin' (128 x 4096 fp32, 16384 bytes per partition) does not
+ *   fit: <the builder's overflow message>; released: 2048 bytes per
+ *   partition in 1 extent (largest 2048) */
+int nx_kctx_alloc(nx_kctx *k, nx_operand_kind mem, const char *name, nx_dtype dtype,
+                  uint32_t partitions, uint64_t free_elems, nx_tile *out, nx_error *err);
+/* Returns a tile's space to the pool (later tiles may reuse it; the layer
+ * orders the reuse after the old tile's last access). Error for a tile that
+ * is not allocated (double release). */
+int nx_kctx_release(nx_kctx *k, const nx_tile *t, nx_error *err);
+
+/* The whole tile: [partitions] x [free_elems] contiguous, as its dtype. */
+nx_operand nx_tile_ap(const nx_tile *t);
+/* A view: partitions [p0, p0 + np) of the tile, read as dtype `as`, first
+ * element `elem_offset` (in elements of `as` from the tile start), free
+ * pattern (strides in elements of `as`, outermost first). The caller keeps
+ * the view inside the tile (the instruction validation catches the rest). */
+nx_operand nx_tile_view(const nx_tile *t, nx_dtype as, uint32_t p0, uint32_t np,
+                        uint64_t elem_offset, uint32_t ndims, const int32_t *strides,
+                        const uint32_t *counts);
+/* Rows [p0, p0 + np) of an operand (SBUF/PSUM: partitions; HBM: rows of
+ * partition_stride elements). */
+nx_operand nx_operand_rows(const nx_operand *op, uint32_t p0, uint32_t np);
+
+/* ---- DMA ---- */
+
+/* DMA lanes: the context spreads transfers over nx_kctx_lanes() queues,
+ * lane l on DMA engine l mod 16 (queue l / 16 of that engine), so
+ * consecutive lanes use different DMA engines. Transfers on one lane run in
+ * order; on different lanes they overlap. */
+uint32_t nx_kctx_lanes(const nx_kctx *k);
+uint32_t nx_kctx_lane_queue(const nx_kctx *k, uint32_t lane);
+
+/* dma_copy dst <- src on the next lane (round robin). */
+int nx_kctx_dma(nx_kctx *k, const nx_operand *dst, const nx_operand *src, nx_error *err);
+/* dma_copy on lane `lane % lanes`. */
+int nx_kctx_dma_on(nx_kctx *k, uint32_t lane, const nx_operand *dst, const nx_operand *src,
+                   nx_error *err);
+/* Splits a transfer by rows into `pieces` transfers of (nearly) equal row
+ * counts on lanes first_lane, first_lane + 1, ... (mod lanes). */
+int nx_kctx_dma_split(nx_kctx *k, uint32_t first_lane, uint32_t pieces, const nx_operand *dst,
+                      const nx_operand *src, nx_error *err);
+/* dma_transpose (2-byte dtypes) on lane `lane % lanes`. */
+int nx_kctx_dma_transpose(nx_kctx *k, uint32_t lane, const nx_operand *dst,
+                          const nx_operand *src, nx_error *err);
+
+/* ---- compute ---- */
+
+/* Any non-DMA instruction on a compute engine (PE/DVE/ACT/POOL) or a
+ * control instruction (nop) on any engine. The instruction must carry no
+ * semaphore wait or increment: the layer adds them. */
+int nx_kctx_emit(nx_kctx *k, nx_engine engine, const nx_insn *insn, nx_error *err);
+
+int nx_kctx_tensor_copy(nx_kctx *k, nx_engine engine, const nx_operand *dst,
+                        const nx_operand *src, nx_error *err);
+/* transpose on PE (SBUF -> PSUM) or DVE (32x32 blocks). */
+int nx_kctx_transpose(nx_kctx *k, nx_engine engine, const nx_operand *dst, const nx_operand *src,
+                      nx_error *err);
+int nx_kctx_load_stationary(nx_kctx *k, const nx_operand *src, nx_error *err);
+int nx_kctx_multiply_moving(nx_kctx *k, const nx_operand *dst, const nx_operand *moving,
+                            int accumulate, nx_error *err);
+/* memset dst to value (read as dst's dtype) on DVE or POOL. */
+int nx_kctx_memset(nx_kctx *k, nx_engine engine, const nx_operand *dst, double value,
+                   nx_error *err);
+/* iota dst <- pattern on POOL. */
+int nx_kctx_iota(nx_kctx *k, const nx_operand *dst, const nx_operand *pattern, nx_error *err);
+int nx_kctx_tensor_tensor(nx_kctx *k, nx_engine engine, nx_alu_op op, const nx_operand *dst,
+                          const nx_operand *in0, const nx_operand *in1, nx_error *err);
+/* activation dst = func(in * scale + bias) on ACT, scale and bias immediates. */
+int nx_kctx_activation(nx_kctx *k, nx_act_func func, const nx_operand *dst, const nx_operand *in,
+                       double scale, double bias, nx_error *err);
+
+/* ---- introspection (tests, profiles) ---- */
+
+typedef struct nx_kctx_stats {
+    uint64_t instructions; /* emitted by the leaf (not counting nops/ends) */
+    uint64_t waits;        /* semaphore waits the layer attached (incl. on nops) */
+    uint64_t nops;         /* nops the layer added to carry extra waits */
+    uint64_t live_max;     /* most footprints tracked at once */
+} nx_kctx_stats;
+void nx_kctx_get_stats(const nx_kctx *k, nx_kctx_stats *out);
+/* The semaphore index of an engine's agent (PE/DVE/ACT/POOL) or of a DMA
+ * lane, or -1 if the context has not used it. */
+int nx_kctx_engine_semaphore(const nx_kctx *k, nx_engine engine);
+int nx_kctx_lane_semaphore(const nx_kctx *k, uint32_t lane);
+
+/* A static ordering check of a finished program, independent of the
+ * layer's bookkeeping (kernels/author_check.c): replays program order, DMA
+ * issue and queue order, semaphore waits ("sem >= v" follows the first v
+ * increments; every semaphore must be incremented by one agent in steps of
+ * 1) and core barriers with vector clocks, then compares every pair of
+ * conflicting footprints. Returns 0 if every conflicting pair is ordered;
+ * 1 with "race: <insn> writes <box> and <insn> reads <box> with nothing
+ * ordering them"; -1 for a program outside the check (shared semaphores,
+ * a deadlock) or on out of memory. */
+int nx_kcheck_program(const nx_program *p, nx_error *err);
+
+#endif

@@ -1,0 +1,25 @@
+/* The reference tier: plain C on host arrays, written for clarity, the
+ * oracle for the kernel tests and `nxsim run --check`. No reference uses
+ * the ISA, the authoring layer or the simulator. Arrays are C-contiguous
+ * (row-major), little-endian elements of the given dtype; functions never
+ * allocate what they return (the caller sizes `out`). Errors: -1 with a
+ * one-line message naming the bad argument. */
+#ifndef NXSIM_KERNELS_REF_REF_H
+#define NXSIM_KERNELS_REF_REF_H
+
+#include <stdint.h>
+
+#include "isa/dtype.h"
+#include "isa/error.h"
+
+#define NX_REF_MAX_DIMS 6
+
+/* out = np.transpose(in, perm): out's dim k is in's dim perm[k], so
+ * out[i_0..i_{n-1}] = in[j] with j[perm[k]] = i_k. perm NULL = reversed
+ * dims (numpy's default); entries may be negative (counted from the end).
+ * Elements are moved as bytes (bit-exact). ndims 1..NX_REF_MAX_DIMS; a zero
+ * dim is an empty array. in and out must not overlap. */
+int nx_ref_transpose(const void *in, nx_dtype dtype, uint32_t ndims, const uint64_t *shape,
+                     const int64_t *perm, void *out, nx_error *err);
+
+#endif

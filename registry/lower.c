@@ -1,0 +1,277 @@
+/* The lowering driver and its traced-program cache (registry/lower.h). */
+#include "lower.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "isa/builder.h"
+#include "kernels/author.h"
+
+typedef struct cache_entry {
+    char *key;
+    uint64_t hash;
+    uint32_t grid;
+    nx_program prog;
+    struct cache_entry *next;
+} cache_entry;
+
+struct nx_lowerer {
+    nx_geometry geo;
+    const nx_kernel_registry *reg; /* NULL = the live registry */
+    pthread_mutex_t lock;          /* guards everything below */
+    cache_entry **buckets;
+    size_t nbuckets;
+    uint64_t count;
+    uint64_t new_traces; /* NEW_NKI_FE */
+    uint64_t hits;
+};
+
+nx_lowerer *nx_lowerer_new(const nx_geometry *geo, const nx_kernel_registry *reg) {
+    nx_lowerer *L = calloc(1, sizeof *L);
+    if (!L) return NULL;
+    L->geo = *geo;
+    L->reg = reg;
+    L->nbuckets = 64;
+    L->buckets = calloc(L->nbuckets, sizeof *L->buckets);
+    if (!L->buckets || pthread_mutex_init(&L->lock, NULL) != 0) {
+        free(L->buckets);
+        free(L);
+        return NULL;
+    }
+    return L;
+}
+
+void nx_lowerer_free(nx_lowerer *L) {
+    if (!L) return;
+    for (size_t b = 0; b < L->nbuckets; b++) {
+        for (cache_entry *e = L->buckets[b], *next; e; e = next) {
+            next = e->next;
+            nx_program_free(&e->prog);
+            free(e->key);
+            free(e);
+        }
+    }
+    free(L->buckets);
+    pthread_mutex_destroy(&L->lock);
+    free(L);
+}
+
+/* ---- the key ------------------------------------------------------------------ */
+
+static int put(char **s, size_t *len, size_t *cap, const char *text) {
+    size_t n = strlen(text);
+    if (*len + n + 1 > *cap) {
+        size_t c = *cap ? *cap : 256;
+        while (c < *len + n + 1) c *= 2;
+        char *p = realloc(*s, c);
+        if (!p) return -1;
+        *s = p;
+        *cap = c;
+    }
+    memcpy(*s + *len, text, n + 1);
+    *len += n;
+    return 0;
+}
+
+static int put_tensor(char **s, size_t *len, size_t *cap, const nx_op_tensor *t) {
+    char buf[NX_TENSOR_NAME_MAX + 160];
+    char type[128];
+    nx_op_tensor_format(type, sizeof type, t);
+    snprintf(buf, sizeof buf, "%s:%s;", t->name, type);
+    return put(s, len, cap, buf);
+}
+
+/* func_name | operands | results | attrs | grid | machine. Tensor names and
+ * func_name cannot hold '|' or ';' except func_name, which comes first and
+ * is followed by its length, so no two ops share a key text. */
+char *nx_lower_cache_key(const nx_macro_op *op, uint32_t grid, const nx_geometry *geo) {
+    char *s = NULL;
+    size_t len = 0, cap = 0;
+    char buf[64];
+    char *attrs = nx_attrs_canonical(&op->attrs);
+    int bad = !attrs;
+    snprintf(buf, sizeof buf, "#%zu|", strlen(op->func_name ? op->func_name : ""));
+    bad = bad || put(&s, &len, &cap, op->func_name ? op->func_name : "") || put(&s, &len, &cap, buf);
+    for (uint32_t i = 0; i < op->n_operands && !bad; i++) bad = put_tensor(&s, &len, &cap, &op->operands[i]);
+    bad = bad || put(&s, &len, &cap, "|");
+    for (uint32_t i = 0; i < op->n_results && !bad; i++) bad = put_tensor(&s, &len, &cap, &op->results[i]);
+    snprintf(buf, sizeof buf, "|grid=%u|machine=", grid);
+    bad = bad || put(&s, &len, &cap, "|") || put(&s, &len, &cap, attrs) || put(&s, &len, &cap, buf);
+    char machine[sizeof geo->name + 1];
+    memcpy(machine, geo->name, sizeof geo->name);
+    machine[sizeof geo->name] = '\0';
+    bad = bad || put(&s, &len, &cap, machine);
+    free(attrs);
+    if (bad) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+static uint64_t fnv1a(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static cache_entry *cache_find(const nx_lowerer *L, const char *key, uint64_t hash) {
+    for (cache_entry *e = L->buckets[hash % L->nbuckets]; e; e = e->next)
+        if (e->hash == hash && strcmp(e->key, key) == 0) return e;
+    return NULL;
+}
+
+/* Doubles the bucket array when the load passes 1 (best effort: on
+ * out-of-memory the chains just get longer). */
+static void cache_grow(nx_lowerer *L) {
+    if (L->count < L->nbuckets) return;
+    size_t n = L->nbuckets * 2;
+    cache_entry **b = calloc(n, sizeof *b);
+    if (!b) return;
+    for (size_t i = 0; i < L->nbuckets; i++) {
+        for (cache_entry *e = L->buckets[i], *next; e; e = next) {
+            next = e->next;
+            e->next = b[e->hash % n];
+            b[e->hash % n] = e;
+        }
+    }
+    free(L->buckets);
+    L->buckets = b;
+    L->nbuckets = n;
+}
+
+/* ---- tracing --------------------------------------------------------------- */
+
+static int trace(const nx_lowerer *L, const nx_macro_op *op, nx_resolved *r, uint32_t grid,
+                 nx_program *out, nx_error *err) {
+    const char *key = r->entry->key;
+    if (grid > L->geo.cores)
+        return nx_fail(err, "%s: needs a grid of %u cores, machine '%.16s' has %u", key, grid,
+                       L->geo.name, L->geo.cores);
+    nx_builder *b = nx_builder_new(&L->geo, grid);
+    if (!b) return nx_fail(err, "%s: out of memory creating the program builder", key);
+    int rc = -1;
+    /* Declare every operand (input) and result (output), in op order. */
+    uint64_t off_in[NX_OP_MAX_TENSORS], off_out[NX_OP_MAX_TENSORS];
+    for (uint32_t i = 0; i < op->n_operands; i++) {
+        const nx_op_tensor *t = &op->operands[i];
+        if (nx_builder_tensor(b, t->name, t->dtype, t->ndims, t->shape, NX_ROLE_INPUT, &off_in[i], err) != 0) {
+            nx_fail_prefix(err, "%s: operand %u (%s)", key, i, t->name);
+            goto done;
+        }
+    }
+    for (uint32_t j = 0; j < op->n_results; j++) {
+        const nx_op_tensor *t = &op->results[j];
+        if (nx_builder_tensor(b, t->name, t->dtype, t->ndims, t->shape, NX_ROLE_OUTPUT, &off_out[j], err) != 0) {
+            nx_fail_prefix(err, "%s: result %u (%s)", key, j, t->name);
+            goto done;
+        }
+    }
+    /* call_args: the first n_inputs operands, then the results. */
+    for (uint32_t a = 0; a < r->nargs; a++)
+        r->call_args[a].hbm_offset = a < r->n_inputs ? off_in[a] : off_out[a - r->n_inputs];
+    nx_kernel_call call;
+    call.args = r->call_args;
+    call.nargs = r->nargs;
+    call.n_inputs = r->n_inputs;
+    call.additional_args = &r->additional_args;
+    for (uint32_t pid = 0; pid < grid; pid++) {
+        nx_kctx *k = nx_kctx_new_geo(b, &L->geo, pid, grid);
+        if (!k) {
+            nx_fail(err, "%s: out of memory creating the authoring context", key);
+            goto done;
+        }
+        int lrc = r->leaf->fn(k, &call, err);
+        if (lrc == 0) lrc = nx_kctx_finish(k, err);
+        nx_kctx_free(k);
+        if (lrc != 0) goto done; /* the leaf's message, unchanged */
+    }
+    if (nx_builder_finish(b, out, err) != 0) {
+        nx_fail_prefix(err, "%s", key);
+        goto done;
+    }
+    rc = 0;
+done:
+    nx_builder_free(b);
+    return rc;
+}
+
+static int lower(nx_lowerer *L, const nx_macro_op *op, uint32_t grid_override, const nx_program **prog,
+                 uint32_t *grid_out, nx_error *err) {
+    if (nx_macro_op_check(op, err) != 0) return -1;
+    nx_resolved r;
+    if (resolve_kernel_config(L->reg, op, &r, err) != 0) return -1;
+    uint32_t grid = grid_override ? grid_override : r.config->requires_multicore_grid ? NX_VNC_GRID : 1;
+    char *key = nx_lower_cache_key(op, grid, &L->geo);
+    if (!key) {
+        nx_resolved_free(&r);
+        return nx_fail(err, "out of memory");
+    }
+    uint64_t hash = fnv1a(key);
+    int rc = 0;
+    pthread_mutex_lock(&L->lock);
+    cache_entry *e = cache_find(L, key, hash);
+    if (e) {
+        L->hits++;
+        free(key);
+    } else {
+        e = calloc(1, sizeof *e);
+        if (!e) {
+            free(key);
+            rc = nx_fail(err, "out of memory");
+        } else {
+            e->key = key;
+            e->hash = hash;
+            e->grid = grid;
+            nx_program_init(&e->prog);
+            if (trace(L, op, &r, grid, &e->prog, err) != 0) {
+                free(e->key);
+                free(e);
+                e = NULL;
+                rc = -1;
+            } else {
+                cache_grow(L);
+                e->next = L->buckets[hash % L->nbuckets];
+                L->buckets[hash % L->nbuckets] = e;
+                L->count++;
+                L->new_traces++;
+            }
+        }
+    }
+    pthread_mutex_unlock(&L->lock);
+    nx_resolved_free(&r);
+    if (rc != 0) return -1;
+    *prog = &e->prog;
+    if (grid_out) *grid_out = e->grid;
+    return 0;
+}
+
+int nx_lower(nx_lowerer *L, const nx_macro_op *op, const nx_program **prog, uint32_t *grid_out,
+             nx_error *err) {
+    return lower(L, op, 0, prog, grid_out, err);
+}
+
+int nx_lower_on_grid(nx_lowerer *L, const nx_macro_op *op, uint32_t grid, const nx_program **prog,
+                     nx_error *err) {
+    if (grid < 1 || grid > NX_VNC_GRID) return nx_fail(err, "grid must be 1 or %d, got %u", NX_VNC_GRID, grid);
+    return lower(L, op, grid, prog, NULL, err);
+}
+
+/* The counters are read under the lock: they are 64-bit and updated by
+ * other threads. */
+static uint64_t read_locked(const nx_lowerer *L, const uint64_t *field) {
+    nx_lowerer *m = (nx_lowerer *)L;
+    pthread_mutex_lock(&m->lock);
+    uint64_t v = *field;
+    pthread_mutex_unlock(&m->lock);
+    return v;
+}
+
+uint64_t nx_lowerer_new_traces(const nx_lowerer *L) { return read_locked(L, &L->new_traces); }
+uint64_t nx_lowerer_cache_hits(const nx_lowerer *L) { return read_locked(L, &L->hits); }
+uint64_t nx_lowerer_cached(const nx_lowerer *L) { return read_locked(L, &L->count); }

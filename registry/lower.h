@@ -1,0 +1,72 @@
+/* The lowering driver (the seed's codegenInternalNativeNkiKernel path) and
+ * its traced-program cache.
+ *
+ *   macro-op -> resolve_kernel_config -> trace the leaf once per program_id
+ *   of its grid (NX_VNC_GRID = 2 cores when requires_multicore_grid, else 1)
+ *   into ONE program -> cache.
+ *
+ * Tracing: the driver declares the HBM tensors first, every operand with
+ * role input and every result with role output, in op order (so the
+ * program's tensor table mirrors the op); call_args get their hbm_offset;
+ * then for each program_id it opens an authoring context (kernels/author.h),
+ * calls the leaf and finishes the context; nx_builder_finish validates the
+ * program against the geometry.
+ *
+ * Cache: a program is cached under everything that shapes it: func_name,
+ * each operand's and result's name, dtype and shape, the canonical attribute
+ * text (nx_attrs_canonical: order-insensitive), the grid and the machine
+ * geometry's name. The cache owns its programs; a returned program stays
+ * valid until nx_lowerer_free. Each trace that adds a program increments the
+ * lowerer's NEW_NKI_FE counter (the seed's metric name for new traces of the
+ * new NKI frontend); a cache hit does not.
+ *
+ * Threads: a lowerer may be shared; one mutex guards the cache and is held
+ * across a trace, so a key is traced exactly once even when several threads
+ * ask for it at once (NEW_NKI_FE counts programs, never duplicates).
+ *
+ * Errors (one line): an unregistered func_name gives the registry's miss
+ * text verbatim; a leaf's error is passed on unchanged; a builder or
+ * validation error names the kernel ("tiled_pf_transpose: ..."). */
+#ifndef NXSIM_REGISTRY_LOWER_H
+#define NXSIM_REGISTRY_LOWER_H
+
+#include <stdint.h>
+
+#include "isa/error.h"
+#include "isa/geometry.h"
+#include "isa/program.h"
+#include "macro_op.h"
+#include "registry.h"
+
+typedef struct nx_lowerer nx_lowerer;
+
+/* A lowerer for machine geometry `geo` (copied), resolving against `reg`
+ * (NULL = the live registry; a test passes a table of test leaves, which
+ * must outlive the lowerer). NULL on out-of-memory. */
+nx_lowerer *nx_lowerer_new(const nx_geometry *geo, const nx_kernel_registry *reg);
+void nx_lowerer_free(nx_lowerer *L);
+
+/* Lowers `op` (checked with nx_macro_op_check) to a program, from the cache
+ * or by a new trace. *prog is owned by the lowerer. *grid_out (optional)
+ * gets the cores the program runs on. */
+int nx_lower(nx_lowerer *L, const nx_macro_op *op, const nx_program **prog, uint32_t *grid_out,
+             nx_error *err);
+
+/* The same, tracing on `grid` cores instead of the config's grid (1 or 2;
+ * benches compare a grid leaf on one core against VNC(2)). The leaf gets
+ * num_programs = grid. Cached separately (grid is part of the key). */
+int nx_lower_on_grid(nx_lowerer *L, const nx_macro_op *op, uint32_t grid, const nx_program **prog,
+                     nx_error *err);
+
+/* NEW_NKI_FE: programs traced (not found in the cache) by this lowerer. */
+uint64_t nx_lowerer_new_traces(const nx_lowerer *L);
+/* Lookups answered from the cache. */
+uint64_t nx_lowerer_cache_hits(const nx_lowerer *L);
+/* Programs in the cache. */
+uint64_t nx_lowerer_cached(const nx_lowerer *L);
+
+/* The cache key text of `op` on `grid` cores for geometry `geo` (malloc'd;
+ * NULL on out-of-memory): exposed for tests and for messages. */
+char *nx_lower_cache_key(const nx_macro_op *op, uint32_t grid, const nx_geometry *geo);
+
+#endif

@@ -1,0 +1,243 @@
+#!/usr/bin/env bash
+# Tests of `nxsim list`, `nxsim kernels` and `nxsim run`: the registry listing
+# in the seed's order, the registry's miss text verbatim, transposes checked
+# against the reference and against .npy bytes written here by hand, op JSON
+# files, attribute JSON errors, a leaf's refusal, and no output file on any
+# failure.
+#
+# Usage: test_run.sh NXSIM TMPDIR   (TMPDIR is wiped and reused)
+# Prints "N passed, M failed"; exits non-zero if anything failed.
+# Needs only bash, cmp, grep, sed and coreutils (no Python, no numpy).
+set -u
+
+if [ $# -ne 2 ]; then
+    echo "usage: $0 NXSIM TMPDIR" >&2
+    exit 2
+fi
+NXSIM=$1
+T=$2
+rm -rf "$T"
+mkdir -p "$T"
+
+# Sanitizer builds exit 1 on an error by default, which would pass for
+# nxsim's own "runtime failure": give them codes no command uses.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}exitcode=86"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}exitcode=87"
+
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); }
+fail() {
+    failed=$((failed + 1))
+    echo "FAIL: $*"
+    if [ -s "$T/err" ]; then sed 's/^/    stderr: /' "$T/err" | head -5; fi
+}
+
+run() {
+    "$NXSIM" "$@" >"$T/out" 2>"$T/err"
+    rc=$?
+}
+
+expect() {
+    local want=$1 what=$2
+    shift 2
+    run "$@"
+    if [ "$rc" -eq "$want" ]; then pass; else fail "$what: exit $rc, expected $want"; fi
+}
+
+# The last run printed exactly the one stderr line $1.
+stderr_is() {
+    if [ "$(cat "$T/err")" = "$1" ]; then pass; else fail "stderr is '$(cat "$T/err")', expected '$1'"; fi
+}
+
+# The last run's stdout holds the line $1 exactly.
+stdout_has_line() {
+    if grep -qxF -- "$1" "$T/out"; then pass; else fail "stdout lacks the line '$1'"; fi
+}
+
+absent() {
+    if [ -e "$1" ]; then fail "$1 exists but must not"; else pass; fi
+}
+
+same_file() {
+    if cmp -s "$1" "$2"; then pass; else fail "$1 and $2 differ"; fi
+}
+
+# make_npy FILE DESCR SHAPE FIRST_DIM DATA: the exact bytes numpy 1.24 writes
+# (format 1.0; see tests/cli/test_cli.sh). DATA is printf escapes.
+make_npy() {
+    local file=$1 descr=$2 shape=$3 first=$4 data=$5
+    local dict="{'descr': $descr, 'fortran_order': False, 'shape': $shape, }"
+    dict="$dict$(printf '%*s' $((21 - ${#first})) '')"
+    local hlen=$((${#dict} + 1))
+    local pad=$((64 - (10 + hlen) % 64))
+    local total=$((hlen + pad))
+    {
+        printf '\x93NUMPY\x01\x00'
+        printf "\\x$(printf %02x $((total & 255)))\\x$(printf %02x $((total >> 8)))"
+        printf '%s%*s\n' "$dict" "$pad" ''
+        printf "$data"
+    } >"$file"
+}
+
+# x = [[1, 2, -1.5, 0.25], [3, -4, 0.5, 100]] (fp32) and its transpose,
+# element bytes reordered by hand: x00 x10 x01 x11 x02 x12 x03 x13.
+E1='\x00\x00\x80\x3f' E2='\x00\x00\x00\x40' EM15='\x00\x00\xc0\xbf' E025='\x00\x00\x80\x3e'
+E3='\x00\x00\x40\x40' EM4='\x00\x00\x80\xc0' E05='\x00\x00\x00\x3f' E100='\x00\x00\xc8\x42'
+make_npy "$T/x.npy" "'<f4'" "(2, 4)" 2 "$E1$E2$EM15$E025$E3$EM4$E05$E100"
+make_npy "$T/xt_expected.npy" "'<f4'" "(4, 2)" 4 "$E1$E3$E2$EM4$EM15$E05$E025$E100"
+# a [2,1,3] int16 tensor and its permutation [2,0,1] -> [3,2,1]
+make_npy "$T/c.npy" "'<i2'" "(2, 1, 3)" 2 '\x01\x00\x02\x00\x03\x00\x04\x00\x05\x00\x06\x00'
+make_npy "$T/c201_expected.npy" "'<i2'" "(3, 2, 1)" 3 '\x01\x00\x04\x00\x02\x00\x05\x00\x03\x00\x06\x00'
+# a [2,3,2] int8 tensor: no permutation of it that moves the middle dim first reduces
+make_npy "$T/d.npy" "'|i1'" "(2, 3, 2)" 2 '\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c'
+
+MISS="Internal NKI kernel 'NoSuchKernel' is not registered. Available kernels: dict_keys(['tiled_pf_transpose', 'tiled_dve_transpose_10'])"
+
+# ---- nxsim list -------------------------------------------------------------------
+expect 0 "list" list
+# the registered rows in seed order, with the seed's configs
+rows=$(grep -E '^  [0-9]+ ' "$T/out" | awk '{print $1, $2, $3, $4, $5, $6, $7}')
+want_rows="12 tiled_pf_transpose tiled_pf_transpose all attrs VNC(2) false
+13 tiled_dve_transpose_10 tiled_dve_transpose_10 all attrs VNC(2) false"
+if [ "$rows" = "$want_rows" ]; then pass; else fail "list rows: '$rows'"; fi
+topk=$(sed -n '/^Top-k methods/,$p' "$T/out" | awk 'NR > 1 {print $1, $2}')
+want_topk="SCANNING naive_scanning_topk
+CASCADED cascaded_2_stage_topk
+ROTATIONAL rotational_topk"
+if [ "$topk" = "$want_topk" ]; then pass; else fail "top-k methods: '$topk'"; fi
+if grep -q NAIVE_SCANNING "$T/out"; then fail "NAIVE_SCANNING listed"; else pass; fi
+
+expect 0 "list --all" list --all
+keys=$(grep -E '^  [0-9]+ ' "$T/out" | awk '{print $2 "=" $3}' | tr '\n' ' ')
+want_keys="SelectAndScatter=select_and_scatter_kernel ResizeNearest=resize_nearest_fixed_dma_kernel \
+Conv2d_pbp_0f1b_0i1o_01fb_experimental_1=conv2d_pbp_0f1b_0i1o_01fb_experimental_1 \
+Conv2d_pbp_fb01_io01_01bf_experimental_1=conv2d_pbp_fb01_io01_01bf_kernel_experimental_1 \
+Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh=conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh \
+Conv1d_depthwise_bf01_oi01_bf01=conv1d_depthwise_bf01_oi01_bf01 conv2d_column_packing=conv2d_column_packing \
+conv2d_column_packing_io10=conv2d_column_packing_io10 conv2d_column_packing_1=conv2d_column_packing_1 \
+blockwise_mm=blockwise_mm conv2d_depthwise_f01b_o01i_bf01=conv2d_depthwise_f01b_o01i_bf01 \
+tiled_pf_transpose=tiled_pf_transpose tiled_dve_transpose_10=tiled_dve_transpose_10 "
+if [ "$keys" = "$want_keys" ]; then pass; else fail "list --all keys: '$keys'"; fi
+if grep -qi mlp "$T/out"; then fail "an MLP entry is listed"; else pass; fi
+expect 2 "list extra argument" list extra
+
+# ---- nxsim kernels ------------------------------------------------------------------
+expect 0 "kernels" kernels
+if grep -qE '^reference +nx_ref_transpose +transpose +- +implemented' "$T/out"; then pass; else fail "kernels: no reference row"; fi
+if grep -qE '^leaf +select_and_scatter_kernel +select_and_scatter +SelectAndScatter +not implemented' "$T/out"; then
+    pass
+else
+    fail "kernels: SelectAndScatter not marked 'not implemented'"
+fi
+if grep -qE '^leaf +tiled_dve_transpose_10 +transpose +tiled_dve_transpose_10 +registered' "$T/out"; then pass; else fail "kernels: dve row"; fi
+if grep -qE '^composite +\(none yet\)$' "$T/out"; then pass; else fail "kernels: composite tier"; fi
+
+# ---- the miss error, verbatim ---------------------------------------------------------
+expect 3 "run NoSuchKernel" run NoSuchKernel
+stderr_is "nxsim: $MISS"
+# a seed entry whose leaf is not implemented is not registered either
+expect 3 "run SelectAndScatter" run SelectAndScatter
+stderr_is "nxsim: Internal NKI kernel 'SelectAndScatter' is not registered. Available kernels: dict_keys(['tiled_pf_transpose', 'tiled_dve_transpose_10'])"
+expect 3 "run MLP" run MLP -i "$T/x.npy" -o "$T/never.npy"
+absent "$T/never.npy"
+
+# ---- default runs with --check (the SystemC model) ----------------------------------
+for key in tiled_pf_transpose tiled_dve_transpose_10; do
+    expect 0 "run $key --check" run "$key" --check --profile "$T/$key.trace.json"
+    stdout_has_line "check: out0 vs nx_ref_transpose: max abs error 0, max rel error 0 (tolerance: exact): ok"
+    stdout_has_line "NEW_NKI_FE: 1 (new traces in this run; 0 from the trace cache)"
+    if grep -q "on VNC(2) (2 cores), machine trn2, SystemC model" "$T/out"; then pass; else fail "$key: header"; fi
+    if [ -s "$T/$key.trace.json" ] && grep -q '"traceEvents"' "$T/$key.trace.json"; then pass; else fail "$key: no trace"; fi
+done
+expect 0 "run --json" run tiled_pf_transpose --json --check --seed 7
+if head -c 40 "$T/out" | grep -qF '{"kernel": "tiled_pf_transpose", "leaf"'; then pass; else fail "--json output"; fi
+if grep -qF '"new_nki_fe": 1' "$T/out" && grep -qF '"ok": true' "$T/out"; then pass; else fail "--json fields"; fi
+
+# ---- given inputs, both leaves, model and functional: bytes written by hand -----------
+for key in tiled_pf_transpose tiled_dve_transpose_10; do
+    for mode in "" --functional; do
+        rm -f "$T/xt.npy"
+        expect 0 "$key $mode -i -o" run "$key" $mode -i "$T/x.npy" -a 'permutation=[1,0]' -o "$T/xt.npy" --check
+        same_file "$T/xt.npy" "$T/xt_expected.npy"
+    done
+    rm -f "$T/c201.npy"
+    expect 0 "$key 3-D int16" run "$key" -i "$T/c.npy" -a 'permutation=[2,0,1]' -o "$T/c201.npy" --check
+    same_file "$T/c201.npy" "$T/c201_expected.npy"
+done
+# the permutation defaults to the reversed dims, like numpy
+rm -f "$T/xt.npy"
+expect 0 "no permutation" run tiled_pf_transpose -i "$T/x.npy" -o "$T/xt.npy"
+same_file "$T/xt.npy" "$T/xt_expected.npy"
+# trn1 too
+rm -f "$T/xt.npy"
+expect 0 "--machine trn1" run tiled_dve_transpose_10 --machine trn1 -i "$T/x.npy" -o "$T/xt.npy"
+same_file "$T/xt.npy" "$T/xt_expected.npy"
+
+# ---- --op JSON (paths relative to the op file) -----------------------------------------
+mkdir -p "$T/op"
+cp "$T/x.npy" "$T/op/x.npy"
+cat >"$T/op/op.json" <<'EOF'
+{"func_name": "tiled_dve_transpose_10",
+ "operands": [{"name": "x", "file": "x.npy"}],
+ "results": [{"name": "y", "file": "y.npy", "shape": [4, 2], "dtype": "fp32"}],
+ "attrs": {"permutation": [1, 0]}}
+EOF
+expect 0 "--op" run --op "$T/op/op.json" --check
+same_file "$T/op/y.npy" "$T/xt_expected.npy"
+stdout_has_line "check: y vs nx_ref_transpose: max abs error 0, max rel error 0 (tolerance: exact): ok"
+cat >"$T/op/random.json" <<'EOF'
+{"func_name": "tiled_pf_transpose",
+ "operands": [{"name": "a", "shape": [129, 257], "dtype": "bf16"}],
+ "attrs": {"permutation": [1, 0]}}
+EOF
+expect 0 "--op pseudo-random operand" run --op "$T/op/random.json" --check
+if grep -q '^out0 bf16 \[257,129\] checksum=' "$T/out"; then pass; else fail "--op result summary"; fi
+cat >"$T/op/wrong.json" <<'EOF'
+{"func_name": "tiled_pf_transpose",
+ "operands": [{"name": "x", "file": "x.npy"}],
+ "results": [{"name": "y", "file": "never.npy", "shape": [2, 4]}]}
+EOF
+expect 3 "--op result shape against the rule" run --op "$T/op/wrong.json"
+stderr_is "nxsim: $T/op/wrong.json: result 0 (y) is declared fp32[2,4], but tiled_pf_transpose produces fp32[4,2]"
+absent "$T/op/never.npy"
+cat >"$T/op/miss.json" <<'EOF'
+{"func_name": "NoSuchKernel", "operands": []}
+EOF
+expect 3 "--op miss" run --op "$T/op/miss.json"
+stderr_is "nxsim: $MISS"
+printf '{"func_name": "tiled_pf_transpose", "operands": [,]}' >"$T/op/bad.json"
+expect 3 "--op bad JSON" run --op "$T/op/bad.json"
+stderr_is "nxsim: $T/op/bad.json: invalid JSON at line 1, column 50"
+expect 2 "--op with -i" run --op "$T/op/op.json" -i "$T/x.npy"
+
+# ---- attribute errors and leaf refusals (no output file) -------------------------------
+expect 2 "bad -a JSON" run tiled_pf_transpose -a 'permutation=[1,0' -o "$T/never.npy"
+stderr_is "nxsim: -a permutation: invalid JSON at line 1, column 5"
+absent "$T/never.npy"
+expect 2 "-a without =" run tiled_pf_transpose -a permutation
+expect 2 "-a twice" run tiled_pf_transpose -a 'permutation=[1,0]' -a 'permutation=[0,1]'
+expect 3 "not a permutation" run tiled_pf_transpose -a 'permutation=[0,0]' -o "$T/never.npy"
+stderr_is "nxsim: operand 0 (in0): permutation [0,0] is not a permutation of the 2 dims"
+absent "$T/never.npy"
+expect 3 "permutation not reducible" run tiled_dve_transpose_10 -i "$T/d.npy" -a 'permutation=[1,0,2]' -o "$T/never.npy"
+stderr_is "nxsim: operand 0 (in0): permutation [1,0,2] does not reduce to a swap of the last two dim groups (merged: shape [2,3,2], permutation [1,0,2])"
+absent "$T/never.npy"
+expect 3 "attribute of the wrong type" run tiled_pf_transpose -a 'permutation="10"'
+stderr_is "nxsim: operand 0 (in0): attribute permutation: must be a list of ints"
+
+# ---- usage and output errors -------------------------------------------------------------
+expect 2 "run without a kernel" run
+expect 2 "two -o for one result" run tiled_pf_transpose -o "$T/a.npy" -o "$T/b.npy"
+absent "$T/a.npy"
+expect 2 "--profile with --functional" run tiled_pf_transpose --functional --profile "$T/p.json"
+expect 2 "unknown option" run tiled_pf_transpose --bogus
+expect 3 "missing input file" run tiled_pf_transpose -i "$T/nope.npy"
+expect 3 "unknown machine" run tiled_pf_transpose --machine trn9
+expect 1 "unwritable output" run tiled_pf_transpose -o "$T/no/such/dir/y.npy"
+absent "$T/no/such/dir/y.npy"
+expect 0 "run --help" run --help
+if grep -q '^Exit status' "$T/out"; then pass; else fail "run --help lacks the exit status"; fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
