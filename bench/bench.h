@@ -40,6 +40,7 @@ typedef struct case_result {
     int values_ok;           /* 1: results checked against the reference */
     char error[NX_ERROR_MAX + 64];
     double wall_s;           /* nx_sim_run wall time */
+    double cpu_s;            /* ... and the CPU time it took (user + system) */
     double sim_ns;           /* simulated time */
     double sim_cycles;       /* simulated time in cycles of `clock` */
     char clock[8];           /* "pe" or "dve"; "" for the copy */
@@ -49,7 +50,7 @@ typedef struct case_result {
     double rss_bound_bytes;  /* TARGET_RSS_FACTOR x (HBM + SBUF + PSUM) */
     double program_bytes;    /* the program's instruction records */
     /* gemm */
-    double blas_s, ratio, max_rel_err, err_bound, tflops_sim, tflops_peak;
+    double blas_s, blas_cpu_s, ratio, max_rel_err, err_bound, tflops_sim, tflops_peak;
     /* chain */
     double final_value;
     /* copy */

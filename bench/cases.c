@@ -22,6 +22,14 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* CPU time of the process so far, every thread (user + system). */
+static double cpu_s(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
+           (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
 static double peak_rss_bytes(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
@@ -53,9 +61,10 @@ static int simulate(const nx_machine *m, const bench_case *c, const bench_option
     nx_sim_result r;
     memset(&r, 0, sizeof r);
     nx_error err;
-    double t0 = now_s();
+    double t0 = now_s(), c0 = cpu_s();
     int rc = nx_sim_run(m, prog, st, &so, &r, &err);
     out->wall_s = now_s() - t0;
+    out->cpu_s = cpu_s() - c0;
     out->rss_bytes = peak_rss_bytes();
     if (rc != 0) {
         fail(out, "nx_sim_run", err.msg);
@@ -122,10 +131,11 @@ static int check_gemm(const bench_gemm *g, const float *c_sim, case_result *out)
     /* warm OpenBLAS up (thread start-up, buffers) on a small product */
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 64, 64, 64, 1.0f, A, (blasint)g->K, B, (blasint)g->N,
                 0.0f, C, (blasint)g->N);
-    double t0 = now_s();
+    double t0 = now_s(), c0 = cpu_s();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)g->M, (blasint)g->N, (blasint)g->K, 1.0f, A,
                 (blasint)g->K, B, (blasint)g->N, 0.0f, C, (blasint)g->N);
     out->blas_s = now_s() - t0;
+    out->blas_cpu_s = cpu_s() - c0;
     out->ratio = out->blas_s > 0 ? out->wall_s / out->blas_s : 0;
     for (size_t i = 0; i < nA; i++) A[i] = fabsf(A[i]);
     for (size_t i = 0; i < nB; i++) B[i] = fabsf(B[i]);

@@ -275,8 +275,10 @@ static int build_op(const run_args *a, run_op *r, const nx_registry_entry **entr
     /* The registry decides first: an unregistered name is its miss error. */
     const nx_registry_entry *e = nx_registry_get(NULL, op->func_name);
     if (!e) {
+        /* Printed verbatim, without the usual "nxsim: " prefix: this line is
+         * the registry's contract (KERNELS.md), so scripts can match it. */
         nx_registry_miss(NULL, op->func_name, &err);
-        cli_message("%s", err.msg);
+        fprintf(stderr, "%s\n", err.msg);
         return CLI_EXIT_INPUT;
     }
     *entry_out = e;

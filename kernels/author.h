@@ -74,8 +74,9 @@ nx_builder *nx_kctx_builder(nx_kctx *k);
 
 /* Closes the trace: the SP waits for every DMA lane's last transfer (so the
  * program's end means its data is in place) and every stream of this core
- * that holds instructions gets an `end`. Nothing may be emitted afterwards.
- * Tiles still allocated are fine (the trace is over). */
+ * that holds instructions gets an `end`, so one context traces a core's
+ * whole program. Nothing may be emitted afterwards. Tiles still allocated
+ * are fine (the trace is over). */
 int nx_kctx_finish(nx_kctx *k, nx_error *err);
 void nx_kctx_free(nx_kctx *k);
 

@@ -41,7 +41,7 @@
 #define DV_PIECE 8u                 /* partitions per transfer */
 #define DV_ROWWISE_MAX_CC 64u       /* column strips this narrow are stored row by row */
 #define DV_PENDING 16               /* tiles being filled at once (one per block shape) */
-#define K_DMA_ENGINES_HINT 16u      /* lanes l and l + 16 share a DMA engine (author.h) */
+#define DV_DMA_ENGINES 16u      /* lanes l and l + 16 share a DMA engine (author.h) */
 
 typedef struct dv_block {
     uint64_t in_off, out_off; /* elements */
@@ -76,10 +76,12 @@ static nx_dtype uint_of_size(uint64_t size) {
     return size == 4 ? NX_DT_UINT32 : size == 2 ? NX_DT_UINT16 : NX_DT_UINT8;
 }
 
-/* A run: blocks [p, p + n) of t whose offsets step by (din, dout). Pieces
- * end at DV_PIECE blocks, at a key multiple of DV_PIECE (so pieces over the
- * same rows line up from tile to tile), and where the step changes or does
- * not fit an int32 stride. Returns n; *din / *dout get the steps. */
+/* A piece: blocks [p, p + n) of t whose offsets step evenly by (din, dout),
+ * so one access pattern (partition stride = the step) covers them. Pieces
+ * end at DV_PIECE blocks, where the step changes or does not fit an int32
+ * stride, and (outside column strips) at a key multiple of the lane group,
+ * so pieces over the same output rows line up from tile to tile and share
+ * a lane. Returns n; *din / *dout get the steps (0 for one block). */
 static uint32_t dv_piece(const dv_tile *t, uint32_t p, int strip, uint32_t group, int64_t *din,
                          int64_t *dout) {
     uint32_t n = 1;
@@ -276,7 +278,7 @@ static int dv_sub(dv_state *s, uint64_t tile_elems, nx_error *err) {
     nx_kctx_rows(s->k, pl->batch * C, &lo, &hi);
     uint64_t cols = min_u64(C, hi - lo); /* widest column range of one matrix here */
     uint32_t out_lanes = nx_kctx_lanes(s->k) - s->in_lanes;
-    uint64_t engines = out_lanes < K_DMA_ENGINES_HINT ? out_lanes : K_DMA_ENGINES_HINT;
+    uint64_t engines = out_lanes < DV_DMA_ENGINES ? out_lanes : DV_DMA_ENGINES;
     if (R <= L) {
         rr = R;
         cc = even_block(cols, min_u64(cols, tile_elems / R));

@@ -41,9 +41,14 @@ void build_platform(ModelHolder &h) {
 }
 
 int broken(ModelHolder &h, nx_error *err, const char *what) {
+    // SystemC reports span lines ("In file: ..."): messages are one line
+    char line[NX_ERROR_MAX];
+    size_t n = 0;
+    for (const char *c = what; *c && n + 1 < sizeof line; c++) line[n++] = *c == '\n' ? ' ' : *c;
+    line[n] = '\0';
     h.broken = true;
-    nx_fail(&h.why, "the SystemC model failed and cannot run again in this process: %s", what);
-    return nx_fail(err, "SystemC model: %s", what);
+    nx_fail(&h.why, "the SystemC model failed and cannot run again in this process: %s", line);
+    return nx_fail(err, "SystemC model: %s", line);
 }
 
 } // namespace

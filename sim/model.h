@@ -34,7 +34,10 @@ typedef struct nx_sim_options {
     int progress;   /* 1: print progress on stderr (callers pass isatty(2)) */
 } nx_sim_options;
 
-/* One executed instruction (or one DMA transfer on its queue). */
+/* One executed instruction (or one DMA transfer on its queue). Times are
+ * relative to the start of the run. A DMA instruction appears twice: once for
+ * its issue on the SP stream (queue -1) and once for the transfer on its
+ * queue. Records of instructions that never ran (after an `end`) are zero. */
 typedef struct nx_sim_record {
     uint32_t index;      /* position in its engine stream */
     uint8_t core;
@@ -48,11 +51,12 @@ typedef struct nx_sim_record {
     double busy_ns;      /* time it occupied its engine (or queue) */
     uint64_t bytes;      /* bytes moved (DMA) */
     uint64_t flops;      /* 2*K*M*N for multiply_moving, 0 otherwise */
-    /* Happens-before bookkeeping, in one global order of semaphore events:
-     * the sequence number at which this instruction's wait was satisfied
-     * (it saw every increment with a smaller inc_seq), and the sequence number
-     * of its own increment. 0 = none. Barrier passes count as waits on every
-     * core's barrier arrival, which are recorded as increments. */
+    /* Happens-before bookkeeping, in one global order of semaphore events
+     * (increments are numbered 1, 2, ... as they happen): wait_seq is the
+     * number of increments that had happened when this instruction's wait was
+     * satisfied (it saw every increment with inc_seq <= wait_seq), and inc_seq
+     * numbers its own increment. 0 = none. Barrier passes count as waits on
+     * every core's barrier arrival, which are recorded as increments. */
     uint64_t wait_seq;
     uint64_t inc_seq;
 } nx_sim_record;

@@ -639,6 +639,97 @@ static void test_misuse_errors(void **state) {
     nx_builder_free(b);
 }
 
+/* The PE, POOL and DMA helpers through the layer: iota builds a matrix on
+ * POOL, the PE multiplies it (load_stationary + multiply_moving) into PSUM,
+ * ACT copies PSUM out; a bf16 matrix goes through dma_transpose; a split
+ * transfer lands on consecutive lanes. Values are checked by hand-computed
+ * formulas. */
+static void test_helpers(void **state) {
+    (void)state;
+    nx_geometry g = geo2();
+    nx_builder *b = nx_builder_new(&g, 1);
+    nx_error err;
+    uint64_t sm[2] = {8, 16}, st2[2] = {16, 8}, sq[2] = {128, 40}, mo, to, xo, qo, ro;
+    OK(nx_builder_tensor(b, "m", NX_DT_FP32, 2, sm, NX_ROLE_OUTPUT, &mo, &err));
+    OK(nx_builder_tensor(b, "t_in", NX_DT_BF16, 2, sm, NX_ROLE_INPUT, &xo, &err));
+    OK(nx_builder_tensor(b, "t_out", NX_DT_BF16, 2, st2, NX_ROLE_OUTPUT, &to, &err));
+    OK(nx_builder_tensor(b, "q_in", NX_DT_INT32, 2, sq, NX_ROLE_INPUT, &qo, &err));
+    OK(nx_builder_tensor(b, "q_out", NX_DT_INT32, 2, sq, NX_ROLE_OUTPUT, &ro, &err));
+    nx_kctx *k = new_ctx(b, &g, 0, 1);
+    /* A[k][m] = k + 10 m (4 x 8, stationary), X[k][n] = 2 k - n (4 x 16, moving) */
+    nx_tile A, X, P, M, T;
+    OK(nx_kctx_alloc(k, NX_OPK_SBUF, "A", NX_DT_FP32, 4, 8, &A, &err));
+    OK(nx_kctx_alloc(k, NX_OPK_SBUF, "X", NX_DT_FP32, 4, 16, &X, &err));
+    OK(nx_kctx_alloc(k, NX_OPK_PSUM, "P", NX_DT_FP32, 8, 16, &P, &err));
+    OK(nx_kctx_alloc(k, NX_OPK_SBUF, "M", NX_DT_FP32, 8, 16, &M, &err));
+    OK(nx_kctx_alloc(k, NX_OPK_SBUF, "T", NX_DT_BF16, 16, 8, &T, &err));
+    int32_t neg = -1;
+    uint32_t c8 = 8, c16 = 16;
+    nx_operand pa = nx_pattern(0, 1, 4, 1, (int32_t[]){10}, &c8);
+    nx_operand px = nx_pattern(0, 2, 4, 1, &neg, &c16);
+    nx_operand Aap = nx_tile_ap(&A), Xap = nx_tile_ap(&X), Pap = nx_tile_ap(&P), Map = nx_tile_ap(&M);
+    OK(nx_kctx_iota(k, &Aap, &pa, &err));
+    OK(nx_kctx_iota(k, &Xap, &px, &err));
+    OK(nx_kctx_load_stationary(k, &Aap, &err));
+    OK(nx_kctx_multiply_moving(k, &Pap, &Xap, 0, &err));
+    OK(nx_kctx_tensor_copy(k, NX_ENG_ACT, &Map, &Pap, &err));
+    nx_operand mout = nx_ap_hbm_rows(NX_DT_FP32, mo, 8, 16, 16);
+    OK(nx_kctx_dma(k, &mout, &Map, &err));
+    /* dma_transpose: t_in [8,16] -> T [16,8] in SBUF -> t_out */
+    nx_operand tin = nx_ap_hbm_rows(NX_DT_BF16, xo, 8, 16, 16), Tap = nx_tile_ap(&T);
+    OK(nx_kctx_dma_transpose(k, 3, &Tap, &tin, &err));
+    nx_operand tout = nx_ap_hbm_rows(NX_DT_BF16, to, 16, 8, 8);
+    OK(nx_kctx_dma(k, &tout, &Tap, &err));
+    /* a split transfer: 128 rows in 3 pieces on lanes 5, 6, 7, HBM -> HBM */
+    nx_operand qin = nx_ap_hbm_rows(NX_DT_INT32, qo, 128, 40, 40), qout = nx_ap_hbm_rows(NX_DT_INT32, ro, 128, 40, 40);
+    OK(nx_kctx_dma_split(k, 5, 3, &qout, &qin, &err));
+    OK(nx_kctx_finish(k, &err));
+    nx_kctx_free(k);
+    nx_program prog;
+    finish_and_check(b, &prog);
+    nx_builder_free(b);
+    const nx_stream *sp = &prog.stream[0][NX_ENG_SP];
+    uint32_t seen = 0;
+    for (uint32_t i = 0; i < sp->count; i++) {
+        const nx_insn *in = &sp->insns[i];
+        if (in->opcode != NX_OP_DMA_COPY || in->op[1].kind != NX_OPK_HBM || in->op[1].dtype != NX_DT_INT32) continue;
+        static const uint32_t rows[3] = {43, 43, 42}, queue[3] = {5 * 16, 6 * 16, 7 * 16};
+        assert_int_equal(in->op[0].partition_count, rows[seen]);
+        assert_int_equal(in->iparam[0], queue[seen]);
+        seen++;
+    }
+    assert_int_equal(seen, 3);
+
+    nx_state st;
+    OK(nx_state_init(&st, &g, 1, prog.hbm_bytes, prog.sem_count, &err));
+    double tv[128], qv[128 * 40], got[128 * 40];
+    for (int i = 0; i < 128; i++) tv[i] = i - 64;
+    for (int i = 0; i < 128 * 40; i++) qv[i] = i * 3 - 1000;
+    test_hbm_put(&st, NX_DT_BF16, xo, 128, tv);
+    test_hbm_put(&st, NX_DT_INT32, qo, 128 * 40, qv);
+    OK(nx_exec_program(&prog, &st, &err));
+    test_hbm_get(&st, NX_DT_FP32, mo, 128, got);
+    for (int m = 0; m < 8; m++)
+        for (int n = 0; n < 16; n++) {
+            double want = 0; /* sum_k (k + 10 m) (2 k - n) */
+            for (int kk = 0; kk < 4; kk++) want += (kk + 10.0 * m) * (2.0 * kk - n);
+            assert_true(got[m * 16 + n] == want);
+        }
+    test_hbm_get(&st, NX_DT_BF16, to, 128, got);
+    for (int r = 0; r < 16; r++)
+        for (int c = 0; c < 8; c++) assert_true(got[r * 8 + c] == tv[c * 16 + r]);
+    test_hbm_get(&st, NX_DT_INT32, ro, 128 * 40, got);
+    for (int i = 0; i < 128 * 40; i++) assert_true(got[i] == qv[i]);
+#ifdef NXSIM_KERNEL_TESTS_MODEL
+    nx_state_reset(&st);
+    test_hbm_put(&st, NX_DT_BF16, xo, 128, tv);
+    test_hbm_put(&st, NX_DT_INT32, qo, 128 * 40, qv);
+    model_race_check(&prog, &st);
+#endif
+    nx_state_free(&st);
+    nx_program_free(&prog);
+}
+
 /* Lanes spread over the 16 DMA engines (queue = engine * 16 + queue in engine). */
 static void test_lanes(void **state) {
     (void)state;
@@ -666,6 +757,7 @@ int main(void) {
         cmocka_unit_test(test_long_loop_pruning),
         cmocka_unit_test(test_misuse_errors),
         cmocka_unit_test(test_lanes),
+        cmocka_unit_test(test_helpers),
     };
     /* NX_TEST_FILTER=pattern runs a subset (development aid) */
     const char *filter = getenv("NX_TEST_FILTER");

@@ -133,7 +133,7 @@ static void compare_bytes(const uint8_t *got, const uint8_t *want, uint64_t n, s
  * model + race detector when linked). */
 static void check_leaf(leaf_fn leaf, const char *leaf_name, nx_dtype dt, uint32_t ndims,
                        const uint64_t *shape, const int64_t *perm, uint32_t cores, uint64_t seed) {
-    char what[256], stxt[128], ptxt[128];
+    char what[512], stxt[128], ptxt[128];
     nx_format_u64_list(stxt, sizeof stxt, shape, ndims);
     if (perm) nx_format_i64_list(ptxt, sizeof ptxt, perm, ndims);
     else strcpy(ptxt, "(reverse)");

@@ -135,10 +135,10 @@ if grep -qE '^composite +\(none yet\)$' "$T/out"; then pass; else fail "kernels:
 
 # ---- the miss error, verbatim ---------------------------------------------------------
 expect 3 "run NoSuchKernel" run NoSuchKernel
-stderr_is "nxsim: $MISS"
+stderr_is "$MISS"
 # a seed entry whose leaf is not implemented is not registered either
 expect 3 "run SelectAndScatter" run SelectAndScatter
-stderr_is "nxsim: Internal NKI kernel 'SelectAndScatter' is not registered. Available kernels: dict_keys(['tiled_pf_transpose', 'tiled_dve_transpose_10'])"
+stderr_is "Internal NKI kernel 'SelectAndScatter' is not registered. Available kernels: dict_keys(['tiled_pf_transpose', 'tiled_dve_transpose_10'])"
 expect 3 "run MLP" run MLP -i "$T/x.npy" -o "$T/never.npy"
 absent "$T/never.npy"
 
@@ -205,7 +205,7 @@ cat >"$T/op/miss.json" <<'EOF'
 {"func_name": "NoSuchKernel", "operands": []}
 EOF
 expect 3 "--op miss" run --op "$T/op/miss.json"
-stderr_is "nxsim: $MISS"
+stderr_is "$MISS"
 printf '{"func_name": "tiled_pf_transpose", "operands": [,]}' >"$T/op/bad.json"
 expect 3 "--op bad JSON" run --op "$T/op/bad.json"
 stderr_is "nxsim: $T/op/bad.json: invalid JSON at line 1, column 50"
