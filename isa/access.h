@@ -15,6 +15,10 @@
 #include "exec.h"
 #include "insn.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct nx_view {
     uint8_t kind;              /* nx_operand_kind of the operand */
     uint8_t dtype;
@@ -52,5 +56,9 @@ double nx_view_scalar(const nx_view *v, uint32_t p);
 /* A scratch buffer of engine values owned by the caller's stack frame
  * pattern: allocate with nx_buf_alloc (malloc; NULL on OOM) and free. */
 double *nx_buf_alloc(uint64_t n);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -11,6 +11,10 @@
 #include "error.h"
 #include "program.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Assembles `text` (len bytes, need not be NUL-terminated). `filename` is
  * used in messages, which read "FILE:LINE:COL: expected X, found Y". Fills
  * `out` (caller frees with nx_program_free on success). Performs the checks
@@ -27,5 +31,9 @@ int nx_disassemble(const nx_program *p, FILE *f, nx_error *err);
  * been written. */
 size_t nx_format_operand(char *buf, size_t len, const nx_operand *op);
 size_t nx_format_insn(char *buf, size_t len, const nx_insn *insn);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

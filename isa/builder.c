@@ -26,6 +26,8 @@ nx_builder *nx_builder_new(const nx_geometry *geo, uint32_t cores) {
     return b;
 }
 
+const nx_geometry *nx_builder_geometry(const nx_builder *b) { return &b->geo; }
+
 void nx_builder_free(nx_builder *b) {
     if (!b) return;
     nx_program_free(&b->prog);

@@ -18,11 +18,17 @@
 #include "opcodes.h"
 #include "program.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct nx_builder nx_builder;
 
 /* NULL on OOM. `geo` is copied and bounds the allocators. */
 nx_builder *nx_builder_new(const nx_geometry *geo, uint32_t cores);
 void nx_builder_free(nx_builder *b);
+/* The machine geometry the builder was made for (owned by the builder). */
+const nx_geometry *nx_builder_geometry(const nx_builder *b);
 
 /* Declares an HBM tensor, placed at the next 64-byte-aligned offset. Fills
  * *full (optional) with an HBM access pattern of the whole tensor viewed as
@@ -71,5 +77,9 @@ nx_operand nx_ap_hbm_rows(nx_dtype dtype, uint64_t offset_bytes, uint32_t rows,
 nx_operand nx_imm(double value, nx_dtype dtype);
 nx_operand nx_pattern(int64_t base, int32_t channel_multiplier, uint32_t partitions,
                       uint32_t ndims, const int32_t *strides, const uint32_t *counts);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

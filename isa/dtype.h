@@ -26,6 +26,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* The numeric codes are part of the .nxb encoding: never renumber. */
 typedef enum nx_dtype {
     NX_DT_FP32 = 0,
@@ -73,5 +77,9 @@ uint8_t nx_f32_to_fp8_e5m2(float value);
 /* Rounds an engine value to fp32 (RNE, overflow -> Inf): what every arithmetic
  * ALU op does to its inputs and its result. */
 static inline double nx_fp32_round(double value) { return (double)(float)value; }
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -13,6 +13,10 @@
 #include "insn.h"
 #include "program.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define NX_INSN_WORD_BYTES 320
 #define NX_OPERAND_BYTES 56
 #define NX_NXB_MAGIC "NXSB"
@@ -37,5 +41,9 @@ int nx_program_decode(const uint8_t *buf, size_t len, nx_program *out, nx_error 
  * failed write leaves no partial output). Errors name the path. */
 int nx_program_load_file(const char *path, nx_program *out, nx_error *err);
 int nx_program_save_file(const char *path, const nx_program *p, nx_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

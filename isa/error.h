@@ -5,6 +5,10 @@
 #ifndef NXSIM_ISA_ERROR_H
 #define NXSIM_ISA_ERROR_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define NX_ERROR_MAX 512
 
 typedef struct nx_error {
@@ -25,5 +29,9 @@ int nx_fail_prefix(nx_error *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

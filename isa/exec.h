@@ -19,6 +19,10 @@
 #include "program.h"
 #include "state.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Where an instruction runs; used by the semantics and for messages. */
 typedef struct nx_exec_ctx {
     nx_state *state;
@@ -41,5 +45,9 @@ int nx_exec_program(const nx_program *prog, nx_state *st, nx_error *err);
 /* Formats "core C ENGINE #I (mnemonic)" into buf (for messages). */
 void nx_insn_where(char *buf, size_t len, uint32_t core, nx_engine engine,
                    uint32_t index, const nx_insn *insn);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -7,6 +7,10 @@
 
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct nx_geometry {
     char name[16];                     /* "trn1", "trn2", or a user file's name */
     uint32_t cores;                    /* physical cores a program may use (VNC grid) */
@@ -26,5 +30,9 @@ typedef struct nx_geometry {
     uint32_t max8_max_elems;           /* ... and max (16384) */
     uint32_t dma_queues;               /* DMA engines x queues per core (16 x 16) */
 } nx_geometry;
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

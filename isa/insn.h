@@ -19,6 +19,10 @@
 
 #include "dtype.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define NX_MAX_OPERANDS 5
 #define NX_MAX_FREE_DIMS 4
 #define NX_SEM_NONE 0xFFu   /* no wait / no increment */
@@ -191,5 +195,9 @@ typedef struct nx_insn {
     int32_t iparam[2];   /* meaning per opcode (table row names them) */
     nx_operand op[NX_MAX_OPERANDS];
 } nx_insn;
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -16,6 +16,10 @@
 #include "dtype.h"
 #include "error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define NX_NPY_MAX_DIMS 8
 
 typedef struct nx_npy {
@@ -36,5 +40,9 @@ int nx_npy_serialize(const nx_npy *a, uint8_t **out, size_t *len, nx_error *err)
 int nx_npy_save(const char *path, const nx_npy *a, nx_error *err);
 void nx_npy_free(nx_npy *a);
 uint64_t nx_npy_elems(const nx_npy *a);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -8,6 +8,10 @@
 
 #include "insn.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum nx_opcode {
 #define NX_OP(id, mn, eng, par, fl, ip0, ip1, s0, s1, s2, s3, s4) NX_OP_##id,
 #include "opcodes.def"
@@ -65,5 +69,9 @@ int nx_opcode_from_mnemonic(const char *mnemonic);
 /* Flag names (for assembler/disassembler), bit index -> name or NULL. */
 const char *nx_flag_name(unsigned bit);
 #define NX_FLAG_BITS 16
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -11,6 +11,10 @@
 #include "geometry.h"
 #include "insn.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define NX_TENSOR_NAME_MAX 64 /* including the NUL */
 #define NX_TENSOR_MAX_DIMS 6
 
@@ -65,5 +69,9 @@ int nx_program_find_tensor(const nx_program *p, const char *name);
  * instruction (isa/validate.h). The message names the core, engine,
  * instruction index and mnemonic of the first bad instruction. */
 int nx_program_validate(const nx_program *p, const nx_geometry *geo, nx_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -11,6 +11,10 @@
 #include "geometry.h"
 #include "insn.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct nx_core_state {
     uint8_t *sbuf;        /* partitions * sbuf_partition_bytes, partition-major */
     uint8_t *psum;        /* partitions * psum_partition_bytes, partition-major */
@@ -48,5 +52,9 @@ static inline uint8_t *nx_sbuf_at(nx_state *st, uint32_t core, uint32_t partitio
 static inline uint8_t *nx_psum_at(nx_state *st, uint32_t core, uint32_t partition, uint64_t byte) {
     return st->core[core].psum + (uint64_t)partition * st->geo.psum_partition_bytes + byte;
 }
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -17,6 +17,10 @@
 #include "geometry.h"
 #include "insn.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Message has no location prefix; nx_program_validate adds it. */
 int nx_insn_validate(const nx_insn *insn, nx_engine engine, const nx_geometry *geo,
                      uint64_t hbm_bytes, uint32_t sem_count, nx_error *err);
@@ -55,5 +59,9 @@ int nx_insn_footprint(const nx_insn *insn, nx_footprint out[NX_MAX_OPERANDS]);
  * byte + size), relative to the partition (SBUF/PSUM) or HBM start including
  * the partition stride term for HBM. */
 void nx_operand_span(const nx_operand *op, uint64_t *lo, uint64_t *hi);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -24,31 +24,8 @@
 
 #include "isa/opcodes.h"
 
-/* The constants shared by the trn1 and trn2 presets (sim/machines/ presets);
- * SBUF is the smaller of the two (trn1: 192 KiB per partition). */
-static void default_geometry(nx_geometry *g) {
-    memset(g, 0, sizeof *g);
-    strcpy(g->name, "trn");
-    g->cores = 2;
-    g->partitions = 128;
-    g->sbuf_partition_bytes = 192u * 1024u;
-    g->psum_partition_bytes = 16u * 1024u;
-    g->psum_bank_bytes = 2048;
-    g->hbm_bytes = (uint64_t)1 << 46; /* the builder checks the real extent */
-    g->sbuf_free_elems_max = 65536;
-    g->psum_free_elems_max = 4096;
-    g->pe_rows = 128;
-    g->pe_cols = 128;
-    g->pe_moving_free_max = 512;
-    g->dve_transpose_max = 32;
-    g->pool_partitions_per_core = 16;
-    g->max8_min_elems = 8;
-    g->max8_max_elems = 16384;
-    g->dma_queues = 256;
-}
-
-nx_kctx *nx_kctx_new_geo(nx_builder *b, const nx_geometry *geo, uint32_t program_id,
-                         uint32_t num_programs) {
+nx_kctx *nx_kctx_new(nx_builder *b, uint32_t program_id, uint32_t num_programs) {
+    const nx_geometry *geo = b ? nx_builder_geometry(b) : NULL;
     if (!b || !geo || num_programs == 0 || program_id >= num_programs ||
         program_id >= NX_MAX_CORES)
         return NULL;
@@ -66,11 +43,6 @@ nx_kctx *nx_kctx_new_geo(nx_builder *b, const nx_geometry *geo, uint32_t program
     return k;
 }
 
-nx_kctx *nx_kctx_new(nx_builder *b, uint32_t program_id, uint32_t num_programs) {
-    nx_geometry g;
-    default_geometry(&g);
-    return nx_kctx_new_geo(b, &g, program_id, num_programs);
-}
 
 static void snap_unref(ksnap *s) {
     if (s && --s->refs == 0) free(s);

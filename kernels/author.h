@@ -56,17 +56,8 @@ typedef struct nx_kctx nx_kctx;
 /* ---- context ---- */
 
 /* NULL on OOM (or program_id >= num_programs, or num_programs == 0); emits
- * into core program_id of b. The builder does not expose its geometry, so
- * this constructor assumes the architectural constants shared by the trn1
- * and trn2 presets (128 partitions, 192 KiB SBUF per partition as the
- * smaller of the two, 16 KiB PSUM in 2 KiB banks, 128x128 PE with N <= 512,
- * 32x32 DVE transpose, 256 DMA queues = 16 engines x 16, free-size limits
- * 64K/4K); the builder still checks every instruction against its real
- * geometry when the program is finished. Prefer nx_kctx_new_geo. */
+ * into core program_id of b, within the machine geometry b was made for. */
 nx_kctx *nx_kctx_new(nx_builder *b, uint32_t program_id, uint32_t num_programs);
-/* Same, with the machine geometry the builder was made with (copied). */
-nx_kctx *nx_kctx_new_geo(nx_builder *b, const nx_geometry *geo, uint32_t program_id,
-                         uint32_t num_programs);
 uint32_t nx_kctx_program_id(const nx_kctx *k);
 uint32_t nx_kctx_num_programs(const nx_kctx *k);
 const nx_geometry *nx_kctx_geometry(const nx_kctx *k);

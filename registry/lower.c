@@ -181,7 +181,7 @@ static int trace(const nx_lowerer *L, const nx_macro_op *op, nx_resolved *r, uin
     call.n_inputs = r->n_inputs;
     call.additional_args = &r->additional_args;
     for (uint32_t pid = 0; pid < grid; pid++) {
-        nx_kctx *k = nx_kctx_new_geo(b, &L->geo, pid, grid);
+        nx_kctx *k = nx_kctx_new(b, pid, grid);
         if (!k) {
             nx_fail(err, "%s: out of memory creating the authoring context", key);
             goto done;

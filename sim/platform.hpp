@@ -17,9 +17,6 @@
 #include <memory>
 #include <vector>
 
-// The isa/ headers have no extern "C" guards of their own: give their
-// declarations C linkage here, before anything includes them.
-extern "C" {
 #include "../isa/error.h"
 #include "../isa/exec.h"
 #include "../isa/insn.h"
@@ -27,7 +24,6 @@ extern "C" {
 #include "../isa/program.h"
 #include "../isa/state.h"
 #include "../isa/validate.h"
-}
 
 #include "model.h"
 

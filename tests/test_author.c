@@ -18,16 +18,14 @@
 #include "isa/opcodes.h"
 #include "kernels/author.h"
 #include "support.h"
-#ifdef NXSIM_KERNEL_TESTS_MODEL
 #include "sim/machine.h"
 #include "sim/model.h"
 #include "sim/race.h"
-#endif
 
 static nx_geometry geo2(void) { return test_geometry("trn2"); }
 
-static nx_kctx *new_ctx(nx_builder *b, const nx_geometry *g, uint32_t pid, uint32_t n) {
-    nx_kctx *k = nx_kctx_new_geo(b, g, pid, n);
+static nx_kctx *new_ctx(nx_builder *b, uint32_t pid, uint32_t n) {
+    nx_kctx *k = nx_kctx_new(b, pid, n);
     assert_non_null(k);
     return k;
 }
@@ -47,7 +45,6 @@ static void finish_and_check(nx_builder *b, nx_program *prog) {
     if (rc != 0) fail_msg("order check: %s", err.msg);
 }
 
-#ifdef NXSIM_KERNEL_TESTS_MODEL
 static void model_race_check(const nx_program *prog, nx_state *st) {
     nx_machine m;
     nx_error err;
@@ -60,7 +57,6 @@ static void model_race_check(const nx_program *prog, nx_state *st) {
     if (race != 0) fail_msg("race detector: %s", err.msg);
     nx_sim_result_free(&res);
 }
-#endif
 
 /* ---- allocator ---- */
 
@@ -68,7 +64,7 @@ static void test_alloc_overflow_and_reuse(void **state) {
     (void)state;
     nx_geometry g = geo2();
     nx_builder *b = nx_builder_new(&g, 1);
-    nx_kctx *k = new_ctx(b, &g, 0, 1);
+    nx_kctx *k = new_ctx(b, 0, 1);
     nx_error err;
     nx_tile a, bt, d;
     assert_int_equal(nx_kctx_alloc(k, NX_OPK_SBUF, "huge", NX_DT_FP32, 128, 60000, &d, &err), -1);
@@ -156,14 +152,12 @@ static void pipe_run(nx_program *prog, const pipe_t *p) {
     test_hbm_get(&st, NX_DT_FP32, p->y_off, n, y);
     for (uint64_t i = 0; i < n; i++)
         if (y[i] != v[i] * 2 + 1) fail_msg("y[%llu] = %g, want %g", (unsigned long long)i, y[i], v[i] * 2 + 1);
-#ifdef NXSIM_KERNEL_TESTS_MODEL
     nx_state_reset(&st);
     test_hbm_put(&st, NX_DT_FP32, p->x_off, n, v);
     model_race_check(prog, &st);
     test_hbm_get(&st, NX_DT_FP32, p->y_off, n, y);
     for (uint64_t i = 0; i < n; i++)
         if (y[i] != v[i] * 2 + 1) fail_msg("model: y[%llu] = %g", (unsigned long long)i, y[i]);
-#endif
     free(v);
     free(y);
     nx_state_free(&st);
@@ -222,7 +216,7 @@ static void test_pipeline_waits(void **state) {
     (void)state;
     pipe_t p;
     pipe_init(&p, 1);
-    nx_kctx *k = new_ctx(p.b, &p.g, 0, 1);
+    nx_kctx *k = new_ctx(p.b, 0, 1);
     nx_error err;
     nx_tile in[2], out[2];
     for (int j = 0; j < 2; j++) {
@@ -290,7 +284,7 @@ static void test_engines_overlap(void **state) {
     (void)state;
     pipe_t p;
     pipe_init(&p, 1);
-    nx_kctx *k = new_ctx(p.b, &p.g, 0, 1);
+    nx_kctx *k = new_ctx(p.b, 0, 1);
     nx_error err;
     nx_tile in[PIPE_TILES], out[PIPE_TILES];
     for (int j = 0; j < PIPE_TILES; j++) {
@@ -359,7 +353,7 @@ static void test_transitive_and_nops(void **state) {
     uint64_t shape[2] = {128, 64}, xo, yo;
     OK(nx_builder_tensor(b, "x", NX_DT_FP32, 2, shape, NX_ROLE_INPUT, &xo, &err));
     OK(nx_builder_tensor(b, "y", NX_DT_FP32, 2, shape, NX_ROLE_OUTPUT, &yo, &err));
-    nx_kctx *k = new_ctx(b, &g, 0, 1);
+    nx_kctx *k = new_ctx(b, 0, 1);
     nx_tile ta, tb, tc, td;
     OK(nx_kctx_alloc(k, NX_OPK_SBUF, "a", NX_DT_FP32, 128, 64, &ta, &err));
     OK(nx_kctx_alloc(k, NX_OPK_SBUF, "b", NX_DT_FP32, 128, 64, &tb, &err));
@@ -431,13 +425,11 @@ static void test_transitive_and_nops(void **state) {
     OK(nx_exec_program(&prog, &sst, &err));
     test_hbm_get(&sst, NX_DT_FP32, yo, 128 * 64, yv);
     for (int i = 0; i < 128 * 64; i++) assert_true(yv[i] == xv[i] + 1.0);
-#ifdef NXSIM_KERNEL_TESTS_MODEL
     nx_state_reset(&sst);
     test_hbm_put(&sst, NX_DT_FP32, xo, 128 * 64, xv);
     model_race_check(&prog, &sst);
     test_hbm_get(&sst, NX_DT_FP32, yo, 128 * 64, yv);
     for (int i = 0; i < 128 * 64; i++) assert_true(yv[i] == xv[i] + 1.0);
-#endif
     nx_state_free(&sst);
     nx_program_free(&prog);
 }
@@ -490,7 +482,7 @@ static void build_exchange(int with_barrier, nx_program *prog, uint64_t *xo, uin
     OK(nx_builder_tensor(b, "y", NX_DT_FP32, 2, shape, NX_ROLE_OUTPUT, yo, &err));
     int sems[2][3];
     for (uint32_t pid = 0; pid < 2; pid++) {
-        nx_kctx *k = new_ctx(b, &g, pid, 2);
+        nx_kctx *k = new_ctx(b, pid, 2);
         nx_tile t, u;
         OK(nx_kctx_alloc(k, NX_OPK_SBUF, "t", NX_DT_FP32, 128, 64, &t, &err));
         OK(nx_kctx_alloc(k, NX_OPK_SBUF, "u", NX_DT_FP32, 128, 64, &u, &err));
@@ -543,13 +535,11 @@ static void test_barrier_exchange(void **state) {
     OK(nx_exec_program(&prog, &st, &err));
     test_hbm_get(&st, NX_DT_FP32, yo, 256 * 64, yv);
     for (int i = 0; i < 256 * 64; i++) assert_true(yv[i] == xv[i]);
-#ifdef NXSIM_KERNEL_TESTS_MODEL
     nx_state_reset(&st);
     test_hbm_put(&st, NX_DT_FP32, xo, 256 * 64, xv);
     model_race_check(&prog, &st);
     test_hbm_get(&st, NX_DT_FP32, yo, 256 * 64, yv);
     for (int i = 0; i < 256 * 64; i++) assert_true(yv[i] == xv[i]);
-#endif
     nx_state_free(&st);
     nx_program_free(&prog);
 }
@@ -564,7 +554,7 @@ static void test_long_loop_pruning(void **state) {
     uint64_t shape[2] = {N, F}, xo, yo;
     OK(nx_builder_tensor(b, "x", NX_DT_INT32, 2, shape, NX_ROLE_INPUT, &xo, &err));
     OK(nx_builder_tensor(b, "y", NX_DT_INT32, 2, shape, NX_ROLE_OUTPUT, &yo, &err));
-    nx_kctx *k = new_ctx(b, &g, 0, 1);
+    nx_kctx *k = new_ctx(b, 0, 1);
     for (uint32_t i = 0; i < N; i++) {
         nx_tile t;
         OK(nx_kctx_alloc(k, NX_OPK_SBUF, "row", NX_DT_INT32, 1, F, &t, &err));
@@ -600,7 +590,7 @@ static void test_misuse_errors(void **state) {
     (void)state;
     nx_geometry g = geo2();
     nx_builder *b = nx_builder_new(&g, 1);
-    nx_kctx *k = new_ctx(b, &g, 0, 1);
+    nx_kctx *k = new_ctx(b, 0, 1);
     nx_error err;
     nx_tile t;
     OK(nx_kctx_alloc(k, NX_OPK_SBUF, "t", NX_DT_FP32, 128, 64, &t, &err));
@@ -621,7 +611,7 @@ static void test_misuse_errors(void **state) {
     assert_int_equal(nx_kctx_tensor_copy(k, NX_ENG_DVE, &a, &a, &err), -1);
     assert_string_equal(err.msg, "kernel context: the trace is finished");
     /* grid rows */
-    nx_kctx *k0 = new_ctx(b, &g, 0, 2), *k1 = new_ctx(b, &g, 1, 2);
+    nx_kctx *k0 = new_ctx(b, 0, 2), *k1 = new_ctx(b, 1, 2);
     uint64_t lo, hi;
     nx_kctx_rows(k0, 7, &lo, &hi);
     assert_int_equal(lo, 0);
@@ -632,7 +622,7 @@ static void test_misuse_errors(void **state) {
     nx_kctx_rows(k1, 1, &lo, &hi);
     assert_int_equal(lo, 1);
     assert_int_equal(hi, 1);
-    assert_null(nx_kctx_new_geo(b, &g, 2, 2));
+    assert_null(nx_kctx_new(b, 2, 2));
     nx_kctx_free(k0);
     nx_kctx_free(k1);
     nx_kctx_free(k);
@@ -655,7 +645,7 @@ static void test_helpers(void **state) {
     OK(nx_builder_tensor(b, "t_out", NX_DT_BF16, 2, st2, NX_ROLE_OUTPUT, &to, &err));
     OK(nx_builder_tensor(b, "q_in", NX_DT_INT32, 2, sq, NX_ROLE_INPUT, &qo, &err));
     OK(nx_builder_tensor(b, "q_out", NX_DT_INT32, 2, sq, NX_ROLE_OUTPUT, &ro, &err));
-    nx_kctx *k = new_ctx(b, &g, 0, 1);
+    nx_kctx *k = new_ctx(b, 0, 1);
     /* A[k][m] = k + 10 m (4 x 8, stationary), X[k][n] = 2 k - n (4 x 16, moving) */
     nx_tile A, X, P, M, T;
     OK(nx_kctx_alloc(k, NX_OPK_SBUF, "A", NX_DT_FP32, 4, 8, &A, &err));
@@ -720,12 +710,10 @@ static void test_helpers(void **state) {
         for (int c = 0; c < 8; c++) assert_true(got[r * 8 + c] == tv[c * 16 + r]);
     test_hbm_get(&st, NX_DT_INT32, ro, 128 * 40, got);
     for (int i = 0; i < 128 * 40; i++) assert_true(got[i] == qv[i]);
-#ifdef NXSIM_KERNEL_TESTS_MODEL
     nx_state_reset(&st);
     test_hbm_put(&st, NX_DT_BF16, xo, 128, tv);
     test_hbm_put(&st, NX_DT_INT32, qo, 128 * 40, qv);
     model_race_check(&prog, &st);
-#endif
     nx_state_free(&st);
     nx_program_free(&prog);
 }
@@ -735,7 +723,7 @@ static void test_lanes(void **state) {
     (void)state;
     nx_geometry g = geo2();
     nx_builder *b = nx_builder_new(&g, 1);
-    nx_kctx *k = new_ctx(b, &g, 0, 1);
+    nx_kctx *k = new_ctx(b, 0, 1);
     assert_int_equal(nx_kctx_lanes(k), 32);
     assert_int_equal(nx_kctx_lane_queue(k, 0), 0);
     assert_int_equal(nx_kctx_lane_queue(k, 1), 16);

@@ -24,11 +24,9 @@
 #include "kernels/transpose.h"
 #include "kernels/transpose_plan.h"
 #include "support.h"
-#ifdef NXSIM_KERNEL_TESTS_MODEL
 #include "sim/machine.h"
 #include "sim/model.h"
 #include "sim/race.h"
-#endif
 
 typedef int (*leaf_fn)(struct nx_kctx *, const nx_kernel_call *, nx_error *);
 
@@ -91,10 +89,10 @@ static void declare(nx_builder *b, call_buf *c) {
 
 /* Traces the leaf for every program of a `cores` grid. Returns the leaf's
  * rc (program 0's error in err). */
-static int trace(leaf_fn leaf, nx_builder *b, const nx_geometry *geo, uint32_t cores,
+static int trace(leaf_fn leaf, nx_builder *b, uint32_t cores,
                  const nx_kernel_call *call, nx_error *err) {
     for (uint32_t p = 0; p < cores; p++) {
-        nx_kctx *k = nx_kctx_new_geo(b, geo, p, cores);
+        nx_kctx *k = nx_kctx_new(b, p, cores);
         assert_non_null(k);
         if (leaf(k, call, err) != 0) {
             nx_kctx_free(k);
@@ -147,7 +145,7 @@ static void check_leaf(leaf_fn leaf, const char *leaf_name, nx_dtype dt, uint32_
     make_call(&c, dt, ndims, shape, perm);
     declare(b, &c);
     nx_error err;
-    if (trace(leaf, b, &geo, cores, &c.call, &err) != 0) fail_msg("%s: %s", what, err.msg);
+    if (trace(leaf, b, cores, &c.call, &err) != 0) fail_msg("%s: %s", what, err.msg);
     nx_program prog;
     if (nx_builder_finish(b, &prog, &err) != 0) fail_msg("%s: finish: %s", what, err.msg);
     nx_builder_free(b);
@@ -169,7 +167,6 @@ static void check_leaf(leaf_fn leaf, const char *leaf_name, nx_dtype dt, uint32_
     if (nx_exec_program(&prog, &st, &err) != 0) fail_msg("%s: exec: %s", what, err.msg);
     compare_bytes(st.hbm + c.args[1].hbm_offset, want, bytes, size, what);
 
-#ifdef NXSIM_KERNEL_TESTS_MODEL
     nx_machine m;
     if (nx_machine_load("trn2", &m, &err) != 0) fail_msg("machine: %s", err.msg);
     nx_state_reset(&st);
@@ -182,7 +179,6 @@ static void check_leaf(leaf_fn leaf, const char *leaf_name, nx_dtype dt, uint32_
     if (race != 0) fail_msg("%s: race detector: %s", what, err.msg);
     nx_sim_result_free(&res);
     compare_bytes(st.hbm + c.args[1].hbm_offset, want, bytes, size, what);
-#endif
 
     nx_state_free(&st);
     nx_program_free(&prog);
@@ -205,7 +201,7 @@ static void expect_refusal(leaf_fn leaf, const call_buf *c, const char *msg) {
     local.call.additional_args = &local.attrs;
     declare(b, &local);
     nx_error err;
-    assert_int_equal(trace(leaf, b, &geo, 2, &local.call, &err), -1);
+    assert_int_equal(trace(leaf, b, 2, &local.call, &err), -1);
     assert_string_equal(err.msg, msg);
     nx_builder_free(b);
 }
@@ -473,7 +469,7 @@ static void test_split_share(void **state) {
         make_call(&c, NX_DT_INT16, 2, shape, NULL);
         declare(b, &c);
         nx_error err;
-        nx_kctx *k = nx_kctx_new_geo(b, &geo, 1, 2); /* only program 1 */
+        nx_kctx *k = nx_kctx_new(b, 1, 2); /* only program 1 */
         assert_int_equal(LEAVES[l](k, &c.call, &err), 0);
         assert_int_equal(nx_kctx_finish(k, &err), 0);
         nx_kctx_free(k);

@@ -8,10 +8,10 @@
 //
 // * Stationary load: one row of COLS weights per cycle (ld_valid) enters the
 //   top row and shifts down; after ROWS load cycles the row loaded first is
-//   in the bottom row, so a [K, M] tile is fed as rows k = ROWS-1 .. 0, the
-//   rows k >= K (fed first) as zeros with ld_active = 0, which makes those
-//   rows pass partial sums through untouched. Columns m >= M get zero
-//   weights; their results are ignored.
+//   in the bottom row, so a [K, M] tile (1 <= K) is fed as rows
+//   k = ROWS-1 .. 0, the rows k >= K (fed first) with ld_active = 0, which
+//   makes those rows pass partial sums through untouched whatever their
+//   weights. Columns m >= M may hold anything; their results are ignored.
 // * Moving stream: one vector of ROWS values (moving[k][n], k = 0..ROWS-1)
 //   per cycle (mv_valid); lane k is delayed k cycles (the input skew) and
 //   then moves right one column per cycle. The first vector may enter in the
@@ -30,8 +30,8 @@
 // verilated C++ holds one loop instead of ROWS*COLS copies of the datapath;
 // synthesis unrolls the loops into identical cells.
 module nx_pe_array #(
-  parameter int ROWS = 128,
-  parameter int COLS = 128,
+  parameter int ROWS = 128,  // >= 2
+  parameter int COLS = 128,  // >= 2
   parameter int NMAX = 512   // PSUM entries per column (one 2 KiB bank of fp32)
 ) (
   input  logic                    clk,
@@ -75,10 +75,14 @@ module nx_pe_array #(
 
   // State arrays are packed (one wide vector each) so that a whole array is
   // committed by one assignment; an unpacked array's whole-array assignment
-  // would be split into ROWS*COLS separate ones in the verilated C++.
+  // would be split into ROWS*COLS separate ones in the verilated C++. The
+  // per-PE arrays are left out of waveforms (tracing_off): at 128 x 128 they
+  // would add about 200 KB per cycle to a VCD.
 
   // ---- stationary weights: shift down one row per load cycle ---------------
+  /* verilator tracing_off */
   logic [ROWS-1:0][COLS-1:0][31:0] w_q, w_d;
+  /* verilator tracing_on */
   logic [ROWS-1:0]                 act_q, act_d;
 
   always_comb begin
@@ -98,8 +102,10 @@ module nx_pe_array #(
   // Stage s (1 <= s < ROWS) holds lanes r >= s, each one cycle older than in
   // stage s - 1; lane r leaves from stage r. Entries r < s are tied to zero
   // (synthesis removes them): the registers form the usual triangle.
+  /* verilator tracing_off */
   logic [ROWS-1:1][ROWS-1:0][31:0] sk_q, sk_d;
   logic [ROWS-1:0][31:0]           skew_out;
+  /* verilator tracing_on */
 
   always_comb begin
     for (int s = 1; s < ROWS; s++)
@@ -114,7 +120,9 @@ module nx_pe_array #(
   always_ff @(posedge clk) sk_q <= sk_d;
 
   // ---- moving values: every PE registers its input and passes it right ----
+  /* verilator tracing_off */
   logic [ROWS-1:0][COLS-1:0][31:0] x_q, x_d;
+  /* verilator tracing_on */
   logic [COLS-1:0][2:0]            xt_q, xt_d;  // row 0's tags (the rows below follow it)
 
   always_comb begin
@@ -124,8 +132,10 @@ module nx_pe_array #(
 
   // ---- processing elements: multiply, add the partial sum from above -----
   // Reads flops only, so the simulator evaluates it once per clock edge.
+  /* verilator tracing_off */
   logic [ROWS-1:0][COLS-1:0][31:0] ps_q, ps_d;  // partial sum leaving PE (r, c) downwards
   logic [ROWS-1:0][COLS-1:0][2:0] pt_q, pt_d;  // its tag
+  /* verilator tracing_on */
 
   always_comb begin
     // row 0 starts every column's sum with its own product

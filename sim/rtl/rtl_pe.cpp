@@ -66,6 +66,10 @@ int nx_rtl_pe::trace_vcd(const char *path, nx_error *err) {
     return 0;  // start_of_simulation opens it
 }
 
+void nx_rtl_pe::flush_vcd() {
+    if (vcd_) vcd_->flush();
+}
+
 int nx_rtl_pe::open_vcd(nx_error *err) {
     (void)err;
     vcd_.reset(new VerilatedVcdSc);

@@ -55,6 +55,9 @@ public:
      * file opens at the start of simulation) or from a process; one VCD per
      * instance. Returns 0, or -1 if the file cannot be written. */
     int trace_vcd(const char *path, nx_error *err);
+    /* Writes buffered VCD data to the file (e.g. at the end of a run; the
+     * destructor closes the file). No-op without a VCD. */
+    void flush_vcd();
 
     /* Caches the stationary tile w [K, M] (row-major, 1 <= K <= rows,
      * 1 <= M <= cols). Takes rows - 1 cycles: the last stationary row enters

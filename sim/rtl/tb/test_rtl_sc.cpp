@@ -121,6 +121,7 @@ struct tester : sc_core::sc_module {
         tile(5, 7, 9, true, false, 0.05, 2);       // accumulate
         tile(128, 128, 64, true, true, 0.002, 3);  // full bf16 tile
         tile(100, 77, 33, false, false, 0.3, 4);   // dense specials
+        pe.flush_vcd();
         done = true;
     }
 
