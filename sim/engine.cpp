@@ -163,8 +163,9 @@ fs_t Engine::book_conflicts(const nx_insn &in, fs_t t, fs_t dur) {
         }
         t = t2;
     }
-    if (use_sbuf) sb.insert(engine_, t, dur, 1, now_fs());
-    if (psum_mask) ps.insert(engine_, t, dur, psum_mask, now_fs());
+    const fs_t horizon = plat_.conflict_horizon(core_);
+    if (use_sbuf) sb.insert(engine_, t, dur, 1, horizon);
+    if (psum_mask) ps.insert(engine_, t, dur, psum_mask, horizon);
     return t;
 }
 

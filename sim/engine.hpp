@@ -38,6 +38,9 @@ class Engine : public sc_core::sc_module {
     void start() { start_.notify(sc_core::SC_ZERO_TIME); }
     bool finished() const { return !active_ || pc_ >= count_; }
     uint32_t pc() const { return pc_; }
+    // No later request of this engine is ready before this local time
+    // (all-ones once it has finished): what the conflict calendars prune by.
+    fs_t horizon() const { return finished() ? ~(fs_t)0 : t_free_; }
     bool at_barrier() const { return in_barrier_; }
     uint64_t barrier_id() const { return barrier_id_; }
     const nx_sim_engine_stats &stats() const { return stats_; }

@@ -113,9 +113,10 @@ fs_t Calendar::earliest(nx_engine engine, fs_t ready, fs_t dur, uint64_t mask) c
     return t;
 }
 
-void Calendar::insert(nx_engine engine, fs_t start, fs_t dur, uint64_t mask, fs_t now) {
+void Calendar::insert(nx_engine engine, fs_t start, fs_t dur, uint64_t mask, fs_t horizon) {
     if (slots_.size() >= 64)
-        slots_.erase(std::remove_if(slots_.begin(), slots_.end(), [now](const Slot &s) { return s.end <= now; }),
+        slots_.erase(std::remove_if(slots_.begin(), slots_.end(),
+                                    [horizon](const Slot &s) { return s.end <= horizon; }),
                      slots_.end());
     Slot s{start, start + dur, mask, engine};
     auto at = std::upper_bound(slots_.begin(), slots_.end(), start,
@@ -124,6 +125,14 @@ void Calendar::insert(nx_engine engine, fs_t start, fs_t dur, uint64_t mask, fs_
 }
 
 // ---- Platform --------------------------------------------------------------
+
+fs_t Platform::conflict_horizon(uint32_t core) const {
+    fs_t h = now_fs();
+    fs_t lowest = ~(fs_t)0;
+    for (nx_engine e : {NX_ENG_DVE, NX_ENG_ACT, NX_ENG_POOL})
+        lowest = std::min(lowest, engine_[core][e]->horizon());
+    return std::max(h, lowest);
+}
 
 Platform::Platform(sc_core::sc_module_name name) : sc_core::sc_module(name) {
     hub_.reset(new SemaphoreHub("hub", *this));

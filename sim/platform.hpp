@@ -93,9 +93,9 @@ class Calendar {
     // Earliest start >= ready of [start, start + dur) that overlaps no
     // interval of another engine sharing a bit of `mask`.
     fs_t earliest(nx_engine engine, fs_t ready, fs_t dur, uint64_t mask) const;
-    // Books [start, start + dur); intervals that ended by `now` are dropped
-    // (every later request is ready at or after now).
-    void insert(nx_engine engine, fs_t start, fs_t dur, uint64_t mask, fs_t now);
+    // Books [start, start + dur); intervals that ended by `horizon` are
+    // dropped (every later request is ready at or after it).
+    void insert(nx_engine engine, fs_t start, fs_t dur, uint64_t mask, fs_t horizon);
 
   private:
     struct Slot {
@@ -146,6 +146,11 @@ class Platform : public sc_core::sc_module {
     DmaSystem &dma() { return *dma_; }
     Calendar &sbuf_calendar(uint32_t core) { return sbuf_cal_[core]; }
     Calendar &psum_calendar(uint32_t core) { return psum_cal_[core]; }
+    // The earliest local time at which an engine of `core` that books the
+    // conflict calendars (DVE, ACT, POOL) may still make a request. Engines
+    // are decoupled, so SystemC time lags far behind them; pruning by it
+    // alone would keep every booking of a long run.
+    fs_t conflict_horizon(uint32_t core) const;
 
     // A fault: keeps the first error, aborts the run, wakes every thread.
     void fail(const nx_error &e);

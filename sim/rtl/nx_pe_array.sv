@@ -77,7 +77,7 @@ module nx_pe_array #(
   // committed by one assignment; an unpacked array's whole-array assignment
   // would be split into ROWS*COLS separate ones in the verilated C++. The
   // per-PE arrays are left out of waveforms (tracing_off): at 128 x 128 they
-  // would add about 200 KB per cycle to a VCD.
+  // would add megabytes per cycle to a VCD.
 
   // ---- stationary weights: shift down one row per load cycle ---------------
   /* verilator tracing_off */
