@@ -52,7 +52,7 @@ int cmd_asm(int argc, char **argv) {
     nx_error err;
     uint8_t *text = NULL;
     size_t len = 0;
-    if (cli_read_file(input, &text, &len, &err) != 0) {
+    if (nx_read_file(input, &text, &len, &err) != 0) {
         cli_message("%s", err.msg);
         return CLI_EXIT_INPUT;
     }

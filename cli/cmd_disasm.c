@@ -35,7 +35,7 @@ static int save_text(const char *path, const nx_program *p, nx_error *err) {
     if (!mem) return nx_fail(err, "%s: out of memory", path);
     int rc = nx_disassemble(p, mem, err);
     if (fclose(mem) != 0 && rc == 0) rc = nx_fail(err, "%s: out of memory", path);
-    if (rc == 0) rc = cli_write_atomic(path, text, len, err);
+    if (rc == 0) rc = nx_write_file_atomic(path, text, len, err);
     free(text);
     return rc;
 }

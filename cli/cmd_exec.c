@@ -243,7 +243,7 @@ static int write_outputs(const nx_program *p, const exec_args *a, const nx_state
         status = CLI_EXIT_RUNTIME;
     }
     for (int k = 0; k < a->n_out && status == CLI_EXIT_OK; k++) {
-        if (cli_write_atomic(a->outs[k].path, bufs[k], lens[k], &err) != 0) {
+        if (nx_write_file_atomic(a->outs[k].path, bufs[k], lens[k], &err) != 0) {
             cli_message("%s", err.msg);
             for (int j = 0; j < k; j++) unlink(a->outs[j].path);
             status = CLI_EXIT_RUNTIME;

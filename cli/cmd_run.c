@@ -252,7 +252,7 @@ static int build_op(const run_args *a, run_op *r, const nx_registry_entry **entr
     nx_macro_op *op = &r->op;
     if (a->op_file) {
         size_t len;
-        if (cli_read_file(a->op_file, (uint8_t **)&r->op_text, &len, &err) != 0) {
+        if (nx_read_file(a->op_file, (uint8_t **)&r->op_text, &len, &err) != 0) {
             cli_message("%s", err.msg);
             return CLI_EXIT_INPUT;
         }
@@ -785,7 +785,7 @@ static int execute(const run_args *a, run_op *r) {
     /* Write: results, then the trace; undo on failure. */
     for (uint32_t j = 0; j < op->n_results; j++) {
         if (!r->out_path[j]) continue;
-        if (cli_write_atomic(r->out_path[j], bufs[j], lens[j], &err) != 0) {
+        if (nx_write_file_atomic(r->out_path[j], bufs[j], lens[j], &err) != 0) {
             cli_message("%s", err.msg);
             status = CLI_EXIT_RUNTIME;
             goto undo;

@@ -7,16 +7,10 @@
 #include <stdint.h>
 
 #include "isa/error.h"
+#include "isa/fileio.h"
 #include "isa/program.h"
 #include "sim/machine.h"
 
-/* Reads a whole file into a malloc'd buffer (caller frees; NUL-terminated
- * one byte past len for text use). */
-int cli_read_file(const char *path, uint8_t **buf, size_t *len, nx_error *err);
-
-/* Writes buf to path atomically: a temporary file in the same directory,
- * then rename. On failure the temporary is removed and path is untouched. */
-int cli_write_atomic(const char *path, const void *buf, size_t len, nx_error *err);
 
 /* 1 if the bytes start with the .nxb magic "NXSB". */
 int cli_is_nxb(const uint8_t *buf, size_t len);

@@ -25,6 +25,7 @@
 
 #include "dtype.h"
 #include "encode.h"
+#include "fileio.h"
 #include "insn.h"
 #include "opcodes.h"
 
@@ -967,30 +968,10 @@ int nx_assemble(const char *filename, const char *text, size_t len, nx_program *
 
 int nx_assemble_file(const char *path, nx_program *out, nx_error *err) {
     nx_program_init(out);
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) return nx_fail(err, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    int rc = buf ? 0 : nx_fail(err, "%s: out of memory", path);
-    while (rc == 0) {
-        if (len == cap) {
-            char *bigger = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
-            if (bigger == NULL) {
-                rc = nx_fail(err, "%s: out of memory after %zu bytes", path, len);
-                break;
-            }
-            buf = bigger;
-            cap *= 2;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0) {
-            if (ferror(f)) rc = nx_fail(err, "%s: read error: %s", path, strerror(errno));
-            break;
-        }
-    }
-    fclose(f);
-    if (rc == 0) rc = nx_assemble(path, buf, len, out, err);
+    uint8_t *buf;
+    size_t len;
+    if (nx_read_file(path, &buf, &len, err) != 0) return -1;
+    int rc = nx_assemble(path, (const char *)buf, len, out, err);
     free(buf);
     return rc;
 }

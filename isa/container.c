@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "encode.h"
+#include "fileio.h"
 #include "opcodes.h"
 
 /* ---- layout (byte offsets) ---- */
@@ -446,49 +447,16 @@ int nx_program_decode(const uint8_t *buf, size_t len, nx_program *out, nx_error 
 
 int nx_program_load_file(const char *path, nx_program *out, nx_error *err) {
     nx_program_init(out);
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) return nx_fail(err, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0;
-    uint8_t *buf = malloc(cap);
+    uint8_t *buf;
+    size_t len;
+    if (nx_read_file(path, &buf, &len, err) != 0) return -1;
     int rc = 0;
-    if (buf == NULL) rc = nx_fail(err, "%s: out of memory", path);
-    while (rc == 0) {
-        if (len == cap) {
-            uint8_t *bigger = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
-            if (bigger == NULL) {
-                rc = nx_fail(err, "%s: out of memory after %zu bytes", path, len);
-                break;
-            }
-            buf = bigger;
-            cap *= 2;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0) {
-            if (ferror(f)) rc = nx_fail(err, "%s: read error: %s", path, strerror(errno));
-            break;
-        }
-    }
-    fclose(f);
-    if (rc == 0 && nx_program_decode(buf, len, out, err) != 0) {
+    if (nx_program_decode(buf, len, out, err) != 0) {
         if (err != NULL) nx_fail_prefix(err, "%s", path);
         rc = -1;
     }
     free(buf);
     return rc;
-}
-
-static int write_all(int fd, const uint8_t *buf, size_t len) {
-    while (len > 0) {
-        ssize_t n = write(fd, buf, len);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        buf += n;
-        len -= (size_t)n;
-    }
-    return 0;
 }
 
 int nx_program_save_file(const char *path, const nx_program *p, nx_error *err) {
@@ -498,30 +466,7 @@ int nx_program_save_file(const char *path, const nx_program *p, nx_error *err) {
         if (err != NULL) nx_fail_prefix(err, "%s", path);
         return -1;
     }
-    static const char suffix[] = ".tmp.XXXXXX";
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + sizeof suffix);
-    if (tmp == NULL) {
-        free(buf);
-        return nx_fail(err, "%s: out of memory", path);
-    }
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, suffix, sizeof suffix);
-    int rc = 0;
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        rc = nx_fail(err, "%s: cannot create temporary file %s: %s", path, tmp, strerror(errno));
-    } else {
-        /* mkstemp makes the file 0600; give it the usual mode of a new file. */
-        if (fchmod(fd, 0644) != 0 || write_all(fd, buf, len) != 0)
-            rc = nx_fail(err, "%s: cannot write %s: %s", path, tmp, strerror(errno));
-        if (close(fd) != 0 && rc == 0)
-            rc = nx_fail(err, "%s: cannot write %s: %s", path, tmp, strerror(errno));
-        if (rc == 0 && rename(tmp, path) != 0)
-            rc = nx_fail(err, "%s: cannot rename %s over it: %s", path, tmp, strerror(errno));
-        if (rc != 0) unlink(tmp);
-    }
-    free(tmp);
+    int rc = nx_write_file_atomic(path, buf, len, err);
     free(buf);
     return rc;
 }

@@ -21,6 +21,8 @@
 
 #include "npy.h"
 
+#include "fileio.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -451,53 +453,11 @@ int nx_npy_parse(const char *name, const uint8_t *buf, size_t len, nx_npy *out, 
     return 0;
 }
 
-/* Reads a whole file (regular file or pipe) into a malloc'd buffer. */
-static int read_whole_file(const char *path, uint8_t **out, size_t *len, nx_error *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return nx_fail(err, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    uint8_t *buf = malloc(cap);
-    if (!buf) {
-        fclose(f);
-        return nx_fail(err, "%s: out of memory", path);
-    }
-    for (;;) {
-        if (n == cap) {
-            if (cap > SIZE_MAX / 2) {
-                free(buf);
-                fclose(f);
-                return nx_fail(err, "%s: file too large", path);
-            }
-            uint8_t *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return nx_fail(err, "%s: out of memory", path);
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    int bad = ferror(f);
-    int saved = errno;
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return nx_fail(err, "%s: read error: %s", path, strerror(saved));
-    }
-    *out = buf;
-    *len = n;
-    return 0;
-}
-
 int nx_npy_load(const char *path, nx_npy *out, nx_error *err) {
     memset(out, 0, sizeof *out);
     uint8_t *buf = NULL;
     size_t len = 0;
-    if (read_whole_file(path, &buf, &len, err) != 0) return -1;
+    if (nx_read_file(path, &buf, &len, err) != 0) return -1;
     int rc = nx_npy_parse(path, buf, len, out, err);
     free(buf);
     return rc;
@@ -603,57 +563,11 @@ int nx_npy_serialize(const nx_npy *a, uint8_t **out, size_t *len, nx_error *err)
 
 /* ---- atomic save ------------------------------------------------------------ */
 
-static int write_all(int fd, const uint8_t *p, size_t n) {
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 int nx_npy_save(const char *path, const nx_npy *a, nx_error *err) {
     uint8_t *buf = NULL;
     size_t len = 0;
     if (nx_npy_serialize(a, &buf, &len, err) != 0) return nx_fail_prefix(err, "%s", path);
-
-    /* A fresh temp name beside the target (same directory, so rename is
-     * atomic), created exclusively with mode 0666 & ~umask like any output. */
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 48);
-    if (!tmp) {
-        free(buf);
-        return nx_fail(err, "%s: out of memory", path);
-    }
-    int fd = -1;
-    for (unsigned attempt = 0; attempt < 100 && fd < 0; attempt++) {
-        snprintf(tmp, plen + 48, "%s.tmp.%ld.%u", path, (long)getpid(), attempt);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd < 0 && errno != EEXIST) break;
-    }
-    if (fd < 0) {
-        int e = errno;
-        free(buf);
-        free(tmp);
-        return nx_fail(err, "%s: cannot create: %s", path, strerror(e));
-    }
-    int ok = write_all(fd, buf, len) == 0 && fsync(fd) == 0;
-    int e = errno;
-    if (close(fd) != 0 && ok) {
-        ok = 0;
-        e = errno;
-    }
-    if (ok && rename(tmp, path) != 0) {
-        ok = 0;
-        e = errno;
-    }
-    if (!ok) unlink(tmp);
+    int rc = nx_write_file_atomic(path, buf, len, err);
     free(buf);
-    free(tmp);
-    if (!ok) return nx_fail(err, "%s: cannot write: %s", path, strerror(e));
-    return 0;
+    return rc;
 }
