@@ -30,10 +30,7 @@
 
 #include <systemc>
 
-// isa/ headers have no extern "C" guards of their own
-extern "C" {
 #include "isa/error.h"
-}
 
 class Vnx_pe_sc;
 class VerilatedVcdSc;
