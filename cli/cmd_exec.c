@@ -25,6 +25,7 @@
 void cmd_exec_help(FILE *f) {
     fputs("Usage: nxsim exec PROGRAM [--in NAME=FILE.npy]... [--out NAME=FILE.npy]...\n"
           "                  [--machine NAME|FILE.json] [--seed N] [--functional]\n"
+          "                  [--pe model|rtl] [--vcd FILE.vcd]\n"
           "\n"
           "Runs PROGRAM, a .nxb binary or .nxs text program (recognised by the .nxb\n"
           "magic, not by the file name), on the machine it targets.\n"
@@ -49,6 +50,15 @@ void cmd_exec_help(FILE *f) {
           "                            instantly in a dependency-respecting order)\n"
           "                            instead of the cycle-approximate SystemC model,\n"
           "                            the default; both compute the same results\n"
+          "      --pe model|rtl        the PE's datapath on the SystemC model: model\n"
+          "                            (default) uses the functional semantics and the\n"
+          "                            cost formulas; rtl sends every load_stationary\n"
+          "                            and multiply_moving through the Verilated RTL\n"
+          "                            PE array (values and PE cycles from the RTL;\n"
+          "                            exact, about 1 ms per array cycle)\n"
+          "      --vcd FILE.vcd        with --pe rtl: write the RTL waveform of the run\n"
+          "                            (GTKWave); a second core's goes to\n"
+          "                            FILE.core1.vcd\n"
           "  -h, --help                show this help and exit\n"
           "\n"
           "Exit status: 0 ok; 1 fault or deadlock during the run, or an output could\n"
@@ -71,6 +81,8 @@ typedef struct exec_args {
     binding *ins, *outs;
     int n_in, n_out;
     int functional; /* --functional: nx_exec_program instead of the model */
+    int pe_rtl;     /* --pe rtl: the PE engine runs on the RTL array */
+    const char *vcd; /* --vcd FILE: the RTL waveform (needs --pe rtl) */
 } exec_args;
 
 /* Splits NAME=FILE in place. */
@@ -106,6 +118,8 @@ static int parse_args(int argc, char **argv, exec_args *a) {
         {"machine", required_argument, NULL, 'm'},
         {"seed", required_argument, NULL, 's'},
         {"functional", no_argument, NULL, 'F'},
+        {"pe", required_argument, NULL, 'P'},
+        {"vcd", required_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -137,10 +151,22 @@ static int parse_args(int argc, char **argv, exec_args *a) {
                 return cli_usage_error("exec", "--seed expects a non-negative integer, got '%s'", optarg);
             break;
         case 'F': a->functional = 1; break;
+        case 'P':
+            if (strcmp(optarg, "rtl") == 0) a->pe_rtl = 1;
+            else if (strcmp(optarg, "model") == 0) a->pe_rtl = 0;
+            else return cli_usage_error("exec", "--pe expects model or rtl, got '%s'", optarg);
+            break;
+        case 'V':
+            if (optarg[0] == '\0') return cli_usage_error("exec", "--vcd expects a file name");
+            a->vcd = optarg;
+            break;
         case 'h': cmd_exec_help(stdout); return -1;
         default: return cli_option_error("exec", c, argc, argv);
         }
     }
+    if (a->vcd && !a->pe_rtl) return cli_usage_error("exec", "--vcd needs --pe rtl (only the RTL has a waveform)");
+    if (a->pe_rtl && a->functional)
+        return cli_usage_error("exec", "--pe rtl runs on the SystemC model; it cannot be combined with --functional");
     if (optind >= argc) return cli_usage_error("exec", "no program given");
     if (argc - optind > 1) return cli_usage_error("exec", "expected one program, got %d", argc - optind);
     a->program = argv[optind];
@@ -256,13 +282,15 @@ static int write_outputs(const nx_program *p, const exec_args *a, const nx_state
 }
 
 /* The SystemC model (sim/model.h) by default, the functional executor with
- * --functional; the same results, the same error messages. */
+ * --functional; the same results, the same error messages. --pe rtl / --vcd
+ * choose the model's PE datapath (nx_sim_pe_options). */
 static int execute(const exec_args *a, const nx_machine *m, const nx_program *prog, nx_state *st,
                    nx_error *err) {
     if (a->functional) return nx_exec_program(prog, st, err);
     nx_sim_options opt = {0, isatty(2)};
+    nx_sim_pe_options pe = {a->pe_rtl, a->vcd};
     nx_sim_result res;
-    if (nx_sim_run(m, prog, st, &opt, &res, err) != 0) return -1;
+    if (nx_sim_run_pe(m, prog, st, &opt, &pe, &res, err) != 0) return -1;
     nx_sim_result_free(&res);
     return 0;
 }

@@ -3,8 +3,14 @@
 #include "engine.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <vector>
 
 #include "dma.hpp"
+#include "rtl/rtl_pe.hpp"
+extern "C" {
+#include "../isa/insns/pe_convert.h"
+}
 
 namespace nxsim {
 
@@ -25,6 +31,7 @@ void Engine::prepare(const nx_stream *stream, nx_sim_record *log, double period_
     pc_ = 0;
     t_free_ = t_last_ = mm_start_ = inc_vis_ = 0;
     nx_pe_cost_reset(&pe_);
+    rtl_loaded_ = false;
     ring_head_ = ring_len_ = 0;
     in_barrier_ = false;
     barrier_id_ = 0;
@@ -169,6 +176,79 @@ fs_t Engine::book_conflicts(const nx_insn &in, fs_t t, fs_t dur) {
     return t;
 }
 
+void Engine::fail_run(const nx_error &e) {
+    plat_.fail(e);
+    throw RunAborted();
+}
+
+// The core's stationary tile (as the semantics cached it) into the RTL array.
+// Returns the cycles spent.
+uint64_t Engine::load_rtl_from_state() {
+    const nx_state *st = plat_.rs.st;
+    const nx_core_state &cs = st->core[core_];
+    const uint32_t K = cs.stationary_k, M = cs.stationary_m, ld = st->geo.pe_cols;
+    std::vector<float> w((size_t)K * M);
+    for (uint32_t k = 0; k < K; k++)
+        std::memcpy(&w[(size_t)k * M], cs.stationary + (size_t)k * ld, (size_t)M * sizeof(float));
+    nx_error err;
+    uint64_t n = 0;
+    if (plat_.rtl_pe(core_).load_stationary(w.data(), K, M, &n, &err) != 0) {
+        char where[96];
+        nx_insn_where(where, sizeof where, core_, engine_, pc_, &insns_[pc_]);
+        nx_fail_prefix(&err, "%s: RTL PE", where);
+        fail_run(err);
+    }
+    rtl_loaded_ = true;
+    return n;
+}
+
+// --pe rtl for load_stationary and multiply_moving. The semantics run first
+// exactly as in the model (the same state effects and error messages); then
+// the RTL array of this core does the same operation from the same inputs,
+// its fp32 results replace the multiply's PSUM dst, and its cycle count, at
+// this engine's clock, is the instruction's cost. The array waits on its own
+// clock, so SystemC time is brought up to the engine's local time first.
+// *t_start moves to when the array actually started; returns the end time.
+fs_t Engine::run_on_rtl(const nx_exec_ctx &ctx, const nx_insn &in, fs_t *t_start) {
+    sync(*t_start);
+    *t_start = std::max(*t_start, now_fs());
+    uint64_t n = 0;
+    if (in.opcode == NX_OP_LOAD_STATIONARY) {
+        if (nx_insn_execute(&ctx, &in) != 0) fail_run(*ctx.err);
+        n = load_rtl_from_state();
+    } else {
+        nx_view dst, mv;
+        nx_view_init(&dst, &ctx, &in.op[0]);
+        nx_view_init(&mv, &ctx, &in.op[1]);
+        const uint32_t K = mv.partitions, M = dst.partitions, N = (uint32_t)mv.free_elems;
+        const bool acc = (in.flags & NX_FLAG_ACCUMULATE) != 0;
+        // inputs before the semantics overwrite dst (PSUM rows hold host-order fp32)
+        std::vector<float> moving((size_t)K * N), out((size_t)M * N);
+        nx_pe_rows_to_f32(&mv, K, moving.data(), N);
+        if (acc)
+            for (uint32_t m = 0; m < M; m++)
+                for (uint32_t e = 0; e < N; e++)
+                    std::memcpy(&out[(size_t)m * N + e], nx_view_addr(&dst, m, e), sizeof(float));
+        if (nx_insn_execute(&ctx, &in) != 0) fail_run(*ctx.err);
+        // the state's tile came from an earlier run: the array has not seen it
+        if (!rtl_loaded_) load_rtl_from_state();
+        nx_error err;
+        if (plat_.rtl_pe(core_).multiply(moving.data(), K, N, out.data(), acc, &n, &err) != 0) {
+            char where[96];
+            nx_insn_where(where, sizeof where, core_, engine_, pc_, &in);
+            nx_fail_prefix(&err, "%s: RTL PE", where);
+            fail_run(err);
+        }
+        for (uint32_t m = 0; m < M; m++)
+            for (uint32_t e = 0; e < N; e++)
+                std::memcpy(nx_view_addr(&dst, m, e), &out[(size_t)m * N + e], sizeof(float));
+    }
+    if (plat_.rs.abort) throw RunAborted();
+    // the array ticks faster than any PE clock (platform.cpp): its cycles at
+    // this engine's clock end at or after the SystemC time it reached
+    return std::max(now_fs(), *t_start + cycles(n));
+}
+
 void Engine::run_stream() {
     RunState &rs = plat_.rs;
     const nx_machine *m = rs.m;
@@ -190,7 +270,11 @@ void Engine::run_stream() {
         if (rec) rec->inc_seq = 0;
         nx_insn_cost c;
         nx_cost_insn(m, engine_, &in, &pe_, &c);
-        const bool background = c.background && mm_start_ < t_free_;
+        const bool via_rtl = rs.pe.pe_rtl && engine_ == NX_ENG_PE &&
+                             (in.opcode == NX_OP_LOAD_STATIONARY || in.opcode == NX_OP_MULTIPLY_MOVING);
+        // the RTL array has no double-buffered weights: its loads never hide
+        // under the previous multiply (docs/parts/rtl.md)
+        const bool background = c.background && mm_start_ < t_free_ && !via_rtl;
         const fs_t t_ready = background ? mm_start_ : t_free_;
         fs_t t = t_ready;
         uint64_t wait_seq = 0;
@@ -204,8 +288,13 @@ void Engine::run_stream() {
             t = pass_barrier(t, rec, &wait_seq);
         }
         if (track_hazards && ring_len_) t = hazard_ready(in, t);
-        const fs_t occ = cycles(c.occupancy), lat = cycles(c.latency);
+        fs_t occ = cycles(c.occupancy), lat = cycles(c.latency);
         if (conflicts && occ) t = book_conflicts(in, t, occ);
+        if (via_rtl) {
+            ctx.index = pc_;
+            const fs_t t_fin = run_on_rtl(ctx, in, &t);
+            occ = lat = t_fin - t;
+        }
         const fs_t t_start = t, t_end = t + lat, t_done = t + occ;
         const fs_t prev_free = t_free_;
         const fs_t new_free = std::max(prev_free, t_done);
@@ -218,7 +307,7 @@ void Engine::run_stream() {
             plat_.dma().issue(core_, (uint32_t)in.iparam[0], &in, pc_, t_done, wait_seq);
         } else {
             ctx.index = pc_;
-            if (nx_insn_execute(&ctx, &in) != 0) {
+            if (!via_rtl && nx_insn_execute(&ctx, &in) != 0) {
                 plat_.fail(err);
                 throw RunAborted();
             }

@@ -71,6 +71,9 @@ class Engine : public sc_core::sc_module {
     fs_t hazard_ready(const nx_insn &in, fs_t t);
     void remember_writes(const nx_insn &in, fs_t t_end);
     fs_t book_conflicts(const nx_insn &in, fs_t t, fs_t dur);
+    fs_t run_on_rtl(const nx_exec_ctx &ctx, const nx_insn &in, fs_t *t_start);
+    uint64_t load_rtl_from_state();
+    [[noreturn]] void fail_run(const nx_error &e);
     fs_t cycles(uint64_t n) const { return (fs_t)((double)n * period_fs_ + 0.5); }
 
     Platform &plat_;
@@ -89,6 +92,7 @@ class Engine : public sc_core::sc_module {
     fs_t mm_start_ = 0;   // PE: start of the previous multiply (background loads)
     fs_t inc_vis_ = 0;    // visibility time of this engine's latest increment
     nx_pe_cost_state pe_{};
+    bool rtl_loaded_ = false;  // --pe rtl: the array holds this run's stationary tile
     InFlight ring_[kRing];
     unsigned ring_head_ = 0, ring_len_ = 0;
     bool in_barrier_ = false;

@@ -55,6 +55,12 @@ int broken(ModelHolder &h, nx_error *err, const char *what) {
 
 extern "C" int nx_sim_run(const nx_machine *m, const nx_program *prog, nx_state *st,
                           const nx_sim_options *opt, nx_sim_result *out, nx_error *err) {
+    return nx_sim_run_pe(m, prog, st, opt, nullptr, out, err);
+}
+
+extern "C" int nx_sim_run_pe(const nx_machine *m, const nx_program *prog, nx_state *st,
+                             const nx_sim_options *opt, const nx_sim_pe_options *pe,
+                             nx_sim_result *out, nx_error *err) {
     if (!m || !prog || !st || !out) return nx_fail(err, "nx_sim_run: a required argument is NULL");
     ModelHolder &h = holder();
     if (h.broken) {
@@ -63,7 +69,7 @@ extern "C" int nx_sim_run(const nx_machine *m, const nx_program *prog, nx_state 
     }
     try {
         if (!h.platform) build_platform(h);
-        return h.platform->run(m, prog, st, opt, out, err);
+        return h.platform->run(m, prog, st, opt, pe, out, err);
     } catch (const sc_core::sc_report &r) {
         return broken(h, err, r.what());
     } catch (const std::bad_alloc &) {

@@ -34,6 +34,30 @@ typedef struct nx_sim_options {
     int progress;   /* 1: print progress on stderr (callers pass isatty(2)) */
 } nx_sim_options;
 
+/* The PE engine's datapath (issue 5). All zero = the functional model, the
+ * default. Kept apart from nx_sim_options so that existing positional
+ * initialisers of that struct stay complete (-Wmissing-field-initializers).
+ *
+ * pe_rtl = 1: every load_stationary and multiply_moving of the run also goes
+ * through the Verilated RTL PE array of its core (sim/rtl/, 128 x 128;
+ * docs/parts/rtl.md): the instruction's semantics run as in the model (same
+ * state, same error messages), then the RTL's fp32 results overwrite the
+ * multiply's PSUM dst and the RTL's cycles are the instruction's cost
+ * (load_stationary pe_rows - 1, multiply_moving N + pe_rows + pe_cols, at the
+ * machine's PE clock). Values equal the model's bit for bit except that NaN
+ * results are the canonical 0x7fc00000. Slow: about 1 ms per array cycle.
+ * A PE larger than the RTL's 128 x 128 fails the instruction with the RTL's
+ * message.
+ *
+ * vcd_path (requires pe_rtl): the RTL waveform of the run (GTKWave) is
+ * written to this file for core 0 and to "<path without .vcd>.core<N>.vcd"
+ * for every further core the program uses. A process traces at most one
+ * file per core: a later run with another path fails. NULL: no VCD. */
+typedef struct nx_sim_pe_options {
+    int pe_rtl;
+    const char *vcd_path;
+} nx_sim_pe_options;
+
 /* One executed instruction (or one DMA transfer on its queue). Times are
  * relative to the start of the run. A DMA instruction appears twice: once for
  * its issue on the SP stream (queue -1) and once for the transfer on its
@@ -86,6 +110,11 @@ typedef struct nx_sim_result {
  * it waits for (never a hang). */
 int nx_sim_run(const nx_machine *m, const nx_program *prog, nx_state *st,
                const nx_sim_options *opt, nx_sim_result *out, nx_error *err);
+/* nx_sim_run with a choice of PE datapath; pe NULL = nx_sim_run. Errors as
+ * nx_sim_run's, plus "VCD FILE: ..." and "vcd_path needs pe_rtl". */
+int nx_sim_run_pe(const nx_machine *m, const nx_program *prog, nx_state *st,
+                  const nx_sim_options *opt, const nx_sim_pe_options *pe, nx_sim_result *out,
+                  nx_error *err);
 void nx_sim_result_free(nx_sim_result *r);
 
 #ifdef __cplusplus

@@ -12,6 +12,7 @@
 
 #include "dma.hpp"
 #include "engine.hpp"
+#include "rtl/rtl_pe.hpp"
 
 namespace nxsim {
 
@@ -144,6 +145,18 @@ Platform::Platform(sc_core::sc_module_name name) : sc_core::sc_module(name) {
             engine_[c][e].reset(new Engine(nm, *this, c, (nx_engine)e));
         }
     sem_ev_.reset(new sc_core::sc_event[(size_t)NX_MAX_CORES * NX_MAX_SEMAPHORES]);
+    // The RTL's clock period is fixed at elaboration, but the PE clock comes
+    // with each run's machine: the PE engine charges the RTL's cycle count at
+    // the run's PE clock. The array itself ticks at 1 ps, shorter than any
+    // real PE cycle, so a call always ends at or before the engine's local
+    // end time (engines run ahead of SystemC time, never behind); in the VCD
+    // each instruction's cycles are 1 ps apart from where it started.
+    const sc_core::sc_time rtl_period(1, sc_core::SC_PS);
+    for (uint32_t c = 0; c < NX_MAX_CORES; c++) {
+        char nm[32];
+        std::snprintf(nm, sizeof nm, "core%u_rtl_pe", c);
+        rtl_pe_[c].reset(new nx_rtl_pe(nm, rtl_period));
+    }
 }
 
 Platform::~Platform() = default;
@@ -191,6 +204,30 @@ void Platform::progress(uint64_t more_insns, fs_t local) {
                  (unsigned long long)rs.done_insns, (unsigned long long)rs.total_insns,
                  fs_to_ns(std::max(rs.progress_time, now_fs()) - rs.t0) * 1e-3);
     std::fflush(stderr);
+}
+
+// --vcd: core 0's array traces to `path`, core c > 0's to "<stem>.core<c>.vcd".
+// nx_rtl_pe traces to one file for the life of the process, so a core that
+// already traces to the same file keeps it (the file then holds every RTL
+// run of the process since) and another file is an error.
+int Platform::trace_rtl(const char *path, uint32_t cores, nx_error *err) {
+    for (uint32_t c = 0; c < cores && c < NX_MAX_CORES; c++) {
+        std::string file = path;
+        if (c > 0) {
+            size_t n = file.size();
+            if (n >= 4 && file.compare(n - 4, 4, ".vcd") == 0) file.resize(n - 4);
+            file += ".core" + std::to_string(c) + ".vcd";
+        }
+        if (rtl_vcd_[c] == file) continue;
+        if (rtl_pe_[c]->trace_vcd(file.c_str(), err) != 0) return -1;
+        rtl_vcd_[c] = file;
+    }
+    return 0;
+}
+
+void Platform::flush_rtl_vcd() {
+    for (uint32_t c = 0; c < NX_MAX_CORES; c++)
+        if (!rtl_vcd_[c].empty()) rtl_pe_[c]->flush_vcd();
 }
 
 void Platform::finish_progress() {
@@ -273,7 +310,7 @@ static nx_sim_record *alloc_log(uint64_t records) {
 }
 
 int Platform::run(const nx_machine *m, const nx_program *prog, nx_state *st, const nx_sim_options *opt,
-                  nx_sim_result *out, nx_error *err) {
+                  const nx_sim_pe_options *pe, nx_sim_result *out, nx_error *err) {
     std::memset(out, 0, sizeof *out);
     if (prog->cores > st->cores || prog->cores > NX_MAX_CORES || prog->sem_count > st->sem_count ||
         prog->hbm_bytes > st->hbm_bytes)
@@ -284,6 +321,11 @@ int Platform::run(const nx_machine *m, const nx_program *prog, nx_state *st, con
         if (!(m->clock_ghz[e] > 0.0))
             return nx_fail(err, "machine %s: clock of %s is %g GHz, must be > 0", m->geo.name,
                            nx_engine_name((nx_engine)e), m->clock_ghz[e]);
+    if (pe && pe->vcd_path) {
+        if (!pe->pe_rtl) return nx_fail(err, "VCD %s: vcd_path needs pe_rtl (only the RTL has a waveform)", pe->vcd_path);
+        // before the first sc_start the file opens at the start of simulation
+        if (trace_rtl(pe->vcd_path, prog->cores, err) != 0) return -1;
+    }
     if (!initialised_) {
         sc_core::sc_start(sc_core::SC_ZERO_TIME); // end of elaboration: threads reach their first wait
         initialised_ = true;
@@ -294,6 +336,7 @@ int Platform::run(const nx_machine *m, const nx_program *prog, nx_state *st, con
     rs.prog = prog;
     rs.st = st;
     if (opt) rs.opt = *opt;
+    if (pe) rs.pe = *pe;
     rs.t0 = now_fs();
 
     // records: every instruction at base[c][e] + index, then per core one per DMA transfer
@@ -352,6 +395,7 @@ int Platform::run(const nx_machine *m, const nx_program *prog, nx_state *st, con
         wake_all(false);
         sc_core::sc_start();
         finish_progress();
+        flush_rtl_vcd();
         std::free(log);
         if (err) *err = rs.error;
         return -1;
@@ -359,6 +403,7 @@ int Platform::run(const nx_machine *m, const nx_program *prog, nx_state *st, con
     fs_t t_end = now_fs();
     hub_->flush();
     finish_progress();
+    flush_rtl_vcd();
     if (rs.failed) {
         std::free(log);
         if (err) *err = rs.error;

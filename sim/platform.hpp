@@ -5,6 +5,13 @@
 // reused: Platform::run loads a program, resumes the kernel with sc_start()
 // and returns when every stream has ended (the model calls sc_pause()).
 //
+// With --pe rtl (nx_sim_pe_options.pe_rtl) each core's PE engine also drives
+// that core's RTL PE array (nx_rtl_pe, sim/rtl/). The arrays are built during
+// elaboration (a Verilated SystemC module cannot be created later) and cost
+// nothing while idle: they have no clock of their own (nx_rtl_pe toggles the
+// array clock only inside its calls), so a model run schedules no events in
+// them.
+//
 // Time: absolute SystemC time in femtoseconds (the resolution is 1 fs), kept
 // as integers so that every run computes the same durations whatever its
 // absolute start time. Engines are temporally decoupled (see engine.hpp).
@@ -15,6 +22,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "../isa/error.h"
@@ -26,6 +34,8 @@
 #include "../isa/validate.h"
 
 #include "model.h"
+
+class nx_rtl_pe;
 
 namespace nxsim {
 
@@ -112,6 +122,7 @@ struct RunState {
     const nx_program *prog = nullptr;
     nx_state *st = nullptr;
     nx_sim_options opt{};
+    nx_sim_pe_options pe{};  // PE datapath (RTL or model) and VCD
     fs_t t0 = 0;             // absolute start
     bool abort = false;      // a fault or a deadlock: every thread unwinds
     bool failed = false;
@@ -133,8 +144,9 @@ class Platform : public sc_core::sc_module {
     explicit Platform(sc_core::sc_module_name name);
     ~Platform() override;
 
+    // pe: NULL = the functional model on the PE (nx_sim_pe_options all zero).
     int run(const nx_machine *m, const nx_program *prog, nx_state *st, const nx_sim_options *opt,
-            nx_sim_result *out, nx_error *err);
+            const nx_sim_pe_options *pe, nx_sim_result *out, nx_error *err);
 
     // ---- for the engines, the DMA system and the hub ----
     RunState rs;
@@ -146,6 +158,7 @@ class Platform : public sc_core::sc_module {
     DmaSystem &dma() { return *dma_; }
     Calendar &sbuf_calendar(uint32_t core) { return sbuf_cal_[core]; }
     Calendar &psum_calendar(uint32_t core) { return psum_cal_[core]; }
+    nx_rtl_pe &rtl_pe(uint32_t core) { return *rtl_pe_[core]; }
     // The earliest local time at which an engine of `core` that books the
     // conflict calendars (DVE, ACT, POOL) may still make a request. Engines
     // are decoupled, so SystemC time lags far behind them; pruning by it
@@ -165,10 +178,14 @@ class Platform : public sc_core::sc_module {
     void report_deadlock();
     void collect(nx_sim_result *out, fs_t t_end);
     void finish_progress();
+    int trace_rtl(const char *path, uint32_t cores, nx_error *err);
+    void flush_rtl_vcd();
 
     std::unique_ptr<SemaphoreHub> hub_;
     std::unique_ptr<DmaSystem> dma_;
     std::unique_ptr<Engine> engine_[NX_MAX_CORES][NX_ENG_COUNT];
+    std::unique_ptr<nx_rtl_pe> rtl_pe_[NX_MAX_CORES];
+    std::string rtl_vcd_[NX_MAX_CORES];  // the file each core's array traces to ("" = none)
     std::unique_ptr<sc_core::sc_event[]> sem_ev_;
     Calendar sbuf_cal_[NX_MAX_CORES], psum_cal_[NX_MAX_CORES];
     bool initialised_ = false;

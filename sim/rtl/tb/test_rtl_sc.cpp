@@ -151,6 +151,8 @@ void check_vcd(checker &ck, const char *path) {
 }  // namespace
 
 int sc_main(int argc, char **argv) {
+    // the --sc model is verilated with 1 fs precision, the SystemC model's resolution
+    sc_core::sc_set_time_resolution(1, sc_core::SC_FS);
     checker ck("rtl_sc");
     if (argc != 2) {
         std::fprintf(stderr, "usage: %s FILE.vcd\n", argv[0]);
