@@ -3,6 +3,8 @@
  * in fp32, each product rounded, summed sequentially in k order starting
  * from the k = 0 product (no FMA: the isa library builds with
  * -ffp-contract=off); then dst = acc ? dst + partial : partial (fp32).
+ * A NaN result is stored as the canonical quiet NaN 0x7fc00000, as the RTL
+ * array (sim/rtl) produces, so the two datapaths agree bit for bit.
  *
  * This is the simulator's GEMM hot path. The moving tile is converted once
  * to a padded fp32 buffer B[K][ldb], the stationary tile is packed into
@@ -201,6 +203,14 @@ static void dst_row_xfer(const nx_view *dst, uint32_t m, float *c, int to_dst) {
                 }
 }
 
+/* x86 keeps an input NaN's payload, or gives 0xffc00000 for an invalid
+ * operation; the PE's result is always the canonical quiet NaN. */
+static void canonical_nans(float *row, uint64_t n) {
+    static const uint32_t quiet_nan = 0x7fc00000u;
+    for (uint64_t i = 0; i < n; i++)
+        if (row[i] != row[i]) memcpy(&row[i], &quiet_nan, sizeof quiet_nan);
+}
+
 int nx_exec_MULTIPLY_MOVING(const nx_exec_ctx *ctx, const nx_insn *insn) {
     const nx_core_state *cs = &ctx->state->core[ctx->core];
     const nx_operand *dop = &insn->op[0], *mop = &insn->op[1];
@@ -242,10 +252,13 @@ int nx_exec_MULTIPLY_MOVING(const nx_exec_ctx *ctx, const nx_insn *insn) {
     pack_stationary(cs->stationary, ctx->state->geo.pe_cols, K, M, ap);
     if (in_place) {
         compute_tiles(K, M, N, ap, bp, ldb, dst.base, dst.partition_step, acc);
+        for (uint32_t m = 0; m < M; m++)
+            canonical_nans((float *)(void *)(dst.base + (int64_t)m * dst.partition_step), N);
     } else {
         if (acc)
             for (uint32_t m = 0; m < M; m++) dst_row_xfer(&dst, m, cbuf + (uint64_t)m * N, 0);
         compute_tiles(K, M, N, ap, bp, ldb, (uint8_t *)cbuf, (int64_t)N * (int64_t)sizeof(float), acc);
+        canonical_nans(cbuf, (uint64_t)M * N);
         for (uint32_t m = 0; m < M; m++) dst_row_xfer(&dst, m, cbuf + (uint64_t)m * N, 1);
     }
     free(buf);
