@@ -39,3 +39,26 @@ expect() {
     run "$@"
     if [ "$rc" -eq "$want" ]; then pass; else fail "$what: exit $rc, expected $want"; fi
 }
+
+same_file() {
+    if cmp -s "$1" "$2"; then pass; else fail "$1 and $2 differ"; fi
+}
+
+# make_npy FILE DESCR SHAPE FIRST_DIM DATA [FORTRAN]
+# Writes the exact bytes numpy 1.24 writes (format 1.0): the dict with
+# sorted keys, 21 - len(shape[0]) spaces of growth room, space padding so the
+# data starts at a multiple of 64, '\n'. DATA is printf escapes.
+make_npy() {
+    local file=$1 descr=$2 shape=$3 first=$4 data=$5 fortran=${6:-False}
+    local dict="{'descr': $descr, 'fortran_order': $fortran, 'shape': $shape, }"
+    dict="$dict$(printf '%*s' $((21 - ${#first})) '')"
+    local hlen=$((${#dict} + 1))
+    local pad=$((64 - (10 + hlen) % 64))
+    local total=$((hlen + pad))
+    {
+        printf '\x93NUMPY\x01\x00'
+        printf "\\x$(printf %02x $((total & 255)))\\x$(printf %02x $((total >> 8)))"
+        printf '%s%*s\n' "$dict" "$pad" ''
+        printf "$data"
+    } >"$file"
+}

@@ -27,28 +27,7 @@ absent() {
     if [ -e "$1" ]; then fail "$1 exists but must not"; else pass; fi
 }
 
-same_file() {
-    if cmp -s "$1" "$2"; then pass; else fail "$1 and $2 differ"; fi
-}
 
-# make_npy FILE DESCR SHAPE FIRST_DIM DATA [FORTRAN]
-# Writes the exact bytes numpy 1.24 writes (format 1.0): the dict with
-# sorted keys, 21 - len(shape[0]) spaces of growth room, space padding so the
-# data starts at a multiple of 64, '\n'. DATA is printf escapes.
-make_npy() {
-    local file=$1 descr=$2 shape=$3 first=$4 data=$5 fortran=${6:-False}
-    local dict="{'descr': $descr, 'fortran_order': $fortran, 'shape': $shape, }"
-    dict="$dict$(printf '%*s' $((21 - ${#first})) '')"
-    local hlen=$((${#dict} + 1))
-    local pad=$((64 - (10 + hlen) % 64))
-    local total=$((hlen + pad))
-    {
-        printf '\x93NUMPY\x01\x00'
-        printf "\\x$(printf %02x $((total & 255)))\\x$(printf %02x $((total >> 8)))"
-        printf '%s%*s\n' "$dict" "$pad" ''
-        printf "$data"
-    } >"$file"
-}
 
 # x = [[1, 2, -1.5, 0.25], [3, -4, 0.5, 100]] and y = 2x, as fp32 bytes.
 X_DATA='\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\xc0\xbf\x00\x00\x80\x3e\x00\x00\x40\x40\x00\x00\x80\xc0\x00\x00\x00\x3f\x00\x00\xc8\x42'

@@ -27,26 +27,7 @@ absent() {
     if [ -e "$1" ]; then fail "$1 exists but must not"; else pass; fi
 }
 
-same_file() {
-    if cmp -s "$1" "$2"; then pass; else fail "$1 and $2 differ"; fi
-}
 
-# make_npy FILE DESCR SHAPE FIRST_DIM DATA: the exact bytes numpy 1.24 writes
-# (format 1.0; see tests/cli/test_cli.sh). DATA is printf escapes.
-make_npy() {
-    local file=$1 descr=$2 shape=$3 first=$4 data=$5
-    local dict="{'descr': $descr, 'fortran_order': False, 'shape': $shape, }"
-    dict="$dict$(printf '%*s' $((21 - ${#first})) '')"
-    local hlen=$((${#dict} + 1))
-    local pad=$((64 - (10 + hlen) % 64))
-    local total=$((hlen + pad))
-    {
-        printf '\x93NUMPY\x01\x00'
-        printf "\\x$(printf %02x $((total & 255)))\\x$(printf %02x $((total >> 8)))"
-        printf '%s%*s\n' "$dict" "$pad" ''
-        printf "$data"
-    } >"$file"
-}
 
 # x = [[1, 2, -1.5, 0.25], [3, -4, 0.5, 100]] (fp32) and its transpose,
 # element bytes reordered by hand: x00 x10 x01 x11 x02 x12 x03 x13.
