@@ -1,0 +1,90 @@
+/* What the three depthwise leaves share (kernels/conv/depthwise.h): the call
+ * checks (layouts, dtypes, conv attributes, output shape), the per-axis
+ * arithmetic of which outputs a tap reaches, the choice of DMA transfers and
+ * a few emit helpers for per-partition-scalar instructions. */
+#ifndef NXSIM_KERNELS_CONV_DEPTHWISE_PLAN_H
+#define NXSIM_KERNELS_CONV_DEPTHWISE_PLAN_H
+
+#include <stdint.h>
+
+#include "kernels/author.h"
+#include "kernels/kernel.h"
+
+/* One spatial axis of the convolution. in_d = (in - 1) * lhs_dil + 1 is the
+ * dilated input; out = floor((in_d + pad_lo + pad_hi - ((k - 1) * rhs_dil + 1))
+ * / stride) + 1 (>= 1). */
+typedef struct nx_dw_axis {
+    int64_t in, k, out;
+    int64_t stride, pad_lo, pad_hi, lhs_dil, rhs_dil;
+} nx_dw_axis;
+
+/* Outputs o = first + i * step (i < count) inside a range that tap t of an
+ * axis reaches a real input element for; that element is
+ * in_first + i * in_step. count 0: the tap reaches none. */
+typedef struct nx_dw_run {
+    int64_t first, step, count, in_first, in_step;
+} nx_dw_run;
+
+/* The run of tap `t` over outputs [lo, hi). */
+void nx_dw_axis_run(const nx_dw_axis *a, int64_t t, int64_t lo, int64_t hi, nx_dw_run *r);
+
+/* Input index range [*in_lo, *in_hi) that outputs [lo, hi) read over all
+ * taps (clamped to [0, in); empty when no tap reaches a real element). */
+void nx_dw_axis_input_span(const nx_dw_axis *a, int64_t lo, int64_t hi, int64_t *in_lo,
+                           int64_t *in_hi);
+
+/* Labels of one leaf's layouts (KERNELS.md §2), e.g. "bf01", "oi01", "bf01". */
+typedef struct nx_dw_layout {
+    const char *img;  /* b, f, 0, 1 */
+    const char *filt; /* o, i, 0, 1 */
+    const char *out;  /* b, f, 0, 1 */
+} nx_dw_layout;
+
+typedef struct nx_dw_problem {
+    const char *leaf;                 /* the registry key, for messages */
+    const nx_tensor_ref *img, *filt, *out;
+    nx_dtype dtype;                   /* of all three */
+    uint64_t n, c;                    /* batch, channels */
+    nx_dw_axis ax[2];                 /* 0 = dim "0" (H), 1 = dim "1" (W) */
+    /* element strides of each tensor's dims, by label: img/out [b, f, 0, 1],
+     * filt [o, i, 0, 1] */
+    uint64_t img_stride[4], filt_stride[4], out_stride[4];
+} nx_dw_problem;
+
+/* Checks a depthwise call against `lay`: 2 inputs and 1 output of 4 dims;
+ * one float dtype for all three (PE input types); filter o = C, i = 1; the
+ * conv attributes (stride, padding, lhs/rhs_dilation; feature_group_count =
+ * C; batch_group_count = 1; out_shape, if given, = the output's shape); and
+ * the output's shape = the formula. Messages name the operand or attribute:
+ *   operand 2 (out): shape [1,8,5,5] must be [1,8,6,6] (conv output size ...)
+ *   attribute feature_group_count 1: a depthwise conv needs feature_group_count = C = 8 */
+int nx_dw_prepare(const char *leaf, const nx_kernel_call *call, const nx_dw_layout *lay,
+                  nx_dw_problem *p, nx_error *err);
+
+/* Formats an axis pair attribute for refusals: "[a,b]". */
+void nx_dw_format_pair(char *buf, size_t len, int64_t a, int64_t b);
+
+/* ---- emit helpers (per-partition scalars are [P x 1] views) ---- */
+
+/* dst = in * scalar (tensor_scalar multiply) on DVE or POOL. */
+int nx_dw_scale(nx_kctx *k, nx_engine engine, const nx_operand *dst, const nx_operand *in,
+                const nx_operand *scalar, nx_error *err);
+/* dst = in * scale (activation identity, bias 0) on ACT. */
+int nx_dw_scale_act(nx_kctx *k, const nx_operand *dst, const nx_operand *in,
+                    const nx_operand *scale, nx_error *err);
+/* dst = in0 * scalar + in1 (scalar_tensor_tensor) on DVE or POOL. */
+int nx_dw_mac(nx_kctx *k, nx_engine engine, const nx_operand *dst, const nx_operand *in0,
+              const nx_operand *scalar, const nx_operand *in1, nx_error *err);
+
+/* A transfer cut by rows over up to `pieces` consecutive lanes starting at
+ * *lane (advanced past them): pieces of at least `min_rows` rows, so small
+ * transfers stay whole. */
+int nx_dw_dma_rows(nx_kctx *k, uint32_t *lane, uint32_t pieces, uint32_t min_rows,
+                   const nx_operand *dst, const nx_operand *src, nx_error *err);
+
+/* Partition alignment a compute operand of `count` partitions needs for a
+ * start partition other than 0 (docs/ISA.md "Geometry rules"): a quarter
+ * of the partitions for <= a quarter, half for <= half, else all. */
+uint32_t nx_dw_partition_align(const nx_geometry *geo, uint32_t count);
+
+#endif

@@ -1,0 +1,421 @@
+/* The depthwise forward convolution leaves (kernels/conv/depthwise.h):
+ * Conv1d_depthwise_bf01_oi01_bf01, conv2d_column_packing_1 and
+ * conv2d_depthwise_f01b_o01i_bf01.
+ *
+ * Each case builds the call in the leaf's layouts, traces the leaf, checks
+ * the program's ordering statically (nx_kcheck_program), runs it on the
+ * functional executor and on the SystemC model (with the race detector on
+ * the model's log), and compares both outputs with the convolution
+ * reference (kernels/ref) on pseudo-random inputs in [-1, 1).
+ *
+ * Tolerance, per output element: |got - ref| <= (2 u + 2 (K + 1) 2^-24)
+ * * sum_taps |x| |f| + the dtype's smallest subnormal, where u is the unit
+ * roundoff of the dtype (2^-24 fp32, 2^-8 bf16, 2^-11 fp16, 2^-4 fp8_e4m3,
+ * 2^-3 fp8_e5m2) and K = KH * KW the contraction length: the leaf's fp32
+ * sum of K products (each product exact, or rounded once to the dtype by
+ * conv2d_depthwise_f01b_o01i_bf01) is within (u + K 2^-24) sum |x f| of the
+ * exact sum, the reference's fp32 sum within K 2^-24 sum |x f|, and the
+ * final rounding to the dtype adds u |result|. sum |x| |f| is the reference
+ * run on the absolute values. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "isa/builder.h"
+#include "isa/exec.h"
+#include "kernels/author.h"
+#include "kernels/conv/depthwise.h"
+#include "kernels/ref/ref.h"
+#include "registry/macro_op.h"
+#include "sim/machine.h"
+#include "sim/model.h"
+#include "sim/race.h"
+#include "support.h"
+
+typedef int (*leaf_fn)(struct nx_kctx *, const nx_kernel_call *, nx_error *);
+
+typedef struct dw_leaf {
+    leaf_fn fn;
+    const char *key;
+    const char *img, *filt, *out; /* layout labels */
+} dw_leaf;
+
+static const dw_leaf C1D = {conv1d_depthwise_bf01_oi01_bf01, "Conv1d_depthwise_bf01_oi01_bf01", "bf01", "oi01",
+                            "bf01"};
+/* One convolution: logical sizes and attributes. */
+typedef struct dw_case {
+    nx_dtype dt;
+    uint64_t n, c, h, w, kh, kw;
+    int64_t stride[2], lo[2], hi[2], lhs[2], rhs[2];
+    int64_t fgc;      /* feature_group_count; 0 = C */
+    int omit_attrs;   /* leave every attribute but feature_group_count out */
+} dw_case;
+
+static dw_case dw_default(nx_dtype dt, uint64_t n, uint64_t c, uint64_t h, uint64_t w, uint64_t kh, uint64_t kw) {
+    dw_case k;
+    memset(&k, 0, sizeof k);
+    k.dt = dt;
+    k.n = n;
+    k.c = c;
+    k.h = h;
+    k.w = w;
+    k.kh = kh;
+    k.kw = kw;
+    for (int d = 0; d < 2; d++) k.stride[d] = k.lhs[d] = k.rhs[d] = 1;
+    return k;
+}
+
+static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t lo, int64_t hi, int64_t ld, int64_t rd) {
+    int64_t span = (in - 1) * ld + 1 + lo + hi, win = (k - 1) * rd + 1;
+    return span < win || s < 1 ? 0 : (span - win) / s + 1;
+}
+
+/* ---- the call ---- */
+
+typedef struct call_buf {
+    nx_tensor_ref args[3];
+    nx_attrs attrs;
+    nx_kernel_call call;
+    uint64_t oh, ow;
+} call_buf;
+
+static void shape_by_labels(const char *labels, const char *names, const uint64_t *vals, uint64_t *shape) {
+    for (int i = 0; i < 4; i++) shape[i] = vals[strchr(names, labels[i]) - names];
+}
+
+static void set_pair_list(nx_attrs *a, const char *name, const int64_t v[2]) {
+    nx_value val;
+    uint64_t u[2] = {(uint64_t)v[0], (uint64_t)v[1]};
+    nx_error err;
+    assert_int_equal(nx_value_int_list(&val, u, 2, &err), 0);
+    val.items[0].i = v[0];
+    val.items[1].i = v[1];
+    assert_int_equal(nx_attrs_set(a, name, &val, &err), 0);
+}
+
+static void make_call(call_buf *cb, const dw_leaf *L, const dw_case *k) {
+    memset(cb, 0, sizeof *cb);
+    nx_attrs_init(&cb->attrs);
+    cb->oh = (uint64_t)out_size((int64_t)k->h, (int64_t)k->kh, k->stride[0], k->lo[0], k->hi[0], k->lhs[0], k->rhs[0]);
+    cb->ow = (uint64_t)out_size((int64_t)k->w, (int64_t)k->kw, k->stride[1], k->lo[1], k->hi[1], k->lhs[1], k->rhs[1]);
+    const uint64_t iv[4] = {k->n, k->c, k->h, k->w}, fv[4] = {k->c, 1, k->kh, k->kw},
+                   ov[4] = {k->n, k->c, cb->oh, cb->ow};
+    static const char *const names[3] = {"img", "filt", "out"};
+    shape_by_labels(L->img, "bf01", iv, cb->args[0].shape);
+    shape_by_labels(L->filt, "oi01", fv, cb->args[1].shape);
+    shape_by_labels(L->out, "bf01", ov, cb->args[2].shape);
+    for (int i = 0; i < 3; i++) {
+        strcpy(cb->args[i].name, names[i]);
+        cb->args[i].dtype = k->dt;
+        cb->args[i].ndims = 4;
+    }
+    nx_error err;
+    if (!k->omit_attrs) {
+        set_pair_list(&cb->attrs, "stride", k->stride);
+        nx_value pad;
+        uint64_t z[2] = {0, 0};
+        assert_int_equal(nx_value_int_list(&pad, z, 2, &err), 0);
+        for (int d = 0; d < 2; d++) {
+            nx_value_free(&pad.items[d]);
+            int64_t pr[2] = {k->lo[d], k->hi[d]};
+            uint64_t u[2] = {0, 0};
+            assert_int_equal(nx_value_int_list(&pad.items[d], u, 2, &err), 0);
+            pad.items[d].items[0].i = pr[0];
+            pad.items[d].items[1].i = pr[1];
+        }
+        assert_int_equal(nx_attrs_set(&cb->attrs, "padding", &pad, &err), 0);
+        set_pair_list(&cb->attrs, "lhs_dilation", k->lhs);
+        set_pair_list(&cb->attrs, "rhs_dilation", k->rhs);
+    }
+    nx_value g = nx_value_int(k->fgc ? k->fgc : (int64_t)k->c);
+    assert_int_equal(nx_attrs_set(&cb->attrs, "feature_group_count", &g, &err), 0);
+    nx_value bg = nx_value_int(1);
+    assert_int_equal(nx_attrs_set(&cb->attrs, "batch_group_count", &bg, &err), 0);
+    nx_value os;
+    assert_int_equal(nx_value_int_list(&os, cb->args[2].shape, 4, &err), 0);
+    assert_int_equal(nx_attrs_set(&cb->attrs, "out_shape", &os, &err), 0);
+    cb->call.args = cb->args;
+    cb->call.nargs = 3;
+    cb->call.n_inputs = 2;
+    cb->call.additional_args = &cb->attrs;
+}
+
+static uint64_t elems(const nx_tensor_ref *t) {
+    uint64_t n = 1;
+    for (uint32_t i = 0; i < t->ndims; i++) n *= t->shape[i];
+    return n;
+}
+
+/* ---- reference ---- */
+
+/* The reference in the leaf's layouts, on doubles (inputs already rounded to
+ * the dtype). */
+static void reference(const dw_leaf *L, const dw_case *k, const call_buf *cb, const double *img, const double *filt,
+                      double *out) {
+    uint64_t si[4], sf[4], so[4];
+    const nx_tensor_ref *t[3] = {&cb->args[0], &cb->args[1], &cb->args[2]};
+    const char *lab[3] = {L->img, L->filt, L->out};
+    const char *want[3] = {"bf01", "oi01", "bf01"};
+    uint64_t *st[3] = {si, sf, so};
+    for (int a = 0; a < 3; a++) {
+        uint64_t s[4], acc = 1;
+        for (int d = 3; d >= 0; d--) {
+            s[d] = acc;
+            acc *= t[a]->shape[d];
+        }
+        for (int i = 0; i < 4; i++) st[a][i] = s[strchr(lab[a], want[a][i]) - lab[a]];
+    }
+    for (uint64_t n = 0; n < k->n; n++)
+        for (uint64_t c = 0; c < k->c; c++)
+            for (uint64_t oy = 0; oy < cb->oh; oy++)
+                for (uint64_t ox = 0; ox < cb->ow; ox++) {
+                    double sum = 0;
+                    for (uint64_t ky = 0; ky < k->kh; ky++)
+                        for (uint64_t kx = 0; kx < k->kw; kx++) {
+                            int64_t vy = (int64_t)oy * k->stride[0] + (int64_t)ky * k->rhs[0] - k->lo[0];
+                            int64_t vx = (int64_t)ox * k->stride[1] + (int64_t)kx * k->rhs[1] - k->lo[1];
+                            if (vy < 0 || vx < 0 || vy % k->lhs[0] || vx % k->lhs[1]) continue;
+                            int64_t iy = vy / k->lhs[0], ix = vx / k->lhs[1];
+                            if (iy >= (int64_t)k->h || ix >= (int64_t)k->w) continue;
+                            sum += img[n * si[0] + c * si[1] + (uint64_t)iy * si[2] + (uint64_t)ix * si[3]] *
+                                   filt[c * sf[0] + ky * sf[2] + kx * sf[3]];
+                        }
+                    out[n * so[0] + c * so[1] + oy * so[2] + ox * so[3]] = sum;
+                }
+}
+
+static double unit_roundoff(nx_dtype dt) {
+    switch (dt) {
+    case NX_DT_BF16: return ldexp(1, -8);
+    case NX_DT_FP16: return ldexp(1, -11);
+    case NX_DT_FP8_E4M3: return ldexp(1, -4);
+    case NX_DT_FP8_E5M2: return ldexp(1, -3);
+    default: return ldexp(1, -24);
+    }
+}
+
+static double min_subnormal(nx_dtype dt) {
+    switch (dt) {
+    case NX_DT_BF16: return ldexp(1, -133);
+    case NX_DT_FP16: return ldexp(1, -24);
+    case NX_DT_FP8_E4M3: return ldexp(1, -9);
+    case NX_DT_FP8_E5M2: return ldexp(1, -16);
+    default: return ldexp(1, -149);
+    }
+}
+
+/* ---- running ---- */
+
+static void fill(uint8_t *buf, double *vals, uint64_t n, nx_dtype dt, test_rng *r) {
+    size_t sz = nx_dtype_size(dt);
+    for (uint64_t i = 0; i < n; i++) {
+        nx_dtype_store(dt, buf + i * sz, test_rng_uniform(r, -1, 1));
+        vals[i] = nx_dtype_load(dt, buf + i * sz);
+    }
+}
+
+static void compare(const char *what, const uint8_t *got, nx_dtype dt, const double *ref, const double *absref,
+                    uint64_t n, double K) {
+    size_t sz = nx_dtype_size(dt);
+    double u = unit_roundoff(dt), tiny = min_subnormal(dt);
+    for (uint64_t i = 0; i < n; i++) {
+        double g = nx_dtype_load(dt, got + i * sz);
+        double tol = (2 * u + 2 * (K + 1) * ldexp(1, -24)) * absref[i] + tiny;
+        if (!(fabs(g - ref[i]) <= tol))
+            fail_msg("%s: element %llu is %.9g, reference %.9g (tolerance %.3g)", what, (unsigned long long)i, g,
+                     ref[i], tol);
+    }
+}
+
+static int trace(const dw_leaf *L, nx_builder *b, call_buf *cb, nx_error *err) {
+    for (int i = 0; i < 3; i++)
+        if (nx_builder_tensor(b, cb->args[i].name, cb->args[i].dtype, 4, cb->args[i].shape,
+                              i < 2 ? NX_ROLE_INPUT : NX_ROLE_OUTPUT, &cb->args[i].hbm_offset, err) != 0)
+            fail_msg("declare %s: %s", cb->args[i].name, err->msg);
+    nx_kctx *kc = nx_kctx_new(b, 0, 1);
+    assert_non_null(kc);
+    int rc = L->fn(kc, &cb->call, err);
+    if (rc == 0 && nx_kctx_finish(kc, err) != 0) fail_msg("finish: %s", err->msg);
+    nx_kctx_free(kc);
+    return rc;
+}
+
+static void describe(char *buf, size_t len, const dw_leaf *L, const dw_case *k) {
+    snprintf(buf, len,
+             "%s %s N=%llu C=%llu HxW=%llux%llu K=%llux%llu stride [%lld,%lld] pad [[%lld,%lld],[%lld,%lld]] "
+             "lhs [%lld,%lld] rhs [%lld,%lld]",
+             L->key, nx_dtype_name(k->dt), (unsigned long long)k->n, (unsigned long long)k->c,
+             (unsigned long long)k->h, (unsigned long long)k->w, (unsigned long long)k->kh,
+             (unsigned long long)k->kw, (long long)k->stride[0], (long long)k->stride[1], (long long)k->lo[0],
+             (long long)k->hi[0], (long long)k->lo[1], (long long)k->hi[1], (long long)k->lhs[0],
+             (long long)k->lhs[1], (long long)k->rhs[0], (long long)k->rhs[1]);
+}
+
+/* The full check of one case; `model` 0 skips the SystemC run. */
+static void check_case(const dw_leaf *L, const dw_case *k, uint64_t seed, int model) {
+    char what[512];
+    describe(what, sizeof what, L, k);
+    nx_geometry geo = test_geometry("trn2");
+    nx_builder *b = nx_builder_new(&geo, 1);
+    assert_non_null(b);
+    call_buf cb;
+    make_call(&cb, L, k);
+    nx_error err;
+    if (trace(L, b, &cb, &err) != 0) fail_msg("%s: %s", what, err.msg);
+    nx_program prog;
+    if (nx_builder_finish(b, &prog, &err) != 0) fail_msg("%s: finish: %s", what, err.msg);
+    nx_builder_free(b);
+    if (nx_kcheck_program(&prog, &err) != 0) fail_msg("%s: order check: %s", what, err.msg);
+
+    size_t sz = nx_dtype_size(k->dt);
+    uint64_t ni = elems(&cb.args[0]), nf = elems(&cb.args[1]), no = elems(&cb.args[2]);
+    uint8_t *img = malloc(ni * sz), *filt = malloc(nf * sz);
+    double *vi = malloc(ni * sizeof *vi), *vf = malloc(nf * sizeof *vf), *ref = malloc(no * sizeof *ref),
+           *absref = malloc(no * sizeof *absref);
+    assert_true(img && filt && vi && vf && ref && absref);
+    test_rng r = {seed * 0x9E3779B97F4A7C15ull + 7};
+    fill(img, vi, ni, k->dt, &r);
+    fill(filt, vf, nf, k->dt, &r);
+    reference(L, k, &cb, vi, vf, ref);
+    for (uint64_t i = 0; i < ni; i++) vi[i] = fabs(vi[i]);
+    for (uint64_t i = 0; i < nf; i++) vf[i] = fabs(vf[i]);
+    reference(L, k, &cb, vi, vf, absref);
+    double K = (double)(k->kh * k->kw);
+
+    nx_state st;
+    if (nx_state_init(&st, &geo, 1, prog.hbm_bytes, prog.sem_count, &err) != 0) fail_msg("%s: state: %s", what, err.msg);
+    memcpy(st.hbm + cb.args[0].hbm_offset, img, ni * sz);
+    memcpy(st.hbm + cb.args[1].hbm_offset, filt, nf * sz);
+    if (nx_exec_program(&prog, &st, &err) != 0) fail_msg("%s: exec: %s", what, err.msg);
+    char w2[600];
+    snprintf(w2, sizeof w2, "%s (executor)", what);
+    compare(w2, st.hbm + cb.args[2].hbm_offset, k->dt, ref, absref, no, K);
+
+    if (model) {
+        nx_machine m;
+        if (nx_machine_load("trn2", &m, &err) != 0) fail_msg("machine: %s", err.msg);
+        nx_state_reset(&st);
+        memcpy(st.hbm + cb.args[0].hbm_offset, img, ni * sz);
+        memcpy(st.hbm + cb.args[1].hbm_offset, filt, nf * sz);
+        nx_sim_options opt = {1, 0};
+        nx_sim_result res;
+        memset(&res, 0, sizeof res);
+        if (nx_sim_run(&m, &prog, &st, &opt, &res, &err) != 0) fail_msg("%s: model: %s", what, err.msg);
+        if (nx_race_check(&prog, res.log, res.log_count, &err) != 0) fail_msg("%s: race detector: %s", what, err.msg);
+        nx_sim_result_free(&res);
+        snprintf(w2, sizeof w2, "%s (model)", what);
+        compare(w2, st.hbm + cb.args[2].hbm_offset, k->dt, ref, absref, no, K);
+    }
+    nx_state_free(&st);
+    nx_program_free(&prog);
+    nx_attrs_free(&cb.attrs);
+    free(img), free(filt), free(vi), free(vf), free(ref), free(absref);
+}
+
+static void expect_refusal(const dw_leaf *L, const dw_case *k, const char *msg) {
+    nx_geometry geo = test_geometry("trn2");
+    nx_builder *b = nx_builder_new(&geo, 1);
+    assert_non_null(b);
+    call_buf cb;
+    make_call(&cb, L, k);
+    nx_error err;
+    assert_int_equal(trace(L, b, &cb, &err), -1);
+    assert_string_equal(err.msg, msg);
+    nx_builder_free(b);
+    nx_attrs_free(&cb.attrs);
+}
+
+/* ---- conv1d ---- */
+
+static dw_case c1(nx_dtype dt, uint64_t n, uint64_t c, uint64_t w, uint64_t wf, int64_t s, int64_t lo, int64_t hi,
+                  int64_t rd) {
+    dw_case k = dw_default(dt, n, c, 1, w, 1, wf);
+    k.stride[1] = s;
+    k.lo[1] = lo;
+    k.hi[1] = hi;
+    k.rhs[1] = rd;
+    return k;
+}
+
+static void test_conv1d_shapes(void **state) {
+    (void)state;
+    const nx_dtype dts[] = {NX_DT_FP32, NX_DT_BF16, NX_DT_FP16, NX_DT_FP8_E4M3};
+    for (int d = 0; d < 4; d++) {
+        dw_case k = c1(dts[d], 2, 3, 37, 4, 1, 3, 0, 1); /* causal (Mamba-style) */
+        check_case(&C1D, &k, 1 + (uint64_t)d, 1);
+    }
+    dw_case cases[] = {
+        c1(NX_DT_FP32, 1, 1, 1, 1, 1, 0, 0, 1),      /* 1x1 everything */
+        c1(NX_DT_FP32, 3, 129, 50, 1, 1, 0, 0, 1),   /* 1-tap kernel, C = 129 */
+        c1(NX_DT_BF16, 1, 300, 64, 3, 1, 1, 1, 1),   /* C = 300 */
+        c1(NX_DT_FP32, 513, 1, 20, 3, 2, 1, 1, 1),   /* N = 513, C = 1 */
+        c1(NX_DT_FP32, 3, 7, 5, 9, 1, 4, 4, 1),      /* kernel larger than the image */
+        c1(NX_DT_FP32, 2, 5, 40, 2, 5, 0, 1, 1),     /* stride > kernel */
+        c1(NX_DT_BF16, 2, 40, 33, 3, 2, 2, 3, 3),    /* rhs_dilation, asymmetric padding */
+        c1(NX_DT_FP32, 1, 9, 30, 3, 1, -2, -1, 1),   /* negative padding crops */
+        c1(NX_DT_FP16, 4, 33, 70, 5, 3, 6, 6, 2),    /* C = 33: tiles span images */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&C1D, &cases[i], 10 + i, 1);
+}
+
+static void test_conv1d_long(void **state) {
+    (void)state;
+    /* W long enough to be cut into several chunks with halos */
+    dw_case k = c1(NX_DT_FP32, 1, 130, 40000, 5, 1, 2, 2, 1);
+    check_case(&C1D, &k, 99, 1);
+}
+
+static void test_conv1d_random(void **state) {
+    (void)state;
+    test_rng r = {12345};
+    const nx_dtype dts[] = {NX_DT_FP32, NX_DT_BF16, NX_DT_FP16};
+    for (int i = 0; i < 12; i++) {
+        uint64_t wf = 1 + test_rng_next(&r) % 6;
+        int64_t s = 1 + (int64_t)(test_rng_next(&r) % 4), rd = 1 + (int64_t)(test_rng_next(&r) % 3);
+        int64_t lo = (int64_t)(test_rng_next(&r) % 5), hi = (int64_t)(test_rng_next(&r) % 5);
+        uint64_t w = 1 + test_rng_next(&r) % 90;
+        if (out_size((int64_t)w, (int64_t)wf, s, lo, hi, 1, rd) < 1) w += (wf - 1) * (uint64_t)rd;
+        dw_case k = c1(dts[i % 3], 1 + test_rng_next(&r) % 4, 1 + test_rng_next(&r) % 200, w, wf, s, lo, hi, rd);
+        check_case(&C1D, &k, 100 + (uint64_t)i, 1);
+    }
+}
+
+static void test_conv1d_refusals(void **state) {
+    (void)state;
+    dw_case k = c1(NX_DT_FP32, 1, 4, 10, 3, 1, 0, 0, 1);
+    k.lhs[1] = 2;
+    expect_refusal(&C1D, &k,
+                   "Conv1d_depthwise_bf01_oi01_bf01: attribute lhs_dilation [1,2]: this leaf takes lhs_dilation 1 "
+                   "(use conv2d_depthwise_f01b_o01i_bf01)");
+    k = c1(NX_DT_FP32, 1, 4, 10, 3, 1, 0, 0, 1);
+    k.h = 2;
+    expect_refusal(&C1D, &k, "Conv1d_depthwise_bf01_oi01_bf01: operand 0 (img): dim 2 (H) is 2, a conv1d image has H = 1");
+    k = c1(NX_DT_FP32, 1, 4, 10, 3, 1, 0, 0, 1);
+    k.lo[0] = 1;
+    expect_refusal(&C1D, &k,
+                   "Conv1d_depthwise_bf01_oi01_bf01: attribute padding: dim 0 is padded [1,0], a conv1d takes [0,0] on H");
+    k = c1(NX_DT_FP32, 1, 4, 10, 3, 1, 0, 0, 1);
+    k.fgc = 1;
+    expect_refusal(&C1D, &k,
+                   "Conv1d_depthwise_bf01_oi01_bf01: attribute feature_group_count 1: a depthwise conv needs "
+                   "feature_group_count = C = 4");
+    k = c1(NX_DT_FP32, 1, 4, 10, 3, 0, 0, 0, 1);
+    k.stride[1] = 0;
+    expect_refusal(&C1D, &k, "Conv1d_depthwise_bf01_oi01_bf01: attribute stride [1,0]: every entry must be >= 1");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_conv1d_shapes),
+        cmocka_unit_test(test_conv1d_long),
+        cmocka_unit_test(test_conv1d_random),
+        cmocka_unit_test(test_conv1d_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
