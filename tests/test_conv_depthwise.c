@@ -48,6 +48,9 @@ typedef struct dw_leaf {
 
 static const dw_leaf C1D = {conv1d_depthwise_bf01_oi01_bf01, "Conv1d_depthwise_bf01_oi01_bf01", "bf01", "oi01",
                             "bf01"};
+static const dw_leaf F01B = {conv2d_depthwise_f01b_o01i_bf01, "conv2d_depthwise_f01b_o01i_bf01", "f01b", "o01i",
+                             "bf01"};
+
 /* One convolution: logical sizes and attributes. */
 typedef struct dw_case {
     nx_dtype dt;
@@ -410,12 +413,102 @@ static void test_conv1d_refusals(void **state) {
     expect_refusal(&C1D, &k, "Conv1d_depthwise_bf01_oi01_bf01: attribute stride [1,0]: every entry must be >= 1");
 }
 
+/* ---- conv2d_depthwise_f01b_o01i_bf01 ---- */
+
+static dw_case c2(nx_dtype dt, uint64_t n, uint64_t c, uint64_t h, uint64_t w, uint64_t kh, uint64_t kw, int64_t s,
+                  int64_t pad) {
+    dw_case k = dw_default(dt, n, c, h, w, kh, kw);
+    k.stride[0] = k.stride[1] = s;
+    k.lo[0] = k.hi[0] = k.lo[1] = k.hi[1] = pad;
+    return k;
+}
+
+static void test_f01b_shapes(void **state) {
+    (void)state;
+    const nx_dtype dts[] = {NX_DT_FP32, NX_DT_BF16, NX_DT_FP16, NX_DT_FP8_E4M3, NX_DT_FP8_E5M2};
+    for (int d = 0; d < 5; d++) {
+        dw_case k = c2(dts[d], 2, 5, 9, 7, 3, 3, 1, 1);
+        check_case(&F01B, &k, 200 + (uint64_t)d, 1);
+    }
+    dw_case cases[] = {
+        c2(NX_DT_FP32, 1, 1, 1, 1, 1, 1, 1, 0),     /* 1x1 everything */
+        c2(NX_DT_BF16, 3, 129, 6, 5, 1, 1, 1, 0),   /* 1x1 kernel, C = 129 */
+        c2(NX_DT_FP32, 1, 300, 5, 6, 3, 3, 2, 1),   /* C = 300, stride 2 */
+        c2(NX_DT_BF16, 513, 3, 3, 4, 2, 2, 1, 1),   /* N = 513 */
+        c2(NX_DT_FP32, 2, 4, 3, 2, 5, 4, 1, 3),     /* kernel larger than the image */
+        c2(NX_DT_FP32, 2, 6, 11, 12, 2, 2, 4, 0),   /* stride > kernel */
+        c2(NX_DT_FP32, 1, 33, 8, 9, 3, 3, 1, -1),   /* negative padding, C = 33 */
+        c2(NX_DT_BF16, 1, 70, 20, 30, 3, 3, 1, 1),  /* C = 70: one tap per matmul */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&F01B, &cases[i], 210 + i, 1);
+}
+
+static void test_f01b_dilations(void **state) {
+    (void)state;
+    /* the depthwise input gradient of a stride-2 3x3 conv: lhs_dilation 2,
+     * padding 1/2 (a transposed conv) */
+    dw_case k = c2(NX_DT_FP32, 2, 8, 5, 6, 3, 3, 1, 0);
+    k.lhs[0] = k.lhs[1] = 2;
+    k.lo[0] = k.lo[1] = 1;
+    k.hi[0] = k.hi[1] = 2;
+    check_case(&F01B, &k, 300, 1);
+    /* lhs and rhs dilation with stride, asymmetric padding */
+    k = c2(NX_DT_BF16, 3, 20, 7, 9, 3, 2, 2, 0);
+    k.lhs[0] = 3, k.lhs[1] = 2, k.rhs[0] = 2, k.rhs[1] = 3;
+    k.lo[0] = 2, k.hi[0] = 0, k.lo[1] = 1, k.hi[1] = 4;
+    check_case(&F01B, &k, 301, 1);
+    /* rhs dilation alone, wide image */
+    k = c2(NX_DT_FP16, 1, 16, 6, 700, 2, 3, 1, 2);
+    k.rhs[0] = 2, k.rhs[1] = 2;
+    check_case(&F01B, &k, 302, 1);
+}
+
+static void test_f01b_random(void **state) {
+    (void)state;
+    test_rng r = {777};
+    const nx_dtype dts[] = {NX_DT_FP32, NX_DT_BF16, NX_DT_FP16};
+    for (int i = 0; i < 12; i++) {
+        dw_case k = dw_default(dts[i % 3], 1 + test_rng_next(&r) % 4, 1 + test_rng_next(&r) % 150,
+                               1 + test_rng_next(&r) % 12, 1 + test_rng_next(&r) % 12, 1 + test_rng_next(&r) % 4,
+                               1 + test_rng_next(&r) % 4);
+        for (int d = 0; d < 2; d++) {
+            k.stride[d] = 1 + (int64_t)(test_rng_next(&r) % 3);
+            k.lhs[d] = 1 + (int64_t)(test_rng_next(&r) % 3);
+            k.rhs[d] = 1 + (int64_t)(test_rng_next(&r) % 2);
+            k.lo[d] = (int64_t)(test_rng_next(&r) % 4) - 1;
+            k.hi[d] = (int64_t)(test_rng_next(&r) % 4) - 1;
+        }
+        uint64_t *in[2] = {&k.h, &k.w}, kk[2] = {k.kh, k.kw};
+        for (int d = 0; d < 2; d++)
+            while (out_size((int64_t)*in[d], (int64_t)kk[d], k.stride[d], k.lo[d], k.hi[d], k.lhs[d], k.rhs[d]) < 1)
+                (*in[d])++;
+        check_case(&F01B, &k, 400 + (uint64_t)i, 1);
+    }
+}
+
+static void test_f01b_refusals(void **state) {
+    (void)state;
+    dw_case k = c2(NX_DT_FP32, 1, 4, 5, 5, 3, 3, 1, 1);
+    k.fgc = 2;
+    expect_refusal(&F01B, &k,
+                   "conv2d_depthwise_f01b_o01i_bf01: attribute feature_group_count 2: a depthwise conv needs "
+                   "feature_group_count = C = 4");
+    k = c2(NX_DT_FP32, 1, 4, 2, 2, 5, 5, 1, 0);
+    expect_refusal(&F01B, &k,
+                   "conv2d_depthwise_f01b_o01i_bf01: spatial dim 0: the dilated window of 5 exceeds the padded input "
+                   "of 2 (input 2, lhs_dilation 1, padding [0,0])");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv1d_shapes),
         cmocka_unit_test(test_conv1d_long),
         cmocka_unit_test(test_conv1d_random),
         cmocka_unit_test(test_conv1d_refusals),
+        cmocka_unit_test(test_f01b_shapes),
+        cmocka_unit_test(test_f01b_dilations),
+        cmocka_unit_test(test_f01b_random),
+        cmocka_unit_test(test_f01b_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
