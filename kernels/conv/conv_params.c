@@ -105,7 +105,12 @@ static void format_value(const nx_value *v, char *buf, size_t len) {
     case NX_VAL_NONE: PUT("null"); break;
     case NX_VAL_BOOL: PUT(v->i ? "true" : "false"); break;
     case NX_VAL_INT: PUT("%lld", (long long)v->i); break;
-    case NX_VAL_FLOAT: PUT("%g", v->f); break;
+    case NX_VAL_FLOAT: {
+        char f[40];
+        snprintf(f, sizeof f, "%.17g", v->f);
+        PUT("%s%s", f, strpbrk(f, ".eEn") ? "" : ".0"); /* 2.0 stays a float, as the user wrote it */
+        break;
+    }
     case NX_VAL_STRING: PUT("\"%.40s\"", v->s ? v->s : ""); break;
     case NX_VAL_LIST:
         PUT("[");
