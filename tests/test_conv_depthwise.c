@@ -57,6 +57,8 @@ typedef struct dw_case {
     uint64_t n, c, h, w, kh, kw;
     int64_t stride[2], lo[2], hi[2], lhs[2], rhs[2];
     int64_t fgc;      /* feature_group_count; 0 = C */
+    uint64_t mult;    /* filters per channel (0 = 1): > 1 only in refusal tests */
+    int filt_dt;      /* the filter's dtype; -1: the image's */
     int omit_attrs;   /* leave every attribute but feature_group_count out */
 } dw_case;
 
@@ -71,6 +73,7 @@ static dw_case dw_default(nx_dtype dt, uint64_t n, uint64_t c, uint64_t h, uint6
     k.kh = kh;
     k.kw = kw;
     for (int d = 0; d < 2; d++) k.stride[d] = k.lhs[d] = k.rhs[d] = 1;
+    k.filt_dt = -1;
     return k;
 }
 
@@ -107,15 +110,15 @@ static void make_call(call_buf *cb, const dw_leaf *L, const dw_case *k) {
     nx_attrs_init(&cb->attrs);
     cb->oh = (uint64_t)out_size((int64_t)k->h, (int64_t)k->kh, k->stride[0], k->lo[0], k->hi[0], k->lhs[0], k->rhs[0]);
     cb->ow = (uint64_t)out_size((int64_t)k->w, (int64_t)k->kw, k->stride[1], k->lo[1], k->hi[1], k->lhs[1], k->rhs[1]);
-    const uint64_t iv[4] = {k->n, k->c, k->h, k->w}, fv[4] = {k->c, 1, k->kh, k->kw},
-                   ov[4] = {k->n, k->c, cb->oh, cb->ow};
+    const uint64_t iv[4] = {k->n, k->c, k->h, k->w}, fv[4] = {k->c * (k->mult ? k->mult : 1), 1, k->kh, k->kw},
+                   ov[4] = {k->n, k->c * (k->mult ? k->mult : 1), cb->oh, cb->ow};
     static const char *const names[3] = {"img", "filt", "out"};
     shape_by_labels(L->img, "bf01", iv, cb->args[0].shape);
     shape_by_labels(L->filt, "oi01", fv, cb->args[1].shape);
     shape_by_labels(L->out, "bf01", ov, cb->args[2].shape);
     for (int i = 0; i < 3; i++) {
         strcpy(cb->args[i].name, names[i]);
-        cb->args[i].dtype = k->dt;
+        cb->args[i].dtype = i == 1 && k->filt_dt >= 0 ? (nx_dtype)k->filt_dt : k->dt;
         cb->args[i].ndims = 4;
     }
     nx_error err;
@@ -140,9 +143,11 @@ static void make_call(call_buf *cb, const dw_leaf *L, const dw_case *k) {
     assert_int_equal(nx_attrs_set(&cb->attrs, "feature_group_count", &g, &err), 0);
     nx_value bg = nx_value_int(1);
     assert_int_equal(nx_attrs_set(&cb->attrs, "batch_group_count", &bg, &err), 0);
-    nx_value os;
-    assert_int_equal(nx_value_int_list(&os, cb->args[2].shape, 4, &err), 0);
-    assert_int_equal(nx_attrs_set(&cb->attrs, "out_shape", &os, &err), 0);
+    if (cb->oh && cb->ow) { /* what the conv-attrs + out_shape builder adds */
+        nx_value os;
+        assert_int_equal(nx_value_int_list(&os, cb->args[2].shape, 4, &err), 0);
+        assert_int_equal(nx_attrs_set(&cb->attrs, "out_shape", &os, &err), 0);
+    }
     cb->call.args = cb->args;
     cb->call.nargs = 3;
     cb->call.n_inputs = 2;
@@ -157,40 +162,26 @@ static uint64_t elems(const nx_tensor_ref *t) {
 
 /* ---- reference ---- */
 
-/* The reference in the leaf's layouts, on doubles (inputs already rounded to
- * the dtype). */
-static void reference(const dw_leaf *L, const dw_case *k, const call_buf *cb, const double *img, const double *filt,
-                      double *out) {
-    uint64_t si[4], sf[4], so[4];
-    const nx_tensor_ref *t[3] = {&cb->args[0], &cb->args[1], &cb->args[2]};
-    const char *lab[3] = {L->img, L->filt, L->out};
-    const char *want[3] = {"bf01", "oi01", "bf01"};
-    uint64_t *st[3] = {si, sf, so};
-    for (int a = 0; a < 3; a++) {
-        uint64_t s[4], acc = 1;
-        for (int d = 3; d >= 0; d--) {
-            s[d] = acc;
-            acc *= t[a]->shape[d];
-        }
-        for (int i = 0; i < 4; i++) st[a][i] = s[strchr(lab[a], want[a][i]) - lab[a]];
+/* The shared conv reference (nx_ref_conv) in the leaf's labels, fp32
+ * result. */
+static void reference(const dw_leaf *L, const dw_case *k, const call_buf *cb, const void *img, const void *filt,
+                      float *out) {
+    nx_conv_params p;
+    nx_conv_params_default(&p, 2);
+    for (int d = 0; d < 2; d++) {
+        p.stride[d] = k->stride[d];
+        p.pad_lo[d] = k->lo[d];
+        p.pad_hi[d] = k->hi[d];
+        p.lhs_dilation[d] = k->lhs[d];
+        p.rhs_dilation[d] = k->rhs[d];
     }
-    for (uint64_t n = 0; n < k->n; n++)
-        for (uint64_t c = 0; c < k->c; c++)
-            for (uint64_t oy = 0; oy < cb->oh; oy++)
-                for (uint64_t ox = 0; ox < cb->ow; ox++) {
-                    double sum = 0;
-                    for (uint64_t ky = 0; ky < k->kh; ky++)
-                        for (uint64_t kx = 0; kx < k->kw; kx++) {
-                            int64_t vy = (int64_t)oy * k->stride[0] + (int64_t)ky * k->rhs[0] - k->lo[0];
-                            int64_t vx = (int64_t)ox * k->stride[1] + (int64_t)kx * k->rhs[1] - k->lo[1];
-                            if (vy < 0 || vx < 0 || vy % k->lhs[0] || vx % k->lhs[1]) continue;
-                            int64_t iy = vy / k->lhs[0], ix = vx / k->lhs[1];
-                            if (iy >= (int64_t)k->h || ix >= (int64_t)k->w) continue;
-                            sum += img[n * si[0] + c * si[1] + (uint64_t)iy * si[2] + (uint64_t)ix * si[3]] *
-                                   filt[c * sf[0] + ky * sf[2] + kx * sf[3]];
-                        }
-                    out[n * so[0] + c * so[1] + oy * so[2] + ox * so[3]] = sum;
-                }
+    p.feature_group_count = (int64_t)k->c;
+    char labels[32];
+    snprintf(labels, sizeof labels, "%s_%s->%s", L->img, L->filt, L->out);
+    nx_ref_operand lhs = {img, k->dt, 4, cb->args[0].shape}, rhs = {filt, k->dt, 4, cb->args[1].shape};
+    nx_error err;
+    if (nx_ref_conv(labels, &p, &lhs, &rhs, out, NX_DT_FP32, 4, cb->args[2].shape, &err) != 0)
+        fail_msg("reference: %s", err.msg);
 }
 
 static double unit_roundoff(nx_dtype dt) {
@@ -215,15 +206,16 @@ static double min_subnormal(nx_dtype dt) {
 
 /* ---- running ---- */
 
-static void fill(uint8_t *buf, double *vals, uint64_t n, nx_dtype dt, test_rng *r) {
+/* Pseudo-random values in [-1, 1) into buf, their absolute values into abs_buf. */
+static void fill(uint8_t *buf, uint8_t *abs_buf, uint64_t n, nx_dtype dt, test_rng *r) {
     size_t sz = nx_dtype_size(dt);
     for (uint64_t i = 0; i < n; i++) {
         nx_dtype_store(dt, buf + i * sz, test_rng_uniform(r, -1, 1));
-        vals[i] = nx_dtype_load(dt, buf + i * sz);
+        nx_dtype_store(dt, abs_buf + i * sz, fabs(nx_dtype_load(dt, buf + i * sz)));
     }
 }
 
-static void compare(const char *what, const uint8_t *got, nx_dtype dt, const double *ref, const double *absref,
+static void compare(const char *what, const uint8_t *got, nx_dtype dt, const float *ref, const float *absref,
                     uint64_t n, double K) {
     size_t sz = nx_dtype_size(dt);
     double u = unit_roundoff(dt), tiny = min_subnormal(dt);
@@ -278,17 +270,14 @@ static void check_case(const dw_leaf *L, const dw_case *k, uint64_t seed, int mo
 
     size_t sz = nx_dtype_size(k->dt);
     uint64_t ni = elems(&cb.args[0]), nf = elems(&cb.args[1]), no = elems(&cb.args[2]);
-    uint8_t *img = malloc(ni * sz), *filt = malloc(nf * sz);
-    double *vi = malloc(ni * sizeof *vi), *vf = malloc(nf * sizeof *vf), *ref = malloc(no * sizeof *ref),
-           *absref = malloc(no * sizeof *absref);
-    assert_true(img && filt && vi && vf && ref && absref);
+    uint8_t *img = malloc(ni * sz), *filt = malloc(nf * sz), *aimg = malloc(ni * sz), *afilt = malloc(nf * sz);
+    float *ref = malloc(no * sizeof *ref), *absref = malloc(no * sizeof *absref);
+    assert_true(img && filt && aimg && afilt && ref && absref);
     test_rng r = {seed * 0x9E3779B97F4A7C15ull + 7};
-    fill(img, vi, ni, k->dt, &r);
-    fill(filt, vf, nf, k->dt, &r);
-    reference(L, k, &cb, vi, vf, ref);
-    for (uint64_t i = 0; i < ni; i++) vi[i] = fabs(vi[i]);
-    for (uint64_t i = 0; i < nf; i++) vf[i] = fabs(vf[i]);
-    reference(L, k, &cb, vi, vf, absref);
+    fill(img, aimg, ni, k->dt, &r);
+    fill(filt, afilt, nf, k->dt, &r);
+    reference(L, k, &cb, img, filt, ref);
+    reference(L, k, &cb, aimg, afilt, absref);
     double K = (double)(k->kh * k->kw);
 
     nx_state st;
@@ -318,7 +307,7 @@ static void check_case(const dw_leaf *L, const dw_case *k, uint64_t seed, int mo
     nx_state_free(&st);
     nx_program_free(&prog);
     nx_attrs_free(&cb.attrs);
-    free(img), free(filt), free(vi), free(vf), free(ref), free(absref);
+    free(img), free(filt), free(aimg), free(afilt), free(ref), free(absref);
 }
 
 static void expect_refusal(const dw_leaf *L, const dw_case *k, const char *msg) {
@@ -394,23 +383,24 @@ static void test_conv1d_refusals(void **state) {
     dw_case k = c1(NX_DT_FP32, 1, 4, 10, 3, 1, 0, 0, 1);
     k.lhs[1] = 2;
     expect_refusal(&C1D, &k,
-                   "Conv1d_depthwise_bf01_oi01_bf01: attribute lhs_dilation [1,2]: this leaf takes lhs_dilation 1 "
-                   "(use conv2d_depthwise_f01b_o01i_bf01)");
+                   "Conv1d_depthwise_bf01_oi01_bf01: attribute lhs_dilation=[1,2] is not supported (this leaf takes "
+                   "lhs_dilation [1,1] only)");
     k = c1(NX_DT_FP32, 1, 4, 10, 3, 1, 0, 0, 1);
     k.h = 2;
     expect_refusal(&C1D, &k, "Conv1d_depthwise_bf01_oi01_bf01: operand 0 (img): dim 2 (H) is 2, a conv1d image has H = 1");
     k = c1(NX_DT_FP32, 1, 4, 10, 3, 1, 0, 0, 1);
     k.lo[0] = 1;
     expect_refusal(&C1D, &k,
-                   "Conv1d_depthwise_bf01_oi01_bf01: attribute padding: dim 0 is padded [1,0], a conv1d takes [0,0] on H");
+                   "Conv1d_depthwise_bf01_oi01_bf01: attribute padding=[[1,0],[0,0]] is not supported (a conv1d takes "
+                   "padding [0,0] on dim 0)");
     k = c1(NX_DT_FP32, 1, 4, 10, 3, 1, 0, 0, 1);
     k.fgc = 1;
     expect_refusal(&C1D, &k,
-                   "Conv1d_depthwise_bf01_oi01_bf01: attribute feature_group_count 1: a depthwise conv needs "
-                   "feature_group_count = C = 4");
+                   "Conv1d_depthwise_bf01_oi01_bf01: operand 1 (filt): dim 1 (i) is 1 but operand 0 (img) features 4 / "
+                   "feature_group_count 1 = 4");
     k = c1(NX_DT_FP32, 1, 4, 10, 3, 0, 0, 0, 1);
     k.stride[1] = 0;
-    expect_refusal(&C1D, &k, "Conv1d_depthwise_bf01_oi01_bf01: attribute stride [1,0]: every entry must be >= 1");
+    expect_refusal(&C1D, &k, "Conv1d_depthwise_bf01_oi01_bf01: attribute stride=[1,0]: entries must be >= 1");
 }
 
 /* ---- conv2d_depthwise_f01b_o01i_bf01 ---- */
@@ -491,12 +481,26 @@ static void test_f01b_refusals(void **state) {
     dw_case k = c2(NX_DT_FP32, 1, 4, 5, 5, 3, 3, 1, 1);
     k.fgc = 2;
     expect_refusal(&F01B, &k,
-                   "conv2d_depthwise_f01b_o01i_bf01: attribute feature_group_count 2: a depthwise conv needs "
-                   "feature_group_count = C = 4");
+                   "conv2d_depthwise_f01b_o01i_bf01: operand 1 (filt): dim 3 (i) is 1 but operand 0 (img) features 4 / "
+                   "feature_group_count 2 = 2");
+    /* a filter of 2 per channel (channel multiplier 2): a valid conv, not this leaf's */
+    k = c2(NX_DT_FP32, 1, 4, 5, 5, 3, 3, 1, 1);
+    k.mult = 2;
+    expect_refusal(&F01B, &k,
+                   "conv2d_depthwise_f01b_o01i_bf01: operand 1 (filt): dim 0 (o) is 8: channel multiplier 2 is not "
+                   "supported (this leaf takes o = C = 4)");
     k = c2(NX_DT_FP32, 1, 4, 2, 2, 5, 5, 1, 0);
     expect_refusal(&F01B, &k,
-                   "conv2d_depthwise_f01b_o01i_bf01: spatial dim 0: the dilated window of 5 exceeds the padded input "
-                   "of 2 (input 2, lhs_dilation 1, padding [0,0])");
+                   "conv2d_depthwise_f01b_o01i_bf01: conv spatial dim 0: the window (5 taps, rhs_dilation 1) does not "
+                   "fit the input (2, lhs_dilation 1, padding [0,0]): no output");
+    k = c2(NX_DT_BF16, 1, 4, 5, 5, 3, 3, 1, 1);
+    k.filt_dt = (int)NX_DT_FP32;
+    expect_refusal(&F01B, &k,
+                   "conv2d_depthwise_f01b_o01i_bf01: operand 1 (filt): dtype fp32 differs from operand 0 (img)'s bf16");
+    k = c2(NX_DT_INT8, 1, 4, 5, 5, 3, 3, 1, 1);
+    expect_refusal(&F01B, &k,
+                   "conv2d_depthwise_f01b_o01i_bf01: operand 0 (img): dtype int8 is not one of fp32, bf16, fp16, "
+                   "fp8_e4m3, fp8_e5m2");
 }
 
 int main(void) {

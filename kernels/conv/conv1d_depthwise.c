@@ -206,11 +206,9 @@ static int c1_size(c1_state *s, nx_error *err) {
 }
 
 int conv1d_depthwise_bf01_oi01_bf01(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
-    static const nx_dw_layout lay = {"bf01", "oi01", "bf01"};
     nx_dw_problem p;
-    if (nx_dw_prepare(LEAF, call, &lay, &p, err) != 0) return -1;
+    if (nx_dw_prepare(LEAF, call, "bf01_oi01->bf01", &p, err) != 0) return -1;
     const nx_dw_axis *ah = &p.ax[0], *aw = &p.ax[1];
-    char v[48];
     if (ah->in != 1)
         return nx_fail(err, "%s: operand 0 (%s): dim 2 (H) is %lld, a conv1d image has H = 1", LEAF, p.img->name,
                        (long long)ah->in);
@@ -218,15 +216,12 @@ int conv1d_depthwise_bf01_oi01_bf01(struct nx_kctx *k, const nx_kernel_call *cal
         return nx_fail(err, "%s: operand 1 (%s): dim 2 (H_f) is %lld, a conv1d filter has H_f = 1", LEAF,
                        p.filt->name, (long long)ah->k);
     if (ah->pad_lo != 0 || ah->pad_hi != 0) {
-        nx_dw_format_pair(v, sizeof v, ah->pad_lo, ah->pad_hi);
-        return nx_fail(err, "%s: attribute padding: dim 0 is padded %s, a conv1d takes [0,0] on H", LEAF, v);
+        char v[128];
+        nx_conv_format_attr(&p.params, NX_CONV_PADDING, v, sizeof v);
+        return nx_fail(err, "%s: attribute padding=%s is not supported (a conv1d takes padding [0,0] on dim 0)", LEAF,
+                       v);
     }
-    if (ah->lhs_dil != 1 || aw->lhs_dil != 1) {
-        nx_dw_format_pair(v, sizeof v, ah->lhs_dil, aw->lhs_dil);
-        return nx_fail(err, "%s: attribute lhs_dilation %s: this leaf takes lhs_dilation 1 (use "
-                            "conv2d_depthwise_f01b_o01i_bf01)",
-                       LEAF, v);
-    }
+    if (nx_conv_require_default(&p.params, NX_CONV_LHS_DILATION, LEAF, err) != 0) return -1;
     if (aw->in > INT32_MAX || aw->out > INT32_MAX || (uint64_t)aw->k * p.filt_stride[3] > INT32_MAX)
         return nx_fail(err, "%s: operand 0 (%s): rows of %lld elements exceed 32-bit access-pattern strides", LEAF,
                        p.img->name, (long long)aw->in);

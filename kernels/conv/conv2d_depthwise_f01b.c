@@ -367,9 +367,8 @@ static int build_identity(f01b_state *s, nx_error *err) {
 }
 
 int conv2d_depthwise_f01b_o01i_bf01(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
-    static const nx_dw_layout lay = {"f01b", "o01i", "bf01"};
     nx_dw_problem p;
-    if (nx_dw_prepare(LEAF, call, &lay, &p, err) != 0) return -1;
+    if (nx_dw_prepare(LEAF, call, "f01b_o01i->bf01", &p, err) != 0) return -1;
     f01b_state s;
     memset(&s, 0, sizeof s);
     s.k = k;

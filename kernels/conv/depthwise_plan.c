@@ -67,80 +67,7 @@ void nx_dw_axis_input_span(const nx_dw_axis *a, int64_t lo, int64_t hi, int64_t 
     *in_hi = h;
 }
 
-/* ---- conv attributes ----
- * TEMPORARY reader until kernels/conv/conv_params.h lands (it will replace
- * this section): list-per-spatial-dim attributes, an int meaning the same
- * value on every axis, absent/none meaning the default. */
-
-static int read_axis_list(const nx_attrs *attrs, const char *name, int64_t dflt, int64_t out[2],
-                          nx_error *err) {
-    out[0] = out[1] = dflt;
-    const nx_value *v = NULL;
-    for (uint32_t i = 0; attrs && i < attrs->count; i++)
-        if (strcmp(attrs->items[i].name, name) == 0) v = &attrs->items[i].value;
-    if (!v || v->kind == NX_VAL_NONE) return 0;
-    if (v->kind == NX_VAL_INT) {
-        out[0] = out[1] = v->i;
-        return 0;
-    }
-    if (v->kind != NX_VAL_LIST || v->count != 2 || v->items[0].kind != NX_VAL_INT ||
-        v->items[1].kind != NX_VAL_INT)
-        return nx_fail(err, "attribute %s: must be a list of 2 ints (one per spatial dim)", name);
-    out[0] = v->items[0].i;
-    out[1] = v->items[1].i;
-    return 0;
-}
-
-static int read_padding(const nx_attrs *attrs, int64_t lo[2], int64_t hi[2], nx_error *err) {
-    lo[0] = lo[1] = hi[0] = hi[1] = 0;
-    const nx_value *v = NULL;
-    for (uint32_t i = 0; attrs && i < attrs->count; i++)
-        if (strcmp(attrs->items[i].name, "padding") == 0) v = &attrs->items[i].value;
-    if (!v || v->kind == NX_VAL_NONE) return 0;
-    if (v->kind == NX_VAL_LIST && v->count == 2) {
-        int ok = 1;
-        for (int d = 0; d < 2; d++) {
-            const nx_value *p = &v->items[d];
-            ok &= p->kind == NX_VAL_LIST && p->count == 2 && p->items[0].kind == NX_VAL_INT &&
-                  p->items[1].kind == NX_VAL_INT;
-            if (ok) {
-                lo[d] = p->items[0].i;
-                hi[d] = p->items[1].i;
-            }
-        }
-        if (ok) return 0;
-    }
-    return nx_fail(err, "attribute padding: must be [[lo, hi], [lo, hi]] (one pair per spatial dim)");
-}
-
-static int read_int(const nx_attrs *attrs, const char *name, int64_t dflt, int64_t *out,
-                    nx_error *err) {
-    *out = dflt;
-    const nx_value *v = NULL;
-    for (uint32_t i = 0; attrs && i < attrs->count; i++)
-        if (strcmp(attrs->items[i].name, name) == 0) v = &attrs->items[i].value;
-    if (!v || v->kind == NX_VAL_NONE) return 0;
-    if (v->kind != NX_VAL_INT) return nx_fail(err, "attribute %s: must be an int", name);
-    *out = v->i;
-    return 0;
-}
-
-static const nx_value *find_attr(const nx_attrs *attrs, const char *name) {
-    for (uint32_t i = 0; attrs && i < attrs->count; i++)
-        if (strcmp(attrs->items[i].name, name) == 0) return &attrs->items[i].value;
-    return NULL;
-}
-
 /* ---- the call ---- */
-
-void nx_dw_format_pair(char *buf, size_t len, int64_t a, int64_t b) {
-    snprintf(buf, len, "[%lld,%lld]", (long long)a, (long long)b);
-}
-
-/* Position of each of the 4 labels `want` in `labels`. */
-static void label_dims(const char *labels, const char *want, uint32_t dim[4]) {
-    for (int i = 0; i < 4; i++) dim[i] = (uint32_t)(strchr(labels, want[i]) - labels);
-}
 
 static void strides_of(const nx_tensor_ref *t, const uint32_t dim[4], uint64_t out[4]) {
     uint64_t s[4], acc = 1;
@@ -156,116 +83,80 @@ static int is_pe_float(nx_dtype dt) {
            dt == NX_DT_FP8_E5M2;
 }
 
-int nx_dw_prepare(const char *leaf, const nx_kernel_call *call, const nx_dw_layout *lay,
-                  nx_dw_problem *p, nx_error *err) {
+static const char *dt_name(nx_dtype dt) { return nx_dtype_name(dt) ? nx_dtype_name(dt) : "?"; }
+
+int nx_dw_prepare(const char *leaf, const nx_kernel_call *call, const char *labels, nx_dw_problem *p,
+                  nx_error *err) {
     memset(p, 0, sizeof *p);
     p->leaf = leaf;
     uint32_t outs = call->nargs >= call->n_inputs ? call->nargs - call->n_inputs : 0;
     if (call->n_inputs != 2 || outs != 1)
         return nx_fail(err, "%s: expects 2 inputs (image, filter) and 1 output, got %u input%s and %u output%s",
                        leaf, call->n_inputs, call->n_inputs == 1 ? "" : "s", outs, outs == 1 ? "" : "s");
-    const nx_tensor_ref *t[3] = {&call->args[0], &call->args[1], &call->args[2]};
-    const char *labels[3] = {lay->img, lay->filt, lay->out};
-    static const char *const role[3] = {"image", "filter", "output"};
-    for (int i = 0; i < 3; i++)
-        if (t[i]->ndims != 4)
-            return nx_fail(err, "operand %d (%s): the %s has %u dims, layout %s needs 4", i, t[i]->name,
-                           role[i], t[i]->ndims, labels[i]);
-    p->img = t[0];
-    p->filt = t[1];
-    p->out = t[2];
-    p->dtype = t[0]->dtype;
+    nx_conv_layout L;
+    if (nx_conv_layout_parse(labels, &L, err) != 0) return nx_fail_prefix(err, "%s", leaf);
+    const nx_tensor_ref *img = &call->args[0], *filt = &call->args[1], *out = &call->args[2];
+    p->img = img;
+    p->filt = filt;
+    p->out = out;
+    p->dtype = img->dtype;
     if (!is_pe_float(p->dtype))
-        return nx_fail(err, "operand 0 (%s): dtype %s is not one of fp32, bf16, fp16, fp8_e4m3, fp8_e5m2",
-                       t[0]->name, nx_dtype_name(p->dtype) ? nx_dtype_name(p->dtype) : "?");
+        return nx_fail(err, "%s: operand 0 (%s): dtype %s is not one of fp32, bf16, fp16, fp8_e4m3, fp8_e5m2", leaf,
+                       img->name, dt_name(p->dtype));
     for (int i = 1; i < 3; i++)
-        if (t[i]->dtype != p->dtype)
-            return nx_fail(err, "operand %d (%s): dtype %s differs from operand 0 (%s)'s %s", i, t[i]->name,
-                           nx_dtype_name(t[i]->dtype) ? nx_dtype_name(t[i]->dtype) : "?", t[0]->name,
-                           nx_dtype_name(p->dtype));
-    uint32_t di[4], df[4], dout[4];
-    label_dims(lay->img, "bf01", di);
-    label_dims(lay->filt, "oi01", df);
-    label_dims(lay->out, "bf01", dout);
-    strides_of(t[0], di, p->img_stride);
-    strides_of(t[1], df, p->filt_stride);
-    strides_of(t[2], dout, p->out_stride);
-    p->n = t[0]->shape[di[0]];
-    p->c = t[0]->shape[di[1]];
-    if (t[1]->shape[df[0]] != p->c)
-        return nx_fail(err, "operand 1 (%s): filter dim %u (o) is %llu, must be the image's C = %llu", t[1]->name,
-                       df[0], (unsigned long long)t[1]->shape[df[0]], (unsigned long long)p->c);
-    if (t[1]->shape[df[1]] != 1)
-        return nx_fail(err, "operand 1 (%s): filter dim %u (i) is %llu, a depthwise filter has 1 input feature per group",
-                       t[1]->name, df[1], (unsigned long long)t[1]->shape[df[1]]);
-
-    int64_t stride[2], lhs[2], rhs[2], lo[2], hi[2], fgc, bgc;
-    if (read_axis_list(call->additional_args, "stride", 1, stride, err) != 0 ||
-        read_axis_list(call->additional_args, "lhs_dilation", 1, lhs, err) != 0 ||
-        read_axis_list(call->additional_args, "rhs_dilation", 1, rhs, err) != 0 ||
-        read_padding(call->additional_args, lo, hi, err) != 0 ||
-        read_int(call->additional_args, "feature_group_count", 1, &fgc, err) != 0 ||
-        read_int(call->additional_args, "batch_group_count", 1, &bgc, err) != 0)
+        if (call->args[i].dtype != p->dtype)
+            return nx_fail(err, "%s: operand %d (%s): dtype %s differs from operand 0 (%s)'s %s", leaf, i,
+                           call->args[i].name, dt_name(call->args[i].dtype), img->name, dt_name(p->dtype));
+    nx_conv_params cp;
+    if (nx_conv_params_read(call->additional_args, L.spatial, NULL, &cp, err) != 0)
         return nx_fail_prefix(err, "%s", leaf);
-    static const char *const names[3] = {"stride", "lhs_dilation", "rhs_dilation"};
-    const int64_t *lists[3] = {stride, lhs, rhs};
-    for (int i = 0; i < 3; i++)
-        if (lists[i][0] < 1 || lists[i][1] < 1) {
-            char v[48];
-            nx_dw_format_pair(v, sizeof v, lists[i][0], lists[i][1]);
-            return nx_fail(err, "%s: attribute %s %s: every entry must be >= 1", leaf, names[i], v);
-        }
-    if (fgc != (int64_t)p->c)
-        return nx_fail(err, "%s: attribute feature_group_count %lld: a depthwise conv needs feature_group_count = C = %llu",
-                       leaf, (long long)fgc, (unsigned long long)p->c);
-    if (bgc != 1)
-        return nx_fail(err, "%s: attribute batch_group_count %lld: a forward depthwise conv needs batch_group_count = 1",
-                       leaf, (long long)bgc);
-    uint64_t want[4];
-    want[dout[0]] = p->n;
-    want[dout[1]] = p->c;
-    for (int d = 0; d < 2; d++) {
-        nx_dw_axis *a = &p->ax[d];
-        a->in = (int64_t)t[0]->shape[di[2 + d]];
-        a->k = (int64_t)t[1]->shape[df[2 + d]];
-        a->stride = stride[d];
-        a->pad_lo = lo[d];
-        a->pad_hi = hi[d];
-        a->lhs_dil = lhs[d];
-        a->rhs_dil = rhs[d];
-        int64_t span = (a->in - 1) * a->lhs_dil + 1 + a->pad_lo + a->pad_hi;
-        int64_t window = (a->k - 1) * a->rhs_dil + 1;
-        if (span < window) {
-            char v[48];
-            nx_dw_format_pair(v, sizeof v, lo[d], hi[d]);
-            return nx_fail(err, "%s: spatial dim %d: the dilated window of %lld exceeds the padded input of %lld "
-                                "(input %lld, lhs_dilation %lld, padding %s)",
-                           leaf, d, (long long)window, (long long)span, (long long)a->in, (long long)a->lhs_dil, v);
-        }
-        a->out = (span - window) / a->stride + 1;
-        want[dout[2 + d]] = (uint64_t)a->out;
+    char iname[96], fname[96];
+    snprintf(iname, sizeof iname, "operand 0 (%s)", img->name);
+    snprintf(fname, sizeof fname, "operand 1 (%s)", filt->name);
+    uint64_t want[NX_KERNEL_MAX_DIMS];
+    if (nx_conv_result_shape(&L, &cp, img->ndims, img->shape, filt->ndims, filt->shape, iname, fname, want, err) != 0)
+        return nx_fail_prefix(err, "%s", leaf);
+    p->n = img->shape[L.lhs_batch];
+    p->c = img->shape[L.lhs_feature];
+    char v[128];
+    if (cp.feature_group_count != (int64_t)p->c) {
+        nx_conv_format_attr(&cp, NX_CONV_FEATURE_GROUPS, v, sizeof v);
+        return nx_fail(err, "%s: attribute feature_group_count=%s is not supported (a depthwise conv needs "
+                            "feature_group_count = C = %llu)",
+                       leaf, v, (unsigned long long)p->c);
     }
-    int same = 1;
-    for (int i = 0; i < 4; i++) same &= t[2]->shape[i] == want[i];
+    if (filt->shape[L.rhs_out] != p->c)
+        return nx_fail(err, "%s: operand 1 (%s): dim %u (o) is %llu: channel multiplier %llu is not supported "
+                            "(this leaf takes o = C = %llu)",
+                       leaf, filt->name, L.rhs_out, (unsigned long long)filt->shape[L.rhs_out],
+                       (unsigned long long)(filt->shape[L.rhs_out] / p->c), (unsigned long long)p->c);
+    int same = out->ndims == img->ndims;
+    for (uint32_t i = 0; same && i < out->ndims; i++) same = out->shape[i] == want[i];
     if (!same) {
         char got[128], w[128];
-        nx_format_u64_list(got, sizeof got, t[2]->shape, 4);
-        nx_format_u64_list(w, sizeof w, want, 4);
-        return nx_fail(err, "operand 2 (%s): shape %s must be %s (the conv output size of the image and filter "
-                            "under the stride, padding and dilations)",
-                       t[2]->name, got, w);
+        nx_format_u64_list(got, sizeof got, out->shape, out->ndims <= NX_KERNEL_MAX_DIMS ? out->ndims : 0);
+        nx_format_u64_list(w, sizeof w, want, img->ndims);
+        return nx_fail(err, "%s: operand 2 (%s): shape %s must be %s (the convolution's result)", leaf, out->name,
+                       got, w);
     }
-    const nx_value *os = find_attr(call->additional_args, "out_shape");
-    if (os && os->kind != NX_VAL_NONE) {
-        int ok = os->kind == NX_VAL_LIST && os->count == 4;
-        for (uint32_t i = 0; ok && i < 4; i++)
-            ok = os->items[i].kind == NX_VAL_INT && os->items[i].i == (int64_t)want[i];
-        if (!ok) {
-            char w[128];
-            nx_format_u64_list(w, sizeof w, want, 4);
-            return nx_fail(err, "%s: attribute out_shape: must equal the output's shape %s", leaf, w);
-        }
+    uint32_t di[4] = {L.lhs_batch, L.lhs_feature, L.lhs_spatial[0], L.lhs_spatial[1]};
+    uint32_t df[4] = {L.rhs_out, L.rhs_in, L.rhs_spatial[0], L.rhs_spatial[1]};
+    uint32_t dout[4] = {L.out_batch, L.out_feature, L.out_spatial[0], L.out_spatial[1]};
+    strides_of(img, di, p->img_stride);
+    strides_of(filt, df, p->filt_stride);
+    strides_of(out, dout, p->out_stride);
+    for (uint32_t d = 0; d < 2; d++) {
+        nx_dw_axis *a = &p->ax[d];
+        a->in = (int64_t)img->shape[di[2 + d]];
+        a->k = (int64_t)filt->shape[df[2 + d]];
+        a->out = (int64_t)want[dout[2 + d]];
+        a->stride = cp.stride[d];
+        a->pad_lo = cp.pad_lo[d];
+        a->pad_hi = cp.pad_hi[d];
+        a->lhs_dil = cp.lhs_dilation[d];
+        a->rhs_dil = cp.rhs_dilation[d];
     }
+    p->params = cp;
     return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "kernels/author.h"
+#include "kernels/conv/conv_params.h"
 #include "kernels/kernel.h"
 
 /* One spatial axis of the convolution. in_d = (in - 1) * lhs_dil + 1 is the
@@ -33,36 +34,29 @@ void nx_dw_axis_run(const nx_dw_axis *a, int64_t t, int64_t lo, int64_t hi, nx_d
 void nx_dw_axis_input_span(const nx_dw_axis *a, int64_t lo, int64_t hi, int64_t *in_lo,
                            int64_t *in_hi);
 
-/* Labels of one leaf's layouts (KERNELS.md §2), e.g. "bf01", "oi01", "bf01". */
-typedef struct nx_dw_layout {
-    const char *img;  /* b, f, 0, 1 */
-    const char *filt; /* o, i, 0, 1 */
-    const char *out;  /* b, f, 0, 1 */
-} nx_dw_layout;
-
 typedef struct nx_dw_problem {
     const char *leaf;                 /* the registry key, for messages */
     const nx_tensor_ref *img, *filt, *out;
     nx_dtype dtype;                   /* of all three */
     uint64_t n, c;                    /* batch, channels */
     nx_dw_axis ax[2];                 /* 0 = dim "0" (H), 1 = dim "1" (W) */
-    /* element strides of each tensor's dims, by label: img/out [b, f, 0, 1],
+    nx_conv_params params;            /* as read (for refusals) */
+    /* element strides of each tensor's dims, by role: img/out [b, f, 0, 1],
      * filt [o, i, 0, 1] */
     uint64_t img_stride[4], filt_stride[4], out_stride[4];
 } nx_dw_problem;
 
-/* Checks a depthwise call against `lay`: 2 inputs and 1 output of 4 dims;
- * one float dtype for all three (PE input types); filter o = C, i = 1; the
- * conv attributes (stride, padding, lhs/rhs_dilation; feature_group_count =
- * C; batch_group_count = 1; out_shape, if given, = the output's shape); and
- * the output's shape = the formula. Messages name the operand or attribute:
- *   operand 2 (out): shape [1,8,5,5] must be [1,8,6,6] (conv output size ...)
- *   attribute feature_group_count 1: a depthwise conv needs feature_group_count = C = 8 */
-int nx_dw_prepare(const char *leaf, const nx_kernel_call *call, const nx_dw_layout *lay,
-                  nx_dw_problem *p, nx_error *err);
-
-/* Formats an axis pair attribute for refusals: "[a,b]". */
-void nx_dw_format_pair(char *buf, size_t len, int64_t a, int64_t b);
+/* Checks a depthwise call whose tensors have the conv labels `labels`
+ * ("bf01_oi01->bf01", ...): 2 inputs and 1 output; one float dtype for all
+ * three (the PE's input types); the conv attributes (nx_conv_params_read:
+ * any conv attribute, out_shape included); the result shape
+ * (nx_conv_result_shape) equal to the output's; feature_group_count = C
+ * with one filter per channel (o = C, i = 1). Messages name the leaf, then
+ * the operand or attribute, its value and the rule:
+ *   KEY: operand 2 (out): shape [1,8,5,5] must be [1,8,6,6] (the convolution's result)
+ *   KEY: attribute feature_group_count=1 is not supported (a depthwise conv needs feature_group_count = C = 8) */
+int nx_dw_prepare(const char *leaf, const nx_kernel_call *call, const char *labels, nx_dw_problem *p,
+                  nx_error *err);
 
 /* ---- emit helpers (per-partition scalars are [P x 1] views) ---- */
 
