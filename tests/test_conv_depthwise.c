@@ -48,6 +48,7 @@ typedef struct dw_leaf {
 
 static const dw_leaf C1D = {conv1d_depthwise_bf01_oi01_bf01, "Conv1d_depthwise_bf01_oi01_bf01", "bf01", "oi01",
                             "bf01"};
+static const dw_leaf CP1 = {conv2d_column_packing_1, "conv2d_column_packing_1", "bf01", "oi01", "bf01"};
 static const dw_leaf F01B = {conv2d_depthwise_f01b_o01i_bf01, "conv2d_depthwise_f01b_o01i_bf01", "f01b", "o01i",
                              "bf01"};
 
@@ -335,6 +336,15 @@ static dw_case c1(nx_dtype dt, uint64_t n, uint64_t c, uint64_t w, uint64_t wf, 
     return k;
 }
 
+static dw_case c2(nx_dtype dt, uint64_t n, uint64_t c, uint64_t h, uint64_t w, uint64_t kh, uint64_t kw, int64_t s,
+                  int64_t pad) {
+    dw_case k = dw_default(dt, n, c, h, w, kh, kw);
+    k.stride[0] = k.stride[1] = s;
+    k.lo[0] = k.hi[0] = k.lo[1] = k.hi[1] = pad;
+    return k;
+}
+
+
 static void test_conv1d_shapes(void **state) {
     (void)state;
     const nx_dtype dts[] = {NX_DT_FP32, NX_DT_BF16, NX_DT_FP16, NX_DT_FP8_E4M3};
@@ -404,14 +414,6 @@ static void test_conv1d_refusals(void **state) {
 }
 
 /* ---- conv2d_depthwise_f01b_o01i_bf01 ---- */
-
-static dw_case c2(nx_dtype dt, uint64_t n, uint64_t c, uint64_t h, uint64_t w, uint64_t kh, uint64_t kw, int64_t s,
-                  int64_t pad) {
-    dw_case k = dw_default(dt, n, c, h, w, kh, kw);
-    k.stride[0] = k.stride[1] = s;
-    k.lo[0] = k.hi[0] = k.lo[1] = k.hi[1] = pad;
-    return k;
-}
 
 static void test_f01b_shapes(void **state) {
     (void)state;
@@ -503,12 +505,76 @@ static void test_f01b_refusals(void **state) {
                    "fp8_e4m3, fp8_e5m2");
 }
 
+/* ---- conv2d_column_packing_1 ---- */
+
+static void test_cp1_shapes(void **state) {
+    (void)state;
+    const nx_dtype dts[] = {NX_DT_FP32, NX_DT_BF16, NX_DT_FP16, NX_DT_FP8_E4M3, NX_DT_FP8_E5M2};
+    for (int d = 0; d < 5; d++) {
+        dw_case k = c2(dts[d], 1, 6, 9, 7, 3, 3, 1, 1);
+        check_case(&CP1, &k, 500 + (uint64_t)d, 1);
+    }
+    dw_case cases[] = {
+        c2(NX_DT_FP32, 1, 1, 1, 1, 1, 1, 1, 0),     /* 1x1 everything */
+        c2(NX_DT_BF16, 1, 129, 6, 5, 1, 1, 1, 0),   /* 1x1 kernel, C = 129 */
+        c2(NX_DT_FP32, 1, 300, 5, 6, 3, 3, 2, 1),   /* C = 300, stride 2 */
+        c2(NX_DT_FP32, 1, 4, 3, 2, 5, 4, 1, 3),     /* kernel larger than the image */
+        c2(NX_DT_FP32, 1, 6, 11, 12, 2, 2, 4, 0),   /* stride > kernel */
+        c2(NX_DT_FP32, 1, 33, 8, 9, 3, 3, 1, -1),   /* negative padding, C = 33 (2 column groups) */
+        c2(NX_DT_BF16, 1, 70, 20, 30, 3, 3, 1, 1),  /* C = 70: one diagonal per pass */
+        c2(NX_DT_BF16, 1, 32, 40, 40, 3, 3, 1, 1),  /* C = 32: 4 replicas x 2 column groups */
+        c2(NX_DT_FP32, 1, 3, 13, 700, 3, 5, 1, 2),  /* wide rows: chunks of part of a row */
+        c2(NX_DT_FP32, 1, 2, 30, 4, 7, 1, 3, 3),    /* tall kernel, few channels */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&CP1, &cases[i], 510 + i, 1);
+    dw_case k = c2(NX_DT_BF16, 1, 20, 15, 14, 3, 3, 2, 1);
+    k.rhs[0] = 2, k.rhs[1] = 3, k.lo[1] = 3, k.hi[1] = 0;
+    check_case(&CP1, &k, 530, 1);
+}
+
+static void test_cp1_random(void **state) {
+    (void)state;
+    test_rng r = {4242};
+    const nx_dtype dts[] = {NX_DT_FP32, NX_DT_BF16, NX_DT_FP16};
+    for (int i = 0; i < 14; i++) {
+        dw_case k = dw_default(dts[i % 3], 1, 1 + test_rng_next(&r) % 140, 1 + test_rng_next(&r) % 14,
+                               1 + test_rng_next(&r) % 14, 1 + test_rng_next(&r) % 5, 1 + test_rng_next(&r) % 5);
+        for (int d = 0; d < 2; d++) {
+            k.stride[d] = 1 + (int64_t)(test_rng_next(&r) % 3);
+            k.rhs[d] = 1 + (int64_t)(test_rng_next(&r) % 3);
+            k.lo[d] = (int64_t)(test_rng_next(&r) % 5) - 1;
+            k.hi[d] = (int64_t)(test_rng_next(&r) % 5) - 1;
+        }
+        uint64_t *in[2] = {&k.h, &k.w}, kk[2] = {k.kh, k.kw};
+        for (int d = 0; d < 2; d++)
+            while (out_size((int64_t)*in[d], (int64_t)kk[d], k.stride[d], k.lo[d], k.hi[d], 1, k.rhs[d]) < 1)
+                (*in[d])++;
+        check_case(&CP1, &k, 600 + (uint64_t)i, 1);
+    }
+}
+
+static void test_cp1_refusals(void **state) {
+    (void)state;
+    dw_case k = c2(NX_DT_FP32, 2, 4, 5, 5, 3, 3, 1, 1);
+    expect_refusal(&CP1, &k,
+                   "conv2d_column_packing_1: operand 0 (img): batch 2 is not supported (this leaf takes N = 1; "
+                   "conv2d_depthwise_f01b_o01i_bf01 takes any batch)");
+    k = c2(NX_DT_FP32, 1, 4, 5, 5, 3, 3, 1, 1);
+    k.lhs[0] = 2;
+    expect_refusal(&CP1, &k,
+                   "conv2d_column_packing_1: attribute lhs_dilation=[2,1] is not supported (this leaf takes "
+                   "lhs_dilation [1,1] only)");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv1d_shapes),
         cmocka_unit_test(test_conv1d_long),
         cmocka_unit_test(test_conv1d_random),
         cmocka_unit_test(test_conv1d_refusals),
+        cmocka_unit_test(test_cp1_shapes),
+        cmocka_unit_test(test_cp1_random),
+        cmocka_unit_test(test_cp1_refusals),
         cmocka_unit_test(test_f01b_shapes),
         cmocka_unit_test(test_f01b_dilations),
         cmocka_unit_test(test_f01b_random),
