@@ -98,8 +98,8 @@ static int c1_load_filter(c1_state *s, const nx_tile *ft, uint64_t r0, uint32_t 
         nx_operand src = nx_ap_hbm_rows(s->dt, p->filt->hbm_offset + c0 * fpitch * s->isz, n,
                                         (int32_t)fpitch, wf);
         nx_operand dst = nx_tile_view(ft, s->dt, q, n, 0, 1, &one, &wf);
-        uint32_t lane = s->lane++ % nx_kctx_lanes(s->k);
-        if (nx_kctx_dma_on(s->k, lane, &dst, &src, err) != 0) return -1;
+        /* rows of a few bytes: cut over the DMA engines */
+        if (nx_dw_dma_rows(s->k, &s->lane, s->dma_pieces, 1, &dst, &src, err) != 0) return -1;
         q += n;
     }
     return 0;

@@ -53,6 +53,7 @@
 
 typedef struct cp_plan {
     uint32_t cp, ga, G, KB, R;
+    uint32_t ra;         /* replica r's rows start at PE row / partition r*ra */
     int64_t S[128];      /* replica row shifts, ascending */
     uint32_t nkb, npass; /* passes: (kb, kx), kb < nkb */
     uint32_t M;          /* stationary columns: (G-1)*ga + cp */
@@ -74,8 +75,8 @@ typedef struct cp_state {
     uint64_t x_elems, o_elems;
     /* identity stacks and filter scalars alternate by channel tile, so a
      * tile's set-up never overwrites what the previous tile still reads */
-    nx_tile x[XS], out[OS], w[MAX_W], ps[8], ident[2], scal[2], zeros;
-    uint32_t nx, nout, nw, nps, nident, nscal;
+    nx_tile x[XS], out[OS], w[MAX_W], ps[8], ident[2], frep[2], zeros;
+    uint32_t nx, nout, nw, nps, nident, nfrep;
     uint32_t ident_cp[2];            /* channels ident[i] is built for (0: none) */
     int have_zeros;
     uint32_t nw_ring;                /* stationary tiles in the ring */
@@ -87,8 +88,10 @@ typedef struct cp_state {
 typedef struct cp_band {
     uint64_t ct, c0;
     uint32_t cp, M;                  /* channels; stationary columns (G-1)*ga + cp */
-    uint32_t par;                    /* ct % 2: which identity/scalars */
+    uint32_t par;                    /* ct % 2: which identity / filter copy */
+    uint32_t K;                      /* moving rows: (R-1)*ra + cp */
     int first_of_tile;
+    int narrow;                      /* a last tile narrower than the others */
     int64_t oy0, ny;                 /* output rows [oy0, oy0 + ny) */
     int64_t ni;                      /* row-groups: ceil(ny / G) */
     int64_t ox0, nxo;                /* output cols */
@@ -122,6 +125,7 @@ static void make_plan(cp_state *s, uint32_t cp) {
     memset(pl, 0, sizeof *pl);
     pl->cp = cp;
     pl->ga = nx_dw_partition_align(s->geo, cp);
+    pl->ra = pl->ga; /* aligned, so every replica block is a legal compute operand */
     uint32_t gmax = (s->geo->pe_cols - cp) / pl->ga + 1;
     if (gmax > (uint32_t)s->OH) gmax = (uint32_t)s->OH;
     uint64_t best_num = UINT64_MAX, best_den = 1;
@@ -129,7 +133,7 @@ static void make_plan(cp_state *s, uint32_t cp) {
     for (uint32_t G = 1; G <= gmax; G++)
         for (uint32_t KB = 1; KB <= (uint32_t)s->KH; KB++) {
             uint32_t R = shifts(s, G, KB, tmp);
-            if ((uint64_t)R * cp > s->kmax) continue;
+            if ((uint64_t)(R - 1) * pl->ra + cp > s->kmax) continue;
             /* matmuls per output: ceil(KH/KB) * KW / G */
             uint64_t num = (uint64_t)((s->KH + KB - 1) / KB) * (uint64_t)s->KW, den = G;
             if (num * best_den < best_num * den || (num * best_den == best_num * den && R < pl->R)) {
@@ -145,76 +149,68 @@ static void make_plan(cp_state *s, uint32_t cp) {
 
 /* ---- per channel tile: identity stack, filter scalars, stationaries ---- */
 
-/* ident[(r, c), c] = 1 for every replica r: a Cp x Cp identity (memset 1,
- * then affine_select keeps p == m), copied to the other replicas' rows by
- * SBUF -> SBUF DMA (which has no start-partition rule). */
+/* ident[(r*ra + c), c] = 1 for every replica block r (memset 1, then
+ * affine_select keeps p == m), zero elsewhere. */
 static int build_ident(cp_state *s, const cp_band *b, nx_error *err) {
     const cp_plan *pl = &s->plan;
     const nx_tile *id = &s->ident[b->par];
     int32_t one = 1, neg = -1;
     uint32_t cp = b->cp;
-    nx_operand all = nx_tile_view(id, s->dt, 0, pl->R * cp, 0, 1, &one, &cp);
-    nx_operand blk = nx_tile_view(id, s->dt, 0, cp, 0, 1, &one, &cp);
+    nx_operand all = nx_tile_view(id, s->dt, 0, b->K, 0, 1, &one, &cp);
     if (nx_kctx_memset(s->k, NX_ENG_POOL, &all, 0.0, err) != 0) return -1;
-    if (nx_kctx_memset(s->k, NX_ENG_POOL, &blk, 1.0, err) != 0) return -1;
-    nx_insn a = nx_insn_make(NX_OP_AFFINE_SELECT);
-    a.alu0 = NX_ALU_IS_EQUAL;
-    a.op[0] = blk;
-    a.op[1] = nx_pattern(0, 1, cp, 1, &neg, &cp);
-    a.op[2] = blk;
-    a.op[3] = nx_imm(0.0, s->dt);
-    if (nx_kctx_emit(s->k, NX_ENG_POOL, &a, err) != 0) return -1;
-    for (uint32_t r = 1; r < pl->R; r++) {
-        nx_operand d = nx_tile_view(id, s->dt, r * cp, cp, 0, 1, &one, &cp);
-        if (nx_kctx_dma_on(s->k, s->lane++, &d, &blk, err) != 0) return -1;
+    for (uint32_t r = 0; r < pl->R; r++) {
+        nx_operand blk = nx_tile_view(id, s->dt, r * pl->ra, cp, 0, 1, &one, &cp);
+        if (nx_kctx_memset(s->k, NX_ENG_POOL, &blk, 1.0, err) != 0) return -1;
+        nx_insn a = nx_insn_make(NX_OP_AFFINE_SELECT);
+        a.alu0 = NX_ALU_IS_EQUAL;
+        a.op[0] = blk;
+        a.op[1] = nx_pattern(0, 1, cp, 1, &neg, &cp); /* p - m */
+        a.op[2] = blk;
+        a.op[3] = nx_imm(0.0, s->dt);
+        if (nx_kctx_emit(s->k, NX_ENG_POOL, &a, err) != 0) return -1;
     }
     return 0;
 }
 
-/* scal[(r, c), pass * G + g] = f[c0 + c, ky, kx] for pass (kb, kx) when
- * replica r's shift S_r = g*sy + j*rdy with ky = kb*KB + j < KH; else 0.
- * One DMA from HBM per (r, g) pair that has a j. */
-static int load_scalars(cp_state *s, const cp_band *b, nx_error *err) {
+/* The tile's filters [cp, KH*KW] into every replica block (the filter
+ * value of a diagonal entry must sit on its replica's partitions): small
+ * rows, so each copy is cut over the DMA engines. */
+static int load_filter(cp_state *s, const cp_band *b, nx_error *err) {
     const cp_plan *pl = &s->plan;
     const nx_dw_problem *p = s->p;
-    uint32_t cp = b->cp, cols = pl->npass * pl->G;
     int32_t one = 1;
-    const nx_tile *sc = &s->scal[b->par];
-    nx_operand all = nx_tile_view(sc, s->dt, 0, pl->R * cp, 0, 1, &one, &cols);
-    if (nx_kctx_memset(s->k, NX_ENG_POOL, &all, 0.0, err) != 0) return -1;
+    uint32_t taps = (uint32_t)(s->KH * s->KW);
+    uint64_t pitch = p->filt_stride[0];
+    nx_operand src = nx_ap_hbm_rows(s->dt, p->filt->hbm_offset + b->c0 * pitch * s->sz, b->cp, (int32_t)pitch, taps);
+    uint32_t pieces = s->dma_pieces / pl->R ? s->dma_pieces / pl->R : 1;
+    for (uint32_t r = 0; r < pl->R; r++) {
+        nx_operand dst = nx_tile_view(&s->frep[b->par], s->dt, r * pl->ra, b->cp, 0, 1, &one, &taps);
+        if (nx_dw_dma_rows(s->k, &s->lane, pieces, 1, &dst, &src, err) != 0) return -1;
+    }
+    return 0;
+}
+
+/* Stationary of pass q = (kb, kx) in ring tile q % nw_ring: block (r, g)
+ * (rows r*ra.., columns g*ga..) = ident * f[c, ky, kx] for the tap
+ * ky = kb*KB + j that replica r serves column group g with (S_r = g*sy +
+ * j*rdy), on DVE and POOL alternately; blocks without a tap stay zero. */
+static int build_stationary(cp_state *s, const cp_band *b, uint32_t q, nx_error *err) {
+    const cp_plan *pl = &s->plan;
+    const nx_tile *w = &s->w[q % s->nw_ring];
+    uint32_t cp = b->cp, kb = q / (uint32_t)s->KW, kx = q % (uint32_t)s->KW, n = 0;
+    int32_t one = 1;
     for (uint32_t r = 0; r < pl->R; r++)
         for (uint32_t g = 0; g < pl->G; g++) {
             int64_t d = pl->S[r] - (int64_t)g * s->sy;
             if (d < 0 || d % s->rdy != 0 || d / s->rdy >= pl->KB) continue;
-            int64_t j = d / s->rdy;
-            if (j >= s->KH) continue;
-            uint32_t nkb = (uint32_t)((s->KH - j + pl->KB - 1) / pl->KB); /* ky = kb*KB + j < KH */
-            int32_t hs[2] = {(int32_t)((int64_t)pl->KB * (int64_t)p->filt_stride[2]), (int32_t)p->filt_stride[3]};
-            uint32_t hc[2] = {nkb, (uint32_t)s->KW};
-            uint64_t off = p->filt->hbm_offset + (b->c0 * p->filt_stride[0] + (uint64_t)j * p->filt_stride[2]) * s->sz;
-            nx_operand src = nx_ap(NX_OPK_HBM, s->dt, 0, cp, (int32_t)p->filt_stride[0], off, 2, hs, hc);
-            int32_t ds[2] = {(int32_t)(s->KW * pl->G), (int32_t)pl->G};
-            nx_operand dst = nx_tile_view(sc, s->dt, r * cp, cp, g, 2, ds, hc);
-            if (nx_kctx_dma_on(s->k, s->lane++, &dst, &src, err) != 0) return -1;
+            int64_t ky = (int64_t)kb * pl->KB + d / s->rdy;
+            if (ky >= s->KH) continue;
+            nx_operand dst = nx_tile_view(w, s->dt, r * pl->ra, cp, (uint64_t)g * pl->ga, 1, &one, &cp);
+            nx_operand id = nx_tile_view(&s->ident[b->par], s->dt, r * pl->ra, cp, 0, 1, &one, &cp);
+            nx_operand f = nx_tile_view(&s->frep[b->par], s->dt, r * pl->ra, cp, (uint64_t)(ky * s->KW + kx), 0, NULL,
+                                        NULL);
+            if (nx_dw_scale(s->k, n++ % 2 ? NX_ENG_POOL : NX_ENG_DVE, &dst, &id, &f, err) != 0) return -1;
         }
-    return 0;
-}
-
-/* Stationary of pass q in ring tile q % nw_ring: column block g =
- * ident * scal[:, q*G + g] (the rest stays zero). */
-static int build_stationary(cp_state *s, const cp_band *b, uint32_t q, nx_error *err) {
-    const cp_plan *pl = &s->plan;
-    uint32_t cp = b->cp;
-    const nx_tile *w = &s->w[q % s->nw_ring];
-    uint32_t K = pl->R * cp;
-    int32_t one = 1;
-    nx_operand id = nx_tile_view(&s->ident[b->par], s->dt, 0, K, 0, 1, &one, &cp);
-    for (uint32_t g = 0; g < pl->G; g++) {
-        nx_operand d = nx_tile_view(w, s->dt, 0, K, (uint64_t)g * pl->ga, 1, &one, &cp);
-        nx_operand sc = nx_tile_view(&s->scal[b->par], s->dt, 0, K, (uint64_t)q * pl->G + g, 0, NULL, NULL);
-        nx_engine e = (q + g) % 2 ? NX_ENG_POOL : NX_ENG_DVE;
-        if (nx_dw_scale(s->k, e, &d, &id, &sc, err) != 0) return -1;
-    }
     return 0;
 }
 
@@ -244,7 +240,7 @@ static int cp_load(cp_state *s, const cp_band *b, const nx_tile *x, nx_error *er
     if (zlo > b->J) zlo = b->J;
     if (zhi < zlo) zhi = zlo;
     int32_t one = 1;
-    uint32_t K = pl->R * cp;
+    uint32_t K = b->K;
     if (zlo > 0) {
         uint32_t n = (uint32_t)(zlo * b->nxi);
         nx_operand z = nx_tile_view(x, s->dt, 0, K, 0, 1, &one, &n);
@@ -267,7 +263,7 @@ static int cp_load(cp_state *s, const cp_band *b, const nx_tile *x, nx_error *er
         uint32_t hc[2] = {(uint32_t)(j1 - j0), (uint32_t)b->nxi};
         nx_operand src = nx_ap(NX_OPK_HBM, s->dt, 0, cp, (int32_t)p->img_stride[1], off, 2, hs, hc);
         int32_t ts[2] = {(int32_t)b->nxi, 1};
-        nx_operand dst = nx_tile_view(x, s->dt, r * cp, cp, (uint64_t)(j0 * b->nxi), 2, ts, hc);
+        nx_operand dst = nx_tile_view(x, s->dt, r * pl->ra, cp, (uint64_t)(j0 * b->nxi), 2, ts, hc);
         uint32_t pieces = s->dma_pieces / pl->R ? s->dma_pieces / pl->R : 1;
         if (nx_dw_dma_rows(s->k, &s->lane, pieces, 1, &dst, &src, err) != 0) return -1;
     }
@@ -284,7 +280,9 @@ static int zero_chunk(cp_state *s, const cp_band *b, const nx_tile *ps, uint32_t
 static int cp_compute(cp_state *s, const cp_band *b, const nx_tile *x, const nx_tile *out, nx_error *err) {
     const cp_plan *pl = &s->plan;
     const nx_dw_axis *ax = &s->p->ax[1];
-    uint32_t cp = b->cp, K = pl->R * cp;
+    uint32_t cp = b->cp, K = b->K;
+    /* the same for the stationaries' rows between blocks */
+    if (b->first_of_tile && b->narrow && zero_ring(s, err) != 0) return -1;
     if (b->first_of_tile && s->resident)
         for (uint32_t q = 0; q < pl->npass; q++)
             if (build_stationary(s, b, q, err) != 0) return -1;
@@ -410,9 +408,9 @@ static int cp_fits(const cp_state *s, uint64_t budget, int64_t bi, int64_t bx, u
 static int cp_size(cp_state *s, nx_error *err) {
     const cp_plan *pl = &s->plan;
     uint64_t budget = s->geo->sbuf_partition_bytes / 4 * 3;
-    uint64_t fixed = align64(s->chunk * s->sz) /* zeros */ + align64(pl->cp * s->sz) /* ident */ +
-                     align64((uint64_t)pl->npass * pl->G * s->sz) /* scalars */;
-    if (budget <= fixed) return nx_fail(err, "%s: SBUF too small for the stationary scalars", LEAF);
+    uint64_t fixed = align64(s->chunk * s->sz) /* zeros */ + 2 * align64(pl->cp * s->sz) /* identities */ +
+                     2 * align64((uint64_t)(s->KH * s->KW) * s->sz) /* filter copies */;
+    if (budget <= fixed) return nx_fail(err, "%s: SBUF too small for the filter copies", LEAF);
     budget -= fixed;
     uint64_t wbytes = align64((uint64_t)s->geo->pe_cols * s->sz);
     uint32_t ring = pl->npass < MAX_W ? pl->npass : MAX_W;
@@ -504,8 +502,8 @@ int conv2d_column_packing_1(struct nx_kctx *k, const nx_kernel_call *call, nx_er
             goto done;
     for (uint32_t nset = ctiles > 1 ? 2 : 1; s.nident < nset; s.nident++)
         if (nx_kctx_alloc(k, NX_OPK_SBUF, "cp1_ident", s.dt, s.kmax, cp_max, &s.ident[s.nident], err) != 0) goto done;
-    for (uint32_t nset = ctiles > 1 ? 2 : 1; s.nscal < nset; s.nscal++)
-        if (nx_kctx_alloc(k, NX_OPK_SBUF, "cp1_scal", s.dt, s.kmax, (uint64_t)big.npass * big.G, &s.scal[s.nscal],
+    for (uint32_t nset = ctiles > 1 ? 2 : 1; s.nfrep < nset; s.nfrep++)
+        if (nx_kctx_alloc(k, NX_OPK_SBUF, "cp1_filter", s.dt, s.kmax, (uint64_t)(s.KH * s.KW), &s.frep[s.nfrep],
                           err) != 0)
             goto done;
     if (nx_kctx_alloc(k, NX_OPK_SBUF, "cp1_zeros", s.dt, s.kmax, s.chunk, &s.zeros, err) != 0) goto done;
@@ -535,13 +533,14 @@ int conv2d_column_packing_1(struct nx_kctx *k, const nx_kernel_call *call, nx_er
                 /* every channel tile has the packing (G, KB, shifts) of the
                  * widest one, with its own channel count */
                 b->M = (s.plan.G - 1) * s.plan.ga + b->cp;
+                b->K = (s.plan.R - 1) * s.plan.ra + b->cp;
                 b->par = (uint32_t)(ct % s.nident);
                 if (b->first_of_tile) {
                     if (s.ident_cp[b->par] != b->cp) {
                         if (build_ident(&s, b, err) != 0) goto done;
                         s.ident_cp[b->par] = b->cp;
                     }
-                    if (load_scalars(&s, b, err) != 0) goto done;
+                    if (load_filter(&s, b, err) != 0) goto done;
                 }
                 int64_t ib = (int64_t)r / nbx, xb = (int64_t)r % nbx;
                 b->oy0 = ib * s.bi * (int64_t)s.plan.G;
@@ -555,6 +554,14 @@ int conv2d_column_packing_1(struct nx_kctx *k, const nx_kernel_call *call, nx_er
                 b->ix0 = lo;
                 b->nxi = hi - lo;
                 b->J = replica_rows(&s, &s.plan, b->ni);
+                /* a narrower last tile: the rows between its replica blocks
+                 * still hold the wider tiles' image values (0 x a stale inf
+                 * would be NaN): zero each replica tile before its first use */
+                b->narrow = ct > 0 && b->cp != cp_max;
+                if (b->narrow && r < XS) {
+                    nx_operand all = nx_tile_ap(x);
+                    if (nx_kctx_memset(k, NX_ENG_POOL, &all, 0.0, err) != 0) goto done;
+                }
                 if (cp_load(&s, b, x, err) != 0) goto done;
             } else if (phase == 1) {
                 if (cp_compute(&s, b, x, out, err) != 0) goto done;
@@ -568,7 +575,7 @@ done:;
     nx_error rerr;
     while (s.nw > 0) nx_kctx_release(k, &s.w[--s.nw], &rerr);
     if (s.have_zeros) nx_kctx_release(k, &s.zeros, &rerr);
-    while (s.nscal > 0) nx_kctx_release(k, &s.scal[--s.nscal], &rerr);
+    while (s.nfrep > 0) nx_kctx_release(k, &s.frep[--s.nfrep], &rerr);
     while (s.nident > 0) nx_kctx_release(k, &s.ident[--s.nident], &rerr);
     while (s.nps > 0) nx_kctx_release(k, &s.ps[--s.nps], &rerr);
     while (s.nout > 0) nx_kctx_release(k, &s.out[--s.nout], &rerr);
