@@ -71,7 +71,6 @@ typedef struct c1_state {
     uint64_t lx_max;      /* input elements per chunk tile */
     nx_tile x[XS], out[OS], acc[AS], f[FS];
     uint32_t nx, nout, nacc, nf;
-    uint32_t lane, dma_pieces;
 } c1_state;
 
 static uint64_t chunk_inputs(const c1_state *s, uint64_t wc) {
@@ -89,9 +88,9 @@ static int c1_load_filter(c1_state *s, const nx_tile *ft, uint64_t r0, uint32_t 
         /* one filter row for every partition: an HBM pattern of row stride 0 */
         nx_operand src = nx_ap(NX_OPK_HBM, s->dt, 0, rows, 0, p->filt->hbm_offset, 1, &one, &wf);
         nx_operand dst = nx_tile_view(ft, s->dt, 0, rows, 0, 1, &one, &wf);
-        uint32_t lane = s->lane++ % nx_kctx_lanes(s->k);
-        return nx_kctx_dma_on(s->k, lane, &dst, &src, err);
+        return nx_dw_dma(s->k, NX_DW_LOAD, 0, 1, &dst, &src, err);
     }
+    uint32_t first = 0;
     for (uint32_t q = 0; q < rows;) {
         uint64_t c0 = (r0 + q) % s->c;
         uint32_t n = (uint32_t)(s->c - c0 < rows - q ? s->c - c0 : rows - q);
@@ -99,7 +98,8 @@ static int c1_load_filter(c1_state *s, const nx_tile *ft, uint64_t r0, uint32_t 
                                         (int32_t)fpitch, wf);
         nx_operand dst = nx_tile_view(ft, s->dt, q, n, 0, 1, &one, &wf);
         /* rows of a few bytes: cut over the DMA engines */
-        if (nx_dw_dma_rows(s->k, &s->lane, s->dma_pieces, 1, &dst, &src, err) != 0) return -1;
+        if (nx_dw_dma(s->k, NX_DW_LOAD, first, 0, &dst, &src, err) != 0) return -1;
+        first += n;
         q += n;
     }
     return 0;
@@ -129,7 +129,7 @@ static int c1_load(c1_state *s, const c1_item *it, const nx_tile *x, nx_error *e
         nx_operand src = nx_ap_hbm_rows(s->dt, p->img->hbm_offset + (it->r0 * (uint64_t)s->w + (uint64_t)lo) * s->isz,
                                         it->rows, (int32_t)s->w, n);
         nx_operand dst = nx_tile_view(x, s->dt, 0, it->rows, a, 1, &one, &n);
-        if (nx_dw_dma_rows(s->k, &s->lane, s->dma_pieces, 1, &dst, &src, err) != 0) return -1;
+        if (nx_dw_dma(s->k, NX_DW_LOAD, 0, 0, &dst, &src, err) != 0) return -1;
     }
     return 0;
 }
@@ -172,7 +172,7 @@ static int c1_store(c1_state *s, const c1_item *it, const nx_tile *out, nx_error
     nx_operand src = nx_tile_view(out, s->dt, 0, it->rows, 0, 1, &one, &it->wc);
     nx_operand dst = nx_ap_hbm_rows(s->dt, s->p->out->hbm_offset + (it->r0 * (uint64_t)s->wo + (uint64_t)it->o0) * s->osz,
                                     it->rows, (int32_t)s->wo, it->wc);
-    return nx_dw_dma_rows(s->k, &s->lane, s->dma_pieces, 1, &dst, &src, err);
+    return nx_dw_dma(s->k, NX_DW_STORE, 0, 0, &dst, &src, err);
 }
 
 /* Output positions per chunk: the largest that fits the buffers in 3/4 of
@@ -242,8 +242,6 @@ int conv1d_depthwise_bf01_oi01_bf01(struct nx_kctx *k, const nx_kernel_call *cal
     uint32_t P = geo->partitions;
     s.rt = (uint64_t)4 * s.c >= P ? P : (uint32_t)(P / s.c * s.c);
     s.filter_once = s.rt % s.c == 0;
-    uint32_t engines = nx_kctx_lanes(k) < 16 ? nx_kctx_lanes(k) : 16;
-    s.dma_pieces = engines;
     if (c1_size(&s, err) != 0) return -1;
 
     /* the work items of this program: row tiles x chunks (tiles split over

@@ -81,12 +81,12 @@ typedef struct cp_state {
     int have_zeros;
     uint32_t nw_ring;                /* stationary tiles in the ring */
     int resident;                    /* every pass's stationary stays built for the channel tile */
-    uint32_t lane, dma_pieces, next_ps;
+    uint32_t next_ps;
     uint64_t load_act, load_dve;     /* evacuation balance, ACT cycles */
 } cp_state;
 
 typedef struct cp_band {
-    uint64_t ct, c0;
+    uint64_t ct, c0, seq;            /* channel tile; work item index */
     uint32_t cp, M;                  /* channels; stationary columns (G-1)*ga + cp */
     uint32_t par;                    /* ct % 2: which identity / filter copy */
     uint32_t K;                      /* moving rows: (R-1)*ra + cp */
@@ -182,10 +182,12 @@ static int load_filter(cp_state *s, const cp_band *b, nx_error *err) {
     uint32_t taps = (uint32_t)(s->KH * s->KW);
     uint64_t pitch = p->filt_stride[0];
     nx_operand src = nx_ap_hbm_rows(s->dt, p->filt->hbm_offset + b->c0 * pitch * s->sz, b->cp, (int32_t)pitch, taps);
-    uint32_t pieces = s->dma_pieces / pl->R ? s->dma_pieces / pl->R : 1;
+    uint32_t pieces = nx_dw_half_lanes(s->k) / pl->R ? nx_dw_half_lanes(s->k) / pl->R : 1;
     for (uint32_t r = 0; r < pl->R; r++) {
         nx_operand dst = nx_tile_view(&s->frep[b->par], s->dt, r * pl->ra, b->cp, 0, 1, &one, &taps);
-        if (nx_dw_dma_rows(s->k, &s->lane, pieces, 1, &dst, &src, err) != 0) return -1;
+        /* on the store lanes: idle when a tile starts, while the load
+         * lanes carry the image */
+        if (nx_dw_dma(s->k, NX_DW_STORE, r * pieces, pieces, &dst, &src, err) != 0) return -1;
     }
     return 0;
 }
@@ -217,7 +219,8 @@ static int build_stationary(cp_state *s, const cp_band *b, uint32_t q, nx_error 
 static int zero_ring(cp_state *s, nx_error *err) {
     for (uint32_t i = 0; i < s->nw_ring; i++) {
         nx_operand all = nx_tile_ap(&s->w[i]);
-        if (nx_kctx_memset(s->k, NX_ENG_POOL, &all, 0.0, err) != 0) return -1;
+        /* on DVE: POOL clears the first band's padding rows meanwhile */
+        if (nx_kctx_memset(s->k, NX_ENG_DVE, &all, 0.0, err) != 0) return -1;
     }
     return 0;
 }
@@ -264,106 +267,141 @@ static int cp_load(cp_state *s, const cp_band *b, const nx_tile *x, nx_error *er
         nx_operand src = nx_ap(NX_OPK_HBM, s->dt, 0, cp, (int32_t)p->img_stride[1], off, 2, hs, hc);
         int32_t ts[2] = {(int32_t)b->nxi, 1};
         nx_operand dst = nx_tile_view(x, s->dt, r * pl->ra, cp, (uint64_t)(j0 * b->nxi), 2, ts, hc);
-        uint32_t pieces = s->dma_pieces / pl->R ? s->dma_pieces / pl->R : 1;
-        if (nx_dw_dma_rows(s->k, &s->lane, pieces, 1, &dst, &src, err) != 0) return -1;
+        /* each replica on its own share of the load lanes */
+        uint32_t pieces = nx_dw_half_lanes(s->k) / pl->R ? nx_dw_half_lanes(s->k) / pl->R : 1;
+        if (nx_dw_dma(s->k, NX_DW_LOAD, r * pieces, pieces, &dst, &src, err) != 0) return -1;
     }
     return 0;
 }
 
-static int zero_chunk(cp_state *s, const cp_band *b, const nx_tile *ps, uint32_t K, uint32_t n, nx_error *err) {
+/* A band's chunk c: row-groups [i0, i0 + ni) x columns [x0, x0 + cxn)
+ * (x0 absolute). */
+typedef struct cp_chunk {
+    int64_t i0, ni, x0, cxn;
+    const nx_tile *ps;
+} cp_chunk;
+
+/* Pass `step` (in the band's pass order: first_kx's kernel column first,
+ * so its matmuls initialise PSUM) of one chunk. *loaded: the pass's
+ * stationary is loaded already. */
+static int cp_matmul(cp_state *s, const cp_band *b, const nx_tile *x, const cp_chunk *ch, uint32_t step,
+                     int64_t first_kx, int *loaded, nx_error *err) {
+    const cp_plan *pl = &s->plan;
+    uint32_t kb = step / (uint32_t)s->KW;
+    int64_t kx = (int64_t)(step % (uint32_t)s->KW);
+    if (first_kx >= 0) kx = (kx + first_kx) % s->KW;
+    uint32_t q = kb * (uint32_t)s->KW + (uint32_t)kx;
+    nx_dw_run rx;
+    nx_dw_axis_run(&s->p->ax[1], kx, ch->x0, ch->x0 + ch->cxn, &rx);
+    if (rx.count == 0) return 0;
     int32_t one = 1;
-    nx_operand z = nx_tile_view(&s->zeros, s->dt, 0, K, 0, 1, &one, &n);
-    nx_operand d = nx_tile_view(ps, NX_DT_FP32, 0, b->M, 0, 1, &one, &n);
+    if (!*loaded) {
+        nx_operand st = nx_tile_view(&s->w[q % s->nw_ring], s->dt, 0, b->K, 0, 1, &one, &b->M);
+        if (nx_kctx_load_stationary(s->k, &st, err) != 0) return -1;
+        *loaded = 1;
+    }
+    int32_t ms[2] = {(int32_t)(pl->G * s->sy * b->nxi), (int32_t)s->sx};
+    uint32_t mc[2] = {(uint32_t)ch->ni, (uint32_t)rx.count};
+    int64_t row = ch->i0 * (int64_t)pl->G * s->sy + (int64_t)kb * pl->KB * s->rdy;
+    uint64_t moff = (uint64_t)(row * b->nxi + (rx.in_first - b->ix0));
+    nx_operand mv = nx_tile_view(x, s->dt, 0, b->K, moff, 2, ms, mc);
+    int32_t ds[2] = {(int32_t)ch->cxn, 1};
+    nx_operand d = nx_tile_view(ch->ps, NX_DT_FP32, 0, b->M, (uint64_t)(rx.first - ch->x0), 2, ds, mc);
+    return nx_kctx_multiply_moving(s->k, &d, &mv, first_kx < 0 || step > 0, err);
+}
+
+/* No kernel column reaches every output column: zero the chunk first (a
+ * matmul of zeros with the first pass's stationary). */
+static int cp_zero(cp_state *s, const cp_band *b, const cp_chunk *ch, nx_error *err) {
+    int32_t one = 1;
+    uint32_t n = (uint32_t)(ch->ni * ch->cxn);
+    nx_operand st = nx_tile_view(&s->w[0], s->dt, 0, b->K, 0, 1, &one, &b->M);
+    nx_operand z = nx_tile_view(&s->zeros, s->dt, 0, b->K, 0, 1, &one, &n);
+    nx_operand d = nx_tile_view(ch->ps, NX_DT_FP32, 0, b->M, 0, 1, &one, &n);
+    if (nx_kctx_load_stationary(s->k, &st, err) != 0) return -1;
     return nx_kctx_multiply_moving(s->k, &d, &z, 0, err);
+}
+
+/* PSUM rows g*ga + c hold output rows G*i + g of the chunk: one copy per
+ * column group into the band's output tile, on ACT or DVE, whichever is
+ * less loaded (ACT max(64, N) at its clock; DVE N at 0.8 x that clock plus
+ * its PSUM access start-ups: weighed 3/2). */
+static int cp_evacuate(cp_state *s, const cp_band *b, const nx_tile *out, const cp_chunk *ch, nx_error *err) {
+    const cp_plan *pl = &s->plan;
+    int64_t x0 = ch->x0 - b->ox0;
+    for (uint32_t g = 0; g < pl->G; g++) {
+        int64_t rows = 0; /* rows of this group inside the band: G*(i0 + i) + g < ny */
+        while (rows < ch->ni && (int64_t)pl->G * (ch->i0 + rows) + g < b->ny) rows++;
+        if (rows == 0) continue;
+        int32_t fs[2] = {(int32_t)ch->cxn, 1};
+        uint32_t fc[2] = {(uint32_t)rows, (uint32_t)ch->cxn};
+        nx_operand from = nx_tile_view(ch->ps, NX_DT_FP32, g * pl->ga, b->cp, 0, 2, fs, fc);
+        int32_t ts[2] = {(int32_t)(pl->G * b->nxo), 1};
+        nx_operand to = nx_tile_view(out, s->dt, 0, b->cp, (uint64_t)(((int64_t)pl->G * ch->i0 + g) * b->nxo + x0), 2,
+                                     ts, fc);
+        uint64_t n = (uint64_t)(rows * ch->cxn), cost = n > 64 ? n : 64;
+        nx_engine e = s->load_act + cost <= s->load_dve + cost * 3 / 2 ? NX_ENG_ACT : NX_ENG_DVE;
+        if (e == NX_ENG_ACT) s->load_act += cost;
+        else s->load_dve += cost * 3 / 2;
+        if (nx_kctx_tensor_copy(s->k, e, &to, &from, err) != 0) return -1;
+    }
+    return 0;
 }
 
 static int cp_compute(cp_state *s, const cp_band *b, const nx_tile *x, const nx_tile *out, nx_error *err) {
     const cp_plan *pl = &s->plan;
-    const nx_dw_axis *ax = &s->p->ax[1];
-    uint32_t cp = b->cp, K = b->K;
-    /* the same for the stationaries' rows between blocks */
+    /* the narrow tile's stationary rows between blocks (see the loads) */
     if (b->first_of_tile && b->narrow && zero_ring(s, err) != 0) return -1;
     if (b->first_of_tile && s->resident)
         for (uint32_t q = 0; q < pl->npass; q++)
             if (build_stationary(s, b, q, err) != 0) return -1;
-    /* the band's chunks: row-groups [i0, i0 + ci) x cols [x0, x0 + cx) */
-    int64_t nci = (b->ni + s->ci - 1) / s->ci, ncx = (b->nxo + s->cx - 1) / s->cx;
-    uint32_t nchunks = (uint32_t)(nci * ncx);
-    const nx_tile *ps[8];
-    for (uint32_t c = 0; c < nchunks; c++) ps[c] = &s->ps[s->next_ps++ % s->nps];
-    /* the first pass: a kernel column reaching every output column */
     int64_t first_kx = -1;
     for (int64_t kx = 0; kx < s->KW && first_kx < 0; kx++) {
         nx_dw_run rx;
-        nx_dw_axis_run(ax, kx, b->ox0, b->ox0 + b->nxo, &rx);
+        nx_dw_axis_run(&s->p->ax[1], kx, b->ox0, b->ox0 + b->nxo, &rx);
         if (rx.count == b->nxo) first_kx = kx;
     }
-    int32_t one = 1;
-    if (first_kx < 0) {
-        /* no kernel column reaches every output column: zero the chunks
-         * (a matmul of zeros with the first pass's stationary) */
-        if (!s->resident && build_stationary(s, b, 0, err) != 0) return -1;
-        nx_operand st = nx_tile_view(&s->w[0], s->dt, 0, K, 0, 1, &one, &b->M);
-        if (nx_kctx_load_stationary(s->k, &st, err) != 0) return -1;
+    int64_t nci = (b->ni + s->ci - 1) / s->ci, ncx = (b->nxo + s->cx - 1) / s->cx;
+    uint32_t nchunks = (uint32_t)(nci * ncx);
+    cp_chunk ch[8];
+    for (uint32_t c = 0; c < nchunks; c++) {
+        ch[c].i0 = (int64_t)(c / ncx) * s->ci;
+        ch[c].ni = min64(s->ci, b->ni - ch[c].i0);
+        ch[c].x0 = b->ox0 + (int64_t)(c % ncx) * s->cx;
+        ch[c].cxn = min64(s->cx, b->ox0 + b->nxo - ch[c].x0);
+        ch[c].ps = &s->ps[s->next_ps++ % s->nps];
+    }
+    if (s->resident) {
+        /* chunk by chunk: every pass (stationaries reload in the shadow of
+         * the previous matmul), then the chunk's evacuation overlaps the
+         * next chunk's matmuls */
         for (uint32_t c = 0; c < nchunks; c++) {
-            int64_t i = (int64_t)(c / ncx) * s->ci, xx = (int64_t)(c % ncx) * s->cx;
-            uint32_t n = (uint32_t)(min64(s->ci, b->ni - i) * min64(s->cx, b->nxo - xx));
-            if (zero_chunk(s, b, ps[c], K, n, err) != 0) return -1;
+            if (first_kx < 0 && cp_zero(s, b, &ch[c], err) != 0) return -1;
+            for (uint32_t step = 0; step < pl->npass; step++) {
+                int loaded = 0;
+                if (cp_matmul(s, b, x, &ch[c], step, first_kx, &loaded, err) != 0) return -1;
+            }
+            if (cp_evacuate(s, b, out, &ch[c], err) != 0) return -1;
         }
+        return 0;
+    }
+    /* too many passes to keep every stationary: pass by pass over the band
+     * (each stationary is built once per band) */
+    for (uint32_t c = 0; c < nchunks && first_kx < 0; c++) {
+        if (c == 0 && build_stationary(s, b, 0, err) != 0) return -1;
+        if (cp_zero(s, b, &ch[c], err) != 0) return -1;
     }
     for (uint32_t step = 0; step < pl->npass; step++) {
-        /* pass order: first_kx's passes first (they initialise PSUM) */
         uint32_t kb = step / (uint32_t)s->KW;
         int64_t kx = (int64_t)(step % (uint32_t)s->KW);
         if (first_kx >= 0) kx = (kx + first_kx) % s->KW;
-        uint32_t q = kb * (uint32_t)s->KW + (uint32_t)kx;
-        if (!s->resident && build_stationary(s, b, q, err) != 0) return -1;
-        nx_operand st = nx_tile_view(&s->w[q % s->nw_ring], s->dt, 0, K, 0, 1, &one, &b->M);
+        if (build_stationary(s, b, kb * (uint32_t)s->KW + (uint32_t)kx, err) != 0) return -1;
         int loaded = 0;
-        for (uint32_t c = 0; c < nchunks; c++) {
-            int64_t i0 = (int64_t)(c / ncx) * s->ci, x0 = b->ox0 + (int64_t)(c % ncx) * s->cx;
-            int64_t ni = min64(s->ci, b->ni - i0), cxn = min64(s->cx, b->ox0 + b->nxo - x0);
-            nx_dw_run rx;
-            nx_dw_axis_run(ax, kx, x0, x0 + cxn, &rx);
-            if (rx.count == 0) continue;
-            if (!loaded) {
-                if (nx_kctx_load_stationary(s->k, &st, err) != 0) return -1;
-                loaded = 1;
-            }
-            int32_t ms[2] = {(int32_t)(pl->G * s->sy * b->nxi), (int32_t)s->sx};
-            uint32_t mc[2] = {(uint32_t)ni, (uint32_t)rx.count};
-            int64_t row = i0 * (int64_t)pl->G * s->sy + (int64_t)kb * pl->KB * s->rdy;
-            uint64_t moff = (uint64_t)(row * b->nxi + (rx.in_first - b->ix0));
-            nx_operand mv = nx_tile_view(x, s->dt, 0, K, moff, 2, ms, mc);
-            int32_t ds[2] = {(int32_t)cxn, 1};
-            nx_operand d = nx_tile_view(ps[c], NX_DT_FP32, 0, b->M, (uint64_t)(rx.first - x0), 2, ds, mc);
-            int acc = first_kx < 0 || step > 0 || kb > 0;
-            if (nx_kctx_multiply_moving(s->k, &d, &mv, acc, err) != 0) return -1;
-        }
+        for (uint32_t c = 0; c < nchunks; c++)
+            if (cp_matmul(s, b, x, &ch[c], step, first_kx, &loaded, err) != 0) return -1;
     }
-    /* evacuate: PSUM rows g*ga + c hold output rows G*i + g of the chunk */
-    for (uint32_t c = 0; c < nchunks; c++) {
-        int64_t i0 = (int64_t)(c / ncx) * s->ci, x0 = (int64_t)(c % ncx) * s->cx;
-        int64_t ni = min64(s->ci, b->ni - i0), cxn = min64(s->cx, b->nxo - x0);
-        for (uint32_t g = 0; g < pl->G; g++) {
-            /* rows of this group inside the band: G*(i0 + i) + g < ny */
-            int64_t rows = 0;
-            while (rows < ni && (int64_t)pl->G * (i0 + rows) + g < b->ny) rows++;
-            if (rows == 0) continue;
-            int32_t fs[2] = {(int32_t)cxn, 1};
-            uint32_t fc[2] = {(uint32_t)rows, (uint32_t)cxn};
-            nx_operand from = nx_tile_view(ps[c], NX_DT_FP32, g * pl->ga, cp, 0, 2, fs, fc);
-            int32_t ts[2] = {(int32_t)(pl->G * b->nxo), 1};
-            nx_operand to = nx_tile_view(out, s->dt, 0, cp,
-                                         (uint64_t)(((int64_t)pl->G * i0 + g) * b->nxo + x0), 2, ts, fc);
-            uint64_t n = (uint64_t)(rows * cxn), cost = n > 64 ? n : 64;
-            /* ACT max(64, N) at its clock; DVE max(64, N) at 0.8 x that clock */
-            nx_engine e = s->load_act + cost <= s->load_dve + cost * 5 / 4 ? NX_ENG_ACT : NX_ENG_DVE;
-            if (e == NX_ENG_ACT) s->load_act += cost;
-            else s->load_dve += cost * 5 / 4;
-            if (nx_kctx_tensor_copy(s->k, e, &to, &from, err) != 0) return -1;
-        }
-    }
+    for (uint32_t c = 0; c < nchunks; c++)
+        if (cp_evacuate(s, b, out, &ch[c], err) != 0) return -1;
     return 0;
 }
 
@@ -376,7 +414,7 @@ static int cp_store(cp_state *s, const cp_band *b, const nx_tile *out, nx_error 
     nx_operand dst = nx_ap(NX_OPK_HBM, s->dt, 0, b->cp, (int32_t)p->out_stride[1], off, 2, hs, hc);
     int32_t ts[2] = {(int32_t)b->nxo, 1};
     nx_operand src = nx_tile_view(out, s->dt, 0, b->cp, 0, 2, ts, hc);
-    return nx_dw_dma_rows(s->k, &s->lane, s->dma_pieces, 1, &dst, &src, err);
+    return nx_dw_dma(s->k, NX_DW_STORE, 0, 0, &dst, &src, err);
 }
 
 /* ---- sizing ---- */
@@ -480,8 +518,6 @@ int conv2d_column_packing_1(struct nx_kctx *k, const nx_kernel_call *call, nx_er
                                                                             : geo->pe_moving_free_max);
     uint32_t banks = (uint32_t)(geo->psum_partition_bytes / geo->psum_bank_bytes);
     s.banks = banks / 2 < 1 ? 1 : banks / 2 > 4 ? 4 : banks / 2;
-    uint32_t engines = nx_kctx_lanes(k) < 16 ? nx_kctx_lanes(k) : 16;
-    s.dma_pieces = engines;
     uint32_t cp_max = (uint32_t)min64(s.C, cmax);
     make_plan(&s, cp_max);
     if (cp_size(&s, err) != 0) return -1;
@@ -510,7 +546,7 @@ int conv2d_column_packing_1(struct nx_kctx *k, const nx_kernel_call *call, nx_er
     s.have_zeros = 1;
     {
         nx_operand z = nx_tile_ap(&s.zeros);
-        if (nx_kctx_memset(k, NX_ENG_POOL, &z, 0.0, err) != 0) goto done;
+        if (nx_kctx_memset(k, NX_ENG_DVE, &z, 0.0, err) != 0) goto done;
     }
     for (; s.nw < s.nw_ring; s.nw++)
         if (nx_kctx_alloc(k, NX_OPK_SBUF, "cp1_stationary", s.dt, s.kmax, geo->pe_cols, &s.w[s.nw], err) != 0)
@@ -527,6 +563,7 @@ int conv2d_column_packing_1(struct nx_kctx *k, const nx_kernel_call *call, nx_er
             if (phase == 0) {
                 memset(b, 0, sizeof *b);
                 b->ct = ct;
+                b->seq = j;
                 b->c0 = ct * cp_max;
                 b->cp = (uint32_t)min64(cp_max, s.C - (int64_t)b->c0);
                 b->first_of_tile = r == 0;

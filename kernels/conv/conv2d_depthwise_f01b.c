@@ -72,9 +72,11 @@ typedef struct f01b_state {
     nx_tile x[XS], out[OS], f[FS], prod[NPROD], ps[8], ident, zeros;
     uint32_t nx, nout, nf, nprod, nps;
     int have_ident, have_zeros;
-    uint32_t next_prod, next_ps, lane, dma_pieces;
+    uint32_t next_prod, next_ps;
     uint64_t load[3];            /* estimated busy of DVE, ACT, POOL in ACT cycles */
     uint32_t loaded_k, loaded_m; /* shape of the loaded stationary (0: none) */
+    int pending;                 /* a chunk's evacuation waits to be emitted */
+    nx_operand pend_from, pend_to;
     tap_grid *grid;              /* KH*KW scratch entries */
     int64_t *order;
     uint8_t *used;
@@ -169,7 +171,7 @@ static int f01b_load_filter(f01b_state *s, const nx_tile *ft, uint64_t c0, uint3
     nx_operand src = nx_ap_hbm_rows(s->dt, s->p->filt->hbm_offset + c0 * pitch * s->isz, cp, (int32_t)pitch, taps);
     nx_operand dst = nx_tile_view(ft, s->dt, 0, cp, 0, 1, &one, &taps);
     /* rows of a few bytes: cut over the DMA engines */
-    return nx_dw_dma_rows(s->k, &s->lane, s->dma_pieces, 1, &dst, &src, err);
+    return nx_dw_dma(s->k, NX_DW_LOAD, 0, 0, &dst, &src, err);
 }
 
 static int f01b_load(f01b_state *s, const f01b_band *b, const nx_tile *x, nx_error *err) {
@@ -185,7 +187,7 @@ static int f01b_load(f01b_state *s, const f01b_band *b, const nx_tile *x, nx_err
     nx_operand src = nx_ap(NX_OPK_HBM, s->dt, 0, b->cp, (int32_t)p->img_stride[1], off, 3, hs, hc);
     int32_t ts[3] = {(int32_t)(nxi * b->nn), (int32_t)b->nn, 1};
     nx_operand dst = nx_tile_view(x, s->dt, 0, b->cp, 0, 3, ts, hc);
-    return nx_dw_dma_rows(s->k, &s->lane, s->dma_pieces, 1, &dst, &src, err);
+    return nx_dw_dma(s->k, NX_DW_LOAD, 0, 0, &dst, &src, err);
 }
 
 static int f01b_store(f01b_state *s, const f01b_band *b, const nx_tile *out, nx_error *err) {
@@ -199,7 +201,7 @@ static int f01b_store(f01b_state *s, const f01b_band *b, const nx_tile *out, nx_
     nx_operand dst = nx_ap(NX_OPK_HBM, s->dt, 0, b->cp, (int32_t)p->out_stride[1], off, 3, hs, hc);
     int32_t ts[3] = {(int32_t)(b->ny * b->nxo), (int32_t)b->nxo, 1};
     nx_operand src = nx_tile_view(out, s->dt, 0, b->cp, 0, 3, ts, hc);
-    return nx_dw_dma_rows(s->k, &s->lane, s->dma_pieces, 1, &dst, &src, err);
+    return nx_dw_dma(s->k, NX_DW_STORE, 0, 0, &dst, &src, err);
 }
 
 /* The engine that finishes a product of n elements first, by the cost forms
@@ -228,6 +230,13 @@ static int ensure_stationary(f01b_state *s, uint32_t k_rows, uint32_t cp, nx_err
     s->loaded_k = k_rows;
     s->loaded_m = cp;
     return 0;
+}
+
+/* The deferred evacuation, if any. */
+static int f01b_flush(f01b_state *s, nx_error *err) {
+    if (!s->pending) return 0;
+    s->pending = 0;
+    return nx_kctx_tensor_copy(s->k, NX_ENG_ACT, &s->pend_to, &s->pend_from, err);
 }
 
 /* One PSUM chunk: outputs (rows [cy0, cy0+cy), cols [cx0, cx0+cx), batch
@@ -313,14 +322,19 @@ static int f01b_chunk(f01b_state *s, const f01b_band *b, const nx_tile *x, const
         first = 0;
         i = j;
     }
-    /* evacuate on ACT: PSUM (y, x, n) -> out tile (n, y, x) of the band */
-    nx_operand from = nx_tile_view(ps, NX_DT_FP32, 0, cp, 0, 1, &one, &cnt);
+    /* the evacuation on ACT, PSUM (y, x, n) -> out tile (n, y, x) of the
+     * band, is emitted after the next chunk's products: ACT's stream runs
+     * in order, and a copy that waits for this chunk's last matmul must not
+     * hold up ACT's share of the next chunk's products */
+    if (f01b_flush(s, err) != 0) return -1;
+    s->pend_from = nx_tile_view(ps, NX_DT_FP32, 0, cp, 0, 1, &one, &cnt);
     int32_t os[3] = {(int32_t)b->nxo, 1, (int32_t)(b->ny * b->nxo)};
     uint32_t oc[3] = {(uint32_t)cy, (uint32_t)cx, (uint32_t)cn};
     uint64_t ooff = (uint64_t)(cn0 * b->ny * b->nxo + cy0 * b->nxo + cx0);
-    nx_operand to = nx_tile_view(out, s->dt, 0, cp, ooff, 3, os, oc);
+    s->pend_to = nx_tile_view(out, s->dt, 0, cp, ooff, 3, os, oc);
+    s->pending = 1;
     s->load[1] += cnt > 64 ? cnt : 64;
-    return nx_kctx_tensor_copy(s->k, NX_ENG_ACT, &to, &from, err);
+    return 0;
 }
 
 static int f01b_compute(f01b_state *s, const f01b_band *b, const nx_tile *x, const nx_tile *ft, const nx_tile *out,
@@ -337,7 +351,7 @@ static int f01b_compute(f01b_state *s, const f01b_band *b, const nx_tile *x, con
                 if (f01b_chunk(s, b, x, ft, out, y, min64(cy, b->ny - y), xx, min64(cx, b->nxo - xx), n,
                                min64(cn, b->nn - n), err) != 0)
                     return -1;
-    return 0;
+    return f01b_flush(s, err); /* the band's store reads the whole tile */
 }
 
 /* ---- setup ---- */
@@ -403,8 +417,6 @@ int conv2d_depthwise_f01b_o01i_bf01(struct nx_kctx *k, const nx_kernel_call *cal
         free(s.grid), free(s.order), free(s.used);
         return nx_fail(err, "%s: out of memory for %zu taps", LEAF, ntaps);
     }
-    uint32_t engines = nx_kctx_lanes(k) < 16 ? nx_kctx_lanes(k) : 16;
-    s.dma_pieces = engines;
 
     int64_t nby = (s.OH + s.by - 1) / s.by, nbx = (s.OW + s.bx - 1) / s.bx, nbn = (s.N + s.bn - 1) / s.bn;
     uint64_t per_ct = (uint64_t)(nby * nbx * nbn), n = ctiles * per_ct;

@@ -195,15 +195,26 @@ int nx_dw_mac(nx_kctx *k, nx_engine engine, const nx_operand *dst, const nx_oper
     return nx_kctx_emit(k, engine, &s, err);
 }
 
-int nx_dw_dma_rows(nx_kctx *k, uint32_t *lane, uint32_t pieces, uint32_t min_rows,
-                   const nx_operand *dst, const nx_operand *src, nx_error *err) {
+uint32_t nx_dw_half_lanes(const nx_kctx *k) {
+    uint32_t lanes = nx_kctx_lanes(k);
+    return lanes > 1 ? lanes / 2 : 1;
+}
+
+int nx_dw_dma(nx_kctx *k, nx_dw_dir dir, uint32_t first, uint32_t pieces, const nx_operand *dst,
+              const nx_operand *src, nx_error *err) {
+    uint32_t half = nx_dw_half_lanes(k), base = dir == NX_DW_STORE && nx_kctx_lanes(k) > 1 ? half : 0;
     uint32_t rows = dst->partition_count;
-    if (min_rows < 1) min_rows = 1;
-    uint32_t n = rows / min_rows;
-    if (n > pieces) n = pieces;
-    if (n < 1) n = 1;
-    if (nx_kctx_dma_split(k, *lane, n, dst, src, err) != 0) return -1;
-    *lane = (*lane + n) % nx_kctx_lanes(k);
+    if (src->partition_count != rows)
+        return nx_fail(err, "sp dma_copy: dst has %u partitions but src has %u", rows, (unsigned)src->partition_count);
+    if (pieces == 0 || pieces > half) pieces = half;
+    if (pieces > rows) pieces = rows;
+    uint32_t per = rows / pieces, extra = rows % pieces, r0 = 0;
+    for (uint32_t i = 0; i < pieces; i++) {
+        uint32_t n = per + (i < extra);
+        nx_operand d = nx_operand_rows(dst, r0, n), sr = nx_operand_rows(src, r0, n);
+        if (nx_kctx_dma_on(k, base + (first + i) % half, &d, &sr, err) != 0) return -1;
+        r0 += n;
+    }
     return 0;
 }
 

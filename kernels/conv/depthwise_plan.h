@@ -70,11 +70,17 @@ int nx_dw_scale_act(nx_kctx *k, const nx_operand *dst, const nx_operand *in,
 int nx_dw_mac(nx_kctx *k, nx_engine engine, const nx_operand *dst, const nx_operand *in0,
               const nx_operand *scalar, const nx_operand *in1, nx_error *err);
 
-/* A transfer cut by rows over up to `pieces` consecutive lanes starting at
- * *lane (advanced past them): pieces of at least `min_rows` rows, so small
- * transfers stay whole. */
-int nx_dw_dma_rows(nx_kctx *k, uint32_t *lane, uint32_t pieces, uint32_t min_rows,
-                   const nx_operand *dst, const nx_operand *src, nx_error *err);
+/* DMA lanes: loads use the first half of the context's lanes (queue 0 of
+ * each DMA engine), stores the second half (queue 1), so the loads of
+ * successive work items queue behind each other on every engine (the
+ * first item's data arrives first, not at the pace of all of them) and a
+ * store never holds a load up in its queue. nx_dw_dma cuts a transfer by
+ * rows into `pieces` (0 = one per lane of the half; at most the rows)
+ * transfers on lanes first, first + 1, ... (mod the half). */
+typedef enum nx_dw_dir { NX_DW_LOAD = 0, NX_DW_STORE = 1 } nx_dw_dir;
+uint32_t nx_dw_half_lanes(const nx_kctx *k);
+int nx_dw_dma(nx_kctx *k, nx_dw_dir dir, uint32_t first, uint32_t pieces, const nx_operand *dst,
+              const nx_operand *src, nx_error *err);
 
 /* Partition alignment a compute operand of `count` partitions needs for a
  * start partition other than 0 (docs/ISA.md "Geometry rules"): a quarter
