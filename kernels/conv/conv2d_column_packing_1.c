@@ -86,7 +86,7 @@ typedef struct cp_state {
 } cp_state;
 
 typedef struct cp_band {
-    uint64_t ct, c0, seq;            /* channel tile; work item index */
+    uint64_t ct, c0;
     uint32_t cp, M;                  /* channels; stationary columns (G-1)*ga + cp */
     uint32_t par;                    /* ct % 2: which identity / filter copy */
     uint32_t K;                      /* moving rows: (R-1)*ra + cp */
@@ -563,7 +563,6 @@ int conv2d_column_packing_1(struct nx_kctx *k, const nx_kernel_call *call, nx_er
             if (phase == 0) {
                 memset(b, 0, sizeof *b);
                 b->ct = ct;
-                b->seq = j;
                 b->c0 = ct * cp_max;
                 b->cp = (uint32_t)min64(cp_max, s.C - (int64_t)b->c0);
                 b->first_of_tile = r == 0;
