@@ -253,11 +253,12 @@ static void describe(char *buf, size_t len, const dw_leaf *L, const dw_case *k) 
              (long long)k->lhs[1], (long long)k->rhs[0], (long long)k->rhs[1]);
 }
 
-/* The full check of one case; `model` 0 skips the SystemC run. */
-static void check_case(const dw_leaf *L, const dw_case *k, uint64_t seed, int model) {
+/* The full check of one case on machine `machine`; `model` 0 skips the
+ * SystemC run. */
+static void check_case_on(const char *machine, const dw_leaf *L, const dw_case *k, uint64_t seed, int model) {
     char what[512];
     describe(what, sizeof what, L, k);
-    nx_geometry geo = test_geometry("trn2");
+    nx_geometry geo = test_geometry(machine);
     nx_builder *b = nx_builder_new(&geo, 1);
     assert_non_null(b);
     call_buf cb;
@@ -292,7 +293,7 @@ static void check_case(const dw_leaf *L, const dw_case *k, uint64_t seed, int mo
 
     if (model) {
         nx_machine m;
-        if (nx_machine_load("trn2", &m, &err) != 0) fail_msg("machine: %s", err.msg);
+        if (nx_machine_load(machine, &m, &err) != 0) fail_msg("machine: %s", err.msg);
         nx_state_reset(&st);
         memcpy(st.hbm + cb.args[0].hbm_offset, img, ni * sz);
         memcpy(st.hbm + cb.args[1].hbm_offset, filt, nf * sz);
@@ -309,6 +310,10 @@ static void check_case(const dw_leaf *L, const dw_case *k, uint64_t seed, int mo
     nx_program_free(&prog);
     nx_attrs_free(&cb.attrs);
     free(img), free(filt), free(aimg), free(afilt), free(ref), free(absref);
+}
+
+static void check_case(const dw_leaf *L, const dw_case *k, uint64_t seed, int model) {
+    check_case_on("trn2", L, k, seed, model);
 }
 
 static void expect_refusal(const dw_leaf *L, const dw_case *k, const char *msg) {
@@ -532,6 +537,20 @@ static void test_cp1_shapes(void **state) {
     check_case(&CP1, &k, 530, 1);
 }
 
+/* 81 passes: more stationaries than the leaf keeps, so each is rebuilt per
+ * band (the pass-by-pass order) */
+static void test_cp1_big_kernel(void **state) {
+    (void)state;
+    dw_case k = c2(NX_DT_BF16, 1, 100, 14, 13, 9, 9, 1, 4);
+    check_case(&CP1, &k, 540, 1);
+    k = c2(NX_DT_FP32, 1, 20, 3, 40, 1, 70, 1, 30); /* a long kernel row */
+    check_case(&CP1, &k, 541, 1);
+    k = c2(NX_DT_FP32, 1, 5, 12, 12, 9, 9, 1, 4);
+    check_case(&F01B, &k, 542, 1);
+    dw_case c = c1(NX_DT_FP32, 2, 70, 500, 100, 3, 50, 49, 2); /* a 100-tap conv1d */
+    check_case(&C1D, &c, 543, 1);
+}
+
 static void test_cp1_random(void **state) {
     (void)state;
     test_rng r = {4242};
@@ -566,6 +585,21 @@ static void test_cp1_refusals(void **state) {
                    "lhs_dilation [1,1] only)");
 }
 
+/* ---- the trn1 preset: a smaller SBUF, DVE and POOL sharing the SBUF port,
+ * DVE and ACT sharing PSUM ---- */
+
+static void test_trn1(void **state) {
+    (void)state;
+    dw_case k = c1(NX_DT_BF16, 3, 129, 300, 4, 1, 3, 0, 1);
+    check_case_on("trn1", &C1D, &k, 700, 1);
+    k = c2(NX_DT_FP32, 1, 40, 17, 19, 3, 3, 1, 1);
+    check_case_on("trn1", &CP1, &k, 701, 1);
+    k = c2(NX_DT_BF16, 2, 40, 9, 11, 3, 3, 1, 0);
+    k.lhs[0] = k.lhs[1] = 2;
+    k.lo[0] = k.lo[1] = k.hi[0] = k.hi[1] = 2;
+    check_case_on("trn1", &F01B, &k, 702, 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv1d_shapes),
@@ -573,12 +607,14 @@ int main(void) {
         cmocka_unit_test(test_conv1d_random),
         cmocka_unit_test(test_conv1d_refusals),
         cmocka_unit_test(test_cp1_shapes),
+        cmocka_unit_test(test_cp1_big_kernel),
         cmocka_unit_test(test_cp1_random),
         cmocka_unit_test(test_cp1_refusals),
         cmocka_unit_test(test_f01b_shapes),
         cmocka_unit_test(test_f01b_dilations),
         cmocka_unit_test(test_f01b_random),
         cmocka_unit_test(test_f01b_refusals),
+        cmocka_unit_test(test_trn1),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
