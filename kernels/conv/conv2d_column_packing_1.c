@@ -47,7 +47,7 @@
 #include "depthwise_plan.h"
 
 #define LEAF "conv2d_column_packing_1"
-#define XS 2       /* replica tiles (bands in flight) */
+#define XS 3       /* replica tiles (bands in flight) */
 #define OS 2       /* output band tiles */
 #define MAX_W 64   /* stationary tiles kept */
 
@@ -172,22 +172,25 @@ static int build_ident(cp_state *s, const cp_band *b, nx_error *err) {
     return 0;
 }
 
-/* The tile's filters [cp, KH*KW] into every replica block (the filter
- * value of a diagonal entry must sit on its replica's partitions): small
- * rows, so each copy is cut over the DMA engines. */
+/* The tile's filters [cp, KH*KW] into every replica block (a diagonal
+ * entry's filter value must sit on its replica's partitions): one DMA into
+ * block 0, cut over the DMA engines (rows of a few bytes cost a transfer
+ * per row's worth of time, and share an engine with whatever else runs
+ * there: keep them few and short), then partition-shifting copies into the
+ * other blocks on DVE/POOL. */
 static int load_filter(cp_state *s, const cp_band *b, nx_error *err) {
     const cp_plan *pl = &s->plan;
     const nx_dw_problem *p = s->p;
+    const nx_tile *fr = &s->frep[b->par];
     int32_t one = 1;
     uint32_t taps = (uint32_t)(s->KH * s->KW);
     uint64_t pitch = p->filt_stride[0];
     nx_operand src = nx_ap_hbm_rows(s->dt, p->filt->hbm_offset + b->c0 * pitch * s->sz, b->cp, (int32_t)pitch, taps);
-    uint32_t pieces = nx_dw_half_lanes(s->k) / pl->R ? nx_dw_half_lanes(s->k) / pl->R : 1;
-    for (uint32_t r = 0; r < pl->R; r++) {
-        nx_operand dst = nx_tile_view(&s->frep[b->par], s->dt, r * pl->ra, b->cp, 0, 1, &one, &taps);
-        /* on the store lanes: idle when a tile starts, while the load
-         * lanes carry the image */
-        if (nx_dw_dma(s->k, NX_DW_STORE, r * pieces, pieces, &dst, &src, err) != 0) return -1;
+    nx_operand blk0 = nx_tile_view(fr, s->dt, 0, b->cp, 0, 1, &one, &taps);
+    if (nx_dw_dma(s->k, NX_DW_STORE, 0, 0, &blk0, &src, err) != 0) return -1;
+    for (uint32_t r = 1; r < pl->R; r++) {
+        nx_operand dst = nx_tile_view(fr, s->dt, r * pl->ra, b->cp, 0, 1, &one, &taps);
+        if (nx_kctx_tensor_copy(s->k, r % 2 ? NX_ENG_DVE : NX_ENG_POOL, &dst, &blk0, err) != 0) return -1;
     }
     return 0;
 }
@@ -571,13 +574,6 @@ int conv2d_column_packing_1(struct nx_kctx *k, const nx_kernel_call *call, nx_er
                 b->M = (s.plan.G - 1) * s.plan.ga + b->cp;
                 b->K = (s.plan.R - 1) * s.plan.ra + b->cp;
                 b->par = (uint32_t)(ct % s.nident);
-                if (b->first_of_tile) {
-                    if (s.ident_cp[b->par] != b->cp) {
-                        if (build_ident(&s, b, err) != 0) goto done;
-                        s.ident_cp[b->par] = b->cp;
-                    }
-                    if (load_filter(&s, b, err) != 0) goto done;
-                }
                 int64_t ib = (int64_t)r / nbx, xb = (int64_t)r % nbx;
                 b->oy0 = ib * s.bi * (int64_t)s.plan.G;
                 b->ny = min64(s.bi * (int64_t)s.plan.G, s.OH - b->oy0);
@@ -599,6 +595,16 @@ int conv2d_column_packing_1(struct nx_kctx *k, const nx_kernel_call *call, nx_er
                     if (nx_kctx_memset(k, NX_ENG_POOL, &all, 0.0, err) != 0) goto done;
                 }
                 if (cp_load(&s, b, x, err) != 0) goto done;
+                /* after the image load (its padding rows come first on
+                 * POOL, so the load starts at once): the tile's identity
+                 * and filter copies for the stationaries */
+                if (b->first_of_tile) {
+                    if (s.ident_cp[b->par] != b->cp) {
+                        if (build_ident(&s, b, err) != 0) goto done;
+                        s.ident_cp[b->par] = b->cp;
+                    }
+                    if (load_filter(&s, b, err) != 0) goto done;
+                }
             } else if (phase == 1) {
                 if (cp_compute(&s, b, x, out, err) != 0) goto done;
             } else {
