@@ -170,8 +170,10 @@ static int f01b_load_filter(f01b_state *s, const nx_tile *ft, uint64_t c0, uint3
     uint64_t pitch = s->p->filt_stride[0];
     nx_operand src = nx_ap_hbm_rows(s->dt, s->p->filt->hbm_offset + c0 * pitch * s->isz, cp, (int32_t)pitch, taps);
     nx_operand dst = nx_tile_view(ft, s->dt, 0, cp, 0, 1, &one, &taps);
-    /* rows of a few bytes: cut over the DMA engines */
-    return nx_dw_dma(s->k, NX_DW_LOAD, 0, 0, &dst, &src, err);
+    /* rows of a few bytes: cut over the DMA engines, on the store lanes
+     * (idle when a channel tile starts) so the image loads do not queue
+     * behind them */
+    return nx_dw_dma(s->k, NX_DW_STORE, 0, 0, &dst, &src, err);
 }
 
 static int f01b_load(f01b_state *s, const f01b_band *b, const nx_tile *x, nx_error *err) {
