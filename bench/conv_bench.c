@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "isa/asm.h"
 #include "isa/builder.h"
 #include "isa/state.h"
 #include "kernels/author.h"
@@ -103,6 +104,7 @@ static void fill(uint8_t *p, uint64_t n, nx_dtype dt, uint64_t seed) {
 
 typedef struct bench_opts {
     int summary;           /* print each run's profile summary */
+    const char *dump;      /* write the program's assembly to this file */
     const char *trace_dir; /* write DIR/<case>-<leaf>-<dtype>.json */
 } bench_opts;
 
@@ -154,6 +156,13 @@ static int run_case(const nx_machine *m, const leaf_desc *ld, const conv_shape *
     nx_builder_free(b);
     if (rc != 0) return -1;
     r->trace_s = now_s() - t0;
+    if (bo->dump) {
+        FILE *f = fopen(bo->dump, "w");
+        if (f) {
+            nx_disassemble(&prog, f, err);
+            fclose(f);
+        }
+    }
 
     size_t es = nx_dtype_size(dt);
     uint64_t nl = elems(lhs), nr = elems(rhs), no = elems(out);
@@ -238,18 +247,20 @@ static int run_case(const nx_machine *m, const leaf_desc *ld, const conv_shape *
 
 int main(int argc, char **argv) {
     const char *machine = NULL, *only = NULL;
-    bench_opts bo = {0, NULL};
+    bench_opts bo = {0, NULL, NULL};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--machine") == 0 && i + 1 < argc) {
             machine = argv[++i];
         } else if (strcmp(argv[i], "--case") == 0 && i + 1 < argc) {
             only = argv[++i];
+        } else if (strcmp(argv[i], "--dump") == 0 && i + 1 < argc) {
+            bo.dump = argv[++i];
         } else if (strcmp(argv[i], "--summary") == 0) {
             bo.summary = 1;
         } else if (strcmp(argv[i], "--trace-dir") == 0 && i + 1 < argc) {
             bo.trace_dir = argv[++i];
         } else {
-            fprintf(stderr, "Usage: nxsim-bench-conv [--machine NAME|FILE] [--case PREFIX] [--summary] [--trace-dir DIR]\n");
+            fprintf(stderr, "Usage: nxsim-bench-conv [--machine NAME|FILE] [--case PREFIX] [--summary] [--trace-dir DIR] [--dump FILE.nxs]\n");
             return strcmp(argv[i], "--help") == 0 ? 0 : 2;
         }
     }

@@ -122,6 +122,8 @@ typedef struct pbp_job {
     uint64_t ox0, cwb;       /* output cols */
     uint32_t fbuf;           /* filter buffer */
     int new_chunk;           /* the filter chunk must be loaded for this job */
+    uint64_t trow0;          /* tile row of the band's first row (resident image: its padded row) */
+    uint64_t load_lo;        /* band rows [load_lo, rows in) are loaded (or zeroed) by this job */
 } pbp_job;
 
 typedef struct pbp_state {
@@ -130,7 +132,7 @@ typedef struct pbp_state {
     pbp_plan pl;
     nx_tile band[2], filt[2], stage[2], tstore[2], psum[PBP_MAX_BUFS], tpsum[2], compact;
     int have_compact;
-    uint32_t next_in, next_out; /* lane rotation */
+    uint32_t next_lane; /* lane rotation */
     uint64_t n_psum, n_stage, n_tstore, n_tpsum, n_evac;
 } pbp_state;
 
@@ -156,14 +158,13 @@ static uint64_t tile_o0(const pbp_plan *pl, uint64_t sg, uint32_t t) {
     return sg * pl->gp * pl->Og + (uint64_t)t * pl->mo;
 }
 
-static uint32_t lane_in(pbp_state *s) {
-    uint32_t l = s->next_in;
-    s->next_in = (s->next_in + 1) % s->pl.lanes_in;
-    return l;
-}
-static uint32_t lane_out(pbp_state *s) {
-    uint32_t l = s->pl.lanes_in + s->next_out;
-    s->next_out = (s->next_out + 1) % s->pl.lanes_out;
+/* Lanes rotate over all of the context's lanes, loads and stores alike: a
+ * spread of `pieces` (one per DMA engine) takes the next lanes, so
+ * successive transfers of an engine sit on its two queues in turn and one
+ * queue's fixed phase overlaps the other's data phase. */
+static uint32_t lane_next(pbp_state *s) {
+    uint32_t l = s->next_lane;
+    s->next_lane = (s->next_lane + 1) % s->pl.lanes;
     return l;
 }
 
@@ -204,17 +205,24 @@ static nx_operand hbm(nx_dtype dt, uint64_t byte_off, uint32_t rows, int64_t pit
     return nx_ap(NX_OPK_HBM, dt, 0, rows, (int32_t)pitch, byte_off, n, s2, c2);
 }
 
-/* DMA split by partitions over up to `pieces` input or output lanes. */
-static int dma_spread(pbp_state *s, int out, const nx_operand *dst, const nx_operand *src, uint32_t pieces,
+/* DMA split by partitions over up to `pieces` input or output lanes (one
+ * DMA engine each), no piece smaller than PBP_MIN_PIECE_BYTES: each piece
+ * pays the fixed cost of a transfer, and pieces much smaller than one
+ * efficient run per partition gain nothing from another engine. */
+#define PBP_MIN_PIECE_BYTES 2048u
+static int dma_spread(pbp_state *s, const nx_operand *dst, const nx_operand *src, uint32_t pieces,
                       nx_error *err) {
     uint32_t rows = dst->partition_count;
+    uint64_t bytes = (uint64_t)rows * nx_operand_free_elems(dst) * s->pl.es;
+    uint64_t by_size = bytes / PBP_MIN_PIECE_BYTES;
+    if (by_size < pieces) pieces = by_size ? (uint32_t)by_size : 1;
     if (pieces > rows) pieces = rows;
     if (pieces < 1) pieces = 1;
     uint32_t base = rows / pieces, extra = rows % pieces, r0 = 0;
     for (uint32_t i = 0; i < pieces; i++) {
         uint32_t n = base + (i < extra);
         nx_operand d = nx_operand_rows(dst, r0, n), sr = nx_operand_rows(src, r0, n);
-        if (nx_kctx_dma_on(s->k, out ? lane_out(s) : lane_in(s), &d, &sr, err) != 0) return -1;
+        if (nx_kctx_dma_on(s->k, lane_next(s), &d, &sr, err) != 0) return -1;
         r0 += n;
     }
     return 0;
@@ -222,16 +230,19 @@ static int dma_spread(pbp_state *s, int out, const nx_operand *dst, const nx_ope
 
 /* ---- filters ---------------------------------------------------------------------- */
 
-/* Filter buffer layout per partition: [t][step][tap][m], m < mo. */
+/* Filter buffer layout per partition: [step][tap][t][m], m < mo: the cout
+ * tiles of one tap side by side, so one transfer per step loads runs of
+ * KW x (chunk x mo) elements from the (KH, C/G, KW, O) filter. */
 static uint64_t filt_off(const pbp_plan *pl, uint32_t t_local, uint32_t step, uint64_t tap) {
     uint64_t taps = pl->KH * pl->KW;
-    return (((uint64_t)t_local * pl->steps + step) * taps + tap) * pl->mo;
+    return (((uint64_t)step * taps + tap) * pl->chunk + t_local) * pl->mo;
 }
 
-/* Filter rows ky in [ky0, ky0 + nky) of in-features [i0, i0 + np) and
- * outputs [o0, o0 + m) into partitions [p0, p0 + np) at element `off`,
- * cut so that each transfer touches at most free_max elements. */
-static int load_filter_block(pbp_state *s, const nx_tile *t, uint32_t p0, uint32_t np, uint64_t off,
+/* Filter rows ky of in-features [i0, i0 + np) and outputs [o0, o0 + m)
+ * into partitions [p0, p0 + np) from element `off` (tap stride `ts`), cut
+ * so that each transfer touches at most free_max elements, spread by
+ * partitions over the input lanes. */
+static int load_filter_block(pbp_state *s, const nx_tile *t, uint32_t p0, uint32_t np, uint64_t off, uint64_t ts,
                              uint64_t i0, uint64_t o0, uint32_t m, nx_error *err) {
     const pbp_plan *pl = &s->pl;
     const nx_geometry *geo = nx_kctx_geometry(s->k);
@@ -244,13 +255,13 @@ static int load_filter_block(pbp_state *s, const nx_tile *t, uint32_t p0, uint32
             uint32_t nkx = (uint32_t)(per_ky > geo->sbuf_free_elems_max
                                           ? min64(pl->KW - kx0, geo->sbuf_free_elems_max / m)
                                           : pl->KW);
-            int32_t ds[3] = {(int32_t)(pl->KW * pl->mo), (int32_t)pl->mo, 1};
+            int32_t ds[3] = {(int32_t)(pl->KW * ts), (int32_t)ts, 1};
             uint32_t dc[3] = {nky, nkx, m};
-            nx_operand dst = view(t, pl->dt, p0, np, off + (ky0 * pl->KW + kx0) * pl->mo, 3, ds, dc);
+            nx_operand dst = view(t, pl->dt, p0, np, off + (ky0 * pl->KW + kx0) * ts, 3, ds, dc);
             int32_t ss[3] = {(int32_t)(pl->Cg * pl->KW * pl->O), (int32_t)pl->O, 1};
             uint64_t el = ((ky0 * pl->Cg + i0) * pl->KW + kx0) * pl->O + o0;
             nx_operand src = hbm(pl->dt, s->pb->filt + el * pl->es, np, (int64_t)(pl->KW * pl->O), 3, ss, dc);
-            if (dma_spread(s, 0, &dst, &src, 1, err) != 0) return -1;
+            if (dma_spread(s, &dst, &src, pl->pieces, err) != 0) return -1;
             kx0 += nkx;
         }
     }
@@ -262,16 +273,13 @@ static int load_filters(pbp_state *s, const pbp_job *j, nx_error *err) {
     const nx_tile *t = &s->filt[j->fbuf];
     uint64_t taps = pl->KH * pl->KW;
     if (pl->gp == 1) {
-        uint64_t g = j->sg;
-        for (uint32_t tl = 0; tl < j->nt; tl++) {
-            uint32_t tt = j->t0 + tl, m = tile_mo(pl, j->sg, tt);
-            for (uint32_t st = 0; st < pl->steps; st++) {
-                uint32_t kc = step_kc(pl, j->sg, st);
-                if (load_filter_block(s, t, 0, kc, filt_off(pl, tl, st, 0), (uint64_t)st * pl->kc,
-                                      g * pl->Og + (uint64_t)tt * pl->mo, m, err) != 0)
-                    return -1;
-            }
-        }
+        /* the chunk's cout tiles are one contiguous range of outputs */
+        uint64_t o0 = tile_o0(pl, j->sg, j->t0);
+        uint32_t m = (uint32_t)min64((uint64_t)j->nt * pl->mo, pl->Og - (uint64_t)j->t0 * pl->mo);
+        for (uint32_t st = 0; st < pl->steps; st++)
+            if (load_filter_block(s, t, 0, step_kc(pl, j->sg, st), filt_off(pl, 0, st, 0), (uint64_t)pl->chunk * pl->mo,
+                                  (uint64_t)st * pl->kc, o0, m, err) != 0)
+                return -1;
         return 0;
     }
     /* block-diagonal: group j's [Cg, Og] block of each tap at (j Cg, j Og) */
@@ -288,7 +296,7 @@ static int load_filters(pbp_state *s, const pbp_job *j, nx_error *err) {
         uint32_t sc[3] = {(uint32_t)pl->KH, (uint32_t)pl->KW, (uint32_t)pl->Og};
         nx_operand src = hbm(pl->dt, s->pb->filt + g0 * pl->Og * pl->es, kc, (int64_t)pl->Og, 3, ss, sc);
         /* the destination pattern as (tap, mm) pairs with the source's (ky, kx, mm) */
-        if (dma_spread(s, 0, &dst, &src, pl->lanes_in, err) != 0) return -1;
+        if (dma_spread(s, &dst, &src, pl->pieces, err) != 0) return -1;
         nx_insn a = nx_insn_make(NX_OP_AFFINE_SELECT);
         a.alu0 = NX_ALU_IS_EQUAL;
         int32_t os[3] = {(int32_t)pl->mo, (int32_t)pl->Og, 1};
@@ -307,20 +315,21 @@ static int load_filters(pbp_state *s, const pbp_job *j, nx_error *err) {
     if (nx_kctx_memset(s->k, NX_ENG_POOL, &whole, 0.0, err) != 0) return -1;
     (void)mo;
     for (uint64_t jj = 0; jj < ng; jj++)
-        if (load_filter_block(s, t, (uint32_t)(jj * pl->Cg), (uint32_t)pl->Cg, jj * pl->Og, 0, (g0 + jj) * pl->Og,
-                              (uint32_t)pl->Og, err) != 0)
+        if (load_filter_block(s, t, (uint32_t)(jj * pl->Cg), (uint32_t)pl->Cg, jj * pl->Og, pl->mo, 0,
+                              (g0 + jj) * pl->Og, (uint32_t)pl->Og, err) != 0)
             return -1;
     return 0;
 }
 
 /* ---- bands ------------------------------------------------------------------------ */
 
-/* The band's rows i of the tile hold padded input rows oy0*sy + i, input
- * rows oy0*sy + i - ply; [i_lo, i_hi) are inside the image (likewise j). */
+/* The band's rows i hold padded input rows oy0*sy + i, i.e. input rows
+ * oy0*sy + i - ply, at tile row trow0 + i; [i_lo, i_hi) are inside the
+ * image (likewise cols j, always from tile col 0). */
 typedef struct band_geo {
-    uint64_t rin, cin;        /* rows / cols of the band tile in use */
+    uint64_t rin, cin;        /* rows / cols of the band in use */
     uint64_t i_lo, i_hi, j_lo, j_hi;
-    int64_t iy0, ix0;         /* input row / col of tile row / col 0 */
+    int64_t iy0, ix0;         /* input row / col of band row / col 0 */
 } band_geo;
 
 static void band_geometry(const pbp_plan *pl, const pbp_job *j, band_geo *bg) {
@@ -343,34 +352,51 @@ static void band_geometry(const pbp_plan *pl, const pbp_job *j, band_geo *bg) {
     bg->j_hi = (uint64_t)hi;
 }
 
-/* memset rows [i0, i1) x cols [j0, j1) of step st to zero. */
+/* memset tile rows [i0, i1) x cols [j0, j1) of step st to zero (cut by
+ * rows so that each access touches at most free_max elements). */
 static int zero_rect(pbp_state *s, const nx_tile *t, uint32_t kc, uint32_t st, uint64_t i0, uint64_t i1, uint64_t j0,
                      uint64_t j1, nx_error *err) {
     const pbp_plan *pl = &s->pl;
     if (i1 <= i0 || j1 <= j0) return 0;
-    uint64_t off = ((uint64_t)st * pl->rows_in + i0) * pl->cols_in * pl->NB + j0 * pl->NB;
-    int32_t ds[2] = {(int32_t)(pl->cols_in * pl->NB), 1};
-    uint32_t dc[2] = {(uint32_t)(i1 - i0), (uint32_t)((j1 - j0) * pl->NB)};
-    nx_operand d = view(t, pl->dt, 0, kc, off, 2, ds, dc);
-    return nx_kctx_memset(s->k, NX_ENG_POOL, &d, 0.0, err);
+    uint64_t per_row = (j1 - j0) * pl->NB, fmax = nx_kctx_geometry(s->k)->sbuf_free_elems_max;
+    uint64_t rows_per = per_row > fmax ? 1 : fmax / per_row;
+    for (uint64_t i = i0; i < i1; i += rows_per) {
+        uint64_t off = ((uint64_t)st * pl->rows_in + i) * pl->cols_in * pl->NB + j0 * pl->NB;
+        int32_t ds[2] = {(int32_t)(pl->cols_in * pl->NB), 1};
+        uint32_t dc[2] = {(uint32_t)min64(rows_per, i1 - i), (uint32_t)per_row};
+        nx_operand d = view(t, pl->dt, 0, kc, off, 2, ds, dc);
+        if (nx_kctx_memset(s->k, NX_ENG_POOL, &d, 0.0, err) != 0) return -1;
+    }
+    return 0;
 }
 
-static int load_band(pbp_state *s, const pbp_job *j, const nx_tile *t, nx_error *err) {
+static uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+/* Loads band rows [lo, hi) of job j into tile t (at tile rows trow0 + i):
+ * the zero frame outside the image by POOL memsets, the rest by one
+ * transfer per contraction step spread over the DMA engines. */
+static int load_rows(pbp_state *s, const pbp_job *j, const nx_tile *t, uint64_t lo, uint64_t hi, nx_error *err) {
     const pbp_plan *pl = &s->pl;
     band_geo bg;
     band_geometry(pl, j, &bg);
+    uint64_t T = j->trow0;
+    if (hi > bg.rin) hi = bg.rin;
+    if (hi <= lo) return 0;
+    uint64_t v_lo = max64(lo, bg.i_lo), v_hi = min64(hi, bg.i_hi);
+    if (v_hi < v_lo) v_hi = v_lo;
     for (uint32_t st = 0; st < pl->steps; st++) {
         uint32_t kc = step_kc(pl, j->sg, st);
         /* the zero frame: rows above and below the image, cols left and right */
-        if (zero_rect(s, t, kc, st, 0, bg.i_lo, 0, bg.cin, err) || zero_rect(s, t, kc, st, bg.i_hi, bg.rin, 0, bg.cin, err) ||
-            zero_rect(s, t, kc, st, bg.i_lo, bg.i_hi, 0, bg.j_lo, err) ||
-            zero_rect(s, t, kc, st, bg.i_lo, bg.i_hi, bg.j_hi, bg.cin, err))
+        if (zero_rect(s, t, kc, st, T + lo, T + min64(hi, bg.i_lo), 0, bg.cin, err) ||
+            zero_rect(s, t, kc, st, T + max64(lo, bg.i_hi), T + hi, 0, bg.cin, err) ||
+            zero_rect(s, t, kc, st, T + v_lo, T + v_hi, 0, bg.j_lo, err) ||
+            zero_rect(s, t, kc, st, T + v_lo, T + v_hi, bg.j_hi, bg.cin, err))
             return -1;
-        if (bg.i_hi <= bg.i_lo || bg.j_hi <= bg.j_lo) continue;
-        uint64_t nr = bg.i_hi - bg.i_lo, nc = bg.j_hi - bg.j_lo;
-        uint64_t iy = (uint64_t)(bg.iy0 + (int64_t)bg.i_lo), ix = (uint64_t)(bg.ix0 + (int64_t)bg.j_lo);
+        if (v_hi <= v_lo || bg.j_hi <= bg.j_lo) continue;
+        uint64_t nr = v_hi - v_lo, nc = bg.j_hi - bg.j_lo;
+        uint64_t iy = (uint64_t)(bg.iy0 + (int64_t)v_lo), ix = (uint64_t)(bg.ix0 + (int64_t)bg.j_lo);
         uint64_t c0 = step_channel(pl, j->sg, st);
-        uint64_t doff = ((uint64_t)st * pl->rows_in + bg.i_lo) * pl->cols_in * pl->NB + bg.j_lo * pl->NB;
+        uint64_t doff = ((uint64_t)st * pl->rows_in + T + v_lo) * pl->cols_in * pl->NB + bg.j_lo * pl->NB;
         int32_t ds[3] = {(int32_t)(pl->cols_in * pl->NB), (int32_t)pl->NB, 1};
         uint32_t dc[3] = {(uint32_t)nr, (uint32_t)nc, (uint32_t)j->nbb};
         int32_t ss[3] = {(int32_t)(pl->C * pl->W * pl->N), (int32_t)pl->N, 1};
@@ -381,12 +407,38 @@ static int load_band(pbp_state *s, const pbp_job *j, const nx_tile *t, nx_error 
             dc[2] = 1;
             ss[1] = 1;
         }
-        nx_operand dst = view(t, pl->dt, 0, kc, doff, 3, ds, dc);
-        uint64_t el = ((iy * pl->C + c0) * pl->W + ix) * pl->N + j->n0;
-        nx_operand src = hbm(pl->dt, s->pb->img + el * pl->es, kc, (int64_t)(pl->W * pl->N), 3, ss, dc);
-        if (dma_spread(s, 0, &dst, &src, pl->lanes_in, err) != 0) return -1;
+        /* each access touches at most free_max elements: cut by rows */
+        const nx_geometry *geo = nx_kctx_geometry(s->k);
+        uint64_t per_row = nc * j->nbb, rows_per = per_row > geo->sbuf_free_elems_max ? 1 : geo->sbuf_free_elems_max / per_row;
+        for (uint64_t r = 0; r < nr; r += rows_per) {
+            uint32_t n = (uint32_t)min64(rows_per, nr - r);
+            uint32_t dcr[3] = {n, dc[1], dc[2]};
+            nx_operand dst = view(t, pl->dt, 0, kc, doff + r * pl->cols_in * pl->NB, 3, ds, dcr);
+            uint64_t el = (((iy + r) * pl->C + c0) * pl->W + ix) * pl->N + j->n0;
+            nx_operand src = hbm(pl->dt, s->pb->img + el * pl->es, kc, (int64_t)(pl->W * pl->N), 3, ss, dcr);
+            if (dma_spread(s, &dst, &src, pl->pieces, err) != 0) return -1;
+        }
     }
     return 0;
+}
+
+/* A band's rows: all of them (ring buffers), or, for the resident image,
+ * the rows no earlier band loaded, in pieces of one PSUM tile's rows so
+ * that each tile's matmuls wait only for the rows they read. */
+static int load_band(pbp_state *s, const pbp_job *j, const nx_tile *t, nx_error *err) {
+    const pbp_plan *pl = &s->pl;
+    band_geo bg;
+    band_geometry(pl, j, &bg);
+    if (!pl->resident) return load_rows(s, j, t, 0, bg.rin, err);
+    uint64_t cur = j->load_lo, khd = (pl->KH - 1) * (uint64_t)pl->rdy + 1;
+    for (uint64_t a = 0; a < j->rb && cur < bg.rin; a += pl->q) {
+        uint64_t qq = min64(pl->q, j->rb - a), end = (a + qq - 1) * (uint64_t)pl->sy + khd;
+        if (end > cur) {
+            if (load_rows(s, j, t, cur, end, err) != 0) return -1;
+            cur = end;
+        }
+    }
+    return load_rows(s, j, t, cur, bg.rin, err);
 }
 
 /* ---- compute ---------------------------------------------------------------------- */
@@ -437,7 +489,7 @@ static int store_direct(pbp_state *s, const nx_tile *stg, uint32_t mo, uint64_t 
     nx_operand src = view(stg, pl->dt, 0, mo, 0, 3, ss, sc);
     uint64_t el = ((j->oy0 * pl->OW + j->ox0) * pl->O + o0) * pl->N + j->n0;
     nx_operand dst = hbm(pl->dt, s->pb->out + el * pl->es, mo, (int64_t)pl->N, 3, hs, sc);
-    return dma_spread(s, 1, &dst, &src, pl->lanes_out, err);
+    return dma_spread(s, &dst, &src, pl->pieces, err);
 }
 
 /* One transposed store group: P partitions x kk consecutive band pixels
@@ -484,17 +536,20 @@ static int store_group(pbp_state *s, const nx_tile *stg, uint32_t mo, uint64_t o
         /* kk == 1 here: one pixel's [mo, N] block per partition */
         dst = hbm(pl->dt, s->pb->out + (pix * pl->O + o0) * N * pl->es, P, (int64_t)(pl->O * N), 2, hs, hc);
     }
-    return dma_spread(s, 1, &dst, &src, pl->lanes_out < P ? pl->lanes_out : P, err);
+    return dma_spread(s, &dst, &src, pl->pieces, err);
 }
 
 static int store_transposed(pbp_state *s, const nx_tile *stg, uint32_t mo, uint64_t o0, const pbp_job *j,
                             nx_error *err) {
     const pbp_plan *pl = &s->pl;
     uint64_t npix = j->rb * j->cwb;
-    if (pl->kpack > 1 && j->cwb == pl->OW && mo == pl->O) {
+    if (j->cwb == pl->OW) {
+        /* full-width band: pixels run on across rows; k of them per
+         * partition when the whole C_out is in the tile (runs of k O N) */
+        uint32_t kpack = mo == pl->O ? pl->kpack : 1;
         for (uint64_t g0 = 0; g0 < npix;) {
             uint64_t rem = npix - g0;
-            uint32_t kk = rem >= pl->kpack ? pl->kpack : 1;
+            uint32_t kk = rem >= kpack ? kpack : 1;
             uint32_t P = (uint32_t)min64(pl->PC, rem / kk);
             if (store_group(s, stg, mo, o0, j, g0, P, kk, err) != 0) return -1;
             g0 += (uint64_t)P * kk;
@@ -547,7 +602,8 @@ static int compute_job(pbp_state *s, const pbp_job *j, const nx_tile *bt, nx_err
                             int32_t ms[3] = {(int32_t)((uint64_t)pl->sy * pl->cols_in * pl->NB),
                                              (int32_t)((uint64_t)pl->sx * pl->NB), 1};
                             uint32_t mc[3] = {(uint32_t)qq, (uint32_t)pp, (uint32_t)nn};
-                            uint64_t off = ((uint64_t)st * pl->rows_in + r0) * pl->cols_in * pl->NB + c0 * pl->NB + nsub;
+                            uint64_t off = ((uint64_t)st * pl->rows_in + j->trow0 + r0) * pl->cols_in * pl->NB +
+                                           c0 * pl->NB + nsub;
                             nx_operand mv = view(bt, pl->dt, 0, kc, off, 3, ms, mc);
                             if (nx_kctx_multiply_moving(s->k, &dst, &mv, !first, err) != 0) return -1;
                             first = 0;
@@ -568,7 +624,9 @@ static int compute_job(pbp_state *s, const pbp_job *j, const nx_tile *bt, nx_err
 
 static int make_jobs(const pbp_plan *pl, pbp_job **out, size_t *n_out, nx_error *err) {
     uint64_t nnb = cdiv(pl->N, pl->NB), nch = cdiv(pl->couts, pl->chunk);
-    uint64_t nrb = cdiv(pl->OH, pl->R), ncb = cdiv(pl->OW, pl->CW);
+    /* row bands: a short first band (the PE starts as soon as it is in),
+     * then bands of R rows */
+    uint64_t nrb = pl->OH > pl->R0 ? 1 + cdiv(pl->OH - pl->R0, pl->R) : 1, ncb = cdiv(pl->OW, pl->CW);
     uint64_t total = nnb * pl->nsg * nch * nrb * ncb;
     if (total > (UINT64_C(1) << 24))
         return nx_fail(err, "conv: %llu bands to trace (more than 2^24)", (unsigned long long)total);
@@ -576,6 +634,7 @@ static int make_jobs(const pbp_plan *pl, pbp_job **out, size_t *n_out, nx_error 
     if (!v) return nx_fail(err, "conv: out of memory planning %llu bands", (unsigned long long)total);
     size_t n = 0;
     uint32_t fb = 0;
+    uint64_t res_rows = 0;
     for (uint64_t nbk = 0; nbk < nnb; nbk++)
         for (uint64_t sg = 0; sg < pl->nsg; sg++)
             for (uint64_t ch = 0; ch < nch; ch++) {
@@ -588,10 +647,22 @@ static int make_jobs(const pbp_plan *pl, pbp_job **out, size_t *n_out, nx_error 
                         j->sg = sg;
                         j->t0 = (uint32_t)(ch * pl->chunk);
                         j->nt = (uint32_t)min64(pl->chunk, pl->couts - j->t0);
-                        j->oy0 = rb * pl->R;
-                        j->rb = min64(pl->R, pl->OH - j->oy0);
+                        j->oy0 = rb ? pl->R0 + (rb - 1) * pl->R : 0;
+                        j->rb = min64(rb ? pl->R : pl->R0, pl->OH - j->oy0);
                         j->ox0 = cb * pl->CW;
                         j->cwb = min64(pl->CW, pl->OW - j->ox0);
+                        if (pl->resident) {
+                            /* one tile holds the whole padded image: a
+                             * band loads the rows no earlier band loaded */
+                            uint64_t rin = (j->rb - 1) * (uint64_t)pl->sy + (pl->KH - 1) * (uint64_t)pl->rdy + 1;
+                            j->trow0 = j->oy0 * (uint64_t)pl->sy;
+                            j->load_lo = res_rows > j->trow0 ? res_rows - j->trow0 : 0;
+                            if (j->load_lo > rin) j->load_lo = rin;
+                            if (j->trow0 + rin > res_rows) res_rows = j->trow0 + rin;
+                        } else {
+                            j->trow0 = 0;
+                            j->load_lo = 0;
+                        }
                         /* the filter chunk is reloaded per batch block only
                          * when there are several chunks */
                         int reload = first && (nbk == 0 || pl->nsg * nch > 1);
@@ -625,7 +696,7 @@ int nx_conv_pbp_emit(nx_kctx *k, const nx_conv_pbp *pb, nx_error *err) {
         if (nx_kctx_alloc(k, mem, name, dt, parts, elems, t, err) != 0) goto done;            \
         made[nmade++] = (t);                                                                  \
     } while (0)
-    uint32_t bands = nj > 1 ? 2 : 1;
+    uint32_t bands = nj > 1 && !pl->resident ? 2 : 1;
     for (uint32_t i = 0; i < pl->filt_bufs; i++) ALLOC(NX_OPK_SBUF, "conv_filt", pl->dt, pl->PR, pl->filt_elems, &s.filt[i]);
     for (uint32_t i = 0; i < bands; i++) ALLOC(NX_OPK_SBUF, "conv_band", pl->dt, pl->PR, pl->band_elems, &s.band[i]);
     for (uint32_t i = 0; i < 2; i++) ALLOC(NX_OPK_SBUF, "conv_stage", pl->dt, pl->PC, pl->stage_elems, &s.stage[i]);
@@ -641,6 +712,17 @@ int nx_conv_pbp_emit(nx_kctx *k, const nx_conv_pbp *pb, nx_error *err) {
     }
 #undef ALLOC
 
+    if (pl->resident) {
+        /* the whole image at once, band by band: each band's matmuls wait
+         * only for the transfers of the rows they read */
+        if (load_filters(&s, &jobs[0], err) != 0) goto done;
+        for (size_t i = 0; i < nj; i++)
+            if (load_band(&s, &jobs[i], &s.band[0], err) != 0) goto done;
+        for (size_t i = 0; i < nj; i++)
+            if (compute_job(&s, &jobs[i], &s.band[0], err) != 0) goto done;
+        rc = 0;
+        goto done;
+    }
     /* software pipeline: job i + 1's filters and band are requested before
      * job i's matmuls, so they load while job i computes */
     if (jobs[0].new_chunk && load_filters(&s, &jobs[0], err) != 0) goto done;

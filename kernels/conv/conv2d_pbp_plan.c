@@ -88,8 +88,11 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes,
     if (pl->FM == 0 || pl->PR == 0 || pl->PC == 0)
         return nx_fail(err, "conv: the machine geometry has no room for a PE tile (pe %ux%u, moving %u)", geo->pe_rows,
                        geo->pe_cols, geo->pe_moving_free_max);
-    pl->lanes_in = lanes > 1 ? lanes / 2 : 1;
-    pl->lanes_out = lanes > 1 ? lanes - pl->lanes_in : 1;
+    pl->lanes = lanes ? lanes : 1;
+    /* the context's lanes cover every DMA engine twice (kernels/author.h:
+     * lane l is engine l mod 16, queue l / 16): a spread over half of them
+     * uses each engine once */
+    pl->pieces = pl->lanes > 1 ? pl->lanes / 2 : 1;
 
     /* ---- channel blocks ---- */
     if (pl->G > 1 && pl->Cg <= pl->PR && pl->Og <= pl->PC) {
@@ -167,10 +170,33 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes,
     CW = cdiv(pl->OW, ncb);
     uint64_t nnb = cdiv(pl->N, NB);
     NB = cdiv(pl->N, nnb);
+    /* the whole padded image resident in SBUF: one tile, no halo loaded
+     * twice, every band's load issued at once (a single channel block) */
+    uint64_t all_rows = rows_in(pl, pl->OH), all_cols = cols_in(pl, pl->OW);
+    uint64_t whole = (uint64_t)pl->steps * all_rows * all_cols * pl->N;
+    if (pl->nsg == 1 && pl->chunk == pl->couts && NB == pl->N && CW == pl->OW && whole * pl->es <= 2 * b.band) {
+        pl->resident = 1;
+        /* stores in bands of about a quarter of the image */
+        uint64_t r_stage = min64(b.stage / (CW * NB * pl->es), b.free_max / (CW * NB));
+        R = cdiv(pl->OH, 4);
+        if (R > r_stage) R = r_stage;
+        if (R > pl->OH) R = pl->OH;
+        if (R < 1) R = 1;
+        nbands = cdiv(pl->OH, R);
+        R = cdiv(pl->OH, nbands);
+    }
     pl->R = R;
+    /* the first band: just enough rows for matmuls of at least the PE's
+     * minimum initiation interval's worth of columns (64), so that the PE
+     * starts early; only when the bands are many */
+    pl->R0 = R;
+    if (nbands >= 3 && !pl->resident) {
+        uint64_t r0 = cdiv(64, CW * NB);
+        pl->R0 = r0 < R ? r0 : R;
+    }
     pl->CW = CW;
     pl->NB = NB;
-    pl->rows_in = rows_in(pl, R);
+    pl->rows_in = pl->resident ? all_rows : rows_in(pl, R);
     pl->cols_in = cols_in(pl, CW);
     pl->band_elems = (uint64_t)pl->steps * pl->rows_in * pl->cols_in * NB;
     pl->stage_elems = R * CW * NB;
@@ -181,6 +207,15 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes,
     pl->pw = min64(CW, pl->FM / pl->nb);
     pl->pw = cdiv(CW, cdiv(CW, pl->pw));
     pl->q = min64(R, pl->FM / (pl->nb * pl->pw));
+    if (pl->resident) {
+        /* resident image: PSUM tiles of as few rows as keep a matmul at
+         * least 64 columns (the PE's minimum initiation interval, below
+         * which a narrower multiply costs the same), so that the first
+         * tile's rows arrive early and every later tile's rows arrive
+         * while the one before computes */
+        uint64_t qmin = cdiv(64, pl->nb * pl->pw);
+        if (qmin < pl->q) pl->q = qmin;
+    }
     pl->q = cdiv(R, cdiv(R, pl->q));
     uint32_t banks = (uint32_t)(geo->psum_partition_bytes / geo->psum_bank_bytes);
     pl->psum_bufs = banks >= 6 ? 4 : banks > 2 ? banks - 2 : 1;

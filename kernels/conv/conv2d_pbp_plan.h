@@ -26,7 +26,8 @@ typedef struct pbp_plan {
     /* machine */
     uint32_t PR, PC;              /* PE rows (contraction), PE cols (stationary width) */
     uint32_t FM;                  /* moving free size / PSUM tile: min(N max, one fp32 bank) */
-    uint32_t lanes_in, lanes_out; /* DMA lanes for loads [0, lanes_in) and stores */
+    uint32_t lanes;               /* DMA lanes of the context */
+    uint32_t pieces;              /* transfers a load or store is split into (one per DMA engine) */
 
     /* channel blocks: super-group s packs gp groups block-diagonally when
      * a group's features fit one PE tile several times (grouped/depthwise) */
@@ -41,8 +42,10 @@ typedef struct pbp_plan {
 
     /* spatial blocking: bands of R output rows x CW output cols x NB batch */
     uint64_t R, CW, NB;
+    uint64_t R0;                  /* rows of the first band (<= R) */
     uint64_t rows_in, cols_in;    /* band tile extents in padded input coords */
     uint64_t band_elems;          /* per partition per band buffer */
+    int resident;                 /* 1: one tile holds the whole padded image (rows_in = all of it) */
     uint32_t band_bufs;
 
     /* PSUM tiles inside a band: q rows x pw cols x nb batch <= FM */
