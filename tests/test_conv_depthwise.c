@@ -2,65 +2,52 @@
  * Conv1d_depthwise_bf01_oi01_bf01, conv2d_column_packing_1 and
  * conv2d_depthwise_f01b_o01i_bf01.
  *
- * Each case builds the call in the leaf's layouts, traces the leaf, checks
- * the program's ordering statically (nx_kcheck_program), runs it on the
- * functional executor and on the SystemC model (with the race detector on
- * the model's log), and compares both outputs with the convolution
- * reference (kernels/ref) on pseudo-random inputs in [-1, 1).
- *
- * Tolerance, per output element: |got - ref| <= (2 u + 2 (K + 1) 2^-24)
- * * sum_taps |x| |f| + the dtype's smallest subnormal, where u is the unit
- * roundoff of the dtype (2^-24 fp32, 2^-8 bf16, 2^-11 fp16, 2^-4 fp8_e4m3,
- * 2^-3 fp8_e5m2) and K = KH * KW the contraction length: the leaf's fp32
- * sum of K products (each product exact, or rounded once to the dtype by
- * conv2d_depthwise_f01b_o01i_bf01) is within (u + K 2^-24) sum |x f| of the
- * exact sum, the reference's fp32 sum within K 2^-24 sum |x f|, and the
- * final rounding to the dtype adds u |result|. sum |x| |f| is the reference
- * run on the absolute values. */
-#include <math.h>
+ * Each case goes through the conv leaves' shared check (tests/conv_check.h):
+ * the leaf traced in its layouts, the program's ordering checked statically
+ * (nx_kcheck_program), run on the functional executor and on the SystemC
+ * model with the race detector on the model's log, both outputs compared
+ * with the convolution reference nx_ref_conv on pseudo-random inputs in
+ * [-1, 1). Tolerance per output element (conv_check.h):
+ *   |got - ref| <= (2 K 2^-24 + p) S (1 + 2e) + 2 e |ref| + tiny
+ * with K = KH*KW the taps (one input feature per group), S the conv of
+ * |img| and |filt|, e half an ulp of the dtype (0 for fp32), tiny its
+ * smallest subnormal, and p the unit roundoff of the products' dtype for
+ * conv2d_depthwise_f01b_o01i_bf01 on bf16/fp16 inputs (it rounds each
+ * product to the input dtype before the fp32 sum: 2^-8 bf16, 2^-11 fp16),
+ * else 0 (the products are exact in fp32). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
-#include "isa/builder.h"
-#include "isa/exec.h"
-#include "kernels/author.h"
+#include "conv_check.h"
 #include "kernels/conv/depthwise.h"
-#include "kernels/ref/ref.h"
-#include "registry/macro_op.h"
-#include "sim/machine.h"
-#include "sim/model.h"
-#include "sim/race.h"
 #include "support.h"
 
-typedef int (*leaf_fn)(struct nx_kctx *, const nx_kernel_call *, nx_error *);
-
 typedef struct dw_leaf {
-    leaf_fn fn;
+    nx_leaf_fn fn;
     const char *key;
-    const char *img, *filt, *out; /* layout labels */
+    const char *labels;
+    int rounds_products; /* products rounded to the input dtype (bf16/fp16) */
 } dw_leaf;
 
-static const dw_leaf C1D = {conv1d_depthwise_bf01_oi01_bf01, "Conv1d_depthwise_bf01_oi01_bf01", "bf01", "oi01",
-                            "bf01"};
-static const dw_leaf CP1 = {conv2d_column_packing_1, "conv2d_column_packing_1", "bf01", "oi01", "bf01"};
-static const dw_leaf F01B = {conv2d_depthwise_f01b_o01i_bf01, "conv2d_depthwise_f01b_o01i_bf01", "f01b", "o01i",
-                             "bf01"};
+static const dw_leaf C1D = {conv1d_depthwise_bf01_oi01_bf01, "Conv1d_depthwise_bf01_oi01_bf01", "bf01_oi01->bf01",
+                            0};
+static const dw_leaf CP1 = {conv2d_column_packing_1, "conv2d_column_packing_1", "bf01_oi01->bf01", 0};
+static const dw_leaf F01B = {conv2d_depthwise_f01b_o01i_bf01, "conv2d_depthwise_f01b_o01i_bf01", "f01b_o01i->bf01",
+                             1};
 
 /* One convolution: logical sizes and attributes. */
 typedef struct dw_case {
     nx_dtype dt;
     uint64_t n, c, h, w, kh, kw;
     int64_t stride[2], lo[2], hi[2], lhs[2], rhs[2];
-    int64_t fgc;      /* feature_group_count; 0 = C */
-    uint64_t mult;    /* filters per channel (0 = 1): > 1 only in refusal tests */
-    int filt_dt;      /* the filter's dtype; -1: the image's */
-    int omit_attrs;   /* leave every attribute but feature_group_count out */
+    int64_t fgc;    /* feature_group_count; 0 = C */
+    uint64_t mult;  /* filters per channel (0 = 1): > 1 only in refusal tests */
+    int filt_dt;    /* refusal tests: the filter's dtype; -1 = the image's */
 } dw_case;
 
 static dw_case dw_default(nx_dtype dt, uint64_t n, uint64_t c, uint64_t h, uint64_t w, uint64_t kh, uint64_t kw) {
@@ -83,233 +70,40 @@ static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t lo, int64_t hi
     return span < win || s < 1 ? 0 : (span - win) / s + 1;
 }
 
-/* ---- the call ---- */
-
-typedef struct call_buf {
-    nx_tensor_ref args[3];
-    nx_attrs attrs;
-    nx_kernel_call call;
-    uint64_t oh, ow;
-} call_buf;
-
-static void shape_by_labels(const char *labels, const char *names, const uint64_t *vals, uint64_t *shape) {
-    for (int i = 0; i < 4; i++) shape[i] = vals[strchr(names, labels[i]) - names];
-}
-
-static void set_pair_list(nx_attrs *a, const char *name, const int64_t v[2]) {
-    nx_value val;
-    uint64_t u[2] = {(uint64_t)v[0], (uint64_t)v[1]};
-    nx_error err;
-    assert_int_equal(nx_value_int_list(&val, u, 2, &err), 0);
-    val.items[0].i = v[0];
-    val.items[1].i = v[1];
-    assert_int_equal(nx_attrs_set(a, name, &val, &err), 0);
-}
-
-static void make_call(call_buf *cb, const dw_leaf *L, const dw_case *k) {
-    memset(cb, 0, sizeof *cb);
-    nx_attrs_init(&cb->attrs);
-    cb->oh = (uint64_t)out_size((int64_t)k->h, (int64_t)k->kh, k->stride[0], k->lo[0], k->hi[0], k->lhs[0], k->rhs[0]);
-    cb->ow = (uint64_t)out_size((int64_t)k->w, (int64_t)k->kw, k->stride[1], k->lo[1], k->hi[1], k->lhs[1], k->rhs[1]);
-    const uint64_t iv[4] = {k->n, k->c, k->h, k->w}, fv[4] = {k->c * (k->mult ? k->mult : 1), 1, k->kh, k->kw},
-                   ov[4] = {k->n, k->c * (k->mult ? k->mult : 1), cb->oh, cb->ow};
-    static const char *const names[3] = {"img", "filt", "out"};
-    shape_by_labels(L->img, "bf01", iv, cb->args[0].shape);
-    shape_by_labels(L->filt, "oi01", fv, cb->args[1].shape);
-    shape_by_labels(L->out, "bf01", ov, cb->args[2].shape);
-    for (int i = 0; i < 3; i++) {
-        strcpy(cb->args[i].name, names[i]);
-        cb->args[i].dtype = i == 1 && k->filt_dt >= 0 ? (nx_dtype)k->filt_dt : k->dt;
-        cb->args[i].ndims = 4;
+/* The case in the leaf's layouts, its attributes as conv_check's text. */
+static void to_conv_case(const dw_leaf *L, const dw_case *k, uint64_t seed, char *attrs, size_t len, conv_case *c) {
+    memset(c, 0, sizeof *c);
+    const uint64_t iv[4] = {k->n, k->c, k->h, k->w}, fv[4] = {k->c * (k->mult ? k->mult : 1), 1, k->kh, k->kw};
+    for (int i = 0; i < 4; i++) {
+        c->lhs[i] = iv[strchr("bf01", L->labels[i]) - "bf01"];
+        c->rhs[i] = fv[strchr("oi01", L->labels[5 + i]) - "oi01"];
     }
-    nx_error err;
-    if (!k->omit_attrs) {
-        set_pair_list(&cb->attrs, "stride", k->stride);
-        nx_value pad;
-        uint64_t z[2] = {0, 0};
-        assert_int_equal(nx_value_int_list(&pad, z, 2, &err), 0);
-        for (int d = 0; d < 2; d++) {
-            nx_value_free(&pad.items[d]);
-            int64_t pr[2] = {k->lo[d], k->hi[d]};
-            uint64_t u[2] = {0, 0};
-            assert_int_equal(nx_value_int_list(&pad.items[d], u, 2, &err), 0);
-            pad.items[d].items[0].i = pr[0];
-            pad.items[d].items[1].i = pr[1];
-        }
-        assert_int_equal(nx_attrs_set(&cb->attrs, "padding", &pad, &err), 0);
-        set_pair_list(&cb->attrs, "lhs_dilation", k->lhs);
-        set_pair_list(&cb->attrs, "rhs_dilation", k->rhs);
-    }
-    nx_value g = nx_value_int(k->fgc ? k->fgc : (int64_t)k->c);
-    assert_int_equal(nx_attrs_set(&cb->attrs, "feature_group_count", &g, &err), 0);
-    nx_value bg = nx_value_int(1);
-    assert_int_equal(nx_attrs_set(&cb->attrs, "batch_group_count", &bg, &err), 0);
-    if (cb->oh && cb->ow) { /* what the conv-attrs + out_shape builder adds */
-        nx_value os;
-        assert_int_equal(nx_value_int_list(&os, cb->args[2].shape, 4, &err), 0);
-        assert_int_equal(nx_attrs_set(&cb->attrs, "out_shape", &os, &err), 0);
-    }
-    cb->call.args = cb->args;
-    cb->call.nargs = 3;
-    cb->call.n_inputs = 2;
-    cb->call.additional_args = &cb->attrs;
+    snprintf(attrs, len,
+             "stride=[%lld,%lld];padding=[[%lld,%lld],[%lld,%lld]];lhs_dilation=[%lld,%lld];rhs_dilation=[%lld,%lld];"
+             "feature_group_count=%lld;batch_group_count=1",
+             (long long)k->stride[0], (long long)k->stride[1], (long long)k->lo[0], (long long)k->hi[0],
+             (long long)k->lo[1], (long long)k->hi[1], (long long)k->lhs[0], (long long)k->lhs[1],
+             (long long)k->rhs[0], (long long)k->rhs[1], (long long)(k->fgc ? k->fgc : (int64_t)k->c));
+    c->labels = L->labels;
+    c->dtype = k->dt;
+    c->attrs = attrs;
+    c->add_out_shape = 1; /* what the conv-attrs + out_shape builder passes */
+    c->seed = seed;
 }
 
-static uint64_t elems(const nx_tensor_ref *t) {
-    uint64_t n = 1;
-    for (uint32_t i = 0; i < t->ndims; i++) n *= t->shape[i];
-    return n;
-}
-
-/* ---- reference ---- */
-
-/* The shared conv reference (nx_ref_conv) in the leaf's labels, fp32
- * result. */
-static void reference(const dw_leaf *L, const dw_case *k, const call_buf *cb, const void *img, const void *filt,
-                      float *out) {
-    nx_conv_params p;
-    nx_conv_params_default(&p, 2);
-    for (int d = 0; d < 2; d++) {
-        p.stride[d] = k->stride[d];
-        p.pad_lo[d] = k->lo[d];
-        p.pad_hi[d] = k->hi[d];
-        p.lhs_dilation[d] = k->lhs[d];
-        p.rhs_dilation[d] = k->rhs[d];
-    }
-    p.feature_group_count = (int64_t)k->c;
-    char labels[32];
-    snprintf(labels, sizeof labels, "%s_%s->%s", L->img, L->filt, L->out);
-    nx_ref_operand lhs = {img, k->dt, 4, cb->args[0].shape}, rhs = {filt, k->dt, 4, cb->args[1].shape};
-    nx_error err;
-    if (nx_ref_conv(labels, &p, &lhs, &rhs, out, NX_DT_FP32, 4, cb->args[2].shape, &err) != 0)
-        fail_msg("reference: %s", err.msg);
-}
-
-static double unit_roundoff(nx_dtype dt) {
-    switch (dt) {
-    case NX_DT_BF16: return ldexp(1, -8);
-    case NX_DT_FP16: return ldexp(1, -11);
-    case NX_DT_FP8_E4M3: return ldexp(1, -4);
-    case NX_DT_FP8_E5M2: return ldexp(1, -3);
-    default: return ldexp(1, -24);
-    }
-}
-
-static double min_subnormal(nx_dtype dt) {
-    switch (dt) {
-    case NX_DT_BF16: return ldexp(1, -133);
-    case NX_DT_FP16: return ldexp(1, -24);
-    case NX_DT_FP8_E4M3: return ldexp(1, -9);
-    case NX_DT_FP8_E5M2: return ldexp(1, -16);
-    default: return ldexp(1, -149);
-    }
-}
-
-/* ---- running ---- */
-
-/* Pseudo-random values in [-1, 1) into buf, their absolute values into abs_buf. */
-static void fill(uint8_t *buf, uint8_t *abs_buf, uint64_t n, nx_dtype dt, test_rng *r) {
-    size_t sz = nx_dtype_size(dt);
-    for (uint64_t i = 0; i < n; i++) {
-        nx_dtype_store(dt, buf + i * sz, test_rng_uniform(r, -1, 1));
-        nx_dtype_store(dt, abs_buf + i * sz, fabs(nx_dtype_load(dt, buf + i * sz)));
-    }
-}
-
-static void compare(const char *what, const uint8_t *got, nx_dtype dt, const float *ref, const float *absref,
-                    uint64_t n, double K) {
-    size_t sz = nx_dtype_size(dt);
-    double u = unit_roundoff(dt), tiny = min_subnormal(dt);
-    for (uint64_t i = 0; i < n; i++) {
-        double g = nx_dtype_load(dt, got + i * sz);
-        double tol = (2 * u + 2 * (K + 1) * ldexp(1, -24)) * absref[i] + tiny;
-        if (!(fabs(g - ref[i]) <= tol))
-            fail_msg("%s: element %llu is %.9g, reference %.9g (tolerance %.3g)", what, (unsigned long long)i, g,
-                     ref[i], tol);
-    }
-}
-
-static int trace(const dw_leaf *L, nx_builder *b, call_buf *cb, nx_error *err) {
-    for (int i = 0; i < 3; i++)
-        if (nx_builder_tensor(b, cb->args[i].name, cb->args[i].dtype, 4, cb->args[i].shape,
-                              i < 2 ? NX_ROLE_INPUT : NX_ROLE_OUTPUT, &cb->args[i].hbm_offset, err) != 0)
-            fail_msg("declare %s: %s", cb->args[i].name, err->msg);
-    nx_kctx *kc = nx_kctx_new(b, 0, 1);
-    assert_non_null(kc);
-    int rc = L->fn(kc, &cb->call, err);
-    if (rc == 0 && nx_kctx_finish(kc, err) != 0) fail_msg("finish: %s", err->msg);
-    nx_kctx_free(kc);
-    return rc;
-}
-
-static void describe(char *buf, size_t len, const dw_leaf *L, const dw_case *k) {
-    snprintf(buf, len,
-             "%s %s N=%llu C=%llu HxW=%llux%llu K=%llux%llu stride [%lld,%lld] pad [[%lld,%lld],[%lld,%lld]] "
-             "lhs [%lld,%lld] rhs [%lld,%lld]",
-             L->key, nx_dtype_name(k->dt), (unsigned long long)k->n, (unsigned long long)k->c,
-             (unsigned long long)k->h, (unsigned long long)k->w, (unsigned long long)k->kh,
-             (unsigned long long)k->kw, (long long)k->stride[0], (long long)k->stride[1], (long long)k->lo[0],
-             (long long)k->hi[0], (long long)k->lo[1], (long long)k->hi[1], (long long)k->lhs[0],
-             (long long)k->lhs[1], (long long)k->rhs[0], (long long)k->rhs[1]);
+static double product_rounding(const dw_leaf *L, nx_dtype dt) {
+    if (!L->rounds_products) return 0;
+    return dt == NX_DT_BF16 ? 0x1p-8 : dt == NX_DT_FP16 ? 0x1p-11 : 0;
 }
 
 /* The full check of one case on machine `machine`; `model` 0 skips the
  * SystemC run. */
 static void check_case_on(const char *machine, const dw_leaf *L, const dw_case *k, uint64_t seed, int model) {
-    char what[512];
-    describe(what, sizeof what, L, k);
-    nx_geometry geo = test_geometry(machine);
-    nx_builder *b = nx_builder_new(&geo, 1);
-    assert_non_null(b);
-    call_buf cb;
-    make_call(&cb, L, k);
-    nx_error err;
-    if (trace(L, b, &cb, &err) != 0) fail_msg("%s: %s", what, err.msg);
-    nx_program prog;
-    if (nx_builder_finish(b, &prog, &err) != 0) fail_msg("%s: finish: %s", what, err.msg);
-    nx_builder_free(b);
-    if (nx_kcheck_program(&prog, &err) != 0) fail_msg("%s: order check: %s", what, err.msg);
-
-    size_t sz = nx_dtype_size(k->dt);
-    uint64_t ni = elems(&cb.args[0]), nf = elems(&cb.args[1]), no = elems(&cb.args[2]);
-    uint8_t *img = malloc(ni * sz), *filt = malloc(nf * sz), *aimg = malloc(ni * sz), *afilt = malloc(nf * sz);
-    float *ref = malloc(no * sizeof *ref), *absref = malloc(no * sizeof *absref);
-    assert_true(img && filt && aimg && afilt && ref && absref);
-    test_rng r = {seed * 0x9E3779B97F4A7C15ull + 7};
-    fill(img, aimg, ni, k->dt, &r);
-    fill(filt, afilt, nf, k->dt, &r);
-    reference(L, k, &cb, img, filt, ref);
-    reference(L, k, &cb, aimg, afilt, absref);
-    double K = (double)(k->kh * k->kw);
-
-    nx_state st;
-    if (nx_state_init(&st, &geo, 1, prog.hbm_bytes, prog.sem_count, &err) != 0) fail_msg("%s: state: %s", what, err.msg);
-    memcpy(st.hbm + cb.args[0].hbm_offset, img, ni * sz);
-    memcpy(st.hbm + cb.args[1].hbm_offset, filt, nf * sz);
-    if (nx_exec_program(&prog, &st, &err) != 0) fail_msg("%s: exec: %s", what, err.msg);
-    char w2[600];
-    snprintf(w2, sizeof w2, "%s (executor)", what);
-    compare(w2, st.hbm + cb.args[2].hbm_offset, k->dt, ref, absref, no, K);
-
-    if (model) {
-        nx_machine m;
-        if (nx_machine_load(machine, &m, &err) != 0) fail_msg("machine: %s", err.msg);
-        nx_state_reset(&st);
-        memcpy(st.hbm + cb.args[0].hbm_offset, img, ni * sz);
-        memcpy(st.hbm + cb.args[1].hbm_offset, filt, nf * sz);
-        nx_sim_options opt = {1, 0};
-        nx_sim_result res;
-        memset(&res, 0, sizeof res);
-        if (nx_sim_run(&m, &prog, &st, &opt, &res, &err) != 0) fail_msg("%s: model: %s", what, err.msg);
-        if (nx_race_check(&prog, res.log, res.log_count, &err) != 0) fail_msg("%s: race detector: %s", what, err.msg);
-        nx_sim_result_free(&res);
-        snprintf(w2, sizeof w2, "%s (model)", what);
-        compare(w2, st.hbm + cb.args[2].hbm_offset, k->dt, ref, absref, no, K);
-    }
-    nx_state_free(&st);
-    nx_program_free(&prog);
-    nx_attrs_free(&cb.attrs);
-    free(img), free(filt), free(aimg), free(afilt), free(ref), free(absref);
+    char attrs[256];
+    conv_case c;
+    to_conv_case(L, k, seed, attrs, sizeof attrs, &c);
+    conv_check_opts o = {machine, product_rounding(L, k->dt), -1};
+    conv_check_leaf_opts(L->fn, L->key, &c, model, &o);
 }
 
 static void check_case(const dw_leaf *L, const dw_case *k, uint64_t seed, int model) {
@@ -317,16 +111,11 @@ static void check_case(const dw_leaf *L, const dw_case *k, uint64_t seed, int mo
 }
 
 static void expect_refusal(const dw_leaf *L, const dw_case *k, const char *msg) {
-    nx_geometry geo = test_geometry("trn2");
-    nx_builder *b = nx_builder_new(&geo, 1);
-    assert_non_null(b);
-    call_buf cb;
-    make_call(&cb, L, k);
-    nx_error err;
-    assert_int_equal(trace(L, b, &cb, &err), -1);
-    assert_string_equal(err.msg, msg);
-    nx_builder_free(b);
-    nx_attrs_free(&cb.attrs);
+    char attrs[256];
+    conv_case c;
+    to_conv_case(L, k, 1, attrs, sizeof attrs, &c);
+    conv_check_opts o = {NULL, 0, k->filt_dt};
+    conv_expect_refusal_opts(L->fn, &c, NULL, msg, &o);
 }
 
 /* ---- conv1d ---- */
