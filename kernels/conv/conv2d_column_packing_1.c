@@ -154,21 +154,12 @@ static void make_plan(cp_state *s, uint32_t cp) {
 static int build_ident(cp_state *s, const cp_band *b, nx_error *err) {
     const cp_plan *pl = &s->plan;
     const nx_tile *id = &s->ident[b->par];
-    int32_t one = 1, neg = -1;
+    int32_t one = 1;
     uint32_t cp = b->cp;
     nx_operand all = nx_tile_view(id, s->dt, 0, b->K, 0, 1, &one, &cp);
     if (nx_kctx_memset(s->k, NX_ENG_POOL, &all, 0.0, err) != 0) return -1;
-    for (uint32_t r = 0; r < pl->R; r++) {
-        nx_operand blk = nx_tile_view(id, s->dt, r * pl->ra, cp, 0, 1, &one, &cp);
-        if (nx_kctx_memset(s->k, NX_ENG_POOL, &blk, 1.0, err) != 0) return -1;
-        nx_insn a = nx_insn_make(NX_OP_AFFINE_SELECT);
-        a.alu0 = NX_ALU_IS_EQUAL;
-        a.op[0] = blk;
-        a.op[1] = nx_pattern(0, 1, cp, 1, &neg, &cp); /* p - m */
-        a.op[2] = blk;
-        a.op[3] = nx_imm(0.0, s->dt);
-        if (nx_kctx_emit(s->k, NX_ENG_POOL, &a, err) != 0) return -1;
-    }
+    for (uint32_t r = 0; r < pl->R; r++)
+        if (nx_dw_identity(s->k, id, s->dt, r * pl->ra, cp, err) != 0) return -1;
     return 0;
 }
 

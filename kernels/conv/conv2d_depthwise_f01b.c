@@ -109,6 +109,21 @@ static uint64_t band_bytes(const f01b_state *s, int64_t by, int64_t bx, int64_t 
     return XS * align64(in) + OS * align64(out);
 }
 
+/* The largest extent of band dim `dim` (0 rows, 1 columns, 2 batch; its
+ * argument is the upper limit, the others fixed) whose tiles fit `budget`
+ * bytes per partition and the free-size limit; 0 if none. */
+static int64_t largest_fit(const f01b_state *s, uint64_t budget, int64_t lim, int dim, int64_t by, int64_t bx,
+                           int64_t bn) {
+    int64_t v[3] = {by, bx, bn}, lo = 0, hi = v[dim];
+    while (lo < hi) {
+        int64_t m = (lo + hi + 1) / 2;
+        v[dim] = m;
+        if (band_bytes(s, v[0], v[1], v[2]) <= budget && v[0] * v[1] * v[2] <= lim) lo = m;
+        else hi = m - 1;
+    }
+    return lo;
+}
+
 static int f01b_size(f01b_state *s, uint64_t ctiles, nx_error *err) {
     const nx_geometry *geo = s->geo;
     uint64_t fixed = FS * align64((uint64_t)(s->KH * s->KW) * s->isz) + NPROD * align64(s->chunk * s->psz) +
@@ -118,33 +133,9 @@ static int f01b_size(f01b_state *s, uint64_t ctiles, nx_error *err) {
     budget -= fixed;
     int64_t lim = (int64_t)geo->sbuf_free_elems_max;
     /* whole batch and rows if they fit, else cut rows, then columns, then batch */
-    int64_t bn = s->N, bx = s->OW, by = 0;
-    for (int64_t lo = 0, hi = s->OH; lo < hi;) {
-        int64_t m = (lo + hi + 1) / 2;
-        if (band_bytes(s, m, bx, bn) <= budget && m * bx * bn <= lim) lo = m;
-        else hi = m - 1;
-        by = lo;
-    }
-    if (by == 0) {
-        by = 1;
-        bx = 0;
-        for (int64_t lo = 0, hi = s->OW; lo < hi;) {
-            int64_t m = (lo + hi + 1) / 2;
-            if (band_bytes(s, 1, m, bn) <= budget && m * bn <= lim) lo = m;
-            else hi = m - 1;
-            bx = lo;
-        }
-    }
-    if (bx == 0) {
-        bx = 1;
-        bn = 0;
-        for (int64_t lo = 0, hi = s->N; lo < hi;) {
-            int64_t m = (lo + hi + 1) / 2;
-            if (band_bytes(s, 1, 1, m) <= budget && m <= lim) lo = m;
-            else hi = m - 1;
-            bn = lo;
-        }
-    }
+    int64_t bn = s->N, bx = s->OW, by = largest_fit(s, budget, lim, 0, s->OH, bx, bn);
+    if (by == 0) by = 1, bx = largest_fit(s, budget, lim, 1, 1, s->OW, bn);
+    if (bx == 0) bx = 1, bn = largest_fit(s, budget, lim, 2, 1, 1, s->N);
     if (bn == 0)
         return nx_fail(err, "%s: operand 1 (%s): a %lldx%lld window with these dilations needs more input per "
                             "output than SBUF holds",
@@ -361,24 +352,14 @@ static int f01b_compute(f01b_state *s, const f01b_band *b, const nx_tile *x, con
 /* The stacked identity: taps_per_mm blocks of cp_max rows at multiples of
  * ga, block t holding 1 at (t*ga + c, c); zeros elsewhere (memset first). */
 static int build_identity(f01b_state *s, nx_error *err) {
-    int32_t one = 1, neg = -1;
     uint32_t cp = s->cp_max, rows = s->taps_per_mm * s->ga;
     if (rows > s->geo->partitions) rows = s->geo->partitions;
     if (nx_kctx_alloc(s->k, NX_OPK_SBUF, "f01b_ident", s->pdt, rows, cp, &s->ident, err) != 0) return -1;
     s->have_ident = 1;
     nx_operand all = nx_tile_ap(&s->ident);
     if (nx_kctx_memset(s->k, NX_ENG_POOL, &all, 0.0, err) != 0) return -1;
-    for (uint32_t t = 0; t < s->taps_per_mm; t++) {
-        nx_operand blk = nx_tile_view(&s->ident, s->pdt, t * s->ga, cp, 0, 1, &one, &cp);
-        if (nx_kctx_memset(s->k, NX_ENG_POOL, &blk, 1.0, err) != 0) return -1;
-        nx_insn a = nx_insn_make(NX_OP_AFFINE_SELECT);
-        a.alu0 = NX_ALU_IS_EQUAL;
-        a.op[0] = blk;
-        a.op[1] = nx_pattern(0, 1, cp, 1, &neg, &cp); /* p - m */
-        a.op[2] = blk;
-        a.op[3] = nx_imm(0.0, s->pdt);
-        if (nx_kctx_emit(s->k, NX_ENG_POOL, &a, err) != 0) return -1;
-    }
+    for (uint32_t t = 0; t < s->taps_per_mm; t++)
+        if (nx_dw_identity(s->k, &s->ident, s->pdt, t * s->ga, cp, err) != 0) return -1;
     return 0;
 }
 

@@ -195,6 +195,19 @@ int nx_dw_mac(nx_kctx *k, nx_engine engine, const nx_operand *dst, const nx_oper
     return nx_kctx_emit(k, engine, &s, err);
 }
 
+int nx_dw_identity(nx_kctx *k, const nx_tile *t, nx_dtype dt, uint32_t p0, uint32_t n, nx_error *err) {
+    int32_t one = 1, neg = -1;
+    nx_operand blk = nx_tile_view(t, dt, p0, n, 0, 1, &one, &n);
+    if (nx_kctx_memset(k, NX_ENG_POOL, &blk, 1.0, err) != 0) return -1;
+    nx_insn a = nx_insn_make(NX_OP_AFFINE_SELECT);
+    a.alu0 = NX_ALU_IS_EQUAL;
+    a.op[0] = blk;
+    a.op[1] = nx_pattern(0, 1, n, 1, &neg, &n); /* p - m: keep the diagonal */
+    a.op[2] = blk;
+    a.op[3] = nx_imm(0.0, dt);
+    return nx_kctx_emit(k, NX_ENG_POOL, &a, err);
+}
+
 uint32_t nx_dw_half_lanes(const nx_kctx *k) {
     uint32_t lanes = nx_kctx_lanes(k);
     return lanes > 1 ? lanes / 2 : 1;

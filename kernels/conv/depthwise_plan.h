@@ -70,6 +70,11 @@ int nx_dw_scale_act(nx_kctx *k, const nx_operand *dst, const nx_operand *in,
 int nx_dw_mac(nx_kctx *k, nx_engine engine, const nx_operand *dst, const nx_operand *in0,
               const nx_operand *scalar, const nx_operand *in1, nx_error *err);
 
+/* An n x n identity (as dt) at partitions [p0, p0 + n), columns [0, n) of
+ * tile t, on POOL: memset 1, then affine_select keeps p == m. p0 must be a
+ * legal start partition for n partitions. */
+int nx_dw_identity(nx_kctx *k, const nx_tile *t, nx_dtype dt, uint32_t p0, uint32_t n, nx_error *err);
+
 /* DMA lanes: loads use the first half of the context's lanes (queue 0 of
  * each DMA engine), stores the second half (queue 1), so the loads of
  * successive work items queue behind each other on every engine (the
