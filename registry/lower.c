@@ -20,6 +20,7 @@ typedef struct cache_entry {
 struct nx_lowerer {
     nx_geometry geo;
     const nx_kernel_registry *reg; /* NULL = the live registry */
+    const nx_composite_table *comps; /* NULL = the inventory's composites */
     pthread_mutex_t lock;          /* guards everything below */
     cache_entry **buckets;
     size_t nbuckets;
@@ -29,10 +30,16 @@ struct nx_lowerer {
 };
 
 nx_lowerer *nx_lowerer_new(const nx_geometry *geo, const nx_kernel_registry *reg) {
+    return nx_lowerer_new_with(geo, reg, NULL);
+}
+
+nx_lowerer *nx_lowerer_new_with(const nx_geometry *geo, const nx_kernel_registry *reg,
+                                const nx_composite_table *comps) {
     nx_lowerer *L = calloc(1, sizeof *L);
     if (!L) return NULL;
     L->geo = *geo;
     L->reg = reg;
+    L->comps = comps;
     L->nbuckets = 64;
     L->buckets = calloc(L->nbuckets, sizeof *L->buckets);
     if (!L->buckets || pthread_mutex_init(&L->lock, NULL) != 0) {
@@ -205,7 +212,7 @@ static int lower(nx_lowerer *L, const nx_macro_op *op, uint32_t grid_override, c
                  uint32_t *grid_out, nx_error *err) {
     if (nx_macro_op_check(op, err) != 0) return -1;
     nx_resolved r;
-    if (nx_resolve_kernel_config(L->reg, op, &r, err) != 0) return -1;
+    if (nx_resolve_op(L->reg, L->comps, op, &r, err) != 0) return -1;
     uint32_t grid = grid_override ? grid_override : r.config->requires_multicore_grid ? NX_VNC_GRID : 1;
     char *key = nx_lower_cache_key(op, grid, &L->geo);
     if (!key) {

@@ -1,5 +1,6 @@
-/* The live registry table (built once under pthread_once), lookup, the miss
- * error and nx_resolve_kernel_config. The catalogue itself is registry/catalog.c. */
+/* The live registry table (built once under pthread_once), lookup and the
+ * miss error. The catalogue itself is registry/catalog.c; resolving an op is
+ * registry/resolve.c. */
 #include "registry.h"
 
 #include <pthread.h>
@@ -91,58 +92,4 @@ const char *nx_operand_count_text(int32_t operand_count, char *buf, size_t len) 
     if (operand_count == NX_OPERANDS_ALL) return "all";
     snprintf(buf, len, "%d", operand_count);
     return buf;
-}
-
-static void tensor_ref(nx_tensor_ref *r, const nx_op_tensor *t) {
-    memset(r, 0, sizeof *r);
-    memcpy(r->name, t->name, sizeof r->name);
-    r->name[sizeof r->name - 1] = '\0';
-    r->dtype = t->dtype;
-    r->ndims = t->ndims;
-    memcpy(r->shape, t->shape, sizeof r->shape);
-}
-
-int nx_resolve_kernel_config(const nx_kernel_registry *reg, const nx_macro_op *inst, nx_resolved *out,
-                             nx_error *err) {
-    if (!reg) reg = nx_get_internal_kernel_registry();
-    memset(out, 0, sizeof *out);
-    nx_attrs_init(&out->additional_args);
-    const nx_registry_entry *e = nx_registry_get(reg, inst->func_name);
-    if (!e) return nx_registry_miss(reg, inst->func_name, err);
-    const nx_kernel_config *cfg = &e->config;
-
-    uint32_t n_in = inst->n_operands;
-    if (cfg->operand_count != NX_OPERANDS_ALL) {
-        if (inst->n_operands < (uint32_t)cfg->operand_count)
-            return nx_fail(err, "%s: takes %d operands, the op has %u", e->key, cfg->operand_count,
-                           inst->n_operands);
-        n_in = (uint32_t)cfg->operand_count;
-    }
-    if (n_in + inst->n_results > NX_KERNEL_MAX_ARGS)
-        return nx_fail(err, "%s: %u operands and %u results exceed the %d call arguments a leaf takes",
-                       e->key, n_in, inst->n_results, NX_KERNEL_MAX_ARGS);
-    for (uint32_t i = 0; i < n_in; i++) tensor_ref(&out->call_args[i], &inst->operands[i]);
-    for (uint32_t j = 0; j < inst->n_results; j++)
-        tensor_ref(&out->call_args[n_in + j], &inst->results[j]);
-    out->nargs = n_in + inst->n_results;
-    out->n_inputs = n_in;
-
-    if (cfg->additional_args_builder &&
-        cfg->additional_args_builder->build(inst, &out->additional_args, err) != 0) {
-        nx_fail_prefix(err, "%s: %s", e->key, cfg->additional_args_builder->seed_name);
-        nx_resolved_free(out);
-        return -1;
-    }
-    out->key = e->key;
-    out->entry = e;
-    out->config = cfg;
-    out->leaf = cfg->kernel_func;
-    out->rules = e->rules;
-    return 0;
-}
-
-void nx_resolved_free(nx_resolved *r) {
-    if (!r) return;
-    nx_attrs_free(&r->additional_args);
-    memset(r, 0, sizeof *r);
 }

@@ -526,27 +526,29 @@ static void test_tolerances_and_compare(void **state) {
 
 static void test_topk_mapping(void **state) {
     (void)state;
-    assert_int_equal(SCANNING, 0);
-    assert_int_equal(CASCADED, 1);
-    assert_int_equal(ROTATIONAL, 2);
+    assert_int_equal(NX_TOPK_SCANNING, 0);
+    assert_int_equal(NX_TOPK_CASCADED, 1);
+    assert_int_equal(NX_TOPK_ROTATIONAL, 2);
     uint32_t n;
     const nx_topk_method *m = nx_topk_method_mapping(&n);
     assert_int_equal(n, 3);
     assert_string_equal(m[0].member, "SCANNING");
     assert_string_equal(m[0].function, "naive_scanning_topk");
+    assert_string_equal(m[0].via, "SupportedTopkMethods.SCANNING");
+    assert_string_equal(m[2].via, "SupportedTopkMethods.ROTATIONAL");
     assert_string_equal(m[1].member, "CASCADED");
     assert_string_equal(m[1].function, "cascaded_2_stage_topk");
     assert_string_equal(m[2].member, "ROTATIONAL");
     assert_string_equal(m[2].function, "rotational_topk");
-    assert_string_equal(nx_topk_method_get(SCANNING)->function, "naive_scanning_topk");
-    SupportedTopkMethods got;
+    assert_string_equal(nx_topk_method_get(NX_TOPK_SCANNING)->function, "naive_scanning_topk");
+    nx_topk_method_id got;
     nx_error err;
     assert_int_equal(nx_topk_method_from_name("SCANNING", &got, &err), 0);
-    assert_int_equal(got, SCANNING);
+    assert_int_equal(got, NX_TOPK_SCANNING);
     assert_int_equal(nx_topk_method_from_name("NAIVE_SCANNING", &got, &err), -1);
     assert_string_equal(err.msg, "unknown top-k method 'NAIVE_SCANNING' (SupportedTopkMethods: "
                                  "SCANNING, CASCADED, ROTATIONAL)");
-    assert_null(nx_topk_method_get((SupportedTopkMethods)3));
+    assert_null(nx_topk_method_get((nx_topk_method_id)3));
 }
 
 /* ---- the inventory ------------------------------------------------------------ */
