@@ -2,12 +2,10 @@
  * write or summarise the outputs.
  *
  * Order matters for "no partial output": everything that can fail (loading,
- * validation, inputs, the run, serialising every output) happens before the
- * first output file is written; if writing output k still fails, outputs
- * 0..k-1 written by this run are removed again. */
-#define _POSIX_C_SOURCE 200809L /* unlink */
-
-#include <errno.h>
+ * validation, inputs, the run, the race check, serialising every output)
+ * happens before the first output file is written; if writing output k
+ * still fails, outputs 0..k-1 written by this run are removed again
+ * (cli/outputs.h). The run itself is registry/run/run.h's nx_run_program. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -16,16 +14,18 @@
 
 #include "cli.h"
 #include "io.h"
-#include "isa/exec.h"
 #include "isa/npy.h"
 #include "isa/state.h"
-#include "sim/model.h"
+#include "isa/tensor_random.h"
+#include "options.h"
+#include "outputs.h"
+#include "registry/run/run.h"
 #include "tensors.h"
 
 void cmd_exec_help(FILE *f) {
     fputs("Usage: nxsim exec PROGRAM [--in NAME=FILE.npy]... [--out NAME=FILE.npy]...\n"
           "                  [--machine NAME|FILE.json] [--seed N] [--functional]\n"
-          "                  [--pe model|rtl] [--vcd FILE.vcd]\n"
+          "                  [--pe model|rtl] [--vcd FILE.vcd] [--race-check]\n"
           "\n"
           "Runs PROGRAM, a .nxb binary or .nxs text program (recognised by the .nxb\n"
           "magic, not by the file name), on the machine it targets.\n"
@@ -45,7 +45,8 @@ void cmd_exec_help(FILE *f) {
           "  -o, --out NAME=FILE.npy   write tensor NAME to FILE.npy after the run\n"
           "  -m, --machine SPEC        run on this machine instead of the program's\n"
           "                            .machine: a preset (trn1, trn2) or a JSON file\n"
-          "  -s, --seed N              seed for the pseudo-random inputs (default 1)\n"
+          "  -s, --seed N              seed for the pseudo-random inputs (default 1;\n"
+          "                            decimal, or hexadecimal with 0x: 010 is ten)\n"
           "      --functional          use the functional executor (instructions run\n"
           "                            instantly in a dependency-respecting order)\n"
           "                            instead of the cycle-approximate SystemC model,\n"
@@ -59,12 +60,18 @@ void cmd_exec_help(FILE *f) {
           "      --vcd FILE.vcd        with --pe rtl: write the RTL waveform of the run\n"
           "                            (GTKWave); a second core's goes to\n"
           "                            FILE.core1.vcd\n"
+          "      --race-check          check the run for races (sim/race.h): two\n"
+          "                            accesses of the same memory, one a write, that\n"
+          "                            no semaphore or barrier orders; a race is an\n"
+          "                            error (exit 1, no --out written). Off by\n"
+          "                            default: it keeps the model's per-instruction\n"
+          "                            log and scans it (needs the SystemC model)\n"
           "  -h, --help                show this help and exit\n"
           "\n"
-          "Exit status: 0 ok; 1 fault or deadlock during the run, or an output could\n"
-          "not be written; 2 usage error; 3 bad input (malformed program or .npy,\n"
-          "validation error, unknown tensor, --in for a non-input tensor, dtype or\n"
-          "shape mismatch, unknown machine).\n",
+          "Exit status: 0 ok; 1 fault or deadlock during the run, a race found by\n"
+          "--race-check, or an output could not be written; 2 usage error; 3 bad\n"
+          "input (malformed program or .npy, validation error, unknown tensor, --in\n"
+          "for a non-input tensor, dtype or shape mismatch, unknown machine).\n",
           f);
 }
 
@@ -83,6 +90,7 @@ typedef struct exec_args {
     int functional; /* --functional: nx_exec_program instead of the model */
     int pe_rtl;     /* --pe rtl: the PE engine runs on the RTL array */
     const char *vcd; /* --vcd FILE: the RTL waveform (needs --pe rtl) */
+    int race_check;  /* --race-check: check the model's log for races */
 } exec_args;
 
 /* Splits NAME=FILE in place. */
@@ -97,20 +105,6 @@ static int split_binding(const char *opt, char *arg, binding *b) {
     return 0;
 }
 
-static int parse_seed(const char *s, uint64_t *out) {
-    if (s[0] < '0' || s[0] > '9') return -1;
-    /* decimal, or hex with 0x (never octal: "010" is ten) */
-    int hex = s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
-    if (hex && !((s[2] >= '0' && s[2] <= '9') || (s[2] >= 'a' && s[2] <= 'f') || (s[2] >= 'A' && s[2] <= 'F')))
-        return -1;
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(s, &end, hex ? 16 : 10);
-    if (errno != 0 || *end != '\0') return -1;
-    *out = (uint64_t)v;
-    return 0;
-}
-
 static int parse_args(int argc, char **argv, exec_args *a) {
     static const struct option longopts[] = {
         {"in", required_argument, NULL, 'i'},
@@ -120,6 +114,7 @@ static int parse_args(int argc, char **argv, exec_args *a) {
         {"functional", no_argument, NULL, 'F'},
         {"pe", required_argument, NULL, 'P'},
         {"vcd", required_argument, NULL, 'V'},
+        {"race-check", no_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -147,15 +142,15 @@ static int parse_args(int argc, char **argv, exec_args *a) {
             break;
         case 'm': a->machine = optarg; break;
         case 's':
-            if (parse_seed(optarg, &a->seed) != 0)
+            if (cli_parse_seed(optarg, &a->seed) != 0)
                 return cli_usage_error("exec", "--seed expects a non-negative integer, got '%s'", optarg);
             break;
         case 'F': a->functional = 1; break;
         case 'P':
-            if (strcmp(optarg, "rtl") == 0) a->pe_rtl = 1;
-            else if (strcmp(optarg, "model") == 0) a->pe_rtl = 0;
-            else return cli_usage_error("exec", "--pe expects model or rtl, got '%s'", optarg);
+            if (cli_parse_pe(optarg, &a->pe_rtl) != 0)
+                return cli_usage_error("exec", "--pe expects model or rtl, got '%s'", optarg);
             break;
+        case 'R': a->race_check = 1; break;
         case 'V':
             if (optarg[0] == '\0') return cli_usage_error("exec", "--vcd expects a file name");
             a->vcd = optarg;
@@ -167,6 +162,8 @@ static int parse_args(int argc, char **argv, exec_args *a) {
     if (a->vcd && !a->pe_rtl) return cli_usage_error("exec", "--vcd needs --pe rtl (only the RTL has a waveform)");
     if (a->pe_rtl && a->functional)
         return cli_usage_error("exec", "--pe rtl runs on the SystemC model; it cannot be combined with --functional");
+    if (a->race_check && a->functional)
+        return cli_usage_error("exec", "--race-check needs the SystemC model's log: drop --functional");
     if (optind >= argc) return cli_usage_error("exec", "no program given");
     if (argc - optind > 1) return cli_usage_error("exec", "expected one program, got %d", argc - optind);
     a->program = argv[optind];
@@ -219,7 +216,7 @@ static int load_inputs(const nx_program *p, const exec_args *a, nx_state *st) {
         int given = 0;
         for (int k = 0; k < a->n_in && !given; k++) given = a->ins[k].tensor == (int)i;
         if (given) continue;
-        cli_tensor_fill_random(t, st->hbm + t->offset, a->seed, i);
+        nx_tensor_fill_random(t, st->hbm + t->offset, a->seed, i);
         if (used < sizeof note) {
             int n = snprintf(note + used, sizeof note - used, "%s%s", filled ? ", " : "", t->name);
             used = n < 0 ? sizeof note : used + (size_t)n;
@@ -234,25 +231,16 @@ static int load_inputs(const nx_program *p, const exec_args *a, nx_state *st) {
     return 0;
 }
 
-/* Serialises every --out, prints the summaries, then writes the files;
- * on a failed write removes the ones already written. */
+/* Serialises every --out, prints the summaries, then writes the files
+ * (cli/outputs.h: nothing is left half written). */
 static int write_outputs(const nx_program *p, const exec_args *a, const nx_state *st) {
-    nx_error err;
-    uint8_t **bufs = calloc((size_t)a->n_out + 1, sizeof *bufs);
-    size_t *lens = calloc((size_t)a->n_out + 1, sizeof *lens);
-    int status = CLI_EXIT_OK;
-    if (!bufs || !lens) {
-        cli_message("out of memory");
-        status = CLI_EXIT_RUNTIME;
-    }
-    for (int k = 0; k < a->n_out && status == CLI_EXIT_OK; k++) {
+    cli_outputs outs;
+    if (cli_outputs_init(&outs, a->n_out) != 0) return CLI_EXIT_RUNTIME;
+    for (int k = 0; k < a->n_out; k++) {
         const nx_tensor_decl *t = &p->tensors[a->outs[k].tensor];
-        nx_npy view = cli_tensor_view(t, st->hbm + t->offset);
-        if (nx_npy_serialize(&view, &bufs[k], &lens[k], &err) != 0) {
-            cli_message("%s: %s", a->outs[k].path, err.msg);
-            status = CLI_EXIT_RUNTIME;
-        }
+        cli_outputs_add(&outs, a->outs[k].path, t, st->hbm + t->offset);
     }
+    int status = cli_outputs_serialize(&outs) == 0 ? CLI_EXIT_OK : CLI_EXIT_RUNTIME;
     for (uint32_t i = 0; i < p->tensor_count && status == CLI_EXIT_OK; i++) {
         const nx_tensor_decl *t = &p->tensors[i];
         if (t->role != NX_ROLE_OUTPUT) continue;
@@ -268,31 +256,9 @@ static int write_outputs(const nx_program *p, const exec_args *a, const nx_state
         cli_message("cannot write to standard output");
         status = CLI_EXIT_RUNTIME;
     }
-    for (int k = 0; k < a->n_out && status == CLI_EXIT_OK; k++) {
-        if (nx_write_file_atomic(a->outs[k].path, bufs[k], lens[k], &err) != 0) {
-            cli_message("%s", err.msg);
-            for (int j = 0; j < k; j++) unlink(a->outs[j].path);
-            status = CLI_EXIT_RUNTIME;
-        }
-    }
-    for (int k = 0; bufs && k < a->n_out; k++) free(bufs[k]);
-    free(bufs);
-    free(lens);
+    if (status == CLI_EXIT_OK && cli_outputs_write(&outs) != 0) status = CLI_EXIT_RUNTIME;
+    cli_outputs_free(&outs);
     return status;
-}
-
-/* The SystemC model (sim/model.h) by default, the functional executor with
- * --functional; the same results, the same error messages. --pe rtl / --vcd
- * choose the model's PE datapath (nx_sim_pe_options). */
-static int execute(const exec_args *a, const nx_machine *m, const nx_program *prog, nx_state *st,
-                   nx_error *err) {
-    if (a->functional) return nx_exec_program(prog, st, err);
-    nx_sim_options opt = {0, isatty(2)};
-    nx_sim_pe_options pe = {a->pe_rtl, a->vcd};
-    nx_sim_result res;
-    if (nx_sim_run_pe(m, prog, st, &opt, &pe, &res, err) != 0) return -1;
-    nx_sim_result_free(&res);
-    return 0;
 }
 
 static int run(exec_args *a) {
@@ -319,14 +285,29 @@ static int run(exec_args *a) {
         status = CLI_EXIT_RUNTIME;
     } else {
         have_state = 1;
+        /* The SystemC model (sim/model.h) by default, the functional executor
+         * with --functional: the same results, the same error messages. */
+        nx_run_options opt = {
+            .backend = a->functional ? NX_RUN_FUNCTIONAL : NX_RUN_MODEL,
+            .pe_rtl = a->pe_rtl,
+            .vcd_path = a->vcd,
+            .race_check = a->race_check,
+            .progress = isatty(2),
+        };
+        nx_run_trace trace;
+        memset(&trace, 0, sizeof trace);
+        nx_run_failure why = NX_RUN_OK;
         if (load_inputs(&prog, a, &st) != 0) {
             status = CLI_EXIT_INPUT;
-        } else if (execute(a, &m, &prog, &st, &err) != 0) {
+        } else if (nx_run_program(&m, &prog, &st, &opt, &trace, &why, &err) != 0) {
             cli_message("%s: %s", a->program, err.msg);
-            status = CLI_EXIT_RUNTIME;
+            status = why == NX_RUN_BAD_INPUT ? CLI_EXIT_USAGE : CLI_EXIT_RUNTIME;
         } else {
+            if (trace.race_checked)
+                cli_message("note: race check: no race in %zu log records", trace.sim.log_count);
             status = write_outputs(&prog, a, &st);
         }
+        nx_run_trace_free(&trace);
     }
     if (have_state) nx_state_free(&st);
     nx_program_free(&prog);

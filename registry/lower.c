@@ -65,6 +65,10 @@ void nx_lowerer_free(nx_lowerer *L) {
     free(L);
 }
 
+int nx_lowerer_lookup(const nx_lowerer *L, const char *func_name, nx_kernel_target *out, nx_error *err) {
+    return nx_kernel_lookup(L->reg, L->comps, func_name, out, err);
+}
+
 /* ---- the key ------------------------------------------------------------------ */
 
 static int put(char **s, size_t *len, size_t *cap, const char *text) {

@@ -53,6 +53,10 @@ nx_lowerer *nx_lowerer_new_with(const nx_geometry *geo, const nx_kernel_registry
                                 const nx_composite_table *comps);
 void nx_lowerer_free(nx_lowerer *L);
 
+/* What func_name reaches through L's tables (nx_kernel_lookup): its key,
+ * config, family and rules, before any op is built. */
+int nx_lowerer_lookup(const nx_lowerer *L, const char *func_name, nx_kernel_target *out, nx_error *err);
+
 /* Lowers `op` (checked with nx_macro_op_check) to a program, from the cache
  * or by a new trace. *prog is owned by the lowerer. *grid_out (optional)
  * gets the cores the program runs on. */
