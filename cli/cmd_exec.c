@@ -10,12 +10,12 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "io.h"
 #include "isa/npy.h"
 #include "isa/state.h"
+#include "isa/strbuf.h"
 #include "isa/tensor_random.h"
 #include "options.h"
 #include "outputs.h"
@@ -84,13 +84,9 @@ typedef struct binding {
 typedef struct exec_args {
     const char *program;
     const char *machine;
-    uint64_t seed;
     binding *ins, *outs;
     int n_in, n_out;
-    int functional; /* --functional: nx_exec_program instead of the model */
-    int pe_rtl;     /* --pe rtl: the PE engine runs on the RTL array */
-    const char *vcd; /* --vcd FILE: the RTL waveform (needs --pe rtl) */
-    int race_check;  /* --race-check: check the model's log for races */
+    cli_backend backend; /* seed, --functional, --pe, --vcd, --race-check */
 } exec_args;
 
 /* Splits NAME=FILE in place. */
@@ -110,17 +106,17 @@ static int parse_args(int argc, char **argv, exec_args *a) {
         {"in", required_argument, NULL, 'i'},
         {"out", required_argument, NULL, 'o'},
         {"machine", required_argument, NULL, 'm'},
-        {"seed", required_argument, NULL, 's'},
-        {"functional", no_argument, NULL, 'F'},
-        {"pe", required_argument, NULL, 'P'},
-        {"vcd", required_argument, NULL, 'V'},
-        {"race-check", no_argument, NULL, 'R'},
+        CLI_BACKEND_LONGOPTS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    int c;
+    int c, status = CLI_EXIT_OK;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":i:o:m:s:h", longopts, NULL)) != -1) {
+        if (cli_backend_option("exec", c, optarg, &a->backend, &status)) {
+            if (status != CLI_EXIT_OK) return status;
+            continue;
+        }
         switch (c) {
         case 'i':
             if (split_binding("--in", optarg, &a->ins[a->n_in]) != 0) return CLI_EXIT_USAGE;
@@ -141,29 +137,12 @@ static int parse_args(int argc, char **argv, exec_args *a) {
             a->n_out++;
             break;
         case 'm': a->machine = optarg; break;
-        case 's':
-            if (cli_parse_seed(optarg, &a->seed) != 0)
-                return cli_usage_error("exec", "--seed expects a non-negative integer, got '%s'", optarg);
-            break;
-        case 'F': a->functional = 1; break;
-        case 'P':
-            if (cli_parse_pe(optarg, &a->pe_rtl) != 0)
-                return cli_usage_error("exec", "--pe expects model or rtl, got '%s'", optarg);
-            break;
-        case 'R': a->race_check = 1; break;
-        case 'V':
-            if (optarg[0] == '\0') return cli_usage_error("exec", "--vcd expects a file name");
-            a->vcd = optarg;
-            break;
         case 'h': cmd_exec_help(stdout); return -1;
         default: return cli_option_error("exec", c, argc, argv);
         }
     }
-    if (a->vcd && !a->pe_rtl) return cli_usage_error("exec", "--vcd needs --pe rtl (only the RTL has a waveform)");
-    if (a->pe_rtl && a->functional)
-        return cli_usage_error("exec", "--pe rtl runs on the SystemC model; it cannot be combined with --functional");
-    if (a->race_check && a->functional)
-        return cli_usage_error("exec", "--race-check needs the SystemC model's log: drop --functional");
+    status = cli_backend_validate("exec", &a->backend);
+    if (status != CLI_EXIT_OK) return status;
     if (optind >= argc) return cli_usage_error("exec", "no program given");
     if (argc - optind > 1) return cli_usage_error("exec", "expected one program, got %d", argc - optind);
     a->program = argv[optind];
@@ -207,8 +186,7 @@ static int load_inputs(const nx_program *p, const exec_args *a, nx_state *st) {
             return -1;
         }
     }
-    char note[400] = "";
-    size_t used = 0;
+    nx_strbuf names = NX_STRBUF_INIT;
     int filled = 0;
     for (uint32_t i = 0; i < p->tensor_count; i++) {
         const nx_tensor_decl *t = &p->tensors[i];
@@ -216,18 +194,14 @@ static int load_inputs(const nx_program *p, const exec_args *a, nx_state *st) {
         int given = 0;
         for (int k = 0; k < a->n_in && !given; k++) given = a->ins[k].tensor == (int)i;
         if (given) continue;
-        nx_tensor_fill_random(t, st->hbm + t->offset, a->seed, i);
-        if (used < sizeof note) {
-            int n = snprintf(note + used, sizeof note - used, "%s%s", filled ? ", " : "", t->name);
-            used = n < 0 ? sizeof note : used + (size_t)n;
-        }
+        nx_tensor_fill_random(t, st->hbm + t->offset, a->backend.seed, i);
+        nx_sb_printf(&names, "%s%s", filled ? ", " : "", t->name);
         filled++;
     }
-    if (filled) {
-        if (used >= sizeof note) strcpy(note + sizeof note - 5, "...");
+    if (filled)
         cli_message("note: %s %s not given with --in: filled with pseudo-random values (seed %" PRIu64 ")",
-                    filled == 1 ? "input" : "inputs", note, a->seed);
-    }
+                    filled == 1 ? "input" : "inputs", names.failed ? "..." : nx_sb_str(&names), a->backend.seed);
+    nx_sb_free(&names);
     return 0;
 }
 
@@ -287,13 +261,7 @@ static int run(exec_args *a) {
         have_state = 1;
         /* The SystemC model (sim/model.h) by default, the functional executor
          * with --functional: the same results, the same error messages. */
-        nx_run_options opt = {
-            .backend = a->functional ? NX_RUN_FUNCTIONAL : NX_RUN_MODEL,
-            .pe_rtl = a->pe_rtl,
-            .vcd_path = a->vcd,
-            .race_check = a->race_check,
-            .progress = isatty(2),
-        };
+        nx_run_options opt = cli_backend_run_options(&a->backend);
         nx_run_trace trace;
         memset(&trace, 0, sizeof trace);
         nx_run_failure why = NX_RUN_OK;
@@ -317,7 +285,7 @@ static int run(exec_args *a) {
 int cmd_exec(int argc, char **argv) {
     exec_args a;
     memset(&a, 0, sizeof a);
-    a.seed = 1;
+    a.backend = (cli_backend)CLI_BACKEND_INIT;
     /* At most one binding per argument. */
     a.ins = calloc((size_t)argc, sizeof *a.ins);
     a.outs = calloc((size_t)argc, sizeof *a.outs);

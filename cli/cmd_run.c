@@ -10,7 +10,6 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "options.h"
@@ -88,7 +87,7 @@ void cmd_run_help(FILE *f) {
           f);
 }
 
-enum { OPT_OP = 256, OPT_FUNCTIONAL, OPT_RACE_CHECK, OPT_PE, OPT_VCD };
+enum { OPT_OP = 256 };
 
 static int parse_args(int argc, char **argv, run_args *a) {
     static const struct option longopts[] = {
@@ -100,17 +99,17 @@ static int parse_args(int argc, char **argv, run_args *a) {
         {"profile", required_argument, NULL, 'p'},
         {"check", no_argument, NULL, 'c'},
         {"json", no_argument, NULL, 'j'},
-        {"seed", required_argument, NULL, 's'},
-        {"functional", no_argument, NULL, OPT_FUNCTIONAL},
-        {"race-check", no_argument, NULL, OPT_RACE_CHECK},
-        {"pe", required_argument, NULL, OPT_PE},
-        {"vcd", required_argument, NULL, OPT_VCD},
+        CLI_BACKEND_LONGOPTS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    int c;
+    int c, status = CLI_EXIT_OK;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":i:o:a:m:p:cjs:h", longopts, NULL)) != -1) {
+        if (cli_backend_option("run", c, optarg, &a->backend, &status)) {
+            if (status != CLI_EXIT_OK) return status;
+            continue;
+        }
         switch (c) {
         case 'i': a->ins[a->n_in++] = optarg; break;
         case 'o':
@@ -135,20 +134,6 @@ static int parse_args(int argc, char **argv, run_args *a) {
         case 'p': a->profile = optarg; break;
         case 'c': a->check = 1; break;
         case 'j': a->json = 1; break;
-        case 's':
-            if (cli_parse_seed(optarg, &a->seed) != 0)
-                return cli_usage_error("run", "--seed expects a non-negative integer, got '%s'", optarg);
-            break;
-        case OPT_FUNCTIONAL: a->functional = 1; break;
-        case OPT_RACE_CHECK: a->race_check = 1; break;
-        case OPT_PE:
-            if (cli_parse_pe(optarg, &a->pe_rtl) != 0)
-                return cli_usage_error("run", "--pe expects model or rtl, got '%s'", optarg);
-            break;
-        case OPT_VCD:
-            if (optarg[0] == '\0') return cli_usage_error("run", "--vcd expects a file name");
-            a->vcd = optarg;
-            break;
         case 'h': cmd_run_help(stdout); return -1;
         default: return cli_option_error("run", c, argc, argv);
         }
@@ -162,17 +147,14 @@ static int parse_args(int argc, char **argv, run_args *a) {
             return cli_usage_error("run", "--op describes operands, results and attributes: "
                                           "-i, -o and -a cannot be combined with it");
     } else {
-        if (positional == 0) return cli_usage_error("run", "no kernel given (a registry key, see 'nxsim list')");
+        if (positional == 0) return cli_usage_error("run", "no kernel given (a registry key, see 'nxsim list', or a composite, see 'nxsim kernels')");
         if (positional > 1) return cli_usage_error("run", "expected one kernel, got %d arguments", positional);
         a->key = argv[optind];
     }
-    if (a->functional && a->profile)
+    if (a->backend.functional && a->profile)
         return cli_usage_error("run", "--profile needs the SystemC model: drop --functional");
-    if (a->functional && a->race_check)
-        return cli_usage_error("run", "--race-check needs the SystemC model's log: drop --functional");
-    if (a->functional && a->pe_rtl)
-        return cli_usage_error("run", "--pe rtl runs on the SystemC model; it cannot be combined with --functional");
-    if (a->vcd && !a->pe_rtl) return cli_usage_error("run", "--vcd needs --pe rtl (only the RTL has a waveform)");
+    status = cli_backend_validate("run", &a->backend);
+    if (status != CLI_EXIT_OK) return status;
     if (a->n_in > NX_OP_MAX_TENSORS || a->n_out > NX_OP_MAX_TENSORS)
         return cli_usage_error("run", "at most %d operands and %d results", NX_OP_MAX_TENSORS,
                                NX_OP_MAX_TENSORS);
@@ -244,16 +226,9 @@ static int execute(const run_args *a, const nx_kernel_registry *reg, const nx_co
     if (status == CLI_EXIT_OK) {
         const void *inputs[NX_OP_MAX_TENSORS] = {0};
         for (uint32_t i = 0; i < r.op.n_operands; i++) inputs[i] = r.in[i].data;
-        nx_run_options opt = {
-            .backend = a->functional ? NX_RUN_FUNCTIONAL : NX_RUN_MODEL,
-            .pe_rtl = a->pe_rtl,
-            .vcd_path = a->vcd,
-            .keep_log = a->profile != NULL,
-            .race_check = a->race_check,
-            .check = a->check,
-            .seed = a->seed,
-            .progress = isatty(2),
-        };
+        nx_run_options opt = cli_backend_run_options(&a->backend);
+        opt.keep_log = a->profile != NULL;
+        opt.check = a->check;
         if (nx_run_op(L, &m, &r.op, inputs, &opt, &res, &err) != 0) {
             cli_message("%s", err.msg);
             status = exit_status(res.failure);
@@ -270,7 +245,7 @@ static int execute(const run_args *a, const nx_kernel_registry *reg, const nx_co
 int cli_run_with(int argc, char **argv, const nx_kernel_registry *reg, const nx_composite_table *comps) {
     run_args a;
     memset(&a, 0, sizeof a);
-    a.seed = 1;
+    a.backend = (cli_backend)CLI_BACKEND_INIT;
     a.ins = calloc((size_t)argc, sizeof *a.ins);
     a.outs = calloc((size_t)argc, sizeof *a.outs);
     a.attrs = calloc((size_t)argc, sizeof *a.attrs);

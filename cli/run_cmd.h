@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "isa/npy.h"
+#include "options.h"
 #include "registry/composites.h"
 #include "registry/lower.h"
 #include "registry/macro_op.h"
@@ -21,9 +22,8 @@ typedef struct run_args {
     const char **ins, **outs;
     char **attrs; /* NAME=JSON, the '=' replaced by NUL */
     int n_in, n_out, n_attr;
-    int check, json, functional, race_check, pe_rtl;
-    const char *vcd;
-    uint64_t seed;
+    int check, json;
+    cli_backend backend; /* seed, --functional, --pe, --vcd, --race-check */
 } run_args;
 
 /* The op being run and where its tensors come from / go to. */

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "isa/strbuf.h"
+
 /* The seed's _INTERNAL_KERNEL_REGISTRY: storage for the live table, written
  * exactly once by build_live_table() under pthread_once and read-only after.
  * Sized by the catalogue: registry/catalog.c does not compile unless it has
@@ -50,35 +52,29 @@ const nx_registry_entry *nx_registry_get(const nx_kernel_registry *reg, const ch
 }
 
 /* Python's repr of a str: single quotes unless the text holds a ' and no ". */
-static size_t py_str_repr(char *buf, size_t len, const char *s) {
+static void py_str_repr(nx_strbuf *b, const char *s) {
     char q = strchr(s, '\'') && !strchr(s, '"') ? '"' : '\'';
-    size_t n = 0;
-#define PUT(c)                          \
-    do {                                \
-        if (n + 1 < len) buf[n] = (c);  \
-        n++;                            \
-    } while (0)
-    PUT(q);
+    nx_sb_putc(b, q);
     for (const char *p = s; *p; p++) {
-        if (*p == q || *p == '\\') PUT('\\');
-        PUT(*p);
+        if (*p == q || *p == '\\') nx_sb_putc(b, '\\');
+        nx_sb_putc(b, *p);
     }
-    PUT(q);
-#undef PUT
-    if (len) buf[n < len ? n : len - 1] = '\0';
-    return n;
+    nx_sb_putc(b, q);
 }
 
 void nx_registry_keys_repr(const nx_kernel_registry *reg, char *buf, size_t len) {
     if (!reg) reg = nx_get_internal_kernel_registry();
     if (len == 0) return;
-    size_t n = (size_t)snprintf(buf, len, "dict_keys([");
-    for (uint32_t i = 0; i < reg->count && n < len; i++) {
-        if (i) n += (size_t)snprintf(buf + n, len - n, ", ");
-        if (n < len) n += py_str_repr(buf + n, len - n, reg->entries[i].key);
+    nx_strbuf b = NX_STRBUF_INIT;
+    nx_sb_puts(&b, "dict_keys([");
+    for (uint32_t i = 0; i < reg->count; i++) {
+        if (i) nx_sb_puts(&b, ", ");
+        py_str_repr(&b, reg->entries[i].key);
     }
-    if (n < len) n += (size_t)snprintf(buf + n, len - n, "])");
-    if (n >= len && len > 4) strcpy(buf + len - 4, "...");
+    nx_sb_puts(&b, "])");
+    snprintf(buf, len, "%s", b.failed ? "dict_keys(...)" : nx_sb_str(&b));
+    if (!b.failed && b.len >= len && len > 4) strcpy(buf + len - 4, "...");
+    nx_sb_free(&b);
 }
 
 int nx_registry_miss(const nx_kernel_registry *reg, const char *func_name, nx_error *err) {

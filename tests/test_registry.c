@@ -614,6 +614,42 @@ static void test_attr_json_int_float_nested(void **state) {
     nx_value_free(&v);
 }
 
+/* One JSON number policy (isa/json_write.h): JSON documents spell a
+ * non-finite float as null, the canonical cache-key text keeps NaN and
+ * infinities apart from null, and reading refuses a number beyond the
+ * double range instead of turning it into an infinity. */
+static void test_json_non_finite_policy(void **state) {
+    (void)state;
+    nx_error err;
+    nx_value v = nx_value_float(NAN);
+    char *j = nx_value_to_json(&v);
+    assert_string_equal(j, "null");
+    free(j);
+    nx_attrs a, b;
+    nx_attrs_init(&a);
+    nx_attrs_init(&b);
+    assert_int_equal(nx_attrs_set(&a, "x", &v, &err), 0);
+    nx_value inf = nx_value_float(-INFINITY);
+    assert_int_equal(nx_attrs_set(&a, "y", &inf, &err), 0);
+    nx_value none;
+    memset(&none, 0, sizeof none);
+    assert_int_equal(nx_attrs_set(&b, "x", &none, &err), 0);
+    j = nx_attrs_to_json(&a);
+    assert_string_equal(j, "{\"x\": null, \"y\": null}");
+    free(j);
+    char *ca = nx_attrs_canonical(&a), *cb = nx_attrs_canonical(&b);
+    assert_string_equal(ca, "{\"x\":NaN,\"y\":-Infinity}");
+    assert_string_equal(cb, "{\"x\":null}");
+    free(ca);
+    free(cb);
+    nx_attrs_free(&a);
+    nx_attrs_free(&b);
+    assert_int_equal(nx_value_parse("-a big", "[1e999]", &v, &err), -1);
+    assert_string_equal(err.msg, "-a big[0]: number outside the double range");
+    assert_int_equal(nx_value_parse("-a big", "-1e400", &v, &err), -1);
+    assert_string_equal(err.msg, "-a big: number outside the double range");
+}
+
 static void test_canonical_attrs(void **state) {
     (void)state;
     nx_error err;
@@ -747,6 +783,7 @@ int main(void) {
         cmocka_unit_test(test_topk_mapping),
         cmocka_unit_test(test_inventory),
         cmocka_unit_test(test_attr_json_int_float_nested),
+        cmocka_unit_test(test_json_non_finite_policy),
         cmocka_unit_test(test_canonical_attrs),
         cmocka_unit_test(test_op_json_round_trip_and_errors),
     };
