@@ -115,7 +115,7 @@ void nx_registry_keys_repr(const nx_kernel_registry *reg, char *buf, size_t len)
  * test leaves (and a driver can be given one: registry/lower.h). */
 void nx_registry_filter_live(const nx_kernel_registry *cat, nx_registry_entry *out, uint32_t *count);
 
-/* ---- the kernel inventory (`nxsim kernels`, seed 003's tiers) ------------- */
+/* ---- the kernel inventory (`nxsim kernels`, docs/parts/registry.md) ------- */
 
 typedef enum nx_kernel_tier {
     NX_TIER_REFERENCE = 0, /* kernels/ref: readable plain-C references (oracles) */

@@ -1,4 +1,4 @@
-/* The internal kernel registry (KERNELS.md section 1, seed 000): the 13 seed
+/* The internal kernel registry (docs/parts/registry.md): the 13 seed
  * entries and their configs against the seed's builder listing written out
  * by hand below, every transcription trap, the live table (once-only build
  * under racing threads, same pointer), the exact miss text, the three live
@@ -22,7 +22,7 @@
 #include "registry/registry.h"
 #include "registry/topk_methods.h"
 
-/* ---- the seed's listing, copied from KERNELS.md section 1 ------------------ */
+/* ---- the seed's listing, copied from docs/parts/registry.md --------------- */
 
 enum { B_NONE, B_ATTRS, B_CONV_OUT, B_RESIZE };
 typedef struct expected_entry {

@@ -67,6 +67,14 @@ static void test_transposes_on_both_backends(void **state) {
         assert_ptr_equal(func.prog, model.prog);
         assert_memory_equal(func.results[0], model.results[0], 512 * 384 * 4);
         nx_run_result_free(&func);
+        /* and traced on one core instead of the grid (opt.grid): a new trace */
+        opt.grid = 1;
+        if (nx_run_op(L, &m, &op, NULL, &opt, &func, &err) != 0) fail_msg("%s", err.msg);
+        assert_int_equal(func.grid, 1);
+        assert_int_equal(func.prog->cores, 1);
+        assert_int_equal(func.new_traces, 2);
+        assert_memory_equal(func.results[0], model.results[0], 512 * 384 * 4);
+        nx_run_result_free(&func);
         nx_run_result_free(&model);
         nx_lowerer_free(L);
         nx_macro_op_free(&op);

@@ -56,6 +56,8 @@ typedef struct nx_run_options {
     int race_check;       /* model: check the log for races (implies keep_log); a race
                            * fails the run with NX_RUN_RACE */
     int check;            /* nx_run_op: compare every result with the reference */
+    uint32_t grid;        /* nx_run_op: 0 = the kernel's own grid; 1 or 2 = trace on that
+                           * many cores instead (nx_lower_on_grid; benches compare them) */
     uint64_t seed;        /* nx_run_op: operands without bytes get pseudo-random values */
     int progress;         /* model: progress on stderr (callers pass isatty(2)) */
 } nx_run_options;
