@@ -86,21 +86,25 @@ static int put_summary_json(nx_strbuf *b, const nx_machine *m, const nx_program 
     return 0;
 }
 
+/* , "key": value */
+static void put_number(nx_strbuf *b, const char *key, double v) {
+    nx_sb_puts(b, ", ");
+    nx_json_string(b, key);
+    nx_sb_puts(b, ": ");
+    nx_json_double(b, v);
+}
+
 static void put_check(nx_strbuf *b, const nx_run_result *res, uint32_t j) {
     const nx_check_result *c = &res->check[j];
     const nx_tolerance *t = &res->tolerance[j];
     nx_sb_puts(b, ", \"check\": {\"reference\": ");
     nx_json_string(b, res->target.rules->reference_name);
-    nx_sb_puts(b, ", \"max_abs_error\": ");
-    nx_json_double(b, c->max_abs);
-    nx_sb_puts(b, ", \"max_rel_error\": ");
-    nx_json_double(b, c->max_rel);
+    put_number(b, "max_abs_error", c->max_abs);
+    put_number(b, "max_rel_error", c->max_rel);
     nx_sb_puts(b, ", \"tolerance\": ");
     nx_json_string(b, t->text);
-    nx_sb_puts(b, ", \"tolerance_abs\": ");
-    nx_json_double(b, t->abs);
-    nx_sb_puts(b, ", \"tolerance_rel\": ");
-    nx_json_double(b, t->rel);
+    put_number(b, "tolerance_abs", t->abs);
+    put_number(b, "tolerance_rel", t->rel);
     nx_sb_puts(b, ", \"mismatches\": ");
     nx_json_uint(b, c->bad);
     nx_sb_puts(b, c->bad ? ", \"ok\": false}" : ", \"ok\": true}");

@@ -37,34 +37,33 @@ int nx_value_copy(nx_value *dst, const nx_value *src, nx_error *err) {
     return 0;
 }
 
-nx_value nx_value_int(int64_t i) {
+static nx_value scalar(nx_value_kind kind) {
     nx_value v;
     memset(&v, 0, sizeof v);
-    v.kind = NX_VAL_INT;
+    v.kind = kind;
+    return v;
+}
+
+nx_value nx_value_int(int64_t i) {
+    nx_value v = scalar(NX_VAL_INT);
     v.i = i;
     return v;
 }
 
 nx_value nx_value_float(double f) {
-    nx_value v;
-    memset(&v, 0, sizeof v);
-    v.kind = NX_VAL_FLOAT;
+    nx_value v = scalar(NX_VAL_FLOAT);
     v.f = f;
     return v;
 }
 
 nx_value nx_value_bool(int b) {
-    nx_value v;
-    memset(&v, 0, sizeof v);
-    v.kind = NX_VAL_BOOL;
+    nx_value v = scalar(NX_VAL_BOOL);
     v.i = b != 0;
     return v;
 }
 
 int nx_value_int_list(nx_value *out, const uint64_t *items, uint32_t count, nx_error *err) {
-    nx_value v;
-    memset(&v, 0, sizeof v);
-    v.kind = NX_VAL_LIST;
+    nx_value v = scalar(NX_VAL_LIST);
     if (count > 0) {
         v.items = calloc(count, sizeof *v.items);
         if (!v.items) return nx_fail(err, "out of memory building an attribute list");

@@ -6,39 +6,41 @@
 #include "isa/builder.h"
 #include "kernels/author.h"
 
-/* This program's contiguous rows of operand 0 as one HBM access pattern. */
-static void share(struct nx_kctx *k, const nx_tensor_ref *t, nx_operand *ap, uint64_t *rows_out) {
+/* This program's contiguous rows of tensor t as one HBM access pattern. */
+static nx_operand share(struct nx_kctx *k, const nx_tensor_ref *t, uint64_t *rows_out) {
     uint64_t rows = t->shape[0], cols = 1;
     for (uint32_t d = 1; d < t->ndims; d++) cols *= t->shape[d];
     uint64_t lo, hi;
     nx_kctx_rows(k, rows, &lo, &hi);
     *rows_out = hi - lo;
-    *ap = nx_ap_hbm_rows(t->dtype, t->hbm_offset + lo * cols * nx_dtype_size(t->dtype), (uint32_t)(hi - lo),
-                         (int32_t)cols, (uint32_t)cols);
+    return nx_ap_hbm_rows(t->dtype, t->hbm_offset + lo * cols * nx_dtype_size(t->dtype), (uint32_t)(hi - lo),
+                          (int32_t)cols, (uint32_t)cols);
+}
+
+/* The program's share of operand 0 (src) and of result 0 (dst); its rows. */
+static uint64_t endpoints(struct nx_kctx *k, const nx_kernel_call *call, nx_operand *src, nx_operand *dst) {
+    uint64_t rows;
+    *src = share(k, &call->args[0], &rows);
+    *dst = share(k, &call->args[call->n_inputs], &rows);
+    return rows;
 }
 
 static int synced_copy(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
-    const nx_tensor_ref *x = &call->args[0], *y = &call->args[call->n_inputs];
     nx_operand src, dst;
-    uint64_t rows;
-    share(k, x, &src, &rows);
-    share(k, y, &dst, &rows);
+    uint64_t rows = endpoints(k, call, &src, &dst);
     if (rows == 0) return 0;
-    uint64_t cols = nx_operand_free_elems(&src);
     nx_tile t;
-    if (nx_kctx_alloc(k, NX_OPK_SBUF, "copy", x->dtype, (uint32_t)rows, cols, &t, err) != 0) return -1;
+    if (nx_kctx_alloc(k, NX_OPK_SBUF, "copy", call->args[0].dtype, (uint32_t)rows, nx_operand_free_elems(&src),
+                      &t, err) != 0)
+        return -1;
     nx_operand tile = nx_tile_ap(&t);
     if (nx_kctx_dma(k, &tile, &src, err) != 0) return -1;
     return nx_kctx_dma(k, &dst, &tile, err);
 }
 
 static int racy_copy(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
-    const nx_tensor_ref *x = &call->args[0], *y = &call->args[call->n_inputs];
     nx_operand src, dst;
-    uint64_t rows;
-    share(k, x, &src, &rows);
-    share(k, y, &dst, &rows);
-    if (rows == 0) return 0;
+    if (endpoints(k, call, &src, &dst) == 0) return 0;
     for (int queue = 0; queue < 2; queue++) {
         nx_insn i = nx_insn_make(NX_OP_DMA_COPY);
         i.op[0] = dst;

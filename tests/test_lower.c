@@ -25,23 +25,33 @@
 
 /* ---- test leaves ---------------------------------------------------------------- */
 
-/* Copies operand 0 to result 0 through SBUF; program p of n takes its
- * contiguous share of the rows (nx_kctx_rows), so the output is complete
- * only if every program of the grid was traced. */
-static int leaf_copy_rows(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
+/* This program's contiguous share [lo, hi) of operand 0's rows (nx_kctx_rows)
+ * as HBM access patterns of operand 0 (src) and result 0 (dst); its rows. */
+static uint64_t row_share(struct nx_kctx *k, const nx_kernel_call *call, nx_operand *src, nx_operand *dst,
+                          uint64_t *cols_out) {
     const nx_tensor_ref *x = &call->args[0], *y = &call->args[call->n_inputs];
     uint64_t rows = x->shape[0], cols = 1;
     for (uint32_t d = 1; d < x->ndims; d++) cols *= x->shape[d];
     uint64_t lo, hi;
     nx_kctx_rows(k, rows, &lo, &hi);
-    if (hi <= lo) return 0;
     size_t es = nx_dtype_size(x->dtype);
+    *src = nx_ap_hbm_rows(x->dtype, x->hbm_offset + lo * cols * es, (uint32_t)(hi - lo), (int32_t)cols,
+                          (uint32_t)cols);
+    *dst = nx_ap_hbm_rows(y->dtype, y->hbm_offset + lo * cols * es, (uint32_t)(hi - lo), (int32_t)cols,
+                          (uint32_t)cols);
+    *cols_out = cols;
+    return hi > lo ? hi - lo : 0;
+}
+
+/* Copies operand 0 to result 0 through SBUF; program p of n takes its
+ * contiguous share of the rows, so the output is complete only if every
+ * program of the grid was traced. */
+static int leaf_copy_rows(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
+    nx_operand src, dst;
+    uint64_t cols, rows = row_share(k, call, &src, &dst, &cols);
+    if (rows == 0) return 0;
     nx_tile t;
-    if (nx_kctx_alloc(k, NX_OPK_SBUF, "rows", x->dtype, (uint32_t)(hi - lo), cols, &t, err) != 0) return -1;
-    nx_operand src = nx_ap_hbm_rows(x->dtype, x->hbm_offset + lo * cols * es, (uint32_t)(hi - lo),
-                                    (int32_t)cols, (uint32_t)cols);
-    nx_operand dst = nx_ap_hbm_rows(y->dtype, y->hbm_offset + lo * cols * es, (uint32_t)(hi - lo),
-                                    (int32_t)cols, (uint32_t)cols);
+    if (nx_kctx_alloc(k, NX_OPK_SBUF, "rows", call->args[0].dtype, (uint32_t)rows, cols, &t, err) != 0) return -1;
     nx_operand tile = nx_tile_ap(&t);
     if (nx_kctx_dma(k, &tile, &src, err) != 0) return -1;
     return nx_kctx_dma(k, &dst, &tile, err);
@@ -243,17 +253,9 @@ static void test_grid_programs_cover_all_rows(void **state) {
  * round trip of copy_rows; "direct": one HBM -> HBM DMA of this program's
  * rows). Both copy operand 0 to result 0. */
 static int leaf_copy_direct(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
-    const nx_tensor_ref *x = &call->args[0], *y = &call->args[call->n_inputs];
-    uint64_t rows = x->shape[0], cols = 1;
-    for (uint32_t d = 1; d < x->ndims; d++) cols *= x->shape[d];
-    uint64_t lo, hi;
-    nx_kctx_rows(k, rows, &lo, &hi);
-    if (hi <= lo) return 0;
-    size_t es = nx_dtype_size(x->dtype);
-    nx_operand src = nx_ap_hbm_rows(x->dtype, x->hbm_offset + lo * cols * es, (uint32_t)(hi - lo),
-                                    (int32_t)cols, (uint32_t)cols);
-    nx_operand dst = nx_ap_hbm_rows(y->dtype, y->hbm_offset + lo * cols * es, (uint32_t)(hi - lo),
-                                    (int32_t)cols, (uint32_t)cols);
+    nx_operand src, dst;
+    uint64_t cols;
+    if (row_share(k, call, &src, &dst, &cols) == 0) return 0;
     return nx_kctx_dma(k, &dst, &src, err);
 }
 
