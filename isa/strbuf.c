@@ -27,7 +27,7 @@ static int reserve(nx_strbuf *b, size_t n) {
     return 0;
 }
 
-void nx_sb_append(nx_strbuf *b, const void *data, size_t n) {
+void nx_sb_append_grow(nx_strbuf *b, const void *data, size_t n) {
     if (reserve(b, n) != 0) return;
     if (n) memcpy(b->s + b->len, data, n);
     b->len += n;

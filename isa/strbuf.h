@@ -12,6 +12,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <string.h>
 
 typedef struct nx_strbuf {
     char *s;
@@ -22,7 +23,18 @@ typedef struct nx_strbuf {
 
 #define NX_STRBUF_INIT {NULL, 0, 0, 0}
 
-void nx_sb_append(nx_strbuf *b, const void *data, size_t n);
+/* Appends n bytes. Inline when they fit (the hot path of the profile
+ * writer); nx_sb_append_grow makes room otherwise. */
+void nx_sb_append_grow(nx_strbuf *b, const void *data, size_t n);
+static inline void nx_sb_append(nx_strbuf *b, const void *data, size_t n) {
+    if (b->s && !b->failed && b->cap - b->len > n) {
+        memcpy(b->s + b->len, data, n);
+        b->len += n;
+        b->s[b->len] = '\0';
+        return;
+    }
+    nx_sb_append_grow(b, data, n);
+}
 void nx_sb_puts(nx_strbuf *b, const char *text);
 void nx_sb_putc(nx_strbuf *b, char c);
 /* Any length (formats twice when the first try does not fit). */
