@@ -2,7 +2,8 @@
  * Conv1d_depthwise_bf01_oi01_bf01 (#6), conv2d_column_packing_1 (#9) and
  * conv2d_depthwise_f01b_o01i_bf01 (#11). Result shape, reference and the
  * conv attributes are the shared conv rules (registry/conv_rules.h) bound
- * to each key's labels; the default op of `nxsim run KEY` and the
+ * to each key's labels (an absent feature_group_count is taken as C: the
+ * key names a depthwise conv); the default op of `nxsim run KEY` and the
  * tolerance are the key's own.
  *
  * Tolerance (units of eps(result dtype) x max(1, |ref|), registry/rules.h):
@@ -67,10 +68,25 @@ static int set_groups(nx_macro_op *op, int64_t c, nx_error *err) {
     return nx_attrs_set(&op->attrs, NX_CONV_ATTR_FEATURE_GROUPS, &v, err);
 }
 
+/* The key names a depthwise conv, so an absent feature_group_count means
+ * C (operand 0's feature dim); an explicit other value stays, and the leaf
+ * refuses it. */
+static int dw_infer(nx_macro_op *op, const char *labels, const char *const *names, nx_error *err) {
+    const nx_value *g = nx_attrs_get(&op->attrs, NX_CONV_ATTR_FEATURE_GROUPS);
+    if ((!g || g->kind == NX_VAL_NONE) && op->n_operands >= 1) {
+        nx_conv_layout L;
+        if (nx_conv_layout_parse(labels, &L, err) != 0) return -1;
+        if (op->operands[0].ndims == L.spatial + 2 &&
+            set_groups(op, (int64_t)op->operands[0].shape[L.lhs_feature], err) != 0)
+            return -1;
+    }
+    return nx_conv_rule_infer(op, labels, names, err);
+}
+
 /* ---- #6 Conv1d_depthwise_bf01_oi01_bf01 ---- */
 
 static int c1d_infer(nx_macro_op *op, const char *const *names, nx_error *err) {
-    return nx_conv_rule_infer(op, C1D_LABELS, names, err);
+    return dw_infer(op, C1D_LABELS, names, err);
 }
 
 static int c1d_reference(const nx_macro_op *op, const void *const *in, void *const *out, nx_error *err) {
@@ -93,7 +109,7 @@ static int c1d_default(nx_macro_op *op, nx_error *err) {
 /* ---- #9 conv2d_column_packing_1 ---- */
 
 static int cp1_infer(nx_macro_op *op, const char *const *names, nx_error *err) {
-    return nx_conv_rule_infer(op, CP1_LABELS, names, err);
+    return dw_infer(op, CP1_LABELS, names, err);
 }
 
 static int cp1_reference(const nx_macro_op *op, const void *const *in, void *const *out, nx_error *err) {
@@ -115,7 +131,7 @@ static int cp1_default(nx_macro_op *op, nx_error *err) {
 /* ---- #11 conv2d_depthwise_f01b_o01i_bf01 ---- */
 
 static int f01b_infer(nx_macro_op *op, const char *const *names, nx_error *err) {
-    return nx_conv_rule_infer(op, F01B_LABELS, names, err);
+    return dw_infer(op, F01B_LABELS, names, err);
 }
 
 static int f01b_reference(const nx_macro_op *op, const void *const *in, void *const *out, nx_error *err) {
