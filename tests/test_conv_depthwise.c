@@ -25,6 +25,8 @@
 
 #include "conv_check.h"
 #include "kernels/conv/depthwise.h"
+#include "registry/macro_op.h"
+#include "registry/registry.h"
 #include "support.h"
 
 typedef struct dw_leaf {
@@ -389,6 +391,83 @@ static void test_trn1(void **state) {
     check_case_on("trn1", &F01B, &k, 702, 1);
 }
 
+/* ---- the registry rules (registry/families/conv_depthwise.c) ---- */
+
+static const nx_op_rules *rules_of(const char *key) {
+    const nx_registry_entry *e = nx_registry_get(nx_get_internal_kernel_registry(), key);
+    assert_non_null(e);
+    assert_non_null(e->rules);
+    return e->rules;
+}
+
+static void test_rules(void **state) {
+    (void)state;
+    /* the default ops: their result shapes and tolerances */
+    static const struct {
+        const char *key;
+        uint64_t out[4];
+        const char *tol;
+    } defaults[] = {
+        {"Conv1d_depthwise_bf01_oi01_bf01", {2, 160, 1, 300}, "9 x eps(fp32)"},
+        {"conv2d_column_packing_1", {1, 48, 28, 28}, "28 x eps(fp32)"},
+        {"conv2d_depthwise_f01b_o01i_bf01", {2, 40, 28, 28}, "28 x eps(fp32)"},
+    };
+    nx_error err;
+    for (int i = 0; i < 3; i++) {
+        const nx_op_rules *r = rules_of(defaults[i].key);
+        nx_macro_op op;
+        nx_macro_op_init(&op);
+        assert_int_equal(nx_macro_op_set_func_name(&op, defaults[i].key, &err), 0);
+        assert_int_equal(r->default_op(&op, &err), 0);
+        if (r->infer_results(&op, NULL, &err) != 0) fail_msg("%s: %s", defaults[i].key, err.msg);
+        assert_int_equal(op.n_results, 1);
+        assert_int_equal(op.results[0].ndims, 4);
+        assert_memory_equal(op.results[0].shape, defaults[i].out, sizeof defaults[i].out);
+        nx_tolerance t;
+        assert_int_equal(nx_op_rules_tolerance(r, &op, 0, &t, &err), 0);
+        assert_string_equal(t.text, defaults[i].tol);
+        nx_macro_op_free(&op);
+    }
+    /* an absent feature_group_count is C; an explicit 1 is kept (and refused) */
+    const nx_op_rules *r = rules_of("conv2d_column_packing_1");
+    static const uint64_t img[4] = {1, 8, 10, 10}, filt[4] = {8, 1, 3, 3}, want[4] = {1, 8, 8, 8};
+    nx_macro_op op;
+    nx_macro_op_init(&op);
+    assert_int_equal(nx_macro_op_set_func_name(&op, "conv2d_column_packing_1", &err), 0);
+    assert_int_equal(nx_macro_op_add_operand(&op, "img", NX_DT_BF16, 4, img, &err), 0);
+    assert_int_equal(nx_macro_op_add_operand(&op, "filt", NX_DT_BF16, 4, filt, &err), 0);
+    assert_int_equal(r->infer_results(&op, NULL, &err), 0);
+    assert_memory_equal(op.results[0].shape, want, sizeof want);
+    const nx_value *g = nx_attrs_get(&op.attrs, "feature_group_count");
+    assert_non_null(g);
+    assert_int_equal(g->i, 8);
+    nx_tolerance t;
+    assert_int_equal(nx_op_rules_tolerance(r, &op, 0, &t, &err), 0);
+    assert_string_equal(t.text, "1.00041 x eps(bf16)");
+    nx_macro_op_free(&op);
+    nx_macro_op_init(&op);
+    assert_int_equal(nx_macro_op_set_func_name(&op, "conv2d_column_packing_1", &err), 0);
+    assert_int_equal(nx_macro_op_add_operand(&op, "img", NX_DT_FP32, 4, img, &err), 0);
+    assert_int_equal(nx_macro_op_add_operand(&op, "filt", NX_DT_FP32, 4, filt, &err), 0);
+    nx_value one = nx_value_int(1);
+    assert_int_equal(nx_attrs_set(&op.attrs, "feature_group_count", &one, &err), 0);
+    assert_int_equal(r->infer_results(&op, NULL, &err), -1);
+    assert_string_equal(err.msg, "operand 1 (filt): dim 1 (i) is 1 but operand 0 (img) features 8 / "
+                                 "feature_group_count 1 = 8");
+    nx_macro_op_free(&op);
+    /* f01b's bf16 products widen its tolerance by sqrt(K) */
+    r = rules_of("conv2d_depthwise_f01b_o01i_bf01");
+    static const uint64_t img2[4] = {8, 10, 10, 1}, filt2[4] = {8, 3, 3, 1};
+    nx_macro_op_init(&op);
+    assert_int_equal(nx_macro_op_set_func_name(&op, "conv2d_depthwise_f01b_o01i_bf01", &err), 0);
+    assert_int_equal(nx_macro_op_add_operand(&op, "img", NX_DT_BF16, 4, img2, &err), 0);
+    assert_int_equal(nx_macro_op_add_operand(&op, "filt", NX_DT_BF16, 4, filt2, &err), 0);
+    assert_int_equal(r->infer_results(&op, NULL, &err), 0);
+    assert_int_equal(nx_op_rules_tolerance(r, &op, 0, &t, &err), 0);
+    assert_string_equal(t.text, "4.00041 x eps(bf16)");
+    nx_macro_op_free(&op);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv1d_shapes),
@@ -404,6 +483,7 @@ int main(void) {
         cmocka_unit_test(test_f01b_random),
         cmocka_unit_test(test_f01b_refusals),
         cmocka_unit_test(test_trn1),
+        cmocka_unit_test(test_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
