@@ -370,6 +370,11 @@ static void test_cp1_refusals(void **state) {
                    "conv2d_column_packing_1: operand 0 (img): batch 2 is not supported (this leaf takes N = 1; "
                    "conv2d_depthwise_f01b_o01i_bf01 takes any batch)");
     k = c2(NX_DT_FP32, 1, 4, 5, 5, 3, 3, 1, 1);
+    k.stride[0] = 1ll << 30;
+    expect_refusal(&CP1, &k,
+                   "conv2d_column_packing_1: attributes stride=[1073741824,1], lhs_dilation=[1,1], "
+                   "rhs_dilation=[1,1] with operand 0 (img) need access-pattern strides beyond 32 bits");
+    k = c2(NX_DT_FP32, 1, 4, 5, 5, 3, 3, 1, 1);
     k.lhs[0] = 2;
     expect_refusal(&CP1, &k,
                    "conv2d_column_packing_1: attribute lhs_dilation=[2,1] is not supported (this leaf takes "

@@ -225,6 +225,8 @@ int conv1d_depthwise_bf01_oi01_bf01(struct nx_kctx *k, const nx_kernel_call *cal
     if (aw->in > INT32_MAX || aw->out > INT32_MAX || (uint64_t)aw->k * p.filt_stride[3] > INT32_MAX)
         return nx_fail(err, "%s: operand 0 (%s): rows of %lld elements exceed 32-bit access-pattern strides", LEAF,
                        p.img->name, (long long)aw->in);
+    uint64_t spans[2] = {(uint64_t)aw->stride, (uint64_t)aw->rhs_dil * (uint64_t)aw->k};
+    if (nx_dw_check_strides(&p, spans, 2, err) != 0) return -1;
     const nx_geometry *geo = nx_kctx_geometry(k);
     c1_state s = {0};
     s.k = k;

@@ -514,6 +514,9 @@ int conv2d_column_packing_1(struct nx_kctx *k, const nx_kernel_call *call, nx_er
     s.banks = banks / 2 < 1 ? 1 : banks / 2 > 4 ? 4 : banks / 2;
     uint32_t cp_max = (uint32_t)min64(s.C, cmax);
     make_plan(&s, cp_max);
+    uint64_t spans[3] = {(uint64_t)s.plan.G * (uint64_t)s.sy * (uint64_t)s.W, (uint64_t)s.sx,
+                         (uint64_t)s.KH * (uint64_t)s.rdy * (uint64_t)s.W};
+    if (nx_dw_check_strides(&p, spans, 3, err) != 0) return -1;
     if (cp_size(&s, err) != 0) return -1;
     const cp_plan big = s.plan;
 

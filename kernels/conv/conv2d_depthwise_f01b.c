@@ -381,6 +381,10 @@ int conv2d_depthwise_f01b_o01i_bf01(struct nx_kctx *k, const nx_kernel_call *cal
     if (big > INT32_MAX || (uint64_t)s.OH * (uint64_t)s.OW * (uint64_t)s.N * (uint64_t)s.C > INT32_MAX)
         return nx_fail(err, "%s: operand 0 (%s): %llu elements per channel exceed 32-bit access-pattern strides", LEAF,
                        p.img->name, (unsigned long long)big);
+    uint64_t spans[4] = {(uint64_t)p.ax[0].stride * (uint64_t)s.W * (uint64_t)s.N,
+                         (uint64_t)p.ax[1].stride * (uint64_t)s.N,
+                         (uint64_t)p.ax[0].lhs_dil * s.geo->psum_bank_bytes, (uint64_t)p.ax[1].lhs_dil * s.geo->psum_bank_bytes};
+    if (nx_dw_check_strides(&p, spans, 4, err) != 0) return -1;
     const nx_geometry *geo = s.geo;
     uint32_t P = geo->partitions < geo->pe_rows ? geo->partitions : geo->pe_rows;
     if (geo->pe_cols < P) P = geo->pe_cols;

@@ -160,6 +160,20 @@ int nx_dw_prepare(const char *leaf, const nx_kernel_call *call, const char *labe
     return 0;
 }
 
+int nx_dw_check_strides(const nx_dw_problem *p, const uint64_t *spans, uint32_t n, nx_error *err) {
+    for (uint32_t i = 0; i < n; i++)
+        if (spans[i] > INT32_MAX) {
+            char st[64], ld[64], rd[64];
+            nx_conv_format_attr(&p->params, NX_CONV_STRIDE, st, sizeof st);
+            nx_conv_format_attr(&p->params, NX_CONV_LHS_DILATION, ld, sizeof ld);
+            nx_conv_format_attr(&p->params, NX_CONV_RHS_DILATION, rd, sizeof rd);
+            return nx_fail(err, "%s: attributes stride=%s, lhs_dilation=%s, rhs_dilation=%s with operand 0 (%s) "
+                                "need access-pattern strides beyond 32 bits",
+                           p->leaf, st, ld, rd, p->img->name);
+        }
+    return 0;
+}
+
 /* ---- emit helpers ---- */
 
 int nx_dw_scale(nx_kctx *k, nx_engine engine, const nx_operand *dst, const nx_operand *in,

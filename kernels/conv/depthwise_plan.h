@@ -58,6 +58,11 @@ typedef struct nx_dw_problem {
 int nx_dw_prepare(const char *leaf, const nx_kernel_call *call, const char *labels, nx_dw_problem *p,
                   nx_error *err);
 
+/* -1 naming the window attributes and the image if any of spans[0..n)
+ * (element strides or extents a leaf's access patterns will use) exceeds
+ * the 32-bit stride of an access pattern. */
+int nx_dw_check_strides(const nx_dw_problem *p, const uint64_t *spans, uint32_t n, nx_error *err);
+
 /* ---- emit helpers (per-partition scalars are [P x 1] views) ---- */
 
 /* dst = in * scalar (tensor_scalar multiply) on DVE or POOL. */
