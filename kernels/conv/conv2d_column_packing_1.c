@@ -12,17 +12,20 @@
  *
  * Here the off-diagonal terms are never formed: for each pass the
  * stationary holds, in column block g (PE columns g*ga .. g*ga + C_t), a
- * diagonal block per image replica r (PE rows r*C_t .. r*C_t + C_t): filter
- * value f[c, ky, kx] at (r*C_t + c, g*ga + c), zero elsewhere, so one
+ * diagonal block per image replica r (PE rows r*ga .. r*ga + C_t): filter
+ * value f[c, ky, kx] at (r*ga + c, g*ga + c), zero elsewhere, so one
  * matmul multiplies every channel by its own tap and the PSUM accumulation
- * over the passes is the convolution. Packing, beyond the public kernel:
+ * over the passes is the convolution; ga = the partition alignment of C_t
+ * channels, so every block is a legal compute operand (the blocks are built
+ * as identity x per-partition filter value on DVE/POOL). Packing, beyond
+ * the public kernel:
  *  - rows: R replicas of the image band sit on the PE rows, replica r
  *    shifted down by S_r input rows, S = {g*sy + j*rdy : g < G, j < KB}, so
  *    one matmul sums KB taps of a kernel column (and their shifts for the G
- *    column groups); R*C_t <= pe_rows;
+ *    column groups); (R-1)*ga + C_t <= pe_rows;
  *  - columns: G column groups compute G interleaved output rows (oy = G*i +
- *    g) from the same moving tile; ga = the partition alignment of C_t, so
- *    each group's PSUM rows start where DVE/ACT may read them;
+ *    g) from the same moving tile, each group's PSUM rows starting where
+ *    DVE/ACT may read them;
  *  - (G, KB) minimise the matmuls per output, ceil(KH/KB)*KW/G: for C = 32
  *    and a 3x3 kernel, G = 2 and KB = 3 (R = 4 replicas fill the 128 PE
  *    rows), 1.5 matmuls per 512 outputs instead of 9;
@@ -31,10 +34,13 @@
  *    materialised (each pass accumulates only into the output columns its
  *    kernel column reaches, a sub-rectangle of the PSUM chunk), so every
  *    load is whole image rows (contiguous transfers);
- *  - bands of output rows (or, for very wide images, of columns) over half
- *    the PSUM banks, double-buffered against the next band's loads and the
- *    previous band's evacuation (ACT and DVE) and store; any C in tiles of
- *    128 channels.
+ *  - bands of output rows (or, for very wide images, of columns) of up to
+ *    half the PSUM banks' chunks, three replica tiles in flight; chunk by
+ *    chunk, every pass with its stationary reloaded in the shadow of the
+ *    previous matmul, each chunk's evacuation (ACT/DVE) overlapping the next
+ *    chunk's matmuls; stationaries built once per channel tile (per band,
+ *    pass by pass, when there are more passes than kept tiles); any C in
+ *    tiles of 128 channels.
  *
  * Numerics: the PE forms every product exactly (filter x image, both in the
  * input dtype) and accumulates in fp32 in PSUM; the result is rounded once
@@ -73,7 +79,7 @@ typedef struct cp_state {
     int64_t ci, cx;                  /* chunk: row-groups x columns */
     int64_t bi, bx;                  /* band: row-groups x columns */
     uint64_t x_elems, o_elems;
-    /* identity stacks and filter scalars alternate by channel tile, so a
+    /* identity stacks and filter copies alternate by channel tile, so a
      * tile's set-up never overwrites what the previous tile still reads */
     nx_tile x[XS], out[OS], w[MAX_W], ps[8], ident[2], frep[2], zeros;
     uint32_t nx, nout, nw, nps, nident, nfrep;
@@ -147,7 +153,7 @@ static void make_plan(cp_state *s, uint32_t cp) {
     pl->M = (pl->G - 1) * pl->ga + cp;
 }
 
-/* ---- per channel tile: identity stack, filter scalars, stationaries ---- */
+/* ---- per channel tile: identity stack, filter copies, stationaries ---- */
 
 /* ident[(r*ra + c), c] = 1 for every replica block r (memset 1, then
  * affine_select keeps p == m), zero elsewhere. */
