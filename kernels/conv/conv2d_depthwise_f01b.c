@@ -20,7 +20,8 @@
  *  - the filter value is a per-partition scalar (tensor_scalar), no
  *    broadcast copy; products are spread over DVE, POOL and ACT by a list
  *    schedule on their published cost forms (docs/ISA.md), ACT also
- *    evacuating PSUM;
+ *    evacuating PSUM (each chunk's copy emitted after the next chunk's
+ *    products, so it never holds ACT's in-order stream);
  *  - taps whose sub-grids coincide (all of them away from the borders) are
  *    stacked on the PE rows: up to pe_rows / align(C) taps' products sit in
  *    partition groups of one moving tile, and one matmul against a stacked
