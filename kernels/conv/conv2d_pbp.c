@@ -486,10 +486,22 @@ static int store_direct(pbp_state *s, const nx_tile *stg, uint32_t mo, uint64_t 
         sc[1] = 1;
         hs[0] = (int32_t)pl->O;
     }
-    nx_operand src = view(stg, pl->dt, 0, mo, 0, 3, ss, sc);
-    uint64_t el = ((j->oy0 * pl->OW + j->ox0) * pl->O + o0) * pl->N + j->n0;
-    nx_operand dst = hbm(pl->dt, s->pb->out + el * pl->es, mo, (int64_t)pl->N, 3, hs, sc);
-    return dma_spread(s, &dst, &src, pl->pieces, err);
+    /* pieces by band rows, not by partitions: C_out interleaves in every
+     * pixel, so transfers split by partitions would have overlapping HBM
+     * footprints and run one after the other */
+    uint32_t pieces = (uint32_t)min64(pl->pieces, j->rb);
+    uint64_t r0 = 0;
+    for (uint32_t i = 0; i < pieces; i++) {
+        uint64_t nr = j->rb / pieces + (i < j->rb % pieces);
+        uint32_t c[3] = {(uint32_t)nr, sc[1], sc[2]};
+        if (ss[0] == 1) c[0] = (uint32_t)(nr * j->cwb); /* merged (row, col) */
+        nx_operand src = view(stg, pl->dt, 0, mo, r0 * j->cwb * j->nbb, 3, ss, c);
+        uint64_t el = (((j->oy0 + r0) * pl->OW + j->ox0) * pl->O + o0) * pl->N + j->n0;
+        nx_operand dst = hbm(pl->dt, s->pb->out + el * pl->es, mo, (int64_t)pl->N, 3, hs, c);
+        if (nx_kctx_dma_on(s->k, lane_next(s), &dst, &src, err) != 0) return -1;
+        r0 += nr;
+    }
+    return 0;
 }
 
 /* One transposed store group: P partitions x kk consecutive band pixels
