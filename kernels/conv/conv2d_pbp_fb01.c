@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "conv2d_pbp.h"
+#include "conv_ap.h"
 #include "kernels/transpose.h"
 
 #define PERM_BUFS 2
@@ -64,39 +65,6 @@ typedef struct perm_state {
     uint64_t n_ps;
 } perm_state;
 
-/* A view with count-1 dims dropped. */
-static nx_operand tview(const nx_tile *t, nx_dtype dt, uint32_t np, uint64_t off, uint32_t nd, const int32_t *st,
-                        const uint32_t *ct) {
-    int32_t s2[4];
-    uint32_t c2[4], n = 0;
-    for (uint32_t i = 0; i < nd; i++)
-        if (ct[i] != 1) {
-            s2[n] = st[i];
-            c2[n++] = ct[i];
-        }
-    if (!n) {
-        s2[0] = 1;
-        c2[n++] = 1;
-    }
-    return nx_tile_view(t, dt, 0, np, off, n, s2, c2);
-}
-
-static nx_operand hview(nx_dtype dt, uint64_t off, uint32_t rows, int64_t pitch, uint32_t nd, const int32_t *st,
-                        const uint32_t *ct) {
-    int32_t s2[4];
-    uint32_t c2[4], n = 0;
-    for (uint32_t i = 0; i < nd; i++)
-        if (ct[i] != 1) {
-            s2[n] = st[i];
-            c2[n++] = ct[i];
-        }
-    if (!n) {
-        s2[0] = 1;
-        c2[n++] = 1;
-    }
-    return nx_ap(NX_OPK_HBM, dt, 0, rows, (int32_t)pitch, off, n, s2, c2);
-}
-
 static int spread(perm_state *s, int out, const nx_operand *dst, const nx_operand *src, nx_error *err) {
     uint32_t rows = dst->partition_count, pieces = out ? s->lanes_out : s->lanes_in;
     if (pieces > rows) pieces = rows;
@@ -114,10 +82,10 @@ static int spread(perm_state *s, int out, const nx_operand *dst, const nx_operan
 static int perm_load(perm_state *s, const perm_job *j, const nx_tile *t, nx_error *err) {
     int32_t ds[3] = {(int32_t)(j->pr * j->ec), (int32_t)j->ec, 1};
     uint32_t c[3] = {j->bc, j->pr, j->ec};
-    nx_operand dst = tview(t, s->dt, j->pa, 0, 3, ds, c);
+    nx_operand dst = nx_conv_tile_view(t, s->dt, 0, j->pa, 0, 3, ds, c);
     int32_t ss[3] = {(int32_t)(s->R * s->E), (int32_t)s->E, 1};
     uint64_t el = ((j->a0 * s->B + j->b0) * s->R + j->r0) * s->E + j->e0;
-    nx_operand src = hview(s->dt, s->src + el * s->es, j->pa, (int64_t)(s->B * s->R * s->E), 3, ss, c);
+    nx_operand src = nx_conv_hbm_view(s->dt, s->src + el * s->es, j->pa, (int64_t)(s->B * s->R * s->E), 3, ss, c);
     return spread(s, 0, &dst, &src, err);
 }
 
@@ -131,17 +99,17 @@ static int perm_compute(perm_state *s, const perm_job *j, const nx_tile *in, con
             uint32_t e = q / j->bc, b = q % j->bc;
             int32_t st = (int32_t)j->ec;
             uint32_t ct = j->pr;
-            nx_operand src = tview(in, s->dt, j->pa, (uint64_t)b * j->pr * j->ec + e, 1, &st, &ct);
+            nx_operand src = nx_conv_tile_view(in, s->dt, 0, j->pa, (uint64_t)b * j->pr * j->ec + e, 1, &st, &ct);
             int32_t one = 1;
             uint32_t pa = j->pa;
-            nx_operand dst = tview(ps, s->dt, j->pr, (uint64_t)(q - q0) * s->pa_pad, 1, &one, &pa);
+            nx_operand dst = nx_conv_tile_view(ps, s->dt, 0, j->pr, (uint64_t)(q - q0) * s->pa_pad, 1, &one, &pa);
             if (nx_kctx_transpose(s->k, NX_ENG_PE, &dst, &src, err) != 0) return -1;
         }
         int32_t ds[2] = {(int32_t)(j->ec * j->bc), 1};
         uint32_t dc[2] = {j->pa, n};
         int32_t ss[2] = {1, (int32_t)s->pa_pad};
-        nx_operand dst = tview(out, s->dt, j->pr, q0, 2, ds, dc);
-        nx_operand src = tview(ps, s->dt, j->pr, 0, 2, ss, dc);
+        nx_operand dst = nx_conv_tile_view(out, s->dt, 0, j->pr, q0, 2, ds, dc);
+        nx_operand src = nx_conv_tile_view(ps, s->dt, 0, j->pr, 0, 2, ss, dc);
         if (nx_kctx_tensor_copy(s->k, copier, &dst, &src, err) != 0) return -1;
     }
     return 0;
@@ -150,10 +118,10 @@ static int perm_compute(perm_state *s, const perm_job *j, const nx_tile *in, con
 static int perm_store(perm_state *s, const perm_job *j, const nx_tile *t, nx_error *err) {
     int32_t ss[3] = {(int32_t)(j->ec * j->bc), (int32_t)j->bc, 1};
     uint32_t c[3] = {j->pa, j->ec, j->bc};
-    nx_operand src = tview(t, s->dt, j->pr, 0, 3, ss, c);
+    nx_operand src = nx_conv_tile_view(t, s->dt, 0, j->pr, 0, 3, ss, c);
     int32_t hs[3] = {(int32_t)(s->E * s->B), (int32_t)s->B, 1};
     uint64_t el = ((j->r0 * s->A + j->a0) * s->E + j->e0) * s->B + j->b0;
-    nx_operand dst = hview(s->dt, s->dst + el * s->es, j->pr, (int64_t)(s->A * s->E * s->B), 3, hs, c);
+    nx_operand dst = nx_conv_hbm_view(s->dt, s->dst + el * s->es, j->pr, (int64_t)(s->A * s->E * s->B), 3, hs, c);
     return spread(s, 1, &dst, &src, err);
 }
 
@@ -285,9 +253,9 @@ static int emit_perm_2031_free(nx_kctx *k, nx_dtype dt, uint64_t A, uint64_t B, 
             const nx_tile *ti = &in[i % PERM_BUFS], *to = &out[i % PERM_BUFS];
             int32_t ls[2] = {(int32_t)(rr * E), 1};
             uint32_t lc[2] = {(uint32_t)B, (uint32_t)(rr * E)};
-            nx_operand ld = tview(ti, dt, pa, 0, 2, ls, lc);
+            nx_operand ld = nx_conv_tile_view(ti, dt, 0, pa, 0, 2, ls, lc);
             int32_t hs[2] = {(int32_t)(R * E), 1};
-            nx_operand lsrc = hview(dt, src + ((a0 * B) * R * E + r0 * E) * es, pa, (int64_t)(B * R * E), 2, hs, lc);
+            nx_operand lsrc = nx_conv_hbm_view(dt, src + ((a0 * B) * R * E + r0 * E) * es, pa, (int64_t)(B * R * E), 2, hs, lc);
             perm_state sp;
             memset(&sp, 0, sizeof sp);
             sp.k = k;
@@ -299,10 +267,10 @@ static int emit_perm_2031_free(nx_kctx *k, nx_dtype dt, uint64_t A, uint64_t B, 
             /* (b, r, e) -> (r, e, b): read with strides (r: E, e: 1, b: rr E) */
             int32_t cs[3] = {(int32_t)E, 1, (int32_t)(rr * E)};
             uint32_t cc[3] = {rr, (uint32_t)E, (uint32_t)B};
-            nx_operand csrc = tview(ti, dt, pa, 0, 3, cs, cc);
+            nx_operand csrc = nx_conv_tile_view(ti, dt, 0, pa, 0, 3, cs, cc);
             int32_t one = 1;
             uint32_t all = (uint32_t)(B * rr * E);
-            nx_operand cdst = tview(to, dt, pa, 0, 1, &one, &all);
+            nx_operand cdst = nx_conv_tile_view(to, dt, 0, pa, 0, 1, &one, &all);
             if (nx_kctx_tensor_copy(k, i % 2 ? NX_ENG_DVE : NX_ENG_ACT, &cdst, &csrc, err) != 0) goto done;
             /* one store per row r: all pa partitions' runs of E x B there
              * are one contiguous range, so the stores' HBM footprints are
@@ -312,8 +280,8 @@ static int emit_perm_2031_free(nx_kctx *k, nx_dtype dt, uint64_t A, uint64_t B, 
             for (uint32_t r = 0; r < rr; r++) {
                 int32_t one = 1;
                 uint32_t run = (uint32_t)(E * B);
-                nx_operand st = tview(to, dt, pa, (uint64_t)r * E * B, 1, &one, &run);
-                nx_operand sdst = hview(dt, dst + ((r0 + r) * A * E * B + a0 * E * B) * es, pa, (int64_t)(E * B), 1,
+                nx_operand st = nx_conv_tile_view(to, dt, 0, pa, (uint64_t)r * E * B, 1, &one, &run);
+                nx_operand sdst = nx_conv_hbm_view(dt, dst + ((r0 + r) * A * E * B + a0 * E * B) * es, pa, (int64_t)(E * B), 1,
                                         &one, &run);
                 uint32_t lane = half + (next + r) % (lanes - half ? lanes - half : 1);
                 if (nx_kctx_dma_on(k, lanes > 1 ? lane : 0, &sdst, &st, err) != 0) goto done;
