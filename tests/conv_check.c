@@ -109,7 +109,7 @@ static uint64_t elems(uint32_t nd, const uint64_t *s) {
     return n;
 }
 
-static double half_ulp(nx_dtype dt) {
+double conv_half_ulp(nx_dtype dt) {
     switch (dt) {
     case NX_DT_BF16: return 0x1p-8;
     case NX_DT_FP16: return 0x1p-11;
@@ -119,7 +119,7 @@ static double half_ulp(nx_dtype dt) {
     }
 }
 
-static double tiny(nx_dtype dt) {
+double conv_tiny(nx_dtype dt) {
     switch (dt) {
     case NX_DT_BF16: return 0x1p-133;
     case NX_DT_FP16: return 0x1p-24;
@@ -132,13 +132,13 @@ static double tiny(nx_dtype dt) {
 static void compare(const conv_setup *s, nx_dtype dt, const uint8_t *got, const uint8_t *want, const float *mag,
                     uint64_t n, uint64_t K, double product_rounding, const char *backend) {
     size_t es = nx_dtype_size(dt);
-    double e = half_ulp(dt);
+    double e = conv_half_ulp(dt);
     uint64_t bad = 0, first = 0;
     double worst = 0, first_got = 0, first_want = 0, first_tol = 0;
     for (uint64_t i = 0; i < n; i++) {
         double g = nx_dtype_load(dt, got + i * es), w = nx_dtype_load(dt, want + i * es);
         double sum_err = (2.0 * (double)K * 0x1p-24 + product_rounding) * (double)mag[i] * (1 + 2 * e);
-        double tol = sum_err + 2 * e * fabs(w) + tiny(dt);
+        double tol = sum_err + 2 * e * fabs(w) + conv_tiny(dt);
         double d = fabs(g - w);
         if (!(d <= tol)) {
             if (!bad) {

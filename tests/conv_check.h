@@ -62,4 +62,9 @@ void conv_expect_refusal_opts(nx_leaf_fn leaf, const conv_case *c, const uint64_
  * (PE, DVE, ACT, POOL, SP) in counts[] (tests of the tiling). */
 void conv_count_insns(nx_leaf_fn leaf, const conv_case *c, uint64_t *counts);
 
+/* Half an ulp of dt relative to the value (2^-(mantissa bits + 1); 0 for
+ * fp32, which the bound's sum term covers) and dt's smallest subnormal. */
+double conv_half_ulp(nx_dtype dt);
+double conv_tiny(nx_dtype dt);
+
 #endif

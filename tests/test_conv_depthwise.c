@@ -93,9 +93,11 @@ static void to_conv_case(const dw_leaf *L, const dw_case *k, uint64_t seed, char
     c->seed = seed;
 }
 
+/* The unit roundoff of the products f01b rounds to bf16/fp16 (fp8 inputs:
+ * exact bf16 products). */
 static double product_rounding(const dw_leaf *L, nx_dtype dt) {
-    if (!L->rounds_products) return 0;
-    return dt == NX_DT_BF16 ? 0x1p-8 : dt == NX_DT_FP16 ? 0x1p-11 : 0;
+    if (!L->rounds_products || (dt != NX_DT_BF16 && dt != NX_DT_FP16)) return 0;
+    return conv_half_ulp(dt);
 }
 
 /* The full check of one case on machine `machine`; `model` 0 skips the

@@ -126,6 +126,126 @@ static void test_fb01(void **state) {
     check4(NX_DT_BF16, 140, 2, 3, 1, 3, 1, 3, 1, NULL, 68);                          /* H > 128 rows */
 }
 
+/* Refusals name the operand or attribute and the rule. */
+static void test_refusals(void **state) {
+    (void)state;
+    conv_case c = {L3, NX_DT_FP32, {5, 3, 6, 2}, {3, 3, 3, 4}, NULL, 0, 1};
+    const uint64_t wrong[4] = {4, 4, 4, 2};
+    conv_expect_refusal(K3, &c, wrong,
+                        "operand 2 (out): shape [4,4,4,2] must be [3,4,4,2] (the convolution of operand 0 (img) "
+                        "[5,3,6,2] and operand 1 (filt) [3,3,3,4])");
+    c.attrs = "lhs_dilation=[1,2]";
+    conv_expect_refusal(K3, &c, NULL,
+                        N3 ": attribute lhs_dilation=[1,2] is not supported (this leaf takes lhs_dilation [1,1] only)");
+    c.attrs = "batch_group_count=2";
+    conv_expect_refusal(K3, &c, wrong,
+                        N3 ": attribute batch_group_count=2 is not supported (this leaf takes batch_group_count 1 only)");
+    c.attrs = "stride=[2]";
+    conv_expect_refusal(K3, &c, wrong,
+                        N3 ": attribute stride=[2]: must be a list of 2 ints >= 1 (one per spatial dim)");
+    c.attrs = "dilation=[2,2]";
+    conv_expect_refusal(K3, &c, wrong,
+                        N3 ": attribute dilation: not a conv attribute (stride, padding, lhs_dilation, rhs_dilation, "
+                           "feature_group_count, batch_group_count, out_shape)");
+    c.attrs = "feature_group_count=2";
+    conv_expect_refusal(K3, &c, wrong, "operand 0 (img): dim 1 (f) of 3 features is not divisible by feature_group_count 2");
+    c.attrs = "rhs_dilation=[3,1]";
+    conv_expect_refusal(K3, &c, wrong,
+                        "conv spatial dim 0: the window (3 taps, rhs_dilation 3) does not fit the input (5, "
+                        "lhs_dilation 1, padding [0,0]): no output");
+    /* dtypes: equal, and a PE input type */
+    conv_case i8 = {L3, NX_DT_INT8, {5, 3, 6, 2}, {3, 3, 3, 4}, NULL, 0, 1};
+    conv_expect_refusal(K3, &i8, NULL,
+                        "operand 0 (img): dtype int8 is not a PE input type (fp32, bf16, fp16, fp8_e4m3, fp8_e5m2)");
+    conv_case c4 = {L4, NX_DT_BF16, {3, 2, 5, 6}, {2, 4, 3, 3}, NULL, 0, 1};
+    conv_expect_refusal(K4, &c4, NULL,
+                        "operand 1 (filt): dim 0 (i) is 2 but operand 0 (img) features 3 / feature_group_count 1 = 3");
+    c4.rhs[0] = 3;
+    c4.attrs = "padding=[[1,1]]";
+    conv_expect_refusal(K4, &c4, wrong,
+                        N4 ": attribute padding=[[1,1]]: must hold 2 [lo, hi] pairs of ints (one per spatial dim)");
+}
+
+/* The tiling from the machine geometry: pixel packing, the stores, the
+ * resident image and the block-diagonal groups (kernels/conv/conv2d_pbp_plan.h). */
+static pbp_plan plan_of(nx_dtype dt, uint64_t H, uint64_t C, uint64_t W, uint64_t N, uint64_t K, uint64_t O,
+                        uint64_t G, int64_t s) {
+    nx_conv_pbp pb;
+    memset(&pb, 0, sizeof pb);
+    pb.dtype = dt;
+    pb.H = H;
+    pb.C = C;
+    pb.W = W;
+    pb.N = N;
+    pb.KH = pb.KW = K;
+    pb.O = O;
+    nx_conv_params_default(&pb.p, 2);
+    pb.p.stride[0] = pb.p.stride[1] = s;
+    pb.p.pad_lo[0] = pb.p.pad_lo[1] = pb.p.pad_hi[0] = pb.p.pad_hi[1] = (int64_t)K / 2;
+    pb.p.feature_group_count = (int64_t)G;
+    pb.OH = nx_conv_out_size(H, K, s, (int64_t)K / 2, (int64_t)K / 2, 1, 1);
+    pb.OW = nx_conv_out_size(W, K, s, (int64_t)K / 2, (int64_t)K / 2, 1, 1);
+    nx_geometry geo = test_geometry("trn2");
+    pbp_plan pl;
+    nx_error err;
+    if (pbp_plan_make(&pb, &geo, 32, &pl, &err) != 0) fail_msg("%s", err.msg);
+    return pl;
+}
+
+static void test_plan(void **state) {
+    (void)state;
+    /* ResNet 56x56x64, batch 1: 64 columns per matmul at least, pixels
+     * packed along the row (N = 1 < 512), the image resident and loaded
+     * rows-first, the output PE-transposed (runs of k x 64 x 1 x 2 bytes) */
+    pbp_plan p = plan_of(NX_DT_BF16, 56, 64, 56, 1, 3, 64, 1, 1);
+    assert_int_equal(p.nb, 1);
+    assert_int_equal(p.pw, 56);
+    assert_true(p.q * p.pw * p.nb >= 64 && p.q * p.pw * p.nb <= 512);
+    assert_true(p.resident);
+    assert_true(p.rt);
+    assert_int_equal(p.store, PBP_STORE_TRANSPOSED);
+    assert_true(p.kpack > 1);
+    assert_int_equal(p.kc, 64);
+    assert_int_equal(p.mo, 64);
+    /* 28x28x128 stride 2, batch 8, fp32: W N runs of 896 bytes are loaded
+     * directly; 128-wide tiles */
+    p = plan_of(NX_DT_FP32, 28, 128, 28, 8, 3, 128, 1, 2);
+    assert_true(p.resident);
+    assert_false(p.rt);
+    assert_int_equal(p.kc, 128);
+    assert_int_equal(p.mo, 128);
+    assert_int_equal(p.nb, 8);
+    assert_int_equal(p.pw, 14);
+    /* batch 1024: the batch fills the moving tile (two halves of 512) and
+     * runs of 2 KiB store directly */
+    p = plan_of(NX_DT_BF16, 4, 32, 4, 1024, 3, 32, 1, 1);
+    assert_int_equal(p.nb, 512);
+    assert_int_equal(p.pw, 1);
+    assert_int_equal(p.store, PBP_STORE_DIRECT);
+    /* C_in 300, C_out 300: 3 contraction steps, 3 cout tiles */
+    p = plan_of(NX_DT_BF16, 8, 300, 8, 2, 3, 300, 1, 1);
+    assert_int_equal(p.steps, 3);
+    assert_int_equal(p.couts, 3);
+    assert_int_equal(p.gp, 1);
+    /* depthwise 256 channels x multiplier 2: 64 groups per block-diagonal tile */
+    p = plan_of(NX_DT_BF16, 8, 256, 8, 1, 3, 512, 256, 1);
+    assert_int_equal(p.gp, 64);
+    assert_int_equal(p.nsg, 4);
+    assert_int_equal(p.kc, 64);
+    assert_int_equal(p.mo, 128);
+    /* test_ring_bands' convolution does not stay resident: a ring of bands */
+    p = plan_of(NX_DT_FP32, 64, 130, 64, 8, 3, 4, 1, 1);
+    assert_false(p.resident);
+    assert_true(p.R < 70);
+}
+
+/* A conv whose image does not stay resident: bands in a ring of two
+ * buffers, double-buffered, still exact against the reference. */
+static void test_ring_bands(void **state) {
+    (void)state;
+    check3(NX_DT_FP32, 64, 130, 64, 8, 3, 3, 4, 1, "padding=[[1,1],[1,1]]", 70);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_basic),
@@ -135,6 +255,9 @@ int main(void) {
         cmocka_unit_test(test_dtypes),
         cmocka_unit_test(test_bands),
         cmocka_unit_test(test_fb01),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_ring_bands),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,6 +35,7 @@
 
 #include "conv2d_pbp.h"
 #include "conv2d_pbp_plan.h"
+#include "conv_ap.h"
 
 #define PBP_MAX_BUFS 4
 
@@ -130,10 +131,10 @@ typedef struct pbp_state {
     nx_kctx *k;
     const nx_conv_pbp *pb;
     pbp_plan pl;
-    nx_tile band[2], filt[2], stage[2], tstore[2], psum[PBP_MAX_BUFS], tpsum[2], compact;
+    nx_tile band[2], filt[2], stage[2], tstore[2], psum[PBP_MAX_BUFS], tpsum[2], compact, raw, rt_psum[2];
     int have_compact;
     uint32_t next_lane; /* lane rotation */
-    uint64_t n_psum, n_stage, n_tstore, n_tpsum, n_evac;
+    uint64_t n_psum, n_stage, n_tstore, n_tpsum, n_evac, n_rt;
 } pbp_state;
 
 /* Super-group sg: its first group, group count, channel base, in-features
@@ -166,43 +167,6 @@ static uint32_t lane_next(pbp_state *s) {
     uint32_t l = s->next_lane;
     s->next_lane = (s->next_lane + 1) % s->pl.lanes;
     return l;
-}
-
-/* A view with count-1 dims dropped (at most 4 remain by construction). */
-static nx_operand view(const nx_tile *t, nx_dtype as, uint32_t p0, uint32_t np, uint64_t off, uint32_t nd,
-                       const int32_t *st, const uint32_t *ct) {
-    int32_t s2[4];
-    uint32_t c2[4], n = 0;
-    for (uint32_t i = 0; i < nd; i++)
-        if (ct[i] != 1) {
-            s2[n] = st[i];
-            c2[n] = ct[i];
-            n++;
-        }
-    if (n == 0) {
-        s2[0] = 1;
-        c2[0] = 1;
-        n = 1;
-    }
-    return nx_tile_view(t, as, p0, np, off, n, s2, c2);
-}
-
-static nx_operand hbm(nx_dtype dt, uint64_t byte_off, uint32_t rows, int64_t pitch, uint32_t nd, const int32_t *st,
-                      const uint32_t *ct) {
-    int32_t s2[4];
-    uint32_t c2[4], n = 0;
-    for (uint32_t i = 0; i < nd; i++)
-        if (ct[i] != 1) {
-            s2[n] = st[i];
-            c2[n] = ct[i];
-            n++;
-        }
-    if (n == 0) {
-        s2[0] = 1;
-        c2[0] = 1;
-        n = 1;
-    }
-    return nx_ap(NX_OPK_HBM, dt, 0, rows, (int32_t)pitch, byte_off, n, s2, c2);
 }
 
 /* DMA split by partitions over up to `pieces` input or output lanes (one
@@ -257,10 +221,10 @@ static int load_filter_block(pbp_state *s, const nx_tile *t, uint32_t p0, uint32
                                           : pl->KW);
             int32_t ds[3] = {(int32_t)(pl->KW * ts), (int32_t)ts, 1};
             uint32_t dc[3] = {nky, nkx, m};
-            nx_operand dst = view(t, pl->dt, p0, np, off + (ky0 * pl->KW + kx0) * ts, 3, ds, dc);
+            nx_operand dst = nx_conv_tile_view(t, pl->dt, p0, np, off + (ky0 * pl->KW + kx0) * ts, 3, ds, dc);
             int32_t ss[3] = {(int32_t)(pl->Cg * pl->KW * pl->O), (int32_t)pl->O, 1};
             uint64_t el = ((ky0 * pl->Cg + i0) * pl->KW + kx0) * pl->O + o0;
-            nx_operand src = hbm(pl->dt, s->pb->filt + el * pl->es, np, (int64_t)(pl->KW * pl->O), 3, ss, dc);
+            nx_operand src = nx_conv_hbm_view(pl->dt, s->pb->filt + el * pl->es, np, (int64_t)(pl->KW * pl->O), 3, ss, dc);
             if (dma_spread(s, &dst, &src, pl->pieces, err) != 0) return -1;
             kx0 += nkx;
         }
@@ -291,17 +255,17 @@ static int load_filters(pbp_state *s, const pbp_job *j, nx_error *err) {
          * tap, mm] where jj == p, else 0 (affine_select on jj - p) */
         int32_t ds[2] = {(int32_t)pl->Og, 1};
         uint32_t dc[2] = {(uint32_t)taps, (uint32_t)pl->Og};
-        nx_operand dst = view(&s->compact, pl->dt, 0, kc, 0, 2, ds, dc);
+        nx_operand dst = nx_conv_tile_view(&s->compact, pl->dt, 0, kc, 0, 2, ds, dc);
         int32_t ss[3] = {(int32_t)(pl->KW * pl->O), (int32_t)pl->O, 1};
         uint32_t sc[3] = {(uint32_t)pl->KH, (uint32_t)pl->KW, (uint32_t)pl->Og};
-        nx_operand src = hbm(pl->dt, s->pb->filt + g0 * pl->Og * pl->es, kc, (int64_t)pl->Og, 3, ss, sc);
+        nx_operand src = nx_conv_hbm_view(pl->dt, s->pb->filt + g0 * pl->Og * pl->es, kc, (int64_t)pl->Og, 3, ss, sc);
         /* the destination pattern as (tap, mm) pairs with the source's (ky, kx, mm) */
         if (dma_spread(s, &dst, &src, pl->pieces, err) != 0) return -1;
         nx_insn a = nx_insn_make(NX_OP_AFFINE_SELECT);
         a.alu0 = NX_ALU_IS_EQUAL;
         int32_t os[3] = {(int32_t)pl->mo, (int32_t)pl->Og, 1};
         uint32_t oc[3] = {(uint32_t)taps, (uint32_t)ng, (uint32_t)pl->Og};
-        a.op[0] = view(t, pl->dt, 0, kc, 0, 3, os, oc);
+        a.op[0] = nx_conv_tile_view(t, pl->dt, 0, kc, 0, 3, os, oc);
         int32_t ps[3] = {0, 1, 0};
         a.op[1] = nx_pattern(0, -1, kc, 3, ps, oc);
         int32_t is[3] = {(int32_t)pl->Og, 0, 1};
@@ -364,7 +328,7 @@ static int zero_rect(pbp_state *s, const nx_tile *t, uint32_t kc, uint32_t st, u
         uint64_t off = ((uint64_t)st * pl->rows_in + i) * pl->cols_in * pl->NB + j0 * pl->NB;
         int32_t ds[2] = {(int32_t)(pl->cols_in * pl->NB), 1};
         uint32_t dc[2] = {(uint32_t)min64(rows_per, i1 - i), (uint32_t)per_row};
-        nx_operand d = view(t, pl->dt, 0, kc, off, 2, ds, dc);
+        nx_operand d = nx_conv_tile_view(t, pl->dt, 0, kc, off, 2, ds, dc);
         if (nx_kctx_memset(s->k, NX_ENG_POOL, &d, 0.0, err) != 0) return -1;
     }
     return 0;
@@ -413,10 +377,71 @@ static int load_rows(pbp_state *s, const pbp_job *j, const nx_tile *t, uint64_t 
         for (uint64_t r = 0; r < nr; r += rows_per) {
             uint32_t n = (uint32_t)min64(rows_per, nr - r);
             uint32_t dcr[3] = {n, dc[1], dc[2]};
-            nx_operand dst = view(t, pl->dt, 0, kc, doff + r * pl->cols_in * pl->NB, 3, ds, dcr);
+            nx_operand dst = nx_conv_tile_view(t, pl->dt, 0, kc, doff + r * pl->cols_in * pl->NB, 3, ds, dcr);
             uint64_t el = (((iy + r) * pl->C + c0) * pl->W + ix) * pl->N + j->n0;
-            nx_operand src = hbm(pl->dt, s->pb->img + el * pl->es, kc, (int64_t)(pl->W * pl->N), 3, ss, dcr);
+            nx_operand src = nx_conv_hbm_view(pl->dt, s->pb->img + el * pl->es, kc, (int64_t)(pl->W * pl->N), 3, ss, dcr);
             if (dma_spread(s, &dst, &src, pl->pieces, err) != 0) return -1;
+        }
+    }
+    return 0;
+}
+
+/* The resident image rows-first (plan rt): pieces of up to rt_rows image
+ * rows are loaded with H on the partitions, every row one contiguous run
+ * of kc x W x N elements, then each (w, n) column [rows, kc] is
+ * PE-transposed into PSUM (bit-exact) and ACT / DVE copy each PSUM bank of
+ * columns into the band tile at its padded place; the zero frame is set by
+ * POOL. */
+static int load_image_rt(pbp_state *s, const nx_tile *band, nx_error *err) {
+    const pbp_plan *pl = &s->pl;
+    const nx_geometry *geo = nx_kctx_geometry(s->k);
+    int64_t rows = (int64_t)pl->rows_in, cols = (int64_t)pl->cols_in;
+    int64_t iy_lo = pl->ply < 0 ? -pl->ply : 0, iy_hi = (int64_t)pl->H;
+    if (iy_hi > rows - pl->ply) iy_hi = rows - pl->ply;
+    int64_t ix_lo = pl->plx < 0 ? -pl->plx : 0, ix_hi = (int64_t)pl->W;
+    if (ix_hi > cols - pl->plx) ix_hi = cols - pl->plx;
+    if (iy_hi < iy_lo) iy_hi = iy_lo;
+    if (ix_hi < ix_lo) ix_hi = ix_lo;
+    uint64_t tr_lo = (uint64_t)(iy_lo + pl->ply), tr_hi = (uint64_t)(iy_hi + pl->ply);
+    uint64_t tc_lo = (uint64_t)(ix_lo + pl->plx), tc_hi = (uint64_t)(ix_hi + pl->plx);
+    uint32_t blocks = (uint32_t)(geo->psum_bank_bytes / ((uint64_t)pl->rt_pad * pl->es));
+    uint64_t N = pl->N;
+    for (uint32_t st = 0; st < pl->steps; st++) {
+        uint32_t kc = step_kc(pl, 0, st);
+        uint64_t c0 = step_channel(pl, 0, st);
+        if (zero_rect(s, band, kc, st, 0, tr_lo, 0, pl->cols_in, err) ||
+            zero_rect(s, band, kc, st, tr_hi, pl->rows_in, 0, pl->cols_in, err) ||
+            zero_rect(s, band, kc, st, tr_lo, tr_hi, 0, tc_lo, err) ||
+            zero_rect(s, band, kc, st, tr_lo, tr_hi, tc_hi, pl->cols_in, err))
+            return -1;
+        for (int64_t h0 = iy_lo; h0 < iy_hi; h0 += pl->rt_rows) {
+            uint32_t pr = (uint32_t)min64(pl->rt_rows, (uint64_t)(iy_hi - h0));
+            int32_t one = 1;
+            uint32_t run = (uint32_t)(kc * pl->W * N);
+            nx_operand dst = nx_tile_view(&s->raw, pl->dt, 0, pr, 0, 1, &one, &run);
+            uint64_t el = ((uint64_t)h0 * pl->C + c0) * pl->W * N;
+            nx_operand src = nx_conv_hbm_view(pl->dt, s->pb->img + el * pl->es, pr, (int64_t)(pl->C * pl->W * N), 1, &one, &run);
+            if (dma_spread(s, &dst, &src, pl->pieces, err) != 0) return -1;
+            uint64_t q_lo = (uint64_t)ix_lo * N, q_hi = (uint64_t)ix_hi * N;
+            for (uint64_t q0 = q_lo; q0 < q_hi; q0 += blocks) {
+                uint32_t nq = (uint32_t)min64(blocks, q_hi - q0);
+                const nx_tile *tp = &s->rt_psum[s->n_rt++ % 2];
+                for (uint32_t q = 0; q < nq; q++) {
+                    int32_t cst = (int32_t)(pl->W * N);
+                    nx_operand ts = nx_tile_view(&s->raw, pl->dt, 0, pr, q0 + q, 1, &cst, &kc);
+                    nx_operand td = nx_tile_view(tp, pl->dt, 0, kc, (uint64_t)q * pl->rt_pad, 1, &one, &pr);
+                    if (nx_kctx_transpose(s->k, NX_ENG_PE, &td, &ts, err) != 0) return -1;
+                }
+                int32_t ds[2] = {1, (int32_t)(pl->cols_in * pl->NB)};
+                uint32_t dc[2] = {nq, pr};
+                uint64_t off = ((uint64_t)st * pl->rows_in + (uint64_t)(h0 + pl->ply)) * pl->cols_in * pl->NB +
+                               (uint64_t)pl->plx * pl->NB + q0;
+                nx_operand cd = nx_conv_tile_view(band, pl->dt, 0, kc, off, 2, ds, dc);
+                int32_t ps[2] = {(int32_t)pl->rt_pad, 1};
+                nx_operand cs = nx_conv_tile_view(tp, pl->dt, 0, kc, 0, 2, ps, dc);
+                nx_engine e = s->n_evac++ % 2 ? NX_ENG_DVE : NX_ENG_ACT;
+                if (nx_kctx_tensor_copy(s->k, e, &cd, &cs, err) != 0) return -1;
+            }
         }
     }
     return 0;
@@ -469,7 +494,7 @@ static int evacuate(pbp_state *s, const nx_tile *ps, const nx_tile *stg, uint32_
     nx_operand src = nx_tile_view(ps, NX_DT_FP32, 0, mo, 0, 1, &one, &f);
     int32_t ds[3] = {(int32_t)(j->cwb * j->nbb), (int32_t)j->nbb, 1};
     uint32_t dc[3] = {(uint32_t)qq, (uint32_t)pp, (uint32_t)nn};
-    nx_operand dst = view(stg, pl->dt, 0, mo, (a * j->cwb + b) * j->nbb + nsub, 3, ds, dc);
+    nx_operand dst = nx_conv_tile_view(stg, pl->dt, 0, mo, (a * j->cwb + b) * j->nbb + nsub, 3, ds, dc);
     nx_engine e = s->n_evac++ % 2 ? NX_ENG_DVE : NX_ENG_ACT;
     return nx_kctx_tensor_copy(s->k, e, &dst, &src, err);
 }
@@ -486,10 +511,22 @@ static int store_direct(pbp_state *s, const nx_tile *stg, uint32_t mo, uint64_t 
         sc[1] = 1;
         hs[0] = (int32_t)pl->O;
     }
-    nx_operand src = view(stg, pl->dt, 0, mo, 0, 3, ss, sc);
-    uint64_t el = ((j->oy0 * pl->OW + j->ox0) * pl->O + o0) * pl->N + j->n0;
-    nx_operand dst = hbm(pl->dt, s->pb->out + el * pl->es, mo, (int64_t)pl->N, 3, hs, sc);
-    return dma_spread(s, &dst, &src, pl->pieces, err);
+    /* pieces by band rows, not by partitions: C_out interleaves in every
+     * pixel, so transfers split by partitions would have overlapping HBM
+     * footprints and run one after the other */
+    uint32_t pieces = (uint32_t)min64(pl->pieces, j->rb);
+    uint64_t r0 = 0;
+    for (uint32_t i = 0; i < pieces; i++) {
+        uint64_t nr = j->rb / pieces + (i < j->rb % pieces);
+        uint32_t c[3] = {(uint32_t)nr, sc[1], sc[2]};
+        if (ss[0] == 1) c[0] = (uint32_t)(nr * j->cwb); /* merged (row, col) */
+        nx_operand src = nx_conv_tile_view(stg, pl->dt, 0, mo, r0 * j->cwb * j->nbb, 3, ss, c);
+        uint64_t el = (((j->oy0 + r0) * pl->OW + j->ox0) * pl->O + o0) * pl->N + j->n0;
+        nx_operand dst = nx_conv_hbm_view(pl->dt, s->pb->out + el * pl->es, mo, (int64_t)pl->N, 3, hs, c);
+        if (nx_kctx_dma_on(s->k, lane_next(s), &dst, &src, err) != 0) return -1;
+        r0 += nr;
+    }
+    return 0;
 }
 
 /* One transposed store group: P partitions x kk consecutive band pixels
@@ -506,18 +543,18 @@ static int store_group(pbp_state *s, const nx_tile *stg, uint32_t mo, uint64_t o
             for (uint64_t n = n0; n < n0 + nsn; n++) {
                 int32_t st = (int32_t)(kk * N);
                 uint32_t ct = P;
-                nx_operand src = view(stg, pl->dt, 0, mo, (g0 + jj) * N + n, 1, &st, &ct);
+                nx_operand src = nx_conv_tile_view(stg, pl->dt, 0, mo, (g0 + jj) * N + n, 1, &st, &ct);
                 int32_t one = 1;
                 uint32_t m = mo;
-                nx_operand dst = view(tp, pl->dt, 0, P, ((n - n0) * kk + jj) * pl->mo_pad, 1, &one, &m);
+                nx_operand dst = nx_conv_tile_view(tp, pl->dt, 0, P, ((n - n0) * kk + jj) * pl->mo_pad, 1, &one, &m);
                 if (nx_kctx_transpose(s->k, NX_ENG_PE, &dst, &src, err) != 0) return -1;
             }
         }
         int32_t ds[3] = {(int32_t)(mo * N), (int32_t)N, 1};
         uint32_t dc[3] = {kk, mo, (uint32_t)nsn};
-        nx_operand dst = view(ts, pl->dt, 0, P, n0, 3, ds, dc);
+        nx_operand dst = nx_conv_tile_view(ts, pl->dt, 0, P, n0, 3, ds, dc);
         int32_t ps[3] = {(int32_t)pl->mo_pad, 1, (int32_t)(kk * pl->mo_pad)};
-        nx_operand src = view(tp, pl->dt, 0, P, 0, 3, ps, dc);
+        nx_operand src = nx_conv_tile_view(tp, pl->dt, 0, P, 0, 3, ps, dc);
         nx_engine e = s->n_evac++ % 2 ? NX_ENG_DVE : NX_ENG_ACT;
         if (nx_kctx_tensor_copy(s->k, e, &dst, &src, err) != 0) return -1;
     }
@@ -529,12 +566,12 @@ static int store_group(pbp_state *s, const nx_tile *stg, uint32_t mo, uint64_t o
     nx_operand src = nx_tile_view(ts, pl->dt, 0, P, 0, 1, &one, &run);
     nx_operand dst;
     if (mo == pl->O) {
-        dst = hbm(pl->dt, s->pb->out + (pix * pl->O + o0) * N * pl->es, P, (int64_t)(kk * pl->O * N), 1, &one, &run);
+        dst = nx_conv_hbm_view(pl->dt, s->pb->out + (pix * pl->O + o0) * N * pl->es, P, (int64_t)(kk * pl->O * N), 1, &one, &run);
     } else {
         int32_t hs[2] = {(int32_t)N, 1};
         uint32_t hc[2] = {mo, (uint32_t)N};
         /* kk == 1 here: one pixel's [mo, N] block per partition */
-        dst = hbm(pl->dt, s->pb->out + (pix * pl->O + o0) * N * pl->es, P, (int64_t)(pl->O * N), 2, hs, hc);
+        dst = nx_conv_hbm_view(pl->dt, s->pb->out + (pix * pl->O + o0) * N * pl->es, P, (int64_t)(pl->O * N), 2, hs, hc);
     }
     return dma_spread(s, &dst, &src, pl->pieces, err);
 }
@@ -604,7 +641,7 @@ static int compute_job(pbp_state *s, const pbp_job *j, const nx_tile *bt, nx_err
                             uint32_t mc[3] = {(uint32_t)qq, (uint32_t)pp, (uint32_t)nn};
                             uint64_t off = ((uint64_t)st * pl->rows_in + j->trow0 + r0) * pl->cols_in * pl->NB +
                                            c0 * pl->NB + nsub;
-                            nx_operand mv = view(bt, pl->dt, 0, kc, off, 3, ms, mc);
+                            nx_operand mv = nx_conv_tile_view(bt, pl->dt, 0, kc, off, 3, ms, mc);
                             if (nx_kctx_multiply_moving(s->k, &dst, &mv, !first, err) != 0) return -1;
                             first = 0;
                         }
@@ -703,6 +740,12 @@ int nx_conv_pbp_emit(nx_kctx *k, const nx_conv_pbp *pb, nx_error *err) {
     if (pl->gp > 1 && pl->Cg == 1)
         ALLOC(NX_OPK_SBUF, "conv_filt_compact", pl->dt, pl->PR, pl->KH * pl->KW * pl->Og, &s.compact);
     for (uint32_t i = 0; i < pl->psum_bufs; i++) ALLOC(NX_OPK_PSUM, "conv_psum", NX_DT_FP32, pl->PC, pl->FM, &s.psum[i]);
+    if (pl->rt) {
+        const nx_geometry *geo = nx_kctx_geometry(k);
+        ALLOC(NX_OPK_SBUF, "conv_raw_rows", pl->dt, pl->rt_rows, pl->rt_elems, &s.raw);
+        for (uint32_t i = 0; i < 2; i++)
+            ALLOC(NX_OPK_PSUM, "conv_rt_psum", pl->dt, pl->PR, geo->psum_bank_bytes / pl->es, &s.rt_psum[i]);
+    }
     if (pl->store == PBP_STORE_TRANSPOSED) {
         const nx_geometry *geo = nx_kctx_geometry(k);
         for (uint32_t i = 0; i < 2; i++) {
@@ -716,8 +759,12 @@ int nx_conv_pbp_emit(nx_kctx *k, const nx_conv_pbp *pb, nx_error *err) {
         /* the whole image at once, band by band: each band's matmuls wait
          * only for the transfers of the rows they read */
         if (load_filters(&s, &jobs[0], err) != 0) goto done;
-        for (size_t i = 0; i < nj; i++)
-            if (load_band(&s, &jobs[i], &s.band[0], err) != 0) goto done;
+        if (pl->rt) {
+            if (load_image_rt(&s, &s.band[0], err) != 0) goto done;
+        } else {
+            for (size_t i = 0; i < nj; i++)
+                if (load_band(&s, &jobs[i], &s.band[0], err) != 0) goto done;
+        }
         for (size_t i = 0; i < nj; i++)
             if (compute_job(&s, &jobs[i], &s.band[0], err) != 0) goto done;
         rc = 0;

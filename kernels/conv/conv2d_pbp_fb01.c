@@ -28,9 +28,16 @@
 #include <string.h>
 
 #include "conv2d_pbp.h"
+#include "conv_ap.h"
 #include "kernels/transpose.h"
 
 #define PERM_BUFS 2
+/* A store run of at least this many bytes is an efficient enough DMA row
+ * (half of the 2 KiB of docs/parts/machine.md's dma.efficient_bytes_per_
+ * partition) to reorder in the free dims instead of transposing on the PE. */
+#define PERM_FREE_RUN_BYTES 1024u
+/* The PE route needs this many rows per transpose to beat the reorder. */
+#define PERM_PE_MIN_ROWS 32u
 
 static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
@@ -58,39 +65,6 @@ typedef struct perm_state {
     uint64_t n_ps;
 } perm_state;
 
-/* A view with count-1 dims dropped. */
-static nx_operand tview(const nx_tile *t, nx_dtype dt, uint32_t np, uint64_t off, uint32_t nd, const int32_t *st,
-                        const uint32_t *ct) {
-    int32_t s2[4];
-    uint32_t c2[4], n = 0;
-    for (uint32_t i = 0; i < nd; i++)
-        if (ct[i] != 1) {
-            s2[n] = st[i];
-            c2[n++] = ct[i];
-        }
-    if (!n) {
-        s2[0] = 1;
-        c2[n++] = 1;
-    }
-    return nx_tile_view(t, dt, 0, np, off, n, s2, c2);
-}
-
-static nx_operand hview(nx_dtype dt, uint64_t off, uint32_t rows, int64_t pitch, uint32_t nd, const int32_t *st,
-                        const uint32_t *ct) {
-    int32_t s2[4];
-    uint32_t c2[4], n = 0;
-    for (uint32_t i = 0; i < nd; i++)
-        if (ct[i] != 1) {
-            s2[n] = st[i];
-            c2[n++] = ct[i];
-        }
-    if (!n) {
-        s2[0] = 1;
-        c2[n++] = 1;
-    }
-    return nx_ap(NX_OPK_HBM, dt, 0, rows, (int32_t)pitch, off, n, s2, c2);
-}
-
 static int spread(perm_state *s, int out, const nx_operand *dst, const nx_operand *src, nx_error *err) {
     uint32_t rows = dst->partition_count, pieces = out ? s->lanes_out : s->lanes_in;
     if (pieces > rows) pieces = rows;
@@ -108,10 +82,10 @@ static int spread(perm_state *s, int out, const nx_operand *dst, const nx_operan
 static int perm_load(perm_state *s, const perm_job *j, const nx_tile *t, nx_error *err) {
     int32_t ds[3] = {(int32_t)(j->pr * j->ec), (int32_t)j->ec, 1};
     uint32_t c[3] = {j->bc, j->pr, j->ec};
-    nx_operand dst = tview(t, s->dt, j->pa, 0, 3, ds, c);
+    nx_operand dst = nx_conv_tile_view(t, s->dt, 0, j->pa, 0, 3, ds, c);
     int32_t ss[3] = {(int32_t)(s->R * s->E), (int32_t)s->E, 1};
     uint64_t el = ((j->a0 * s->B + j->b0) * s->R + j->r0) * s->E + j->e0;
-    nx_operand src = hview(s->dt, s->src + el * s->es, j->pa, (int64_t)(s->B * s->R * s->E), 3, ss, c);
+    nx_operand src = nx_conv_hbm_view(s->dt, s->src + el * s->es, j->pa, (int64_t)(s->B * s->R * s->E), 3, ss, c);
     return spread(s, 0, &dst, &src, err);
 }
 
@@ -125,17 +99,17 @@ static int perm_compute(perm_state *s, const perm_job *j, const nx_tile *in, con
             uint32_t e = q / j->bc, b = q % j->bc;
             int32_t st = (int32_t)j->ec;
             uint32_t ct = j->pr;
-            nx_operand src = tview(in, s->dt, j->pa, (uint64_t)b * j->pr * j->ec + e, 1, &st, &ct);
+            nx_operand src = nx_conv_tile_view(in, s->dt, 0, j->pa, (uint64_t)b * j->pr * j->ec + e, 1, &st, &ct);
             int32_t one = 1;
             uint32_t pa = j->pa;
-            nx_operand dst = tview(ps, s->dt, j->pr, (uint64_t)(q - q0) * s->pa_pad, 1, &one, &pa);
+            nx_operand dst = nx_conv_tile_view(ps, s->dt, 0, j->pr, (uint64_t)(q - q0) * s->pa_pad, 1, &one, &pa);
             if (nx_kctx_transpose(s->k, NX_ENG_PE, &dst, &src, err) != 0) return -1;
         }
         int32_t ds[2] = {(int32_t)(j->ec * j->bc), 1};
         uint32_t dc[2] = {j->pa, n};
         int32_t ss[2] = {1, (int32_t)s->pa_pad};
-        nx_operand dst = tview(out, s->dt, j->pr, q0, 2, ds, dc);
-        nx_operand src = tview(ps, s->dt, j->pr, 0, 2, ss, dc);
+        nx_operand dst = nx_conv_tile_view(out, s->dt, 0, j->pr, q0, 2, ds, dc);
+        nx_operand src = nx_conv_tile_view(ps, s->dt, 0, j->pr, 0, 2, ss, dc);
         if (nx_kctx_tensor_copy(s->k, copier, &dst, &src, err) != 0) return -1;
     }
     return 0;
@@ -144,10 +118,10 @@ static int perm_compute(perm_state *s, const perm_job *j, const nx_tile *in, con
 static int perm_store(perm_state *s, const perm_job *j, const nx_tile *t, nx_error *err) {
     int32_t ss[3] = {(int32_t)(j->ec * j->bc), (int32_t)j->bc, 1};
     uint32_t c[3] = {j->pa, j->ec, j->bc};
-    nx_operand src = tview(t, s->dt, j->pr, 0, 3, ss, c);
+    nx_operand src = nx_conv_tile_view(t, s->dt, 0, j->pr, 0, 3, ss, c);
     int32_t hs[3] = {(int32_t)(s->E * s->B), (int32_t)s->B, 1};
     uint64_t el = ((j->r0 * s->A + j->a0) * s->E + j->e0) * s->B + j->b0;
-    nx_operand dst = hview(s->dt, s->dst + el * s->es, j->pr, (int64_t)(s->A * s->E * s->B), 3, hs, c);
+    nx_operand dst = nx_conv_hbm_view(s->dt, s->dst + el * s->es, j->pr, (int64_t)(s->A * s->E * s->B), 3, hs, c);
     return spread(s, 1, &dst, &src, err);
 }
 
@@ -173,14 +147,16 @@ static int emit_perm_2031(nx_kctx *k, nx_dtype dt, uint64_t A, uint64_t B, uint6
     s.PR = (uint32_t)min64(R, pe);
     s.BC = (uint32_t)B;
     s.EC = (uint32_t)E;
-    uint64_t budget = (geo->sbuf_partition_bytes - geo->sbuf_partition_bytes / 16) / (2 * PERM_BUFS);
+    /* PERM_BUFS in + out tiles within the SBUF (less 1/16 for alignment);
+     * keep whole B and E (the store's runs) as long as possible */
+    uint64_t budget = (geo->sbuf_partition_bytes - geo->sbuf_partition_bytes / 16) / PERM_BUFS;
     uint64_t fmax = geo->sbuf_free_elems_max;
     for (;;) {
         uint64_t in = (uint64_t)s.BC * s.PR * s.EC, out = (uint64_t)s.PA * s.EC * s.BC;
-        int in_ok = in * s.es <= budget && in <= fmax, out_ok = out * s.es <= budget && out <= fmax;
-        if (in_ok && out_ok) break;
-        if (!in_ok && s.PR > 1) s.PR = (s.PR + 1) / 2;
-        else if (!out_ok && s.PA > 1) s.PA = (s.PA + 1) / 2;
+        int in_ok = in <= fmax, out_ok = out <= fmax, sum_ok = (in + out) * s.es <= budget;
+        if (in_ok && out_ok && sum_ok) break;
+        if ((!in_ok || (!sum_ok && in >= out)) && s.PR > 1) s.PR = (s.PR + 1) / 2;
+        else if ((!out_ok || !sum_ok) && s.PA > 1) s.PA = (s.PA + 1) / 2;
         else if (s.BC > 1) s.BC = (s.BC + 1) / 2;
         else if (s.EC > 1) s.EC = (s.EC + 1) / 2;
         else return nx_fail(err, "conv layout transform: no tile fits the SBUF");
@@ -211,8 +187,10 @@ static int emit_perm_2031(nx_kctx *k, nx_dtype dt, uint64_t A, uint64_t B, uint6
             goto done;
     perm_job prev = {0}, cur;
     uint64_t i = 0;
-    for (uint64_t ia = 0; ia < na; ia++)
-        for (uint64_t ir = 0; ir < nr; ir++)
+    /* rows outermost: the convolution that reads the result waits per row
+     * band for the stores of its rows only, so it overlaps the transform */
+    for (uint64_t ir = 0; ir < nr; ir++)
+        for (uint64_t ia = 0; ia < na; ia++)
             for (uint64_t ib = 0; ib < nb; ib++)
                 for (uint64_t ie = 0; ie < ne; ie++, i++) {
                     cur.a0 = ia * s.PA;
@@ -242,6 +220,92 @@ done:;
     while (no > 0) nx_kctx_release(k, &s.out[--no], &rerr);
     while (ni > 0) nx_kctx_release(k, &s.in[--ni], &rerr);
     return rc;
+}
+
+/* The same permutation with A on the partitions on both sides, for when
+ * the store's runs of E x B elements are long (filters: KW x C_out): a
+ * tile [a, (b, r, e)] is loaded with runs of R x E, one copy on DVE or ACT
+ * (in turn) reorders each partition's free data to (r, e, b), and the store
+ * writes runs of E x B. No PE work. */
+static int emit_perm_2031_free(nx_kctx *k, nx_dtype dt, uint64_t A, uint64_t B, uint64_t R, uint64_t E,
+                               uint64_t src, uint64_t dst, nx_error *err) {
+    const nx_geometry *geo = nx_kctx_geometry(k);
+    uint64_t es = nx_dtype_size(dt), fmax = geo->sbuf_free_elems_max;
+    uint64_t budget = (geo->sbuf_partition_bytes - geo->sbuf_partition_bytes / 16) / (2 * PERM_BUFS);
+    uint32_t PA = (uint32_t)min64(A, geo->partitions);
+    uint64_t RC = R; /* rows per tile */
+    while (RC > 1 && (B * RC * E > fmax || B * RC * E * es > budget)) RC = (RC + 1) / 2;
+    if (B * RC * E > fmax || B * RC * E * es > budget)
+        return nx_fail(err, "conv layout transform: a %llu x %llu slice does not fit the SBUF",
+                       (unsigned long long)B, (unsigned long long)E);
+    uint32_t lanes = nx_kctx_lanes(k), half = lanes > 1 ? lanes / 2 : 1, next = 0;
+    nx_tile in[PERM_BUFS], out[PERM_BUFS];
+    uint32_t ni = 0, no = 0;
+    int rc = -1;
+    for (; ni < PERM_BUFS; ni++)
+        if (nx_kctx_alloc(k, NX_OPK_SBUF, "conv_perm_in", dt, PA, B * RC * E, &in[ni], err)) goto done;
+    for (; no < PERM_BUFS; no++)
+        if (nx_kctx_alloc(k, NX_OPK_SBUF, "conv_perm_out", dt, PA, B * RC * E, &out[no], err)) goto done;
+    uint64_t i = 0;
+    for (uint64_t r0 = 0; r0 < R; r0 += RC)
+        for (uint64_t a0 = 0; a0 < A; a0 += PA, i++) {
+            uint32_t pa = (uint32_t)min64(PA, A - a0), rr = (uint32_t)min64(RC, R - r0);
+            const nx_tile *ti = &in[i % PERM_BUFS], *to = &out[i % PERM_BUFS];
+            int32_t ls[2] = {(int32_t)(rr * E), 1};
+            uint32_t lc[2] = {(uint32_t)B, (uint32_t)(rr * E)};
+            nx_operand ld = nx_conv_tile_view(ti, dt, 0, pa, 0, 2, ls, lc);
+            int32_t hs[2] = {(int32_t)(R * E), 1};
+            nx_operand lsrc = nx_conv_hbm_view(dt, src + ((a0 * B) * R * E + r0 * E) * es, pa, (int64_t)(B * R * E), 2, hs, lc);
+            perm_state sp;
+            memset(&sp, 0, sizeof sp);
+            sp.k = k;
+            sp.lanes_in = half;
+            sp.lanes_out = lanes - half ? lanes - half : 1;
+            sp.next_in = next;
+            sp.next_out = next;
+            if (spread(&sp, 0, &ld, &lsrc, err) != 0) goto done;
+            /* (b, r, e) -> (r, e, b): read with strides (r: E, e: 1, b: rr E) */
+            int32_t cs[3] = {(int32_t)E, 1, (int32_t)(rr * E)};
+            uint32_t cc[3] = {rr, (uint32_t)E, (uint32_t)B};
+            nx_operand csrc = nx_conv_tile_view(ti, dt, 0, pa, 0, 3, cs, cc);
+            int32_t one = 1;
+            uint32_t all = (uint32_t)(B * rr * E);
+            nx_operand cdst = nx_conv_tile_view(to, dt, 0, pa, 0, 1, &one, &all);
+            if (nx_kctx_tensor_copy(k, i % 2 ? NX_ENG_DVE : NX_ENG_ACT, &cdst, &csrc, err) != 0) goto done;
+            /* one store per row r: all pa partitions' runs of E x B there
+             * are one contiguous range, so the stores' HBM footprints are
+             * disjoint and they run on their lanes in parallel (transfers
+             * split by partitions would interleave across the rows and be
+             * ordered one after the other) */
+            for (uint32_t r = 0; r < rr; r++) {
+                int32_t one = 1;
+                uint32_t run = (uint32_t)(E * B);
+                nx_operand st = nx_conv_tile_view(to, dt, 0, pa, (uint64_t)r * E * B, 1, &one, &run);
+                nx_operand sdst = nx_conv_hbm_view(dt, dst + ((r0 + r) * A * E * B + a0 * E * B) * es, pa, (int64_t)(E * B), 1,
+                                        &one, &run);
+                uint32_t lane = half + (next + r) % (lanes - half ? lanes - half : 1);
+                if (nx_kctx_dma_on(k, lanes > 1 ? lane : 0, &sdst, &st, err) != 0) goto done;
+            }
+            next = sp.next_in;
+        }
+    rc = 0;
+done:;
+    nx_error rerr;
+    while (no > 0) nx_kctx_release(k, &out[--no], &rerr);
+    while (ni > 0) nx_kctx_release(k, &in[--ni], &rerr);
+    return rc;
+}
+
+/* (A, B, R, E) -> (R, A, E, B) by the cheaper route: the PE transposes
+ * (store runs of A x E x B) when the free-dim reorder's store runs of E x B
+ * are short and there are enough rows R for the transposes to be efficient
+ * (a transpose costs at least 64 PE cycles and moves R elements per
+ * column), else the free-dim reorder (no PE work at all). */
+static int emit_perm(nx_kctx *k, nx_dtype dt, uint64_t A, uint64_t B, uint64_t R, uint64_t E, uint64_t src,
+                     uint64_t dst, nx_error *err) {
+    if (E * B * nx_dtype_size(dt) < PERM_FREE_RUN_BYTES && R >= PERM_PE_MIN_ROWS)
+        return emit_perm_2031(k, dt, A, B, R, E, src, dst, err);
+    return emit_perm_2031_free(k, dt, A, B, R, E, src, dst, err);
 }
 
 /* (OH, OW, O, N) at `src` -> (OH, OW, N, O) at out->hbm_offset, by a
@@ -300,8 +364,8 @@ int conv2d_pbp_fb01_io01_01bf_kernel_experimental_1(struct nx_kctx *k, const nx_
     int direct = pb.N == 1 || pb.O == 1;
     if (!direct && scratch(k, "conv2d_pbp_fb01.out_01fb", pb.dtype, pb.OH, pb.OW, pb.O, pb.N, &pb.out, err) != 0)
         return nx_fail_prefix(err, "%s", leaf);
-    if (emit_perm_2031(k, pb.dtype, pb.C, pb.N, pb.H, pb.W, img, pb.img, err) != 0 ||
-        emit_perm_2031(k, pb.dtype, Cg, pb.O, pb.KH, pb.KW, filt, pb.filt, err) != 0)
+    if (emit_perm(k, pb.dtype, Cg, pb.O, pb.KH, pb.KW, filt, pb.filt, err) != 0 ||
+        emit_perm(k, pb.dtype, pb.C, pb.N, pb.H, pb.W, img, pb.img, err) != 0)
         return nx_fail_prefix(err, "%s", leaf);
     if (nx_conv_pbp_emit(k, &pb, err) != 0) return -1;
     if (direct) return 0;

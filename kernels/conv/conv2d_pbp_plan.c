@@ -218,7 +218,24 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes,
     }
     pl->q = cdiv(R, cdiv(R, pl->q));
     uint32_t banks = (uint32_t)(geo->psum_partition_bytes / geo->psum_bank_bytes);
-    pl->psum_bufs = banks >= 6 ? 4 : banks > 2 ? banks - 2 : 1;
+
+    /* ---- rows-first loading of the resident image ---- */
+    /* When the image's runs of W x N elements are short (a quarter of an
+     * efficient DMA row), load whole image rows (runs of C x W x N) with H
+     * on the partitions and put C on the partitions by PE transposes (one
+     * per (w, n) column, at least 64 PE cycles each) instead. */
+    uint64_t rt_raw = (uint64_t)pl->kc * pl->W * pl->N;
+    if (pl->resident && pl->W * pl->N * pl->es < PBP_EFFICIENT_RUN_BYTES / 4 && banks >= 7 &&
+        rt_raw <= b.free_max && (whole + rt_raw) * pl->es <= 2 * b.band) {
+        pl->rt = 1;
+        pl->rt_rows = (uint32_t)min64(min64(pl->PR, geo->partitions), pl->H);
+        pl->rt_pad = pow2_ceil(pl->rt_rows);
+        pl->rt_elems = rt_raw;
+        if ((uint64_t)pl->rt_pad * pl->es > geo->psum_bank_bytes || geo->psum_bank_bytes % (pl->rt_pad * pl->es))
+            pl->rt = 0;
+    }
+    uint32_t reserve = pl->rt ? 2 : 0; /* the transposed store's 2 banks come on top below */
+    pl->psum_bufs = banks >= 6 + reserve ? 4 : banks > 2 + reserve ? banks - 2 - reserve : 1;
 
     /* ---- output store ---- */
     pl->store = PBP_STORE_DIRECT;

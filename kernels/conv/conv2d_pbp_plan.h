@@ -46,6 +46,11 @@ typedef struct pbp_plan {
     uint64_t rows_in, cols_in;    /* band tile extents in padded input coords */
     uint64_t band_elems;          /* per partition per band buffer */
     int resident;                 /* 1: one tile holds the whole padded image (rows_in = all of it) */
+    int rt;                       /* resident image loaded as rows (H on partitions, runs of C W N)
+                                   * and PE-transposed onto C (short W N runs otherwise) */
+    uint32_t rt_rows;             /* image rows per raw piece (<= PE rows) */
+    uint32_t rt_pad;              /* PSUM block stride of a transposed column (pow2 >= rt_rows) */
+    uint64_t rt_elems;            /* raw tile per partition: kc x W x N */
     uint32_t band_bufs;
 
     /* PSUM tiles inside a band: q rows x pw cols x nb batch <= FM */
