@@ -15,14 +15,11 @@
  * shared rule's sum|terms| <= sqrt(K) max(1, |ref|); the rule allows twice
  * that, + sqrt(K). */
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "families.h"
 #include "registry/conv_rules.h"
-
-static const char *const conv_attrs[] = {
-    NX_CONV_ATTR_STRIDE,          NX_CONV_ATTR_PADDING,       NX_CONV_ATTR_LHS_DILATION,
-    NX_CONV_ATTR_RHS_DILATION,    NX_CONV_ATTR_FEATURE_GROUPS, NX_CONV_ATTR_BATCH_GROUPS,
-    NX_CONV_ATTR_OUT_SHAPE,       NULL};
 
 #define C1D_LABELS "bf01_oi01->bf01"
 #define CP1_LABELS "bf01_oi01->bf01"
@@ -153,31 +150,32 @@ static int f01b_default(nx_macro_op *op, nx_error *err) {
 
 /* ---- tolerances ---- */
 
-static int dw_tolerance(const nx_macro_op *op, const char *labels, int products_rounded, uint32_t result,
-                        nx_tolerance *out, nx_error *err) {
-    if (result >= op->n_results) return nx_fail(err, "%s: no result %u", op->func_name, result);
-    nx_dtype dt = op->results[result].dtype;
-    uint64_t K = nx_conv_rule_contraction(op, labels);
-    double m = nx_conv_rule_tolerance_eps(K, dt);
-    if (products_rounded && (dt == NX_DT_BF16 || dt == NX_DT_FP16)) m += sqrt((double)(K ? K : 1));
-    nx_tolerance_eps(out, m, dt);
-    return 0;
-}
-
 static int c1d_tolerance(const nx_macro_op *op, uint32_t result, nx_tolerance *out, nx_error *err) {
-    return dw_tolerance(op, C1D_LABELS, 0, result, out, err);
+    return nx_conv_rule_tolerance(op, C1D_LABELS, result, out, err);
 }
 
 static int cp1_tolerance(const nx_macro_op *op, uint32_t result, nx_tolerance *out, nx_error *err) {
-    return dw_tolerance(op, CP1_LABELS, 0, result, out, err);
+    return nx_conv_rule_tolerance(op, CP1_LABELS, result, out, err);
 }
 
+/* The shared conv bound, + sqrt(K) where the leaf rounds its products to
+ * bf16/fp16. */
 static int f01b_tolerance(const nx_macro_op *op, uint32_t result, nx_tolerance *out, nx_error *err) {
-    return dw_tolerance(op, F01B_LABELS, 1, result, out, err);
+    if (nx_conv_rule_tolerance(op, F01B_LABELS, result, out, err) != 0) return -1;
+    nx_dtype dt = result < op->n_results ? op->results[result].dtype : op->operands[0].dtype;
+    if (dt != NX_DT_BF16 && dt != NX_DT_FP16) return 0;
+    uint64_t K = nx_conv_rule_contraction(op, F01B_LABELS);
+    double m = nx_conv_rule_tolerance_eps(K, dt) + sqrt((double)(K ? K : 1));
+    nx_tolerance_eps(out, m, dt);
+    char text[sizeof out->text];
+    snprintf(text, sizeof text, "K=%llu, %s products: %.3g x eps(%s)", (unsigned long long)K, nx_dtype_name(dt), m,
+             nx_dtype_name(dt));
+    memcpy(out->text, text, sizeof text);
+    return 0;
 }
 
 const nx_op_rules nx_rules_conv1d_depthwise = {
-    .attrs = conv_attrs,
+    .attrs = nx_conv_rule_attrs,
     .infer_results = c1d_infer,
     .default_op = c1d_default,
     .reference = c1d_reference,
@@ -186,7 +184,7 @@ const nx_op_rules nx_rules_conv1d_depthwise = {
 };
 
 const nx_op_rules nx_rules_conv2d_column_packing_1 = {
-    .attrs = conv_attrs,
+    .attrs = nx_conv_rule_attrs,
     .infer_results = cp1_infer,
     .default_op = cp1_default,
     .reference = cp1_reference,
@@ -195,7 +193,7 @@ const nx_op_rules nx_rules_conv2d_column_packing_1 = {
 };
 
 const nx_op_rules nx_rules_conv2d_depthwise_f01b = {
-    .attrs = conv_attrs,
+    .attrs = nx_conv_rule_attrs,
     .infer_results = f01b_infer,
     .default_op = f01b_default,
     .reference = f01b_reference,
