@@ -9,7 +9,7 @@
 #include "dma.hpp"
 #include "rtl/rtl_pe.hpp"
 extern "C" {
-#include "../isa/insns/pe_convert.h"
+#include "../isa/pe_input.h"
 }
 
 namespace nxsim {

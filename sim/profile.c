@@ -10,12 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stddef.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "../isa/asm.h"
+#include "../isa/fileio.h"
 #include "../isa/opcodes.h"
 
 #define QUEUE_TID_BASE 16
@@ -545,20 +544,6 @@ static int write_events(wbuf *w, const nx_machine *m, const nx_program *prog, co
     return w->bad || ferror(w->f) ? -1 : 0;
 }
 
-/* The permissions fopen would give a new file: 0666 less the umask, read
- * from /proc (umask(2) cannot be read without changing it); 022 if unknown. */
-static mode_t new_file_mode(void) {
-    unsigned mask = 022;
-    FILE *f = fopen("/proc/self/status", "r");
-    if (f) {
-        char line[128];
-        while (fgets(line, sizeof line, f))
-            if (sscanf(line, "Umask: %o", &mask) == 1) break;
-        fclose(f);
-    }
-    return (mode_t)(0666 & ~mask);
-}
-
 int nx_profile_write_trace(const char *path, const nx_machine *m, const nx_program *prog,
                            const nx_sim_result *r, nx_error *err) {
     if (!r->log && (r->log_count > 0 || r->instructions > 0))
@@ -580,45 +565,28 @@ int nx_profile_write_trace(const char *path, const nx_machine *m, const nx_progr
         free(fl.v);
         return nx_fail(err, "profile %s: out of memory", path);
     }
-    size_t len = strlen(path);
-    char *tmp = malloc(len + 16);
-    if (!tmp) {
-        layout_free(&L);
-        free(fl.v);
-        return nx_fail(err, "profile %s: out of memory", path);
-    }
-    snprintf(tmp, len + 16, "%s.tmp.XXXXXX", path);
     int status = -1;
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        nx_fail(err, "profile %s: cannot create a temporary file beside it: %s", path, strerror(errno));
+    nx_atomic_file af;
+    nx_error ferr; /* the file's own message ("PATH: ..."), prefixed below */
+    wbuf *w = malloc(sizeof *w);
+    if (!w) {
+        nx_fail(err, "profile %s: out of memory", path);
+    } else if (nx_atomic_open(&af, path, &ferr) != 0) {
+        nx_fail(err, "profile %s", ferr.msg);
     } else {
-        FILE *f = fdopen(fd, "w");
-        wbuf *w = f ? malloc(sizeof *w) : NULL;
-        if (!f || !w) {
-            nx_fail(err, "profile %s: %s", path, f ? "out of memory" : strerror(errno));
-            if (f) fclose(f);
-            else close(fd);
+        memset(w, 0, offsetof(wbuf, args));
+        w->f = af.f;
+        if (write_events(w, m, prog, r, &L, &fl) != 0) {
+            int e = errno;
+            nx_atomic_abort(&af);
+            nx_fail(err, "profile %s: cannot write: %s", path, strerror(e ? e : EIO));
+        } else if (nx_atomic_commit(&af, &ferr) != 0) {
+            nx_fail(err, "profile %s", ferr.msg);
         } else {
-            memset(w, 0, offsetof(wbuf, args));
-            w->f = f;
-            int bad = fchmod(fd, new_file_mode()) != 0;
-            bad |= write_events(w, m, prog, r, &L, &fl);
-            bad |= fflush(f) != 0;
-            bad |= fsync(fileno(f)) != 0;
-            int saved = errno;
-            bad |= fclose(f) != 0;
-            free(w);
-            if (bad)
-                nx_fail(err, "profile %s: write failed: %s", path, strerror(saved ? saved : errno));
-            else if (rename(tmp, path) != 0)
-                nx_fail(err, "profile %s: cannot rename the temporary file: %s", path, strerror(errno));
-            else
-                status = 0;
+            status = 0;
         }
-        if (status != 0) unlink(tmp);
     }
-    free(tmp);
+    free(w);
     layout_free(&L);
     free(fl.v);
     return status;

@@ -21,7 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "isa/access.h"
 #include "isa/dtype.h"
+#include "isa/pe_input.h"
 #include "support.h"
 
 /* ---- helpers ---- */
@@ -190,6 +192,69 @@ static void test_load_stationary_every_code(void **state) {
                 fail_msg("%s code 0x%02x: got %.9g, want %.9g", nx_dtype_name(dt), c, (double)got,
                          (double)want);
         }
+    }
+    nx_state_free(&st);
+}
+
+/* A NaN input, signalling or quiet with a payload, reads as the canonical
+ * quiet NaN 0x7fc00000 with its sign on every path (docs/parts/dtypes.md,
+ * "NaN -> any float"): the element load every engine uses (nx_dtype_load,
+ * the narrow helpers, a tensor_copy to fp32 memory) and the PE's input
+ * conversion (load_stationary's tile and nx_pe_rows_to_f32, which
+ * multiply_moving and the RTL feed use). */
+static void test_nan_inputs_read_alike_on_every_path(void **state) {
+    (void)state;
+    static const struct {
+        nx_dtype dt;
+        uint16_t code;
+    } cases[] = {
+        {NX_DT_BF16, 0x7f81},  {NX_DT_BF16, 0xff81},   {NX_DT_BF16, 0x7fc1}, {NX_DT_BF16, 0x7fbf},
+        {NX_DT_FP16, 0x7c01},  {NX_DT_FP16, 0xfc01},   {NX_DT_FP16, 0x7e01}, {NX_DT_FP16, 0x7dff},
+        {NX_DT_FP8_E5M2, 0x7d}, {NX_DT_FP8_E5M2, 0xff}, {NX_DT_FP8_E4M3, 0x7f}, {NX_DT_FP8_E4M3, 0xff},
+    };
+    const size_t n = sizeof cases / sizeof cases[0];
+    nx_state st;
+    test_state(&st, 1, 0, 0);
+    nx_exec_ctx ctx = {&st, 0, NX_ENG_PE, 0, NULL};
+    for (size_t i = 0; i < n; i++) {
+        nx_dtype dt = cases[i].dt;
+        size_t sz = nx_dtype_size(dt);
+        uint32_t want = (cases[i].code >> (8 * sz - 1)) ? 0xffc00000u : 0x7fc00000u;
+        uint8_t mem[2] = {(uint8_t)cases[i].code, (uint8_t)(cases[i].code >> 8)};
+        /* the element load and the narrow helper */
+        float loaded = (float)nx_dtype_load(dt, mem);
+        float helper = dt == NX_DT_BF16   ? nx_bf16_to_f32(cases[i].code)
+                       : dt == NX_DT_FP16 ? nx_fp16_to_f32(cases[i].code)
+                       : dt == NX_DT_FP8_E5M2 ? nx_fp8_e5m2_to_f32((uint8_t)cases[i].code)
+                                              : nx_fp8_e4m3_to_f32((uint8_t)cases[i].code);
+        /* partition 0: the code, as a one-element tile */
+        memcpy(nx_sbuf_at(&st, 0, 0, 0), mem, sz);
+        nx_insn cp = nx_insn_make(NX_OP_TENSOR_COPY);
+        cp.op[0] = tile(NX_OPK_SBUF, NX_DT_FP32, 0, 1, 64, 1);
+        cp.op[1] = tile(NX_OPK_SBUF, dt, 0, 1, 0, 1);
+        run_ok(&st, NX_ENG_DVE, &cp);
+        uint32_t copied;
+        memcpy(&copied, nx_sbuf_at(&st, 0, 0, 64), 4);
+        nx_insn ls = load_stationary(tile(NX_OPK_SBUF, dt, 0, 1, 0, 1));
+        run_ok(&st, NX_ENG_PE, &ls);
+        float stationary = st.core[0].stationary[0];
+        nx_view v;
+        nx_operand op = tile(NX_OPK_SBUF, dt, 0, 1, 0, 1);
+        nx_view_init(&v, &ctx, &op);
+        float moving = 0.0f;
+        nx_pe_rows_to_f32(&v, 1, &moving, 1);
+        const float paths[4] = {loaded, helper, stationary, moving};
+        const char *names[4] = {"nx_dtype_load", "narrow helper", "load_stationary", "nx_pe_rows_to_f32"};
+        for (int k = 0; k < 4; k++) {
+            uint32_t got;
+            memcpy(&got, &paths[k], 4);
+            if (got != want)
+                fail_msg("%s 0x%x via %s: 0x%08x, want 0x%08x", nx_dtype_name(dt), cases[i].code, names[k], got,
+                         want);
+        }
+        if (copied != want)
+            fail_msg("%s 0x%x via tensor_copy to fp32: 0x%08x, want 0x%08x", nx_dtype_name(dt), cases[i].code,
+                     copied, want);
     }
     nx_state_free(&st);
 }
@@ -564,6 +629,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_load_stationary_stores_fp32),
         cmocka_unit_test(test_load_stationary_every_code),
+        cmocka_unit_test(test_nan_inputs_read_alike_on_every_path),
         cmocka_unit_test(test_load_stationary_rejects),
         cmocka_unit_test(test_matmul_fp32_full),
         cmocka_unit_test(test_matmul_fp32_odd_shapes),
