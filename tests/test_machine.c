@@ -51,6 +51,8 @@ static nx_machine common_expected(void) {
     m.geo.max8_min_elems = 8;
     m.geo.max8_max_elems = 16384;
     m.geo.dma_queues = 16 * 16;
+    m.geo.dma_engines = 16;
+    m.geo.dma_queues_per_engine = 16;
     m.pe_mm_init_latency = 64;
     m.pe_fp32_factor = 4;
     m.pe_fast_load_factor = 4;
@@ -65,8 +67,6 @@ static nx_machine common_expected(void) {
     m.act_min_cycles = 64;
     m.act_accumulate_extra = 64;
     m.pool_startup = 150;
-    m.dma_engines = 16;
-    m.dma_queues_per_engine = 16;
     m.dma_fixed_ns = 1300;
     m.dma_efficient_bytes_per_partition = 2048;
     m.semaphore_latency_ns = 10;
@@ -142,6 +142,8 @@ static void assert_machine_equal(const nx_machine *got, const nx_machine *want) 
     EQ_U(geo.max8_min_elems);
     EQ_U(geo.max8_max_elems);
     EQ_U(geo.dma_queues);
+    EQ_U(geo.dma_engines);
+    EQ_U(geo.dma_queues_per_engine);
     for (int e = 0; e < NX_ENG_COUNT; e++) assert_true(got->clock_ghz[e] == want->clock_ghz[e]);
     EQ_U(pe_mm_init_latency);
     EQ_U(pe_fp32_factor);
@@ -158,8 +160,6 @@ static void assert_machine_equal(const nx_machine *got, const nx_machine *want) 
     EQ_U(act_min_cycles);
     EQ_U(act_accumulate_extra);
     EQ_U(pool_startup);
-    EQ_U(dma_engines);
-    EQ_U(dma_queues_per_engine);
     EQ_D(dma_engine_bytes_per_ns);
     EQ_D(dma_fixed_ns);
     EQ_U(dma_efficient_bytes_per_partition);
@@ -262,7 +262,7 @@ static void test_trn2_figures(void **state) {
      * 720 B/ns x 4 logical cores = 2.88 TB/s, about the 2.9 TB/s device. */
     assert_int_equal(m.geo.partitions * m.geo.sbuf_partition_bytes, 28 * KiB * KiB);
     assert_int_equal(m.geo.partitions * m.geo.psum_partition_bytes, 2 * KiB * KiB);
-    assert_true(m.dma_engines * m.dma_engine_bytes_per_ns == 368.0);
+    assert_true(m.geo.dma_engines * m.dma_engine_bytes_per_ns == 368.0);
     assert_true(m.hbm_bytes_per_ns * 4 == 2880.0);
     assert_int_equal(m.geo.hbm_bytes * 4, 96 * GiB);
 }
@@ -443,8 +443,8 @@ static void test_complete_file_without_base(void **state) {
         want.act_min_cycles = 67;
         want.act_accumulate_extra = 68;
         want.pool_startup = 151;
-        want.dma_engines = 12;
-        want.dma_queues_per_engine = 5;
+        want.geo.dma_engines = 12;
+        want.geo.dma_queues_per_engine = 5;
         want.dma_engine_bytes_per_ns = 27;
         want.dma_fixed_ns = 1200.5;
         want.dma_efficient_bytes_per_partition = 4096;
@@ -632,7 +632,7 @@ static void test_error_relations(void **state) {
                                       " \"geometry\": {\"dma_queues\": 128}}",
                                       &m, &err),
                      0);
-    assert_int_equal(m.dma_engines, 8);
+    assert_int_equal(m.geo.dma_engines, 8);
     assert_int_equal(m.geo.dma_queues, 128);
 }
 
