@@ -62,6 +62,31 @@ void test_hbm_get(nx_state *st, nx_dtype dt, uint64_t byte_offset, uint64_t n, d
     get(st->hbm + byte_offset, dt, n, values);
 }
 
+void test_coverage_add(test_coverage *c, unsigned opcode, nx_engine engine) {
+    if (opcode < NX_OP_COUNT && (unsigned)engine < NX_ENG_COUNT) c->seen[opcode][engine] = 1;
+}
+
+void test_coverage_add_program(test_coverage *c, const nx_program *p) {
+    for (uint32_t core = 0; core < p->cores; core++)
+        for (unsigned e = 0; e < NX_ENG_COUNT; e++)
+            for (uint32_t i = 0; i < p->stream[core][e].count; i++)
+                test_coverage_add(c, p->stream[core][e].insns[i].opcode, (nx_engine)e);
+}
+
+void test_coverage_check(const test_coverage *c, const char *what) {
+    for (unsigned o = 0; o < NX_OP_COUNT; o++) {
+        const nx_opcode_info *info = &nx_opcode_table[o];
+        int any = 0;
+        for (unsigned e = 0; e < NX_ENG_COUNT; e++) {
+            if (!(info->engines & NX_ENG_BIT(e))) continue;
+            any |= c->seen[o][e];
+            if (info->opclass != NX_OPCLASS_CONTROL && !c->seen[o][e])
+                fail_msg("%s: opcode %s is not covered on %s", what, info->mnemonic, nx_engine_name((nx_engine)e));
+        }
+        if (!any) fail_msg("%s: opcode %s is not covered", what, info->mnemonic);
+    }
+}
+
 uint64_t test_rng_next(test_rng *r) {
     uint64_t x = r->s ? r->s : 0x9E3779B97F4A7C15ull;
     x ^= x >> 12;

@@ -7,6 +7,8 @@
 
 #include "isa/builder.h"
 #include "isa/exec.h"
+#include "isa/opcodes.h"
+#include "isa/program.h"
 #include "isa/state.h"
 #include "isa/validate.h"
 
@@ -33,6 +35,18 @@ void test_psum_get(nx_state *st, uint32_t core, nx_dtype dt, uint32_t partition,
                    uint64_t byte_offset, uint64_t n, double *values);
 void test_hbm_put(nx_state *st, nx_dtype dt, uint64_t byte_offset, uint64_t n, const double *values);
 void test_hbm_get(nx_state *st, nx_dtype dt, uint64_t byte_offset, uint64_t n, double *values);
+
+/* Opcode coverage that grows with the opcode table: one flag per (opcode,
+ * engine). test_coverage_check fails the test, naming what is missing,
+ * unless every compute and DMA row was seen on every engine its row allows
+ * and every control row (core_barrier, nop, end) on at least one: so a new
+ * row without coverage fails the tests that keep coverage. */
+typedef struct test_coverage {
+    uint8_t seen[NX_OP_COUNT][NX_ENG_COUNT];
+} test_coverage;
+void test_coverage_add(test_coverage *c, unsigned opcode, nx_engine engine);
+void test_coverage_add_program(test_coverage *c, const nx_program *p);
+void test_coverage_check(const test_coverage *c, const char *what);
 
 /* Deterministic pseudo-random numbers (xorshift64*), no global state. */
 typedef struct test_rng { uint64_t s; } test_rng;
