@@ -95,6 +95,24 @@ static void run(const nx_machine *m, const nx_program *p, nx_state *st, nx_sim_r
     if (nx_sim_run(m, p, st, &opt, r, &err) != 0) fail_msg("model: %s", err.msg);
 }
 
+static void run_free(nx_sim_result *r, nx_state *st, nx_program *p) {
+    nx_sim_result_free(r);
+    nx_state_free(st);
+    nx_program_free(p);
+}
+
+/* What a summary writer prints for run r, as a NUL-terminated heap string. */
+static char *summary(int (*write)(FILE *, const nx_machine *, const nx_program *, const nx_sim_result *),
+                     const nx_machine *m, const nx_program *p, const nx_sim_result *r) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_int_equal(write(f, m, p, r), 0);
+    fclose(f);
+    return buf;
+}
+
 static void test_dma_class_rows_name_a_queue(void **state) {
     (void)state;
     unsigned dma_rows = 0;
@@ -156,19 +174,7 @@ static void test_every_queue_runs_and_is_reported(void **state) {
     assert_int_equal(nx_sim_queue_bytes(&r, 0, QUEUES), 0); /* outside: 0, not a read past the end */
 
     /* the JSON summary lists all 512, with engine q / 16 */
-    char jpath[64];
-    snprintf(jpath, sizeof jpath, "dma32x16_%ld.summary.json", (long)getpid());
-    FILE *f = fopen(jpath, "w+");
-    assert_non_null(f);
-    assert_int_equal(nx_profile_summary_json(f, &m, &p, &r), 0);
-    long len = ftell(f);
-    rewind(f);
-    char *text = malloc((size_t)len + 1);
-    assert_non_null(text);
-    assert_int_equal(fread(text, 1, (size_t)len, f), (size_t)len);
-    text[len] = '\0';
-    fclose(f);
-    unlink(jpath);
+    char *text = summary(nx_profile_summary_json, &m, &p, &r);
     cJSON *root = cJSON_Parse(text);
     free(text);
     assert_non_null(root);
@@ -185,12 +191,7 @@ static void test_every_queue_runs_and_is_reported(void **state) {
     cJSON_Delete(root);
 
     /* the text summary names the queue's engine and slot */
-    char *buf = NULL;
-    size_t blen = 0;
-    f = open_memstream(&buf, &blen);
-    assert_non_null(f);
-    assert_int_equal(nx_profile_summary(f, &m, &p, &r), 0);
-    fclose(f);
+    char *buf = summary(nx_profile_summary, &m, &p, &r);
     assert_non_null(strstr(buf, "q300 (engine 18.12)"));
     assert_non_null(strstr(buf, "q511 (engine 31.15)"));
     free(buf);
@@ -225,10 +226,8 @@ static void test_every_queue_runs_and_is_reported(void **state) {
 
     /* no two transfers touch the same bytes: no race */
     if (nx_race_check(&p, r.log, r.log_count, &err) != 0) fail_msg("race check: %s", err.msg);
-    nx_sim_result_free(&r);
-    nx_state_free(&st);
     nx_state_free(&ref);
-    nx_program_free(&p);
+    run_free(&r, &st, &p);
 }
 
 /* Two unordered transfers on queues 256 and 300 write the same bytes. */
@@ -251,9 +250,7 @@ static void test_race_between_high_queues(void **state) {
     assert_int_equal(nx_race_check(&p, r.log, r.log_count, &err), 1);
     assert_non_null(strstr(err.msg, "core 0 sp #0 (dma_copy) on queue 256 writes sbuf[0:5]@[0, 64)"));
     assert_non_null(strstr(err.msg, "core 0 sp #1 (dma_copy) on queue 300 writes sbuf[0:7]@[0, 64)"));
-    nx_sim_result_free(&r);
-    nx_state_free(&st);
-    nx_program_free(&p);
+    run_free(&r, &st, &p);
 }
 
 /* The authoring layer spreads its lanes over all 32 engines: lane l is
@@ -293,9 +290,7 @@ static void test_author_lanes_use_every_engine(void **state) {
         assert_int_equal(nx_sim_queue_transfers(&r, 0, l * PER_ENGINE), 2);
         assert_int_equal(nx_sim_queue_bytes(&r, 0, l * PER_ENGINE), 2 * 4 * 64 * 4);
     }
-    nx_sim_result_free(&r);
-    nx_state_free(&st);
-    nx_program_free(&p);
+    run_free(&r, &st, &p);
 }
 
 int main(void) {

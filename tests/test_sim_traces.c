@@ -62,17 +62,23 @@ static void load_inputs(const char *dir, const nx_program *p, nx_state *a, nx_st
     }
 }
 
-/* Returns 1 if the trace ran on backend b (0 if it does not assemble or
- * validate: that is the conformance tests' business; 0 on the RTL backend
- * for a trace without PE work). */
-static int run_trace(const char *dir, backend b) {
+/* Assembles dir/program.nxs into p: 1, or 0 if there is none or it does
+ * not assemble (then err says why). */
+static int assemble_trace(const char *dir, nx_program *p, nx_error *err) {
     char path[1024];
     if (snprintf(path, sizeof path, "%s/program.nxs", dir) >= (int)sizeof path) fail_msg("path too long: %s", dir);
     struct stat sb;
     if (stat(path, &sb) != 0) return 0;
+    return nx_assemble_file(path, p, err) == 0;
+}
+
+/* Returns 1 if the trace ran on backend b (0 if it does not assemble or
+ * validate: that is the conformance tests' business; 0 on the RTL backend
+ * for a trace without PE work). */
+static int run_trace(const char *dir, backend b) {
     nx_program p;
     nx_error err;
-    if (nx_assemble_file(path, &p, &err) != 0) return 0;
+    if (!assemble_trace(dir, &p, &err)) return 0;
     nx_machine m;
     if (nx_machine_load(p.machine[0] ? p.machine : "trn2", &m, &err) != 0 ||
         nx_program_validate(&p, &m.geo, &err) != 0 || (b == BACKEND_RTL && !has_pe_work(&p))) {
@@ -163,13 +169,9 @@ static void pe_traces_rtl_equal_functional(void **state) {
 }
 
 static int visit_cover(const char *dir, void *ctx) {
-    char path[1024];
-    if (snprintf(path, sizeof path, "%s/program.nxs", dir) >= (int)sizeof path) fail_msg("path too long: %s", dir);
-    struct stat sb;
-    if (stat(path, &sb) != 0) return 0;
     nx_program p;
     nx_error err;
-    if (nx_assemble_file(path, &p, &err) != 0) fail_msg("%s: %s", path, err.msg);
+    if (!assemble_trace(dir, &p, &err)) return 0; /* the conformance tests report it */
     test_coverage_add_program(ctx, &p);
     nx_program_free(&p);
     return 1;
