@@ -34,7 +34,7 @@ typedef struct nx_sim_options {
     int progress;   /* 1: print progress on stderr (callers pass isatty(2)) */
 } nx_sim_options;
 
-/* The PE engine's datapath (issue 5). All zero = the functional model, the
+/* The PE engine's datapath (docs/parts/rtl.md). All zero = the functional model, the
  * default. Kept apart from nx_sim_options so that existing positional
  * initialisers of that struct stay complete (-Wmissing-field-initializers).
  *

@@ -280,7 +280,7 @@ static void test_match_replace8_duplicates(void **state) {
     nx_state_free(&st);
 }
 
-/* The scanning top-k loop of KERNELS.md: max8 + match_replace8(-inf) twice
+/* The scanning top-k loop (docs/parts/insns-dve.md, match_replace8): max8 + match_replace8(-inf) twice
  * gives the top 16 and their indices, checked against a reference scan. */
 static void test_topk_scanning_loop(void **state) {
     (void)state;
