@@ -1,5 +1,5 @@
-/* The two grid transpose leaves (docs/parts/kernels.md, "The transposes";
- * registry keys tiled_pf_transpose and tiled_dve_transpose_10, grid VNC(2)).
+/* The two grid transpose leaves (docs/parts/kernels.md; registry keys
+ * tiled_pf_transpose and tiled_dve_transpose_10, grid VNC(2)).
  *
  * Both compute out = np.transpose(in, permutation) for call->args[0] (in)
  * and call->args[1] (out, whose shape must already be the transposed shape
