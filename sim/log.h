@@ -1,5 +1,5 @@
 /* Reading a run's log (nx_sim_record, sim/model.h): the helpers that the
- * race detector (sim/race.c) and the profile writer (sim/profile.c) share.
+ * race detector (sim/race.c) and the profile writer (sim/profile_trace.c) share.
  *
  * A DMA instruction may appear twice: as the SP's issue (queue -1) and as
  * the transfer on its queue (queue >= 0, same core and SP index). Slots of
