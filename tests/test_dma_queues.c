@@ -95,6 +95,14 @@ static void run(const nx_machine *m, const nx_program *p, nx_state *st, nx_sim_r
     if (nx_sim_run(m, p, st, &opt, r, &err) != 0) fail_msg("model: %s", err.msg);
 }
 
+/* Finishes b into p (freeing b) and runs p on the model. */
+static void finish_and_run(nx_builder *b, const nx_machine *m, nx_program *p, nx_state *st, nx_sim_result *r) {
+    nx_error err;
+    if (nx_builder_finish(b, p, &err) != 0) fail_msg("%s", err.msg);
+    nx_builder_free(b);
+    run(m, p, st, r);
+}
+
 static void run_free(nx_sim_result *r, nx_state *st, nx_program *p) {
     nx_sim_result_free(r);
     nx_state_free(st);
@@ -242,11 +250,9 @@ static void test_race_between_high_queues(void **state) {
     if (nx_builder_emit(b, 0, NX_ENG_SP, &a, NULL, &err) != 0 || nx_builder_emit(b, 0, NX_ENG_SP, &c, NULL, &err) != 0)
         fail_msg("%s", err.msg);
     nx_program p;
-    if (nx_builder_finish(b, &p, &err) != 0) fail_msg("%s", err.msg);
-    nx_builder_free(b);
     nx_state st;
     nx_sim_result r;
-    run(&m, &p, &st, &r);
+    finish_and_run(b, &m, &p, &st, &r);
     assert_int_equal(nx_race_check(&p, r.log, r.log_count, &err), 1);
     assert_non_null(strstr(err.msg, "core 0 sp #0 (dma_copy) on queue 256 writes sbuf[0:5]@[0, 64)"));
     assert_non_null(strstr(err.msg, "core 0 sp #1 (dma_copy) on queue 300 writes sbuf[0:7]@[0, 64)"));
@@ -279,11 +285,9 @@ static void test_author_lanes_use_every_engine(void **state) {
         fail_msg("%s", err.msg);
     nx_kctx_free(k);
     nx_program p;
-    if (nx_builder_finish(b, &p, &err) != 0) fail_msg("%s", err.msg);
-    nx_builder_free(b);
     nx_state st;
     nx_sim_result r;
-    run(&m, &p, &st, &r);
+    finish_and_run(b, &m, &p, &st, &r);
     assert_memory_equal(st.hbm + y, st.hbm + x, 128 * 64 * 4);
     if (nx_race_check(&p, r.log, r.log_count, &err) != 0) fail_msg("race check: %s", err.msg);
     for (uint32_t l = 0; l < 32; l++) {
