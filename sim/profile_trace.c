@@ -36,7 +36,7 @@ static double finite_or_zero(double v) { return isfinite(v) ? v : 0.0; }
 
 typedef struct placed {
     double t;        /* start */
-    uint32_t track;  /* core * 65536 + tid */
+    uint64_t track;  /* core << 32 | tid (tids reach 16 + 65535) */
     uint32_t index;
     uint32_t id;
 } placed;
@@ -119,7 +119,7 @@ static int layout_build(const nx_sim_result *r, layout *L) {
     for (size_t i = 0; i < r->log_count; i++) {
         const nx_sim_record *rec = &r->log[i];
         if (nx_sim_record_is_blank(rec)) continue;
-        L->order[L->count++] = (placed){rec->t_start_ns, (uint32_t)rec->core * 65536u + track_tid(rec),
+        L->order[L->count++] = (placed){rec->t_start_ns, (uint64_t)rec->core << 32 | track_tid(rec),
                                         rec->index, (uint32_t)i};
     }
     qsort(L->order, L->count, sizeof *L->order, placed_cmp);

@@ -35,27 +35,30 @@ enum { ENGINES = 32, PER_ENGINE = 16, QUEUES = ENGINES * PER_ENGINE, COLS = 16 }
 static uint32_t rows_of(uint32_t q) { return 1 + q % 7; }
 static uint64_t bytes_of(uint32_t q) { return (uint64_t)rows_of(q) * COLS * 4; }
 
-/* The machine file, written beside the test's working directory. */
-static nx_machine wide_machine(void) {
+/* A machine file of `engines` x `per_engine` queues on trn2, written in the
+ * test's working directory and loaded. */
+static nx_machine dma_machine(uint32_t engines, uint32_t per_engine) {
     char path[64];
-    snprintf(path, sizeof path, "dma32x16_%ld.json", (long)getpid());
+    snprintf(path, sizeof path, "dma%ux%u_%ld.json", engines, per_engine, (long)getpid());
     FILE *f = fopen(path, "w");
     assert_non_null(f);
-    fprintf(f, "{\"base\": \"trn2\", \"name\": \"dma32x16\",\n"
-               " \"geometry\": {\"dma_queues\": %d},\n"
-               " \"dma\": {\"engines\": %d, \"queues_per_engine\": %d}}\n",
-            QUEUES, ENGINES, PER_ENGINE);
+    fprintf(f, "{\"base\": \"trn2\", \"name\": \"dma%ux%u\",\n"
+               " \"geometry\": {\"dma_queues\": %u},\n"
+               " \"dma\": {\"engines\": %u, \"queues_per_engine\": %u}}\n",
+            engines, per_engine, engines * per_engine, engines, per_engine);
     fclose(f);
     nx_machine m;
     nx_error err;
     int rc = nx_machine_load(path, &m, &err);
     unlink(path);
     if (rc != 0) fail_msg("%s", err.msg);
-    assert_int_equal(nx_geometry_dma_queues(&m.geo), QUEUES);
-    assert_int_equal(m.geo.dma_engines, ENGINES);
-    assert_int_equal(m.geo.dma_queues_per_engine, PER_ENGINE);
+    assert_int_equal(nx_geometry_dma_queues(&m.geo), engines * per_engine);
+    assert_int_equal(m.geo.dma_engines, engines);
+    assert_int_equal(m.geo.dma_queues_per_engine, per_engine);
     return m;
 }
+
+static nx_machine wide_machine(void) { return dma_machine(ENGINES, PER_ENGINE); }
 
 static nx_insn transfer(uint64_t src, uint32_t q, uint32_t sbuf_partition, uint64_t sbuf_off) {
     nx_insn d = nx_insn_make(NX_OP_DMA_COPY);
@@ -119,6 +122,46 @@ static char *summary(int (*write)(FILE *, const nx_machine *, const nx_program *
     assert_int_equal(write(f, m, p, r), 0);
     fclose(f);
     return buf;
+}
+
+/* Writes the trace of r and returns how many DMA queue tracks it names,
+ * checking each track's name (queue, engine, slot as the geometry numbers
+ * them) and that it holds the queue's one transfer slice. */
+static uint32_t queue_tracks(const nx_machine *m, const nx_program *p, const nx_sim_result *r) {
+    char path[64];
+    nx_error err;
+    snprintf(path, sizeof path, "%s_%ld.trace.json", m->geo.name, (long)getpid());
+    if (nx_profile_write_trace(path, m, p, r, &err) != 0) fail_msg("%s", err.msg);
+    uint8_t *text;
+    size_t len;
+    if (nx_read_file(path, &text, &len, &err) != 0) fail_msg("%s", err.msg);
+    unlink(path);
+    cJSON *root = cJSON_Parse((const char *)text);
+    free(text);
+    assert_non_null(root);
+    uint32_t tracks = 0, per = m->geo.dma_queues_per_engine;
+    const cJSON *events = cJSON_GetObjectItemCaseSensitive(root, "traceEvents");
+    for (const cJSON *e = events->child; e; e = e->next) {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
+        int tid = cJSON_GetObjectItemCaseSensitive(e, "tid") ? cJSON_GetObjectItemCaseSensitive(e, "tid")->valueint : -1;
+        if (tid < 16 || !cJSON_IsString(name)) continue;
+        uint32_t tq = (uint32_t)tid - 16;
+        if (strcmp(name->valuestring, "dma_copy") == 0) {
+            /* a transfer slice on core 0's track of its own queue */
+            const cJSON *args = cJSON_GetObjectItemCaseSensitive(e, "args");
+            assert_int_equal(cJSON_GetObjectItemCaseSensitive(e, "pid")->valueint, 1);
+            assert_int_equal(cJSON_GetObjectItemCaseSensitive(args, "queue")->valueint, tq);
+            continue;
+        }
+        if (strcmp(name->valuestring, "thread_name") != 0) continue;
+        char want[64];
+        snprintf(want, sizeof want, "dma q%u (engine %u, queue %u)", tq, tq / per, tq % per);
+        const cJSON *args = cJSON_GetObjectItemCaseSensitive(e, "args");
+        assert_string_equal(cJSON_GetObjectItemCaseSensitive(args, "name")->valuestring, want);
+        tracks++;
+    }
+    cJSON_Delete(root);
+    return tracks;
 }
 
 static void test_dma_class_rows_name_a_queue(void **state) {
@@ -205,32 +248,7 @@ static void test_every_queue_runs_and_is_reported(void **state) {
     free(buf);
 
     /* the trace has one track per queue */
-    char tpath[64];
-    snprintf(tpath, sizeof tpath, "dma32x16_%ld.trace.json", (long)getpid());
-    if (nx_profile_write_trace(tpath, &m, &p, &r, &err) != 0) fail_msg("%s", err.msg);
-    uint8_t *tt;
-    size_t tlen;
-    if (nx_read_file(tpath, &tt, &tlen, &err) != 0) fail_msg("%s", err.msg);
-    unlink(tpath);
-    root = cJSON_Parse((const char *)tt);
-    free(tt);
-    assert_non_null(root);
-    uint32_t tracks = 0;
-    const cJSON *events = cJSON_GetObjectItemCaseSensitive(root, "traceEvents");
-    for (const cJSON *e = events->child; e; e = e->next) {
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
-        if (!cJSON_IsString(name) || strcmp(name->valuestring, "thread_name") != 0) continue;
-        int tid = cJSON_GetObjectItemCaseSensitive(e, "tid")->valueint;
-        if (tid < 16) continue;
-        uint32_t tq = (uint32_t)tid - 16;
-        char want[64];
-        snprintf(want, sizeof want, "dma q%u (engine %u, queue %u)", tq, tq / PER_ENGINE, tq % PER_ENGINE);
-        const cJSON *args = cJSON_GetObjectItemCaseSensitive(e, "args");
-        assert_string_equal(cJSON_GetObjectItemCaseSensitive(args, "name")->valuestring, want);
-        tracks++;
-    }
-    assert_int_equal(tracks, QUEUES);
-    cJSON_Delete(root);
+    assert_int_equal(queue_tracks(&m, &p, &r), QUEUES);
 
     /* no two transfers touch the same bytes: no race */
     if (nx_race_check(&p, r.log, r.log_count, &err) != 0) fail_msg("race check: %s", err.msg);
@@ -297,6 +315,36 @@ static void test_author_lanes_use_every_engine(void **state) {
     run_free(&r, &st, &p);
 }
 
+/* The largest count a machine file allows, 256 engines x 256 queues: the
+ * last queues (65520 and up, whose trace tracks pass 65536) run and are
+ * reported on their own tracks, apart from every other core's. */
+static void test_largest_queue_count(void **state) {
+    (void)state;
+    nx_machine m = dma_machine(256, 256);
+    nx_builder *b = nx_builder_new(&m.geo, 1);
+    nx_error err;
+    uint64_t shape[2] = {8 * 8, COLS}, src;
+    if (nx_builder_tensor(b, "src", NX_DT_FP32, 2, shape, NX_ROLE_INPUT, &src, &err) != 0) fail_msg("%s", err.msg);
+    const uint32_t queues[3] = {0, 65520, 65535};
+    for (int i = 0; i < 3; i++) {
+        nx_insn d = transfer(src, 0, 0, (uint64_t)i * COLS * 4);
+        d.iparam[0] = (int32_t)queues[i];
+        if (nx_builder_emit(b, 0, NX_ENG_SP, &d, NULL, &err) != 0) fail_msg("%s", err.msg);
+    }
+    nx_program p;
+    nx_state st;
+    nx_sim_result r;
+    finish_and_run(b, &m, &p, &st, &r);
+    assert_int_equal(r.dma_queues, 65536);
+    for (int i = 0; i < 3; i++) assert_int_equal(nx_sim_queue_bytes(&r, 0, queues[i]), bytes_of(0));
+    assert_int_equal(queue_tracks(&m, &p, &r), 3);
+    char *text = summary(nx_profile_summary, &m, &p, &r);
+    assert_non_null(strstr(text, "q65535 (engine 255.255)"));
+    free(text);
+    if (nx_race_check(&p, r.log, r.log_count, &err) != 0) fail_msg("race check: %s", err.msg);
+    run_free(&r, &st, &p);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dma_class_rows_name_a_queue),
@@ -304,6 +352,7 @@ int main(void) {
         cmocka_unit_test(test_every_queue_runs_and_is_reported),
         cmocka_unit_test(test_race_between_high_queues),
         cmocka_unit_test(test_author_lanes_use_every_engine),
+        cmocka_unit_test(test_largest_queue_count),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
