@@ -5,6 +5,7 @@
  *
  *   resnet-56x56x64    56x56x64 -> 64, 3x3, padding 1, batch 1
  *   resnet-28x28x128s2 28x28x128 -> 128, 3x3, stride 2, padding 1, batch 8
+ *   resnet-14x14x256   14x14x256 -> 256, 3x3, padding 1, batch 8 (stage 3)
  *
  * in bf16 and fp32. Per case: trace and simulation wall time, simulated
  * time beside its bound and the fraction achieved, the reference's wall
@@ -53,6 +54,7 @@ typedef struct conv_shape {
 static const conv_shape SHAPES[] = {
     {"resnet-56x56x64", 56, 56, 64, 64, 1, 3, "padding=[[1,1],[1,1]]"},
     {"resnet-28x28x128s2", 28, 28, 128, 128, 8, 3, "stride=[2,2];padding=[[1,1],[1,1]]"},
+    {"resnet-14x14x256", 14, 14, 256, 256, 8, 3, "padding=[[1,1],[1,1]]"},
 };
 
 typedef struct leaf_desc {

@@ -131,7 +131,7 @@ typedef struct pbp_state {
     nx_kctx *k;
     const nx_conv_pbp *pb;
     pbp_plan pl;
-    nx_tile band[2], filt[2], stage[2], tstore[2], psum[PBP_MAX_BUFS], tpsum[2], compact, raw, rt_psum[2];
+    nx_tile band[2], filt[2], stage[2], tstore[2], psum[PBP_MAX_BUFS], tpsum[2], compact, raw[2], rt_psum[2];
     int have_compact;
     uint32_t next_lane; /* lane rotation */
     uint64_t n_psum, n_stage, n_tstore, n_tpsum, n_evac, n_rt;
@@ -386,63 +386,105 @@ static int load_rows(pbp_state *s, const pbp_job *j, const nx_tile *t, uint64_t 
     return 0;
 }
 
-/* The resident image rows-first (plan rt): pieces of up to rt_rows image
- * rows are loaded with H on the partitions, every row one contiguous run
- * of kc x W x N elements, then each (w, n) column [rows, kc] is
- * PE-transposed into PSUM (bit-exact) and ACT / DVE copy each PSUM bank of
- * columns into the band tile at its padded place; the zero frame is set by
- * POOL. */
-static int load_image_rt(pbp_state *s, const nx_tile *band, nx_error *err) {
+/* The resident image rows-first (plan rt): units (step, piece of up to
+ * rt_rows image rows) are loaded with H on the partitions, every row one
+ * contiguous run of kc x W x N elements, then each (w, n) column [rows, kc]
+ * is PE-transposed into PSUM (bit-exact) and ACT / DVE copy each PSUM bank
+ * of columns into the band tile at its padded place; the zero frame is set
+ * by POOL. The raw units rotate over rt_bufs buffers, the next ones' loads
+ * issued ahead of this one's transposes; the filters are requested after
+ * the first loads (the transposes come first on the PE). */
+typedef struct rt_geo {
+    int64_t iy_lo, iy_hi, ix_lo, ix_hi; /* the image rows and cols inside the padded tile */
+    uint64_t pieces;                    /* row pieces per step */
+} rt_geo;
+
+static void rt_geometry(const pbp_plan *pl, rt_geo *g) {
+    int64_t rows = (int64_t)pl->rows_in, cols = (int64_t)pl->cols_in;
+    g->iy_lo = pl->ply < 0 ? -pl->ply : 0;
+    g->iy_hi = (int64_t)pl->H;
+    if (g->iy_hi > rows - pl->ply) g->iy_hi = rows - pl->ply;
+    g->ix_lo = pl->plx < 0 ? -pl->plx : 0;
+    g->ix_hi = (int64_t)pl->W;
+    if (g->ix_hi > cols - pl->plx) g->ix_hi = cols - pl->plx;
+    if (g->iy_hi < g->iy_lo) g->iy_hi = g->iy_lo;
+    if (g->ix_hi < g->ix_lo) g->ix_hi = g->ix_lo;
+    g->pieces = cdiv((uint64_t)(g->iy_hi - g->iy_lo), pl->rt_rows);
+}
+
+static int rt_load(pbp_state *s, const rt_geo *g, uint64_t u, nx_error *err) {
+    const pbp_plan *pl = &s->pl;
+    uint32_t st = (uint32_t)(u / g->pieces), kc = step_kc(pl, 0, st);
+    int64_t h0 = g->iy_lo + (int64_t)((u % g->pieces) * pl->rt_rows);
+    uint32_t pr = (uint32_t)min64(pl->rt_rows, (uint64_t)(g->iy_hi - h0));
+    int32_t one = 1;
+    uint32_t run = (uint32_t)(kc * pl->W * pl->N);
+    nx_operand dst = nx_tile_view(&s->raw[u % pl->rt_bufs], pl->dt, 0, pr, 0, 1, &one, &run);
+    uint64_t el = ((uint64_t)h0 * pl->C + step_channel(pl, 0, st)) * pl->W * pl->N;
+    nx_operand src = nx_conv_hbm_view(pl->dt, s->pb->img + el * pl->es, pr, (int64_t)(pl->C * pl->W * pl->N), 1, &one,
+                                      &run);
+    /* every unit on the same queue of each engine: they arrive one after
+     * the other at full bandwidth, in the order the transposes want them */
+    uint32_t keep = s->next_lane;
+    s->next_lane = 0;
+    int rc = dma_spread(s, &dst, &src, pl->pieces, err);
+    s->next_lane = keep;
+    return rc;
+}
+
+static int rt_transpose(pbp_state *s, const rt_geo *g, const nx_tile *band, uint64_t u, nx_error *err) {
     const pbp_plan *pl = &s->pl;
     const nx_geometry *geo = nx_kctx_geometry(s->k);
-    int64_t rows = (int64_t)pl->rows_in, cols = (int64_t)pl->cols_in;
-    int64_t iy_lo = pl->ply < 0 ? -pl->ply : 0, iy_hi = (int64_t)pl->H;
-    if (iy_hi > rows - pl->ply) iy_hi = rows - pl->ply;
-    int64_t ix_lo = pl->plx < 0 ? -pl->plx : 0, ix_hi = (int64_t)pl->W;
-    if (ix_hi > cols - pl->plx) ix_hi = cols - pl->plx;
-    if (iy_hi < iy_lo) iy_hi = iy_lo;
-    if (ix_hi < ix_lo) ix_hi = ix_lo;
-    uint64_t tr_lo = (uint64_t)(iy_lo + pl->ply), tr_hi = (uint64_t)(iy_hi + pl->ply);
-    uint64_t tc_lo = (uint64_t)(ix_lo + pl->plx), tc_hi = (uint64_t)(ix_hi + pl->plx);
+    const nx_tile *raw = &s->raw[u % pl->rt_bufs];
+    uint32_t st = (uint32_t)(u / g->pieces), kc = step_kc(pl, 0, st);
+    int64_t h0 = g->iy_lo + (int64_t)((u % g->pieces) * pl->rt_rows);
+    uint32_t pr = (uint32_t)min64(pl->rt_rows, (uint64_t)(g->iy_hi - h0));
     uint32_t blocks = (uint32_t)(geo->psum_bank_bytes / ((uint64_t)pl->rt_pad * pl->es));
-    uint64_t N = pl->N;
+    uint64_t N = pl->N, q_lo = (uint64_t)g->ix_lo * N, q_hi = (uint64_t)g->ix_hi * N;
+    int32_t one = 1;
+    for (uint64_t q0 = q_lo; q0 < q_hi; q0 += blocks) {
+        uint32_t nq = (uint32_t)min64(blocks, q_hi - q0);
+        const nx_tile *tp = &s->rt_psum[s->n_rt++ % 2];
+        for (uint32_t q = 0; q < nq; q++) {
+            int32_t cst = (int32_t)(pl->W * N);
+            nx_operand ts = nx_tile_view(raw, pl->dt, 0, pr, q0 + q, 1, &cst, &kc);
+            nx_operand td = nx_tile_view(tp, pl->dt, 0, kc, (uint64_t)q * pl->rt_pad, 1, &one, &pr);
+            if (nx_kctx_transpose(s->k, NX_ENG_PE, &td, &ts, err) != 0) return -1;
+        }
+        int32_t ds[2] = {1, (int32_t)(pl->cols_in * pl->NB)};
+        uint32_t dc[2] = {nq, pr};
+        uint64_t off = ((uint64_t)st * pl->rows_in + (uint64_t)(h0 + pl->ply)) * pl->cols_in * pl->NB +
+                       (uint64_t)pl->plx * pl->NB + q0;
+        nx_operand cd = nx_conv_tile_view(band, pl->dt, 0, kc, off, 2, ds, dc);
+        int32_t ps[2] = {(int32_t)pl->rt_pad, 1};
+        nx_operand cs = nx_conv_tile_view(tp, pl->dt, 0, kc, 0, 2, ps, dc);
+        nx_engine e = s->n_evac++ % 2 ? NX_ENG_DVE : NX_ENG_ACT;
+        if (nx_kctx_tensor_copy(s->k, e, &cd, &cs, err) != 0) return -1;
+    }
+    return 0;
+}
+
+static int load_image_rt(pbp_state *s, const nx_tile *band, const pbp_job *first, nx_error *err) {
+    const pbp_plan *pl = &s->pl;
+    rt_geo g;
+    rt_geometry(pl, &g);
+    uint64_t tr_lo = (uint64_t)(g.iy_lo + pl->ply), tr_hi = (uint64_t)(g.iy_hi + pl->ply);
+    uint64_t tc_lo = (uint64_t)(g.ix_lo + pl->plx), tc_hi = (uint64_t)(g.ix_hi + pl->plx);
     for (uint32_t st = 0; st < pl->steps; st++) {
         uint32_t kc = step_kc(pl, 0, st);
-        uint64_t c0 = step_channel(pl, 0, st);
         if (zero_rect(s, band, kc, st, 0, tr_lo, 0, pl->cols_in, err) ||
             zero_rect(s, band, kc, st, tr_hi, pl->rows_in, 0, pl->cols_in, err) ||
             zero_rect(s, band, kc, st, tr_lo, tr_hi, 0, tc_lo, err) ||
             zero_rect(s, band, kc, st, tr_lo, tr_hi, tc_hi, pl->cols_in, err))
             return -1;
-        for (int64_t h0 = iy_lo; h0 < iy_hi; h0 += pl->rt_rows) {
-            uint32_t pr = (uint32_t)min64(pl->rt_rows, (uint64_t)(iy_hi - h0));
-            int32_t one = 1;
-            uint32_t run = (uint32_t)(kc * pl->W * N);
-            nx_operand dst = nx_tile_view(&s->raw, pl->dt, 0, pr, 0, 1, &one, &run);
-            uint64_t el = ((uint64_t)h0 * pl->C + c0) * pl->W * N;
-            nx_operand src = nx_conv_hbm_view(pl->dt, s->pb->img + el * pl->es, pr, (int64_t)(pl->C * pl->W * N), 1, &one, &run);
-            if (dma_spread(s, &dst, &src, pl->pieces, err) != 0) return -1;
-            uint64_t q_lo = (uint64_t)ix_lo * N, q_hi = (uint64_t)ix_hi * N;
-            for (uint64_t q0 = q_lo; q0 < q_hi; q0 += blocks) {
-                uint32_t nq = (uint32_t)min64(blocks, q_hi - q0);
-                const nx_tile *tp = &s->rt_psum[s->n_rt++ % 2];
-                for (uint32_t q = 0; q < nq; q++) {
-                    int32_t cst = (int32_t)(pl->W * N);
-                    nx_operand ts = nx_tile_view(&s->raw, pl->dt, 0, pr, q0 + q, 1, &cst, &kc);
-                    nx_operand td = nx_tile_view(tp, pl->dt, 0, kc, (uint64_t)q * pl->rt_pad, 1, &one, &pr);
-                    if (nx_kctx_transpose(s->k, NX_ENG_PE, &td, &ts, err) != 0) return -1;
-                }
-                int32_t ds[2] = {1, (int32_t)(pl->cols_in * pl->NB)};
-                uint32_t dc[2] = {nq, pr};
-                uint64_t off = ((uint64_t)st * pl->rows_in + (uint64_t)(h0 + pl->ply)) * pl->cols_in * pl->NB +
-                               (uint64_t)pl->plx * pl->NB + q0;
-                nx_operand cd = nx_conv_tile_view(band, pl->dt, 0, kc, off, 2, ds, dc);
-                int32_t ps[2] = {(int32_t)pl->rt_pad, 1};
-                nx_operand cs = nx_conv_tile_view(tp, pl->dt, 0, kc, 0, 2, ps, dc);
-                nx_engine e = s->n_evac++ % 2 ? NX_ENG_DVE : NX_ENG_ACT;
-                if (nx_kctx_tensor_copy(s->k, e, &cd, &cs, err) != 0) return -1;
-            }
-        }
+    }
+    uint64_t units = g.pieces * pl->steps;
+    for (uint64_t u = 0; u < units && u < pl->rt_bufs; u++)
+        if (rt_load(s, &g, u, err) != 0) return -1;
+    if (load_filters(s, first, err) != 0) return -1;
+    for (uint64_t u = 0; u < units; u++) {
+        if (rt_transpose(s, &g, band, u, err) != 0) return -1;
+        if (u + pl->rt_bufs < units && rt_load(s, &g, u + pl->rt_bufs, err) != 0) return -1;
     }
     return 0;
 }
@@ -742,7 +784,8 @@ int nx_conv_pbp_emit(nx_kctx *k, const nx_conv_pbp *pb, nx_error *err) {
     for (uint32_t i = 0; i < pl->psum_bufs; i++) ALLOC(NX_OPK_PSUM, "conv_psum", NX_DT_FP32, pl->PC, pl->FM, &s.psum[i]);
     if (pl->rt) {
         const nx_geometry *geo = nx_kctx_geometry(k);
-        ALLOC(NX_OPK_SBUF, "conv_raw_rows", pl->dt, pl->rt_rows, pl->rt_elems, &s.raw);
+        for (uint32_t i = 0; i < pl->rt_bufs; i++)
+            ALLOC(NX_OPK_SBUF, "conv_raw_rows", pl->dt, pl->rt_rows, pl->rt_elems, &s.raw[i]);
         for (uint32_t i = 0; i < 2; i++)
             ALLOC(NX_OPK_PSUM, "conv_rt_psum", pl->dt, pl->PR, geo->psum_bank_bytes / pl->es, &s.rt_psum[i]);
     }
@@ -758,10 +801,10 @@ int nx_conv_pbp_emit(nx_kctx *k, const nx_conv_pbp *pb, nx_error *err) {
     if (pl->resident) {
         /* the whole image at once, band by band: each band's matmuls wait
          * only for the transfers of the rows they read */
-        if (load_filters(&s, &jobs[0], err) != 0) goto done;
         if (pl->rt) {
-            if (load_image_rt(&s, &s.band[0], err) != 0) goto done;
+            if (load_image_rt(&s, &s.band[0], &jobs[0], err) != 0) goto done;
         } else {
+            if (load_filters(&s, &jobs[0], err) != 0) goto done;
             for (size_t i = 0; i < nj; i++)
                 if (load_band(&s, &jobs[i], &s.band[0], err) != 0) goto done;
         }

@@ -231,6 +231,8 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes,
         pl->rt_rows = (uint32_t)min64(min64(pl->PR, geo->partitions), pl->H);
         pl->rt_pad = pow2_ceil(pl->rt_rows);
         pl->rt_elems = rt_raw;
+        uint64_t units = (uint64_t)pl->steps * cdiv(pl->H, pl->rt_rows);
+        pl->rt_bufs = units > 1 && (whole + 2 * rt_raw) * pl->es <= 2 * b.band ? 2 : 1;
         if ((uint64_t)pl->rt_pad * pl->es > geo->psum_bank_bytes || geo->psum_bank_bytes % (pl->rt_pad * pl->es))
             pl->rt = 0;
     }

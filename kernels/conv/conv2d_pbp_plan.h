@@ -51,6 +51,7 @@ typedef struct pbp_plan {
     uint32_t rt_rows;             /* image rows per raw piece (<= PE rows) */
     uint32_t rt_pad;              /* PSUM block stride of a transposed column (pow2 >= rt_rows) */
     uint64_t rt_elems;            /* raw tile per partition: kc x W x N */
+    uint32_t rt_bufs;             /* raw tiles (2 when several units follow each other and fit) */
     uint32_t band_bufs;
 
     /* PSUM tiles inside a band: q rows x pw cols x nb batch <= FM */
