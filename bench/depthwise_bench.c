@@ -177,7 +177,7 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const dw_bench *c, nx_dt
     if (cr.bad) *wrong = 1;
 
     /* bounds */
-    double dma_bw = (double)m->dma_engines * m->dma_engine_bytes_per_ns;
+    double dma_bw = (double)m->geo.dma_engines * m->dma_engine_bytes_per_ns;
     if (m->hbm_bytes_per_ns < dma_bw) dma_bw = m->hbm_bytes_per_ns;
     double dma_ns = (double)((ni + nf + no) * sz) / dma_bw;
     static const char *const names[4] = {"PE", "DVE", "ACT", "POOL"};
@@ -190,7 +190,7 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const dw_bench *c, nx_dt
     printf("%-18s %-32s %-5s trace %6.3f s  model %7.3f s wall  simulated %9.1f us\n", c->name, c->key,
            nx_dtype_name(dt), trace_s, sim_wall, res.total_ns / 1e3);
     double moved = 0;
-    for (int q = 0; q < 256; q++) moved += (double)res.dma_queue_bytes[0][q];
+    for (uint32_t q = 0; q < res.dma_queues; q++) moved += (double)nx_sim_queue_bytes(&res, 0, q);
     printf("    busy: PE %.1f us, DVE %.1f us, ACT %.1f us, POOL %.1f us; DMA/HBM bound %.1f us (%.1f MB at %.0f B/ns; "
            "the leaf moves %.1f MB: %.1f us)\n",
            busy[0] / 1e3, busy[1] / 1e3, busy[2] / 1e3, busy[3] / 1e3, dma_ns / 1e3,

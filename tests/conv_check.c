@@ -1,5 +1,6 @@
 /* conv_check.h: a conv leaf on the executor and the model against nx_ref_conv. */
 #include "conv_check.h"
+#include "kcheck.h"
 
 #include <math.h>
 #include <setjmp.h>
@@ -178,7 +179,7 @@ void conv_check_leaf_opts(nx_leaf_fn leaf, const char *leaf_name, const conv_cas
     nx_program prog;
     if (nx_builder_finish(b, &prog, &err) != 0) fail_msg("%s %s: finish: %s", leaf_name, s.what, err.msg);
     nx_builder_free(b);
-    if (nx_kcheck_program(&prog, &err) != 0) fail_msg("%s %s: order check: %s", leaf_name, s.what, err.msg);
+    if (test_kcheck_program(&prog, &err) != 0) fail_msg("%s %s: order check: %s", leaf_name, s.what, err.msg);
 
     size_t es = nx_dtype_size(c->dtype);
     uint64_t nl = elems(s.nd, c->lhs), nr = elems(s.nd, c->rhs), no = elems(s.nd, s.out);

@@ -4,7 +4,7 @@
  *
  * Each case goes through the conv leaves' shared check (tests/conv_check.h):
  * the leaf traced in its layouts, the program's ordering checked statically
- * (nx_kcheck_program), run on the functional executor and on the SystemC
+ * (test_kcheck_program), run on the functional executor and on the SystemC
  * model with the race detector on the model's log, both outputs compared
  * with the convolution reference nx_ref_conv on pseudo-random inputs in
  * [-1, 1). Tolerance per output element (conv_check.h):

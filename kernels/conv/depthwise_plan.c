@@ -223,7 +223,10 @@ int nx_dw_identity(nx_kctx *k, const nx_tile *t, nx_dtype dt, uint32_t p0, uint3
 }
 
 uint32_t nx_dw_half_lanes(const nx_kctx *k) {
-    uint32_t lanes = nx_kctx_lanes(k);
+    /* lane l is on DMA engine l mod E: with at least 2E lanes, lanes [0, E)
+     * are one queue of every engine and [E, 2E) another */
+    uint32_t lanes = nx_kctx_lanes(k), e = nx_kctx_geometry(k)->dma_engines;
+    if (e >= 1 && lanes >= 2 * e) return e;
     return lanes > 1 ? lanes / 2 : 1;
 }
 

@@ -80,8 +80,9 @@ int nx_dw_mac(nx_kctx *k, nx_engine engine, const nx_operand *dst, const nx_oper
  * legal start partition for n partitions. */
 int nx_dw_identity(nx_kctx *k, const nx_tile *t, nx_dtype dt, uint32_t p0, uint32_t n, nx_error *err);
 
-/* DMA lanes: loads use the first half of the context's lanes (queue 0 of
- * each DMA engine), stores the second half (queue 1), so the loads of
+/* DMA lanes: loads use lanes [0, E) (one queue of each of the E DMA
+ * engines), stores lanes [E, 2E) (another queue of each; halves of the
+ * lanes when there are fewer than 2E), so the loads of
  * successive work items queue behind each other on every engine (the
  * first item's data arrives first, not at the pace of all of them) and a
  * store never holds a load up in its queue. nx_dw_dma cuts a transfer by
