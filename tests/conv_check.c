@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "isa/builder.h"
+#include "kcheck.h"
 #include "isa/exec.h"
 #include "kernels/author.h"
 #include "kernels/conv/conv_params.h"
