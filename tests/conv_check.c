@@ -1,6 +1,5 @@
 /* conv_check.h: a conv leaf on the executor and the model against nx_ref_conv. */
 #include "conv_check.h"
-#include "kcheck.h"
 
 #include <math.h>
 #include <setjmp.h>
