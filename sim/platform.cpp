@@ -199,6 +199,10 @@ void Platform::progress(uint64_t more_insns, fs_t local) {
     double now = wall_seconds();
     if (now - rs.progress_start < rs.progress_delay) return;
     if (rs.progress_shown && now - rs.progress_last < 0.25) return;
+    print_progress(now);
+}
+
+void Platform::print_progress(double now) {
     rs.progress_last = now;
     rs.progress_shown = true;
     std::fprintf(stderr, "\rnxsim: %.3f us simulated, %llu/%llu instructions retired, %.1f s wall   ",
@@ -231,7 +235,10 @@ void Platform::flush_rtl_vcd() {
         if (!rtl_vcd_[c].empty()) rtl_pe_[c]->flush_vcd();
 }
 
+// The run's last state (when it lasted past the delay), then a newline.
 void Platform::finish_progress() {
+    double now = wall_seconds();
+    if (rs.opt.progress && (rs.progress_shown || now - rs.progress_start >= rs.progress_delay)) print_progress(now);
     if (rs.progress_shown) std::fputc('\n', stderr);
     rs.progress_shown = false;
 }

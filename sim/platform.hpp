@@ -183,6 +183,7 @@ class Platform : public sc_core::sc_module {
     void report_deadlock();
     int collect(nx_sim_result *out, fs_t t_end); // -1: out of memory
     void finish_progress();
+    void print_progress(double now);
     int trace_rtl(const char *path, uint32_t cores, nx_error *err);
     void flush_rtl_vcd();
 

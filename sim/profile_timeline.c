@@ -304,7 +304,8 @@ static size_t write_lane(tl *t, const lane *L) {
         snprintf(name, sizeof name, "%s", nx_engine_name((nx_engine)L->engine));
     else
         snprintf(name, sizeof name, "dma q%u", L->queue);
-    double pct = t->total_ns > 0 ? 100 * L->busy_ns / t->total_ns : 0;
+    double run_ns = t->r->total_ns > 0 ? t->r->total_ns : t->total_ns; /* as the summary's busy % */
+    double pct = 100 * L->busy_ns / run_ns;
     fprintf(f, "<g class=\"lane\" data-core=\"%u\" data-lane=\"%s\" data-busy-pct=\"%.2f\" data-blocks=\"%zu\">\n",
             L->core, name, pct, L->n);
     fprintf(f, "<rect class=\"bg\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>\n", PLOT_X, L->y,
