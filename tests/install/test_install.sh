@@ -5,11 +5,15 @@
 # binaries run and must print a transposition with no differing element.
 # Also checks that the installed tree holds what docs/parts/install.md says.
 #
-# Usage: test_install.sh BUILD_DIR TMPDIR [EXTRA_CFLAGS]
+# Then the installed Python package, on PYTHONPATH, runs a registry leaf on
+# NumPy arrays and must match NumPy.
+#
+# Usage: test_install.sh BUILD_DIR TMPDIR [EXTRA_CFLAGS [PYTHON3]]
 #   EXTRA_CFLAGS: flags the external build needs too (the sanitizer build's
 #   -fsanitize=..., since the library is instrumented).
+#   PYTHON3: an interpreter with NumPy ("" or absent: that part is skipped)
 set -u
-build=$1 T=$2 extra=${3:-}
+build=$1 T=$2 extra=${3:-} py=${4:-}
 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$T" && mkdir -p "$T"
 P=$T/prefix
@@ -48,6 +52,17 @@ if cmake -S "$here/consumer" -B "$T/consumer" -DCMAKE_PREFIX_PATH="$P" -DCMAKE_C
 else
   sed 's/^/    /' "$T/consumer.log" | tail -20
   fail "find_package build"
+fi
+# 3. the installed Python package
+if [ -n "$py" ]; then
+  out=$(PYTHONPATH=$P/lib/python3/dist-packages "$py" -c '
+import numpy as np, nxsim
+x = np.random.default_rng(0).standard_normal((200, 72)).astype(np.float32)
+y, run = nxsim.run("tiled_pf_transpose", x, permutation=[1, 0])
+assert nxsim.__file__.startswith("'"$P"'"), nxsim.__file__
+assert np.array_equal(y, x.T)
+print("python: %s matches numpy, %.3f us simulated" % (run.kernel, run.total_ns / 1000))') \
+    && echo "$out" || fail "the installed Python package: $out"
 fi
 [ "$failed" -eq 0 ] && echo "test_install: ok"
 [ "$failed" -eq 0 ]
