@@ -137,6 +137,17 @@ int nx_kctx_dma_on(nx_kctx *k, uint32_t lane, const nx_operand *dst, const nx_op
  * counts on lanes first_lane, first_lane + 1, ... (mod lanes). */
 int nx_kctx_dma_split(nx_kctx *k, uint32_t first_lane, uint32_t pieces, const nx_operand *dst,
                       const nx_operand *src, nx_error *err);
+/* dma_copy with the ISA's optional parts, on lane `lane % lanes`. flags:
+ * NX_FLAG_ACCUMULATE adds into dst; with `offsets` (SBUF int32/uint32, one
+ * row index per partition of dst) the transfer is indirect: a gather of src
+ * rows (or, with NX_FLAG_SCATTER, a scatter to dst rows) among `bound`
+ * rows, an index outside [0, bound) faulting or, with NX_FLAG_OOB_SKIP,
+ * skipping its row (docs/ISA.md, dma_copy). offsets NULL: bound must be 0
+ * and only NX_FLAG_ACCUMULATE may be set. The layer orders the transfer
+ * after the writes of the offsets; an indirect transfer's footprint covers
+ * all `bound` rows of the indexed operand (isa/validate.h). */
+int nx_kctx_dma_ex(nx_kctx *k, uint32_t lane, const nx_operand *dst, const nx_operand *src,
+                   const nx_operand *offsets, uint32_t bound, uint16_t flags, nx_error *err);
 /* dma_transpose (2-byte dtypes) on lane `lane % lanes`. */
 int nx_kctx_dma_transpose(nx_kctx *k, uint32_t lane, const nx_operand *dst,
                           const nx_operand *src, nx_error *err);

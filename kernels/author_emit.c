@@ -1,5 +1,7 @@
 /* Emit helpers: build one instruction and hand it to k_emit, which adds the
  * synchronisation. */
+#include <stdint.h>
+
 #include "author_impl.h"
 #include "isa/opcodes.h"
 
@@ -40,6 +42,22 @@ int nx_kctx_dma_split(nx_kctx *k, uint32_t first_lane, uint32_t pieces, const nx
         r0 += n;
     }
     return 0;
+}
+
+int nx_kctx_dma_ex(nx_kctx *k, uint32_t lane, const nx_operand *dst, const nx_operand *src,
+                   const nx_operand *offsets, uint32_t bound, uint16_t flags, nx_error *err) {
+    lane %= k->nlanes;
+    nx_insn in = nx_insn_make(NX_OP_DMA_COPY);
+    in.iparam[0] = (int32_t)nx_kctx_lane_queue(k, lane);
+    in.op[0] = *dst;
+    in.op[1] = *src;
+    if (offsets) {
+        if (bound > INT32_MAX) return nx_fail(err, "sp dma_copy: bound %u exceeds the int32 parameter", bound);
+        in.op[2] = *offsets;
+        in.iparam[1] = (int32_t)bound;
+    }
+    in.flags = flags;
+    return k_emit(k, NX_ENG_SP, (int)lane, &in, NULL, err);
 }
 
 int nx_kctx_dma_transpose(nx_kctx *k, uint32_t lane, const nx_operand *dst,

@@ -11,6 +11,7 @@
 
 #include "isa/dtype.h"
 #include "isa/error.h"
+#include "kernels/blockwise_mm_params.h"
 
 #define NX_REF_MAX_DIMS 6
 
@@ -21,5 +22,18 @@
  * dim is an empty array. in and out must not overlap. */
 int nx_ref_transpose(const void *in, nx_dtype dtype, uint32_t ndims, const uint64_t *shape,
                      const int64_t *perm, void *out, nx_error *err);
+
+/* blockwise_mm (MoE prefill; semantics: kernels/blockwise_mm_params.h):
+ * in[0..5] are the six operands in their order (hidden_states, affinities,
+ * gate_up_proj_weight, down_proj_weight, token_position_to_id,
+ * block_to_expert) with p's shapes and dtypes; out is (T+1, H) of
+ * p->dtype. Projections are OpenBLAS sgemms in fp32 over each block's
+ * valid tokens; x * a (PRE_SCALE) and h are rounded to p->dtype as the
+ * semantics says; contributions accumulate in fp32 and the output is
+ * rounded once. Allocates fp32 copies of one expert's weights and of one
+ * block's activations, freed before returning. Errors: zero sizes, sizes
+ * beyond a BLAS int, out of memory. */
+int nx_ref_blockwise_mm(const nx_bwmm_params *p, const void *const in[NX_BWMM_OPERANDS], void *out,
+                        nx_error *err);
 
 #endif

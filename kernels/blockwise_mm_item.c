@@ -1,0 +1,384 @@
+/* The phases of one blockwise_mm work item (kernels/blockwise_mm.c says
+ * why the engines are used this way). Item w uses on-chip set w % 2. */
+#include "blockwise_mm_impl.h"
+
+static uint32_t min32(uint64_t a, uint64_t b) { return (uint32_t)(a < b ? a : b); }
+static uint32_t cdiv32(uint64_t a, uint64_t b) { return (uint32_t)((a + b - 1) / b); }
+
+/* ---- instructions the authoring layer has no helper for ---- */
+
+static int tensor_scalar(bw *s, nx_engine eng, const nx_operand *dst, const nx_operand *in, nx_alu_op op0,
+                         const nx_operand *s0, nx_error *err) {
+    nx_insn i = nx_insn_make(NX_OP_TENSOR_SCALAR);
+    i.alu0 = (uint8_t)op0;
+    i.op[0] = *dst;
+    i.op[1] = *in;
+    i.op[2] = *s0;
+    return nx_kctx_emit(s->k, eng, &i, err);
+}
+
+/* dst = (in0 op0 scalar) op1 in1 */
+static int scalar_tensor_tensor(bw *s, nx_engine eng, const nx_operand *dst, const nx_operand *in0, nx_alu_op op0,
+                                const nx_operand *scalar, nx_alu_op op1, const nx_operand *in1, nx_error *err) {
+    nx_insn i = nx_insn_make(NX_OP_SCALAR_TENSOR_TENSOR);
+    i.alu0 = (uint8_t)op0;
+    i.alu1 = (uint8_t)op1;
+    i.op[0] = *dst;
+    i.op[1] = *in0;
+    i.op[2] = *scalar;
+    i.op[3] = *in1;
+    return nx_kctx_emit(s->k, eng, &i, err);
+}
+
+static int select_(bw *s, const nx_operand *dst, const nx_operand *pred, const nx_operand *on_true,
+                   const nx_operand *on_false, nx_error *err) {
+    nx_insn i = nx_insn_make(NX_OP_SELECT);
+    i.op[0] = *dst;
+    i.op[1] = *pred;
+    i.op[2] = *on_true;
+    i.op[3] = *on_false;
+    return nx_kctx_emit(s->k, NX_ENG_DVE, &i, err);
+}
+
+/* dst = func(in * scale) on ACT; scale an immediate or a per-partition scalar */
+static int activation(bw *s, nx_act_func f, const nx_operand *dst, const nx_operand *in, const nx_operand *scale,
+                      nx_error *err) {
+    nx_insn a = nx_insn_make(NX_OP_ACTIVATION);
+    a.func = (uint8_t)f;
+    a.op[0] = *dst;
+    a.op[1] = *in;
+    a.op[2] = *scale;
+    a.op[3] = nx_imm(0.0, NX_DT_FP32);
+    return nx_kctx_emit(s->k, NX_ENG_ACT, &a, err);
+}
+
+static int dma_indirect(bw *s, uint32_t lane, const nx_operand *dst, const nx_operand *src, const nx_operand *off,
+                        uint64_t bound, uint16_t flags, nx_error *err) {
+    return nx_kctx_dma_ex(s->k, lane, dst, src, off, (uint32_t)bound, (uint16_t)(flags | NX_FLAG_OOB_SKIP), err);
+}
+
+/* ---- setup: what item w needs before its compute ---- */
+
+static int load_ids(bw *s, const bw_set *q, uint64_t pos0, uint32_t cnt, nx_error *err) {
+    uint32_t tp = s->pl->tp, full = cnt / tp, rem = cnt % tp;
+    uint64_t base = s->tpid + pos0 * 4;
+    if (full > 0) { /* element (p, t) = position t*tp + p */
+        int32_t st = (int32_t)tp;
+        nx_operand src = nx_ap(NX_OPK_HBM, NX_DT_INT32, 0, tp, 1, base, 1, &st, &full);
+        nx_operand dst = bw_v(&q->ids, NX_DT_INT32, tp, 0, full);
+        if (nx_kctx_dma_on(s->k, bw_load_lane(s), &dst, &src, err) != 0) return -1;
+    }
+    if (rem > 0) {
+        nx_operand src = nx_ap_hbm_rows(NX_DT_INT32, base + (uint64_t)full * tp * 4, rem, 1, 1);
+        nx_operand dst = bw_v(&q->ids, NX_DT_INT32, rem, full, 1);
+        if (nx_kctx_dma_on(s->k, bw_load_lane(s), &dst, &src, err) != 0) return -1;
+    }
+    return 0;
+}
+
+/* Weight row offsets of the item: off[p, c] = (load ? e*rows + p : skip) + c*tp. */
+static int weight_rows(bw *s, bw_set *q, const nx_operand *pred, uint64_t rows, nx_tile *m, nx_tile *b,
+                       const nx_tile *steps, nx_tile *off, uint32_t n, nx_error *err) {
+    uint32_t tp = s->pl->tp;
+    nx_operand e = bw_v(&q->e, NX_DT_INT32, tp, 0, 1), ip = bw_v(&s->iota_p, NX_DT_INT32, tp, 0, 1);
+    nx_operand mo = bw_v(m, NX_DT_INT32, tp, 0, 1), bo = bw_v(b, NX_DT_INT32, tp, 0, 1);
+    nx_operand rows_imm = nx_imm((double)rows, NX_DT_FP32), skip = nx_imm(BW_SKIP_ROW, NX_DT_INT32);
+    nx_operand st = bw_v(steps, NX_DT_INT32, tp, 0, n), o = bw_v(off, NX_DT_INT32, tp, 0, n);
+    if (scalar_tensor_tensor(s, NX_ENG_POOL, &mo, &e, NX_ALU_MULTIPLY, &rows_imm, NX_ALU_ADD, &ip, err) != 0 ||
+        select_(s, &bo, pred, &mo, &skip, err) != 0)
+        return -1;
+    return tensor_scalar(s, NX_ENG_POOL, &o, &st, NX_ALU_ADD, &bo, err);
+}
+
+int bw_setup(bw *s, uint64_t w, nx_error *err) {
+    const nx_bwmm_plan *pl = s->pl;
+    const nx_bwmm_params *p = s->p;
+    bw_set *q = &s->set[w & 1];
+    uint32_t tp = pl->tp, E = (uint32_t)p->E;
+    uint64_t n, pos0;
+    uint32_t cnt;
+    bw_item(pl, w, &n, &pos0, &cnt);
+    uint32_t nt = cdiv32(cnt, tp);
+
+    if (load_ids(s, q, pos0, cnt, err) != 0) return -1;
+    /* the block's expert on every partition (an HBM row stride of 0) */
+    nx_operand esrc = nx_ap_hbm_rows(NX_DT_INT32, s->bte + n * 4, tp, 0, 1);
+    nx_operand e = bw_v(&q->e, NX_DT_INT32, tp, 0, 1);
+    if (nx_kctx_dma_on(s->k, bw_load_lane(s), &e, &esrc, err) != 0) return -1;
+
+    /* valid = e in [0, E): as uint32, a negative e is beyond E */
+    nx_operand eu = bw_v(&q->e, NX_DT_UINT32, tp, 0, 1), valid = bw_v(&q->valid, NX_DT_FP32, tp, 0, 1);
+    nx_operand Eimm = nx_imm((double)E, NX_DT_FP32);
+    if (tensor_scalar(s, NX_ENG_POOL, &valid, &eu, NX_ALU_IS_LT, &Eimm, err) != 0) return -1;
+    nx_operand pred = valid;
+    if (pl->resident && w > 0) { /* resident weights stay when the expert does */
+        nx_operand prev = bw_v(&s->set[(w + 1) & 1].e, NX_DT_INT32, tp, 0, 1);
+        nx_operand ne = bw_v(&q->ne, NX_DT_FP32, tp, 0, 1), load = bw_v(&q->load, NX_DT_FP32, tp, 0, 1);
+        if (nx_kctx_tensor_tensor(s->k, NX_ENG_POOL, NX_ALU_NOT_EQUAL, &ne, &e, &prev, err) != 0 ||
+            nx_kctx_tensor_tensor(s->k, NX_ENG_POOL, NX_ALU_MULTIPLY, &load, &valid, &ne, err) != 0)
+            return -1;
+        pred = load;
+    }
+    if (weight_rows(s, q, &pred, p->H, &q->mg, &q->gb, &s->hc, &q->goff, pl->nh, err) != 0 ||
+        weight_rows(s, q, &pred, p->inter, &q->md, &q->db, &s->ic, &q->doff, pl->ni, err) != 0)
+        return -1;
+
+    /* scatter rows: the ids, or -1 (skipped) for a block of no valid expert */
+    int32_t zero = 0;
+    uint32_t ntc = nt;
+    nx_operand vb = nx_tile_view(&q->valid, NX_DT_FP32, 0, tp, 0, 1, &zero, &ntc);
+    nx_operand ids = bw_v(&q->ids, NX_DT_INT32, tp, 0, nt), sc = bw_v(&q->sc, NX_DT_INT32, tp, 0, nt);
+    nx_operand minus1 = nx_imm(-1.0, NX_DT_INT32);
+    if (select_(s, &sc, &vb, &ids, &minus1, err) != 0) return -1;
+
+    /* mask[p, j] = (j == e) selects the expert's affinity column */
+    nx_operand ie = bw_v(&s->iota_e, NX_DT_INT32, tp, 0, E), mask = bw_v(&q->mask, NX_DT_FP32, tp, 0, E);
+    if (tensor_scalar(s, NX_ENG_POOL, &mask, &ie, NX_ALU_IS_EQUAL, &e, err) != 0) return -1;
+
+    for (uint32_t t = 0; t < nt; t++) {
+        uint32_t rows = min32(tp, cnt - t * tp);
+        nx_operand off = bw_v(&q->ids, NX_DT_INT32, rows, t, 1);
+        /* the tokens' affinity rows [tok*E, tok*E + E) */
+        nx_operand asrc = nx_ap_hbm_rows(p->aff_dtype, s->aff, rows, (int32_t)E, E);
+        nx_operand adst = bw_v(&q->affrow, NX_DT_FP32, rows, (uint64_t)t * E, E);
+        if (dma_indirect(s, bw_load_lane(s), &adst, &asrc, &off, p->T, 0, err) != 0) return -1;
+        /* the hidden rows, in 2 KiB column pieces over the load lanes */
+        for (uint64_t c0 = 0; c0 < p->H; c0 += pl->c) {
+            uint32_t w_ = min32(pl->c, p->H - c0);
+            nx_operand src = nx_ap_hbm_rows(s->dt, s->hs + c0 * pl->s, rows, (int32_t)p->H, w_);
+            nx_operand dst = bw_v(&s->x, s->dt, rows, (uint64_t)t * p->H + c0, w_);
+            if (dma_indirect(s, bw_load_lane(s), &dst, &src, &off, p->T, 0, err) != 0) return -1;
+        }
+    }
+    return 0;
+}
+
+int bw_finish_setup(bw *s, uint64_t w, nx_error *err) {
+    const nx_bwmm_plan *pl = s->pl;
+    const nx_bwmm_params *p = s->p;
+    bw_set *q = &s->set[w & 1];
+    uint32_t tp = pl->tp, E = (uint32_t)p->E;
+    uint64_t n, pos0;
+    uint32_t cnt;
+    bw_item(pl, w, &n, &pos0, &cnt);
+    uint32_t nt = cdiv32(cnt, tp);
+    /* affinity = the masked row's sum (one nonzero term: exact; a NaN in
+     * another expert's column does not leak, select copies) */
+    int32_t ms[2] = {0, 1}, rs[2] = {(int32_t)E, 1};
+    uint32_t mc[2] = {nt, E};
+    nx_operand mask = nx_tile_view(&q->mask, NX_DT_FP32, 0, tp, 0, 2, ms, mc);
+    nx_operand rows = nx_tile_view(&q->affrow, NX_DT_FP32, 0, tp, 0, 2, rs, mc);
+    nx_operand zero = nx_imm(0.0, NX_DT_FP32);
+    if (select_(s, &rows, &mask, &rows, &zero, err) != 0) return -1;
+    nx_operand aff = bw_v(&q->aff, NX_DT_FP32, tp, 0, nt);
+    nx_insn r = nx_insn_make(NX_OP_TENSOR_REDUCE);
+    r.alu0 = NX_ALU_ADD;
+    r.iparam[0] = 2; /* dim 1: the experts */
+    r.op[0] = aff;
+    r.op[1] = rows;
+    if (nx_kctx_emit(s->k, NX_ENG_POOL, &r, err) != 0) return -1;
+    if (p->scaling != NX_BWMM_PRE_SCALE) return 0;
+    /* PRE_SCALE: x = x * a, rounded to the input dtype */
+    uint32_t piece = pl->c * 8;
+    for (uint32_t t = 0; t < nt; t++) {
+        uint32_t rows_t = min32(tp, cnt - t * tp);
+        nx_operand a = bw_v(&q->aff, NX_DT_FP32, rows_t, t, 1);
+        for (uint64_t c0 = 0; c0 < p->H; c0 += piece) {
+            nx_operand x = bw_v(&s->x, s->dt, rows_t, (uint64_t)t * p->H + c0, min32(piece, p->H - c0));
+            if (tensor_scalar(s, NX_ENG_DVE, &x, &x, NX_ALU_MULTIPLY, &a, err) != 0) return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- x -> x^T ---- */
+
+int bw_transpose(bw *s, uint64_t w, nx_error *err) {
+    const nx_bwmm_plan *pl = s->pl;
+    uint32_t tp = pl->tp;
+    uint64_t n, pos0;
+    uint32_t cnt;
+    bw_item(pl, w, &n, &pos0, &cnt);
+    uint32_t nt = cdiv32(cnt, tp);
+    for (uint32_t c = 0; c < pl->nh; c++) {
+        uint32_t hw = min32(tp, s->p->H - (uint64_t)c * tp);
+        uint32_t slot = bw_psum_take(s, cnt * pl->s);
+        for (uint32_t t = 0; t < nt; t++) {
+            uint32_t rows = min32(tp, cnt - t * tp);
+            nx_operand src = bw_v(&s->x, s->dt, rows, (uint64_t)t * s->p->H + (uint64_t)c * tp, hw);
+            nx_operand dst = bw_psum(s, s->dt, hw, slot + t * tp * pl->s, rows);
+            if (nx_kctx_transpose(s->k, NX_ENG_PE, &dst, &src, err) != 0) return -1;
+        }
+        nx_operand from = bw_psum(s, s->dt, hw, slot, cnt);
+        nx_operand to = bw_v(&s->xt, s->dt, hw, (uint64_t)c * pl->bs, cnt);
+        if (nx_kctx_tensor_copy(s->k, bw_evac_engine(s), &to, &from, err) != 0) return -1;
+    }
+    return 0;
+}
+
+/* ---- gate/up: h^T = silu(W_g^T x^T) * (W_u^T x^T) ---- */
+
+static void group_cols(const bw *s, uint32_t g, uint32_t *it0, uint32_t *it1, uint64_t *col0, uint32_t *width) {
+    const nx_bwmm_plan *pl = s->pl;
+    *it0 = g * pl->g_tiles;
+    *it1 = *it0 + pl->g_tiles < pl->ni ? *it0 + pl->g_tiles : pl->ni;
+    *col0 = (uint64_t)*it0 * pl->tp;
+    uint64_t end = (uint64_t)*it1 * pl->tp < s->p->inter ? (uint64_t)*it1 * pl->tp : s->p->inter;
+    *width = (uint32_t)(end - *col0);
+}
+
+int bw_load_gate_up(bw *s, uint64_t k, nx_error *err) {
+    const nx_bwmm_plan *pl = s->pl;
+    const nx_bwmm_params *p = s->p;
+    if (k >= pl->items * pl->pg) return 0;
+    uint64_t w = k / pl->pg;
+    uint32_t j = (uint32_t)(k % pl->pg), g = j / pl->nh, c = j % pl->nh;
+    uint32_t it0, it1, width;
+    uint64_t col0;
+    group_cols(s, g, &it0, &it1, &col0, &width);
+    uint32_t hw = min32(pl->tp, p->H - (uint64_t)c * pl->tp);
+    const nx_tile *slot = &s->gu_ring[k % pl->rg];
+    nx_operand dst = bw_v(slot, s->dt, hw, 0, 2 * width), src;
+    if (width == p->inter) { /* gate and up of a row are one run */
+        src = nx_ap_hbm_rows(s->dt, s->gu, hw, (int32_t)(2 * p->inter), (uint32_t)(2 * p->inter));
+    } else {
+        int32_t st[2] = {(int32_t)p->inter, 1};
+        uint32_t cn[2] = {2, width};
+        src = nx_ap(NX_OPK_HBM, s->dt, 0, hw, (int32_t)(2 * p->inter), s->gu + col0 * pl->s, 2, st, cn);
+    }
+    nx_operand off = bw_v(&s->set[w & 1].goff, NX_DT_INT32, hw, c, 1);
+    return dma_indirect(s, bw_load_lane(s), &dst, &src, &off, p->E * p->H, 0, err);
+}
+
+int bw_gate_up(bw *s, uint64_t w, nx_error *err) {
+    const nx_bwmm_plan *pl = s->pl;
+    const nx_bwmm_params *p = s->p;
+    uint32_t tp = pl->tp;
+    uint64_t n, pos0;
+    uint32_t cnt;
+    bw_item(pl, w, &n, &pos0, &cnt);
+    uint32_t acc[2 * 128]; /* psum offsets of [gate, up] per i-tile of the group */
+    if (pl->g_tiles > 128) return nx_fail(err, "blockwise_mm: %u i-tiles per group exceed 128", pl->g_tiles);
+    for (uint32_t g = 0; g < pl->ngroups; g++) {
+        uint32_t it0, it1, width;
+        uint64_t col0;
+        group_cols(s, g, &it0, &it1, &col0, &width);
+        for (uint32_t it = it0; it < it1; it++)
+            for (int pr = 0; pr < 2; pr++) acc[2 * (it - it0) + pr] = bw_psum_take(s, cnt * 4);
+        for (uint32_t c = 0; c < pl->nh; c++) {
+            uint64_t k = w * pl->pg + (uint64_t)g * pl->nh + c;
+            const nx_tile *slot = &s->gu_ring[k % pl->rg];
+            uint32_t hw = min32(tp, p->H - (uint64_t)c * tp);
+            nx_operand mv = bw_v(&s->xt, s->dt, hw, (uint64_t)c * pl->bs, cnt);
+            for (uint32_t it = it0; it < it1; it++) {
+                uint32_t iw = min32(tp, p->inter - (uint64_t)it * tp);
+                for (int pr = 0; pr < 2; pr++) {
+                    nx_operand st = bw_v(slot, s->dt, hw, (uint64_t)pr * width + (it - it0) * tp, iw);
+                    nx_operand dst = bw_psum(s, NX_DT_FP32, iw, acc[2 * (it - it0) + pr], cnt);
+                    if (nx_kctx_load_stationary(s->k, &st, err) != 0 ||
+                        nx_kctx_multiply_moving(s->k, &dst, &mv, c > 0, err) != 0)
+                        return -1;
+                }
+            }
+            if (bw_load_gate_up(s, k + pl->rg, err) != 0) return -1;
+        }
+        for (uint32_t it = it0; it < it1; it++) {
+            uint32_t iw = min32(tp, p->inter - (uint64_t)it * tp);
+            const nx_tile *sg = &s->sg[s->next_sg++ % BW_SILU_TILES];
+            nx_operand gate = bw_psum(s, NX_DT_FP32, iw, acc[2 * (it - it0)], cnt);
+            nx_operand up = bw_psum(s, NX_DT_FP32, iw, acc[2 * (it - it0) + 1], cnt);
+            nx_operand sgv = bw_v(sg, NX_DT_FP32, iw, 0, cnt), one = nx_imm(1.0, NX_DT_FP32);
+            nx_operand h = bw_v(&s->ht, s->dt, iw, (uint64_t)it * pl->bs, cnt);
+            if (activation(s, NX_ACT_SILU, &sgv, &gate, &one, err) != 0 ||
+                nx_kctx_tensor_tensor(s->k, NX_ENG_DVE, NX_ALU_MULTIPLY, &h, &sgv, &up, err) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- down: out[tok] += (h Wd) * a, by 2 KiB column chunks ---- */
+
+int bw_load_down(bw *s, uint64_t k, nx_error *err) {
+    const nx_bwmm_plan *pl = s->pl;
+    const nx_bwmm_params *p = s->p;
+    if (k >= pl->items * pl->pd) return 0;
+    uint64_t w = k / pl->pd;
+    uint32_t j = (uint32_t)(k % pl->pd), wp = min32(pl->c, p->H - (uint64_t)j * pl->c);
+    const nx_tile *slot = &s->dn_ring[k % pl->rd];
+    for (uint32_t ic = 0; ic < pl->ni; ic++) {
+        uint32_t iw = min32(pl->tp, p->inter - (uint64_t)ic * pl->tp);
+        nx_operand dst = bw_v(slot, s->dt, iw, (uint64_t)ic * pl->c, wp);
+        nx_operand src = nx_ap_hbm_rows(s->dt, s->dn + (uint64_t)j * pl->c * pl->s, iw, (int32_t)p->H, wp);
+        nx_operand off = bw_v(&s->set[w & 1].doff, NX_DT_INT32, iw, ic, 1);
+        if (dma_indirect(s, bw_load_lane(s), &dst, &src, &off, p->E * p->inter, 0, err) != 0) return -1;
+    }
+    return 0;
+}
+
+/* Token tile t of item w against down piece j: matmuls, scale, scatter-add. */
+static int down_tile(bw *s, uint64_t w, uint32_t t, uint32_t j, uint32_t cnt, nx_error *err) {
+    const nx_bwmm_plan *pl = s->pl;
+    const nx_bwmm_params *p = s->p;
+    const bw_set *q = &s->set[w & 1];
+    uint32_t tp = pl->tp, rows = min32(tp, cnt - t * tp), wp = min32(pl->c, p->H - (uint64_t)j * pl->c);
+    uint32_t nb = cdiv32(wp, pl->bank_f32), acc[16];
+    if (nb > 16) return nx_fail(err, "blockwise_mm: %u PSUM banks per output chunk exceed 16", nb);
+    const nx_tile *slot = &s->dn_ring[(w * pl->pd + j) % pl->rd];
+    for (uint32_t b = 0; b < nb; b++) acc[b] = bw_psum_take(s, min32(pl->bank_f32, wp - b * pl->bank_f32) * 4);
+    for (uint32_t ic = 0; ic < pl->ni; ic++) {
+        uint32_t iw = min32(tp, p->inter - (uint64_t)ic * tp);
+        nx_operand st = bw_v(&s->ht, s->dt, iw, (uint64_t)ic * pl->bs + (uint64_t)t * tp, rows);
+        if (nx_kctx_load_stationary(s->k, &st, err) != 0) return -1;
+        for (uint32_t b = 0; b < nb; b++) {
+            uint32_t wb = min32(pl->bank_f32, wp - b * pl->bank_f32);
+            nx_operand mv = bw_v(slot, s->dt, iw, (uint64_t)ic * pl->c + (uint64_t)b * pl->bank_f32, wb);
+            nx_operand dst = bw_psum(s, NX_DT_FP32, rows, acc[b], wb);
+            if (nx_kctx_multiply_moving(s->k, &dst, &mv, ic > 0, err) != 0) return -1;
+        }
+    }
+    const nx_tile *stage = &s->stage[s->next_stage++ % pl->nstage];
+    nx_operand a = bw_v(&q->aff, NX_DT_FP32, rows, t, 1);
+    for (uint32_t b = 0; b < nb; b++) {
+        uint32_t wb = min32(pl->bank_f32, wp - b * pl->bank_f32);
+        nx_operand from = bw_psum(s, NX_DT_FP32, rows, acc[b], wb);
+        nx_operand to = bw_v(stage, s->dt, rows, (uint64_t)b * pl->bank_f32, wb);
+        nx_engine eng = bw_evac_engine(s);
+        int rc;
+        if (p->scaling != NX_BWMM_POST_SCALE) rc = nx_kctx_tensor_copy(s->k, eng, &to, &from, err);
+        else if (eng == NX_ENG_ACT) rc = activation(s, NX_ACT_IDENTITY, &to, &from, &a, err);
+        else rc = tensor_scalar(s, NX_ENG_DVE, &to, &from, NX_ALU_MULTIPLY, &a, err);
+        if (rc != 0) return -1;
+    }
+    /* scatter-add into chunk j of the accumulator: rows by token id */
+    uint64_t chunk = s->acc + (uint64_t)j * (p->T + 1) * pl->c * pl->s;
+    nx_operand dst = nx_ap_hbm_rows(s->dt, chunk, rows, (int32_t)pl->c, wp);
+    nx_operand src = bw_v(stage, s->dt, rows, 0, wp);
+    nx_operand off = bw_v(&q->sc, NX_DT_INT32, rows, t, 1);
+    uint32_t lane = s->scatter_lane0 + j % s->scatter_lanes;
+    return dma_indirect(s, lane, &dst, &src, &off, p->T, NX_FLAG_SCATTER | NX_FLAG_ACCUMULATE, err);
+}
+
+int bw_down(bw *s, uint64_t w, nx_error *err) {
+    const nx_bwmm_plan *pl = s->pl;
+    uint64_t n, pos0;
+    uint32_t cnt;
+    bw_item(pl, w, &n, &pos0, &cnt);
+    uint32_t nt = cdiv32(cnt, pl->tp);
+    if (pl->rd == pl->pd) {
+        /* every piece in SBUF: token tiles outermost, so consecutive
+         * scatters go to different chunks (different queues) */
+        for (uint32_t t = 0; t < nt; t++)
+            for (uint32_t j = 0; j < pl->pd; j++)
+                if (down_tile(s, w, t, j, cnt, err) != 0) return -1;
+        for (uint32_t j = 0; j < pl->pd; j++)
+            if (bw_load_down(s, w * pl->pd + j + pl->rd, err) != 0) return -1;
+        return 0;
+    }
+    for (uint32_t j = 0; j < pl->pd; j++) {
+        for (uint32_t t = 0; t < nt; t++)
+            if (down_tile(s, w, t, j, cnt, err) != 0) return -1;
+        if (bw_load_down(s, w * pl->pd + j + pl->rd, err) != 0) return -1;
+    }
+    return 0;
+}
