@@ -462,6 +462,18 @@ static char *summary_json(const nx_machine *m, const nx_program *p, const nx_sim
     return buf;
 }
 
+/* Operands without a file: the family's built-in values where it has them
+ * (a routing), else pseudo-random numbers. */
+static int builtin_values(const nx_op_rules *rules, const nx_macro_op *op, uint32_t i) {
+    return rules && rules->default_values && rules->default_values(op, i, NULL, 0) == 1;
+}
+
+static void fill_operand(const nx_op_rules *rules, const nx_macro_op *op, uint32_t i, const nx_tensor_decl *t,
+                         uint8_t *data, uint64_t seed, uint32_t index) {
+    if (builtin_values(rules, op, i) && rules->default_values(op, i, data, seed) == 1) return;
+    cli_tensor_fill_random(t, data, seed, index);
+}
+
 typedef struct run_report {
     const nx_registry_entry *entry;
     const nx_machine *machine;
@@ -486,8 +498,8 @@ static int print_text(const run_report *rr, const run_op *r) {
         if (r->in_path[i])
             printf("  operand %-10s %-20s from %s\n", op->operands[i].name, t, r->in_path[i]);
         else
-            printf("  operand %-10s %-20s pseudo-random (seed %" PRIu64 ")\n", op->operands[i].name, t,
-                   rr->seed);
+            printf("  operand %-10s %-20s %s (seed %" PRIu64 ")\n", op->operands[i].name, t,
+                   builtin_values(rr->entry->rules, op, i) ? "built-in values" : "pseudo-random", rr->seed);
     }
     for (uint32_t j = 0; j < op->n_results; j++) {
         nx_op_tensor_format(t, sizeof t, &op->results[j]);
@@ -628,7 +640,7 @@ static int execute(const run_args *a, run_op *r) {
         if (r->in[i].data)
             memcpy(st.hbm + t->offset, r->in[i].data, nx_tensor_bytes(t));
         else
-            cli_tensor_fill_random(t, st.hbm + t->offset, a->seed, (uint32_t)tin[i]);
+            fill_operand(e->rules, op, i, t, st.hbm + t->offset, a->seed, (uint32_t)tin[i]);
     }
     for (uint32_t j = 0; j < op->n_results; j++) {
         tout[j] = nx_program_find_tensor(prog, op->results[j].name);
@@ -674,7 +686,7 @@ static int execute(const run_args *a, run_op *r) {
                 status = CLI_EXIT_RUNTIME;
                 goto done;
             }
-            cli_tensor_fill_random(t, ref_in[i], a->seed, (uint32_t)tin[i]);
+            fill_operand(e->rules, op, i, t, ref_in[i], a->seed, (uint32_t)tin[i]);
             ins[i] = ref_in[i];
         }
         for (uint32_t j = 0; j < op->n_results; j++) {

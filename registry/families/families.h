@@ -9,4 +9,7 @@
 /* transpose.c: tiled_pf_transpose (#12) and tiled_dve_transpose_10 (#13). */
 extern const nx_op_rules nx_rules_transpose;
 
+/* blockwise_mm.c: blockwise_mm (#10). */
+extern const nx_op_rules nx_rules_blockwise_mm;
+
 #endif

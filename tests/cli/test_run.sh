@@ -41,13 +41,14 @@ make_npy "$T/c201_expected.npy" "'<i2'" "(3, 2, 1)" 3 '\x01\x00\x04\x00\x02\x00\
 # a [2,3,2] int8 tensor: no permutation of it that moves the middle dim first reduces
 make_npy "$T/d.npy" "'|i1'" "(2, 3, 2)" 2 '\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c'
 
-MISS="Internal NKI kernel 'NoSuchKernel' is not registered. Available kernels: dict_keys(['tiled_pf_transpose', 'tiled_dve_transpose_10'])"
+MISS="Internal NKI kernel 'NoSuchKernel' is not registered. Available kernels: dict_keys(['blockwise_mm', 'tiled_pf_transpose', 'tiled_dve_transpose_10'])"
 
 # ---- nxsim list -------------------------------------------------------------------
 expect 0 "list" list
 # the registered rows in seed order, with the seed's configs
 rows=$(grep -E '^  [0-9]+ ' "$T/out" | awk '{print $1, $2, $3, $4, $5, $6, $7}')
-want_rows="12 tiled_pf_transpose tiled_pf_transpose all attrs VNC(2) false
+want_rows="10 blockwise_mm blockwise_mm all attrs 1 false
+12 tiled_pf_transpose tiled_pf_transpose all attrs VNC(2) false
 13 tiled_dve_transpose_10 tiled_dve_transpose_10 all attrs VNC(2) false"
 if [ "$rows" = "$want_rows" ]; then pass; else fail "list rows: '$rows'"; fi
 topk=$(sed -n '/^Top-k methods/,$p' "$T/out" | awk 'NR > 1 {print $1, $2}')
@@ -87,7 +88,7 @@ expect 3 "run NoSuchKernel" run NoSuchKernel
 stderr_is "$MISS"
 # a seed entry whose leaf is not implemented is not registered either
 expect 3 "run SelectAndScatter" run SelectAndScatter
-stderr_is "Internal NKI kernel 'SelectAndScatter' is not registered. Available kernels: dict_keys(['tiled_pf_transpose', 'tiled_dve_transpose_10'])"
+stderr_is "Internal NKI kernel 'SelectAndScatter' is not registered. Available kernels: dict_keys(['blockwise_mm', 'tiled_pf_transpose', 'tiled_dve_transpose_10'])"
 expect 3 "run MLP" run MLP -i "$T/x.npy" -o "$T/never.npy"
 absent "$T/never.npy"
 
@@ -99,6 +100,15 @@ for key in tiled_pf_transpose tiled_dve_transpose_10; do
     if grep -q "on VNC(2) (2 cores), machine trn2, SystemC model" "$T/out"; then pass; else fail "$key: header"; fi
     if [ -s "$T/$key.trace.json" ] && grep -q '"traceEvents"' "$T/$key.trace.json"; then pass; else fail "$key: no trace"; fi
 done
+# blockwise_mm on its built-in routing, model and functional, another seed too
+for args in "" "--functional" "--seed 5"; do
+    expect 0 "run blockwise_mm --check $args" run blockwise_mm --check $args
+    if grep -qE '^check: output vs nx_ref_blockwise_mm: .*\(tolerance: [0-9.]+ x eps\(fp32\): k=4, H\+I=448\): ok$' "$T/out"
+    then pass; else fail "blockwise_mm $args: check line"; fi
+    if grep -qE '^  operand token_position_to_id int32\[288\] +built-in values' "$T/out"; then pass; else fail "blockwise_mm: routing"; fi
+done
+expect 3 "blockwise_mm bad mode" run blockwise_mm -a 'expert_affinities_scaling_mode="MAYBE"'
+stderr_is 'nxsim: attribute expert_affinities_scaling_mode: "MAYBE" is not one of "POST_SCALE", "PRE_SCALE", "NO_SCALE"'
 expect 0 "run --json" run tiled_pf_transpose --json --check --seed 7
 if head -c 40 "$T/out" | grep -qF '{"kernel": "tiled_pf_transpose", "leaf"'; then pass; else fail "--json output"; fi
 if grep -qF '"new_nki_fe": 1' "$T/out" && grep -qF '"ok": true' "$T/out"; then pass; else fail "--json fields"; fi
