@@ -122,15 +122,18 @@ static int alloc(bw *s, const char *name, nx_dtype dt, uint64_t elems, nx_tile *
 static int alloc_set(bw *s, bw_set *q, nx_error *err) {
     const nx_bwmm_plan *pl = s->pl;
     uint64_t nt = pl->nt, E = pl->p.E;
-    int bad = alloc(s, "bwmm_ids", NX_DT_INT32, nt, &q->ids, err) || alloc(s, "bwmm_sc", NX_DT_INT32, nt, &q->sc, err) ||
+    int bad = alloc(s, "bwmm_rows", NX_DT_INT32, pl->tp, &q->rows, err) ||
+              alloc(s, "bwmm_e1", NX_DT_INT32, 1, &q->e1, err) ||
+              alloc(s, "bwmm_ids", NX_DT_INT32, nt, &q->ids, err) || alloc(s, "bwmm_sc", NX_DT_INT32, nt, &q->sc, err) ||
               alloc(s, "bwmm_e", NX_DT_INT32, 1, &q->e, err) || alloc(s, "bwmm_valid", NX_DT_FP32, 1, &q->valid, err) ||
-              alloc(s, "bwmm_load", NX_DT_FP32, 1, &q->load, err) || alloc(s, "bwmm_ne", NX_DT_FP32, 1, &q->ne, err) ||
+              alloc(s, "bwmm_load", NX_DT_FP32, 1, &q->load, err) || alloc(s, "bwmm_vm1", NX_DT_FP32, 1, &q->vm1, err) || alloc(s, "bwmm_ne", NX_DT_FP32, 1, &q->ne, err) ||
               alloc(s, "bwmm_mg", NX_DT_INT32, 1, &q->mg, err) || alloc(s, "bwmm_md", NX_DT_INT32, 1, &q->md, err) ||
               alloc(s, "bwmm_gb", NX_DT_INT32, 1, &q->gb, err) || alloc(s, "bwmm_db", NX_DT_INT32, 1, &q->db, err) ||
               alloc(s, "bwmm_goff", NX_DT_INT32, pl->nh, &q->goff, err) ||
               alloc(s, "bwmm_doff", NX_DT_INT32, pl->ni, &q->doff, err) ||
               alloc(s, "bwmm_mask", NX_DT_FP32, E, &q->mask, err) ||
-              alloc(s, "bwmm_affrow", NX_DT_FP32, nt * E, &q->affrow, err) ||
+              alloc(s, "bwmm_affrow", pl->p.aff_dtype, nt * E, &q->affrow, err) ||
+              alloc(s, "bwmm_affsel", NX_DT_FP32, nt * E, &q->affsel, err) ||
               alloc(s, "bwmm_aff", NX_DT_FP32, nt, &q->aff, err);
     return bad ? -1 : 0;
 }
@@ -152,7 +155,7 @@ static int alloc_all(bw *s, nx_error *err) {
     if (iota(s, &s->iota_p, 1, 0, 1, err) || iota(s, &s->hc, 0, tp, pl->nh, err) ||
         iota(s, &s->ic, 0, tp, pl->ni, err) || iota(s, &s->iota_e, 0, 1, (uint32_t)pl->p.E, err))
         return -1;
-    for (int q = 0; q < 2; q++)
+    for (int q = 0; q < BW_SETS; q++)
         if (alloc_set(s, &s->set[q], err) != 0) return -1;
     if (alloc(s, "bwmm_x", s->dt, (uint64_t)pl->nt * pl->p.H, &s->x, err) ||
         alloc(s, "bwmm_xT", s->dt, (uint64_t)pl->nh * pl->bs, &s->xt, err) ||
@@ -173,46 +176,76 @@ static int alloc_all(bw *s, nx_error *err) {
                          (uint64_t)pl->nbanks * pl->bank_bytes / 4, &s->psum, err);
 }
 
-/* ---- the final pass: chunks (nc, T+1, c) -> output (T+1, H) ---- */
+/* ---- the final pass: replicas (nrep, nc, T+1, c) -> output (T+1, H) ---- */
 
-static int copy_out(bw *s, nx_error *err) {
+/* Byte offset of row r of chunk j of replica k. */
+uint64_t bw_acc_row(const bw *s, uint32_t k, uint32_t j, uint64_t r) {
+    const nx_bwmm_plan *pl = s->pl;
+    return s->acc + (((uint64_t)k * pl->nc + j) * (pl->p.T + 1) + r) * pl->c * pl->s;
+}
+
+/* Row group [r0, r0 + nr) of replica k into the output (k > 0 adds): the
+ * full-width chunks in one transfer, the narrower last one in another on
+ * the same lane (the same output rows). */
+static int copy_rows(bw *s, uint32_t k, uint64_t r0, uint32_t nr, uint32_t lane, nx_error *err) {
     const nx_bwmm_plan *pl = s->pl;
     uint64_t rows = pl->p.T + 1, H = pl->p.H, c = pl->c, sz = pl->s;
     uint32_t full = (uint32_t)(H % c == 0 ? pl->nc : pl->nc - 1);
-    uint64_t last_w = H - (uint64_t)(pl->nc - 1) * c;
+    uint16_t acc = k > 0 ? NX_FLAG_ACCUMULATE : 0;
+    if (full > 0) {
+        int32_t ds[2] = {(int32_t)c, 1}, ss[2] = {(int32_t)(rows * c), 1};
+        uint32_t cn[2] = {full, (uint32_t)c};
+        nx_operand dst = nx_ap(NX_OPK_HBM, s->dt, 0, nr, (int32_t)H, s->out + r0 * H * sz, 2, ds, cn);
+        nx_operand src = nx_ap(NX_OPK_HBM, s->dt, 0, nr, (int32_t)c, bw_acc_row(s, k, 0, r0), 2, ss, cn);
+        if (nx_kctx_dma_ex(s->k, lane, &dst, &src, NULL, 0, acc, err) != 0) return -1;
+    }
+    if (full < pl->nc) {
+        uint32_t last_w = (uint32_t)(H - (uint64_t)(pl->nc - 1) * c);
+        nx_operand dst = nx_ap_hbm_rows(s->dt, s->out + (r0 * H + (uint64_t)(pl->nc - 1) * c) * sz, nr, (int32_t)H, last_w);
+        nx_operand src = nx_ap_hbm_rows(s->dt, bw_acc_row(s, k, pl->nc - 1, r0), nr, (int32_t)c, last_w);
+        if (nx_kctx_dma_ex(s->k, lane, &dst, &src, NULL, 0, acc, err) != 0) return -1;
+    }
+    return 0;
+}
+
+static int copy_out(bw *s, nx_error *err) {
+    const nx_bwmm_plan *pl = s->pl;
+    uint64_t rows = pl->p.T + 1;
     for (uint64_t r0 = 0; r0 < rows; r0 += pl->tp) {
-        uint32_t nr = (uint32_t)(rows - r0 < pl->tp ? rows - r0 : pl->tp);
-        uint32_t lane = bw_load_lane(s);
-        if (full > 0) {
-            int32_t ds[2] = {(int32_t)c, 1}, ss[2] = {(int32_t)(rows * c), 1};
-            uint32_t cn[2] = {full, (uint32_t)c};
-            nx_operand dst = nx_ap(NX_OPK_HBM, s->dt, 0, nr, (int32_t)H, s->out + r0 * H * sz, 2, ds, cn);
-            nx_operand src = nx_ap(NX_OPK_HBM, s->dt, 0, nr, (int32_t)c, s->acc + r0 * c * sz, 2, ss, cn);
-            if (nx_kctx_dma_on(s->k, lane, &dst, &src, err) != 0) return -1;
-        }
-        if (full < pl->nc) { /* the narrower last chunk; same lane: its rows are the same output rows */
-            nx_operand dst = nx_ap_hbm_rows(s->dt, s->out + (r0 * H + (uint64_t)(pl->nc - 1) * c) * sz, nr,
-                                            (int32_t)H, (uint32_t)last_w);
-            nx_operand src = nx_ap_hbm_rows(s->dt, s->acc + ((uint64_t)(pl->nc - 1) * rows + r0) * c * sz, nr,
-                                            (int32_t)c, (uint32_t)last_w);
-            if (nx_kctx_dma_on(s->k, lane, &dst, &src, err) != 0) return -1;
-        }
+        uint32_t nr = (uint32_t)(rows - r0 < pl->tp ? rows - r0 : pl->tp), lane = bw_load_lane(s);
+        for (uint32_t k = 0; k < pl->nrep; k++)
+            if (copy_rows(s, k, r0, nr, lane, err) != 0) return -1;
     }
     return 0;
 }
 
 /* ---- the leaf ---- */
 
+/* Lanes (lane l is DMA engine l mod 16, kernels/author.h): half of them
+ * scatter, output chunk j on lane (half - 1 - j) mod half, i.e. the last
+ * engines; three lanes (the first engines) carry the small loads an item's
+ * DVE/POOL work waits for, behind a bulk transfer they would stall those
+ * in-order engines: one the ids and the expert, two the affinity rows (a
+ * descriptor per token: 128 rows take as long as 256 KiB); the rest carry
+ * the bulk (hidden rows, weights, the final copy). */
 static void plan_lanes(bw *s) {
     uint32_t n = nx_kctx_lanes(s->k);
-    if (n >= 2) {
+    if (n >= 5) {
         s->scatter_lanes = n / 2;
-        s->load_lane0 = n / 2;
-        s->load_lanes = n - n / 2;
+        s->small_lane = n / 2;
+        s->aff_lane = n / 2 + 1;
+        s->aff_lanes = 2;
+        s->load_lane0 = n / 2 + 3;
+        s->load_lanes = n - n / 2 - 3;
     } else {
-        s->scatter_lanes = s->load_lanes = 1;
+        s->scatter_lanes = s->aff_lanes = s->load_lanes = 1;
+        s->small_lane = s->aff_lane = s->load_lane0 = n - 1;
     }
-    s->scatter_lane0 = 0;
+}
+
+uint32_t bw_scatter_lane(const bw *s, uint32_t replica, uint32_t chunk) {
+    uint32_t q = replica * s->pl->nc + chunk;
+    return s->scatter_lanes - 1 - q % s->scatter_lanes;
 }
 
 static int run(bw *s, nx_error *err) {
@@ -228,9 +261,15 @@ static int run(bw *s, nx_error *err) {
             if (bw_load_down(s, k, err) != 0) return -1;
     }
     for (uint64_t w = 0; w < items; w++) {
-        if (bw_finish_setup(s, w, err) != 0 || bw_transpose(s, w, err) != 0) return -1;
+        /* the affinities as late as their first use: their gathers cost a
+         * descriptor per token and must not stall the in-order DVE early */
+        int pre = pl->p.scaling == NX_BWMM_PRE_SCALE;
+        if (pre && (bw_affinities(s, w, err) != 0 || bw_pre_scale(s, w, err) != 0)) return -1;
+        if (bw_transpose(s, w, err) != 0) return -1;
         if (w + 1 < items && bw_setup(s, w + 1, err) != 0) return -1;
-        if (bw_gate_up(s, w, err) != 0 || bw_down(s, w, err) != 0) return -1;
+        if (bw_gate_up(s, w, err) != 0) return -1;
+        if (!pre && bw_affinities(s, w, err) != 0) return -1;
+        if (bw_down(s, w, err) != 0) return -1;
     }
     return copy_out(s, err);
 }
@@ -255,8 +294,8 @@ int blockwise_mm(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     s.tpid = call->args[4].hbm_offset;
     s.bte = call->args[5].hbm_offset;
     s.out = call->args[NX_BWMM_OPERANDS].hbm_offset;
-    uint64_t acc_shape[3] = {pl.nc, p.T + 1, pl.c};
-    if (nx_builder_tensor(nx_kctx_builder(k), ACC_TENSOR, p.dtype, 3, acc_shape, NX_ROLE_SCRATCH, &s.acc, err) != 0)
+    uint64_t acc_shape[4] = {pl.nrep, pl.nc, p.T + 1, pl.c};
+    if (nx_builder_tensor(nx_kctx_builder(k), ACC_TENSOR, p.dtype, 4, acc_shape, NX_ROLE_SCRATCH, &s.acc, err) != 0)
         return nx_fail_prefix(err, "blockwise_mm: output accumulator");
     plan_lanes(&s);
     int rc = run(&s, err);

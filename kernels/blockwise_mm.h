@@ -6,7 +6,8 @@
  *
  * call->args: the six operands in order, then the output (T+1, H) of
  * hidden_states' dtype. The leaf declares one HBM scratch tensor of its own
- * ("blockwise_mm.acc", the output in column chunks, see the plan below), so
+ * ("blockwise_mm.acc", the output in column chunks, nrep times; see the
+ * plan below), so
  * the builder it traces into must not hold a tensor of that name. */
 #ifndef NXSIM_KERNELS_BLOCKWISE_MM_H
 #define NXSIM_KERNELS_BLOCKWISE_MM_H
@@ -43,6 +44,10 @@ typedef struct nx_bwmm_plan {
      * dtype: a 2 KiB row, what DMA needs for full efficiency); the piece of
      * chunk j is Wd[e][all I][chunk j's columns] */
     uint32_t c, nc;
+    /* output accumulator replicas: item w adds into replica w mod nrep, so
+     * narrow outputs (few chunks) still scatter on several queues; the
+     * final pass adds the replicas */
+    uint32_t nrep;
     uint32_t pg, pd;    /* pieces per item: ngroups * nh, nc */
     uint32_t rg, rd;    /* ring slots (resident: rg = pg, rd = pd) */
     int resident;       /* an expert's weights stay in SBUF across items */

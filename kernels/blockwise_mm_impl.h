@@ -6,21 +6,28 @@
 #include "blockwise_mm.h"
 
 /* [tp, 1] values derived from an item's expert (bw_set below). */
-#define BW_ITEM_SCALARS 8
+#define BW_ITEM_SCALARS 10
 /* silu(gate) tiles in rotation. */
 #define BW_SILU_TILES 2
 #define BW_MAX_STAGES 8
+/* rows per gather transfer (hidden rows, weight pieces) */
+#define BW_GATHER_ROWS 32
 /* the fp32 value of a row offset no DMA accepts (below 0 after adding any
  * row of H or I: those are < 2^24) */
 #define BW_SKIP_ROW (-16777216.0)
 
-/* What an item knows on chip: two sets, for the item being computed and for
- * the next one being prepared. */
+/* What an item knows on chip: BW_SETS sets in rotation, so the next item's
+ * preparation never waits for the transfers (scatters, weight loads) of
+ * the item before this one that still read their set. */
+#define BW_SETS 3
 typedef struct bw_set {
+    nx_tile rows;   /* int32 [nt, tp]: the ids as loaded, tile t in partition t */
     nx_tile ids;    /* int32 [tp, nt]: token id of position t*tp + p */
     nx_tile sc;     /* int32 [tp, nt]: ids, or -1 for every row of a block without a valid expert */
+    nx_tile e1;     /* int32 [1, 1]: the block's expert as loaded */
     nx_tile e;      /* int32 [tp, 1]: the block's expert, on every partition */
     nx_tile valid;  /* fp32: 1 if e is in [0, E) */
+    nx_tile vm1;    /* fp32: valid - 1 */
     nx_tile load;   /* fp32: 1 if the weights must be loaded (valid, and resident: e differs from the last item's) */
     nx_tile ne;     /* fp32: e != the last item's e */
     nx_tile mg, md; /* int32: e*H + p, e*I + p */
@@ -28,7 +35,8 @@ typedef struct bw_set {
     nx_tile goff;   /* int32 [tp, nh]: gate/up weight row of h-chunk c: gb + c*tp */
     nx_tile doff;   /* int32 [tp, ni]: down weight row of i-chunk c: db + c*tp */
     nx_tile mask;   /* fp32 [tp, E]: 1 in column e */
-    nx_tile affrow; /* fp32 [tp, nt, E]: the tokens' affinity rows, then masked */
+    nx_tile affrow; /* aff dtype [tp, nt, E]: the tokens' affinity rows */
+    nx_tile affsel; /* fp32 [tp, nt, E]: the rows masked to the expert's column */
     nx_tile aff;    /* fp32 [tp, nt]: the tokens' affinity for e */
 } bw_set;
 
@@ -41,7 +49,7 @@ typedef struct bw {
     uint64_t hs, aff, gu, dn, tpid, bte, out, acc;
     /* constants: p, c*tp over H chunks, c*tp over I chunks, j over experts */
     nx_tile iota_p, hc, ic, iota_e;
-    bw_set set[2];
+    bw_set set[BW_SETS];
     nx_tile x;  /* dt [tp, nt * H]: tile t of the item's gathered rows at t*H */
     nx_tile xt; /* dt [tp, nh * bs]: x^T, h-chunk c at c*bs */
     nx_tile ht; /* dt [tp, ni * bs]: h^T, i-chunk c at c*bs */
@@ -52,7 +60,7 @@ typedef struct bw {
     nx_tile psum;     /* all of PSUM, handed out bank by bank (bw_psum_take) */
     uint32_t psum_bank, psum_used;
     uint32_t next_sg, next_stage, next_load, flip;
-    uint32_t scatter_lane0, scatter_lanes, load_lane0, load_lanes;
+    uint32_t scatter_lanes, small_lane, aff_lane, aff_lanes, load_lane0, load_lanes;
 } bw;
 
 /* The item's block, first position in token_position_to_id, and tokens. */
@@ -66,6 +74,10 @@ uint32_t bw_psum_take(bw *s, uint32_t bytes);
 nx_operand bw_v(const nx_tile *t, nx_dtype dt, uint32_t np, uint64_t elem_off, uint32_t n);
 nx_operand bw_psum(const bw *s, nx_dtype dt, uint32_t np, uint32_t byte_off, uint32_t n);
 
+/* The lane of the scatters into chunk j of replica k, and the HBM byte
+ * offset of its row r. */
+uint32_t bw_scatter_lane(const bw *s, uint32_t k, uint32_t j);
+uint64_t bw_acc_row(const bw *s, uint32_t k, uint32_t j, uint64_t r);
 /* The next load lane (round robin over the load lanes). */
 uint32_t bw_load_lane(bw *s);
 /* ACT and DVE take turns copying out of PSUM. */
@@ -73,7 +85,8 @@ nx_engine bw_evac_engine(bw *s);
 
 /* The phases of one item (kernels/blockwise_mm_item.c). */
 int bw_setup(bw *s, uint64_t w, nx_error *err);      /* ids, expert, offsets; gathers of x and affinities */
-int bw_finish_setup(bw *s, uint64_t w, nx_error *err); /* affinities; PRE_SCALE of x */
+int bw_affinities(bw *s, uint64_t w, nx_error *err); /* the tokens' affinity for the item's expert */
+int bw_pre_scale(bw *s, uint64_t w, nx_error *err);  /* PRE_SCALE: x = x * a */
 int bw_transpose(bw *s, uint64_t w, nx_error *err);  /* x -> x^T through the PE */
 int bw_gate_up(bw *s, uint64_t w, nx_error *err);    /* gate/up projections, silu * up -> h^T */
 int bw_down(bw *s, uint64_t w, nx_error *err);       /* down projection, scale, scatter-add */

@@ -1,5 +1,5 @@
 /* The phases of one blockwise_mm work item (kernels/blockwise_mm.c says
- * why the engines are used this way). Item w uses on-chip set w % 2. */
+ * why the engines are used this way). Item w uses on-chip set w % BW_SETS. */
 #include "blockwise_mm_impl.h"
 
 static uint32_t min32(uint64_t a, uint64_t b) { return (uint32_t)(a < b ? a : b); }
@@ -14,6 +14,19 @@ static int tensor_scalar(bw *s, nx_engine eng, const nx_operand *dst, const nx_o
     i.op[0] = *dst;
     i.op[1] = *in;
     i.op[2] = *s0;
+    return nx_kctx_emit(s->k, eng, &i, err);
+}
+
+/* dst = (in op0 s0) op1 s1 */
+static int tensor_scalar2(bw *s, nx_engine eng, const nx_operand *dst, const nx_operand *in, nx_alu_op op0,
+                          const nx_operand *s0, nx_alu_op op1, const nx_operand *s1, nx_error *err) {
+    nx_insn i = nx_insn_make(NX_OP_TENSOR_SCALAR);
+    i.alu0 = (uint8_t)op0;
+    i.alu1 = (uint8_t)op1;
+    i.op[0] = *dst;
+    i.op[1] = *in;
+    i.op[2] = *s0;
+    i.op[3] = *s1;
     return nx_kctx_emit(s->k, eng, &i, err);
 }
 
@@ -57,21 +70,48 @@ static int dma_indirect(bw *s, uint32_t lane, const nx_operand *dst, const nx_op
     return nx_kctx_dma_ex(s->k, lane, dst, src, off, (uint32_t)bound, (uint16_t)(flags | NX_FLAG_OOB_SKIP), err);
 }
 
+/* A gather cut by rows into pieces of at most BW_GATHER_ROWS on successive
+ * load lanes: a transfer's time grows with its rows (each a descriptor), so
+ * pieces in parallel land sooner; the indexed src keeps its base (its rows
+ * come from the offsets). */
+static int gather_split(bw *s, const nx_operand *dst, const nx_operand *src, const nx_operand *off, uint64_t bound,
+                        nx_error *err) {
+    uint32_t rows = dst->partition_count;
+    for (uint32_t r0 = 0; r0 < rows; r0 += BW_GATHER_ROWS) {
+        uint32_t nr = min32(BW_GATHER_ROWS, rows - r0);
+        nx_operand d = nx_operand_rows(dst, r0, nr), o = nx_operand_rows(off, r0, nr), sr = *src;
+        sr.partition_count = (uint8_t)nr;
+        if (dma_indirect(s, bw_load_lane(s), &d, &sr, &o, bound, 0, err) != 0) return -1;
+    }
+    return 0;
+}
+
 /* ---- setup: what item w needs before its compute ---- */
 
+/* The item's token ids into ids[p, t] = id of position t*tp + p: each tile's
+ * ids arrive as one row of the `rows` tile (a DMA of a few contiguous rows;
+ * spread over 128 partitions, 4-byte rows would cost a descriptor each),
+ * then the DVE transposes them in blocks of dve_transpose_max. */
 static int load_ids(bw *s, const bw_set *q, uint64_t pos0, uint32_t cnt, nx_error *err) {
-    uint32_t tp = s->pl->tp, full = cnt / tp, rem = cnt % tp;
+    const nx_geometry *geo = nx_kctx_geometry(s->k);
+    uint32_t tp = s->pl->tp, full = cnt / tp, rem = cnt % tp, nt = full + (rem > 0);
     uint64_t base = s->tpid + pos0 * 4;
-    if (full > 0) { /* element (p, t) = position t*tp + p */
-        int32_t st = (int32_t)tp;
-        nx_operand src = nx_ap(NX_OPK_HBM, NX_DT_INT32, 0, tp, 1, base, 1, &st, &full);
-        nx_operand dst = bw_v(&q->ids, NX_DT_INT32, tp, 0, full);
-        if (nx_kctx_dma_on(s->k, bw_load_lane(s), &dst, &src, err) != 0) return -1;
+    if (full > 0) {
+        nx_operand src = nx_ap_hbm_rows(NX_DT_INT32, base, full, (int32_t)tp, tp);
+        nx_operand dst = bw_v(&q->rows, NX_DT_INT32, full, 0, tp);
+        if (nx_kctx_dma_on(s->k, s->small_lane, &dst, &src, err) != 0) return -1;
     }
     if (rem > 0) {
-        nx_operand src = nx_ap_hbm_rows(NX_DT_INT32, base + (uint64_t)full * tp * 4, rem, 1, 1);
-        nx_operand dst = bw_v(&q->ids, NX_DT_INT32, rem, full, 1);
-        if (nx_kctx_dma_on(s->k, bw_load_lane(s), &dst, &src, err) != 0) return -1;
+        nx_operand src = nx_ap_hbm_rows(NX_DT_INT32, base + (uint64_t)full * tp * 4, 1, (int32_t)tp, rem);
+        nx_operand dst = nx_tile_view(&q->rows, NX_DT_INT32, full, 1, 0, 1, (const int32_t[]){1}, &rem);
+        if (nx_kctx_dma_on(s->k, s->small_lane, &dst, &src, err) != 0) return -1;
+    }
+    uint32_t blk = geo->dve_transpose_max;
+    for (uint32_t p0 = 0; p0 < cnt && p0 < tp; p0 += blk) {
+        uint32_t w = min32(blk, tp - p0);
+        nx_operand src = nx_tile_view(&q->rows, NX_DT_INT32, 0, nt, p0, 1, (const int32_t[]){1}, &w);
+        nx_operand dst = nx_tile_view(&q->ids, NX_DT_INT32, p0, w, 0, 1, (const int32_t[]){1}, &nt);
+        if (nx_kctx_transpose(s->k, NX_ENG_DVE, &dst, &src, err) != 0) return -1;
     }
     return 0;
 }
@@ -82,10 +122,14 @@ static int weight_rows(bw *s, bw_set *q, const nx_operand *pred, uint64_t rows, 
     uint32_t tp = s->pl->tp;
     nx_operand e = bw_v(&q->e, NX_DT_INT32, tp, 0, 1), ip = bw_v(&s->iota_p, NX_DT_INT32, tp, 0, 1);
     nx_operand mo = bw_v(m, NX_DT_INT32, tp, 0, 1), bo = bw_v(b, NX_DT_INT32, tp, 0, 1);
-    nx_operand rows_imm = nx_imm((double)rows, NX_DT_FP32), skip = nx_imm(BW_SKIP_ROW, NX_DT_INT32);
+    nx_operand rows_imm = nx_imm((double)rows, NX_DT_FP32);
     nx_operand st = bw_v(steps, NX_DT_INT32, tp, 0, n), o = bw_v(off, NX_DT_INT32, tp, 0, n);
+    /* b = load ? m : skip = m * load + (load - 1) * 2^24 (exact: |m| < 2^24)
+     * on POOL, so the in-order DVE never waits for an expert's load */
+    nx_operand one = nx_imm(1.0, NX_DT_FP32), big = nx_imm(-BW_SKIP_ROW, NX_DT_FP32);
     if (scalar_tensor_tensor(s, NX_ENG_POOL, &mo, &e, NX_ALU_MULTIPLY, &rows_imm, NX_ALU_ADD, &ip, err) != 0 ||
-        select_(s, &bo, pred, &mo, &skip, err) != 0)
+        tensor_scalar2(s, NX_ENG_POOL, &bo, pred, NX_ALU_SUBTRACT, &one, NX_ALU_MULTIPLY, &big, err) != 0 ||
+        scalar_tensor_tensor(s, NX_ENG_POOL, &bo, &mo, NX_ALU_MULTIPLY, pred, NX_ALU_ADD, &bo, err) != 0)
         return -1;
     return tensor_scalar(s, NX_ENG_POOL, &o, &st, NX_ALU_ADD, &bo, err);
 }
@@ -93,7 +137,7 @@ static int weight_rows(bw *s, bw_set *q, const nx_operand *pred, uint64_t rows, 
 int bw_setup(bw *s, uint64_t w, nx_error *err) {
     const nx_bwmm_plan *pl = s->pl;
     const nx_bwmm_params *p = s->p;
-    bw_set *q = &s->set[w & 1];
+    bw_set *q = &s->set[w % BW_SETS];
     uint32_t tp = pl->tp, E = (uint32_t)p->E;
     uint64_t n, pos0;
     uint32_t cnt;
@@ -101,10 +145,14 @@ int bw_setup(bw *s, uint64_t w, nx_error *err) {
     uint32_t nt = cdiv32(cnt, tp);
 
     if (load_ids(s, q, pos0, cnt, err) != 0) return -1;
-    /* the block's expert on every partition (an HBM row stride of 0) */
-    nx_operand esrc = nx_ap_hbm_rows(NX_DT_INT32, s->bte + n * 4, tp, 0, 1);
-    nx_operand e = bw_v(&q->e, NX_DT_INT32, tp, 0, 1);
-    if (nx_kctx_dma_on(s->k, bw_load_lane(s), &e, &esrc, err) != 0) return -1;
+    /* the block's expert: one element, then on every partition */
+    nx_operand esrc = nx_ap_hbm_rows(NX_DT_INT32, s->bte + n * 4, 1, 1, 1);
+    nx_operand e1 = bw_v(&q->e1, NX_DT_INT32, 1, 0, 1), e = bw_v(&q->e, NX_DT_INT32, tp, 0, 1);
+    if (nx_kctx_dma_on(s->k, s->small_lane, &e1, &esrc, err) != 0) return -1;
+    nx_insn bc = nx_insn_make(NX_OP_PARTITION_BROADCAST);
+    bc.op[0] = e;
+    bc.op[1] = e1;
+    if (nx_kctx_emit(s->k, NX_ENG_POOL, &bc, err) != 0) return -1;
 
     /* valid = e in [0, E): as uint32, a negative e is beyond E */
     nx_operand eu = bw_v(&q->e, NX_DT_UINT32, tp, 0, 1), valid = bw_v(&q->valid, NX_DT_FP32, tp, 0, 1);
@@ -112,7 +160,7 @@ int bw_setup(bw *s, uint64_t w, nx_error *err) {
     if (tensor_scalar(s, NX_ENG_POOL, &valid, &eu, NX_ALU_IS_LT, &Eimm, err) != 0) return -1;
     nx_operand pred = valid;
     if (pl->resident && w > 0) { /* resident weights stay when the expert does */
-        nx_operand prev = bw_v(&s->set[(w + 1) & 1].e, NX_DT_INT32, tp, 0, 1);
+        nx_operand prev = bw_v(&s->set[(w - 1) % BW_SETS].e, NX_DT_INT32, tp, 0, 1);
         nx_operand ne = bw_v(&q->ne, NX_DT_FP32, tp, 0, 1), load = bw_v(&q->load, NX_DT_FP32, tp, 0, 1);
         if (nx_kctx_tensor_tensor(s->k, NX_ENG_POOL, NX_ALU_NOT_EQUAL, &ne, &e, &prev, err) != 0 ||
             nx_kctx_tensor_tensor(s->k, NX_ENG_POOL, NX_ALU_MULTIPLY, &load, &valid, &ne, err) != 0)
@@ -123,13 +171,14 @@ int bw_setup(bw *s, uint64_t w, nx_error *err) {
         weight_rows(s, q, &pred, p->inter, &q->md, &q->db, &s->ic, &q->doff, pl->ni, err) != 0)
         return -1;
 
-    /* scatter rows: the ids, or -1 (skipped) for a block of no valid expert */
-    int32_t zero = 0;
-    uint32_t ntc = nt;
-    nx_operand vb = nx_tile_view(&q->valid, NX_DT_FP32, 0, tp, 0, 1, &zero, &ntc);
+    /* scatter rows: the ids, or -1 (skipped) for a block of no valid expert:
+     * id * valid + (valid - 1), exact for |id| < 2^24 (T is below it, and a
+     * larger id stays at or above T once rounded: still skipped) */
     nx_operand ids = bw_v(&q->ids, NX_DT_INT32, tp, 0, nt), sc = bw_v(&q->sc, NX_DT_INT32, tp, 0, nt);
-    nx_operand minus1 = nx_imm(-1.0, NX_DT_INT32);
-    if (select_(s, &sc, &vb, &ids, &minus1, err) != 0) return -1;
+    nx_operand vm1 = bw_v(&q->vm1, NX_DT_FP32, tp, 0, 1), one = nx_imm(1.0, NX_DT_FP32);
+    if (tensor_scalar(s, NX_ENG_POOL, &vm1, &valid, NX_ALU_SUBTRACT, &one, err) != 0 ||
+        tensor_scalar2(s, NX_ENG_POOL, &sc, &ids, NX_ALU_MULTIPLY, &valid, NX_ALU_ADD, &vm1, err) != 0)
+        return -1;
 
     /* mask[p, j] = (j == e) selects the expert's affinity column */
     nx_operand ie = bw_v(&s->iota_e, NX_DT_INT32, tp, 0, E), mask = bw_v(&q->mask, NX_DT_FP32, tp, 0, E);
@@ -140,23 +189,31 @@ int bw_setup(bw *s, uint64_t w, nx_error *err) {
         nx_operand off = bw_v(&q->ids, NX_DT_INT32, rows, t, 1);
         /* the tokens' affinity rows [tok*E, tok*E + E) */
         nx_operand asrc = nx_ap_hbm_rows(p->aff_dtype, s->aff, rows, (int32_t)E, E);
-        nx_operand adst = bw_v(&q->affrow, NX_DT_FP32, rows, (uint64_t)t * E, E);
-        if (dma_indirect(s, bw_load_lane(s), &adst, &asrc, &off, p->T, 0, err) != 0) return -1;
+        nx_operand adst = bw_v(&q->affrow, p->aff_dtype, rows, (uint64_t)t * E, E);
+        /* a row costs a DMA descriptor whatever its bytes: halves on the
+         * two small lanes arrive in half the time */
+        uint32_t half = rows > 1 && s->aff_lanes > 1 ? (rows + 1) / 2 : rows;
+        for (uint32_t r0 = 0, h = 0; r0 < rows; r0 += half, h++) {
+            uint32_t nr = min32(half, rows - r0);
+            nx_operand d = nx_operand_rows(&adst, r0, nr), o = nx_operand_rows(&off, r0, nr);
+            asrc.partition_count = (uint8_t)nr;
+            if (dma_indirect(s, s->aff_lane + h % s->aff_lanes, &d, &asrc, &o, p->T, 0, err) != 0) return -1;
+        }
         /* the hidden rows, in 2 KiB column pieces over the load lanes */
         for (uint64_t c0 = 0; c0 < p->H; c0 += pl->c) {
             uint32_t w_ = min32(pl->c, p->H - c0);
             nx_operand src = nx_ap_hbm_rows(s->dt, s->hs + c0 * pl->s, rows, (int32_t)p->H, w_);
             nx_operand dst = bw_v(&s->x, s->dt, rows, (uint64_t)t * p->H + c0, w_);
-            if (dma_indirect(s, bw_load_lane(s), &dst, &src, &off, p->T, 0, err) != 0) return -1;
+            if (gather_split(s, &dst, &src, &off, p->T, err) != 0) return -1;
         }
     }
     return 0;
 }
 
-int bw_finish_setup(bw *s, uint64_t w, nx_error *err) {
+int bw_affinities(bw *s, uint64_t w, nx_error *err) {
     const nx_bwmm_plan *pl = s->pl;
     const nx_bwmm_params *p = s->p;
-    bw_set *q = &s->set[w & 1];
+    bw_set *q = &s->set[w % BW_SETS];
     uint32_t tp = pl->tp, E = (uint32_t)p->E;
     uint64_t n, pos0;
     uint32_t cnt;
@@ -167,18 +224,29 @@ int bw_finish_setup(bw *s, uint64_t w, nx_error *err) {
     int32_t ms[2] = {0, 1}, rs[2] = {(int32_t)E, 1};
     uint32_t mc[2] = {nt, E};
     nx_operand mask = nx_tile_view(&q->mask, NX_DT_FP32, 0, tp, 0, 2, ms, mc);
-    nx_operand rows = nx_tile_view(&q->affrow, NX_DT_FP32, 0, tp, 0, 2, rs, mc);
+    nx_operand rows = nx_tile_view(&q->affrow, p->aff_dtype, 0, tp, 0, 2, rs, mc);
+    nx_operand sel = nx_tile_view(&q->affsel, NX_DT_FP32, 0, tp, 0, 2, rs, mc);
     nx_operand zero = nx_imm(0.0, NX_DT_FP32);
-    if (select_(s, &rows, &mask, &rows, &zero, err) != 0) return -1;
+    if (select_(s, &sel, &mask, &rows, &zero, err) != 0) return -1;
     nx_operand aff = bw_v(&q->aff, NX_DT_FP32, tp, 0, nt);
     nx_insn r = nx_insn_make(NX_OP_TENSOR_REDUCE);
     r.alu0 = NX_ALU_ADD;
     r.iparam[0] = 2; /* dim 1: the experts */
     r.op[0] = aff;
-    r.op[1] = rows;
-    if (nx_kctx_emit(s->k, NX_ENG_POOL, &r, err) != 0) return -1;
-    if (p->scaling != NX_BWMM_PRE_SCALE) return 0;
-    /* PRE_SCALE: x = x * a, rounded to the input dtype */
+    r.op[1] = sel;
+    return nx_kctx_emit(s->k, NX_ENG_POOL, &r, err);
+}
+
+int bw_pre_scale(bw *s, uint64_t w, nx_error *err) {
+    const nx_bwmm_plan *pl = s->pl;
+    const nx_bwmm_params *p = s->p;
+    bw_set *q = &s->set[w % BW_SETS];
+    uint32_t tp = pl->tp;
+    uint64_t n, pos0;
+    uint32_t cnt;
+    bw_item(pl, w, &n, &pos0, &cnt);
+    uint32_t nt = cdiv32(cnt, tp);
+    /* x = x * a, rounded to the input dtype */
     uint32_t piece = pl->c * 8;
     for (uint32_t t = 0; t < nt; t++) {
         uint32_t rows_t = min32(tp, cnt - t * tp);
@@ -246,8 +314,8 @@ int bw_load_gate_up(bw *s, uint64_t k, nx_error *err) {
         uint32_t cn[2] = {2, width};
         src = nx_ap(NX_OPK_HBM, s->dt, 0, hw, (int32_t)(2 * p->inter), s->gu + col0 * pl->s, 2, st, cn);
     }
-    nx_operand off = bw_v(&s->set[w & 1].goff, NX_DT_INT32, hw, c, 1);
-    return dma_indirect(s, bw_load_lane(s), &dst, &src, &off, p->E * p->H, 0, err);
+    nx_operand off = bw_v(&s->set[w % BW_SETS].goff, NX_DT_INT32, hw, c, 1);
+    return gather_split(s, &dst, &src, &off, p->E * p->H, err);
 }
 
 int bw_gate_up(bw *s, uint64_t w, nx_error *err) {
@@ -310,8 +378,8 @@ int bw_load_down(bw *s, uint64_t k, nx_error *err) {
         uint32_t iw = min32(pl->tp, p->inter - (uint64_t)ic * pl->tp);
         nx_operand dst = bw_v(slot, s->dt, iw, (uint64_t)ic * pl->c, wp);
         nx_operand src = nx_ap_hbm_rows(s->dt, s->dn + (uint64_t)j * pl->c * pl->s, iw, (int32_t)p->H, wp);
-        nx_operand off = bw_v(&s->set[w & 1].doff, NX_DT_INT32, iw, ic, 1);
-        if (dma_indirect(s, bw_load_lane(s), &dst, &src, &off, p->E * p->inter, 0, err) != 0) return -1;
+        nx_operand off = bw_v(&s->set[w % BW_SETS].doff, NX_DT_INT32, iw, ic, 1);
+        if (gather_split(s, &dst, &src, &off, p->E * p->inter, err) != 0) return -1;
     }
     return 0;
 }
@@ -320,7 +388,7 @@ int bw_load_down(bw *s, uint64_t k, nx_error *err) {
 static int down_tile(bw *s, uint64_t w, uint32_t t, uint32_t j, uint32_t cnt, nx_error *err) {
     const nx_bwmm_plan *pl = s->pl;
     const nx_bwmm_params *p = s->p;
-    const bw_set *q = &s->set[w & 1];
+    const bw_set *q = &s->set[w % BW_SETS];
     uint32_t tp = pl->tp, rows = min32(tp, cnt - t * tp), wp = min32(pl->c, p->H - (uint64_t)j * pl->c);
     uint32_t nb = cdiv32(wp, pl->bank_f32), acc[16];
     if (nb > 16) return nx_fail(err, "blockwise_mm: %u PSUM banks per output chunk exceed 16", nb);
@@ -351,12 +419,11 @@ static int down_tile(bw *s, uint64_t w, uint32_t t, uint32_t j, uint32_t cnt, nx
         if (rc != 0) return -1;
     }
     /* scatter-add into chunk j of the accumulator: rows by token id */
-    uint64_t chunk = s->acc + (uint64_t)j * (p->T + 1) * pl->c * pl->s;
-    nx_operand dst = nx_ap_hbm_rows(s->dt, chunk, rows, (int32_t)pl->c, wp);
+    uint32_t rep = (uint32_t)(w % pl->nrep);
+    nx_operand dst = nx_ap_hbm_rows(s->dt, bw_acc_row(s, rep, j, 0), rows, (int32_t)pl->c, wp);
     nx_operand src = bw_v(stage, s->dt, rows, 0, wp);
     nx_operand off = bw_v(&q->sc, NX_DT_INT32, rows, t, 1);
-    uint32_t lane = s->scatter_lane0 + j % s->scatter_lanes;
-    return dma_indirect(s, lane, &dst, &src, &off, p->T, NX_FLAG_SCATTER | NX_FLAG_ACCUMULATE, err);
+    return dma_indirect(s, bw_scatter_lane(s, rep, j), &dst, &src, &off, p->T, NX_FLAG_SCATTER | NX_FLAG_ACCUMULATE, err);
 }
 
 int bw_down(bw *s, uint64_t w, nx_error *err) {

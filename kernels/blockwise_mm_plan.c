@@ -11,6 +11,8 @@
 #define EXACT_INDEX (1u << 24) /* integers up to 2^24 are exact in fp32 */
 #define RING_G_GOOD 16         /* gate/up pieces in flight: one per load lane */
 #define STAGES_GOOD 8
+#define SCATTER_QUEUES 4 /* output queues kept busy */
+#define MAX_REPLICAS 4
 
 static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 static uint64_t al64(uint64_t b) { return (b + 63) & ~(uint64_t)63; }
@@ -21,12 +23,14 @@ static uint64_t fixed_bytes(const nx_bwmm_plan *pl) {
     uint64_t b = 0;
     /* constants: partition index, 128-row steps of H and of I, expert index */
     b += al64(4) + al64(4 * pl->nh) + al64(4 * pl->ni) + al64(4 * E);
-    /* per item, two sets (this item and the next one's prefetch) */
-    uint64_t item = al64(4 * nt) * 2                  /* ids, scatter rows */
+    /* per item, BW_SETS sets in rotation */
+    uint64_t item = al64(4 * (uint64_t)pl->tp)        /* ids as loaded */
+                    + al64(4 * nt) * 2                  /* ids, scatter rows */
                     + al64(4) * BW_ITEM_SCALARS        /* e and its derived values */
                     + al64(4 * pl->nh) + al64(4 * pl->ni) /* weight row offsets */
-                    + al64(4 * E) + al64(4 * nt * E) + al64(4 * nt); /* mask, rows, affinities */
-    b += 2 * item;
+                    + al64(4 * E) + al64(nx_dtype_size(pl->p.aff_dtype) * nt * E) + al64(4 * nt * E)
+                    + al64(4 * nt); /* mask, rows, masked rows, affinities */
+    b += BW_SETS * item;
     b += al64(nt * H * s);            /* x: the gathered rows */
     b += al64((uint64_t)pl->nh * bs * s); /* x^T */
     b += al64((uint64_t)pl->ni * bs * s); /* h^T */
@@ -62,17 +66,20 @@ static void shape_items(nx_bwmm_plan *pl, uint32_t bs) {
     pl->pg = pl->ngroups * pl->nh;
 }
 
-static int try_plan(nx_bwmm_plan *pl, uint64_t sbuf, int allow_resident, uint32_t rg_min,
-                    uint32_t rd_min) {
+/* The best plan at this item size: the weights resident with as many
+ * staging tiles as fit (8, 4 or 2), else streamed with rings of at least
+ * rg_min / rd_min pieces. */
+static int try_plan(nx_bwmm_plan *pl, uint64_t sbuf, uint32_t rg_min, uint32_t rd_min) {
     for (uint32_t st = STAGES_GOOD; st >= 2; st /= 2) {
         pl->nstage = st;
-        if (allow_resident) {
-            pl->rg = pl->pg;
-            pl->rd = pl->pd;
-            pl->resident = 1;
-            if (sbuf_bytes(pl) <= sbuf) return 1;
-        }
-        pl->resident = 0;
+        pl->rg = pl->pg;
+        pl->rd = pl->pd;
+        pl->resident = 1;
+        if (sbuf_bytes(pl) <= sbuf) return 1;
+    }
+    pl->resident = 0;
+    for (uint32_t st = STAGES_GOOD; st >= 2; st /= 2) {
+        pl->nstage = st;
         uint32_t want_rg = rg_min < pl->pg ? rg_min : pl->pg, want_rd = rd_min < pl->pd ? rd_min : pl->pd;
         pl->rd = want_rd;
         pl->rg = 0;
@@ -113,19 +120,28 @@ int nx_bwmm_plan_make(const nx_bwmm_params *p, const nx_geometry *geo, nx_bwmm_p
     pl->c = pl->bank_bytes / pl->s;
     pl->nc = (uint32_t)cdiv(p->H, pl->c);
     pl->pd = pl->nc;
+    /* at least SCATTER_QUEUES queues scatter (one per chunk and replica) */
+    pl->nrep = (uint32_t)cdiv(SCATTER_QUEUES, pl->nc);
+    if (pl->nrep > MAX_REPLICAS) pl->nrep = MAX_REPLICAS;
     pl->dn_slot = (uint64_t)pl->ni * pl->c * pl->s;
-    if ((p->T + 1) * (uint64_t)pl->c > INT32_MAX || 2 * p->inter > INT32_MAX)
+    if ((p->T + 1) * (uint64_t)pl->c * MAX_REPLICAS * pl->nc > INT32_MAX || 2 * p->inter > INT32_MAX)
         return nx_fail(err, "blockwise_mm: (T+1) * %u and 2*I must fit in 32-bit access-pattern strides",
                        pl->c);
 
     uint64_t sbuf = geo->sbuf_partition_bytes;
-    uint32_t bs0 = (uint32_t)(p->B < pl->bank_f32 ? p->B : pl->bank_f32);
+    /* an item's ids are transposed onto partitions in DVE blocks: at most
+     * dve_transpose_max token tiles (4 of 128 on trn2, as a bank holds) */
+    if (geo->dve_transpose_max == 0)
+        return nx_fail(err, "blockwise_mm: machine '%.16s' has no DVE transpose", geo->name);
+    uint64_t cap = (uint64_t)pl->tp * geo->dve_transpose_max;
+    if (pl->bank_f32 < cap) cap = pl->bank_f32;
+    uint32_t bs0 = (uint32_t)(p->B < cap ? p->B : cap);
     /* first choice: the largest item that fits resident or with good rings;
      * last resort: the smallest rings */
     for (int pass = 0; pass < 2; pass++) {
         for (uint32_t bs = bs0; bs >= 1; bs = bs > 1 ? (bs + 1) / 2 : 0) {
             shape_items(pl, bs);
-            int ok = pass == 0 ? try_plan(pl, sbuf, 1, RING_G_GOOD, 2) : try_plan(pl, sbuf, 1, 2, 1);
+            int ok = pass == 0 ? try_plan(pl, sbuf, RING_G_GOOD, 2) : try_plan(pl, sbuf, 2, 1);
             if (ok) {
                 pl->sbuf_used = sbuf_bytes(pl);
                 return 0;

@@ -61,6 +61,7 @@ void DmaSystem::issue(uint32_t core, uint32_t queue, const nx_insn *insn, uint32
     Transfer &x = xfers_[(size_t)id];
     nx_dma_cost dc;
     nx_cost_dma(rs.m, insn, &dc);
+    nx_cost_dma_skipped_rows(insn, rs.st, core, &dc);
     uint32_t qpe = rs.m->dma_queues_per_engine ? rs.m->dma_queues_per_engine : 1;
     uint32_t engines = rs.m->dma_engines ? rs.m->dma_engines : 1;
     x.insn = insn;
