@@ -57,6 +57,14 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* CPU time of the process so far (user + system, every thread). */
+static double cpu_s(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
+           1e-6 * (double)ru.ru_stime.tv_usec;
+}
+
 static double peak_rss_mib(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
@@ -186,8 +194,9 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const moe_case *c, int w
     nx_sim_result res;
     memset(&res, 0, sizeof res);
     t0 = now_s();
+    double c0 = cpu_s();
     if (nx_sim_run(m, prog, &st, &so, &res, err) != 0) goto out;
-    double sim_wall = now_s() - t0;
+    double sim_wall = now_s() - t0, sim_cpu = cpu_s() - c0;
     double rss_sim = peak_rss_mib();
 
     /* bounds */
@@ -215,8 +224,8 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const moe_case *c, int w
            (unsigned long long)m->geo.sbuf_partition_bytes);
     uint64_t n_insn = 0;
     for (uint32_t e2 = 0; e2 < NX_ENG_COUNT; e2++) n_insn += prog->stream[0][e2].count;
-    printf("  trace %.2f s (%llu instructions); model %.2f s wall, %llu instructions simulated\n", trace_s,
-           (unsigned long long)n_insn, sim_wall, (unsigned long long)res.instructions);
+    printf("  trace %.2f s (%llu instructions); model %.2f s wall (%.2f s CPU), %llu instructions simulated\n",
+           trace_s, (unsigned long long)n_insn, sim_wall, sim_cpu, (unsigned long long)res.instructions);
     printf("  simulated %.1f us; PE busy %.1f us (%.0f%%)\n", res.total_ns * 1e-3, pe->busy_ns * 1e-3,
            100.0 * pe->busy_ns / res.total_ns);
     printf("  bounds: PE busy %.1f us (routed tokens only %.1f us), weight streaming %.1f us (%.1f MB at %.0f B/ns, "
@@ -243,8 +252,9 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const moe_case *c, int w
         const void *ins[NX_BWMM_OPERANDS];
         for (uint32_t i = 0; i < NX_BWMM_OPERANDS; i++) ins[i] = in[i];
         t0 = now_s();
+        c0 = cpu_s();
         if (nx_ref_blockwise_mm(&p, ins, ref, err) != 0) goto out;
-        double ref_wall = now_s() - t0;
+        double ref_wall = now_s() - t0, ref_cpu = cpu_s() - c0;
         const nx_registry_entry *e = nx_registry_get(NULL, "blockwise_mm");
         nx_tolerance tol;
         if (nx_op_rules_tolerance(e->rules, &op, 0, &tol, err) != 0) goto out;
@@ -258,8 +268,9 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const moe_case *c, int w
             if (fabs(w) > 1e-3 && d / fabs(w) > worst_rel) worst_rel = d / fabs(w);
             if (!(d <= lim)) bad++;
         }
-        printf("  reference: %.2f s wall (OpenBLAS sgemm over the routed tokens); simulator / reference = %.2f\n",
-               ref_wall, sim_wall / ref_wall);
+        printf("  reference: %.2f s wall (%.2f s CPU; OpenBLAS sgemm over the routed tokens); simulator / reference "
+               "= %.2f wall, %.2f CPU\n",
+               ref_wall, ref_cpu, sim_wall / ref_wall, sim_cpu / ref_cpu);
         printf("  values: max abs error %.3g, max rel error %.3g (|ref| > 1e-3), tolerance %s: %s\n", worst,
                worst_rel, tol.text, bad ? "FAILED" : "ok");
         if (bad) {

@@ -83,8 +83,8 @@ nx_operand bw_psum(const bw *s, nx_dtype dt, uint32_t np, uint32_t byte_off, uin
 }
 
 uint32_t bw_load_lane(bw *s) {
-    uint32_t l = s->load_lane0 + s->next_load;
-    s->next_load = (s->next_load + 1) % s->load_lanes;
+    uint32_t l = s->load[s->next_load];
+    s->next_load = (s->next_load + 1) % s->nload;
     return l;
 }
 
@@ -161,7 +161,10 @@ static int alloc_all(bw *s, nx_error *err) {
         alloc(s, "bwmm_xT", s->dt, (uint64_t)pl->nh * pl->bs, &s->xt, err) ||
         alloc(s, "bwmm_hT", s->dt, (uint64_t)pl->ni * pl->bs, &s->ht, err))
         return -1;
-    for (int i = 0; i < BW_SILU_TILES; i++)
+    s->nsg = pl->gu_split ? pl->g_tiles : BW_SILU_TILES;
+    s->sg = calloc(s->nsg, sizeof *s->sg);
+    if (!s->sg) return nx_fail(err, "blockwise_mm: out of memory planning the tiles");
+    for (uint32_t i = 0; i < s->nsg; i++)
         if (alloc(s, "bwmm_silu", NX_DT_FP32, pl->bs, &s->sg[i], err) != 0) return -1;
     for (uint32_t i = 0; i < pl->nstage; i++)
         if (alloc(s, "bwmm_stage", s->dt, pl->c, &s->stage[i], err) != 0) return -1;
@@ -221,26 +224,29 @@ static int copy_out(bw *s, nx_error *err) {
 
 /* ---- the leaf ---- */
 
-/* Lanes (lane l is DMA engine l mod 16, kernels/author.h): half of them
- * scatter, output chunk j on lane (half - 1 - j) mod half, i.e. the last
- * engines; three lanes (the first engines) carry the small loads an item's
- * DVE/POOL work waits for, behind a bulk transfer they would stall those
- * in-order engines: one the ids and the expert, two the affinity rows (a
- * descriptor per token: 128 rows take as long as 256 KiB); the rest carry
- * the bulk (hidden rows, weights, the final copy). */
+/* Lanes (lane l is DMA engine l mod 16, kernels/author.h): the output's
+ * nc * nrep scatter queues take the last of the first half of the lanes
+ * (the last engines); three lanes after them carry the small loads an
+ * item's DVE/POOL work waits for, which behind a bulk transfer would stall
+ * those in-order engines: one the ids and the expert, two the affinity rows
+ * (a descriptor per token: 128 rows take as long as 256 KiB); every other
+ * lane carries the bulk (hidden rows, weights, the final copy), round
+ * robin. */
 static void plan_lanes(bw *s) {
-    uint32_t n = nx_kctx_lanes(s->k);
-    if (n >= 5) {
-        s->scatter_lanes = n / 2;
-        s->small_lane = n / 2;
-        s->aff_lane = n / 2 + 1;
-        s->aff_lanes = 2;
-        s->load_lane0 = n / 2 + 3;
-        s->load_lanes = n - n / 2 - 3;
-    } else {
-        s->scatter_lanes = s->aff_lanes = s->load_lanes = 1;
-        s->small_lane = s->aff_lane = s->load_lane0 = n - 1;
+    uint32_t n = nx_kctx_lanes(s->k), scat = s->pl->nc * s->pl->nrep;
+    s->nload = 0;
+    if (n < 5) {
+        s->scatter_lanes = s->aff_lanes = 1;
+        s->small_lane = s->aff_lane = n - 1;
+        s->load[s->nload++] = n - 1;
+        return;
     }
+    s->scatter_lanes = n / 2;
+    s->small_lane = n / 2;
+    s->aff_lane = n / 2 + 1;
+    s->aff_lanes = 2;
+    for (uint32_t l = n / 2 + 3; l < n; l++) s->load[s->nload++] = l;
+    for (uint32_t l = 0; scat < s->scatter_lanes && l < s->scatter_lanes - scat; l++) s->load[s->nload++] = l;
 }
 
 uint32_t bw_scatter_lane(const bw *s, uint32_t replica, uint32_t chunk) {
@@ -301,5 +307,6 @@ int blockwise_mm(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     int rc = run(&s, err);
     free(s.gu_ring);
     free(s.dn_ring);
+    free(s.sg);
     return rc;
 }

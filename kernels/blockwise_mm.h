@@ -35,9 +35,13 @@ typedef struct nx_bwmm_plan {
     uint64_t items;  /* NB * ns */
     uint32_t nt;     /* token tiles (of tp) of a full item */
     uint32_t nh, ni; /* chunks of tp rows of H and of I */
-    /* gate/up: groups of g_tiles i-tiles whose 2 * g_tiles accumulators
-     * [i-tile, bs] fp32 fill the PSUM banks but two; the piece of group g
-     * and h-chunk c is W[e][c-chunk][0..1][group's columns] */
+    /* gate/up: groups of g_tiles i-tiles whose accumulators [i-tile, bs]
+     * fp32 fill the PSUM banks but two. Joint (gu_split 0): gate and up
+     * accumulate together (2 * g_tiles accumulators); the piece of group g
+     * and h-chunk c is W[e][c-chunk][0..1][group's columns]. Split: gate
+     * over all of H, then up (g_tiles accumulators each); the piece of group
+     * g, pass q and h-chunk c is W[e][c-chunk][q][group's columns]. */
+    int gu_split;
     uint32_t g_tiles, ngroups;
     uint32_t gw; /* widest group's columns */
     /* down + output: H in nc chunks of c columns (one PSUM bank of the
@@ -48,11 +52,11 @@ typedef struct nx_bwmm_plan {
      * narrow outputs (few chunks) still scatter on several queues; the
      * final pass adds the replicas */
     uint32_t nrep;
-    uint32_t pg, pd;    /* pieces per item: ngroups * nh, nc */
+    uint32_t pg, pd;    /* pieces per item: ngroups * nh (twice that split), nc */
     uint32_t rg, rd;    /* ring slots (resident: rg = pg, rd = pd) */
     int resident;       /* an expert's weights stay in SBUF across items */
     uint32_t nstage;    /* output staging tiles */
-    uint64_t gu_slot;   /* bytes of a gate/up ring slot: 2 * gw * s */
+    uint64_t gu_slot;   /* bytes of a gate/up ring slot: 2 * gw * s (split: gw * s) */
     uint64_t dn_slot;   /* bytes of a down ring slot: ni * c * s */
     uint64_t sbuf_used; /* bytes per partition the leaf allocates */
 } nx_bwmm_plan;

@@ -53,14 +53,16 @@ typedef struct bw {
     nx_tile x;  /* dt [tp, nt * H]: tile t of the item's gathered rows at t*H */
     nx_tile xt; /* dt [tp, nh * bs]: x^T, h-chunk c at c*bs */
     nx_tile ht; /* dt [tp, ni * bs]: h^T, i-chunk c at c*bs */
-    nx_tile sg[BW_SILU_TILES];
+    nx_tile *sg;      /* silu(gate) fp32 [tp, bs]: BW_SILU_TILES in rotation, or g_tiles (split) */
+    uint32_t nsg;
     nx_tile stage[BW_MAX_STAGES];
     nx_tile *gu_ring; /* rg slots of gu_slot bytes */
     nx_tile *dn_ring; /* rd slots of dn_slot bytes */
     nx_tile psum;     /* all of PSUM, handed out bank by bank (bw_psum_take) */
     uint32_t psum_bank, psum_used;
     uint32_t next_sg, next_stage, next_load, flip;
-    uint32_t scatter_lanes, small_lane, aff_lane, aff_lanes, load_lane0, load_lanes;
+    uint32_t scatter_lanes, small_lane, aff_lane, aff_lanes;
+    uint32_t load[64], nload; /* the bulk load lanes */
 } bw;
 
 /* The item's block, first position in token_position_to_id, and tokens. */

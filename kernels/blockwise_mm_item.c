@@ -295,27 +295,72 @@ static void group_cols(const bw *s, uint32_t g, uint32_t *it0, uint32_t *it1, ui
     *width = (uint32_t)(end - *col0);
 }
 
+/* Piece j of an item: group g, pass (split: 0 gate, 1 up; joint: 0) and h-chunk c. */
+static void gu_piece(const nx_bwmm_plan *pl, uint32_t j, uint32_t *g, uint32_t *pass, uint32_t *c) {
+    uint32_t passes = pl->gu_split ? 2 : 1;
+    *c = j % pl->nh;
+    *pass = (j / pl->nh) % passes;
+    *g = j / pl->nh / passes;
+}
+
 int bw_load_gate_up(bw *s, uint64_t k, nx_error *err) {
     const nx_bwmm_plan *pl = s->pl;
     const nx_bwmm_params *p = s->p;
     if (k >= pl->items * pl->pg) return 0;
     uint64_t w = k / pl->pg;
-    uint32_t j = (uint32_t)(k % pl->pg), g = j / pl->nh, c = j % pl->nh;
-    uint32_t it0, it1, width;
+    uint32_t g, pass, c, it0, it1, width;
+    gu_piece(pl, (uint32_t)(k % pl->pg), &g, &pass, &c);
     uint64_t col0;
     group_cols(s, g, &it0, &it1, &col0, &width);
     uint32_t hw = min32(pl->tp, p->H - (uint64_t)c * pl->tp);
     const nx_tile *slot = &s->gu_ring[k % pl->rg];
-    nx_operand dst = bw_v(slot, s->dt, hw, 0, 2 * width), src;
-    if (width == p->inter) { /* gate and up of a row are one run */
+    nx_operand dst, src;
+    if (pl->gu_split) { /* one projection's columns of the rows */
+        dst = bw_v(slot, s->dt, hw, 0, width);
+        src = nx_ap_hbm_rows(s->dt, s->gu + ((uint64_t)pass * p->inter + col0) * pl->s, hw, (int32_t)(2 * p->inter),
+                             width);
+    } else if (width == p->inter) { /* gate and up of a row are one run */
+        dst = bw_v(slot, s->dt, hw, 0, 2 * width);
         src = nx_ap_hbm_rows(s->dt, s->gu, hw, (int32_t)(2 * p->inter), (uint32_t)(2 * p->inter));
     } else {
         int32_t st[2] = {(int32_t)p->inter, 1};
         uint32_t cn[2] = {2, width};
+        dst = bw_v(slot, s->dt, hw, 0, 2 * width);
         src = nx_ap(NX_OPK_HBM, s->dt, 0, hw, (int32_t)(2 * p->inter), s->gu + col0 * pl->s, 2, st, cn);
     }
     nx_operand off = bw_v(&s->set[w % BW_SETS].goff, NX_DT_INT32, hw, c, 1);
     return gather_split(s, &dst, &src, &off, p->E * p->H, err);
+}
+
+/* One pass over H of group g: the matmuls of the projections `first` ..
+ * `last` (0 gate, 1 up) into acc[2 * i + projection], refilling the ring
+ * behind them. */
+static int gu_pass(bw *s, uint64_t w, uint32_t g, uint32_t pass, int first, int last, const uint32_t *acc,
+                   uint32_t cnt, nx_error *err) {
+    const nx_bwmm_plan *pl = s->pl;
+    const nx_bwmm_params *p = s->p;
+    uint32_t tp = pl->tp, it0, it1, width, passes = pl->gu_split ? 2 : 1;
+    uint64_t col0;
+    group_cols(s, g, &it0, &it1, &col0, &width);
+    for (uint32_t c = 0; c < pl->nh; c++) {
+        uint64_t k = w * pl->pg + ((uint64_t)g * passes + pass) * pl->nh + c;
+        const nx_tile *slot = &s->gu_ring[k % pl->rg];
+        uint32_t hw = min32(tp, p->H - (uint64_t)c * tp);
+        nx_operand mv = bw_v(&s->xt, s->dt, hw, (uint64_t)c * pl->bs, cnt);
+        for (uint32_t it = it0; it < it1; it++) {
+            uint32_t iw = min32(tp, p->inter - (uint64_t)it * tp);
+            for (int pr = first; pr <= last; pr++) {
+                uint64_t col = (uint64_t)(pl->gu_split ? 0 : pr) * width + (it - it0) * tp;
+                nx_operand st = bw_v(slot, s->dt, hw, col, iw);
+                nx_operand dst = bw_psum(s, NX_DT_FP32, iw, acc[2 * (it - it0) + pr], cnt);
+                if (nx_kctx_load_stationary(s->k, &st, err) != 0 ||
+                    nx_kctx_multiply_moving(s->k, &dst, &mv, c > 0, err) != 0)
+                    return -1;
+            }
+        }
+        if (bw_load_gate_up(s, k + pl->rg, err) != 0) return -1;
+    }
+    return 0;
 }
 
 int bw_gate_up(bw *s, uint64_t w, nx_error *err) {
@@ -327,39 +372,39 @@ int bw_gate_up(bw *s, uint64_t w, nx_error *err) {
     bw_item(pl, w, &n, &pos0, &cnt);
     uint32_t acc[2 * 128]; /* psum offsets of [gate, up] per i-tile of the group */
     if (pl->g_tiles > 128) return nx_fail(err, "blockwise_mm: %u i-tiles per group exceed 128", pl->g_tiles);
+    nx_operand one = nx_imm(1.0, NX_DT_FP32);
     for (uint32_t g = 0; g < pl->ngroups; g++) {
         uint32_t it0, it1, width;
         uint64_t col0;
         group_cols(s, g, &it0, &it1, &col0, &width);
-        for (uint32_t it = it0; it < it1; it++)
-            for (int pr = 0; pr < 2; pr++) acc[2 * (it - it0) + pr] = bw_psum_take(s, cnt * 4);
-        for (uint32_t c = 0; c < pl->nh; c++) {
-            uint64_t k = w * pl->pg + (uint64_t)g * pl->nh + c;
-            const nx_tile *slot = &s->gu_ring[k % pl->rg];
-            uint32_t hw = min32(tp, p->H - (uint64_t)c * tp);
-            nx_operand mv = bw_v(&s->xt, s->dt, hw, (uint64_t)c * pl->bs, cnt);
+        if (pl->gu_split) {
+            /* gate over all of H, silu into SBUF; then up, times silu(gate) */
+            for (uint32_t it = it0; it < it1; it++) acc[2 * (it - it0)] = bw_psum_take(s, cnt * 4);
+            if (gu_pass(s, w, g, 0, 0, 0, acc, cnt, err) != 0) return -1;
             for (uint32_t it = it0; it < it1; it++) {
                 uint32_t iw = min32(tp, p->inter - (uint64_t)it * tp);
-                for (int pr = 0; pr < 2; pr++) {
-                    nx_operand st = bw_v(slot, s->dt, hw, (uint64_t)pr * width + (it - it0) * tp, iw);
-                    nx_operand dst = bw_psum(s, NX_DT_FP32, iw, acc[2 * (it - it0) + pr], cnt);
-                    if (nx_kctx_load_stationary(s->k, &st, err) != 0 ||
-                        nx_kctx_multiply_moving(s->k, &dst, &mv, c > 0, err) != 0)
-                        return -1;
-                }
+                nx_operand gate = bw_psum(s, NX_DT_FP32, iw, acc[2 * (it - it0)], cnt);
+                nx_operand sgv = bw_v(&s->sg[it - it0], NX_DT_FP32, iw, 0, cnt);
+                if (activation(s, NX_ACT_SILU, &sgv, &gate, &one, err) != 0) return -1;
             }
-            if (bw_load_gate_up(s, k + pl->rg, err) != 0) return -1;
+            for (uint32_t it = it0; it < it1; it++) acc[2 * (it - it0) + 1] = bw_psum_take(s, cnt * 4);
+            if (gu_pass(s, w, g, 1, 1, 1, acc, cnt, err) != 0) return -1;
+        } else {
+            for (uint32_t it = it0; it < it1; it++)
+                for (int pr = 0; pr < 2; pr++) acc[2 * (it - it0) + pr] = bw_psum_take(s, cnt * 4);
+            if (gu_pass(s, w, g, 0, 0, 1, acc, cnt, err) != 0) return -1;
         }
         for (uint32_t it = it0; it < it1; it++) {
             uint32_t iw = min32(tp, p->inter - (uint64_t)it * tp);
-            const nx_tile *sg = &s->sg[s->next_sg++ % BW_SILU_TILES];
-            nx_operand gate = bw_psum(s, NX_DT_FP32, iw, acc[2 * (it - it0)], cnt);
+            const nx_tile *sg = pl->gu_split ? &s->sg[it - it0] : &s->sg[s->next_sg++ % s->nsg];
             nx_operand up = bw_psum(s, NX_DT_FP32, iw, acc[2 * (it - it0) + 1], cnt);
-            nx_operand sgv = bw_v(sg, NX_DT_FP32, iw, 0, cnt), one = nx_imm(1.0, NX_DT_FP32);
+            nx_operand sgv = bw_v(sg, NX_DT_FP32, iw, 0, cnt);
             nx_operand h = bw_v(&s->ht, s->dt, iw, (uint64_t)it * pl->bs, cnt);
-            if (activation(s, NX_ACT_SILU, &sgv, &gate, &one, err) != 0 ||
-                nx_kctx_tensor_tensor(s->k, NX_ENG_DVE, NX_ALU_MULTIPLY, &h, &sgv, &up, err) != 0)
-                return -1;
+            if (!pl->gu_split) {
+                nx_operand gate = bw_psum(s, NX_DT_FP32, iw, acc[2 * (it - it0)], cnt);
+                if (activation(s, NX_ACT_SILU, &sgv, &gate, &one, err) != 0) return -1;
+            }
+            if (nx_kctx_tensor_tensor(s->k, NX_ENG_DVE, NX_ALU_MULTIPLY, &h, &sgv, &up, err) != 0) return -1;
         }
     }
     return 0;

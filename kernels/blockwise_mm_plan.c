@@ -34,7 +34,7 @@ static uint64_t fixed_bytes(const nx_bwmm_plan *pl) {
     b += al64(nt * H * s);            /* x: the gathered rows */
     b += al64((uint64_t)pl->nh * bs * s); /* x^T */
     b += al64((uint64_t)pl->ni * bs * s); /* h^T */
-    b += BW_SILU_TILES * al64(4 * bs);    /* silu(gate) in fp32 */
+    b += (pl->gu_split ? pl->g_tiles : BW_SILU_TILES) * al64(4 * bs); /* silu(gate) in fp32 */
     b += pl->nstage * al64(pl->bank_bytes); /* output staging */
     return b;
 }
@@ -54,16 +54,23 @@ static void shape_items(nx_bwmm_plan *pl, uint32_t bs) {
      * free so transposes, the down projection and the next group's first
      * accumulators do not wait for this group's evacuation */
     uint64_t per_bank = pl->bank_bytes / (4 * (uint64_t)bs);
-    uint64_t acc_banks = pl->nbanks > 2 ? pl->nbanks - 2 : pl->nbanks;
-    uint64_t g = acc_banks * per_bank / 2;
-    if (g < 1) g = 1;
+    uint64_t acc_banks = pl->nbanks > 2 ? pl->nbanks - 2 : pl->nbanks, slots = acc_banks * per_bank;
+    if (slots < 2) slots = 2;
+    /* joint: gate and up of a group accumulate together, a weight row's
+     * [gate | up] is one run when the group is all of I; split: gate over
+     * all of H, then up, twice the columns per group and one run per row
+     * and pass. A run shorter than 2 KiB costs DMA in proportion to its
+     * count, so split when joint needs more than one group. */
+    uint64_t g = slots / 2;
+    pl->gu_split = g < pl->ni;
+    if (pl->gu_split) g = slots;
     if (g > pl->ni) g = pl->ni;
     pl->g_tiles = (uint32_t)g;
     pl->ngroups = (uint32_t)cdiv(pl->ni, g);
     uint64_t gw = g * pl->tp;
     pl->gw = (uint32_t)(gw < p->inter ? gw : p->inter);
-    pl->gu_slot = 2 * (uint64_t)pl->gw * pl->s;
-    pl->pg = pl->ngroups * pl->nh;
+    pl->gu_slot = (pl->gu_split ? 1 : 2) * (uint64_t)pl->gw * pl->s;
+    pl->pg = pl->ngroups * pl->nh * (pl->gu_split ? 2 : 1);
 }
 
 /* The best plan at this item size: the weights resident with as many

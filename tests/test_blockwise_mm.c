@@ -497,14 +497,15 @@ static void test_scaling_modes(void **state) {
 /* Weights larger than SBUF stream through the rings. A machine with 512-byte
  * PSUM banks (128 fp32 tokens per item, 128-column output chunks) and the
  * largest SBUF that still refuses to keep the weights resident gives, on
- * small shapes, every case of the streaming code: several gate/up groups,
- * rings shorter than an item's pieces (the down pieces out of order of the
- * token tiles), blocks cut into items, a last partial item. */
+ * small shapes, every case of the streaming code: gate and up in separate
+ * passes over several groups, or together, rings shorter than an item's
+ * pieces (the down pieces out of order of the token tiles), blocks cut into
+ * items, a last partial item. */
 static void test_streaming(void **state) {
     (void)state;
-    static const struct { uint64_t T, H, I, E, B, NB; nx_dtype dt; } cases[] = {
-        {30, 300, 400, 2, 300, 2, NX_DT_FP32},
-        {25, 520, 450, 3, 200, 3, NX_DT_BF16},
+    static const struct { uint64_t T, H, I, E, B, NB; nx_dtype dt; int split; } cases[] = {
+        {30, 300, 900, 2, 300, 2, NX_DT_FP32, 1}, /* gate and up in separate passes, 2 groups */
+        {25, 1100, 300, 3, 200, 3, NX_DT_BF16, 0}, /* together */
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         moe m;
@@ -524,8 +525,9 @@ static void test_streaming(void **state) {
         int found = 0;
         for (uint64_t kib = 96; kib >= 8 && !found; kib--) {
             geo.sbuf_partition_bytes = kib * 1024;
-            found = nx_bwmm_plan_make(&p, &geo, &pl, &err) == 0 && !pl.resident && pl.ngroups > 1 &&
-                    pl.rd < pl.pd && pl.rg < pl.pg && pl.ns > 1 && pl.p.B % pl.bs != 0;
+            found = nx_bwmm_plan_make(&p, &geo, &pl, &err) == 0 && !pl.resident && pl.gu_split == cases[c].split &&
+                    (!pl.gu_split || pl.ngroups > 1) && pl.rd < pl.pd && pl.rg < pl.pg && pl.ns > 1 &&
+                    pl.p.B % pl.bs != 0;
         }
         if (!found) fail_msg("case %zu: no SBUF size gives a streaming plan of every kind", c);
         leaf_run lr;
@@ -555,21 +557,26 @@ static void test_plan(void **state) {
     nx_geometry geo = test_geometry("trn2");
     nx_error err;
     nx_bwmm_plan pl;
-    /* Mixtral-like: 44 MB experts stream; items of 512 tokens, groups of 3 i-tiles */
+    /* Mixtral-like: 44 MB experts stream; items of 512 tokens; gate and up
+     * in separate passes over groups of 6 i-tiles (6 accumulator banks) */
     nx_bwmm_params mix = {2048, 4096, 1792, 8, 16, 512, NX_DT_BF16, NX_DT_BF16, NX_BWMM_POST_SCALE};
     assert_int_equal(nx_bwmm_plan_make(&mix, &geo, &pl, &err), 0);
     assert_int_equal(pl.bs, 512);
-    assert_int_equal(pl.g_tiles, 3);
-    assert_int_equal(pl.ngroups, 5);
+    assert_int_equal(pl.gu_split, 1);
+    assert_int_equal(pl.g_tiles, 6);
+    assert_int_equal(pl.ngroups, 3);
+    assert_int_equal(pl.pg, 3 * 2 * 32);
     assert_int_equal(pl.c, 1024);
     assert_int_equal(pl.nc, 4);
     assert_int_equal(pl.resident, 0);
     assert_true(pl.rg >= 16 && pl.rd == 2);
     assert_true(pl.sbuf_used <= geo.sbuf_partition_bytes);
-    /* DBRX-like: 12 MB experts fit: resident */
+    /* DBRX-like: 12 MB experts fit: resident; gate and up of a row together
+     * (one run of 2I) */
     nx_bwmm_params dbrx = {4224, 6144, 336, 16, 40, 512, NX_DT_BF16, NX_DT_BF16, NX_BWMM_POST_SCALE};
     assert_int_equal(nx_bwmm_plan_make(&dbrx, &geo, &pl, &err), 0);
     assert_int_equal(pl.resident, 1);
+    assert_int_equal(pl.gu_split, 0);
     assert_int_equal(pl.ngroups, 1);
     assert_int_equal(pl.rg, pl.pg);
     /* B = 1000: two items of 512 and 488 */
@@ -581,7 +588,9 @@ static void test_plan(void **state) {
     /* small items pack several accumulators per bank */
     nx_bwmm_params small = {10, 64, 2000, 1, 1, 100, NX_DT_FP32, NX_DT_FP32, NX_BWMM_NO_SCALE};
     assert_int_equal(nx_bwmm_plan_make(&small, &geo, &pl, &err), 0);
-    assert_int_equal(pl.g_tiles, 15); /* 6 banks x 5 slots of 400 bytes / 2 */
+    assert_int_equal(pl.gu_split, 1); /* joint: 6 banks x 5 slots of 400 bytes / 2 = 15 < 16 i-tiles */
+    assert_int_equal(pl.g_tiles, 16);
+    assert_int_equal(pl.ngroups, 1);
     /* refusals */
     nx_bwmm_params wide = {10, 1 << 20, 64, 32, 1, 4, NX_DT_FP32, NX_DT_FP32, NX_BWMM_NO_SCALE};
     assert_int_equal(nx_bwmm_plan_make(&wide, &geo, &pl, &err), -1);
