@@ -43,10 +43,9 @@
  *
  * Ordering comes from the authoring layer (kernels/author.h): emission
  * order is program order, so the code emits in the order the work should
- * happen: item w+1's ids, expert and gathers right after item w's
- * transposes (the x buffer is free then), weight loads right after the
- * matmuls that free their ring slot, scatters right after their
- * evacuations. */
+ * happen (run() below): weight loads right after the matmuls that free
+ * their ring slot, scatters right after their evacuations, an item's
+ * gathers a whole gate/up phase before its transposes. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,8 +121,7 @@ static int alloc(bw *s, const char *name, nx_dtype dt, uint64_t elems, nx_tile *
 static int alloc_set(bw *s, bw_set *q, nx_error *err) {
     const nx_bwmm_plan *pl = s->pl;
     uint64_t nt = pl->nt, E = pl->p.E;
-    int bad = alloc(s, "bwmm_rows", NX_DT_INT32, pl->tp, &q->rows, err) ||
-              alloc(s, "bwmm_e1", NX_DT_INT32, 1, &q->e1, err) ||
+    int bad = alloc(s, "bwmm_e1", NX_DT_INT32, 1, &q->e1, err) ||
               alloc(s, "bwmm_ids", NX_DT_INT32, nt, &q->ids, err) || alloc(s, "bwmm_sc", NX_DT_INT32, nt, &q->sc, err) ||
               alloc(s, "bwmm_e", NX_DT_INT32, 1, &q->e, err) || alloc(s, "bwmm_valid", NX_DT_FP32, 1, &q->valid, err) ||
               alloc(s, "bwmm_load", NX_DT_FP32, 1, &q->load, err) || alloc(s, "bwmm_vm1", NX_DT_FP32, 1, &q->vm1, err) || alloc(s, "bwmm_ne", NX_DT_FP32, 1, &q->ne, err) ||
@@ -155,6 +153,7 @@ static int alloc_all(bw *s, nx_error *err) {
     if (iota(s, &s->iota_p, 1, 0, 1, err) || iota(s, &s->hc, 0, tp, pl->nh, err) ||
         iota(s, &s->ic, 0, tp, pl->ni, err) || iota(s, &s->iota_e, 0, 1, (uint32_t)pl->p.E, err))
         return -1;
+    if (alloc(s, "bwmm_id_rows", NX_DT_INT32, pl->tp, &s->id_rows, err) != 0) return -1;
     for (int q = 0; q < BW_SETS; q++)
         if (alloc_set(s, &s->set[q], err) != 0) return -1;
     if (alloc(s, "bwmm_x", s->dt, (uint64_t)pl->nt * pl->p.H, &s->x, err) ||
@@ -166,8 +165,16 @@ static int alloc_all(bw *s, nx_error *err) {
     if (!s->sg) return nx_fail(err, "blockwise_mm: out of memory planning the tiles");
     for (uint32_t i = 0; i < s->nsg; i++)
         if (alloc(s, "bwmm_silu", NX_DT_FP32, pl->bs, &s->sg[i], err) != 0) return -1;
-    for (uint32_t i = 0; i < pl->nstage; i++)
-        if (alloc(s, "bwmm_stage", s->dt, pl->c, &s->stage[i], err) != 0) return -1;
+    for (uint32_t i = 0; i < pl->nstage; i++) {
+        if (pl->stage_in_x) { /* views of x's bytes (see run) */
+            s->stage[i] = s->x;
+            s->stage[i].offset = s->x.offset + (uint64_t)i * pl->bank_bytes;
+            s->stage[i].free_elems = pl->c;
+            s->stage[i].bytes = pl->bank_bytes;
+        } else if (alloc(s, "bwmm_stage", s->dt, pl->c, &s->stage[i], err) != 0) {
+            return -1;
+        }
+    }
     s->gu_ring = calloc(pl->rg, sizeof *s->gu_ring);
     s->dn_ring = calloc(pl->rd, sizeof *s->dn_ring);
     if (!s->gu_ring || !s->dn_ring) return nx_fail(err, "blockwise_mm: out of memory planning the rings");
@@ -254,6 +261,22 @@ uint32_t bw_scatter_lane(const bw *s, uint32_t replica, uint32_t chunk) {
     return s->scatter_lanes - 1 - q % s->scatter_lanes;
 }
 
+/* Program order, which the authoring layer turns into the engines' order
+ * (its waits follow the footprints):
+ *   setup 0, transposes 0, setup 1;
+ *   for each item w: gate/up w; transposes w+1; down w; setup w+2.
+ * The transposes of the next item fill the PE while the last gate/up
+ * results are evacuated, and free x for the down projection's staging
+ * (stage_in_x); the gather of item w+2 into x follows the scatters of w,
+ * a whole gate/up phase before its transposes. The affinities are taken
+ * where they are first used (their gathers cost a descriptor per token and
+ * must not stall the in-order DVE early). */
+static int prepare(bw *s, uint64_t w, nx_error *err) {
+    if (s->pl->p.scaling == NX_BWMM_PRE_SCALE && (bw_affinities(s, w, err) != 0 || bw_pre_scale(s, w, err) != 0))
+        return -1;
+    return bw_transpose(s, w, err);
+}
+
 static int run(bw *s, nx_error *err) {
     const nx_bwmm_plan *pl = s->pl;
     if (alloc_all(s, err) != 0) return -1;
@@ -265,17 +288,15 @@ static int run(bw *s, nx_error *err) {
             if (bw_load_gate_up(s, k, err) != 0) return -1;
         for (uint64_t k = 0; k < pl->rd && k < items * pl->pd; k++)
             if (bw_load_down(s, k, err) != 0) return -1;
+        if (prepare(s, 0, err) != 0) return -1;
+        if (items > 1 && bw_setup(s, 1, err) != 0) return -1;
     }
     for (uint64_t w = 0; w < items; w++) {
-        /* the affinities as late as their first use: their gathers cost a
-         * descriptor per token and must not stall the in-order DVE early */
-        int pre = pl->p.scaling == NX_BWMM_PRE_SCALE;
-        if (pre && (bw_affinities(s, w, err) != 0 || bw_pre_scale(s, w, err) != 0)) return -1;
-        if (bw_transpose(s, w, err) != 0) return -1;
-        if (w + 1 < items && bw_setup(s, w + 1, err) != 0) return -1;
         if (bw_gate_up(s, w, err) != 0) return -1;
-        if (!pre && bw_affinities(s, w, err) != 0) return -1;
+        if (w + 1 < items && prepare(s, w + 1, err) != 0) return -1;
+        if (pl->p.scaling != NX_BWMM_PRE_SCALE && bw_affinities(s, w, err) != 0) return -1;
         if (bw_down(s, w, err) != 0) return -1;
+        if (w + 2 < items && bw_setup(s, w + 2, err) != 0) return -1;
     }
     return copy_out(s, err);
 }

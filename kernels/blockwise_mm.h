@@ -55,7 +55,8 @@ typedef struct nx_bwmm_plan {
     uint32_t pg, pd;    /* pieces per item: ngroups * nh (twice that split), nc */
     uint32_t rg, rd;    /* ring slots (resident: rg = pg, rd = pd) */
     int resident;       /* an expert's weights stay in SBUF across items */
-    uint32_t nstage;    /* output staging tiles */
+    uint32_t nstage;    /* output staging tiles (of one PSUM bank's bytes) */
+    int stage_in_x;     /* ... in the bytes of the x tile, else tiles of their own */
     uint64_t gu_slot;   /* bytes of a gate/up ring slot: 2 * gw * s (split: gw * s) */
     uint64_t dn_slot;   /* bytes of a down ring slot: ni * c * s */
     uint64_t sbuf_used; /* bytes per partition the leaf allocates */

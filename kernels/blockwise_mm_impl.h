@@ -9,7 +9,7 @@
 #define BW_ITEM_SCALARS 10
 /* silu(gate) tiles in rotation. */
 #define BW_SILU_TILES 2
-#define BW_MAX_STAGES 8
+#define BW_MAX_STAGES 32
 /* rows per gather transfer (hidden rows, weight pieces) */
 #define BW_GATHER_ROWS 32
 /* the fp32 value of a row offset no DMA accepts (below 0 after adding any
@@ -21,7 +21,6 @@
  * the item before this one that still read their set. */
 #define BW_SETS 3
 typedef struct bw_set {
-    nx_tile rows;   /* int32 [nt, tp]: the ids as loaded, tile t in partition t */
     nx_tile ids;    /* int32 [tp, nt]: token id of position t*tp + p */
     nx_tile sc;     /* int32 [tp, nt]: ids, or -1 for every row of a block without a valid expert */
     nx_tile e1;     /* int32 [1, 1]: the block's expert as loaded */
@@ -50,6 +49,7 @@ typedef struct bw {
     /* constants: p, c*tp over H chunks, c*tp over I chunks, j over experts */
     nx_tile iota_p, hc, ic, iota_e;
     bw_set set[BW_SETS];
+    nx_tile id_rows; /* int32 [nt, tp]: an item's ids as loaded, tile t in partition t */
     nx_tile x;  /* dt [tp, nt * H]: tile t of the item's gathered rows at t*H */
     nx_tile xt; /* dt [tp, nh * bs]: x^T, h-chunk c at c*bs */
     nx_tile ht; /* dt [tp, ni * bs]: h^T, i-chunk c at c*bs */

@@ -89,7 +89,7 @@ static int gather_split(bw *s, const nx_operand *dst, const nx_operand *src, con
 /* ---- setup: what item w needs before its compute ---- */
 
 /* The item's token ids into ids[p, t] = id of position t*tp + p: each tile's
- * ids arrive as one row of the `rows` tile (a DMA of a few contiguous rows;
+ * ids arrive as one row of the id_rows tile (a DMA of a few contiguous rows;
  * spread over 128 partitions, 4-byte rows would cost a descriptor each),
  * then the DVE transposes them in blocks of dve_transpose_max. */
 static int load_ids(bw *s, const bw_set *q, uint64_t pos0, uint32_t cnt, nx_error *err) {
@@ -98,18 +98,18 @@ static int load_ids(bw *s, const bw_set *q, uint64_t pos0, uint32_t cnt, nx_erro
     uint64_t base = s->tpid + pos0 * 4;
     if (full > 0) {
         nx_operand src = nx_ap_hbm_rows(NX_DT_INT32, base, full, (int32_t)tp, tp);
-        nx_operand dst = bw_v(&q->rows, NX_DT_INT32, full, 0, tp);
+        nx_operand dst = bw_v(&s->id_rows, NX_DT_INT32, full, 0, tp);
         if (nx_kctx_dma_on(s->k, s->small_lane, &dst, &src, err) != 0) return -1;
     }
     if (rem > 0) {
         nx_operand src = nx_ap_hbm_rows(NX_DT_INT32, base + (uint64_t)full * tp * 4, 1, (int32_t)tp, rem);
-        nx_operand dst = nx_tile_view(&q->rows, NX_DT_INT32, full, 1, 0, 1, (const int32_t[]){1}, &rem);
+        nx_operand dst = nx_tile_view(&s->id_rows, NX_DT_INT32, full, 1, 0, 1, (const int32_t[]){1}, &rem);
         if (nx_kctx_dma_on(s->k, s->small_lane, &dst, &src, err) != 0) return -1;
     }
     uint32_t blk = geo->dve_transpose_max;
     for (uint32_t p0 = 0; p0 < cnt && p0 < tp; p0 += blk) {
         uint32_t w = min32(blk, tp - p0);
-        nx_operand src = nx_tile_view(&q->rows, NX_DT_INT32, 0, nt, p0, 1, (const int32_t[]){1}, &w);
+        nx_operand src = nx_tile_view(&s->id_rows, NX_DT_INT32, 0, nt, p0, 1, (const int32_t[]){1}, &w);
         nx_operand dst = nx_tile_view(&q->ids, NX_DT_INT32, p0, w, 0, 1, (const int32_t[]){1}, &nt);
         if (nx_kctx_transpose(s->k, NX_ENG_DVE, &dst, &src, err) != 0) return -1;
     }

@@ -10,7 +10,8 @@
 
 #define EXACT_INDEX (1u << 24) /* integers up to 2^24 are exact in fp32 */
 #define RING_G_GOOD 16         /* gate/up pieces in flight: one per load lane */
-#define STAGES_GOOD 8
+#define STAGES_GOOD 8   /* staging tiles of its own */
+#define STAGES_MIN_X 4  /* staging in x when x holds at least this many banks */
 #define SCATTER_QUEUES 4 /* output queues kept busy */
 #define MAX_REPLICAS 4
 
@@ -21,11 +22,11 @@ static uint64_t al64(uint64_t b) { return (b + 63) & ~(uint64_t)63; }
 static uint64_t fixed_bytes(const nx_bwmm_plan *pl) {
     uint64_t E = pl->p.E, H = pl->p.H, s = pl->s, nt = pl->nt, bs = pl->bs;
     uint64_t b = 0;
-    /* constants: partition index, 128-row steps of H and of I, expert index */
-    b += al64(4) + al64(4 * pl->nh) + al64(4 * pl->ni) + al64(4 * E);
+    /* constants: partition index, 128-row steps of H and of I, expert index;
+     * the ids as loaded */
+    b += al64(4) + al64(4 * pl->nh) + al64(4 * pl->ni) + al64(4 * E) + al64(4 * (uint64_t)pl->tp);
     /* per item, BW_SETS sets in rotation */
-    uint64_t item = al64(4 * (uint64_t)pl->tp)        /* ids as loaded */
-                    + al64(4 * nt) * 2                  /* ids, scatter rows */
+    uint64_t item = al64(4 * nt) * 2                  /* ids, scatter rows */
                     + al64(4) * BW_ITEM_SCALARS        /* e and its derived values */
                     + al64(4 * pl->nh) + al64(4 * pl->ni) /* weight row offsets */
                     + al64(4 * E) + al64(nx_dtype_size(pl->p.aff_dtype) * nt * E) + al64(4 * nt * E)
@@ -35,7 +36,7 @@ static uint64_t fixed_bytes(const nx_bwmm_plan *pl) {
     b += al64((uint64_t)pl->nh * bs * s); /* x^T */
     b += al64((uint64_t)pl->ni * bs * s); /* h^T */
     b += (pl->gu_split ? pl->g_tiles : BW_SILU_TILES) * al64(4 * bs); /* silu(gate) in fp32 */
-    b += pl->nstage * al64(pl->bank_bytes); /* output staging */
+    if (!pl->stage_in_x) b += pl->nstage * al64(pl->bank_bytes); /* output staging */
     return b;
 }
 
@@ -71,13 +72,20 @@ static void shape_items(nx_bwmm_plan *pl, uint32_t bs) {
     pl->gw = (uint32_t)(gw < p->inter ? gw : p->inter);
     pl->gu_slot = (pl->gu_split ? 1 : 2) * (uint64_t)pl->gw * pl->s;
     pl->pg = pl->ngroups * pl->nh * (pl->gu_split ? 2 : 1);
+    /* the output staging lives in x's bytes when they hold enough banks:
+     * x is idle from the next item's transposes to its next gather, which is
+     * when the down projection stages (kernels/blockwise_mm.c) */
+    uint64_t in_x = al64((uint64_t)pl->nt * p->H * pl->s) / pl->bank_bytes;
+    pl->stage_in_x = in_x >= STAGES_MIN_X;
+    if (pl->stage_in_x) pl->nstage = (uint32_t)(in_x < BW_MAX_STAGES ? in_x : BW_MAX_STAGES);
 }
 
 /* The best plan at this item size: the weights resident with as many
- * staging tiles as fit (8, 4 or 2), else streamed with rings of at least
+ * staging tiles as fit (8 down to 2), else streamed with rings of at least
  * rg_min / rd_min pieces. */
 static int try_plan(nx_bwmm_plan *pl, uint64_t sbuf, uint32_t rg_min, uint32_t rd_min) {
-    for (uint32_t st = STAGES_GOOD; st >= 2; st /= 2) {
+    uint32_t st_hi = pl->stage_in_x ? pl->nstage : STAGES_GOOD, st_lo = pl->stage_in_x ? pl->nstage : 2;
+    for (uint32_t st = st_hi; st >= st_lo; st--) {
         pl->nstage = st;
         pl->rg = pl->pg;
         pl->rd = pl->pd;
@@ -85,8 +93,8 @@ static int try_plan(nx_bwmm_plan *pl, uint64_t sbuf, uint32_t rg_min, uint32_t r
         if (sbuf_bytes(pl) <= sbuf) return 1;
     }
     pl->resident = 0;
-    for (uint32_t st = STAGES_GOOD; st >= 2; st /= 2) {
-        pl->nstage = st;
+    for (uint32_t st = st_hi; st >= st_lo; st = st > 2 ? st / 2 : 0) {
+        pl->nstage = st < st_lo ? st_lo : st;
         uint32_t want_rg = rg_min < pl->pg ? rg_min : pl->pg, want_rd = rd_min < pl->pd ? rd_min : pl->pd;
         pl->rd = want_rd;
         pl->rg = 0;

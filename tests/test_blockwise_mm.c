@@ -479,17 +479,23 @@ static void test_random_shapes(void **state) {
     for (uint64_t seed = 1; seed <= 8; seed++) random_case(seed, NULL, NULL);
 }
 
-/* Every scaling mode on one shape with several items per block. */
+/* Every scaling mode on one shape with several items per block, output
+ * staging in x's bytes and a narrow last output chunk (H = 1024 + 16). */
 static void test_scaling_modes(void **state) {
     (void)state;
     for (int mode = 0; mode < 3; mode++) {
         moe m;
-        moe_init(&m, 50, 160, 144, 3, 600, 2, NX_DT_BF16, (nx_bwmm_scaling)mode, 11);
+        moe_init(&m, 50, 1040, 72, 3, 600, 2, NX_DT_BF16, (nx_bwmm_scaling)mode, 11);
         test_rng r = {5};
-        for (uint64_t i = 0; i < m.NB * m.B; i++) m.tpid[i] = (int32_t)(test_rng_next(&r) % 52) - 1;
+        for (uint64_t i = 0; i < m.NB * m.B; i++) /* a quarter of the positions routed */
+            m.tpid[i] = test_rng_next(&r) % 4 ? -1 : (int32_t)(test_rng_next(&r) % 51);
         m.bte[0] = 2;
         m.bte[1] = 0;
-        check_case(&m, NULL, NULL);
+        leaf_run lr;
+        check_case(&m, NULL, &lr);
+        assert_int_equal(lr.plan.stage_in_x, 1);
+        assert_int_equal(lr.plan.nc, 2);
+        leaf_run_free(&lr);
         moe_free(&m);
     }
 }
@@ -578,6 +584,8 @@ static void test_plan(void **state) {
     assert_int_equal(pl.resident, 1);
     assert_int_equal(pl.gu_split, 0);
     assert_int_equal(pl.ngroups, 1);
+    assert_int_equal(pl.stage_in_x, 1);
+    assert_int_equal(pl.nstage, 24); /* 4 token tiles x 6144 x 2 bytes of x = 24 banks */
     assert_int_equal(pl.rg, pl.pg);
     /* B = 1000: two items of 512 and 488 */
     nx_bwmm_params big = {100, 256, 128, 2, 3, 1000, NX_DT_FP32, NX_DT_FP32, NX_BWMM_NO_SCALE};
