@@ -39,6 +39,7 @@
 #include "sim/machine.h"
 #include "sim/model.h"
 #include "sim/profile.h"
+#include "sim/race.h"
 
 typedef struct moe_case {
     const char *name;
@@ -139,7 +140,8 @@ static uint64_t checksum(const uint8_t *p, uint64_t n) {
     return h;
 }
 
-static int run_case(nx_lowerer *L, const nx_machine *m, const moe_case *c, int with_ref, int summary, nx_error *err) {
+static int run_case(nx_lowerer *L, const nx_machine *m, const moe_case *c, int with_ref, int summary, int race,
+                    nx_error *err) {
     routing r;
     memset(&r, 0, sizeof r);
     if (route(c, &r) != 0) return nx_fail(err, "out of memory routing");
@@ -190,7 +192,7 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const moe_case *c, int w
     uint64_t sum_in = 0;
     for (uint32_t i = 0; i < NX_BWMM_OPERANDS; i++) sum_in ^= checksum(in[i], bytes[i]) * (i + 1);
 
-    nx_sim_options so = {0, 0};
+    nx_sim_options so = {race, 0};
     nx_sim_result res;
     memset(&res, 0, sizeof res);
     t0 = now_s();
@@ -235,6 +237,15 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const moe_case *c, int w
            100.0 * bound / res.total_ns, pe_bound >= w_bound ? "PE" : "weights", 100.0 * pe_routed / res.total_ns);
     printf("  memory: program HBM %.1f MiB, peak RSS after the model %.1f MiB\n", prog->hbm_bytes / 1048576.0, rss_sim);
     if (summary) nx_profile_summary(stdout, m, prog, &res);
+    if (race) {
+        t0 = now_s();
+        int verdict = nx_race_check(prog, res.log, res.log_count, err);
+        printf("  race detector: %s (%.2f s)\n", verdict == 0 ? "race-free" : err->msg, now_s() - t0);
+        if (verdict != 0) {
+            nx_sim_result_free(&res);
+            goto out;
+        }
+    }
     nx_sim_result_free(&res);
 
     if (with_ref) {
@@ -291,6 +302,7 @@ out:
 
 static void usage(FILE *f) {
     fputs("Usage: nxsim-bench-moe [--case mixtral|dbrx|small]... [--machine NAME|FILE] [--no-ref] [--summary]\n"
+          "                       [--race-check]\n"
           "Runs blockwise_mm on MoE prefill block sets (bf16, one core) on the SystemC model and\n"
           "prints simulated time beside the PE and weight-streaming bounds, and the simulator's\n"
           "wall time beside the OpenBLAS reference's. Default: mixtral and dbrx.\n",
@@ -299,12 +311,13 @@ static void usage(FILE *f) {
 
 int main(int argc, char **argv) {
     const char *machine = NULL, *names[8];
-    int n_names = 0, with_ref = 1, summary = 0;
+    int n_names = 0, with_ref = 1, summary = 0, race = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--case") == 0 && i + 1 < argc && n_names < 8) names[n_names++] = argv[++i];
         else if (strcmp(argv[i], "--machine") == 0 && i + 1 < argc) machine = argv[++i];
         else if (strcmp(argv[i], "--no-ref") == 0) with_ref = 0;
         else if (strcmp(argv[i], "--summary") == 0) summary = 1;
+        else if (strcmp(argv[i], "--race-check") == 0) race = 1;
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
             return 0;
@@ -340,7 +353,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "nxsim-bench-moe: out of memory\n");
             return 1;
         }
-        if (run_case(L, &m, c, with_ref, summary, &err) != 0) {
+        if (run_case(L, &m, c, with_ref, summary, race, &err) != 0) {
             printf("%s: FAILED: %s\n", c->name, err.msg);
             status = 1;
         }

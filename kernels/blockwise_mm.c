@@ -31,15 +31,25 @@
  *    hold it whole (resident) and an item whose expert equals the previous
  *    item's turns its loads into skipped rows (row offset -2^24): the
  *    weights stay;
+ *  - when one group of i-tiles cannot hold all of I, gate and up run as two
+ *    passes over H, so a weight row is read as one run per pass (DMA pays
+ *    per run below 2 KiB);
  *  - the output accumulates in a scratch tensor of the output's dtype laid
- *    out in column chunks, (H / c, T+1, c) with c = one 2 KiB row: a
+ *    out in column chunks, (nrep, H / c, T+1, c) with c = one 2 KiB row: a
  *    scatter-add's footprint covers every row of the chunk it indexes
  *    (isa/validate.h), so chunks on separate DMA queues never wait for each
- *    other while one chunk's scatters stay in queue order; a final pass
- *    copies the chunks into the (T+1, H) output. The scratch starts zeroed
- *    (docs/ISA.md, "Programs and execution": every memory starts zeroed),
- *    which is the output's zero initialisation;
- *  - all three scaling modes, fp32 and bf16, E = 1, blocks of padding only.
+ *    other while one chunk's scatters stay in queue order (nrep replicas,
+ *    items alternating, when H has few chunks); a final pass copies and adds
+ *    them into the (T+1, H) output. The scratch starts zeroed (docs/ISA.md,
+ *    "Programs and execution": every memory starts zeroed), which is the
+ *    output's zero initialisation; a port to memory that does not start
+ *    zeroed adds one memset pass of the scratch;
+ *  - the public kernel's load-add-store of the output becomes a DMA
+ *    accumulate, and the routing's small per-token loads (ids, expert,
+ *    affinities) travel on queues of their own so the in-order DVE and
+ *    POOL never wait behind a weight transfer;
+ *  - all three scaling modes, fp32 and bf16, E = 1, blocks of padding only,
+ *    expert ids outside [0, E) (the block contributes nothing).
  *
  * Ordering comes from the authoring layer (kernels/author.h): emission
  * order is program order, so the code emits in the order the work should

@@ -7,27 +7,24 @@ static uint32_t cdiv32(uint64_t a, uint64_t b) { return (uint32_t)((a + b - 1) /
 
 /* ---- instructions the authoring layer has no helper for ---- */
 
-static int tensor_scalar(bw *s, nx_engine eng, const nx_operand *dst, const nx_operand *in, nx_alu_op op0,
-                         const nx_operand *s0, nx_error *err) {
-    nx_insn i = nx_insn_make(NX_OP_TENSOR_SCALAR);
-    i.alu0 = (uint8_t)op0;
-    i.op[0] = *dst;
-    i.op[1] = *in;
-    i.op[2] = *s0;
-    return nx_kctx_emit(s->k, eng, &i, err);
-}
-
-/* dst = (in op0 s0) op1 s1 */
+/* dst = (in op0 s0) op1 s1, or in op0 s0 without s1 */
 static int tensor_scalar2(bw *s, nx_engine eng, const nx_operand *dst, const nx_operand *in, nx_alu_op op0,
                           const nx_operand *s0, nx_alu_op op1, const nx_operand *s1, nx_error *err) {
     nx_insn i = nx_insn_make(NX_OP_TENSOR_SCALAR);
     i.alu0 = (uint8_t)op0;
-    i.alu1 = (uint8_t)op1;
     i.op[0] = *dst;
     i.op[1] = *in;
     i.op[2] = *s0;
-    i.op[3] = *s1;
+    if (s1) {
+        i.alu1 = (uint8_t)op1;
+        i.op[3] = *s1;
+    }
     return nx_kctx_emit(s->k, eng, &i, err);
+}
+
+static int tensor_scalar(bw *s, nx_engine eng, const nx_operand *dst, const nx_operand *in, nx_alu_op op0,
+                         const nx_operand *s0, nx_error *err) {
+    return tensor_scalar2(s, eng, dst, in, op0, s0, NX_ALU_BYPASS, NULL, err);
 }
 
 /* dst = (in0 op0 scalar) op1 in1 */
