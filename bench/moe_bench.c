@@ -206,7 +206,7 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const moe_case *c, int w
     double mlp_macs = 3.0 * (double)H * (double)I;
     double pe_bound = (double)r.NB * B * mlp_macs / macs_per_cycle / pe_clock;
     double pe_routed = (double)r.routed * mlp_macs / macs_per_cycle / pe_clock;
-    double dma_rate = m->dma_engines * m->dma_engine_bytes_per_ns;
+    double dma_rate = m->geo.dma_engines * m->dma_engine_bytes_per_ns;
     if (m->hbm_bytes_per_ns < dma_rate) dma_rate = m->hbm_bytes_per_ns;
     uint64_t loads = 0;
     for (uint64_t n = 0; n < r.NB; n++)

@@ -1,4 +1,4 @@
-/* HBM tensors <-> .npy, random inputs, summaries (see cli/tensors.h). */
+/* HBM tensors <-> .npy, output summaries (see cli/tensors.h). */
 #include "tensors.h"
 
 #include <inttypes.h>
@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "isa/dtype.h"
-#include "isa/rng.h"
 
 #define SUMMARY_FIRST_VALUES 8
 
@@ -38,28 +37,6 @@ int cli_tensor_load(const char *path, const nx_tensor_decl *t, uint8_t *data, nx
     memcpy(data, a.data, (size_t)a.nbytes);
     nx_npy_free(&a);
     return 0;
-}
-
-void cli_tensor_fill_random(const nx_tensor_decl *t, uint8_t *data, uint64_t seed, uint32_t index) {
-    nx_dtype dt = (nx_dtype)t->dtype;
-    size_t size = nx_dtype_size(dt);
-    uint64_t n = nx_tensor_bytes(t) / size;
-    /* One stream per tensor, so a tensor's values do not depend on which
-     * other inputs were given with --in. */
-    uint64_t s = seed;
-    uint64_t mix = (uint64_t)index + 1;
-    s ^= nx_splitmix64(&mix);
-    for (uint64_t i = 0; i < n; i++) {
-        uint64_t r = nx_splitmix64(&s);
-        double v;
-        if (nx_dtype_is_float(dt))
-            v = -1.0 + 2.0 * ((double)(r >> 11) * 0x1.0p-53);
-        else if (nx_dtype_is_signed_int(dt))
-            v = (double)(int)(r % 17) - 8.0;
-        else
-            v = (double)(r % 17);
-        nx_dtype_store(dt, data + i * size, v);
-    }
 }
 
 nx_npy cli_tensor_view(const nx_tensor_decl *t, const uint8_t *data) {

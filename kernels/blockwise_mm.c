@@ -241,8 +241,8 @@ static int copy_out(bw *s, nx_error *err) {
 
 /* ---- the leaf ---- */
 
-/* Lanes (lane l is DMA engine l mod 16, kernels/author.h): the output's
- * nc * nrep scatter queues take the last of the first half of the lanes
+/* Lanes (lane l is DMA engine l mod the engine count, kernels/author.h):
+ * the output's nc * nrep scatter queues take the last of the first half of the lanes
  * (the last engines); three lanes after them carry the small loads an
  * item's DVE/POOL work waits for, which behind a bulk transfer would stall
  * those in-order engines: one the ids and the expert, two the affinity rows

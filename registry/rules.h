@@ -96,6 +96,24 @@ double nx_dtype_epsilon(nx_dtype dt);
 int nx_op_rules_tolerance(const nx_op_rules *rules, const nx_macro_op *op, uint32_t result,
                           nx_tolerance *out, nx_error *err);
 
+/* Gives op its results by rules->infer_results. Results op already has
+ * (from an op file) keep their names, and a declared dtype (other than
+ * NX_OP_DTYPE_UNSET) or shape (ndims != 0) must equal the rule's. Errors:
+ * the rule's own (unprefixed); "KEY: nxsim has no result-shape rule for this
+ * kernel yet"; and, prefixed with `source` (the op file) when non-NULL,
+ * "N results given, KEY produces M" and "result 0 (y) is declared
+ * fp32[2,4], but KEY produces fp32[4,2]". */
+int nx_op_rules_apply_results(const nx_op_rules *rules, const char *key, const char *source,
+                              nx_macro_op *op, nx_error *err);
+
+/* The bytes of operand i of op (tensor t, at position `index` of its
+ * program's table) when no file gives them: rules->default_values' built-in
+ * values when it takes the operand, else isa/tensor_random.h's pseudo-random
+ * ones from seed. nx_op_rules_builtin_values says which (1: built-in). */
+void nx_op_rules_fill_operand(const nx_op_rules *rules, const nx_macro_op *op, uint32_t i,
+                              const nx_tensor_decl *t, uint8_t *data, uint64_t seed, uint32_t index);
+int nx_op_rules_builtin_values(const nx_op_rules *rules, const nx_macro_op *op, uint32_t i);
+
 /* 1 if `name` is one of rules->attrs. */
 int nx_op_rules_reads_attr(const nx_op_rules *rules, const char *name);
 

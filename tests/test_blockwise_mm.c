@@ -2,7 +2,7 @@
  * reader and the reference (kernels/ref/ref.h).
  *
  * Every leaf case is traced into a builder, order-checked
- * (nx_kcheck_program), run on the functional executor and on the SystemC
+ * (test_kcheck_program), run on the functional executor and on the SystemC
  * model with the race detector; the model's output must equal the
  * executor's bit for bit, and both the leaf and the reference are compared
  * with an independent double-precision evaluation of the semantics (a
@@ -44,6 +44,7 @@
 #include "sim/machine.h"
 #include "sim/model.h"
 #include "sim/race.h"
+#include "kcheck.h"
 #include "support.h"
 
 /* ---- a problem: sizes, routing and data ---- */
@@ -259,7 +260,7 @@ static void run_leaf(const moe *m, const nx_geometry *g, leaf_run *lr) {
     nx_program prog;
     if (nx_builder_finish(b, &prog, &err) != 0) fail_msg("%s: builder: %s", what, err.msg);
     nx_builder_free(b);
-    if (nx_kcheck_program(&prog, &err) != 0) fail_msg("%s: order check: %s", what, err.msg);
+    if (test_kcheck_program(&prog, &err) != 0) fail_msg("%s: order check: %s", what, err.msg);
 
     uint64_t out_bytes = (m->T + 1) * m->H * nx_dtype_size(m->dt);
     lr->exec_out = malloc(out_bytes);

@@ -114,8 +114,8 @@ static void single_transfer_bandwidth(void **state) {
     build(&m, &j, 1, 1, q, 0, COLS);
     run(&m, &j, &o);
     assert_ns(o.r.total_ns, 1300.0 + BYTES / 23.0);
-    assert_int_equal(o.r.dma_queue_bytes[0][0], BYTES);
-    assert_int_equal(o.r.dma_queue_transfers[0][0], 1);
+    assert_int_equal(nx_sim_queue_bytes(&o.r, 0, 0), BYTES);
+    assert_int_equal(nx_sim_queue_transfers(&o.r, 0, 0), 1);
     /* the data landed: row 5 of SBUF = row 5 of src */
     assert_memory_equal(nx_sbuf_at(&o.st, 0, 5, 0), o.st.hbm + j.src + 5 * COLS * 4, COLS * 4);
     /* two records: the SP's issue (queue -1) and the transfer (queue 0) */
@@ -187,9 +187,10 @@ static void skipped_rows_move_nothing(void **state) {
         }
         nx_sim_options opt = {1, 0};
         nx_sim_result res;
+        memset(&res, 0, sizeof res);
         if (nx_sim_run(&m, &p, &st, &opt, &res, &err) != 0) fail_msg("run: %s", err.msg);
         assert_ns(res.total_ns, 1300.0 + (double)moved * COLS * 4 / 23.0);
-        assert_int_equal(res.dma_queue_bytes[0][0], (uint64_t)moved * COLS * 4);
+        assert_int_equal(nx_sim_queue_bytes(&res, 0, 0), (uint64_t)moved * COLS * 4);
         nx_sim_result_free(&res);
         nx_state_free(&st);
         nx_program_free(&p);
