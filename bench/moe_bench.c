@@ -127,7 +127,8 @@ static int route(const moe_case *c, routing *r) {
 
 static void fill_bf16(uint8_t *p, uint64_t n, double scale, uint64_t seed) {
     uint64_t s = seed;
-    for (uint64_t i = 0; i < n; i++) nx_dtype_store(NX_DT_BF16, p + 2 * i, scale * (2.0 * nx_splitmix64_unit(&s) - 1.0));
+    for (uint64_t i = 0; i < n; i++)
+        nx_dtype_store(NX_DT_BF16, p + 2 * i, scale * (2.0 * nx_splitmix64_unit(&s) - 1.0));
 }
 
 static uint64_t checksum(const uint8_t *p, uint64_t n) {
@@ -140,15 +141,16 @@ static uint64_t checksum(const uint8_t *p, uint64_t n) {
     return h;
 }
 
-static int run_case(nx_lowerer *L, const nx_machine *m, const moe_case *c, int with_ref, int summary, int race,
-                    nx_error *err) {
+static int run_case(nx_lowerer *L, const nx_machine *m, const moe_case *c, int with_ref, int summary,
+                    int race, nx_error *err) {
     routing r;
     memset(&r, 0, sizeof r);
     if (route(c, &r) != 0) return nx_fail(err, "out of memory routing");
     uint64_t T = c->T, H = c->H, I = c->I, E = c->E, B = c->B;
     nx_macro_op op;
     nx_macro_op_init(&op);
-    const uint64_t s_hs[2] = {T + 1, H}, s_aff[2] = {(T + 1) * E, 1}, s_gu[4] = {E, H, 2, I}, s_dn[3] = {E, I, H};
+    const uint64_t s_hs[2] = {T + 1, H}, s_aff[2] = {(T + 1) * E, 1}, s_gu[4] = {E, H, 2, I},
+                   s_dn[3] = {E, I, H};
     const uint64_t s_tp[1] = {r.NB * B}, s_be[2] = {r.NB, 1}, s_out[2] = {T + 1, H};
     nx_value bv = nx_value_int((int64_t)B);
     int rc = -1;
@@ -209,33 +211,39 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const moe_case *c, int w
     double dma_rate = m->geo.dma_engines * m->dma_engine_bytes_per_ns;
     if (m->hbm_bytes_per_ns < dma_rate) dma_rate = m->hbm_bytes_per_ns;
     uint64_t loads = 0;
-    for (uint64_t n = 0; n < r.NB; n++)
-        loads += pl.resident ? (n == 0 || r.bte[n] != r.bte[n - 1]) : pl.ns;
+    for (uint64_t n = 0; n < r.NB; n++) loads += pl.resident ? (n == 0 || r.bte[n] != r.bte[n - 1]) : pl.ns;
     double w_bytes = (double)loads * mlp_macs * 2.0, w_bound = w_bytes / dma_rate;
     double bound = pe_bound > w_bound ? pe_bound : w_bound;
     const nx_sim_engine_stats *pe = &res.engine[0][NX_ENG_PE];
 
-    printf("%s: T=%llu H=%llu I=%llu E=%llu top-%llu B=%llu bf16 -> %llu blocks (%llu positions, %llu routed)\n",
-           c->name, (unsigned long long)T, (unsigned long long)H, (unsigned long long)I, (unsigned long long)E,
-           (unsigned long long)c->topk, (unsigned long long)B, (unsigned long long)r.NB,
-           (unsigned long long)(r.NB * B), (unsigned long long)r.routed);
-    printf("  plan: items of %u tokens (%llu per block), gate/up groups of %u i-tiles (%u), %s weights: rings %u/%u "
+    printf(
+        "%s: T=%llu H=%llu I=%llu E=%llu top-%llu B=%llu bf16 -> %llu blocks (%llu positions, %llu routed)\n",
+        c->name, (unsigned long long)T, (unsigned long long)H, (unsigned long long)I, (unsigned long long)E,
+        (unsigned long long)c->topk, (unsigned long long)B, (unsigned long long)r.NB,
+        (unsigned long long)(r.NB * B), (unsigned long long)r.routed);
+    printf("  plan: items of %u tokens (%llu per block), gate/up groups of %u i-tiles (%u), %s weights: "
+           "rings %u/%u "
            "gate/up and %u/%u down pieces, %u staging tiles, SBUF %llu of %llu bytes per partition\n",
-           pl.bs, (unsigned long long)pl.ns, pl.g_tiles, pl.ngroups, pl.resident ? "resident" : "streamed", pl.rg,
-           pl.pg, pl.rd, pl.pd, pl.nstage, (unsigned long long)pl.sbuf_used,
+           pl.bs, (unsigned long long)pl.ns, pl.g_tiles, pl.ngroups, pl.resident ? "resident" : "streamed",
+           pl.rg, pl.pg, pl.rd, pl.pd, pl.nstage, (unsigned long long)pl.sbuf_used,
            (unsigned long long)m->geo.sbuf_partition_bytes);
     uint64_t n_insn = 0;
     for (uint32_t e2 = 0; e2 < NX_ENG_COUNT; e2++) n_insn += prog->stream[0][e2].count;
-    printf("  trace %.2f s (%llu instructions); model %.2f s wall (%.2f s CPU), %llu instructions simulated\n",
-           trace_s, (unsigned long long)n_insn, sim_wall, sim_cpu, (unsigned long long)res.instructions);
+    printf(
+        "  trace %.2f s (%llu instructions); model %.2f s wall (%.2f s CPU), %llu instructions simulated\n",
+        trace_s, (unsigned long long)n_insn, sim_wall, sim_cpu, (unsigned long long)res.instructions);
     printf("  simulated %.1f us; PE busy %.1f us (%.0f%%)\n", res.total_ns * 1e-3, pe->busy_ns * 1e-3,
            100.0 * pe->busy_ns / res.total_ns);
-    printf("  bounds: PE busy %.1f us (routed tokens only %.1f us), weight streaming %.1f us (%.1f MB at %.0f B/ns, "
+    printf("  bounds: PE busy %.1f us (routed tokens only %.1f us), weight streaming %.1f us (%.1f MB at "
+           "%.0f B/ns, "
            "%llu expert loads)\n",
-           pe_bound * 1e-3, pe_routed * 1e-3, w_bound * 1e-3, w_bytes * 1e-6, dma_rate, (unsigned long long)loads);
+           pe_bound * 1e-3, pe_routed * 1e-3, w_bound * 1e-3, w_bytes * 1e-6, dma_rate,
+           (unsigned long long)loads);
     printf("  achieved: %.1f%% of the larger bound (%s); %.1f%% of the PE bound over routed tokens\n",
-           100.0 * bound / res.total_ns, pe_bound >= w_bound ? "PE" : "weights", 100.0 * pe_routed / res.total_ns);
-    printf("  memory: program HBM %.1f MiB, peak RSS after the model %.1f MiB\n", prog->hbm_bytes / 1048576.0, rss_sim);
+           100.0 * bound / res.total_ns, pe_bound >= w_bound ? "PE" : "weights",
+           100.0 * pe_routed / res.total_ns);
+    printf("  memory: program HBM %.1f MiB, peak RSS after the model %.1f MiB\n", prog->hbm_bytes / 1048576.0,
+           rss_sim);
     if (summary) nx_profile_summary(stdout, m, prog, &res);
     if (race) {
         t0 = now_s();
@@ -279,7 +287,8 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const moe_case *c, int w
             if (fabs(w) > 1e-3 && d / fabs(w) > worst_rel) worst_rel = d / fabs(w);
             if (!(d <= lim)) bad++;
         }
-        printf("  reference: %.2f s wall (%.2f s CPU; OpenBLAS sgemm over the routed tokens); simulator / reference "
+        printf("  reference: %.2f s wall (%.2f s CPU; OpenBLAS sgemm over the routed tokens); simulator / "
+               "reference "
                "= %.2f wall, %.2f CPU\n",
                ref_wall, ref_cpu, sim_wall / ref_wall, sim_cpu / ref_cpu);
         printf("  values: max abs error %.3g, max rel error %.3g (|ref| > 1e-3), tolerance %s: %s\n", worst,
@@ -301,23 +310,29 @@ out:
 }
 
 static void usage(FILE *f) {
-    fputs("Usage: nxsim-bench-moe [--case mixtral|dbrx|small]... [--machine NAME|FILE] [--no-ref] [--summary]\n"
-          "                       [--race-check]\n"
-          "Runs blockwise_mm on MoE prefill block sets (bf16, one core) on the SystemC model and\n"
-          "prints simulated time beside the PE and weight-streaming bounds, and the simulator's\n"
-          "wall time beside the OpenBLAS reference's. Default: mixtral and dbrx.\n",
-          f);
+    fputs(
+        "Usage: nxsim-bench-moe [--case mixtral|dbrx|small]... [--machine NAME|FILE] [--no-ref] [--summary]\n"
+        "                       [--race-check]\n"
+        "Runs blockwise_mm on MoE prefill block sets (bf16, one core) on the SystemC model and\n"
+        "prints simulated time beside the PE and weight-streaming bounds, and the simulator's\n"
+        "wall time beside the OpenBLAS reference's. Default: mixtral and dbrx.\n",
+        f);
 }
 
 int main(int argc, char **argv) {
     const char *machine = NULL, *names[8];
     int n_names = 0, with_ref = 1, summary = 0, race = 0;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--case") == 0 && i + 1 < argc && n_names < 8) names[n_names++] = argv[++i];
-        else if (strcmp(argv[i], "--machine") == 0 && i + 1 < argc) machine = argv[++i];
-        else if (strcmp(argv[i], "--no-ref") == 0) with_ref = 0;
-        else if (strcmp(argv[i], "--summary") == 0) summary = 1;
-        else if (strcmp(argv[i], "--race-check") == 0) race = 1;
+        if (strcmp(argv[i], "--case") == 0 && i + 1 < argc && n_names < 8)
+            names[n_names++] = argv[++i];
+        else if (strcmp(argv[i], "--machine") == 0 && i + 1 < argc)
+            machine = argv[++i];
+        else if (strcmp(argv[i], "--no-ref") == 0)
+            with_ref = 0;
+        else if (strcmp(argv[i], "--summary") == 0)
+            summary = 1;
+        else if (strcmp(argv[i], "--race-check") == 0)
+            race = 1;
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
             return 0;

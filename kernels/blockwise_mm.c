@@ -131,18 +131,23 @@ static int alloc(bw *s, const char *name, nx_dtype dt, uint64_t elems, nx_tile *
 static int alloc_set(bw *s, bw_set *q, nx_error *err) {
     const nx_bwmm_plan *pl = s->pl;
     uint64_t nt = pl->nt, E = pl->p.E;
-    int bad = alloc(s, "bwmm_e1", NX_DT_INT32, 1, &q->e1, err) ||
-              alloc(s, "bwmm_ids", NX_DT_INT32, nt, &q->ids, err) || alloc(s, "bwmm_sc", NX_DT_INT32, nt, &q->sc, err) ||
-              alloc(s, "bwmm_e", NX_DT_INT32, 1, &q->e, err) || alloc(s, "bwmm_valid", NX_DT_FP32, 1, &q->valid, err) ||
-              alloc(s, "bwmm_load", NX_DT_FP32, 1, &q->load, err) || alloc(s, "bwmm_vm1", NX_DT_FP32, 1, &q->vm1, err) || alloc(s, "bwmm_ne", NX_DT_FP32, 1, &q->ne, err) ||
-              alloc(s, "bwmm_mg", NX_DT_INT32, 1, &q->mg, err) || alloc(s, "bwmm_md", NX_DT_INT32, 1, &q->md, err) ||
-              alloc(s, "bwmm_gb", NX_DT_INT32, 1, &q->gb, err) || alloc(s, "bwmm_db", NX_DT_INT32, 1, &q->db, err) ||
-              alloc(s, "bwmm_goff", NX_DT_INT32, pl->nh, &q->goff, err) ||
-              alloc(s, "bwmm_doff", NX_DT_INT32, pl->ni, &q->doff, err) ||
-              alloc(s, "bwmm_mask", NX_DT_FP32, E, &q->mask, err) ||
-              alloc(s, "bwmm_affrow", pl->p.aff_dtype, nt * E, &q->affrow, err) ||
-              alloc(s, "bwmm_affsel", NX_DT_FP32, nt * E, &q->affsel, err) ||
-              alloc(s, "bwmm_aff", NX_DT_FP32, nt, &q->aff, err);
+    int bad =
+        alloc(s, "bwmm_e1", NX_DT_INT32, 1, &q->e1, err) ||
+        alloc(s, "bwmm_ids", NX_DT_INT32, nt, &q->ids, err) ||
+        alloc(s, "bwmm_sc", NX_DT_INT32, nt, &q->sc, err) || alloc(s, "bwmm_e", NX_DT_INT32, 1, &q->e, err) ||
+        alloc(s, "bwmm_valid", NX_DT_FP32, 1, &q->valid, err) ||
+        alloc(s, "bwmm_load", NX_DT_FP32, 1, &q->load, err) ||
+        alloc(s, "bwmm_vm1", NX_DT_FP32, 1, &q->vm1, err) ||
+        alloc(s, "bwmm_ne", NX_DT_FP32, 1, &q->ne, err) || alloc(s, "bwmm_mg", NX_DT_INT32, 1, &q->mg, err) ||
+        alloc(s, "bwmm_md", NX_DT_INT32, 1, &q->md, err) ||
+        alloc(s, "bwmm_gb", NX_DT_INT32, 1, &q->gb, err) ||
+        alloc(s, "bwmm_db", NX_DT_INT32, 1, &q->db, err) ||
+        alloc(s, "bwmm_goff", NX_DT_INT32, pl->nh, &q->goff, err) ||
+        alloc(s, "bwmm_doff", NX_DT_INT32, pl->ni, &q->doff, err) ||
+        alloc(s, "bwmm_mask", NX_DT_FP32, E, &q->mask, err) ||
+        alloc(s, "bwmm_affrow", pl->p.aff_dtype, nt * E, &q->affrow, err) ||
+        alloc(s, "bwmm_affsel", NX_DT_FP32, nt * E, &q->affsel, err) ||
+        alloc(s, "bwmm_aff", NX_DT_FP32, nt, &q->aff, err);
     return bad ? -1 : 0;
 }
 
@@ -156,7 +161,8 @@ static int alloc_all(bw *s, nx_error *err) {
     const nx_bwmm_plan *pl = s->pl;
     int32_t tp = (int32_t)pl->tp;
     /* constants first: they live for the whole kernel */
-    if (alloc(s, "bwmm_iota_p", NX_DT_INT32, 1, &s->iota_p, err) || alloc(s, "bwmm_hc", NX_DT_INT32, pl->nh, &s->hc, err) ||
+    if (alloc(s, "bwmm_iota_p", NX_DT_INT32, 1, &s->iota_p, err) ||
+        alloc(s, "bwmm_hc", NX_DT_INT32, pl->nh, &s->hc, err) ||
         alloc(s, "bwmm_ic", NX_DT_INT32, pl->ni, &s->ic, err) ||
         alloc(s, "bwmm_iota_e", NX_DT_INT32, pl->p.E, &s->iota_e, err))
         return -1;
@@ -221,7 +227,8 @@ static int copy_rows(bw *s, uint32_t k, uint64_t r0, uint32_t nr, uint32_t lane,
     }
     if (full < pl->nc) {
         uint32_t last_w = (uint32_t)(H - (uint64_t)(pl->nc - 1) * c);
-        nx_operand dst = nx_ap_hbm_rows(s->dt, s->out + (r0 * H + (uint64_t)(pl->nc - 1) * c) * sz, nr, (int32_t)H, last_w);
+        nx_operand dst = nx_ap_hbm_rows(s->dt, s->out + (r0 * H + (uint64_t)(pl->nc - 1) * c) * sz, nr,
+                                        (int32_t)H, last_w);
         nx_operand src = nx_ap_hbm_rows(s->dt, bw_acc_row(s, k, pl->nc - 1, r0), nr, (int32_t)c, last_w);
         if (nx_kctx_dma_ex(s->k, lane, &dst, &src, NULL, 0, acc, err) != 0) return -1;
     }
@@ -282,7 +289,8 @@ uint32_t bw_scatter_lane(const bw *s, uint32_t replica, uint32_t chunk) {
  * where they are first used (their gathers cost a descriptor per token and
  * must not stall the in-order DVE early). */
 static int prepare(bw *s, uint64_t w, nx_error *err) {
-    if (s->pl->p.scaling == NX_BWMM_PRE_SCALE && (bw_affinities(s, w, err) != 0 || bw_pre_scale(s, w, err) != 0))
+    if (s->pl->p.scaling == NX_BWMM_PRE_SCALE &&
+        (bw_affinities(s, w, err) != 0 || bw_pre_scale(s, w, err) != 0))
         return -1;
     return bw_transpose(s, w, err);
 }
@@ -313,7 +321,8 @@ static int run(bw *s, nx_error *err) {
 
 int blockwise_mm(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     if (nx_kctx_num_programs(k) != 1)
-        return nx_fail(err, "blockwise_mm: runs on one core (traced for a grid of %u)", nx_kctx_num_programs(k));
+        return nx_fail(err, "blockwise_mm: runs on one core (traced for a grid of %u)",
+                       nx_kctx_num_programs(k));
     nx_bwmm_params p;
     if (read_call(call, &p, err) != 0) return -1;
     nx_bwmm_plan pl;
@@ -332,7 +341,8 @@ int blockwise_mm(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     s.bte = call->args[5].hbm_offset;
     s.out = call->args[NX_BWMM_OPERANDS].hbm_offset;
     uint64_t acc_shape[4] = {pl.nrep, pl.nc, p.T + 1, pl.c};
-    if (nx_builder_tensor(nx_kctx_builder(k), ACC_TENSOR, p.dtype, 4, acc_shape, NX_ROLE_SCRATCH, &s.acc, err) != 0)
+    if (nx_builder_tensor(nx_kctx_builder(k), ACC_TENSOR, p.dtype, 4, acc_shape, NX_ROLE_SCRATCH, &s.acc,
+                          err) != 0)
         return nx_fail_prefix(err, "blockwise_mm: output accumulator");
     plan_lanes(&s);
     int rc = run(&s, err);

@@ -21,13 +21,14 @@
  * the item before this one that still read their set. */
 #define BW_SETS 3
 typedef struct bw_set {
-    nx_tile ids;    /* int32 [tp, nt]: token id of position t*tp + p */
-    nx_tile sc;     /* int32 [tp, nt]: ids, or -1 for every row of a block without a valid expert */
-    nx_tile e1;     /* int32 [1, 1]: the block's expert as loaded */
-    nx_tile e;      /* int32 [tp, 1]: the block's expert, on every partition */
-    nx_tile valid;  /* fp32: 1 if e is in [0, E) */
-    nx_tile vm1;    /* fp32: valid - 1 */
-    nx_tile load;   /* fp32: 1 if the weights must be loaded (valid, and resident: e differs from the last item's) */
+    nx_tile ids;   /* int32 [tp, nt]: token id of position t*tp + p */
+    nx_tile sc;    /* int32 [tp, nt]: ids, or -1 for every row of a block without a valid expert */
+    nx_tile e1;    /* int32 [1, 1]: the block's expert as loaded */
+    nx_tile e;     /* int32 [tp, 1]: the block's expert, on every partition */
+    nx_tile valid; /* fp32: 1 if e is in [0, E) */
+    nx_tile vm1;   /* fp32: valid - 1 */
+    nx_tile
+        load; /* fp32: 1 if the weights must be loaded (valid, and resident: e differs from the last item's) */
     nx_tile ne;     /* fp32: e != the last item's e */
     nx_tile mg, md; /* int32: e*H + p, e*I + p */
     nx_tile gb, db; /* int32: mg / md if load, else BW_SKIP_ROW */
@@ -50,10 +51,10 @@ typedef struct bw {
     nx_tile iota_p, hc, ic, iota_e;
     bw_set set[BW_SETS];
     nx_tile id_rows; /* int32 [nt, tp]: an item's ids as loaded, tile t in partition t */
-    nx_tile x;  /* dt [tp, nt * H]: tile t of the item's gathered rows at t*H */
-    nx_tile xt; /* dt [tp, nh * bs]: x^T, h-chunk c at c*bs */
-    nx_tile ht; /* dt [tp, ni * bs]: h^T, i-chunk c at c*bs */
-    nx_tile *sg;      /* silu(gate) fp32 [tp, bs]: BW_SILU_TILES in rotation, or g_tiles (split) */
+    nx_tile x;       /* dt [tp, nt * H]: tile t of the item's gathered rows at t*H */
+    nx_tile xt;      /* dt [tp, nh * bs]: x^T, h-chunk c at c*bs */
+    nx_tile ht;      /* dt [tp, ni * bs]: h^T, i-chunk c at c*bs */
+    nx_tile *sg;     /* silu(gate) fp32 [tp, bs]: BW_SILU_TILES in rotation, or g_tiles (split) */
     uint32_t nsg;
     nx_tile stage[BW_MAX_STAGES];
     nx_tile *gu_ring; /* rg slots of gu_slot bytes */
@@ -85,7 +86,30 @@ uint32_t bw_load_lane(bw *s);
 /* ACT and DVE take turns copying out of PSUM. */
 nx_engine bw_evac_engine(bw *s);
 
-/* The phases of one item (kernels/blockwise_mm_item.c). */
+static inline uint32_t bw_min32(uint64_t a, uint64_t b) { return (uint32_t)(a < b ? a : b); }
+static inline uint32_t bw_cdiv32(uint64_t a, uint64_t b) { return (uint32_t)((a + b - 1) / b); }
+
+/* Instructions without an authoring-layer helper (kernels/blockwise_mm_emit.c):
+ * dst = (in op0 s0) op1 s1 (s1 NULL: in op0 s0); dst = (in0 op0 scalar) op1
+ * in1; dst = pred ? on_true : on_false (DVE); dst = func(in * scale) (ACT). */
+int bw_tensor_scalar2(bw *s, nx_engine eng, const nx_operand *dst, const nx_operand *in, nx_alu_op op0,
+                      const nx_operand *s0, nx_alu_op op1, const nx_operand *s1, nx_error *err);
+int bw_tensor_scalar(bw *s, nx_engine eng, const nx_operand *dst, const nx_operand *in, nx_alu_op op0,
+                     const nx_operand *s0, nx_error *err);
+int bw_scalar_tensor_tensor(bw *s, nx_engine eng, const nx_operand *dst, const nx_operand *in0, nx_alu_op op0,
+                            const nx_operand *scalar, nx_alu_op op1, const nx_operand *in1, nx_error *err);
+int bw_select(bw *s, const nx_operand *dst, const nx_operand *pred, const nx_operand *on_true,
+              const nx_operand *on_false, nx_error *err);
+int bw_activation(bw *s, nx_act_func f, const nx_operand *dst, const nx_operand *in, const nx_operand *scale,
+                  nx_error *err);
+/* An indirect dma_copy with oob_skip (and flags) on `lane`; a gather cut by
+ * rows into pieces of BW_GATHER_ROWS over the load lanes. */
+int bw_dma_indirect(bw *s, uint32_t lane, const nx_operand *dst, const nx_operand *src, const nx_operand *off,
+                    uint64_t bound, uint16_t flags, nx_error *err);
+int bw_gather_split(bw *s, const nx_operand *dst, const nx_operand *src, const nx_operand *off,
+                    uint64_t bound, nx_error *err);
+
+/* The phases of one item (kernels/blockwise_mm_setup.c, blockwise_mm_mlp.c). */
 int bw_setup(bw *s, uint64_t w, nx_error *err);      /* ids, expert, offsets; gathers of x and affinities */
 int bw_affinities(bw *s, uint64_t w, nx_error *err); /* the tokens' affinity for the item's expert */
 int bw_pre_scale(bw *s, uint64_t w, nx_error *err);  /* PRE_SCALE: x = x * a */

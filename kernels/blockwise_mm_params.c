@@ -7,8 +7,8 @@
 #include "transpose_plan.h" /* nx_format_u64_list */
 
 static const char *const OPERAND_NAMES[NX_BWMM_OPERANDS] = {
-    "hidden_states",        "expert_affinities_masked", "gate_up_proj_weight",
-    "down_proj_weight",     "token_position_to_id",     "block_to_expert"};
+    "hidden_states",    "expert_affinities_masked", "gate_up_proj_weight",
+    "down_proj_weight", "token_position_to_id",     "block_to_expert"};
 
 const char *nx_bwmm_scaling_name(nx_bwmm_scaling s) {
     switch (s) {
@@ -62,8 +62,10 @@ static int read_attrs(const nx_attrs *attrs, nx_bwmm_params *p, nx_error *err) {
             }
         }
         if (!found)
-            return nx_fail(err, "attribute expert_affinities_scaling_mode: \"%s\" is not one of "
-                                "\"POST_SCALE\", \"PRE_SCALE\", \"NO_SCALE\"", m->s);
+            return nx_fail(err,
+                           "attribute expert_affinities_scaling_mode: \"%s\" is not one of "
+                           "\"POST_SCALE\", \"PRE_SCALE\", \"NO_SCALE\"",
+                           m->s);
     }
     return 0;
 }
@@ -76,19 +78,24 @@ static int int_vector(const nx_bwmm_tensor *ops, uint32_t i, uint64_t *n, const 
         who(w, sizeof w, ops, i);
         return nx_fail(err, "%s: dtype %s must be int32", w, nx_dtype_name(t->dtype));
     }
-    if (t->ndims == 1) *n = t->shape[0];
-    else if (t->ndims == 2 && t->shape[1] == 1) *n = t->shape[0];
-    else return bad_shape(ops, i, want, err);
+    if (t->ndims == 1)
+        *n = t->shape[0];
+    else if (t->ndims == 2 && t->shape[1] == 1)
+        *n = t->shape[0];
+    else
+        return bad_shape(ops, i, want, err);
     return 0;
 }
 
-int nx_bwmm_params_read(const nx_attrs *attrs, const nx_bwmm_tensor *ops, uint32_t n_ops,
-                        nx_bwmm_params *p, nx_error *err) {
+int nx_bwmm_params_read(const nx_attrs *attrs, const nx_bwmm_tensor *ops, uint32_t n_ops, nx_bwmm_params *p,
+                        nx_error *err) {
     memset(p, 0, sizeof *p);
     if (n_ops != NX_BWMM_OPERANDS)
-        return nx_fail(err, "blockwise_mm takes %d operands (hidden_states, expert_affinities_masked, "
-                            "gate_up_proj_weight, down_proj_weight, token_position_to_id, "
-                            "block_to_expert), got %u", NX_BWMM_OPERANDS, n_ops);
+        return nx_fail(err,
+                       "blockwise_mm takes %d operands (hidden_states, expert_affinities_masked, "
+                       "gate_up_proj_weight, down_proj_weight, token_position_to_id, "
+                       "block_to_expert), got %u",
+                       NX_BWMM_OPERANDS, n_ops);
     if (read_attrs(attrs, p, err) != 0) return -1;
     char w[160], want[200];
 
@@ -104,7 +111,8 @@ int nx_bwmm_params_read(const nx_attrs *attrs, const nx_bwmm_tensor *ops, uint32
 
     const nx_bwmm_tensor *gu = &ops[2];
     if (gu->ndims != 4 || gu->shape[1] != p->H || gu->shape[2] != 2) {
-        snprintf(want, sizeof want, "[E, H, 2, I] = [E,%llu,2,I] (H from operand 0)", (unsigned long long)p->H);
+        snprintf(want, sizeof want, "[E, H, 2, I] = [E,%llu,2,I] (H from operand 0)",
+                 (unsigned long long)p->H);
         return bad_shape(ops, 2, want, err);
     }
     p->E = gu->shape[0];

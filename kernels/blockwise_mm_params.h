@@ -47,8 +47,8 @@ const char *nx_bwmm_scaling_name(nx_bwmm_scaling s);
 
 typedef struct nx_bwmm_params {
     uint64_t T, H, inter, E, NB, B; /* inter: the intermediate size I */
-    nx_dtype dtype;     /* hidden_states, both weights and the output */
-    nx_dtype aff_dtype; /* expert_affinities_masked */
+    nx_dtype dtype;                 /* hidden_states, both weights and the output */
+    nx_dtype aff_dtype;             /* expert_affinities_masked */
     nx_bwmm_scaling scaling;
 } nx_bwmm_params;
 
@@ -65,8 +65,8 @@ typedef struct nx_bwmm_tensor {
  * rule, e.g. "operand 2 (gate_up_proj_weight): shape [4,64,2,32] must be
  * [E, H, 2, I] = [4,96,2,I] (H from operand 0 (hidden_states))" or
  * "attribute block_size: is missing (blockwise_mm needs the block size B)". */
-int nx_bwmm_params_read(const nx_attrs *attrs, const nx_bwmm_tensor *ops, uint32_t n_ops,
-                        nx_bwmm_params *p, nx_error *err);
+int nx_bwmm_params_read(const nx_attrs *attrs, const nx_bwmm_tensor *ops, uint32_t n_ops, nx_bwmm_params *p,
+                        nx_error *err);
 
 /* The result's shape: (T+1, H). */
 void nx_bwmm_result_shape(const nx_bwmm_params *p, uint64_t shape[2]);

@@ -10,9 +10,9 @@
 
 #define EXACT_INDEX (1u << 24) /* integers up to 2^24 are exact in fp32 */
 #define RING_G_GOOD 16         /* gate/up pieces in flight: one per load lane */
-#define STAGES_GOOD 8   /* staging tiles of its own */
-#define STAGES_MIN_X 4  /* staging in x when x holds at least this many banks */
-#define SCATTER_QUEUES 4 /* output queues kept busy */
+#define STAGES_GOOD 8          /* staging tiles of its own */
+#define STAGES_MIN_X 4         /* staging in x when x holds at least this many banks */
+#define SCATTER_QUEUES 4       /* output queues kept busy */
 #define MAX_REPLICAS 4
 
 static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
@@ -26,17 +26,17 @@ static uint64_t fixed_bytes(const nx_bwmm_plan *pl) {
      * the ids as loaded */
     b += al64(4) + al64(4 * pl->nh) + al64(4 * pl->ni) + al64(4 * E) + al64(4 * (uint64_t)pl->tp);
     /* per item, BW_SETS sets in rotation */
-    uint64_t item = al64(4 * nt) * 2                  /* ids, scatter rows */
-                    + al64(4) * BW_ITEM_SCALARS        /* e and its derived values */
+    uint64_t item = al64(4 * nt) * 2                      /* ids, scatter rows */
+                    + al64(4) * BW_ITEM_SCALARS           /* e and its derived values */
                     + al64(4 * pl->nh) + al64(4 * pl->ni) /* weight row offsets */
-                    + al64(4 * E) + al64(nx_dtype_size(pl->p.aff_dtype) * nt * E) + al64(4 * nt * E)
-                    + al64(4 * nt); /* mask, rows, masked rows, affinities */
+                    + al64(4 * E) + al64(nx_dtype_size(pl->p.aff_dtype) * nt * E) + al64(4 * nt * E) +
+                    al64(4 * nt); /* mask, rows, masked rows, affinities */
     b += BW_SETS * item;
-    b += al64(nt * H * s);            /* x: the gathered rows */
-    b += al64((uint64_t)pl->nh * bs * s); /* x^T */
-    b += al64((uint64_t)pl->ni * bs * s); /* h^T */
+    b += al64(nt * H * s);                                            /* x: the gathered rows */
+    b += al64((uint64_t)pl->nh * bs * s);                             /* x^T */
+    b += al64((uint64_t)pl->ni * bs * s);                             /* h^T */
     b += (pl->gu_split ? pl->g_tiles : BW_SILU_TILES) * al64(4 * bs); /* silu(gate) in fp32 */
-    if (!pl->stage_in_x) b += pl->nstage * al64(pl->bank_bytes); /* output staging */
+    if (!pl->stage_in_x) b += pl->nstage * al64(pl->bank_bytes);      /* output staging */
     return b;
 }
 
@@ -124,9 +124,10 @@ int nx_bwmm_plan_make(const nx_bwmm_params *p, const nx_geometry *geo, nx_bwmm_p
         return nx_fail(err, "blockwise_mm: machine '%.16s' has no PE tile or PSUM bank", geo->name);
     /* row indices are computed on the DVE in fp32 (docs/ISA.md, engine values) */
     if (p->E * p->H >= EXACT_INDEX || p->E * p->inter >= EXACT_INDEX)
-        return nx_fail(err, "blockwise_mm: E*H = %llu and E*I = %llu must be below 2^24 (weight rows are "
-                            "indexed in fp32)", (unsigned long long)(p->E * p->H),
-                       (unsigned long long)(p->E * p->inter));
+        return nx_fail(err,
+                       "blockwise_mm: E*H = %llu and E*I = %llu must be below 2^24 (weight rows are "
+                       "indexed in fp32)",
+                       (unsigned long long)(p->E * p->H), (unsigned long long)(p->E * p->inter));
     if (p->T >= INT32_MAX / 2 || p->B > INT32_MAX)
         return nx_fail(err, "blockwise_mm: T = %llu and B = %llu must fit in 31-bit indices",
                        (unsigned long long)p->T, (unsigned long long)p->B);
@@ -163,8 +164,9 @@ int nx_bwmm_plan_make(const nx_bwmm_params *p, const nx_geometry *geo, nx_bwmm_p
             }
         }
     }
-    return nx_fail(err, "blockwise_mm: H = %llu, I = %llu, E = %llu in %s: even one token's working set "
-                        "does not fit %llu bytes of SBUF per partition",
+    return nx_fail(err,
+                   "blockwise_mm: H = %llu, I = %llu, E = %llu in %s: even one token's working set "
+                   "does not fit %llu bytes of SBUF per partition",
                    (unsigned long long)p->H, (unsigned long long)p->inter, (unsigned long long)p->E,
                    nx_dtype_name(p->dtype), (unsigned long long)sbuf);
 }

@@ -60,11 +60,12 @@ typedef struct moe {
     uint32_t ndims[NX_BWMM_OPERANDS];
 } moe;
 
-static const char *const NAMES[NX_BWMM_OPERANDS] = {"hidden_states", "expert_affinities_masked",
-                                                     "gate_up_proj_weight", "down_proj_weight",
-                                                     "token_position_to_id", "block_to_expert"};
+static const char *const NAMES[NX_BWMM_OPERANDS] = {"hidden_states",        "expert_affinities_masked",
+                                                    "gate_up_proj_weight",  "down_proj_weight",
+                                                    "token_position_to_id", "block_to_expert"};
 
-static void set_shape(moe *m, int i, uint32_t nd, uint64_t a, uint64_t b, uint64_t c, uint64_t d, nx_dtype dt) {
+static void set_shape(moe *m, int i, uint32_t nd, uint64_t a, uint64_t b, uint64_t c, uint64_t d,
+                      nx_dtype dt) {
     uint64_t s[4] = {a, b, c, d}, n = 1;
     m->ndims[i] = nd;
     for (uint32_t k = 0; k < nd; k++) {
@@ -99,7 +100,8 @@ static void moe_init(moe *m, uint64_t T, uint64_t H, uint64_t I, uint64_t E, uin
     for (uint64_t i = 0; i < (T + 1) * H; i++) nx_dtype_store(dt, m->in[0] + i * s, rnd(&r, -1, 1));
     for (uint64_t i = 0; i < (T + 1) * E; i++) nx_dtype_store(m->aff_dt, m->in[1] + i * 4, rnd(&r, 0, 1));
     double sg = 1.0 / sqrt((double)H), sd = 1.0 / sqrt((double)I);
-    for (uint64_t i = 0; i < E * H * 2 * I; i++) nx_dtype_store(dt, m->in[2] + i * s, rnd(&r, -2 * sg, 2 * sg));
+    for (uint64_t i = 0; i < E * H * 2 * I; i++)
+        nx_dtype_store(dt, m->in[2] + i * s, rnd(&r, -2 * sg, 2 * sg));
     for (uint64_t i = 0; i < E * I * H; i++) nx_dtype_store(dt, m->in[3] + i * s, rnd(&r, -sd, sd));
 }
 
@@ -126,7 +128,8 @@ static double unit_roundoff(nx_dtype dt) { return dt == NX_DT_BF16 ? 0x1p-8 : 0x
 
 /* Adds token tok through expert e with affinity a to out/tol/mag rows
  * [H] (the file's opening comment derives the bound). */
-static void mlp_exact(const moe *m, uint64_t tok, uint64_t e, double a, double *out, double *tol, double *mag) {
+static void mlp_exact(const moe *m, uint64_t tok, uint64_t e, double a, double *out, double *tol,
+                      double *mag) {
     uint64_t H = m->H, I = m->I;
     double u_in = unit_roundoff(m->dt), gH = (double)(H + 2) * 0x1p-24, gI = (double)(I + 2) * 0x1p-24;
     double *x = malloc(H * sizeof *x), *hr = malloc(I * sizeof *hr), *dh = malloc(I * sizeof *dh);
@@ -191,7 +194,8 @@ static void blockwise_exact(const moe *m, double *out, double *tol) {
     free(k);
 }
 
-static void compare(const char *what, const moe *m, const uint8_t *got, const double *want, const double *tol) {
+static void compare(const char *what, const moe *m, const uint8_t *got, const double *want,
+                    const double *tol) {
     for (uint64_t i = 0; i < (m->T + 1) * m->H; i++) {
         double g = val(m->dt, got, i);
         if (!(fabs(g - want[i]) <= tol[i]))
@@ -216,9 +220,9 @@ typedef struct leaf_run {
 static void run_leaf(const moe *m, const nx_geometry *g, leaf_run *lr) {
     char what[256];
     snprintf(what, sizeof what, "blockwise_mm %s T=%llu H=%llu I=%llu E=%llu B=%llu NB=%llu %s",
-             nx_dtype_name(m->dt), (unsigned long long)m->T, (unsigned long long)m->H, (unsigned long long)m->I,
-             (unsigned long long)m->E, (unsigned long long)m->B, (unsigned long long)m->NB,
-             nx_bwmm_scaling_name(m->mode));
+             nx_dtype_name(m->dt), (unsigned long long)m->T, (unsigned long long)m->H,
+             (unsigned long long)m->I, (unsigned long long)m->E, (unsigned long long)m->B,
+             (unsigned long long)m->NB, nx_bwmm_scaling_name(m->mode));
     nx_geometry geo = g ? *g : test_geometry("trn2");
     nx_bwmm_params p = moe_params(m);
     nx_error err;
@@ -267,7 +271,8 @@ static void run_leaf(const moe *m, const nx_geometry *g, leaf_run *lr) {
     lr->model_out = malloc(out_bytes);
     assert_true(lr->exec_out && lr->model_out);
     nx_state st;
-    if (nx_state_init(&st, &geo, 1, prog.hbm_bytes, prog.sem_count, &err) != 0) fail_msg("%s: state: %s", what, err.msg);
+    if (nx_state_init(&st, &geo, 1, prog.hbm_bytes, prog.sem_count, &err) != 0)
+        fail_msg("%s: state: %s", what, err.msg);
     for (int pass = 0; pass < 2; pass++) {
         nx_state_reset(&st);
         for (int i = 0; i < NX_BWMM_OPERANDS; i++) memcpy(st.hbm + args[i].hbm_offset, m->in[i], m->bytes[i]);
@@ -282,12 +287,14 @@ static void run_leaf(const moe *m, const nx_geometry *g, leaf_run *lr) {
         nx_sim_result res;
         memset(&res, 0, sizeof res);
         if (nx_sim_run(&mach, &prog, &st, &opt, &res, &err) != 0) fail_msg("%s: model: %s", what, err.msg);
-        if (nx_race_check(&prog, res.log, res.log_count, &err) != 0) fail_msg("%s: race detector: %s", what, err.msg);
+        if (nx_race_check(&prog, res.log, res.log_count, &err) != 0)
+            fail_msg("%s: race detector: %s", what, err.msg);
         lr->sim_ns = res.total_ns;
         nx_sim_result_free(&res);
         memcpy(lr->model_out, st.hbm + args[NX_BWMM_OPERANDS].hbm_offset, out_bytes);
     }
-    if (memcmp(lr->exec_out, lr->model_out, out_bytes) != 0) fail_msg("%s: the model's output differs from the executor's", what);
+    if (memcmp(lr->exec_out, lr->model_out, out_bytes) != 0)
+        fail_msg("%s: the model's output differs from the executor's", what);
     nx_state_free(&st);
     nx_program_free(&prog);
 }
@@ -313,8 +320,10 @@ static void check_case(const moe *m, const nx_geometry *geo, leaf_run *keep) {
     leaf_run lr;
     run_leaf(m, geo, &lr);
     compare("leaf", m, lr.exec_out, want, tol);
-    if (keep) *keep = lr;
-    else leaf_run_free(&lr);
+    if (keep)
+        *keep = lr;
+    else
+        leaf_run_free(&lr);
     free(want);
     free(tol);
     free(ref);
@@ -356,8 +365,11 @@ static void routing_example(nx_bwmm_scaling mode, const double want[7]) {
     const float *got = (const float *)lr.exec_out;
     for (int t = 0; t < 7; t++) {
         double tol = 4 * 0x1p-24 * fabs(want[t]);
-        if (fabs(ref[t] - want[t]) > tol) fail_msg("%s reference: out[%d] = %.9g, want %.9g", nx_bwmm_scaling_name(mode), t, ref[t], want[t]);
-        if (fabs(got[t] - want[t]) > tol) fail_msg("%s leaf: out[%d] = %.9g, want %.9g", nx_bwmm_scaling_name(mode), t, got[t], want[t]);
+        if (fabs(ref[t] - want[t]) > tol)
+            fail_msg("%s reference: out[%d] = %.9g, want %.9g", nx_bwmm_scaling_name(mode), t, ref[t],
+                     want[t]);
+        if (fabs(got[t] - want[t]) > tol)
+            fail_msg("%s leaf: out[%d] = %.9g, want %.9g", nx_bwmm_scaling_name(mode), t, got[t], want[t]);
     }
     leaf_run_free(&lr);
     moe_free(&m);
@@ -365,12 +377,27 @@ static void routing_example(nx_bwmm_scaling mode, const double want[7]) {
 
 static void test_routing_example(void **state) {
     (void)state;
-    static const double post[7] = {0.09138232232875061, 0.36552928931500245, 0.27414696698625185,
-                                   1.0965878679450074,  0.45691161164375305, 1.0965878679450074, 0};
-    static const double pre[7] = {0.008300146458964942, 0.07027206261072476, 0.08334374061854105,
-                                  0.466844498401391,    0.2544354940101774,  0.7640760365723172, 0};
-    static const double none[7] = {0.7310585786300049, 1.4621171572600098, 0.7310585786300049, 2.193175735890015,
-                                   0.7310585786300049, 1.4621171572600098, 0};
+    static const double post[7] = {0.09138232232875061,
+                                   0.36552928931500245,
+                                   0.27414696698625185,
+                                   1.0965878679450074,
+                                   0.45691161164375305,
+                                   1.0965878679450074,
+                                   0};
+    static const double pre[7] = {0.008300146458964942,
+                                  0.07027206261072476,
+                                  0.08334374061854105,
+                                  0.466844498401391,
+                                  0.2544354940101774,
+                                  0.7640760365723172,
+                                  0};
+    static const double none[7] = {0.7310585786300049,
+                                   1.4621171572600098,
+                                   0.7310585786300049,
+                                   2.193175735890015,
+                                   0.7310585786300049,
+                                   1.4621171572600098,
+                                   0};
     routing_example(NX_BWMM_POST_SCALE, post);
     routing_example(NX_BWMM_PRE_SCALE, pre);
     routing_example(NX_BWMM_NO_SCALE, none);
@@ -380,8 +407,8 @@ static void test_routing_example(void **state) {
  * the router's affinities; computed densely (token by token, no blocks) it
  * must equal blockwise_mm over the routing that groups the tokens by expert
  * into blocks of B padded with `pad` (-1 or T). */
-static void dense_identity(uint64_t T, uint64_t H, uint64_t I, uint64_t E, uint64_t topk, uint64_t B, nx_dtype dt,
-                           int32_t pad_kind, uint64_t seed) {
+static void dense_identity(uint64_t T, uint64_t H, uint64_t I, uint64_t E, uint64_t topk, uint64_t B,
+                           nx_dtype dt, int32_t pad_kind, uint64_t seed) {
     test_rng r = {seed + 99};
     uint64_t *top = malloc(T * topk * sizeof *top);
     uint64_t *count = calloc(E, sizeof *count);
@@ -407,7 +434,8 @@ static void dense_identity(uint64_t T, uint64_t H, uint64_t I, uint64_t E, uint6
     float *aff = (float *)m.in[1];
     for (uint64_t i = 0; i < (T + 1) * E; i++) aff[i] = 0.0f;
     for (uint64_t t = 0; t < T; t++)
-        for (uint64_t k = 0; k < topk; k++) aff[t * E + top[t * topk + k]] = (float)(0.25 + 0.5 * test_rng_uniform(&r, 0, 1));
+        for (uint64_t k = 0; k < topk; k++)
+            aff[t * E + top[t * topk + k]] = (float)(0.25 + 0.5 * test_rng_uniform(&r, 0, 1));
     uint64_t n = 0;
     for (uint64_t e = 0; e < E; e++) {
         uint64_t pos = 0;
@@ -423,14 +451,16 @@ static void dense_identity(uint64_t T, uint64_t H, uint64_t I, uint64_t E, uint6
     assert_int_equal(n, NB);
     /* the dense layer */
     uint64_t cells = (T + 1) * H;
-    double *want = calloc(cells, sizeof *want), *tol = calloc(cells, sizeof *tol), *mag = calloc(cells, sizeof *mag);
+    double *want = calloc(cells, sizeof *want), *tol = calloc(cells, sizeof *tol),
+           *mag = calloc(cells, sizeof *mag);
     assert_true(want && tol && mag);
     for (uint64_t t = 0; t < T; t++)
         for (uint64_t k = 0; k < topk; k++) {
             uint64_t e = top[t * topk + k];
             mlp_exact(&m, t, e, aff[t * E + e], want + t * H, tol + t * H, mag + t * H);
         }
-    for (uint64_t i = 0; i < cells; i++) tol[i] += (2.0 * (double)topk + 1) * unit_roundoff(dt) * mag[i] + 1e-30;
+    for (uint64_t i = 0; i < cells; i++)
+        tol[i] += (2.0 * (double)topk + 1) * unit_roundoff(dt) * mag[i] + 1e-30;
     nx_bwmm_params p = moe_params(&m);
     uint8_t *ref = malloc(cells * nx_dtype_size(dt));
     nx_error err;
@@ -510,8 +540,12 @@ static void test_scaling_modes(void **state) {
  * items, a last partial item. */
 static void test_streaming(void **state) {
     (void)state;
-    static const struct { uint64_t T, H, I, E, B, NB; nx_dtype dt; int split; } cases[] = {
-        {30, 300, 900, 2, 300, 2, NX_DT_FP32, 1}, /* gate and up in separate passes, 2 groups */
+    static const struct {
+        uint64_t T, H, I, E, B, NB;
+        nx_dtype dt;
+        int split;
+    } cases[] = {
+        {30, 300, 900, 2, 300, 2, NX_DT_FP32, 1},  /* gate and up in separate passes, 2 groups */
         {25, 1100, 300, 3, 200, 3, NX_DT_BF16, 0}, /* together */
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -532,9 +566,9 @@ static void test_streaming(void **state) {
         int found = 0;
         for (uint64_t kib = 96; kib >= 8 && !found; kib--) {
             geo.sbuf_partition_bytes = kib * 1024;
-            found = nx_bwmm_plan_make(&p, &geo, &pl, &err) == 0 && !pl.resident && pl.gu_split == cases[c].split &&
-                    (!pl.gu_split || pl.ngroups > 1) && pl.rd < pl.pd && pl.rg < pl.pg && pl.ns > 1 &&
-                    pl.p.B % pl.bs != 0;
+            found = nx_bwmm_plan_make(&p, &geo, &pl, &err) == 0 && !pl.resident &&
+                    pl.gu_split == cases[c].split && (!pl.gu_split || pl.ngroups > 1) && pl.rd < pl.pd &&
+                    pl.rg < pl.pg && pl.ns > 1 && pl.p.B % pl.bs != 0;
         }
         if (!found) fail_msg("case %zu: no SBUF size gives a streaming plan of every kind", c);
         leaf_run lr;
@@ -549,9 +583,9 @@ static void test_padding_blocks(void **state) {
     (void)state;
     moe m;
     moe_init(&m, 9, 33, 17, 2, 5, 3, NX_DT_FP32, NX_BWMM_POST_SCALE, 4);
-    for (int i = 0; i < 5; i++) m.tpid[i] = i % 2 ? -1 : 9;  /* block 0: padding only */
-    for (int i = 5; i < 10; i++) m.tpid[i] = i - 5;           /* block 1: tokens 0..4, expert -1 */
-    for (int i = 10; i < 15; i++) m.tpid[i] = 14 - i;         /* block 2: tokens 4..0 */
+    for (int i = 0; i < 5; i++) m.tpid[i] = i % 2 ? -1 : 9; /* block 0: padding only */
+    for (int i = 5; i < 10; i++) m.tpid[i] = i - 5;         /* block 1: tokens 0..4, expert -1 */
+    for (int i = 10; i < 15; i++) m.tpid[i] = 14 - i;       /* block 2: tokens 4..0 */
     m.bte[0] = 1, m.bte[1] = -1, m.bte[2] = 0;
     check_case(&m, NULL, NULL);
     moe_free(&m);
@@ -603,8 +637,9 @@ static void test_plan(void **state) {
     /* refusals */
     nx_bwmm_params wide = {10, 1 << 20, 64, 32, 1, 4, NX_DT_FP32, NX_DT_FP32, NX_BWMM_NO_SCALE};
     assert_int_equal(nx_bwmm_plan_make(&wide, &geo, &pl, &err), -1);
-    assert_string_equal(err.msg, "blockwise_mm: E*H = 33554432 and E*I = 2048 must be below 2^24 (weight rows are "
-                                 "indexed in fp32)");
+    assert_string_equal(err.msg,
+                        "blockwise_mm: E*H = 33554432 and E*I = 2048 must be below 2^24 (weight rows are "
+                        "indexed in fp32)");
 }
 
 /* The operand reader's refusals, word for word. */
@@ -617,10 +652,11 @@ static void expect_read_error(const nx_bwmm_tensor *ops, const nx_attrs *attrs, 
 
 static void test_refusals(void **state) {
     (void)state;
-    uint64_t hs[2] = {7, 16}, af[2] = {21, 1}, gu[4] = {3, 16, 2, 8}, dn[3] = {3, 8, 16}, tp[1] = {8}, be[2] = {4, 1};
+    uint64_t hs[2] = {7, 16}, af[2] = {21, 1}, gu[4] = {3, 16, 2, 8}, dn[3] = {3, 8, 16}, tp[1] = {8},
+             be[2] = {4, 1};
     nx_bwmm_tensor ops[NX_BWMM_OPERANDS] = {
-        {"hidden_states", NX_DT_FP32, 2, hs}, {"expert_affinities_masked", NX_DT_FP32, 2, af},
-        {"gate_up_proj_weight", NX_DT_FP32, 4, gu}, {"down_proj_weight", NX_DT_FP32, 3, dn},
+        {"hidden_states", NX_DT_FP32, 2, hs},         {"expert_affinities_masked", NX_DT_FP32, 2, af},
+        {"gate_up_proj_weight", NX_DT_FP32, 4, gu},   {"down_proj_weight", NX_DT_FP32, 3, dn},
         {"token_position_to_id", NX_DT_INT32, 1, tp}, {"block_to_expert", NX_DT_INT32, 2, be}};
     char n0[] = "block_size", n1[] = "expert_affinities_scaling_mode", bad[] = "SCALE";
     nx_attr a[2] = {{n0, {.kind = NX_VAL_INT, .i = 2}}, {n1, {.kind = NX_VAL_STRING, .s = bad}}};
@@ -631,16 +667,19 @@ static void test_refusals(void **state) {
     assert_true(p.T == 6 && p.H == 16 && p.inter == 8 && p.E == 3 && p.NB == 4 && p.B == 2);
     assert_int_equal(p.scaling, NX_BWMM_POST_SCALE);
     expect_read_error(ops, &none, "attribute block_size: is missing (blockwise_mm needs the block size B)");
-    expect_read_error(ops, &two, "attribute expert_affinities_scaling_mode: \"SCALE\" is not one of "
-                                 "\"POST_SCALE\", \"PRE_SCALE\", \"NO_SCALE\"");
+    expect_read_error(ops, &two,
+                      "attribute expert_affinities_scaling_mode: \"SCALE\" is not one of "
+                      "\"POST_SCALE\", \"PRE_SCALE\", \"NO_SCALE\"");
     a[0].value.i = 3;
-    expect_read_error(ops, &one, "operand 4 (token_position_to_id): 8 positions are not a whole number of "
-                                 "blocks of block_size 3");
+    expect_read_error(ops, &one,
+                      "operand 4 (token_position_to_id): 8 positions are not a whole number of "
+                      "blocks of block_size 3");
     a[0].value.i = 2;
     uint64_t gu_bad[4] = {3, 15, 2, 8};
     ops[2].shape = gu_bad;
-    expect_read_error(ops, &one, "operand 2 (gate_up_proj_weight): shape [3,15,2,8] must be [E, H, 2, I] = "
-                                 "[E,16,2,I] (H from operand 0)");
+    expect_read_error(ops, &one,
+                      "operand 2 (gate_up_proj_weight): shape [3,15,2,8] must be [E, H, 2, I] = "
+                      "[E,16,2,I] (H from operand 0)");
     ops[2].shape = gu;
     ops[3].dtype = NX_DT_BF16;
     expect_read_error(ops, &one, "operand 3 (down_proj_weight): dtype bf16 differs from operand 0's fp32");
@@ -650,8 +689,9 @@ static void test_refusals(void **state) {
     ops[5].dtype = NX_DT_INT32;
     uint64_t af_bad[2] = {20, 1};
     ops[1].shape = af_bad;
-    expect_read_error(ops, &one, "operand 1 (expert_affinities_masked): shape [20,1] must be [(T+1)*E, 1] = "
-                                 "[21,1] (T+1 from operand 0, E from operand 2)");
+    expect_read_error(ops, &one,
+                      "operand 1 (expert_affinities_masked): shape [20,1] must be [(T+1)*E, 1] = "
+                      "[21,1] (T+1 from operand 0, E from operand 2)");
 }
 
 int main(void) {

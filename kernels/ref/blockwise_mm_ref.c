@@ -88,8 +88,8 @@ int nx_ref_blockwise_mm(const nx_bwmm_params *p, const void *const in[NX_BWMM_OP
                 for (uint64_t c = 0; c < H; c++) x[r * H + c] = round_to(p->dtype, x[r * H + c] * a[r]);
         }
         /* [m, 2I] = x [m, H] @ W [H, 2I]: gate in columns [0, NI), up in [NI, 2I) */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)(2 * NI), (blasint)H, 1.0f, x,
-                    (blasint)H, wgu, (blasint)(2 * NI), 0.0f, gup, (blasint)(2 * NI));
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)(2 * NI), (blasint)H,
+                    1.0f, x, (blasint)H, wgu, (blasint)(2 * NI), 0.0f, gup, (blasint)(2 * NI));
         for (uint64_t r = 0; r < m; r++)
             for (uint64_t i = 0; i < NI; i++) {
                 float g = gup[r * 2 * NI + i], u = gup[r * 2 * NI + NI + i];

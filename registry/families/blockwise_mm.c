@@ -31,7 +31,8 @@ static int bwmm_infer(nx_macro_op *op, const char *const *names, nx_error *err) 
     return nx_macro_op_add_result(op, names && names[0] ? names[0] : "output", p.dtype, 2, shape, err);
 }
 
-static int bwmm_reference(const nx_macro_op *op, const void *const *inputs, void *const *outputs, nx_error *err) {
+static int bwmm_reference(const nx_macro_op *op, const void *const *inputs, void *const *outputs,
+                          nx_error *err) {
     nx_bwmm_params p;
     if (bwmm_read(op, &p, err) != 0) return -1;
     return nx_ref_blockwise_mm(&p, inputs, outputs[0], err);
@@ -50,7 +51,8 @@ static int bwmm_reference(const nx_macro_op *op, const void *const *inputs, void
  * and T) and a last block of no expert: traces and simulates in about a
  * second. */
 static int bwmm_default(nx_macro_op *op, nx_error *err) {
-    const uint64_t hs[2] = {DEF_T + 1, DEF_H}, aff[2] = {(DEF_T + 1) * DEF_E, 1}, gu[4] = {DEF_E, DEF_H, 2, DEF_I};
+    const uint64_t hs[2] = {DEF_T + 1, DEF_H}, aff[2] = {(DEF_T + 1) * DEF_E, 1},
+                   gu[4] = {DEF_E, DEF_H, 2, DEF_I};
     const uint64_t dn[3] = {DEF_E, DEF_I, DEF_H}, tp[1] = {DEF_NB * DEF_B}, be[2] = {DEF_NB, 1};
     if (nx_macro_op_add_operand(op, "hidden_states", NX_DT_FP32, 2, hs, err) != 0 ||
         nx_macro_op_add_operand(op, "expert_affinities_masked", NX_DT_FP32, 2, aff, err) != 0 ||
@@ -95,7 +97,10 @@ static int bwmm_values(const nx_macro_op *op, uint32_t operand, void *data, uint
         for (uint64_t t = 0; t < p.T; t++) {
             double f = 0.4 * nx_splitmix64_unit(&seed1);
             for (uint32_t k = 0; k < topk; k++)
-                put_f(p.aff_dtype, d, t * p.E + expert_of(t, k, p.E), topk == 1 ? 1.0 : k == 0 ? 0.5 + f : 0.5 - f);
+                put_f(p.aff_dtype, d, t * p.E + expert_of(t, k, p.E),
+                      topk == 1 ? 1.0
+                      : k == 0  ? 0.5 + f
+                                : 0.5 - f);
         }
         return 1;
     }
@@ -141,7 +146,8 @@ static int bwmm_tolerance(const nx_macro_op *op, uint32_t result, nx_tolerance *
     double k = (double)(p.NB < p.E ? p.NB : p.E), n = (double)(p.H + p.inter);
     double eps = nx_dtype_epsilon(p.dtype), m = (2 * k + 2) + sqrt(n) * n * 0x1p-24 / eps;
     nx_tolerance_eps(out, m, p.dtype);
-    snprintf(out->text, sizeof out->text, "%.4g x eps(%s): k=%.0f, H+I=%.0f", m, nx_dtype_name(p.dtype), k, n);
+    snprintf(out->text, sizeof out->text, "%.4g x eps(%s): k=%.0f, H+I=%.0f", m, nx_dtype_name(p.dtype), k,
+             n);
     return 0;
 }
 

@@ -1,0 +1,80 @@
+/* The instructions blockwise_mm emits that the authoring layer has no
+ * helper for, and its indirect DMA (kernels/blockwise_mm_impl.h). */
+#include "blockwise_mm_impl.h"
+
+/* dst = (in op0 s0) op1 s1, or in op0 s0 without s1 */
+int bw_tensor_scalar2(bw *s, nx_engine eng, const nx_operand *dst, const nx_operand *in, nx_alu_op op0,
+                      const nx_operand *s0, nx_alu_op op1, const nx_operand *s1, nx_error *err) {
+    nx_insn i = nx_insn_make(NX_OP_TENSOR_SCALAR);
+    i.alu0 = (uint8_t)op0;
+    i.op[0] = *dst;
+    i.op[1] = *in;
+    i.op[2] = *s0;
+    if (s1) {
+        i.alu1 = (uint8_t)op1;
+        i.op[3] = *s1;
+    }
+    return nx_kctx_emit(s->k, eng, &i, err);
+}
+
+int bw_tensor_scalar(bw *s, nx_engine eng, const nx_operand *dst, const nx_operand *in, nx_alu_op op0,
+                     const nx_operand *s0, nx_error *err) {
+    return bw_tensor_scalar2(s, eng, dst, in, op0, s0, NX_ALU_BYPASS, NULL, err);
+}
+
+/* dst = (in0 op0 scalar) op1 in1 */
+int bw_scalar_tensor_tensor(bw *s, nx_engine eng, const nx_operand *dst, const nx_operand *in0, nx_alu_op op0,
+                            const nx_operand *scalar, nx_alu_op op1, const nx_operand *in1, nx_error *err) {
+    nx_insn i = nx_insn_make(NX_OP_SCALAR_TENSOR_TENSOR);
+    i.alu0 = (uint8_t)op0;
+    i.alu1 = (uint8_t)op1;
+    i.op[0] = *dst;
+    i.op[1] = *in0;
+    i.op[2] = *scalar;
+    i.op[3] = *in1;
+    return nx_kctx_emit(s->k, eng, &i, err);
+}
+
+int bw_select(bw *s, const nx_operand *dst, const nx_operand *pred, const nx_operand *on_true,
+              const nx_operand *on_false, nx_error *err) {
+    nx_insn i = nx_insn_make(NX_OP_SELECT);
+    i.op[0] = *dst;
+    i.op[1] = *pred;
+    i.op[2] = *on_true;
+    i.op[3] = *on_false;
+    return nx_kctx_emit(s->k, NX_ENG_DVE, &i, err);
+}
+
+/* dst = func(in * scale) on ACT; scale an immediate or a per-partition scalar */
+int bw_activation(bw *s, nx_act_func f, const nx_operand *dst, const nx_operand *in, const nx_operand *scale,
+                  nx_error *err) {
+    nx_insn a = nx_insn_make(NX_OP_ACTIVATION);
+    a.func = (uint8_t)f;
+    a.op[0] = *dst;
+    a.op[1] = *in;
+    a.op[2] = *scale;
+    a.op[3] = nx_imm(0.0, NX_DT_FP32);
+    return nx_kctx_emit(s->k, NX_ENG_ACT, &a, err);
+}
+
+int bw_dma_indirect(bw *s, uint32_t lane, const nx_operand *dst, const nx_operand *src, const nx_operand *off,
+                    uint64_t bound, uint16_t flags, nx_error *err) {
+    return nx_kctx_dma_ex(s->k, lane, dst, src, off, (uint32_t)bound, (uint16_t)(flags | NX_FLAG_OOB_SKIP),
+                          err);
+}
+
+/* A gather cut by rows into pieces of at most BW_GATHER_ROWS on successive
+ * load lanes: a transfer's time grows with its rows (each a descriptor), so
+ * pieces in parallel land sooner; the indexed src keeps its base (its rows
+ * come from the offsets). */
+int bw_gather_split(bw *s, const nx_operand *dst, const nx_operand *src, const nx_operand *off,
+                    uint64_t bound, nx_error *err) {
+    uint32_t rows = dst->partition_count;
+    for (uint32_t r0 = 0; r0 < rows; r0 += BW_GATHER_ROWS) {
+        uint32_t nr = bw_min32(BW_GATHER_ROWS, rows - r0);
+        nx_operand d = nx_operand_rows(dst, r0, nr), o = nx_operand_rows(off, r0, nr), sr = *src;
+        sr.partition_count = (uint8_t)nr;
+        if (bw_dma_indirect(s, bw_load_lane(s), &d, &sr, &o, bound, 0, err) != 0) return -1;
+    }
+    return 0;
+}
