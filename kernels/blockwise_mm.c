@@ -64,11 +64,9 @@
 #define ACC_TENSOR "blockwise_mm.acc"
 
 void bw_item(const nx_bwmm_plan *pl, uint64_t w, uint64_t *block, uint64_t *pos0, uint32_t *count) {
-    uint64_t n = w / pl->ns, sub = w % pl->ns, first = sub * pl->bs;
-    *block = n;
-    *pos0 = n * pl->p.B + first;
-    uint64_t left = pl->p.B - first;
-    *count = (uint32_t)(left < pl->bs ? left : pl->bs);
+    *block = w / pl->ns;
+    *pos0 = *block * pl->p.B + (w % pl->ns) * pl->bs;
+    *count = bw_item_tokens(pl, w);
 }
 
 uint32_t bw_psum_take(bw *s, uint32_t bytes) {

@@ -68,6 +68,10 @@ typedef struct bw {
 
 /* The item's block, first position in token_position_to_id, and tokens. */
 void bw_item(const nx_bwmm_plan *pl, uint64_t w, uint64_t *block, uint64_t *pos0, uint32_t *count);
+static inline uint32_t bw_item_tokens(const nx_bwmm_plan *pl, uint64_t w) {
+    uint64_t first = (w % pl->ns) * pl->bs, left = pl->p.B - first;
+    return (uint32_t)(left < pl->bs ? left : pl->bs);
+}
 
 /* Byte offset in PSUM of `bytes` (<= one bank) taken round robin: the next
  * free part of the current bank, else the next bank. */

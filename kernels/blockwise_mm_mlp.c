@@ -9,9 +9,7 @@
 int bw_transpose(bw *s, uint64_t w, nx_error *err) {
     const nx_bwmm_plan *pl = s->pl;
     uint32_t tp = pl->tp;
-    uint64_t n, pos0;
-    uint32_t cnt;
-    bw_item(pl, w, &n, &pos0, &cnt);
+    uint32_t cnt = bw_item_tokens(pl, w);
     uint32_t nt = bw_cdiv32(cnt, tp);
     for (uint32_t c = 0; c < pl->nh; c++) {
         uint32_t hw = bw_min32(tp, s->p->H - (uint64_t)c * tp);
@@ -113,9 +111,7 @@ int bw_gate_up(bw *s, uint64_t w, nx_error *err) {
     const nx_bwmm_plan *pl = s->pl;
     const nx_bwmm_params *p = s->p;
     uint32_t tp = pl->tp;
-    uint64_t n, pos0;
-    uint32_t cnt;
-    bw_item(pl, w, &n, &pos0, &cnt);
+    uint32_t cnt = bw_item_tokens(pl, w);
     uint32_t acc[2 * 128]; /* psum offsets of [gate, up] per i-tile of the group */
     if (pl->g_tiles > 128) return nx_fail(err, "blockwise_mm: %u i-tiles per group exceed 128", pl->g_tiles);
     nx_operand one = nx_imm(1.0, NX_DT_FP32);
@@ -224,9 +220,7 @@ static int down_tile(bw *s, uint64_t w, uint32_t t, uint32_t j, uint32_t cnt, nx
 
 int bw_down(bw *s, uint64_t w, nx_error *err) {
     const nx_bwmm_plan *pl = s->pl;
-    uint64_t n, pos0;
-    uint32_t cnt;
-    bw_item(pl, w, &n, &pos0, &cnt);
+    uint32_t cnt = bw_item_tokens(pl, w);
     uint32_t nt = bw_cdiv32(cnt, pl->tp);
     if (pl->rd == pl->pd) {
         /* every piece in SBUF: token tiles outermost, so consecutive

@@ -136,9 +136,7 @@ int bw_affinities(bw *s, uint64_t w, nx_error *err) {
     const nx_bwmm_params *p = s->p;
     bw_set *q = &s->set[w % BW_SETS];
     uint32_t tp = pl->tp, E = (uint32_t)p->E;
-    uint64_t n, pos0;
-    uint32_t cnt;
-    bw_item(pl, w, &n, &pos0, &cnt);
+    uint32_t cnt = bw_item_tokens(pl, w);
     uint32_t nt = bw_cdiv32(cnt, tp);
     /* affinity = the masked row's sum (one nonzero term: exact; a NaN in
      * another expert's column does not leak, select copies) */
@@ -163,9 +161,7 @@ int bw_pre_scale(bw *s, uint64_t w, nx_error *err) {
     const nx_bwmm_params *p = s->p;
     bw_set *q = &s->set[w % BW_SETS];
     uint32_t tp = pl->tp;
-    uint64_t n, pos0;
-    uint32_t cnt;
-    bw_item(pl, w, &n, &pos0, &cnt);
+    uint32_t cnt = bw_item_tokens(pl, w);
     uint32_t nt = bw_cdiv32(cnt, tp);
     /* x = x * a, rounded to the input dtype */
     uint32_t piece = pl->c * 8;
