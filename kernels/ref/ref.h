@@ -11,6 +11,7 @@
 
 #include "isa/dtype.h"
 #include "isa/error.h"
+#include "kernels/resize_rule.h"
 
 #define NX_REF_MAX_DIMS 6
 
@@ -21,5 +22,15 @@
  * dim is an empty array. in and out must not overlap. */
 int nx_ref_transpose(const void *in, nx_dtype dtype, uint32_t ndims, const uint64_t *shape,
                      const int64_t *perm, void *out, nx_error *err);
+
+/* ResizeNearest: data [N, H, W, C] -> out [N, rule.axis[0].out,
+ * rule.axis[1].out, C], out[b, oy, ox, :] = in[b, src_y(oy), src_x(ox), :]
+ * with the axis rules of kernels/resize_rule.h (in_shape[1..2] must be the
+ * rule's inputs). Bytes are copied (bit-exact for every dtype). */
+int nx_ref_resize_nearest(const void *in, nx_dtype dtype, const uint64_t in_shape[4],
+                          const nx_resize_rule *rule, void *out, nx_error *err);
+/* The source coordinate of output coordinate x on one axis (fp32 on the
+ * host, exactly as kernels/resize_rule.h defines it). */
+uint64_t nx_ref_resize_src(const nx_resize_axis *ax, uint64_t x);
 
 #endif
