@@ -39,7 +39,8 @@ static nx_builder *trace(leaf_case *c, nx_geometry *geo, nx_error *err, int *rc)
         if (nx_builder_tensor(b, c->args[i].name, c->args[i].dtype, c->args[i].ndims, c->args[i].shape,
                               i < c->n_inputs ? NX_ROLE_INPUT : NX_ROLE_OUTPUT, &c->args[i].hbm_offset, err) != 0)
             fail_msg("%s: declare %s: %s", c->what, c->args[i].name, err->msg);
-    nx_kernel_call call = {c->args, c->nargs, c->n_inputs, c->attrs};
+    nx_kernel_call call = {
+        .args = c->args, .nargs = c->nargs, .n_inputs = c->n_inputs, .additional_args = c->attrs, .attrs = c->attrs};
     nx_kctx *k = nx_kctx_new(b, 0, 1);
     assert_non_null(k);
     *rc = c->leaf(k, &call, err);

@@ -606,7 +606,8 @@ static int check_call(const nx_kernel_call *call, nx_sas_params *prm, uint64_t *
                        nx_dtype_name(src->dtype), x->name, nx_dtype_name(x->dtype));
     if (y->dtype != x->dtype || y->ndims != 4 || memcmp(y->shape, x->shape, sizeof x->shape[0] * 4) != 0)
         return nx_fail(err, "result (%s): must have operand 0 (%s)'s shape and dtype", y->name, x->name);
-    if (nx_sas_params_read(call->additional_args, 4, prm, err) != 0) return -1;
+    /* the seed gives this leaf no builder arguments: its attributes are the op's */
+    if (nx_sas_params_read(call->attrs ? call->attrs : call->additional_args, 4, prm, err) != 0) return -1;
     for (int d = 0; d < 2; d++)
         if (prm->window[d] != 1)
             return nx_fail(err, "attribute window_dimensions: dim %d (%s) has a window of %lld: select_and_scatter_kernel "

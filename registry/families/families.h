@@ -9,4 +9,10 @@
 /* transpose.c: tiled_pf_transpose (#12) and tiled_dve_transpose_10 (#13). */
 extern const nx_op_rules nx_rules_transpose;
 
+/* select_and_scatter.c: SelectAndScatter (#1). */
+extern const nx_op_rules nx_rules_select_and_scatter;
+
+/* resize.c: ResizeNearest (#2). */
+extern const nx_op_rules nx_rules_resize;
+
 #endif
