@@ -40,7 +40,7 @@
 #define RZ_ROUND 12582912.0       /* 1.5 * 2^23 */
 #define RZ_CHUNK_PIXELS (1u << 21) /* pixel positions per chunk (exact division) */
 #define RZ_ROW_INDEX_MAX (1u << 24) /* gather row indices stay exact in fp32 */
-#define RZ_MAX_STAGES 16
+#define RZ_MAX_STAGES 32
 #define RZ_BLOCK_TILES 512         /* tiles per block of index instructions */
 #define RZ_PIECE_BYTES 65536       /* target bytes per DMA piece */
 #define RZ_MAX_PIECES 8
@@ -67,7 +67,7 @@ typedef struct rz_state {
     nx_resize_rule rule;
     uint32_t p;                   /* partitions per tile */
     uint64_t cc;                  /* channels per chunk */
-    uint32_t stages, tb;
+    uint32_t stages, lag, tb;
     nx_tile stage[RZ_MAX_STAGES];
     nx_tile t[T_COUNT], offs[2];
     uint32_t lanes, gather_lanes, next_gather, next_store;
@@ -219,15 +219,18 @@ static int store(rz_state *s, const rz_unit *u, nx_error *err) {
     return 0;
 }
 
-/* Software pipeline: a unit's store is emitted `stages - 1` units after its
- * gather, so the SP keeps gathers in flight ahead of the stores that wait. */
+/* Software pipeline. The SP issues in program order and a transfer's wait
+ * stalls it, so a unit's store is emitted `lag` units after its gather (by
+ * then the gather is likely done) and a stage is gathered into again
+ * `stages - lag` units after its store was issued (by then the store is
+ * likely done): half the stages each way. */
 static int push_unit(rz_state *s, rz_unit *u, nx_error *err) {
     u->stage = s->units++ % s->stages;
     if (gather(s, u, err) != 0) return -1;
     s->pending[s->npending++] = *u;
-    if (s->npending == s->stages) {
+    if (s->npending > s->lag) {
         if (store(s, &s->pending[0], err) != 0) return -1;
-        memmove(s->pending, s->pending + 1, (s->stages - 1) * sizeof s->pending[0]);
+        memmove(s->pending, s->pending + 1, (s->npending - 1) * sizeof s->pending[0]);
         s->npending--;
     }
     return 0;
@@ -310,6 +313,7 @@ int resize_nearest_fixed_dma_kernel(struct nx_kctx *k, const nx_kernel_call *cal
     if (s.cc > geo->sbuf_free_elems_max) s.cc = geo->sbuf_free_elems_max;
     uint64_t st = budget / (s.cc * s.es);
     s.stages = (uint32_t)(st > RZ_MAX_STAGES ? RZ_MAX_STAGES : st < 2 ? 2 : st);
+    s.lag = s.stages / 2;
     uint64_t pixels = s.n * s.oh * s.ow;
     uint64_t tiles_total = (pixels + s.p - 1) / s.p;
     s.tb = (uint32_t)(tiles_total < RZ_BLOCK_TILES ? tiles_total : RZ_BLOCK_TILES);

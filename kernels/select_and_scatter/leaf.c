@@ -34,9 +34,9 @@
  *         others add (descending k is the source's row-major order)
  *   ACT   copies the owned rows out (adding +0: -0 sums become +0, as XLA's)
  *   SP    stores them
- * Tiles are software-pipelined over three SBUF slots: loads two tiles
- * ahead, the max and mask of the next tile before the selection of this one,
- * so DVE and POOL overlap. */
+ * Tiles are software-pipelined over three SBUF slots: loads and padding two
+ * tiles ahead, the max and mask of the next tile before the selection of
+ * this one (so DVE and POOL overlap), stores one tile behind. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +49,11 @@
 #define SAS_PIECE_BYTES 65536
 #define SAS_MAX_PIECES 8
 
-enum { B_XIN, B_XPAD, B_SRC, B_MX, B_GTMP, B_EQ, B_SEL, B_OPAD, B_COUNT };
+/* Buffers of a slot. The window maxima and the scatter's partial products
+ * share their space: POOL reads the maxima for the mask before it writes the
+ * products, in its own stream order, and the next tile of the slot computes
+ * its maxima (DVE) after that scatter in emission order. */
+enum { B_XIN, B_XPAD, B_SRC, B_MX, B_EQ, B_SEL, B_OPAD, B_OUT, B_COUNT, B_GTMP = B_MX };
 
 typedef struct sas_unit {
     uint64_t op_plane, src_plane; /* plane indices in the operand / source */
@@ -83,8 +87,9 @@ typedef struct sas_state {
     uint32_t lanes, load_lanes, next_load, next_store;
 } sas_state;
 
+/* The masks are bytes; window positions (0..K) are exact in bf16 up to 256. */
 static nx_dtype buf_dtype(const sas_state *s, int b) {
-    return b == B_EQ ? NX_DT_UINT8 : b == B_SEL ? NX_DT_FP32 : s->dt;
+    return b == B_EQ ? NX_DT_UINT8 : b == B_SEL ? (s->K < 256 ? NX_DT_BF16 : NX_DT_FP32) : s->dt;
 }
 
 /* ---- views ---- */
@@ -199,7 +204,7 @@ static int load_run(sas_state *s, const sas_tile *t, uint32_t slot, uint32_t p0,
 static int store_run(sas_state *s, const sas_tile *t, uint32_t slot, uint32_t p0, uint32_t n, const int64_t *off,
                      const int64_t *step, nx_error *err) {
     const sas_geo *gh = &s->ph.geo[t->ch], *gw = &s->pw.geo[t->cw];
-    return transfer(s, 1, &s->buf[slot][B_XIN], p0, n, s->o_off + (uint64_t)off[2] * s->es, step[2], gh->nown,
+    return transfer(s, 1, &s->buf[slot][B_OUT], p0, n, s->o_off + (uint64_t)off[2] * s->es, step[2], gh->nown,
                     gw->nown, s->W, err);
 }
 
@@ -348,13 +353,18 @@ static int init_output(sas_state *s, const sas_tile *t, nx_tile *opad, nx_error 
     return fill_rect(s, opad, np, gw->no, 0, 0, gh->no, gw->no, s->init_zero ? 0 : 2, err);
 }
 
+static int emit_init(sas_state *s, uint32_t ti, nx_error *err) {
+    const sas_tile *t = &s->tiles[ti];
+    if (!has_windows(s, t)) return 0;
+    return init_output(s, t, &s->buf[ti % SAS_SLOTS][B_OPAD], err);
+}
+
 static int emit_scatter(sas_state *s, uint32_t ti, nx_error *err) {
     const sas_tile *t = &s->tiles[ti];
     if (!has_windows(s, t)) return 0;
     const sas_geo *gh = &s->ph.geo[t->ch], *gw = &s->pw.geo[t->cw];
     nx_tile *b = s->buf[ti % SAS_SLOTS];
     uint32_t np = t->count, nw = gw->nwin, wo = gw->no;
-    if (init_output(s, t, &b[B_OPAD], err) != 0) return -1;
     nx_operand sel = v2(&b[B_SEL], np, 0, (int32_t)nw, gh->nwin, 1, nw);
     nx_operand src = v2(&b[B_SRC], np, 0, (int32_t)nw, gh->nwin, 1, nw);
     nx_operand g = v2(&b[B_GTMP], np, 0, (int32_t)nw, gh->nwin, 1, nw);
@@ -388,7 +398,7 @@ static int emit_out(sas_state *s, uint32_t ti, nx_error *err) {
     const sas_geo *gh = &s->ph.geo[t->ch], *gw = &s->pw.geo[t->cw];
     nx_tile *b = s->buf[ti % SAS_SLOTS];
     uint32_t np = t->count;
-    nx_operand dst = v2(&b[B_XIN], np, 0, (int32_t)gw->nown, gh->nown, 1, gw->nown);
+    nx_operand dst = v2(&b[B_OUT], np, 0, (int32_t)gw->nown, gh->nown, 1, gw->nown);
     if (!has_windows(s, t)) {
         nx_operand f = konst(s, np, s->init_zero ? 0 : 2, gh->nown, gw->nown);
         return nx_kctx_tensor_copy(s->k, NX_ENG_ACT, &dst, &f, err);
@@ -412,9 +422,10 @@ static void sizes_of(const sas_state *s, uint64_t cap[B_COUNT]) {
             uint64_t v[B_COUNT];
             uint64_t real = (uint64_t)(gh->ra1 - gh->ra0) * (gw->ra1 - gw->ra0);
             uint64_t own = (uint64_t)gh->nown * gw->nown, win = (uint64_t)gh->nwin * gw->nwin;
-            v[B_XIN] = real > own ? real : own;
+            v[B_XIN] = real;
             v[B_XPAD] = (uint64_t)gh->nx * gw->nx;
-            v[B_SRC] = v[B_MX] = v[B_GTMP] = v[B_SEL] = win;
+            v[B_OUT] = own;
+            v[B_SRC] = v[B_MX] = v[B_SEL] = win;
             v[B_EQ] = win * (uint64_t)s->K;
             v[B_OPAD] = (uint64_t)gh->no * gw->no;
             for (int b = 0; b < B_COUNT; b++)
@@ -439,6 +450,47 @@ static int fits(const sas_state *s, const uint64_t cap[B_COUNT], const nx_geomet
 /* Band sizes: whole planes if they fit and there are enough planes to fill
  * the partitions; else rows (a multiple of the stride, so interior bands share
  * a class) and, if a single row band is too big, columns. */
+static int plan_fits(sas_state *s, int64_t rh, int64_t rw, const nx_geometry *geo, uint64_t budget, int keep,
+                     nx_error *err) {
+    if (sas_plan_dim(&s->dh, rh, &s->ph, err) != 0) return -1;
+    if (sas_plan_dim(&s->dw, rw, &s->pw, err) != 0) return -1;
+    sizes_of(s, s->cap);
+    int ok = fits(s, s->cap, geo, budget);
+    if (!ok || !keep) {
+        sas_dim_plan_free(&s->ph);
+        sas_dim_plan_free(&s->pw);
+    }
+    return ok;
+}
+
+/* The largest band of `len` rows (a multiple of `step` below len) for which
+ * fit(r) holds, or 0; fit is monotone (thinner bands need less SBUF). */
+static int64_t largest_fit(sas_state *s, int64_t len, int64_t step, int64_t other, int rows, const nx_geometry *geo,
+                           uint64_t budget, nx_error *err) {
+    int f = rows ? plan_fits(s, len, other, geo, budget, 0, err) : plan_fits(s, other, len, geo, budget, 0, err);
+    if (f < 0) return -1;
+    if (f) return len;
+    int64_t lo = 0, hi = (len - 1) / step; /* candidates k * step, k in [1, hi]; then thinner than the stride */
+    while (lo < hi) {
+        int64_t mid = (lo + hi + 1) / 2, r = mid * step;
+        f = rows ? plan_fits(s, r, other, geo, budget, 0, err) : plan_fits(s, other, r, geo, budget, 0, err);
+        if (f < 0) return -1;
+        if (f) lo = mid;
+        else hi = mid - 1;
+    }
+    if (lo > 0) return lo * step;
+    for (int64_t r = step - 1; r >= 1; r--) {
+        f = rows ? plan_fits(s, r, other, geo, budget, 0, err) : plan_fits(s, other, r, geo, budget, 0, err);
+        if (f < 0) return -1;
+        if (f) return r;
+    }
+    return 0;
+}
+
+/* Band sizes: whole planes if they fit and there are enough planes to fill
+ * the partitions; else the tallest bands of rows that fit (a multiple of the
+ * stride, so interior bands share a class), and columns only if a band of
+ * one row is still too big. */
 static int plan_bands(sas_state *s, uint64_t planes, const nx_geometry *geo, nx_error *err) {
     uint64_t budget = geo->sbuf_partition_bytes * 3 / 4;
     int64_t rh = s->dh.len, rw = s->dw.len;
@@ -451,22 +503,20 @@ static int plan_bands(sas_state *s, uint64_t planes, const nx_geometry *geo, nx_
         r = (r + s->sh - 1) / s->sh * s->sh;
         if (r < rh) rh = r;
     }
-    for (;;) {
-        if (sas_plan_dim(&s->dh, rh, &s->ph, err) != 0) return -1;
-        if (sas_plan_dim(&s->dw, rw, &s->pw, err) != 0) return -1;
-        sizes_of(s, s->cap);
-        if (fits(s, s->cap, geo, budget)) return 0;
-        sas_dim_plan_free(&s->ph);
-        sas_dim_plan_free(&s->pw);
-        int64_t *r = rh > 1 ? &rh : &rw;
-        int64_t step = rh > 1 ? s->sh : s->sw;
-        if (*r == 1 && r == &rw)
+    int64_t r = largest_fit(s, rh, s->sh, rw, 1, geo, budget, err);
+    if (r < 0) return -1;
+    if (r == 0) {
+        rh = 1;
+        rw = largest_fit(s, rw, s->sw, 1, 0, geo, budget, err);
+        if (rw < 0) return -1;
+        if (rw == 0)
             return nx_fail(err, "select_and_scatter_kernel: a window of %lld x %lld (stride %lld x %lld) does not fit "
                            "SBUF even for one output element per band",
                            (long long)s->wh, (long long)s->ww, (long long)s->sh, (long long)s->sw);
-        int64_t half = *r / 2;
-        *r = half >= step ? half / step * step : half > 0 ? half : 1;
+    } else {
+        rh = r;
     }
+    return plan_fits(s, rh, rw, geo, budget, 1, err) == 1 ? 0 : nx_fail(err, "select_and_scatter_kernel: band planning failed");
 }
 
 /* Units (one per hit plane and band), grouped by class into tiles. */
@@ -660,8 +710,8 @@ int select_and_scatter_kernel(struct nx_kctx *k, const nx_kernel_call *call, nx_
     if (plan_units(&s, x->shape, src_shape, err) != 0) goto done;
     if (nx_kctx_alloc(k, NX_OPK_SBUF, "sas_const", s.dt, s.p, 3, &s.konst, err) != 0) goto done;
     have_konst = 1;
-    static const char *const names[B_COUNT] = {"sas_in", "sas_pad", "sas_src", "sas_max",
-                                               "sas_part", "sas_mask", "sas_sel", "sas_out"};
+    static const char *const names[B_COUNT] = {"sas_in", "sas_pad_out", "sas_src", "sas_max_part",
+                                               "sas_mask", "sas_sel", "sas_acc", "sas_out"};
     for (; nslots < SAS_SLOTS; nslots++)
         for (nb = 0; nb < B_COUNT; nb++)
             if (nx_kctx_alloc(k, NX_OPK_SBUF, names[nb], buf_dtype(&s, nb), s.p, s.cap[nb], &s.buf[nslots][nb], err) != 0)
@@ -677,19 +727,23 @@ int select_and_scatter_kernel(struct nx_kctx *k, const nx_kernel_call *call, nx_
             goto done;
     }
     if (fill_unhit_planes(&s, x->shape, src_shape, err) != 0) goto done;
-    /* the software pipeline (see the file's comment) */
-    for (int64_t st = -2; st < (int64_t)s.ntiles; st++) {
-        if (st + 2 < (int64_t)s.ntiles && emit_loads(&s, (uint32_t)(st + 2), err) != 0) goto done;
-        if (st + 1 >= 0 && st + 1 < (int64_t)s.ntiles) {
-            uint32_t t1 = (uint32_t)(st + 1);
-            if (emit_pad(&s, t1, err) != 0 || emit_max_eq(&s, t1, err) != 0) goto done;
-        }
-        if (st >= 0) {
+    /* the software pipeline (see the file's comment): step st loads tile
+     * st + 2 and pads it, prepares the output and computes the max and mask
+     * of tile st + 1, selects and scatters tile st, stores tile st - 1.
+     * Every engine's next instruction then depends on work that is already
+     * one step old, except POOL's scatter on DVE's select of the same step. */
+    for (int64_t st = -2; st <= (int64_t)s.ntiles; st++) {
+        int64_t T = (int64_t)s.ntiles;
+        if (st + 2 >= 0 && st + 2 < T && emit_loads(&s, (uint32_t)(st + 2), err) != 0) goto done;
+        if (st + 1 >= 0 && st + 1 < T && emit_init(&s, (uint32_t)(st + 1), err) != 0) goto done;
+        if (st + 2 >= 0 && st + 2 < T && emit_pad(&s, (uint32_t)(st + 2), err) != 0) goto done;
+        if (st + 1 >= 0 && st + 1 < T && emit_max_eq(&s, (uint32_t)(st + 1), err) != 0) goto done;
+        if (st >= 0 && st < T) {
             uint32_t t0 = (uint32_t)st;
-            if (emit_select(&s, t0, err) != 0 || emit_scatter(&s, t0, err) != 0 || emit_out(&s, t0, err) != 0 ||
-                emit_store(&s, t0, err) != 0)
+            if (emit_select(&s, t0, err) != 0 || emit_scatter(&s, t0, err) != 0 || emit_out(&s, t0, err) != 0)
                 goto done;
         }
+        if (st - 1 >= 0 && st - 1 < T && emit_store(&s, (uint32_t)(st - 1), err) != 0) goto done;
     }
     rc = 0;
 done:;
