@@ -42,7 +42,7 @@
 #define RZ_ROW_INDEX_MAX (1u << 24) /* gather row indices stay exact in fp32 */
 #define RZ_MAX_STAGES 32
 #define RZ_BLOCK_TILES 512         /* tiles per block of index instructions */
-#define RZ_PIECE_BYTES 65536       /* target bytes per DMA piece */
+#define RZ_PIECE_BYTES 98304       /* target bytes per DMA piece */
 #define RZ_MAX_PIECES 8
 
 enum { T_L, T_K, T_OX, T_NREL, T_R, T_U, T_V, T_SY, T_SX, T_COUNT };
