@@ -334,14 +334,16 @@ static void test_leaf_every_dtype(void **state) {
 }
 
 /* Bands: one plane (row bands for parallelism, interior bands of one class
- * on partitions), and a window so large that column bands are needed. */
+ * on partitions), and rows so wide that column bands are needed. */
 static void test_leaf_bands(void **state) {
     (void)state;
     sas_case tall = pool2d(NX_DT_FP32, 1, 1, 203, 31, 3, 3, 2, 2, 1, 1, 1, 1);
     check(&tall, 0, 0, 1, NULL, "row bands");
     check(&tall, 4, -3, 1, "trn1", "row bands, ties");
-    sas_case wide = pool2d(NX_DT_BF16, 1, 2, 40, 1000, 16, 16, 8, 8, 4, 4, 4, 4);
+    sas_case wide = pool2d(NX_DT_BF16, 1, 1, 5, 30000, 3, 3, 2, 2, 1, 1, 1, 1);
     check(&wide, 0, 0, 1, NULL, "column bands");
+    sas_case huge = pool2d(NX_DT_FP32, 1, 2, 20, 24, 16, 16, 4, 4, 2, 2, 2, 2); /* 256 positions: fp32 indices */
+    check(&huge, 3, 0, 1, NULL, "16x16 window");
     sas_case odd = pool2d(NX_DT_FP32, 2, 1, 57, 23, 4, 3, 3, 2, 2, 1, 0, 2);
     check(&odd, 6, 0, 1, NULL, "row bands, stride 3");
 }
