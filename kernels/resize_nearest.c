@@ -29,7 +29,7 @@
  *            round(t) - (round(t) > t), the fraction t - floor(t) decides
  *            ceil and the two roundings
  *   row    = n_rel * H * W + sy * W + sx   (int32 offsets of the gather)
- * Chunks of output rows keep l < 2^21 and every row index below 2^24. */
+ * Chunks of output rows keep l < 2^18 and every row index below 2^24. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,7 +38,7 @@
 #include "resize_rule.h"
 
 #define RZ_ROUND 12582912.0       /* 1.5 * 2^23 */
-#define RZ_CHUNK_PIXELS (1u << 21) /* pixel positions per chunk (exact division) */
+#define RZ_CHUNK_PIXELS (1u << 18) /* pixel positions per chunk (exact division below 2^21) */
 #define RZ_ROW_INDEX_MAX (1u << 24) /* gather row indices stay exact in fp32 */
 #define RZ_MAX_STAGES 32
 #define RZ_BLOCK_TILES 512         /* tiles per block of index instructions */

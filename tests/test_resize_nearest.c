@@ -311,12 +311,16 @@ static void test_leaf_random_shapes(void **state) {
     }
 }
 
-/* More than 2^21 output pixels: two chunks of output rows (functional
- * executor only: 16 thousand tiny gathers). */
+/* Chunks: more than 2^18 output pixels of one image (two chunks of output
+ * rows, the second starting inside the image; functional executor only: two
+ * thousand tiny gathers), and images of over 2^23 pixels (one image per
+ * chunk, so the row indices stay below 2^24). */
 static void test_leaf_chunks(void **state) {
     (void)state;
-    const uint64_t in[4] = {1, 3, 5, 1}, out[4] = {1, 1030, 2048, 1};
+    const uint64_t in[4] = {1, 3, 5, 1}, out[4] = {1, 1030, 256, 1};
     check(NX_DT_FP8_E4M3, in, out, NULL, NULL, NULL, 0, NULL);
+    const uint64_t big[4] = {2, 2900, 2900, 1}, small[4] = {2, 3, 2, 1};
+    check(NX_DT_UINT8, big, small, NULL, "half_pixel", "round_prefer_ceil", 1, NULL);
 }
 
 static void expect_leaf_refusal(const uint64_t in[4], nx_dtype din, const uint64_t out[4], nx_dtype dout,
