@@ -46,16 +46,6 @@ typedef struct bench_case {
     uint64_t out[4];   /* ResizeNearest out_shape */
 } bench_case;
 
-static int set_ints(nx_attrs *a, const char *name, const uint64_t *v, uint32_t n, nx_error *err) {
-    nx_value l;
-    if (nx_value_int_list(&l, v, n, err) != 0) return -1;
-    if (nx_attrs_set(a, name, &l, err) != 0) {
-        nx_value_free(&l);
-        return -1;
-    }
-    return 0;
-}
-
 static int build_op(const bench_case *c, nx_macro_op *op, nx_error *err) {
     nx_macro_op_init(op);
     if (nx_macro_op_set_func_name(op, c->key, err) != 0) return -1;
@@ -64,10 +54,10 @@ static int build_op(const bench_case *c, nx_macro_op *op, nx_error *err) {
         if (nx_macro_op_add_operand(op, c->sas ? names[i] : "data", c->dt, 4, c->shape[i], err) != 0) return -1;
     if (c->sas) {
         static const uint64_t win[4] = {1, 1, 3, 3}, st[4] = {1, 1, 2, 2}, flat[8] = {0, 0, 0, 0, 1, 1, 1, 1};
-        if (set_ints(&op->attrs, "window_dimensions", win, 4, err) != 0 ||
-            set_ints(&op->attrs, "window_strides", st, 4, err) != 0 || set_ints(&op->attrs, "padding", flat, 8, err) != 0)
+        if (nx_attrs_set_int_list(&op->attrs, "window_dimensions", win, 4, err) != 0 ||
+            nx_attrs_set_int_list(&op->attrs, "window_strides", st, 4, err) != 0 || nx_attrs_set_int_list(&op->attrs, "padding", flat, 8, err) != 0)
             return -1;
-    } else if (set_ints(&op->attrs, "out_shape", c->out, 4, err) != 0) {
+    } else if (nx_attrs_set_int_list(&op->attrs, "out_shape", c->out, 4, err) != 0) {
         return -1;
     }
     const nx_registry_entry *e = nx_registry_get(NULL, c->key);

@@ -46,14 +46,8 @@ static int resize_reference(const nx_macro_op *op, const void *const *inputs, vo
  * images of 64 fp32 channels. */
 static int resize_default(nx_macro_op *op, nx_error *err) {
     static const uint64_t shape[4] = {2, 30, 20, 64}, out[4] = {2, 59, 38, 64};
-    nx_value v;
     if (nx_macro_op_add_operand(op, "data", NX_DT_FP32, 4, shape, err) != 0) return -1;
-    if (nx_value_int_list(&v, out, 4, err) != 0) return -1;
-    if (nx_attrs_set(&op->attrs, NX_RESIZE_ATTR_OUT_SHAPE, &v, err) != 0) {
-        nx_value_free(&v);
-        return -1;
-    }
-    return 0;
+    return nx_attrs_set_int_list(&op->attrs, NX_RESIZE_ATTR_OUT_SHAPE, out, 4, err);
 }
 
 /* A gather moves bits: exact. */

@@ -54,16 +54,6 @@ static int sas_reference(const nx_macro_op *op, const void *const *inputs, void 
     return nx_ref_select_and_scatter(inputs[0], inputs[1], x->dtype, x->shape, &p, outputs[0], err);
 }
 
-static int set_list(nx_attrs *a, const char *name, const uint64_t *v, uint32_t n, nx_error *err) {
-    nx_value l;
-    if (nx_value_int_list(&l, v, n, err) != 0) return -1;
-    if (nx_attrs_set(a, name, &l, err) != 0) {
-        nx_value_free(&l);
-        return -1;
-    }
-    return 0;
-}
-
 /* The max-pool gradient of a 3x3 / stride 2 / pad 1 pool (ResNet's stem)
  * on [2, 64, 28, 28] fp32: one tile of 128 planes, traced and simulated in
  * about a second. */
@@ -73,8 +63,8 @@ static int sas_default(nx_macro_op *op, nx_error *err) {
     static const uint64_t pad[4][2] = {{0, 0}, {0, 0}, {1, 1}, {1, 1}};
     if (nx_macro_op_add_operand(op, "operand", NX_DT_FP32, 4, shape, err) != 0 ||
         nx_macro_op_add_operand(op, "source", NX_DT_FP32, 4, source, err) != 0 ||
-        set_list(&op->attrs, NX_SAS_ATTR_WINDOW, window, 4, err) != 0 ||
-        set_list(&op->attrs, NX_SAS_ATTR_STRIDES, strides, 4, err) != 0)
+        nx_attrs_set_int_list(&op->attrs, NX_SAS_ATTR_WINDOW, window, 4, err) != 0 ||
+        nx_attrs_set_int_list(&op->attrs, NX_SAS_ATTR_STRIDES, strides, 4, err) != 0)
         return -1;
     nx_value v = {.kind = NX_VAL_LIST, .count = 4};
     v.items = calloc(4, sizeof *v.items);
