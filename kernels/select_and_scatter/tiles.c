@@ -84,7 +84,7 @@ static int64_t largest_fit(sas_state *s, int64_t len, int64_t step, int64_t othe
  * stride, so interior bands share a class), and columns only if a band of
  * one row is still too big. */
 static int plan_bands(sas_state *s, uint64_t planes, const nx_geometry *geo, nx_error *err) {
-    uint64_t budget = geo->sbuf_partition_bytes * 3 / 4;
+    uint64_t budget = geo->sbuf_partition_bytes * 7 / 8;
     int64_t rh = s->dh.len, rw = s->dw.len;
     if (planes > 0 && planes < s->p) {
         /* more bands for parallelism, but not so thin that most windows are
