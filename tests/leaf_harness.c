@@ -15,6 +15,7 @@
 #include "sim/machine.h"
 #include "sim/model.h"
 #include "sim/race.h"
+#include "kcheck.h"
 #include "support.h"
 
 uint64_t leaf_tensor_bytes(const nx_tensor_ref *t) {
@@ -82,7 +83,7 @@ void leaf_run(leaf_case *c, const void *const *inputs, leaf_result *r) {
     nx_program prog;
     if (nx_builder_finish(b, &prog, &err) != 0) fail_msg("%s: builder finish: %s", c->what, err.msg);
     nx_builder_free(b);
-    if (nx_kcheck_program(&prog, &err) != 0) fail_msg("%s: order check: %s", c->what, err.msg);
+    if (test_kcheck_program(&prog, &err) != 0) fail_msg("%s: order check: %s", c->what, err.msg);
     for (uint32_t e = 0; e < NX_ENG_COUNT; e++) r->instructions += prog.stream[0][e].count;
 
     r->nout = c->nargs - c->n_inputs;

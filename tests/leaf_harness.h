@@ -1,5 +1,5 @@
 /* Running one leaf kernel the way its tests need: trace it on one core into
- * a fresh builder, order-check the program (nx_kcheck_program), execute it on
+ * a fresh builder, order-check the program (test_kcheck_program), execute it on
  * the functional executor and on the SystemC model with the race detector,
  * and hand back both executors' outputs. Any failure fails the test with a
  * message naming the case. Tests link tests/leaf_harness.c. */

@@ -191,14 +191,6 @@ static void test_rule_refusals(void **state) {
 
 /* ---- the leaf against the reference ---- */
 
-static void fill_random(uint8_t *p, uint64_t n, uint64_t seed) {
-    test_rng r = {seed * 0x9E3779B97F4A7C15ull + 7};
-    for (uint64_t i = 0; i < n; i += 8) {
-        uint64_t v = test_rng_next(&r);
-        for (uint64_t j = 0; j < 8 && i + j < n; j++) p[i + j] = (uint8_t)(v >> (8 * j));
-    }
-}
-
 /* Runs the leaf on data [n,h,w,c] -> [n,oh,ow,c] and compares both
  * executors with the reference. */
 static void check(nx_dtype dt, const uint64_t in[4], const uint64_t out[4], const double *scales,
@@ -228,7 +220,8 @@ static void check(nx_dtype dt, const uint64_t in[4], const uint64_t out[4], cons
     uint8_t *x = malloc(ib), *want = malloc(ob);
     assert_non_null(x);
     assert_non_null(want);
-    fill_random(x, ib, in[1] * 131 + in[2] * 7 + out[1] + dt);
+    test_rng rng = {(in[1] * 131 + in[2] * 7 + out[1] + dt) * 0x9E3779B97F4A7C15ull + 7};
+    test_rng_bytes(&rng, x, ib);
     nx_error err;
     if (nx_ref_resize_nearest(x, dt, in, &r, want, &err) != 0) fail_msg("%s: ref: %s", what, err.msg);
     const void *inputs[1] = {x};
