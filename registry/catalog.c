@@ -8,6 +8,7 @@
  * Seed traps kept on purpose: key #4 has no "_kernel", its function does;
  * keys #3-#6 are capitalised, their functions are not; there is no MLP
  * entry (MLP is inlined by name elsewhere in the seed's compiler). */
+#include "kernels/conv/conv2d_pbp.h"
 #include "kernels/resize_nearest.h"
 #include "kernels/select_and_scatter/select_and_scatter.h"
 #include "kernels/transpose.h"
@@ -19,8 +20,8 @@
 #define LEAF(fname, fnptr) static const nx_leaf leaf_##fname = {#fname, fnptr}
 LEAF(select_and_scatter_kernel, select_and_scatter_kernel);
 LEAF(resize_nearest_fixed_dma_kernel, resize_nearest_fixed_dma_kernel);
-LEAF(conv2d_pbp_0f1b_0i1o_01fb_experimental_1, NULL);
-LEAF(conv2d_pbp_fb01_io01_01bf_kernel_experimental_1, NULL);
+LEAF(conv2d_pbp_0f1b_0i1o_01fb_experimental_1, conv2d_pbp_0f1b_0i1o_01fb_experimental_1);
+LEAF(conv2d_pbp_fb01_io01_01bf_kernel_experimental_1, conv2d_pbp_fb01_io01_01bf_kernel_experimental_1);
 LEAF(conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh, NULL);
 LEAF(conv1d_depthwise_bf01_oi01_bf01, NULL);
 LEAF(conv2d_column_packing, NULL);
@@ -46,9 +47,11 @@ static const nx_registry_entry seed_catalogue[] = {
     {.seed_index = 2, .key = "ResizeNearest", .family = "resize",
      .config = CONFIG(resize_nearest_fixed_dma_kernel, 1, &nx_args_resize, false), .rules = &nx_rules_resize},
     {.seed_index = 3, .key = "Conv2d_pbp_0f1b_0i1o_01fb_experimental_1", .family = "conv",
-     .config = CONFIG(conv2d_pbp_0f1b_0i1o_01fb_experimental_1, ALL, &nx_args_attrs, false)},
+     .config = CONFIG(conv2d_pbp_0f1b_0i1o_01fb_experimental_1, ALL, &nx_args_attrs, false),
+     .rules = &nx_rules_conv_pbp_0f1b},
     {.seed_index = 4, .key = "Conv2d_pbp_fb01_io01_01bf_experimental_1", .family = "conv",
-     .config = CONFIG(conv2d_pbp_fb01_io01_01bf_kernel_experimental_1, ALL, &nx_args_attrs, false)},
+     .config = CONFIG(conv2d_pbp_fb01_io01_01bf_kernel_experimental_1, ALL, &nx_args_attrs, false),
+     .rules = &nx_rules_conv_pbp_fb01},
     {.seed_index = 5, .key = "Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh", .family = "conv",
      .config = CONFIG(conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh, 2, &nx_args_conv_attrs_out_shape, false)},
     {.seed_index = 6, .key = "Conv1d_depthwise_bf01_oi01_bf01", .family = "conv",

@@ -215,17 +215,18 @@ static void test_live_table_is_implemented_catalogue_in_seed_order(void **state)
         j++;
     }
     assert_int_equal(j, live->count);
-    /* Today SelectAndScatter (#1), ResizeNearest (#2) and the two
-     * transposes (#12, #13) are the implemented leaves. */
-    assert_int_equal(live->count, 4);
-    assert_string_equal(live->entries[0].key, "SelectAndScatter");
-    assert_string_equal(live->entries[1].key, "ResizeNearest");
-    assert_string_equal(live->entries[2].key, "tiled_pf_transpose");
-    assert_string_equal(live->entries[3].key, "tiled_dve_transpose_10");
-    assert_int_equal(live->entries[0].seed_index, 1);
-    assert_int_equal(live->entries[1].seed_index, 2);
-    assert_int_equal(live->entries[2].seed_index, 12);
-    assert_int_equal(live->entries[3].seed_index, 13);
+    /* Today SelectAndScatter (#1), ResizeNearest (#2), the dense convolutions
+     * (#3, #4) and the two transposes (#12, #13) are the implemented leaves. */
+    assert_int_equal(live->count, 6);
+    static const char *const keys[6] = {"SelectAndScatter", "ResizeNearest",
+                                        "Conv2d_pbp_0f1b_0i1o_01fb_experimental_1",
+                                        "Conv2d_pbp_fb01_io01_01bf_experimental_1", "tiled_pf_transpose",
+                                        "tiled_dve_transpose_10"};
+    static const uint32_t seeds[6] = {1, 2, 3, 4, 12, 13};
+    for (int i = 0; i < 6; i++) {
+        assert_string_equal(live->entries[i].key, keys[i]);
+        assert_int_equal(live->entries[i].seed_index, seeds[i]);
+    }
 }
 
 static void test_miss_text_is_verbatim(void **state) {
@@ -234,7 +235,8 @@ static void test_miss_text_is_verbatim(void **state) {
     assert_int_equal(nx_registry_miss(NULL, "NoSuchKernel", &err), -1);
     assert_string_equal(err.msg,
                         "Internal NKI kernel 'NoSuchKernel' is not registered. Available kernels: "
-                        "dict_keys(['SelectAndScatter', 'ResizeNearest', 'tiled_pf_transpose', "
+                        "dict_keys(['SelectAndScatter', 'ResizeNearest', 'Conv2d_pbp_0f1b_0i1o_01fb_experimental_1', "
+                        "'Conv2d_pbp_fb01_io01_01bf_experimental_1', 'tiled_pf_transpose', "
                         "'tiled_dve_transpose_10'])");
     /* A catalogue entry whose leaf is not implemented is a miss too. */
     nx_macro_op op;
@@ -244,7 +246,8 @@ static void test_miss_text_is_verbatim(void **state) {
     assert_int_equal(nx_resolve_kernel_config(NULL, &op, &r, &err), -1);
     assert_string_equal(err.msg,
                         "Internal NKI kernel 'conv2d_column_packing_io10' is not registered. Available kernels: "
-                        "dict_keys(['SelectAndScatter', 'ResizeNearest', 'tiled_pf_transpose', "
+                        "dict_keys(['SelectAndScatter', 'ResizeNearest', 'Conv2d_pbp_0f1b_0i1o_01fb_experimental_1', "
+                        "'Conv2d_pbp_fb01_io01_01bf_experimental_1', 'tiled_pf_transpose', "
                         "'tiled_dve_transpose_10'])");
     nx_macro_op_free(&op);
 }
