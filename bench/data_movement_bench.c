@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "registry/lower.h"
 #include "registry/macro_op.h"
@@ -29,12 +28,7 @@
 #include "registry/rules.h"
 #include "registry/run/run.h"
 #include "sim/machine.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "wall_clock.h"
 
 typedef struct bench_case {
     const char *label;
@@ -100,10 +94,10 @@ static int run_case(const bench_case *c, const nx_machine *m, bench_result *r, n
         nx_fail(err, "out of memory");
         goto out;
     }
-    double t0 = now_s();
+    double t0 = nx_bench_now_s();
     const nx_program *prog;
     if (nx_lower(L, &op, &prog, NULL, err) != 0) goto out;
-    r->trace_s = now_s() - t0;
+    r->trace_s = nx_bench_now_s() - t0;
     for (uint32_t i = 0; i < op.n_operands; i++) {
         uint64_t n = elems(op.operands[i].shape);
         ins[i] = malloc(n * nx_dtype_size(c->dt));
@@ -116,12 +110,12 @@ static int run_case(const bench_case *c, const nx_machine *m, bench_result *r, n
     const void *inputs[2] = {ins[0], ins[1]};
     nx_run_options opt = {.backend = NX_RUN_MODEL, .check = 1};
     nx_run_result res;
-    t0 = now_s();
+    t0 = nx_bench_now_s();
     if (nx_run_op(L, m, &op, inputs, &opt, &res, err) != 0) {
         nx_run_result_free(&res);
         goto out;
     }
-    r->sim_s = now_s() - t0; /* the model's run plus the reference check */
+    r->sim_s = nx_bench_now_s() - t0; /* the model's run plus the reference check */
     r->sim_ns = res.trace.sim.total_ns;
     r->instructions = res.trace.sim.instructions;
     r->ok = res.checked && res.check_failures == 0;
