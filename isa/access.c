@@ -2,6 +2,7 @@
  * row loops switch on the dtype once per contiguous run, not per element. */
 #include "access.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,9 +84,15 @@ static void store_run(nx_dtype dt, uint8_t *dst, int64_t step, uint32_t n, const
     switch (dt) {
     case NX_DT_FP32:
         /* C's double->float conversion is a single RNE rounding with
-         * overflow to infinity: exactly the fp32 store rule. */
+         * overflow to infinity: the fp32 store rule, except that it keeps a
+         * NaN's payload, where the rule stores the canonical quiet NaN of
+         * the NaN's sign (0x7fc00000 / 0xffc00000, docs/parts/dtypes.md) as
+         * nx_dtype_store does. The test on the double is a branch that is
+         * never taken on NaN-free data (measured cheaper than a branchless
+         * fix-up of the float's bits). */
         for (uint32_t i = 0; i < n; i++, dst += step) {
             float f = (float)in[i];
+            if (in[i] != in[i]) f = signbit(in[i]) ? -NAN : NAN;
             memcpy(dst, &f, sizeof f);
         }
         break;

@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import formats  # noqa: E402
 from formats import BF16, E4M3, FP16, r32, round_to  # noqa: E402
-from semantics import REDUCE_IDENTITY, act, alu, fold, ieee_max, pe_matmul  # noqa: E402
+from semantics import REDUCE_IDENTITY, act, alu, bits_to, fold, ieee_max, pe_matmul  # noqa: E402
 from tracekit import Trace  # noqa: E402
 
 NAN, INF = math.nan, math.inf
@@ -452,8 +452,8 @@ def tensor_tensor():
     insns-dve.md: arithmetic ops round inputs and result to fp32 (x/0 = Inf,
     0/0 = NaN); max/min propagate NaN and order -0 < +0; abs_max =
     max(|a|, |b|); comparisons give 1.0/0.0 (NaN compares false, -0 == +0);
-    bitwise ops and shifts act on 32-bit patterns, shift_right is arithmetic
-    for negative values. pow uses operands whose result is exact. One op on
+    bitwise ops and shifts act on 32-bit patterns, shift_right is logical,
+    and an int32 dst gets the result's 32 bits. pow uses operands whose result is exact. One op on
     POOL (same semantics), writing bf16 at partitions 64..95."""
     t = Trace("tensor_tensor")
     a = t.normal((32, 16), 3.0)
@@ -535,7 +535,8 @@ def tensor_tensor():
     with np.errstate(all="ignore"):
         exact_pow = np.power(pa, pb)  # float64: exact for these pairs
     assert np.array_equal(y[:, 7, :], exact_pow, equal_nan=True)
-    yi = np.stack([alu(op, ai, sh if op.startswith("shift") else bi) for op in TT_INT_OPS], axis=1)
+    yi = np.stack([bits_to("int32", alu(op, ai, sh if op.startswith("shift") else bi))
+                   for op in TT_INT_OPS], axis=1)
     # spot checks written out by hand
     # y[p, op, e] with op 3 = divide, 4 = max, 5 = min, 7 = pow
     assert np.isnan(y[0, 3, 3]) and y[0, 3, 5] == INF and np.isnan(y[0, 3, 6]) and y[0, 3, 7] == INF
@@ -544,7 +545,8 @@ def tensor_tensor():
     assert y[0, 7, 0] == -8.0 and math.isnan(y[0, 7, 1])
     # yi[p, op, e] with op 0 and, 1 or, 2 xor, 3 shl, 4 shr
     assert yi[0, 0, 0] == 5 and yi[0, 1, 1] == -5 and yi[0, 2, 3] == -6
-    assert yi[0, 3, 0] == -1 and yi[0, 3, 3] == 40 and yi[0, 4, 2] == -4 and yi[0, 4, 1] == -4
+    assert yi[0, 3, 0] == -1 and yi[0, 3, 3] == 40
+    assert yi[0, 4, 2] == 0x3FFFFFFC and yi[0, 4, 1] == 0x7FFFFFFC  # -16 >> 2, -8 >> 1: logical
     t.expect("y", "fp32", y)
     t.expect("yi", "int32", yi)
     t.expect("y_pool", "bf16", alu("subtract", a, b))
@@ -611,7 +613,7 @@ def tensor_scalar():
     t.expect("r_muladd", "fp32", alu("add", alu("multiply", x, s), 0.5))
     t.expect("r_recip", "fp32", alu("divide", 1.0, alu("subtract", s_far, x)))
     t.expect("r_relu6", "bf16", alu("min", alu("max", x, 0.0), 6.0))
-    t.expect("r_bits", "int32", alu("shift_right", alu("bitwise_and", xi, 255.0), 2.0))
+    t.expect("r_bits", "int32", bits_to("int32", alu("shift_right", alu("bitwise_and", xi, 255.0), 2.0)))
     t.expect("r_gt", "fp32", alu("is_gt", x, s2))
     t.expect("r_e5m2", "fp8_e5m2", alu("divide", x, 3.0))
 
@@ -748,9 +750,9 @@ def tensor_reduce():
     """)
     for name, v in res.items():
         t.expect(name, "fp32", v)
-    t.expect("r_and", "int32", ints["bitwise_and"])
-    t.expect("r_or", "int32", ints["bitwise_or"])
-    t.expect("r_xor", "int32", ints["bitwise_xor"])
+    t.expect("r_and", "int32", bits_to("int32", ints["bitwise_and"]))
+    t.expect("r_or", "int32", bits_to("int32", ints["bitwise_or"]))
+    t.expect("r_xor", "int32", bits_to("int32", ints["bitwise_xor"]))
     t.expect("r_bf16", "bf16", rb)
 
 
@@ -1077,12 +1079,14 @@ def find_index8():
 
 
 def match_replace8():
-    """match_replace8 (insns-dve.md): for j = 0..7 in order, the first element
-    equal to values[j] that has not been replaced yet is replaced by the
-    immediate; duplicated values therefore replace successive occurrences.
-    The optional indices output gets each replaced index, or -1 (int32) /
-    0xFFFFFFFF (uint32) when values[j] matched nothing. Replacement happens
-    after all matching (a replacement never matches a later value)."""
+    """match_replace8 (insns-dve.md): for j = 7, 6, .., 0 (the reverse order
+    of the NKI nc_match_replace8 documentation), the first element equal to
+    values[j] that has not been matched yet is replaced by the immediate;
+    duplicated values therefore replace successive occurrences, the first
+    occurrence going to the highest j. The optional indices output gets each
+    replaced index, or -1 (int32) / 0xFFFFFFFF (uint32) when values[j]
+    matched nothing. Replacement happens after all matching (a replacement
+    never matches a later value)."""
     t = Trace("match_replace8")
     x = t.ints((16, 24), 0, 9)
     vals = np.zeros((16, 8))
@@ -1130,7 +1134,7 @@ def match_replace8():
         idx = np.full(values.shape, float(none))
         for p in range(rows.shape[0]):
             taken = []
-            for j in range(8):
+            for j in range(7, -1, -1):
                 e = _first_match(list(rows[p]), values[p, j], taken)
                 if e is not None:
                     taken.append(e)
@@ -1637,11 +1641,11 @@ def partition_all_reduce():
     t.expect("r_max", "fp32", red("max", x))
     t.expect("r_absmax", "bf16", red("abs_max", x))
     t.expect("r_mul", "fp32", red("multiply", m))
-    t.expect("r_and", "int32", red("bitwise_and", xi))
-    t.expect("r_or", "int32", red("bitwise_or", xi))
+    t.expect("r_and", "int32", bits_to("int32", red("bitwise_and", xi)))
+    t.expect("r_or", "int32", bits_to("int32", red("bitwise_or", xi)))
     xor = np.bitwise_xor.reduce(xi.astype(np.int64), axis=0)  # two's complement check
     assert np.array_equal(red("bitwise_xor", xi)[0], xor.astype(np.float64))
-    t.expect("r_xor", "int32", red("bitwise_xor", xi))
+    t.expect("r_xor", "int32", bits_to("int32", red("bitwise_xor", xi)))
 
 
 def partition_broadcast():
