@@ -2,7 +2,8 @@
  * negative ones under traces/errors/) runs on the model and on the
  * functional executor with the trace's own inputs (in_TENSOR.npy): the
  * memories must be byte-identical afterwards, or both runs must fail with
- * the same message. (The traces' expected outputs are checked against
+ * the same message, and the model's log of a run has no race (the race
+ * detector, sim/race.h). (The traces' expected outputs are checked against
  * `nxsim exec` by the conformance tests; this pins model == functional.) */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +19,7 @@
 #include "isa/exec.h"
 #include "isa/npy.h"
 #include "sim/model.h"
+#include "sim/race.h"
 #include "support.h"
 
 /* traces/ beside tests/, found from this file's path. */
@@ -87,6 +89,9 @@ static int run_trace(const char *dir) {
             if (memcmp(model.core[c].sems, ref.core[c].sems, (p.sem_count ? p.sem_count : 1) * sizeof(uint32_t)))
                 fail_msg("%s: core %u semaphores differ", dir, c);
         }
+        /* Equal bytes are only the contract for race-free programs: pin it. */
+        int race = nx_race_check(&p, r.log, r.log_count, &merr);
+        if (race != 0) fail_msg("%s: %s", dir, merr.msg);
         nx_sim_result_free(&r);
     }
     nx_state_free(&model);
