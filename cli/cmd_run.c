@@ -22,6 +22,7 @@
 #include "isa/exec.h"
 #include "isa/npy.h"
 #include "isa/state.h"
+#include "registry/check.h"
 #include "registry/lower.h"
 #include "registry/macro_op.h"
 #include "registry/registry.h"
@@ -276,7 +277,7 @@ static int build_op(const run_args *a, run_op *r, const nx_registry_entry **entr
     const nx_registry_entry *e = nx_registry_get(NULL, op->func_name);
     if (!e) {
         /* Printed verbatim, without the usual "nxsim: " prefix: this line is
-         * the registry's contract (KERNELS.md), so scripts can match it. */
+         * the registry's contract (docs/parts/registry.md), so scripts can match it. */
         nx_registry_miss(NULL, op->func_name, &err);
         fprintf(stderr, "%s\n", err.msg);
         return CLI_EXIT_INPUT;
@@ -331,11 +332,11 @@ static int build_op(const run_args *a, run_op *r, const nx_registry_entry **entr
             r->in_path[i] = a->ins[i];
         }
     } else {
-        if (!e->default_op) {
+        if (!e->rules || !e->rules->default_op) {
             cli_message("%s has no built-in default op: give its operands with -i FILE.npy", e->key);
             return CLI_EXIT_USAGE;
         }
-        if (e->default_op(op, &err) != 0) {
+        if (e->rules->default_op(op, &err) != 0) {
             cli_message("%s: default op: %s", e->key, err.msg);
             return CLI_EXIT_RUNTIME;
         }
@@ -360,7 +361,7 @@ static int build_op(const run_args *a, run_op *r, const nx_registry_entry **entr
     }
 
     /* Results: the kernel's rule, checked against what the op file declares. */
-    if (!e->infer_results) {
+    if (!e->rules || !e->rules->infer_results) {
         cli_message("%s: nxsim has no result-shape rule for this kernel yet", e->key);
         return CLI_EXIT_INPUT;
     }
@@ -370,7 +371,7 @@ static int build_op(const run_args *a, run_op *r, const nx_registry_entry **entr
     const char *names[NX_OP_MAX_TENSORS] = {0};
     for (uint32_t j = 0; j < n_declared; j++) names[j] = declared[j].name;
     op->n_results = 0;
-    if (e->infer_results(op, names, &err) != 0) {
+    if (e->rules->infer_results(op, names, &err) != 0) {
         cli_message("%s", err.msg);
         return CLI_EXIT_INPUT;
     }
@@ -424,51 +425,6 @@ static int build_op(const run_args *a, run_op *r, const nx_registry_entry **entr
     return CLI_EXIT_OK;
 }
 
-/* ---- --check ------------------------------------------------------------------------ */
-
-typedef struct check_result {
-    double max_abs, max_rel;
-    uint64_t bad;       /* elements beyond the tolerance */
-    uint64_t first_bad; /* flat index of the first one */
-} check_result;
-
-static double dtype_eps(nx_dtype dt) {
-    switch (dt) {
-    case NX_DT_FP32: return ldexp(1.0, -23);
-    case NX_DT_BF16: return ldexp(1.0, -7);
-    case NX_DT_FP16: return ldexp(1.0, -10);
-    case NX_DT_FP8_E4M3: return ldexp(1.0, -3);
-    case NX_DT_FP8_E5M2: return ldexp(1.0, -2);
-    default: return 1.0; /* integers */
-    }
-}
-
-static void compare(nx_dtype dt, const uint8_t *got, const uint8_t *want, uint64_t n,
-                    double tolerance_eps, check_result *c) {
-    size_t es = nx_dtype_size(dt);
-    double eps = dtype_eps(dt);
-    memset(c, 0, sizeof *c);
-    for (uint64_t i = 0; i < n; i++) {
-        double g = nx_dtype_load(dt, got + i * es), w = nx_dtype_load(dt, want + i * es);
-        double abs_err, rel_err;
-        if (isnan(g) || isnan(w)) {
-            abs_err = isnan(g) && isnan(w) ? 0 : INFINITY;
-        } else if (isinf(g) || isinf(w)) {
-            abs_err = g == w ? 0 : INFINITY;
-        } else {
-            abs_err = fabs(g - w);
-        }
-        rel_err = abs_err == 0 ? 0 : w != 0 && isfinite(w) ? abs_err / fabs(w) : INFINITY;
-        if (abs_err > c->max_abs) c->max_abs = abs_err;
-        if (rel_err > c->max_rel) c->max_rel = rel_err;
-        double limit = tolerance_eps * eps * (isfinite(w) && fabs(w) > 1 ? fabs(w) : 1);
-        if (!(abs_err <= limit)) {
-            if (c->bad == 0) c->first_bad = i;
-            c->bad++;
-        }
-    }
-}
-
 /* ---- the report ---------------------------------------------------------------------- */
 
 static void json_string(FILE *f, const char *s) {
@@ -513,7 +469,8 @@ typedef struct run_report {
     uint32_t grid;
     const nx_sim_result *sim; /* NULL: functional */
     uint64_t new_traces, cache_hits;
-    const check_result *checks; /* NULL: no --check */
+    const nx_check_result *checks; /* NULL: no --check */
+    const nx_tolerance *tolerances; /* with checks */
     const uint8_t *const *result_data;
     uint64_t seed;
 } run_report;
@@ -554,15 +511,10 @@ static int print_text(const run_report *rr, const run_op *r) {
     printf("NEW_NKI_FE: %" PRIu64 " (new traces in this run; %" PRIu64 " from the trace cache)\n",
            rr->new_traces, rr->cache_hits);
     for (uint32_t j = 0; rr->checks && j < op->n_results; j++) {
-        const check_result *c = &rr->checks[j];
-        char tol[48];
-        if (rr->entry->tolerance_eps == 0)
-            snprintf(tol, sizeof tol, "exact");
-        else
-            snprintf(tol, sizeof tol, "%g x eps(%s)", rr->entry->tolerance_eps,
-                     nx_dtype_name(op->results[j].dtype));
+        const nx_check_result *c = &rr->checks[j];
         printf("check: %s vs %s: max abs error %.9g, max rel error %.9g (tolerance: %s): %s", op->results[j].name,
-               rr->entry->reference_name, c->max_abs, c->max_rel, tol, c->bad ? "FAILED" : "ok");
+               rr->entry->rules->reference_name, c->max_abs, c->max_rel, rr->tolerances[j].text,
+               c->bad ? "FAILED" : "ok");
         if (c->bad) printf(", %" PRIu64 " elements differ, the first at flat index %" PRIu64, c->bad, c->first_bad);
         printf("\n");
     }
@@ -602,15 +554,19 @@ static int print_json(const run_report *rr, const run_op *r) {
         else
             fputs("null", f);
         if (rr->checks) {
-            const check_result *c = &rr->checks[j];
+            const nx_check_result *c = &rr->checks[j];
             fputs(", \"check\": {\"reference\": ", f);
-            json_string(f, rr->entry->reference_name);
+            json_string(f, rr->entry->rules->reference_name);
             fputs(", \"max_abs_error\": ", f);
             json_number(f, c->max_abs);
             fputs(", \"max_rel_error\": ", f);
             json_number(f, c->max_rel);
-            fputs(", \"tolerance_eps\": ", f);
-            json_number(f, rr->entry->tolerance_eps);
+            fputs(", \"tolerance\": ", f);
+            json_string(f, rr->tolerances[j].text);
+            fputs(", \"tolerance_abs\": ", f);
+            json_number(f, rr->tolerances[j].abs);
+            fputs(", \"tolerance_rel\": ", f);
+            json_number(f, rr->tolerances[j].rel);
             fprintf(f, ", \"mismatches\": %" PRIu64 ", \"ok\": %s}", c->bad, c->bad ? "false" : "true");
         }
         fputs("}", f);
@@ -644,7 +600,8 @@ static int execute(const run_args *a, run_op *r) {
     int have_state = 0, have_sim = 0;
     nx_sim_result res;
     memset(&res, 0, sizeof res);
-    check_result checks[NX_OP_MAX_TENSORS];
+    nx_check_result checks[NX_OP_MAX_TENSORS];
+    nx_tolerance tols[NX_OP_MAX_TENSORS];
     uint8_t *ref_out[NX_OP_MAX_TENSORS] = {0};
     uint8_t *ref_in[NX_OP_MAX_TENSORS] = {0};
     int check_failed = 0;
@@ -695,7 +652,7 @@ static int execute(const run_args *a, run_op *r) {
     }
 
     if (a->check) {
-        if (!e->reference) {
+        if (!e->rules || !e->rules->reference) {
             cli_message("%s: no reference implementation to check against yet", e->key);
             status = CLI_EXIT_INPUT;
             goto done;
@@ -729,15 +686,20 @@ static int execute(const run_args *a, run_op *r) {
             }
             outs[j] = ref_out[j];
         }
-        if (e->reference(op, ins, outs, &err) != 0) {
-            cli_message("%s: %s", e->reference_name, err.msg);
+        if (e->rules->reference(op, ins, outs, &err) != 0) {
+            cli_message("%s: %s", e->rules->reference_name, err.msg);
             status = CLI_EXIT_RUNTIME;
             goto done;
         }
         for (uint32_t j = 0; j < op->n_results; j++) {
             const nx_tensor_decl *t = &prog->tensors[tout[j]];
-            compare((nx_dtype)t->dtype, result_data[j], ref_out[j],
-                    nx_tensor_bytes(t) / nx_dtype_size((nx_dtype)t->dtype), e->tolerance_eps, &checks[j]);
+            if (nx_op_rules_tolerance(e->rules, op, j, &tols[j], &err) != 0) {
+                cli_message("%s: tolerance: %s", e->key, err.msg);
+                status = CLI_EXIT_RUNTIME;
+                goto done;
+            }
+            nx_check_compare((nx_dtype)t->dtype, result_data[j], ref_out[j],
+                             nx_tensor_bytes(t) / nx_dtype_size((nx_dtype)t->dtype), &tols[j], &checks[j]);
             check_failed |= checks[j].bad != 0;
         }
     }
@@ -754,7 +716,7 @@ static int execute(const run_args *a, run_op *r) {
     }
 
     run_report rr = {e,         &m,     prog,      grid, have_sim ? &res : NULL, nx_lowerer_new_traces(L),
-                     nx_lowerer_cache_hits(L), a->check ? checks : NULL, result_data, a->seed};
+                     nx_lowerer_cache_hits(L), a->check ? checks : NULL, tols, result_data, a->seed};
     if ((a->json ? print_json(&rr, r) : print_text(&rr, r)) != 0) {
         cli_message("cannot write the report to standard output");
         status = CLI_EXIT_RUNTIME;
@@ -777,7 +739,7 @@ static int execute(const run_args *a, run_op *r) {
     }
     if (check_failed) {
         cli_message("%s: --check failed: results differ from %s beyond the tolerance; no output written",
-                    op->func_name, e->reference_name);
+                    op->func_name, e->rules->reference_name);
         status = CLI_EXIT_RUNTIME;
         goto done;
     }

@@ -149,7 +149,7 @@ static void cache_grow(nx_lowerer *L) {
 
 static int trace(const nx_lowerer *L, const nx_macro_op *op, nx_resolved *r, uint32_t grid,
                  nx_program *out, nx_error *err) {
-    const char *key = r->entry->key;
+    const char *key = r->key;
     if (grid > L->geo.cores)
         return nx_fail(err, "%s: needs a grid of %u cores, machine '%.16s' has %u", key, grid,
                        L->geo.name, L->geo.cores);
@@ -205,7 +205,7 @@ static int lower(nx_lowerer *L, const nx_macro_op *op, uint32_t grid_override, c
                  uint32_t *grid_out, nx_error *err) {
     if (nx_macro_op_check(op, err) != 0) return -1;
     nx_resolved r;
-    if (resolve_kernel_config(L->reg, op, &r, err) != 0) return -1;
+    if (nx_resolve_kernel_config(L->reg, op, &r, err) != 0) return -1;
     uint32_t grid = grid_override ? grid_override : r.config->requires_multicore_grid ? NX_VNC_GRID : 1;
     char *key = nx_lower_cache_key(op, grid, &L->geo);
     if (!key) {

@@ -1,5 +1,5 @@
 /* The live registry table (built once under pthread_once), lookup, the miss
- * error and resolve_kernel_config. The catalogue itself is registry/catalog.c. */
+ * error and nx_resolve_kernel_config. The catalogue itself is registry/catalog.c. */
 #include "registry.h"
 
 #include <pthread.h>
@@ -9,10 +9,9 @@
 
 /* The seed's _INTERNAL_KERNEL_REGISTRY: storage for the live table, written
  * exactly once by build_live_table() under pthread_once and read-only after.
- * 13 = the seed's entry count (tests/test_registry.c pins the catalogue at
- * 13; a larger one would leave the live table empty rather than overflow). */
-#define SEED_ENTRIES 13
-static nx_registry_entry live_entries[SEED_ENTRIES];
+ * Sized by the catalogue: registry/catalog.c does not compile unless it has
+ * exactly NX_SEED_ENTRIES rows. */
+static nx_registry_entry live_entries[NX_SEED_ENTRIES];
 static nx_kernel_registry live_table;
 static pthread_once_t live_once = PTHREAD_ONCE_INIT;
 static atomic_uint live_builds;
@@ -29,13 +28,13 @@ void nx_registry_filter_live(const nx_kernel_registry *cat, nx_registry_entry *o
 static void build_live_table(void) {
     const nx_kernel_registry *cat = nx_registry_catalogue();
     uint32_t n = 0;
-    if (cat->count <= SEED_ENTRIES) nx_registry_filter_live(cat, live_entries, &n);
+    nx_registry_filter_live(cat, live_entries, &n); /* cat->count == NX_SEED_ENTRIES */
     live_table.entries = live_entries;
     live_table.count = n;
     atomic_fetch_add(&live_builds, 1u);
 }
 
-const nx_kernel_registry *get_internal_kernel_registry(void) {
+const nx_kernel_registry *nx_get_internal_kernel_registry(void) {
     pthread_once(&live_once, build_live_table);
     return &live_table;
 }
@@ -43,7 +42,7 @@ const nx_kernel_registry *get_internal_kernel_registry(void) {
 uint32_t nx_registry_build_count(void) { return atomic_load(&live_builds); }
 
 const nx_registry_entry *nx_registry_get(const nx_kernel_registry *reg, const char *func_name) {
-    if (!reg) reg = get_internal_kernel_registry();
+    if (!reg) reg = nx_get_internal_kernel_registry();
     for (uint32_t i = 0; func_name && i < reg->count; i++)
         if (strcmp(reg->entries[i].key, func_name) == 0) return &reg->entries[i];
     return NULL;
@@ -70,7 +69,7 @@ static size_t py_str_repr(char *buf, size_t len, const char *s) {
 }
 
 void nx_registry_keys_repr(const nx_kernel_registry *reg, char *buf, size_t len) {
-    if (!reg) reg = get_internal_kernel_registry();
+    if (!reg) reg = nx_get_internal_kernel_registry();
     if (len == 0) return;
     size_t n = (size_t)snprintf(buf, len, "dict_keys([");
     for (uint32_t i = 0; i < reg->count && n < len; i++) {
@@ -103,9 +102,9 @@ static void tensor_ref(nx_tensor_ref *r, const nx_op_tensor *t) {
     memcpy(r->shape, t->shape, sizeof r->shape);
 }
 
-int resolve_kernel_config(const nx_kernel_registry *reg, const nx_macro_op *inst, nx_resolved *out,
-                          nx_error *err) {
-    if (!reg) reg = get_internal_kernel_registry();
+int nx_resolve_kernel_config(const nx_kernel_registry *reg, const nx_macro_op *inst, nx_resolved *out,
+                             nx_error *err) {
+    if (!reg) reg = nx_get_internal_kernel_registry();
     memset(out, 0, sizeof *out);
     nx_attrs_init(&out->additional_args);
     const nx_registry_entry *e = nx_registry_get(reg, inst->func_name);
@@ -134,9 +133,11 @@ int resolve_kernel_config(const nx_kernel_registry *reg, const nx_macro_op *inst
         nx_resolved_free(out);
         return -1;
     }
+    out->key = e->key;
     out->entry = e;
     out->config = cfg;
     out->leaf = cfg->kernel_func;
+    out->rules = e->rules;
     return 0;
 }
 

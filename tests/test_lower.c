@@ -55,10 +55,12 @@ static const nx_leaf copy_leaf = {"copy_rows", leaf_copy_rows};
 static const nx_leaf fail_leaf = {"always_fails", leaf_fail};
 
 static const nx_registry_entry test_entries[] = {
-    {1, "CopyGrid", {&copy_leaf, NX_OPERANDS_ALL, &nx_args_attrs, true, false}, "test", NULL, NULL,
-     NULL, NULL, 0},
-    {2, "CopyOne", {&copy_leaf, 1, NULL, false, false}, "test", NULL, NULL, NULL, NULL, 0},
-    {3, "Fails", {&fail_leaf, NX_OPERANDS_ALL, NULL, false, false}, "test", NULL, NULL, NULL, NULL, 0},
+    {.seed_index = 1, .key = "CopyGrid", .family = "test",
+     .config = {&copy_leaf, NX_OPERANDS_ALL, &nx_args_attrs, true, false}},
+    {.seed_index = 2, .key = "CopyOne", .family = "test",
+     .config = {&copy_leaf, 1, NULL, false, false}},
+    {.seed_index = 3, .key = "Fails", .family = "test",
+     .config = {&fail_leaf, NX_OPERANDS_ALL, NULL, false, false}},
 };
 static const nx_kernel_registry test_reg = {test_entries, 3};
 
