@@ -1,5 +1,6 @@
 /* The kernel inventory of `nxsim kernels`: every kernel of the environment,
  * tier by tier (references, leaves, composites). */
+#include "composites.h"
 #include "registry.h"
 #include "topk_methods.h"
 
@@ -38,12 +39,14 @@ uint32_t nx_kernel_inventory(nx_inventory_item *out, uint32_t max) {
     }
     uint32_t nm;
     const nx_topk_method *m = nx_topk_method_mapping(&nm);
-    static const char *const via[NX_TOPK_METHOD_COUNT] = {
-        "SupportedTopkMethods.SCANNING", "SupportedTopkMethods.CASCADED",
-        "SupportedTopkMethods.ROTATIONAL"};
     for (uint32_t i = 0; i < nm; i++)
-        ADD(m[i].function, NX_TIER_LEAF, "topk", NULL, m[i].fn != NULL, via[m[i].method]);
-    /* Composite (orchestrator) kernels: none exist yet. */
+        ADD(m[i].function, NX_TIER_LEAF, "topk", NULL, m[i].fn != NULL, m[i].via);
+    const nx_composite_table *comps = nx_composites();
+    for (uint32_t i = 0; i < comps->count; i++) {
+        const nx_composite *c = &comps->items[i];
+        ADD(c->config.kernel_func->name, NX_TIER_COMPOSITE, c->family, NULL,
+            c->config.kernel_func->fn != NULL, c->via);
+    }
 #undef ADD
     return n;
 }

@@ -115,7 +115,7 @@ void nx_registry_keys_repr(const nx_kernel_registry *reg, char *buf, size_t len)
  * test leaves (and a driver can be given one: registry/lower.h). */
 void nx_registry_filter_live(const nx_kernel_registry *cat, nx_registry_entry *out, uint32_t *count);
 
-/* ---- the kernel inventory (`nxsim kernels`, seed 003's tiers) ------------- */
+/* ---- the kernel inventory (`nxsim kernels`, docs/parts/registry.md) ------- */
 
 typedef enum nx_kernel_tier {
     NX_TIER_REFERENCE = 0, /* kernels/ref: readable plain-C references (oracles) */
@@ -145,11 +145,14 @@ uint32_t nx_kernel_inventory(nx_inventory_item *out, uint32_t max);
  * are operand descriptors (name, shape, dtype; hbm_offset 0 until the driver
  * places the tensors) for the first operand_count operands (all if
  * NX_OPERANDS_ALL), then the results. */
+struct nx_composite; /* registry/composites.h */
 typedef struct nx_resolved {
     const char *key;                /* the func_name that matched */
-    const nx_registry_entry *entry; /* the registry row */
+    const nx_registry_entry *entry; /* the registry row (NULL for a composite) */
+    const struct nx_composite *composite; /* the composite (NULL for a registry row) */
     const nx_kernel_config *config;
     const nx_leaf *leaf;
+    const char *family;
     const nx_op_rules *rules;       /* NULL: no rules yet */
     nx_attrs additional_args; /* owned (empty when the config has no builder) */
     nx_tensor_ref call_args[NX_KERNEL_MAX_ARGS];
@@ -157,8 +160,9 @@ typedef struct nx_resolved {
     uint32_t n_inputs;        /* call_args[0..n_inputs) are operands */
 } nx_resolved;
 
-/* Resolves `inst` against `reg` (NULL = the live table). Errors: the miss
- * error; fewer operands than operand_count; more call args than
+/* Resolves `inst` against `reg` (NULL = the live table) only; nx_resolve_op
+ * (registry/composites.h) also reaches composites. Errors: the miss error;
+ * fewer operands than operand_count; more call args than
  * NX_KERNEL_MAX_ARGS; the builder's error. */
 int nx_resolve_kernel_config(const nx_kernel_registry *reg, const nx_macro_op *inst, nx_resolved *out,
                              nx_error *err);

@@ -87,6 +87,16 @@ double nx_dtype_epsilon(nx_dtype dt);
 int nx_op_rules_tolerance(const nx_op_rules *rules, const nx_macro_op *op, uint32_t result,
                           nx_tolerance *out, nx_error *err);
 
+/* Gives op its results by rules->infer_results. Results op already has
+ * (from an op file) keep their names, and a declared dtype (other than
+ * NX_OP_DTYPE_UNSET) or shape (ndims != 0) must equal the rule's. Errors:
+ * the rule's own (unprefixed); "KEY: nxsim has no result-shape rule for this
+ * kernel yet"; and, prefixed with `source` (the op file) when non-NULL,
+ * "N results given, KEY produces M" and "result 0 (y) is declared
+ * fp32[2,4], but KEY produces fp32[4,2]". */
+int nx_op_rules_apply_results(const nx_op_rules *rules, const char *key, const char *source,
+                              nx_macro_op *op, nx_error *err);
+
 /* 1 if `name` is one of rules->attrs. */
 int nx_op_rules_reads_attr(const nx_op_rules *rules, const char *name);
 

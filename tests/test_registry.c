@@ -1,4 +1,4 @@
-/* The internal kernel registry (KERNELS.md section 1, seed 000): the 13 seed
+/* The internal kernel registry (docs/parts/registry.md): the 13 seed
  * entries and their configs against the seed's builder listing written out
  * by hand below, every transcription trap, the live table (once-only build
  * under racing threads, same pointer), the exact miss text, the three live
@@ -22,7 +22,7 @@
 #include "registry/registry.h"
 #include "registry/topk_methods.h"
 
-/* ---- the seed's listing, copied from KERNELS.md section 1 ------------------ */
+/* ---- the seed's listing, copied from docs/parts/registry.md --------------- */
 
 enum { B_NONE, B_ATTRS, B_CONV_OUT, B_RESIZE };
 typedef struct expected_entry {
@@ -526,27 +526,29 @@ static void test_tolerances_and_compare(void **state) {
 
 static void test_topk_mapping(void **state) {
     (void)state;
-    assert_int_equal(SCANNING, 0);
-    assert_int_equal(CASCADED, 1);
-    assert_int_equal(ROTATIONAL, 2);
+    assert_int_equal(NX_TOPK_SCANNING, 0);
+    assert_int_equal(NX_TOPK_CASCADED, 1);
+    assert_int_equal(NX_TOPK_ROTATIONAL, 2);
     uint32_t n;
     const nx_topk_method *m = nx_topk_method_mapping(&n);
     assert_int_equal(n, 3);
     assert_string_equal(m[0].member, "SCANNING");
     assert_string_equal(m[0].function, "naive_scanning_topk");
+    assert_string_equal(m[0].via, "SupportedTopkMethods.SCANNING");
+    assert_string_equal(m[2].via, "SupportedTopkMethods.ROTATIONAL");
     assert_string_equal(m[1].member, "CASCADED");
     assert_string_equal(m[1].function, "cascaded_2_stage_topk");
     assert_string_equal(m[2].member, "ROTATIONAL");
     assert_string_equal(m[2].function, "rotational_topk");
-    assert_string_equal(nx_topk_method_get(SCANNING)->function, "naive_scanning_topk");
-    SupportedTopkMethods got;
+    assert_string_equal(nx_topk_method_get(NX_TOPK_SCANNING)->function, "naive_scanning_topk");
+    nx_topk_method_id got;
     nx_error err;
     assert_int_equal(nx_topk_method_from_name("SCANNING", &got, &err), 0);
-    assert_int_equal(got, SCANNING);
+    assert_int_equal(got, NX_TOPK_SCANNING);
     assert_int_equal(nx_topk_method_from_name("NAIVE_SCANNING", &got, &err), -1);
     assert_string_equal(err.msg, "unknown top-k method 'NAIVE_SCANNING' (SupportedTopkMethods: "
                                  "SCANNING, CASCADED, ROTATIONAL)");
-    assert_null(nx_topk_method_get((SupportedTopkMethods)3));
+    assert_null(nx_topk_method_get((nx_topk_method_id)3));
 }
 
 /* ---- the inventory ------------------------------------------------------------ */
@@ -610,6 +612,42 @@ static void test_attr_json_int_float_nested(void **state) {
     assert_string_equal(j, "[0.1, 1e+20, 2.5e-07, 123456.0]");
     free(j);
     nx_value_free(&v);
+}
+
+/* One JSON number policy (isa/json_write.h): JSON documents spell a
+ * non-finite float as null, the canonical cache-key text keeps NaN and
+ * infinities apart from null, and reading refuses a number beyond the
+ * double range instead of turning it into an infinity. */
+static void test_json_non_finite_policy(void **state) {
+    (void)state;
+    nx_error err;
+    nx_value v = nx_value_float(NAN);
+    char *j = nx_value_to_json(&v);
+    assert_string_equal(j, "null");
+    free(j);
+    nx_attrs a, b;
+    nx_attrs_init(&a);
+    nx_attrs_init(&b);
+    assert_int_equal(nx_attrs_set(&a, "x", &v, &err), 0);
+    nx_value inf = nx_value_float(-INFINITY);
+    assert_int_equal(nx_attrs_set(&a, "y", &inf, &err), 0);
+    nx_value none;
+    memset(&none, 0, sizeof none);
+    assert_int_equal(nx_attrs_set(&b, "x", &none, &err), 0);
+    j = nx_attrs_to_json(&a);
+    assert_string_equal(j, "{\"x\": null, \"y\": null}");
+    free(j);
+    char *ca = nx_attrs_canonical(&a), *cb = nx_attrs_canonical(&b);
+    assert_string_equal(ca, "{\"x\":NaN,\"y\":-Infinity}");
+    assert_string_equal(cb, "{\"x\":null}");
+    free(ca);
+    free(cb);
+    nx_attrs_free(&a);
+    nx_attrs_free(&b);
+    assert_int_equal(nx_value_parse("-a big", "[1e999]", &v, &err), -1);
+    assert_string_equal(err.msg, "-a big[0]: number outside the double range");
+    assert_int_equal(nx_value_parse("-a big", "-1e400", &v, &err), -1);
+    assert_string_equal(err.msg, "-a big: number outside the double range");
 }
 
 static void test_canonical_attrs(void **state) {
@@ -745,6 +783,7 @@ int main(void) {
         cmocka_unit_test(test_topk_mapping),
         cmocka_unit_test(test_inventory),
         cmocka_unit_test(test_attr_json_int_float_nested),
+        cmocka_unit_test(test_json_non_finite_policy),
         cmocka_unit_test(test_canonical_attrs),
         cmocka_unit_test(test_op_json_round_trip_and_errors),
     };
