@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "isa/builder.h"
+#include "isa/dtype.h"
 #include "isa/insn.h"
 #include "support.h"
 
@@ -81,6 +82,20 @@ static void test_fp32_store_canonical_nan(void **state) {
         check_bits(nx_psum_at(&st, 0, 1, 64), canonical, N, "tensor_copy to PSUM");
     }
 
+    /* A strided destination (stride -1: reversed) takes the element-wise
+     * path of the fp32 store rather than the contiguous one. */
+    {
+        int32_t rev = -1;
+        uint32_t cnt = N;
+        nx_insn c = nx_insn_make(NX_OP_TENSOR_COPY);
+        c.op[0] = nx_ap(NX_OPK_SBUF, NX_DT_FP32, 0, 2, 0, 1536 + 4 * (N - 1), 1, &rev, &cnt);
+        c.op[1] = src;
+        run_ok(&st, NX_ENG_DVE, &c);
+        uint32_t reversed[N];
+        for (int i = 0; i < N; i++) reversed[i] = canonical[N - 1 - i];
+        check_bits(nx_sbuf_at(&st, 0, 1, 1536), reversed, N, "tensor_copy, reversed dst");
+    }
+
     nx_insn a = nx_insn_make(NX_OP_ACTIVATION);
     a.func = NX_ACT_IDENTITY;
     a.op[0] = sb(NX_DT_FP32, 0, 2, 512, N);
@@ -134,6 +149,59 @@ static void test_bit_copies_keep_payload(void **state) {
     run_ok(&st, NX_ENG_DVE, &t);
     for (uint32_t p = 0; p < N; p++)
         check_bits(nx_sbuf_at(&st, 0, p, 128), &in_bits[p], 1, "DVE transpose");
+    nx_state_free(&st);
+}
+
+/* The fp32 store of a whole row (contiguous runs take a 4-lane path,
+ * strided ones an element-wise one) gives the bits of nx_dtype_store, the
+ * store rule's reference (tested against an independent encoder in
+ * test_dtype.c), for fp32 values with NaN payloads, infinities, signed
+ * zeros and subnormals, and for int32 values that need one rounding. */
+static void test_fp32_store_paths_agree(void **state) {
+    (void)state;
+    enum { P = 4, F = 1027 }; /* not a multiple of 4: a scalar tail */
+    nx_state st;
+    test_state(&st, 1, 4096, 1);
+    test_rng r = {77};
+    static uint32_t fbits[P][F];
+    static int32_t ivals[P][F];
+    static const uint32_t specials[] = {0x7f812345u, 0xff812345u, 0x7fc00001u, 0xffffffffu,
+                                        0x7f800000u, 0xff800000u, 0x80000000u, 0x00000001u};
+    for (uint32_t p = 0; p < P; p++) {
+        for (int e = 0; e < F; e++) {
+            uint64_t x = test_rng_next(&r);
+            fbits[p][e] = (x & 7) == 0 ? specials[(x >> 3) & 7] : (uint32_t)(x >> 32);
+            ivals[p][e] = (int32_t)(uint32_t)(x >> 16);
+        }
+        memcpy(nx_sbuf_at(&st, 0, p, 0), fbits[p], sizeof fbits[p]);
+        memcpy(nx_sbuf_at(&st, 0, p, 8192), ivals[p], sizeof ivals[p]);
+    }
+    const int32_t stride2 = 2;
+    const uint32_t count = F;
+    const struct {
+        nx_dtype src_dt;
+        uint64_t src_off;
+        int strided;
+    } cases[] = {
+        {NX_DT_FP32, 0, 0}, {NX_DT_FP32, 0, 1}, {NX_DT_INT32, 8192, 0}, {NX_DT_INT32, 8192, 1}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        nx_insn c = nx_insn_make(NX_OP_TENSOR_COPY);
+        c.op[0] = cases[k].strided
+                      ? nx_ap(NX_OPK_SBUF, NX_DT_FP32, 0, P, 0, 16384, 1, &stride2, &count)
+                      : sb(NX_DT_FP32, 0, P, 16384, F);
+        c.op[1] = sb(cases[k].src_dt, 0, P, cases[k].src_off, F);
+        run_ok(&st, NX_ENG_DVE, &c);
+        const uint64_t dst_step = cases[k].strided ? 8 : 4;
+        for (uint32_t p = 0; p < P; p++)
+            for (int e = 0; e < F; e++) {
+                const uint8_t *src = nx_sbuf_at(&st, 0, p, cases[k].src_off + 4 * (uint64_t)e);
+                uint8_t want[4];
+                nx_dtype_store(NX_DT_FP32, want, nx_dtype_load(cases[k].src_dt, src));
+                const uint8_t *got = nx_sbuf_at(&st, 0, p, 16384 + dst_step * (uint64_t)e);
+                if (memcmp(got, want, 4) != 0)
+                    fail_msg("case %zu [%u, %d]: bits differ from nx_dtype_store", k, p, e);
+            }
+    }
     nx_state_free(&st);
 }
 
@@ -206,6 +274,7 @@ static void test_alu_nan_through_tensor_tensor(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fp32_store_canonical_nan),
+        cmocka_unit_test(test_fp32_store_paths_agree),
         cmocka_unit_test(test_bit_copies_keep_payload),
         cmocka_unit_test(test_alu_nan_choice),
         cmocka_unit_test(test_alu_nan_through_tensor_tensor),
