@@ -122,7 +122,8 @@ nx_operand nx_operand_rows(const nx_operand *op, uint32_t p0, uint32_t np);
 /* ---- DMA ---- */
 
 /* DMA lanes: the context spreads transfers over nx_kctx_lanes() queues,
- * lane l on DMA engine l mod 16 (queue l / 16 of that engine), so
+ * lane l on DMA engine l mod E (its queue l / E), E = the machine's
+ * geo.dma_engines (16 on trn1/trn2; queue numbers as isa/geometry.h), so
  * consecutive lanes use different DMA engines. Transfers on one lane run in
  * order; on different lanes they overlap. */
 uint32_t nx_kctx_lanes(const nx_kctx *k);
@@ -180,16 +181,5 @@ void nx_kctx_get_stats(const nx_kctx *k, nx_kctx_stats *out);
  * lane, or -1 if the context has not used it. */
 int nx_kctx_engine_semaphore(const nx_kctx *k, nx_engine engine);
 int nx_kctx_lane_semaphore(const nx_kctx *k, uint32_t lane);
-
-/* A static ordering check of a finished program, independent of the
- * layer's bookkeeping (kernels/author_check.c): replays program order, DMA
- * issue and queue order, semaphore waits ("sem >= v" follows the first v
- * increments; every semaphore must be incremented by one agent in steps of
- * 1) and core barriers with vector clocks, then compares every pair of
- * conflicting footprints. Returns 0 if every conflicting pair is ordered;
- * 1 with "race: <insn> writes <box> and <insn> reads <box> with nothing
- * ordering them"; -1 for a program outside the check (shared semaphores,
- * a deadlock) or on out of memory. */
-int nx_kcheck_program(const nx_program *p, nx_error *err);
 
 #endif

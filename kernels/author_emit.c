@@ -48,15 +48,13 @@ int nx_kctx_dma_transpose(nx_kctx *k, uint32_t lane, const nx_operand *dst,
 }
 
 int nx_kctx_emit(nx_kctx *k, nx_engine engine, const nx_insn *insn, nx_error *err) {
-    const nx_opcode_info *info = nx_opcode_lookup(insn->opcode);
-    const char *mn = info ? info->mnemonic : "?";
+    const char *mn = nx_opcode_mnemonic(insn->opcode);
     if ((unsigned)engine >= K_COMPUTE_AGENTS)
         return nx_fail(err, "%s %s: nx_kctx_emit takes compute engines only (DMA: nx_kctx_dma*)",
                        nx_engine_name(engine), mn);
-    switch (insn->opcode) {
-    case NX_OP_DMA_COPY:
-    case NX_OP_DMA_TRANSPOSE:
+    if (nx_opcode_is_dma(insn->opcode))
         return nx_fail(err, "%s %s: DMA goes through nx_kctx_dma*", nx_engine_name(engine), mn);
+    switch (insn->opcode) {
     case NX_OP_CORE_BARRIER:
         return nx_fail(err, "%s %s: use nx_kctx_barrier", nx_engine_name(engine), mn);
     case NX_OP_END:

@@ -8,6 +8,7 @@
  * Seed traps kept on purpose: key #4 has no "_kernel", its function does;
  * keys #3-#6 are capitalised, their functions are not; there is no MLP
  * entry (MLP is inlined by name elsewhere in the seed's compiler). */
+#include "kernels/conv/conv2d_pbp.h"
 #include "kernels/transpose.h"
 #include "registry.h"
 #include "registry/families/families.h"
@@ -17,8 +18,8 @@
 #define LEAF(fname, fnptr) static const nx_leaf leaf_##fname = {#fname, fnptr}
 LEAF(select_and_scatter_kernel, NULL);
 LEAF(resize_nearest_fixed_dma_kernel, NULL);
-LEAF(conv2d_pbp_0f1b_0i1o_01fb_experimental_1, NULL);
-LEAF(conv2d_pbp_fb01_io01_01bf_kernel_experimental_1, NULL);
+LEAF(conv2d_pbp_0f1b_0i1o_01fb_experimental_1, conv2d_pbp_0f1b_0i1o_01fb_experimental_1);
+LEAF(conv2d_pbp_fb01_io01_01bf_kernel_experimental_1, conv2d_pbp_fb01_io01_01bf_kernel_experimental_1);
 LEAF(conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh, NULL);
 LEAF(conv1d_depthwise_bf01_oi01_bf01, NULL);
 LEAF(conv2d_column_packing, NULL);
@@ -44,9 +45,11 @@ static const nx_registry_entry seed_catalogue[] = {
     {.seed_index = 2, .key = "ResizeNearest", .family = "resize",
      .config = CONFIG(resize_nearest_fixed_dma_kernel, 1, &nx_args_resize, false)},
     {.seed_index = 3, .key = "Conv2d_pbp_0f1b_0i1o_01fb_experimental_1", .family = "conv",
-     .config = CONFIG(conv2d_pbp_0f1b_0i1o_01fb_experimental_1, ALL, &nx_args_attrs, false)},
+     .config = CONFIG(conv2d_pbp_0f1b_0i1o_01fb_experimental_1, ALL, &nx_args_attrs, false),
+     .rules = &nx_rules_conv_pbp_0f1b},
     {.seed_index = 4, .key = "Conv2d_pbp_fb01_io01_01bf_experimental_1", .family = "conv",
-     .config = CONFIG(conv2d_pbp_fb01_io01_01bf_kernel_experimental_1, ALL, &nx_args_attrs, false)},
+     .config = CONFIG(conv2d_pbp_fb01_io01_01bf_kernel_experimental_1, ALL, &nx_args_attrs, false),
+     .rules = &nx_rules_conv_pbp_fb01},
     {.seed_index = 5, .key = "Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh", .family = "conv",
      .config = CONFIG(conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh, 2, &nx_args_conv_attrs_out_shape, false)},
     {.seed_index = 6, .key = "Conv1d_depthwise_bf01_oi01_bf01", .family = "conv",

@@ -19,6 +19,7 @@ static const struct {
     const char *family;
 } references[] = {
     {"nx_ref_transpose", "transpose"},
+    {"nx_ref_conv", "conv"},
 };
 
 uint32_t nx_kernel_inventory(nx_inventory_item *out, uint32_t max) {

@@ -20,16 +20,6 @@
 #include "isa/insn.h"
 #include "support.h"
 
-static nx_operand sb(nx_dtype dt, uint32_t p0, uint32_t np, uint64_t off, uint32_t n) {
-    return nx_ap_tile(NX_OPK_SBUF, dt, p0, np, off, n);
-}
-
-static void run_ok(nx_state *st, nx_engine eng, const nx_insn *insn) {
-    nx_error err;
-    memset(&err, 0, sizeof err);
-    if (test_run(st, 0, eng, insn, &err) != 0) fail_msg("unexpected failure: %s", err.msg);
-}
-
 /* The raw 32-bit words at SBUF partition p, byte off. */
 static void get_words(nx_state *st, uint32_t p, uint64_t off, uint32_t *out, size_t n) {
     memcpy(out, nx_sbuf_at(st, 0, p, off), n * sizeof *out);
@@ -69,13 +59,13 @@ static void test_shift_left_bit31(void **state) {
     test_sbuf_put(&st, 0, NX_DT_INT32, 0, 64, 4, c);
     const uint32_t want[4] = {0x80000000u, 0x80000000u, 0xffffffffu, 0xfffffffeu};
     uint32_t got[4];
-    nx_insn t = tt(NX_ALU_SHIFT_LEFT, sb(NX_DT_INT32, 0, 1, 128, 4), sb(NX_DT_INT32, 0, 1, 0, 4),
-                   sb(NX_DT_INT32, 0, 1, 64, 4));
-    run_ok(&st, NX_ENG_DVE, &t);
+    nx_insn t = tt(NX_ALU_SHIFT_LEFT, test_sb(NX_DT_INT32, 0, 1, 128, 4), test_sb(NX_DT_INT32, 0, 1, 0, 4),
+                   test_sb(NX_DT_INT32, 0, 1, 64, 4));
+    test_run_ok(&st, NX_ENG_DVE, &t);
     get_words(&st, 0, 128, got, 4);
     check_words(got, want, 4, "shift_left into int32");
-    t.op[0] = sb(NX_DT_UINT32, 0, 1, 192, 4);
-    run_ok(&st, NX_ENG_POOL, &t);
+    t.op[0] = test_sb(NX_DT_UINT32, 0, 1, 192, 4);
+    test_run_ok(&st, NX_ENG_POOL, &t);
     get_words(&st, 0, 192, got, 4);
     check_words(got, want, 4, "shift_left into uint32 (POOL)");
     nx_state_free(&st);
@@ -94,9 +84,9 @@ static void test_shift_right_logical(void **state) {
     uint32_t want[5], got[5];
     for (int i = 0; i < 5; i++)
         want[i] = (uint32_t)(int32_t)a[i] >> (unsigned)c[i];
-    nx_insn t = tt(NX_ALU_SHIFT_RIGHT, sb(NX_DT_INT32, 0, 1, 128, 5), sb(NX_DT_INT32, 0, 1, 0, 5),
-                   sb(NX_DT_INT32, 0, 1, 64, 5));
-    run_ok(&st, NX_ENG_DVE, &t);
+    nx_insn t = tt(NX_ALU_SHIFT_RIGHT, test_sb(NX_DT_INT32, 0, 1, 128, 5), test_sb(NX_DT_INT32, 0, 1, 0, 5),
+                   test_sb(NX_DT_INT32, 0, 1, 64, 5));
+    test_run_ok(&st, NX_ENG_DVE, &t);
     get_words(&st, 0, 128, got, 5);
     check_words(got, want, 5, "shift_right into int32");
     const uint32_t hand[5] = {0x0ffffff0u, 1u, 0xffffffffu, 2u, 15u};
@@ -121,9 +111,9 @@ static void test_and_or_xor_bit31(void **state) {
             uint32_t x = (uint32_t)ua[i], y = (uint32_t)ub[i];
             want[i] = k == 0 ? (x | y) : k == 1 ? (x ^ y) : (x & y);
         }
-        nx_insn t = tt(ops[k], sb(NX_DT_INT32, 0, 1, 128, 4), sb(NX_DT_UINT32, 0, 1, 0, 4),
-                       sb(NX_DT_UINT32, 0, 1, 64, 4));
-        run_ok(&st, NX_ENG_DVE, &t);
+        nx_insn t = tt(ops[k], test_sb(NX_DT_INT32, 0, 1, 128, 4), test_sb(NX_DT_UINT32, 0, 1, 0, 4),
+                       test_sb(NX_DT_UINT32, 0, 1, 64, 4));
+        test_run_ok(&st, NX_ENG_DVE, &t);
         get_words(&st, 0, 128, got, 4);
         check_words(got, want, 4, nx_alu_name(ops[k]));
     }
@@ -132,10 +122,10 @@ static void test_and_or_xor_bit31(void **state) {
     test_sbuf_put(&st, 0, NX_DT_INT32, 0, 256, 1, &m1);
     nx_insn s = nx_insn_make(NX_OP_TENSOR_SCALAR);
     s.alu0 = NX_ALU_BITWISE_AND;
-    s.op[0] = sb(NX_DT_UINT32, 0, 1, 320, 1);
-    s.op[1] = sb(NX_DT_INT32, 0, 1, 256, 1);
+    s.op[0] = test_sb(NX_DT_UINT32, 0, 1, 320, 1);
+    s.op[1] = test_sb(NX_DT_INT32, 0, 1, 256, 1);
     s.op[2] = nx_imm(4294967295.0, NX_DT_UINT32);
-    run_ok(&st, NX_ENG_DVE, &s);
+    test_run_ok(&st, NX_ENG_DVE, &s);
     uint32_t w;
     get_words(&st, 0, 320, &w, 1);
     check_words(&w, (const uint32_t[]){0xffffffffu}, 1, "-1 AND all ones into uint32");
@@ -158,7 +148,7 @@ static void test_xorshift32_rng(void **state) {
             for (int e = 0; e < F; e++) ref[p][e] = (uint32_t)test_rng_next(&r) | 1u;
             memcpy(nx_sbuf_at(&st, 0, p, 0), ref[p], sizeof ref[p]);
         }
-        const nx_operand x = sb(dts[d], 0, P, 0, F), tmp = sb(dts[d], 0, P, 64, F);
+        const nx_operand x = test_sb(dts[d], 0, P, 0, F), tmp = test_sb(dts[d], 0, P, 64, F);
         const struct { nx_alu_op op; double count; } sub[3] = {
             {NX_ALU_SHIFT_LEFT, 13}, {NX_ALU_SHIFT_RIGHT, 17}, {NX_ALU_SHIFT_LEFT, 5}};
         for (int step = 0; step < STEPS; step++)
@@ -168,9 +158,9 @@ static void test_xorshift32_rng(void **state) {
                 s.op[0] = tmp;
                 s.op[1] = x;
                 s.op[2] = nx_imm(sub[k].count, NX_DT_INT32);
-                run_ok(&st, NX_ENG_DVE, &s);
+                test_run_ok(&st, NX_ENG_DVE, &s);
                 nx_insn t = tt(NX_ALU_BITWISE_XOR, x, x, tmp);
-                run_ok(&st, NX_ENG_DVE, &t);
+                test_run_ok(&st, NX_ENG_DVE, &t);
             }
         for (uint32_t p = 0; p < P; p++) {
             for (int step = 0; step < STEPS; step++)
@@ -201,11 +191,11 @@ static void test_tensor_scalar_masks(void **state) {
     nx_insn s = nx_insn_make(NX_OP_TENSOR_SCALAR);
     s.alu0 = NX_ALU_SHIFT_RIGHT;
     s.alu1 = NX_ALU_BITWISE_AND;
-    s.op[0] = sb(NX_DT_INT32, 0, 1, 64, 4);
-    s.op[1] = sb(NX_DT_INT32, 0, 1, 0, 4);
+    s.op[0] = test_sb(NX_DT_INT32, 0, 1, 64, 4);
+    s.op[1] = test_sb(NX_DT_INT32, 0, 1, 0, 4);
     s.op[2] = nx_imm(24, NX_DT_INT32);
     s.op[3] = nx_imm(255, NX_DT_INT32);
-    run_ok(&st, NX_ENG_DVE, &s);
+    test_run_ok(&st, NX_ENG_DVE, &s);
     uint32_t got[4], want[4];
     for (int i = 0; i < 4; i++) want[i] = ((uint32_t)(int32_t)x[i] >> 24) & 0xffu;
     get_words(&st, 0, 64, got, 4);
@@ -214,7 +204,7 @@ static void test_tensor_scalar_masks(void **state) {
     s.alu1 = NX_ALU_SHIFT_RIGHT;
     s.op[2] = nx_imm(8, NX_DT_INT32);
     s.op[3] = nx_imm(8, NX_DT_INT32);
-    run_ok(&st, NX_ENG_DVE, &s);
+    test_run_ok(&st, NX_ENG_DVE, &s);
     for (int i = 0; i < 4; i++) want[i] = ((uint32_t)(int32_t)x[i] << 8) >> 8;
     get_words(&st, 0, 64, got, 4);
     check_words(got, want, 4, "(x << 8) >> 8");
@@ -224,16 +214,16 @@ static void test_tensor_scalar_masks(void **state) {
     test_sbuf_put(&st, 0, NX_DT_INT32, 0, 128, 1, &one);
     s.alu0 = NX_ALU_SHIFT_LEFT;
     s.alu1 = NX_ALU_ADD;
-    s.op[1] = sb(NX_DT_INT32, 0, 1, 128, 1);
+    s.op[1] = test_sb(NX_DT_INT32, 0, 1, 128, 1);
     s.op[2] = nx_imm(31, NX_DT_INT32);
     s.op[3] = nx_imm(0.5, NX_DT_FP32);
-    s.op[0] = sb(NX_DT_FP32, 0, 1, 192, 1);
-    run_ok(&st, NX_ENG_DVE, &s);
+    s.op[0] = test_sb(NX_DT_FP32, 0, 1, 192, 1);
+    test_run_ok(&st, NX_ENG_DVE, &s);
     double v;
     test_sbuf_get(&st, 0, NX_DT_FP32, 0, 192, 1, &v);
     check_values(&v, (const double[]){2147483648.0}, 1, "(1 << 31) + 0.5 into fp32");
-    s.op[0] = sb(NX_DT_INT32, 0, 1, 192, 1);
-    run_ok(&st, NX_ENG_DVE, &s);
+    s.op[0] = test_sb(NX_DT_INT32, 0, 1, 192, 1);
+    test_run_ok(&st, NX_ENG_DVE, &s);
     test_sbuf_get(&st, 0, NX_DT_INT32, 0, 192, 1, &v);
     check_values(&v, (const double[]){2147483647.0}, 1, "(1 << 31) + 0.5 into int32");
     nx_state_free(&st);
@@ -252,11 +242,11 @@ static void test_stt_and_scan(void **state) {
     nx_insn s = nx_insn_make(NX_OP_SCALAR_TENSOR_TENSOR);
     s.alu0 = NX_ALU_SHIFT_LEFT;
     s.alu1 = NX_ALU_BITWISE_OR;
-    s.op[0] = sb(NX_DT_INT32, 0, 1, 128, 4);
-    s.op[1] = sb(NX_DT_INT32, 0, 1, 0, 4);
+    s.op[0] = test_sb(NX_DT_INT32, 0, 1, 128, 4);
+    s.op[1] = test_sb(NX_DT_INT32, 0, 1, 0, 4);
     s.op[2] = nx_imm(31, NX_DT_INT32);
-    s.op[3] = sb(NX_DT_INT32, 0, 1, 64, 4);
-    run_ok(&st, NX_ENG_POOL, &s);
+    s.op[3] = test_sb(NX_DT_INT32, 0, 1, 64, 4);
+    test_run_ok(&st, NX_ENG_POOL, &s);
     uint32_t got[4], want[4];
     for (int i = 0; i < 4; i++) want[i] = ((uint32_t)a[i] << 31) | (uint32_t)b[i];
     get_words(&st, 0, 128, got, 4);
@@ -269,11 +259,11 @@ static void test_stt_and_scan(void **state) {
     nx_insn sc = nx_insn_make(NX_OP_TENSOR_TENSOR_SCAN);
     sc.alu0 = NX_ALU_BITWISE_XOR;
     sc.alu1 = NX_ALU_BYPASS;
-    sc.op[0] = sb(NX_DT_INT32, 0, 1, 256, 4);
-    sc.op[1] = sb(NX_DT_UINT32, 0, 1, 192, 4);
-    sc.op[2] = sb(NX_DT_UINT32, 0, 1, 192, 4);
+    sc.op[0] = test_sb(NX_DT_INT32, 0, 1, 256, 4);
+    sc.op[1] = test_sb(NX_DT_UINT32, 0, 1, 192, 4);
+    sc.op[2] = test_sb(NX_DT_UINT32, 0, 1, 192, 4);
     sc.op[3] = nx_imm(0, NX_DT_INT32);
-    run_ok(&st, NX_ENG_DVE, &sc);
+    test_run_ok(&st, NX_ENG_DVE, &sc);
     uint32_t acc = 0;
     for (int i = 0; i < 4; i++) want[i] = acc ^= (uint32_t)u[i];
     get_words(&st, 0, 256, got, 4);
@@ -292,9 +282,9 @@ static void test_bitwise_reductions(void **state) {
     nx_insn r = nx_insn_make(NX_OP_TENSOR_REDUCE);
     r.alu0 = NX_ALU_BITWISE_OR;
     r.iparam[0] = 1;
-    r.op[0] = sb(NX_DT_INT32, 0, 2, 64, 1);
-    r.op[1] = sb(NX_DT_UINT32, 0, 2, 0, 3);
-    run_ok(&st, NX_ENG_DVE, &r);
+    r.op[0] = test_sb(NX_DT_INT32, 0, 2, 64, 1);
+    r.op[1] = test_sb(NX_DT_UINT32, 0, 2, 0, 3);
+    test_run_ok(&st, NX_ENG_DVE, &r);
     for (uint32_t p = 0; p < 2; p++) {
         uint32_t got, want = (uint32_t)u[p][0] | (uint32_t)u[p][1] | (uint32_t)u[p][2];
         get_words(&st, p, 64, &got, 1);
@@ -302,9 +292,9 @@ static void test_bitwise_reductions(void **state) {
     }
     nx_insn a = nx_insn_make(NX_OP_PARTITION_ALL_REDUCE);
     a.alu0 = NX_ALU_BITWISE_XOR;
-    a.op[0] = sb(NX_DT_INT32, 0, 2, 128, 3);
-    a.op[1] = sb(NX_DT_UINT32, 0, 2, 0, 3);
-    run_ok(&st, NX_ENG_POOL, &a);
+    a.op[0] = test_sb(NX_DT_INT32, 0, 2, 128, 3);
+    a.op[1] = test_sb(NX_DT_UINT32, 0, 2, 0, 3);
+    test_run_ok(&st, NX_ENG_POOL, &a);
     for (uint32_t p = 0; p < 2; p++) {
         uint32_t got[3], want[3];
         for (int e = 0; e < 3; e++) want[e] = (uint32_t)u[0][e] ^ (uint32_t)u[1][e];
@@ -331,9 +321,9 @@ static void test_reduce_negate_integer(void **state) {
         r.alu0 = ops[k];
         r.iparam[0] = 1;
         r.flags = NX_FLAG_NEGATE;
-        r.op[1] = sb(NX_DT_INT32, 0, 4, 0, 2);
-        r.op[0] = sb(NX_DT_FP32, 0, 4, 64, 1);
-        run_ok(&st, NX_ENG_DVE, &r);
+        r.op[1] = test_sb(NX_DT_INT32, 0, 4, 0, 2);
+        r.op[0] = test_sb(NX_DT_FP32, 0, 4, 64, 1);
+        test_run_ok(&st, NX_ENG_DVE, &r);
         for (uint32_t p = 0; p < 4; p++) {
             double v;
             test_sbuf_get(&st, 0, NX_DT_FP32, p, 64, 1, &v);
@@ -342,15 +332,15 @@ static void test_reduce_negate_integer(void **state) {
             get_words(&st, p, 64, &w, 1);
             if (want[k][p] == 0.0 && w != 0) fail_msg("partition %u: fp32 bits 0x%08x, want +0", p, w);
         }
-        r.op[0] = sb(NX_DT_BF16, 0, 4, 96, 1);
-        run_ok(&st, NX_ENG_POOL, &r);
+        r.op[0] = test_sb(NX_DT_BF16, 0, 4, 96, 1);
+        test_run_ok(&st, NX_ENG_POOL, &r);
         for (uint32_t p = 0; p < 4; p++) {
             uint16_t h;
             memcpy(&h, nx_sbuf_at(&st, 0, p, 96), sizeof h);
             if (want[k][p] == 0.0 && h != 0) fail_msg("partition %u: bf16 bits 0x%04x, want +0", p, h);
         }
-        r.op[0] = sb(NX_DT_INT32, 0, 4, 128, 1);
-        run_ok(&st, NX_ENG_DVE, &r);
+        r.op[0] = test_sb(NX_DT_INT32, 0, 4, 128, 1);
+        test_run_ok(&st, NX_ENG_DVE, &r);
         for (uint32_t p = 0; p < 4; p++) {
             uint32_t x0 = (uint32_t)(int32_t)x[p][0], x1 = (uint32_t)(int32_t)x[p][1];
             uint32_t w, expect = 0u - (k == 0 ? (x0 & x1) : (x0 ^ x1));
@@ -373,7 +363,7 @@ static void test_narrow_and_float_destinations(void **state) {
     test_sbuf_put(&st, 0, NX_DT_UINT8, 0, 0, 3, u8);
     nx_insn s = nx_insn_make(NX_OP_TENSOR_SCALAR);
     s.alu0 = NX_ALU_SHIFT_LEFT;
-    s.op[1] = sb(NX_DT_UINT8, 0, 1, 0, 3);
+    s.op[1] = test_sb(NX_DT_UINT8, 0, 1, 0, 3);
     s.op[2] = nx_imm(1, NX_DT_INT32);
     const struct {
         nx_dtype dt;
@@ -387,8 +377,8 @@ static void test_narrow_and_float_destinations(void **state) {
         {NX_DT_BF16, {400, 510, 2}},
     };
     for (size_t k = 0; k < sizeof shl / sizeof shl[0]; k++) {
-        s.op[0] = sb(shl[k].dt, 0, 1, 64, 3);
-        run_ok(&st, NX_ENG_DVE, &s);
+        s.op[0] = test_sb(shl[k].dt, 0, 1, 64, 3);
+        test_run_ok(&st, NX_ENG_DVE, &s);
         double got[3];
         test_sbuf_get(&st, 0, shl[k].dt, 0, 64, 3, got);
         check_values(got, shl[k].want, 3, nx_dtype_name(shl[k].dt));
@@ -396,7 +386,7 @@ static void test_narrow_and_float_destinations(void **state) {
     const double i8 = -1;
     test_sbuf_put(&st, 0, NX_DT_INT8, 0, 128, 1, &i8);
     s.alu0 = NX_ALU_SHIFT_RIGHT;
-    s.op[1] = sb(NX_DT_INT8, 0, 1, 128, 1);
+    s.op[1] = test_sb(NX_DT_INT8, 0, 1, 128, 1);
     s.op[2] = nx_imm(4, NX_DT_INT32);
     const struct {
         nx_dtype dt;
@@ -406,8 +396,8 @@ static void test_narrow_and_float_destinations(void **state) {
         {NX_DT_INT32, 268435455.0}, {NX_DT_FP32, 268435456.0 /* 0x0FFFFFFF rounded */},
     };
     for (size_t k = 0; k < sizeof shr / sizeof shr[0]; k++) {
-        s.op[0] = sb(shr[k].dt, 0, 1, 192, 1);
-        run_ok(&st, NX_ENG_DVE, &s);
+        s.op[0] = test_sb(shr[k].dt, 0, 1, 192, 1);
+        test_run_ok(&st, NX_ENG_DVE, &s);
         double got;
         test_sbuf_get(&st, 0, shr[k].dt, 0, 192, 1, &got);
         check_values(&got, &shr[k].want, 1, nx_dtype_name(shr[k].dt));
@@ -420,19 +410,19 @@ static void test_narrow_and_float_destinations(void **state) {
     test_sbuf_put(&st, 0, NX_DT_UINT32, 0, 260, 2, &fa[1]);
     nx_insn f = nx_insn_make(NX_OP_TENSOR_SCALAR);
     f.alu0 = NX_ALU_BITWISE_AND;
-    f.op[0] = sb(NX_DT_FP32, 0, 1, 320, 1);
-    f.op[1] = sb(NX_DT_INT32, 0, 1, 256, 1);
+    f.op[0] = test_sb(NX_DT_FP32, 0, 1, 320, 1);
+    f.op[1] = test_sb(NX_DT_INT32, 0, 1, 256, 1);
     f.op[2] = nx_imm(255, NX_DT_INT32);
-    run_ok(&st, NX_ENG_DVE, &f);
-    f.op[0] = sb(NX_DT_FP32, 0, 1, 324, 1);
-    f.op[1] = sb(NX_DT_UINT32, 0, 1, 260, 1);
+    test_run_ok(&st, NX_ENG_DVE, &f);
+    f.op[0] = test_sb(NX_DT_FP32, 0, 1, 324, 1);
+    f.op[1] = test_sb(NX_DT_UINT32, 0, 1, 260, 1);
     f.op[2] = nx_imm(-1, NX_DT_INT32);
-    run_ok(&st, NX_ENG_DVE, &f);
+    test_run_ok(&st, NX_ENG_DVE, &f);
     f.alu0 = NX_ALU_BITWISE_OR;
-    f.op[0] = sb(NX_DT_FP32, 0, 1, 328, 1);
-    f.op[1] = sb(NX_DT_UINT32, 0, 1, 264, 1);
+    f.op[0] = test_sb(NX_DT_FP32, 0, 1, 328, 1);
+    f.op[1] = test_sb(NX_DT_UINT32, 0, 1, 264, 1);
     f.op[2] = nx_imm(0, NX_DT_INT32);
-    run_ok(&st, NX_ENG_DVE, &f);
+    test_run_ok(&st, NX_ENG_DVE, &f);
     double got[3];
     test_sbuf_get(&st, 0, NX_DT_FP32, 0, 320, 3, got);
     check_values(got, (const double[]){255, -1, 4294967296.0}, 3, "float destinations");

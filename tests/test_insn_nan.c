@@ -49,16 +49,6 @@ static void check_bits(const uint8_t *at, const uint32_t *want, size_t n, const 
     }
 }
 
-static nx_operand sb(nx_dtype dt, uint32_t p0, uint32_t np, uint64_t off, uint32_t n) {
-    return nx_ap_tile(NX_OPK_SBUF, dt, p0, np, off, n);
-}
-
-static void run_ok(nx_state *st, nx_engine eng, const nx_insn *insn) {
-    nx_error err;
-    memset(&err, 0, sizeof err);
-    if (test_run(st, 0, eng, insn, &err) != 0) fail_msg("unexpected failure: %s", err.msg);
-}
-
 /* Every fp32 value store: tensor_copy on the three engines that run it (into
  * SBUF and, on DVE and ACT, PSUM), activation identity, tensor_scalar add 0,
  * tensor_tensor max with -inf, select, memset of the stored NaN. */
@@ -67,18 +57,18 @@ static void test_fp32_store_canonical_nan(void **state) {
     nx_state st;
     test_state(&st, 1, 4096, 1);
     for (uint32_t p = 0; p < 2; p++) put_bits(nx_sbuf_at(&st, 0, p, 0), in_bits, N);
-    const nx_operand src = sb(NX_DT_FP32, 0, 2, 0, N);
+    const nx_operand src = test_sb(NX_DT_FP32, 0, 2, 0, N);
     const nx_engine copy_engines[3] = {NX_ENG_DVE, NX_ENG_ACT, NX_ENG_POOL};
     for (int k = 0; k < 3; k++) {
         nx_insn c = nx_insn_make(NX_OP_TENSOR_COPY);
-        c.op[0] = sb(NX_DT_FP32, 0, 2, 256, N);
+        c.op[0] = test_sb(NX_DT_FP32, 0, 2, 256, N);
         c.op[1] = src;
         memset(nx_sbuf_at(&st, 0, 1, 256), 0, 4 * N);
-        run_ok(&st, copy_engines[k], &c);
+        test_run_ok(&st, copy_engines[k], &c);
         check_bits(nx_sbuf_at(&st, 0, 1, 256), canonical, N, "tensor_copy to SBUF");
         if (copy_engines[k] == NX_ENG_POOL) continue; /* POOL cannot reach PSUM */
         c.op[0] = nx_ap_tile(NX_OPK_PSUM, NX_DT_FP32, 0, 2, 64, N);
-        run_ok(&st, copy_engines[k], &c);
+        test_run_ok(&st, copy_engines[k], &c);
         check_bits(nx_psum_at(&st, 0, 1, 64), canonical, N, "tensor_copy to PSUM");
     }
 
@@ -90,7 +80,7 @@ static void test_fp32_store_canonical_nan(void **state) {
         nx_insn c = nx_insn_make(NX_OP_TENSOR_COPY);
         c.op[0] = nx_ap(NX_OPK_SBUF, NX_DT_FP32, 0, 2, 0, 1536 + 4 * (N - 1), 1, &rev, &cnt);
         c.op[1] = src;
-        run_ok(&st, NX_ENG_DVE, &c);
+        test_run_ok(&st, NX_ENG_DVE, &c);
         uint32_t reversed[N];
         for (int i = 0; i < N; i++) reversed[i] = canonical[N - 1 - i];
         check_bits(nx_sbuf_at(&st, 0, 1, 1536), reversed, N, "tensor_copy, reversed dst");
@@ -98,35 +88,35 @@ static void test_fp32_store_canonical_nan(void **state) {
 
     nx_insn a = nx_insn_make(NX_OP_ACTIVATION);
     a.func = NX_ACT_IDENTITY;
-    a.op[0] = sb(NX_DT_FP32, 0, 2, 512, N);
+    a.op[0] = test_sb(NX_DT_FP32, 0, 2, 512, N);
     a.op[1] = src;
     a.op[2] = nx_imm(1.0, NX_DT_FP32);
     a.op[3] = nx_imm(0.0, NX_DT_FP32);
-    run_ok(&st, NX_ENG_ACT, &a);
+    test_run_ok(&st, NX_ENG_ACT, &a);
     check_bits(nx_sbuf_at(&st, 0, 0, 512), canonical, N, "activation identity");
 
     nx_insn ts = nx_insn_make(NX_OP_TENSOR_SCALAR);
     ts.alu0 = NX_ALU_ADD;
-    ts.op[0] = sb(NX_DT_FP32, 0, 2, 768, N);
+    ts.op[0] = test_sb(NX_DT_FP32, 0, 2, 768, N);
     ts.op[1] = src;
     ts.op[2] = nx_imm(0.0, NX_DT_FP32);
-    run_ok(&st, NX_ENG_DVE, &ts);
+    test_run_ok(&st, NX_ENG_DVE, &ts);
     check_bits(nx_sbuf_at(&st, 0, 0, 768), canonical, N, "tensor_scalar add 0");
 
     nx_insn mx = nx_insn_make(NX_OP_TENSOR_SCALAR);
     mx.alu0 = NX_ALU_MAX;
-    mx.op[0] = sb(NX_DT_FP32, 0, 2, 1024, N);
+    mx.op[0] = test_sb(NX_DT_FP32, 0, 2, 1024, N);
     mx.op[1] = src;
     mx.op[2] = nx_imm(-INFINITY, NX_DT_FP32);
-    run_ok(&st, NX_ENG_POOL, &mx);
+    test_run_ok(&st, NX_ENG_POOL, &mx);
     check_bits(nx_sbuf_at(&st, 0, 1, 1024), canonical, N, "tensor_scalar max on POOL");
 
     nx_insn sel = nx_insn_make(NX_OP_SELECT);
-    sel.op[0] = sb(NX_DT_FP32, 0, 2, 1280, N);
+    sel.op[0] = test_sb(NX_DT_FP32, 0, 2, 1280, N);
     sel.op[1] = src; /* every element is nonzero (NaN counts as true) */
     sel.op[2] = src;
     sel.op[3] = nx_imm(0.0, NX_DT_FP32);
-    run_ok(&st, NX_ENG_DVE, &sel);
+    test_run_ok(&st, NX_ENG_DVE, &sel);
     check_bits(nx_sbuf_at(&st, 0, 0, 1280), canonical, N, "select");
     nx_state_free(&st);
 }
@@ -139,14 +129,14 @@ static void test_bit_copies_keep_payload(void **state) {
     test_state(&st, 1, 4096, 1);
     put_bits(nx_sbuf_at(&st, 0, 0, 0), in_bits, N);
     nx_insn d = nx_insn_make(NX_OP_DMA_COPY);
-    d.op[0] = sb(NX_DT_FP32, 3, 1, 64, N);
-    d.op[1] = sb(NX_DT_FP32, 0, 1, 0, N);
-    run_ok(&st, NX_ENG_SP, &d);
+    d.op[0] = test_sb(NX_DT_FP32, 3, 1, 64, N);
+    d.op[1] = test_sb(NX_DT_FP32, 0, 1, 0, N);
+    test_run_ok(&st, NX_ENG_SP, &d);
     check_bits(nx_sbuf_at(&st, 0, 3, 64), in_bits, N, "dma_copy fp32 -> fp32");
     nx_insn t = nx_insn_make(NX_OP_TRANSPOSE);
-    t.op[0] = sb(NX_DT_FP32, 0, N, 128, 1);
-    t.op[1] = sb(NX_DT_FP32, 0, 1, 0, N);
-    run_ok(&st, NX_ENG_DVE, &t);
+    t.op[0] = test_sb(NX_DT_FP32, 0, N, 128, 1);
+    t.op[1] = test_sb(NX_DT_FP32, 0, 1, 0, N);
+    test_run_ok(&st, NX_ENG_DVE, &t);
     for (uint32_t p = 0; p < N; p++)
         check_bits(nx_sbuf_at(&st, 0, p, 128), &in_bits[p], 1, "DVE transpose");
     nx_state_free(&st);
@@ -188,9 +178,9 @@ static void test_fp32_store_paths_agree(void **state) {
         nx_insn c = nx_insn_make(NX_OP_TENSOR_COPY);
         c.op[0] = cases[k].strided
                       ? nx_ap(NX_OPK_SBUF, NX_DT_FP32, 0, P, 0, 16384, 1, &stride2, &count)
-                      : sb(NX_DT_FP32, 0, P, 16384, F);
-        c.op[1] = sb(cases[k].src_dt, 0, P, cases[k].src_off, F);
-        run_ok(&st, NX_ENG_DVE, &c);
+                      : test_sb(NX_DT_FP32, 0, P, 16384, F);
+        c.op[1] = test_sb(cases[k].src_dt, 0, P, cases[k].src_off, F);
+        test_run_ok(&st, NX_ENG_DVE, &c);
         const uint64_t dst_step = cases[k].strided ? 8 : 4;
         for (uint32_t p = 0; p < P; p++)
             for (int e = 0; e < F; e++) {
@@ -258,14 +248,14 @@ static void test_alu_nan_through_tensor_tensor(void **state) {
     test_sbuf_put(&st, 0, NX_DT_FP32, 0, 64, 4, b);
     nx_insn t = nx_insn_make(NX_OP_TENSOR_TENSOR);
     t.alu0 = NX_ALU_DIVIDE;
-    t.op[0] = sb(NX_DT_FP32, 0, 1, 128, 4);
-    t.op[1] = sb(NX_DT_FP32, 0, 1, 0, 4);
-    t.op[2] = sb(NX_DT_FP32, 0, 1, 64, 4);
-    run_ok(&st, NX_ENG_DVE, &t);
+    t.op[0] = test_sb(NX_DT_FP32, 0, 1, 128, 4);
+    t.op[1] = test_sb(NX_DT_FP32, 0, 1, 0, 4);
+    t.op[2] = test_sb(NX_DT_FP32, 0, 1, 64, 4);
+    test_run_ok(&st, NX_ENG_DVE, &t);
     const uint32_t want[4] = {0x7fc00000u, 0x7fc00000u, 0x7fc00000u, 0x7fc00000u};
     check_bits(nx_sbuf_at(&st, 0, 0, 128), want, 4, "divide");
     t.alu0 = NX_ALU_SUBTRACT;
-    run_ok(&st, NX_ENG_DVE, &t);
+    test_run_ok(&st, NX_ENG_DVE, &t);
     const uint32_t want_sub[4] = {0, 0x7fc00000u, 0x7fc00000u, 0};
     check_bits(nx_sbuf_at(&st, 0, 0, 128), want_sub, 4, "subtract");
     nx_state_free(&st);

@@ -9,4 +9,9 @@
 /* transpose.c: tiled_pf_transpose (#12) and tiled_dve_transpose_10 (#13). */
 extern const nx_op_rules nx_rules_transpose;
 
+/* conv_pbp.c: the dense PE convolutions #3 (0f1b_0i1o->01fb) and #4
+ * (fb01_io01->01bf). */
+extern const nx_op_rules nx_rules_conv_pbp_0f1b;
+extern const nx_op_rules nx_rules_conv_pbp_fb01;
+
 #endif

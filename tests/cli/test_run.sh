@@ -41,13 +41,15 @@ make_npy "$T/c201_expected.npy" "'<i2'" "(3, 2, 1)" 3 '\x01\x00\x04\x00\x02\x00\
 # a [2,3,2] int8 tensor: no permutation of it that moves the middle dim first reduces
 make_npy "$T/d.npy" "'|i1'" "(2, 3, 2)" 2 '\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c'
 
-MISS="Internal NKI kernel 'NoSuchKernel' is not registered. Available kernels: dict_keys(['tiled_pf_transpose', 'tiled_dve_transpose_10'])"
+MISS="Internal NKI kernel 'NoSuchKernel' is not registered. Available kernels: dict_keys(['Conv2d_pbp_0f1b_0i1o_01fb_experimental_1', 'Conv2d_pbp_fb01_io01_01bf_experimental_1', 'tiled_pf_transpose', 'tiled_dve_transpose_10'])"
 
 # ---- nxsim list -------------------------------------------------------------------
 expect 0 "list" list
 # the registered rows in seed order, with the seed's configs
 rows=$(grep -E '^  [0-9]+ ' "$T/out" | awk '{print $1, $2, $3, $4, $5, $6, $7}')
-want_rows="12 tiled_pf_transpose tiled_pf_transpose all attrs VNC(2) false
+want_rows="3 Conv2d_pbp_0f1b_0i1o_01fb_experimental_1 conv2d_pbp_0f1b_0i1o_01fb_experimental_1 all attrs 1 false
+4 Conv2d_pbp_fb01_io01_01bf_experimental_1 conv2d_pbp_fb01_io01_01bf_kernel_experimental_1 all attrs 1 false
+12 tiled_pf_transpose tiled_pf_transpose all attrs VNC(2) false
 13 tiled_dve_transpose_10 tiled_dve_transpose_10 all attrs VNC(2) false"
 if [ "$rows" = "$want_rows" ]; then pass; else fail "list rows: '$rows'"; fi
 topk=$(sed -n '/^Top-k methods/,$p' "$T/out" | awk 'NR > 1 {print $1, $2}')
@@ -87,7 +89,7 @@ expect 3 "run NoSuchKernel" run NoSuchKernel
 stderr_is "$MISS"
 # a seed entry whose leaf is not implemented is not registered either
 expect 3 "run SelectAndScatter" run SelectAndScatter
-stderr_is "Internal NKI kernel 'SelectAndScatter' is not registered. Available kernels: dict_keys(['tiled_pf_transpose', 'tiled_dve_transpose_10'])"
+stderr_is "Internal NKI kernel 'SelectAndScatter' is not registered. Available kernels: dict_keys(['Conv2d_pbp_0f1b_0i1o_01fb_experimental_1', 'Conv2d_pbp_fb01_io01_01bf_experimental_1', 'tiled_pf_transpose', 'tiled_dve_transpose_10'])"
 expect 3 "run MLP" run MLP -i "$T/x.npy" -o "$T/never.npy"
 absent "$T/never.npy"
 
@@ -166,6 +168,50 @@ same_file "$T/xt.npy" "$T/xt_expected.npy"
 rm -f "$T/xt.npy"
 expect 0 "--machine trn1" run tiled_dve_transpose_10 --machine trn1 -i "$T/x.npy" -o "$T/xt.npy"
 same_file "$T/xt.npy" "$T/xt_expected.npy"
+
+# ---- the dense convolutions (#3, #4) ------------------------------------------------------
+for key in Conv2d_pbp_0f1b_0i1o_01fb_experimental_1 Conv2d_pbp_fb01_io01_01bf_experimental_1; do
+    expect 0 "run $key --check" run "$key" --check
+    if grep -qE '^check: out0 vs nx_ref_conv: .*\(tolerance: K=864: 1.39 x eps\(bf16\)\): ok$' "$T/out"; then
+        pass
+    else
+        fail "$key: check line"
+    fi
+done
+# ONNX's conv_with_strides image (0..34 as 7 x 5, onnx/onnx docs/Operators.md) and its 3x3 box
+# filter, stride 2, padding [[1,1],[0,2]]: the result shape (4, 3) comes from the formula; the
+# first two columns are ONNX's test_conv_with_strides_and_asymmetric_padding. With one feature
+# and one batch both leaves' layouts hold the same bytes.
+IMG='\x00\x00\x00\x00\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x40\x40\x00\x00\x80\x40\x00\x00\xa0\x40\x00\x00\xc0\x40\x00\x00\xe0\x40\x00\x00\x00\x41\x00\x00\x10\x41\x00\x00\x20\x41\x00\x00\x30\x41\x00\x00\x40\x41\x00\x00\x50\x41\x00\x00\x60\x41\x00\x00\x70\x41\x00\x00\x80\x41\x00\x00\x88\x41\x00\x00\x90\x41\x00\x00\x98\x41\x00\x00\xa0\x41\x00\x00\xa8\x41\x00\x00\xb0\x41\x00\x00\xb8\x41\x00\x00\xc0\x41\x00\x00\xc8\x41\x00\x00\xd0\x41\x00\x00\xd8\x41\x00\x00\xe0\x41\x00\x00\xe8\x41\x00\x00\xf0\x41\x00\x00\xf8\x41\x00\x00\x00\x42\x00\x00\x04\x42\x00\x00\x08\x42'
+BOX="$E1$E1$E1$E1$E1$E1$E1$E1$E1"
+# 21 33 13 / 99 117 42 / 189 207 72 / 171 183 63
+CONV='\x00\x00\xa8\x41\x00\x00\x04\x42\x00\x00\x50\x41\x00\x00\xc6\x42\x00\x00\xea\x42\x00\x00\x28\x42\x00\x00\x3d\x43\x00\x00\x4f\x43\x00\x00\x90\x42\x00\x00\x2b\x43\x00\x00\x37\x43\x00\x00\x7c\x42'
+make_npy "$T/img3.npy" "'<f4'" "(7, 1, 5, 1)" 7 "$IMG"
+make_npy "$T/box3.npy" "'<f4'" "(3, 1, 3, 1)" 3 "$BOX"
+make_npy "$T/img4.npy" "'<f4'" "(1, 1, 7, 5)" 1 "$IMG"
+make_npy "$T/box4.npy" "'<f4'" "(1, 1, 3, 3)" 1 "$BOX"
+make_npy "$T/conv_expected.npy" "'<f4'" "(4, 3, 1, 1)" 4 "$CONV"
+for mode in "" --functional; do
+    rm -f "$T/conv3.npy" "$T/conv4.npy"
+    expect 0 "conv #3 $mode -i -a" run Conv2d_pbp_0f1b_0i1o_01fb_experimental_1 $mode -i "$T/img3.npy" \
+        -i "$T/box3.npy" -o "$T/conv3.npy" -a 'stride=[2,2]' -a 'padding=[[1,1],[0,2]]' --check
+    same_file "$T/conv3.npy" "$T/conv_expected.npy"
+    expect 0 "conv #4 $mode -i -a" run Conv2d_pbp_fb01_io01_01bf_experimental_1 $mode -i "$T/img4.npy" \
+        -i "$T/box4.npy" -o "$T/conv4.npy" -a 'stride=[2,2]' -a 'padding=[[1,1],[0,2]]' --check
+    same_file "$T/conv4.npy" "$T/conv_expected.npy"
+done
+# refusals name the attribute, its value and the rule; no output is written
+expect 3 "conv lhs_dilation" run Conv2d_pbp_0f1b_0i1o_01fb_experimental_1 -i "$T/img3.npy" -i "$T/box3.npy" \
+    -o "$T/never.npy" -a 'lhs_dilation=[2,1]'
+stderr_is "nxsim: conv2d_pbp_0f1b_0i1o_01fb_experimental_1: attribute lhs_dilation=[2,1] is not supported (this leaf takes lhs_dilation [1,1] only)"
+absent "$T/never.npy"
+expect 3 "conv bad stride" run Conv2d_pbp_fb01_io01_01bf_experimental_1 -a 'stride=[0,1]' -o "$T/never.npy"
+stderr_is "nxsim: attribute stride=[0,1]: entries must be >= 1"
+absent "$T/never.npy"
+expect 3 "conv window too large" run Conv2d_pbp_0f1b_0i1o_01fb_experimental_1 -i "$T/img3.npy" -i "$T/box3.npy" \
+    -a 'rhs_dilation=[4,4]' -o "$T/never.npy"
+stderr_is "nxsim: conv spatial dim 0: the window (3 taps, rhs_dilation 4) does not fit the input (7, lhs_dilation 1, padding [0,0]): no output"
+absent "$T/never.npy"
 
 # ---- --op JSON (paths relative to the op file) -----------------------------------------
 mkdir -p "$T/op"
