@@ -31,12 +31,6 @@ static void check_words(const uint32_t *got, const uint32_t *want, size_t n, con
             fail_msg("%s: element %zu: got 0x%08x, want 0x%08x", what, i, got[i], want[i]);
 }
 
-static void check_values(const double *got, const double *want, size_t n, const char *what) {
-    for (size_t i = 0; i < n; i++)
-        if (got[i] != want[i] || signbit(got[i]) != signbit(want[i]))
-            fail_msg("%s: element %zu: got %.17g, want %.17g", what, i, got[i], want[i]);
-}
-
 static nx_insn tt(nx_alu_op op, nx_operand dst, nx_operand in0, nx_operand in1) {
     nx_insn t = nx_insn_make(NX_OP_TENSOR_TENSOR);
     t.alu0 = op;
@@ -221,11 +215,11 @@ static void test_tensor_scalar_masks(void **state) {
     test_run_ok(&st, NX_ENG_DVE, &s);
     double v;
     test_sbuf_get(&st, 0, NX_DT_FP32, 0, 192, 1, &v);
-    check_values(&v, (const double[]){2147483648.0}, 1, "(1 << 31) + 0.5 into fp32");
+    test_assert_values(&v, (const double[]){2147483648.0}, 1);
     s.op[0] = test_sb(NX_DT_INT32, 0, 1, 192, 1);
     test_run_ok(&st, NX_ENG_DVE, &s);
     test_sbuf_get(&st, 0, NX_DT_INT32, 0, 192, 1, &v);
-    check_values(&v, (const double[]){2147483647.0}, 1, "(1 << 31) + 0.5 into int32");
+    test_assert_values(&v, (const double[]){2147483647.0}, 1);
     nx_state_free(&st);
 }
 
@@ -327,7 +321,7 @@ static void test_reduce_negate_integer(void **state) {
         for (uint32_t p = 0; p < 4; p++) {
             double v;
             test_sbuf_get(&st, 0, NX_DT_FP32, p, 64, 1, &v);
-            check_values(&v, &want[k][p], 1, "negated reduce into fp32");
+            test_assert_values(&v, &want[k][p], 1);
             uint32_t w;
             get_words(&st, p, 64, &w, 1);
             if (want[k][p] == 0.0 && w != 0) fail_msg("partition %u: fp32 bits 0x%08x, want +0", p, w);
@@ -381,7 +375,7 @@ static void test_narrow_and_float_destinations(void **state) {
         test_run_ok(&st, NX_ENG_DVE, &s);
         double got[3];
         test_sbuf_get(&st, 0, shl[k].dt, 0, 64, 3, got);
-        check_values(got, shl[k].want, 3, nx_dtype_name(shl[k].dt));
+        test_assert_values(got, shl[k].want, 3);
     }
     const double i8 = -1;
     test_sbuf_put(&st, 0, NX_DT_INT8, 0, 128, 1, &i8);
@@ -400,7 +394,7 @@ static void test_narrow_and_float_destinations(void **state) {
         test_run_ok(&st, NX_ENG_DVE, &s);
         double got;
         test_sbuf_get(&st, 0, shr[k].dt, 0, 192, 1, &got);
-        check_values(&got, &shr[k].want, 1, nx_dtype_name(shr[k].dt));
+        test_assert_values(&got, &shr[k].want, 1);
     }
     /* Float destinations: int32 -1 AND 0xFF -> 255; uint32 0xFFFFFFFF AND
      * int32 -1 -> -1 (an input was negative); uint32 all ones OR 0 ->
@@ -425,7 +419,7 @@ static void test_narrow_and_float_destinations(void **state) {
     test_run_ok(&st, NX_ENG_DVE, &f);
     double got[3];
     test_sbuf_get(&st, 0, NX_DT_FP32, 0, 320, 3, got);
-    check_values(got, (const double[]){255, -1, 4294967296.0}, 3, "float destinations");
+    test_assert_values(got, (const double[]){255, -1, 4294967296.0}, 3);
     nx_state_free(&st);
 }
 
