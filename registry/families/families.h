@@ -14,4 +14,10 @@ extern const nx_op_rules nx_rules_transpose;
 extern const nx_op_rules nx_rules_conv_pbp_0f1b;
 extern const nx_op_rules nx_rules_conv_pbp_fb01;
 
+/* conv_depthwise.c: the depthwise forward convs Conv1d_depthwise_bf01_oi01_bf01
+ * (#6), conv2d_column_packing_1 (#9), conv2d_depthwise_f01b_o01i_bf01 (#11). */
+extern const nx_op_rules nx_rules_conv1d_depthwise;
+extern const nx_op_rules nx_rules_conv2d_column_packing_1;
+extern const nx_op_rules nx_rules_conv2d_depthwise_f01b;
+
 #endif
