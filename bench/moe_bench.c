@@ -40,6 +40,7 @@
 #include "sim/model.h"
 #include "sim/profile.h"
 #include "sim/race.h"
+#include "wall_clock.h"
 
 typedef struct moe_case {
     const char *name;
@@ -51,12 +52,6 @@ static const moe_case CASES[] = {
     {"dbrx", 4224, 6144, 336, 16, 4, 512},
     {"small", 512, 1024, 512, 4, 2, 128},
 };
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* CPU time of the process so far (user + system, every thread). */
 static double cpu_s(void) {
@@ -171,10 +166,10 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const moe_case *c, int w
     nx_bwmm_plan pl;
     if (nx_bwmm_plan_make(&p, &m->geo, &pl, err) != 0) goto out;
 
-    double t0 = now_s();
+    double t0 = nx_bench_now_s();
     const nx_program *prog;
     if (nx_lower(L, &op, &prog, NULL, err) != 0) goto out;
-    double trace_s = now_s() - t0;
+    double trace_s = nx_bench_now_s() - t0;
     if (nx_state_init(&st, &m->geo, prog->cores, prog->hbm_bytes, prog->sem_count, err) != 0) goto out;
     have_state = 1;
     uint8_t *in[NX_BWMM_OPERANDS];
@@ -197,10 +192,10 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const moe_case *c, int w
     nx_sim_options so = {race, 0};
     nx_sim_result res;
     memset(&res, 0, sizeof res);
-    t0 = now_s();
+    t0 = nx_bench_now_s();
     double c0 = cpu_s();
     if (nx_sim_run(m, prog, &st, &so, &res, err) != 0) goto out;
-    double sim_wall = now_s() - t0, sim_cpu = cpu_s() - c0;
+    double sim_wall = nx_bench_now_s() - t0, sim_cpu = cpu_s() - c0;
     double rss_sim = peak_rss_mib();
 
     /* bounds */
@@ -246,9 +241,9 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const moe_case *c, int w
            rss_sim);
     if (summary) nx_profile_summary(stdout, m, prog, &res);
     if (race) {
-        t0 = now_s();
+        t0 = nx_bench_now_s();
         int verdict = nx_race_check(prog, res.log, res.log_count, err);
-        printf("  race detector: %s (%.2f s)\n", verdict == 0 ? "race-free" : err->msg, now_s() - t0);
+        printf("  race detector: %s (%.2f s)\n", verdict == 0 ? "race-free" : err->msg, nx_bench_now_s() - t0);
         if (verdict != 0) {
             nx_sim_result_free(&res);
             goto out;
@@ -270,10 +265,10 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const moe_case *c, int w
         }
         const void *ins[NX_BWMM_OPERANDS];
         for (uint32_t i = 0; i < NX_BWMM_OPERANDS; i++) ins[i] = in[i];
-        t0 = now_s();
+        t0 = nx_bench_now_s();
         c0 = cpu_s();
         if (nx_ref_blockwise_mm(&p, ins, ref, err) != 0) goto out;
-        double ref_wall = now_s() - t0, ref_cpu = cpu_s() - c0;
+        double ref_wall = nx_bench_now_s() - t0, ref_cpu = cpu_s() - c0;
         const nx_registry_entry *e = nx_registry_get(NULL, "blockwise_mm");
         nx_tolerance tol;
         if (nx_op_rules_tolerance(e->rules, &op, 0, &tol, err) != 0) goto out;

@@ -221,14 +221,14 @@ static int copy_rows(bw *s, uint32_t k, uint64_t r0, uint32_t nr, uint32_t lane,
         uint32_t cn[2] = {full, (uint32_t)c};
         nx_operand dst = nx_ap(NX_OPK_HBM, s->dt, 0, nr, (int32_t)H, s->out + r0 * H * sz, 2, ds, cn);
         nx_operand src = nx_ap(NX_OPK_HBM, s->dt, 0, nr, (int32_t)c, bw_acc_row(s, k, 0, r0), 2, ss, cn);
-        if (nx_kctx_dma_ex(s->k, lane, &dst, &src, NULL, 0, acc, err) != 0) return -1;
+        if (bw_dma(s, lane, &dst, &src, NULL, 0, acc, err) != 0) return -1;
     }
     if (full < pl->nc) {
         uint32_t last_w = (uint32_t)(H - (uint64_t)(pl->nc - 1) * c);
         nx_operand dst = nx_ap_hbm_rows(s->dt, s->out + (r0 * H + (uint64_t)(pl->nc - 1) * c) * sz, nr,
                                         (int32_t)H, last_w);
         nx_operand src = nx_ap_hbm_rows(s->dt, bw_acc_row(s, k, pl->nc - 1, r0), nr, (int32_t)c, last_w);
-        if (nx_kctx_dma_ex(s->k, lane, &dst, &src, NULL, 0, acc, err) != 0) return -1;
+        if (bw_dma(s, lane, &dst, &src, NULL, 0, acc, err) != 0) return -1;
     }
     return 0;
 }

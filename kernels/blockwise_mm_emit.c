@@ -57,10 +57,24 @@ int bw_activation(bw *s, nx_act_func f, const nx_operand *dst, const nx_operand 
     return nx_kctx_emit(s->k, NX_ENG_ACT, &a, err);
 }
 
+int bw_dma(bw *s, uint32_t lane, const nx_operand *dst, const nx_operand *src, const nx_operand *off,
+           uint64_t bound, uint16_t flags, nx_error *err) {
+    nx_insn d = nx_insn_make(NX_OP_DMA_COPY);
+    d.op[0] = *dst;
+    d.op[1] = *src;
+    if (off) {
+        if (bound > INT32_MAX) return nx_fail(err, "blockwise_mm: a DMA bound of %llu rows exceeds int32",
+                                              (unsigned long long)bound);
+        d.op[2] = *off;
+        d.iparam[1] = (int32_t)bound;
+    }
+    d.flags = flags;
+    return nx_kctx_dma_insn(s->k, lane, &d, err);
+}
+
 int bw_dma_indirect(bw *s, uint32_t lane, const nx_operand *dst, const nx_operand *src, const nx_operand *off,
                     uint64_t bound, uint16_t flags, nx_error *err) {
-    return nx_kctx_dma_ex(s->k, lane, dst, src, off, (uint32_t)bound, (uint16_t)(flags | NX_FLAG_OOB_SKIP),
-                          err);
+    return bw_dma(s, lane, dst, src, off, bound, (uint16_t)(flags | NX_FLAG_OOB_SKIP), err);
 }
 
 /* A gather cut by rows into pieces of at most BW_GATHER_ROWS on successive

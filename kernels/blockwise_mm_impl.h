@@ -106,8 +106,11 @@ int bw_select(bw *s, const nx_operand *dst, const nx_operand *pred, const nx_ope
               const nx_operand *on_false, nx_error *err);
 int bw_activation(bw *s, nx_act_func f, const nx_operand *dst, const nx_operand *in, const nx_operand *scale,
                   nx_error *err);
-/* An indirect dma_copy with oob_skip (and flags) on `lane`; a gather cut by
- * rows into pieces of BW_GATHER_ROWS over the load lanes. */
+/* A dma_copy on `lane` with flags (acc, scatter, oob_skip) and, with `off`,
+ * indirect among `bound` rows; the same with oob_skip; a gather cut by rows
+ * into pieces of BW_GATHER_ROWS over the load lanes. */
+int bw_dma(bw *s, uint32_t lane, const nx_operand *dst, const nx_operand *src, const nx_operand *off,
+           uint64_t bound, uint16_t flags, nx_error *err);
 int bw_dma_indirect(bw *s, uint32_t lane, const nx_operand *dst, const nx_operand *src, const nx_operand *off,
                     uint64_t bound, uint16_t flags, nx_error *err);
 int bw_gather_split(bw *s, const nx_operand *dst, const nx_operand *src, const nx_operand *off,

@@ -11,6 +11,8 @@
 #include "kernels/blockwise_mm.h"
 #include "kernels/conv/conv2d_pbp.h"
 #include "kernels/conv/depthwise.h"
+#include "kernels/resize_nearest.h"
+#include "kernels/select_and_scatter/select_and_scatter.h"
 #include "kernels/transpose.h"
 #include "registry.h"
 #include "registry/families/families.h"
@@ -18,8 +20,8 @@
 /* The leaves by their true names (never derived from the key); fn NULL while
  * the leaf is not implemented. */
 #define LEAF(fname, fnptr) static const nx_leaf leaf_##fname = {#fname, fnptr}
-LEAF(select_and_scatter_kernel, NULL);
-LEAF(resize_nearest_fixed_dma_kernel, NULL);
+LEAF(select_and_scatter_kernel, select_and_scatter_kernel);
+LEAF(resize_nearest_fixed_dma_kernel, resize_nearest_fixed_dma_kernel);
 LEAF(conv2d_pbp_0f1b_0i1o_01fb_experimental_1, conv2d_pbp_0f1b_0i1o_01fb_experimental_1);
 LEAF(conv2d_pbp_fb01_io01_01bf_kernel_experimental_1, conv2d_pbp_fb01_io01_01bf_kernel_experimental_1);
 LEAF(conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh, NULL);
@@ -43,9 +45,9 @@ LEAF(tiled_dve_transpose_10, tiled_dve_transpose_10);
 
 static const nx_registry_entry seed_catalogue[] = {
     {.seed_index = 1, .key = "SelectAndScatter", .family = "select_and_scatter",
-     .config = CONFIG(select_and_scatter_kernel, 2, NULL, false)},
+     .config = CONFIG(select_and_scatter_kernel, 2, NULL, false), .rules = &nx_rules_select_and_scatter},
     {.seed_index = 2, .key = "ResizeNearest", .family = "resize",
-     .config = CONFIG(resize_nearest_fixed_dma_kernel, 1, &nx_args_resize, false)},
+     .config = CONFIG(resize_nearest_fixed_dma_kernel, 1, &nx_args_resize, false), .rules = &nx_rules_resize},
     {.seed_index = 3, .key = "Conv2d_pbp_0f1b_0i1o_01fb_experimental_1", .family = "conv",
      .config = CONFIG(conv2d_pbp_0f1b_0i1o_01fb_experimental_1, ALL, &nx_args_attrs, false),
      .rules = &nx_rules_conv_pbp_0f1b},

@@ -256,7 +256,7 @@ static void run_leaf(const moe *m, const nx_geometry *g, leaf_run *lr) {
     attr[1].name = n1;
     attr[1].value = (nx_value){.kind = NX_VAL_STRING, .s = mode};
     nx_attrs attrs = {attr, 2};
-    nx_kernel_call call = {args, NX_BWMM_OPERANDS + 1, NX_BWMM_OPERANDS, &attrs};
+    nx_kernel_call call = {args, NX_BWMM_OPERANDS + 1, NX_BWMM_OPERANDS, &attrs, &attrs};
     nx_kctx *k = nx_kctx_new(b, 0, 1);
     assert_non_null(k);
     if (blockwise_mm(k, &call, &err) != 0) fail_msg("%s: trace: %s", what, err.msg);

@@ -235,6 +235,42 @@ static void test_dma_accumulate(void **state) {
     nx_state_free(&st);
 }
 
+/* acc on integer dtypes goes through fp32: both operands are rounded to
+ * fp32 and the sum is rounded once to fp32 before the store converts it, so
+ * it is exact only while the operands and the sum fit in 24 bits: int32
+ * 2^24 + 1 is 2^24, 2^24 + 2 + 1 rounds to even 2^24 + 4, 2147483647 + 0 is
+ * 2^31 saturated to 2147483647, -2^24 - 1 is -2^24; small sums are exact and
+ * a uint8 sum saturates at 255. */
+static void test_dma_accumulate_integers(void **state) {
+    (void)state;
+    nx_state st;
+    test_state(&st, 1, HBM, 0);
+    enum { F = 6 };
+    const double d[F] = {16777216.0, 16777218.0, 2147483647.0, -16777217.0, 1000, 16777215.0};
+    const double s[F] = {1, 1, 0, 0, -2000, 1};
+    const double want[F] = {16777216.0, 16777220.0, 2147483647.0, -16777216.0, -1000,
+                            16777216.0};
+    test_sbuf_put(&st, 0, NX_DT_INT32, 0, 0, F, d);
+    test_sbuf_put(&st, 0, NX_DT_INT32, 1, 0, F, s);
+    nx_insn insn = dma(test_sb(NX_DT_INT32, 0, 1, 0, F), test_sb(NX_DT_INT32, 1, 1, 0, F));
+    insn.flags = NX_FLAG_ACCUMULATE;
+    test_run_ok(&st, NX_ENG_SP, &insn);
+    double got[F];
+    test_sbuf_get(&st, 0, NX_DT_INT32, 0, 0, F, got);
+    for (int i = 0; i < F; i++)
+        if (got[i] != want[i]) fail_msg("int32 acc %d: got %.0f, want %.0f", i, got[i], want[i]);
+    const double u8d[2] = {200, 3}, u8s[2] = {100, 4}, u8w[2] = {255, 7};
+    test_sbuf_put(&st, 0, NX_DT_UINT8, 0, 64, 2, u8d);
+    test_sbuf_put(&st, 0, NX_DT_UINT8, 1, 64, 2, u8s);
+    insn = dma(test_sb(NX_DT_UINT8, 0, 1, 64, 2), test_sb(NX_DT_UINT8, 1, 1, 64, 2));
+    insn.flags = NX_FLAG_ACCUMULATE;
+    test_run_ok(&st, NX_ENG_SP, &insn);
+    test_sbuf_get(&st, 0, NX_DT_UINT8, 0, 64, 2, got);
+    for (int i = 0; i < 2; i++)
+        if (got[i] != u8w[i]) fail_msg("uint8 acc %d: got %.0f, want %.0f", i, got[i], u8w[i]);
+    nx_state_free(&st);
+}
+
 /* Overlapping source and destination: the source is read first. */
 static void test_dma_overlap(void **state) {
     (void)state;
@@ -578,6 +614,7 @@ int main(void) {
         cmocka_unit_test(test_dma_strided_negative_hbm),
         cmocka_unit_test(test_dma_broadcast_source),
         cmocka_unit_test(test_dma_accumulate),
+        cmocka_unit_test(test_dma_accumulate_integers),
         cmocka_unit_test(test_dma_overlap),
         cmocka_unit_test(test_dma_large_copy),
         cmocka_unit_test(test_dma_gather_hbm),
