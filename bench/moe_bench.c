@@ -243,7 +243,8 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const moe_case *c, int w
     if (race) {
         t0 = nx_bench_now_s();
         int verdict = nx_race_check(prog, res.log, res.log_count, err);
-        printf("  race detector: %s (%.2f s)\n", verdict == 0 ? "race-free" : err->msg, nx_bench_now_s() - t0);
+        printf("  race detector: %s (%.2f s)\n", verdict == 0 ? "race-free" : err->msg,
+               nx_bench_now_s() - t0);
         if (verdict != 0) {
             nx_sim_result_free(&res);
             goto out;

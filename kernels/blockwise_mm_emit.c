@@ -2,39 +2,6 @@
  * helper for, and its indirect DMA (kernels/blockwise_mm_impl.h). */
 #include "blockwise_mm_impl.h"
 
-/* dst = (in op0 s0) op1 s1, or in op0 s0 without s1 */
-int bw_tensor_scalar2(bw *s, nx_engine eng, const nx_operand *dst, const nx_operand *in, nx_alu_op op0,
-                      const nx_operand *s0, nx_alu_op op1, const nx_operand *s1, nx_error *err) {
-    nx_insn i = nx_insn_make(NX_OP_TENSOR_SCALAR);
-    i.alu0 = (uint8_t)op0;
-    i.op[0] = *dst;
-    i.op[1] = *in;
-    i.op[2] = *s0;
-    if (s1) {
-        i.alu1 = (uint8_t)op1;
-        i.op[3] = *s1;
-    }
-    return nx_kctx_emit(s->k, eng, &i, err);
-}
-
-int bw_tensor_scalar(bw *s, nx_engine eng, const nx_operand *dst, const nx_operand *in, nx_alu_op op0,
-                     const nx_operand *s0, nx_error *err) {
-    return bw_tensor_scalar2(s, eng, dst, in, op0, s0, NX_ALU_BYPASS, NULL, err);
-}
-
-/* dst = (in0 op0 scalar) op1 in1 */
-int bw_scalar_tensor_tensor(bw *s, nx_engine eng, const nx_operand *dst, const nx_operand *in0, nx_alu_op op0,
-                            const nx_operand *scalar, nx_alu_op op1, const nx_operand *in1, nx_error *err) {
-    nx_insn i = nx_insn_make(NX_OP_SCALAR_TENSOR_TENSOR);
-    i.alu0 = (uint8_t)op0;
-    i.alu1 = (uint8_t)op1;
-    i.op[0] = *dst;
-    i.op[1] = *in0;
-    i.op[2] = *scalar;
-    i.op[3] = *in1;
-    return nx_kctx_emit(s->k, eng, &i, err);
-}
-
 int bw_select(bw *s, const nx_operand *dst, const nx_operand *pred, const nx_operand *on_true,
               const nx_operand *on_false, nx_error *err) {
     nx_insn i = nx_insn_make(NX_OP_SELECT);
@@ -63,8 +30,9 @@ int bw_dma(bw *s, uint32_t lane, const nx_operand *dst, const nx_operand *src, c
     d.op[0] = *dst;
     d.op[1] = *src;
     if (off) {
-        if (bound > INT32_MAX) return nx_fail(err, "blockwise_mm: a DMA bound of %llu rows exceeds int32",
-                                              (unsigned long long)bound);
+        if (bound > INT32_MAX)
+            return nx_fail(err, "blockwise_mm: a DMA bound of %llu rows exceeds int32",
+                           (unsigned long long)bound);
         d.op[2] = *off;
         d.iparam[1] = (int32_t)bound;
     }

@@ -94,14 +94,8 @@ static inline uint32_t bw_min32(uint64_t a, uint64_t b) { return (uint32_t)(a < 
 static inline uint32_t bw_cdiv32(uint64_t a, uint64_t b) { return (uint32_t)((a + b - 1) / b); }
 
 /* Instructions without an authoring-layer helper (kernels/blockwise_mm_emit.c):
- * dst = (in op0 s0) op1 s1 (s1 NULL: in op0 s0); dst = (in0 op0 scalar) op1
- * in1; dst = pred ? on_true : on_false (DVE); dst = func(in * scale) (ACT). */
-int bw_tensor_scalar2(bw *s, nx_engine eng, const nx_operand *dst, const nx_operand *in, nx_alu_op op0,
-                      const nx_operand *s0, nx_alu_op op1, const nx_operand *s1, nx_error *err);
-int bw_tensor_scalar(bw *s, nx_engine eng, const nx_operand *dst, const nx_operand *in, nx_alu_op op0,
-                     const nx_operand *s0, nx_error *err);
-int bw_scalar_tensor_tensor(bw *s, nx_engine eng, const nx_operand *dst, const nx_operand *in0, nx_alu_op op0,
-                            const nx_operand *scalar, nx_alu_op op1, const nx_operand *in1, nx_error *err);
+ * dst = pred ? on_true : on_false (DVE); dst = func(in * scale) on ACT with
+ * a per-partition scale. */
 int bw_select(bw *s, const nx_operand *dst, const nx_operand *pred, const nx_operand *on_true,
               const nx_operand *on_false, nx_error *err);
 int bw_activation(bw *s, nx_act_func f, const nx_operand *dst, const nx_operand *in, const nx_operand *scale,

@@ -206,7 +206,8 @@ static int down_tile(bw *s, uint64_t w, uint32_t t, uint32_t j, uint32_t cnt, nx
         else if (eng == NX_ENG_ACT)
             rc = bw_activation(s, NX_ACT_IDENTITY, &to, &from, &a, err);
         else
-            rc = bw_tensor_scalar(s, NX_ENG_DVE, &to, &from, NX_ALU_MULTIPLY, &a, err);
+            rc = nx_kctx_tensor_scalar(s->k, NX_ENG_DVE, &to, &from, NX_ALU_MULTIPLY, &a, NX_ALU_BYPASS, NULL,
+                                       err);
         if (rc != 0) return -1;
     }
     /* scatter-add into chunk j of the accumulator: rows by token id */

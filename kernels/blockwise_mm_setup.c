@@ -45,13 +45,14 @@ static int weight_rows(bw *s, bw_set *q, const nx_operand *pred, uint64_t rows, 
     /* b = load ? m : skip = m * load + (load - 1) * 2^24 (exact: |m| < 2^24)
      * on POOL, so the in-order DVE never waits for an expert's load */
     nx_operand one = nx_imm(1.0, NX_DT_FP32), big = nx_imm(-BW_SKIP_ROW, NX_DT_FP32);
-    if (bw_scalar_tensor_tensor(s, NX_ENG_POOL, &mo, &e, NX_ALU_MULTIPLY, &rows_imm, NX_ALU_ADD, &ip, err) !=
-            0 ||
-        bw_tensor_scalar2(s, NX_ENG_POOL, &bo, pred, NX_ALU_SUBTRACT, &one, NX_ALU_MULTIPLY, &big, err) !=
-            0 ||
-        bw_scalar_tensor_tensor(s, NX_ENG_POOL, &bo, &mo, NX_ALU_MULTIPLY, pred, NX_ALU_ADD, &bo, err) != 0)
+    if (nx_kctx_scalar_tensor_tensor(s->k, NX_ENG_POOL, &mo, &e, NX_ALU_MULTIPLY, &rows_imm, NX_ALU_ADD, &ip,
+                                     err) != 0 ||
+        nx_kctx_tensor_scalar(s->k, NX_ENG_POOL, &bo, pred, NX_ALU_SUBTRACT, &one, NX_ALU_MULTIPLY, &big,
+                              err) != 0 ||
+        nx_kctx_scalar_tensor_tensor(s->k, NX_ENG_POOL, &bo, &mo, NX_ALU_MULTIPLY, pred, NX_ALU_ADD, &bo,
+                                     err) != 0)
         return -1;
-    return bw_tensor_scalar(s, NX_ENG_POOL, &o, &st, NX_ALU_ADD, &bo, err);
+    return nx_kctx_tensor_scalar(s->k, NX_ENG_POOL, &o, &st, NX_ALU_ADD, &bo, NX_ALU_BYPASS, NULL, err);
 }
 
 int bw_setup(bw *s, uint64_t w, nx_error *err) {
@@ -77,7 +78,9 @@ int bw_setup(bw *s, uint64_t w, nx_error *err) {
     /* valid = e in [0, E): as uint32, a negative e is beyond E */
     nx_operand eu = bw_v(&q->e, NX_DT_UINT32, tp, 0, 1), valid = bw_v(&q->valid, NX_DT_FP32, tp, 0, 1);
     nx_operand Eimm = nx_imm((double)E, NX_DT_FP32);
-    if (bw_tensor_scalar(s, NX_ENG_POOL, &valid, &eu, NX_ALU_IS_LT, &Eimm, err) != 0) return -1;
+    if (nx_kctx_tensor_scalar(s->k, NX_ENG_POOL, &valid, &eu, NX_ALU_IS_LT, &Eimm, NX_ALU_BYPASS, NULL,
+                              err) != 0)
+        return -1;
     nx_operand pred = valid;
     if (pl->resident && w > 0) { /* resident weights stay when the expert does */
         nx_operand prev = bw_v(&s->set[(w - 1) % BW_SETS].e, NX_DT_INT32, tp, 0, 1);
@@ -96,13 +99,17 @@ int bw_setup(bw *s, uint64_t w, nx_error *err) {
      * larger id stays at or above T once rounded: still skipped) */
     nx_operand ids = bw_v(&q->ids, NX_DT_INT32, tp, 0, nt), sc = bw_v(&q->sc, NX_DT_INT32, tp, 0, nt);
     nx_operand vm1 = bw_v(&q->vm1, NX_DT_FP32, tp, 0, 1), one = nx_imm(1.0, NX_DT_FP32);
-    if (bw_tensor_scalar(s, NX_ENG_POOL, &vm1, &valid, NX_ALU_SUBTRACT, &one, err) != 0 ||
-        bw_tensor_scalar2(s, NX_ENG_POOL, &sc, &ids, NX_ALU_MULTIPLY, &valid, NX_ALU_ADD, &vm1, err) != 0)
+    if (nx_kctx_tensor_scalar(s->k, NX_ENG_POOL, &vm1, &valid, NX_ALU_SUBTRACT, &one, NX_ALU_BYPASS, NULL,
+                              err) != 0 ||
+        nx_kctx_tensor_scalar(s->k, NX_ENG_POOL, &sc, &ids, NX_ALU_MULTIPLY, &valid, NX_ALU_ADD, &vm1, err) !=
+            0)
         return -1;
 
     /* mask[p, j] = (j == e) selects the expert's affinity column */
     nx_operand ie = bw_v(&s->iota_e, NX_DT_INT32, tp, 0, E), mask = bw_v(&q->mask, NX_DT_FP32, tp, 0, E);
-    if (bw_tensor_scalar(s, NX_ENG_POOL, &mask, &ie, NX_ALU_IS_EQUAL, &e, err) != 0) return -1;
+    if (nx_kctx_tensor_scalar(s->k, NX_ENG_POOL, &mask, &ie, NX_ALU_IS_EQUAL, &e, NX_ALU_BYPASS, NULL, err) !=
+        0)
+        return -1;
 
     for (uint32_t t = 0; t < nt; t++) {
         uint32_t rows = bw_min32(tp, cnt - t * tp);
@@ -170,7 +177,9 @@ int bw_pre_scale(bw *s, uint64_t w, nx_error *err) {
         nx_operand a = bw_v(&q->aff, NX_DT_FP32, rows_t, t, 1);
         for (uint64_t c0 = 0; c0 < p->H; c0 += piece) {
             nx_operand x = bw_v(&s->x, s->dt, rows_t, (uint64_t)t * p->H + c0, bw_min32(piece, p->H - c0));
-            if (bw_tensor_scalar(s, NX_ENG_DVE, &x, &x, NX_ALU_MULTIPLY, &a, err) != 0) return -1;
+            if (nx_kctx_tensor_scalar(s->k, NX_ENG_DVE, &x, &x, NX_ALU_MULTIPLY, &a, NX_ALU_BYPASS, NULL,
+                                      err) != 0)
+                return -1;
         }
     }
     return 0;
