@@ -268,6 +268,7 @@ static void write_span(tl *t, const lane *L, const span *sp) {
     fprintf(f, "<rect class=\"blk\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\"", x, L->y + 1, w,
             L->h - 2, fill);
     if (opacity < 1) fprintf(f, " fill-opacity=\"%.2f\"", opacity);
+    if (w >= 3) fputs(" stroke=\"#fff\" stroke-width=\"0.4\"", f); /* back-to-back blocks stay apart */
     fputs("><title>", f);
     if (sp->count == 1) {
         char where[64];
