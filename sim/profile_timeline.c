@@ -11,9 +11,10 @@
  * busy share of the run.
  *
  * Size stays bounded whatever the log: blocks narrower than MERGE_PX are
- * merged with their neighbours on the lane into one block whose opacity is
- * the busy fraction of its span, coloured by the opcode that filled most of
- * it, so a lane costs at most a few elements per pixel column.
+ * merged with their neighbours on the lane into spans of at most SPAN_PX
+ * whose opacity is the busy fraction of the span, coloured by the opcode
+ * that filled most of it, so a lane costs at most a few elements per pixel
+ * column and a busy stretch still shows where it thins out.
  *
  * Every lane is a <g class="lane"> with data-core, data-lane, data-busy-pct
  * and data-blocks; blocks are <rect class="blk"> (or "wait"), so tests and
@@ -38,6 +39,7 @@
 #define QUEUE_LANE_H 12.0
 #define CORE_HEAD_H 22.0
 #define MERGE_PX 1.5      /* blocks narrower than this merge with neighbours */
+#define SPAN_PX 4.0       /* into spans at most this wide (opacity follows the busy density) */
 #define NO_LANE UINT32_MAX
 
 /* Hues of pe, dve, act, pool, sp, then the DMA queues. */
@@ -338,7 +340,8 @@ static size_t write_lane(tl *t, const lane *L) {
         int k = shade_of(t, rec);
         double busy = rec->busy_ns > 0 ? rec->busy_ns : e - s;
         int narrow = (e - s) * t->px_per_ns < MERGE_PX;
-        if (open && narrow && (s - sp.e) * t->px_per_ns < MERGE_PX && (sp.count > 1 || (sp.e - sp.s) * t->px_per_ns < MERGE_PX)) {
+        if (open && narrow && (s - sp.e) * t->px_per_ns < MERGE_PX && (e - sp.s) * t->px_per_ns <= SPAN_PX &&
+            (sp.count > 1 || (sp.e - sp.s) * t->px_per_ns < MERGE_PX)) {
             if (e > sp.e) sp.e = e;
             sp.busy += busy;
             sp.count++;
