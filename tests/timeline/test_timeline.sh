@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `nxsim run/exec --timeline`: the SVG of a two-core run checked as XML
+# `nxsim run/exec --timeline` (and run --by-source): the SVG of a two-core run checked as XML
 # against the same run's trace and summary (check_timeline.py), rendered to
 # PNG by rsvg-convert (Debian librsvg2-bin, installed by scripts/setup.sh)
 # to prove it renders; a failed write leaves no file.
@@ -36,6 +36,15 @@ grep -q 'class="wait"' "$T/exec.svg" || fail "exec: no hatched wait"
 "$NXSIM" run tiled_dve_transpose_10 -a 'permutation=[1,0]' --timeline "$T/dve.svg" --profile "$T/dve.json" \
     --json >"$T/dve.report.json" 2>"$T/err" || fail "run tiled_dve_transpose_10: exit $?"
 check dve "$T/dve.report.json"
+
+# --by-source: the table after the summary, and the JSON key (rows that
+# add up to the run's busy time are test_source_map's business)
+"$NXSIM" run tiled_pf_transpose --by-source >"$T/bs.txt" 2>"$T/err" || fail "run --by-source: exit $?"
+grep -q '^busy time by source line' "$T/bs.txt" || fail "run --by-source: no table"
+grep -qE '  kernels/tiled_pf_transpose\.c:[0-9]+ \(pf_[a-z]+\)$' "$T/bs.txt" || fail "run --by-source: no leaf line"
+"$NXSIM" run tiled_pf_transpose --by-source --json >"$T/bs.json" 2>"$T/err" || fail "run --by-source --json: exit $?"
+"$PY" -c 'import json, sys; rows = json.load(open(sys.argv[1]))["by_source"]; assert rows and rows[0]["file"].startswith("kernels/"), rows' \
+    "$T/bs.json" || fail "run --by-source --json: no by_source rows"
 
 # an unwritable path: exit 1, a one-line message, nothing left behind
 "$NXSIM" run tiled_pf_transpose --timeline "$T/no/such/dir/x.svg" >/dev/null 2>"$T/err"
