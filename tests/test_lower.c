@@ -412,7 +412,8 @@ static void test_errors(void **state) {
     assert_int_equal(nx_lower(L, &op, &p, NULL, &err), -1);
     assert_string_equal(err.msg, "Internal NKI kernel 'MLP' is not registered. Available kernels: "
                                  "dict_keys(['Conv2d_pbp_0f1b_0i1o_01fb_experimental_1', 'Conv2d_pbp_fb01_io01_01bf_experimental_1', "
-                                 "'tiled_pf_transpose', 'tiled_dve_transpose_10'])");
+                                 "'Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh', 'conv2d_column_packing', "
+                                 "'conv2d_column_packing_io10', 'tiled_pf_transpose', 'tiled_dve_transpose_10'])");
     nx_macro_op_free(&op);
 
     /* A real leaf's refusal reaches the caller unchanged. */

@@ -215,17 +215,21 @@ static void test_live_table_is_implemented_catalogue_in_seed_order(void **state)
         j++;
     }
     assert_int_equal(j, live->count);
-    /* Today the dense convolutions (#3, #4) and the two transposes (#12,
-     * #13) are the implemented leaves. */
-    assert_int_equal(live->count, 4);
-    assert_string_equal(live->entries[0].key, "Conv2d_pbp_0f1b_0i1o_01fb_experimental_1");
-    assert_string_equal(live->entries[1].key, "Conv2d_pbp_fb01_io01_01bf_experimental_1");
-    assert_string_equal(live->entries[2].key, "tiled_pf_transpose");
-    assert_string_equal(live->entries[3].key, "tiled_dve_transpose_10");
-    assert_int_equal(live->entries[0].seed_index, 3);
-    assert_int_equal(live->entries[1].seed_index, 4);
-    assert_int_equal(live->entries[2].seed_index, 12);
-    assert_int_equal(live->entries[3].seed_index, 13);
+    /* Today the dense convolutions (#3, #4), the weight gradients (#5, #7,
+     * #8) and the two transposes (#12, #13) are the implemented leaves. */
+    static const char *const keys[] = {"Conv2d_pbp_0f1b_0i1o_01fb_experimental_1",
+                                       "Conv2d_pbp_fb01_io01_01bf_experimental_1",
+                                       "Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh",
+                                       "conv2d_column_packing",
+                                       "conv2d_column_packing_io10",
+                                       "tiled_pf_transpose",
+                                       "tiled_dve_transpose_10"};
+    static const uint32_t seed[] = {3, 4, 5, 7, 8, 12, 13};
+    assert_int_equal(live->count, 7);
+    for (uint32_t i = 0; i < 7; i++) {
+        assert_string_equal(live->entries[i].key, keys[i]);
+        assert_int_equal(live->entries[i].seed_index, seed[i]);
+    }
 }
 
 static void test_miss_text_is_verbatim(void **state) {
@@ -235,7 +239,8 @@ static void test_miss_text_is_verbatim(void **state) {
     assert_string_equal(err.msg,
                         "Internal NKI kernel 'NoSuchKernel' is not registered. Available kernels: "
                         "dict_keys(['Conv2d_pbp_0f1b_0i1o_01fb_experimental_1', "
-                        "'Conv2d_pbp_fb01_io01_01bf_experimental_1', 'tiled_pf_transpose', "
+                        "'Conv2d_pbp_fb01_io01_01bf_experimental_1', 'Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh', "
+                        "'conv2d_column_packing', 'conv2d_column_packing_io10', 'tiled_pf_transpose', "
                         "'tiled_dve_transpose_10'])");
     /* A catalogue entry whose leaf is not implemented is a miss too. */
     nx_macro_op op;
@@ -246,7 +251,8 @@ static void test_miss_text_is_verbatim(void **state) {
     assert_string_equal(err.msg,
                         "Internal NKI kernel 'SelectAndScatter' is not registered. Available kernels: "
                         "dict_keys(['Conv2d_pbp_0f1b_0i1o_01fb_experimental_1', "
-                        "'Conv2d_pbp_fb01_io01_01bf_experimental_1', 'tiled_pf_transpose', "
+                        "'Conv2d_pbp_fb01_io01_01bf_experimental_1', 'Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh', "
+                        "'conv2d_column_packing', 'conv2d_column_packing_io10', 'tiled_pf_transpose', "
                         "'tiled_dve_transpose_10'])");
     nx_macro_op_free(&op);
 }

@@ -14,4 +14,11 @@ extern const nx_op_rules nx_rules_transpose;
 extern const nx_op_rules nx_rules_conv_pbp_0f1b;
 extern const nx_op_rules nx_rules_conv_pbp_fb01;
 
+/* conv_wgrad.c: the weight-gradient convolutions #5
+ * (Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh), #7 (conv2d_column_packing) and
+ * #8 (conv2d_column_packing_io10). */
+extern const nx_op_rules nx_rules_conv_wgrad_pcinh;
+extern const nx_op_rules nx_rules_conv_column_packing;
+extern const nx_op_rules nx_rules_conv_column_packing_io10;
+
 #endif

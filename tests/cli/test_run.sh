@@ -41,7 +41,7 @@ make_npy "$T/c201_expected.npy" "'<i2'" "(3, 2, 1)" 3 '\x01\x00\x04\x00\x02\x00\
 # a [2,3,2] int8 tensor: no permutation of it that moves the middle dim first reduces
 make_npy "$T/d.npy" "'|i1'" "(2, 3, 2)" 2 '\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c'
 
-MISS="Internal NKI kernel 'NoSuchKernel' is not registered. Available kernels: dict_keys(['Conv2d_pbp_0f1b_0i1o_01fb_experimental_1', 'Conv2d_pbp_fb01_io01_01bf_experimental_1', 'tiled_pf_transpose', 'tiled_dve_transpose_10'])"
+MISS="Internal NKI kernel 'NoSuchKernel' is not registered. Available kernels: dict_keys(['Conv2d_pbp_0f1b_0i1o_01fb_experimental_1', 'Conv2d_pbp_fb01_io01_01bf_experimental_1', 'Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh', 'conv2d_column_packing', 'conv2d_column_packing_io10', 'tiled_pf_transpose', 'tiled_dve_transpose_10'])"
 
 # ---- nxsim list -------------------------------------------------------------------
 expect 0 "list" list
@@ -49,6 +49,9 @@ expect 0 "list" list
 rows=$(grep -E '^  [0-9]+ ' "$T/out" | awk '{print $1, $2, $3, $4, $5, $6, $7}')
 want_rows="3 Conv2d_pbp_0f1b_0i1o_01fb_experimental_1 conv2d_pbp_0f1b_0i1o_01fb_experimental_1 all attrs 1 false
 4 Conv2d_pbp_fb01_io01_01bf_experimental_1 conv2d_pbp_fb01_io01_01bf_kernel_experimental_1 all attrs 1 false
+5 Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh 2 conv attrs +
+7 conv2d_column_packing conv2d_column_packing 2 conv attrs +
+8 conv2d_column_packing_io10 conv2d_column_packing_io10 2 conv attrs +
 12 tiled_pf_transpose tiled_pf_transpose all attrs VNC(2) false
 13 tiled_dve_transpose_10 tiled_dve_transpose_10 all attrs VNC(2) false"
 if [ "$rows" = "$want_rows" ]; then pass; else fail "list rows: '$rows'"; fi
@@ -89,7 +92,7 @@ expect 3 "run NoSuchKernel" run NoSuchKernel
 stderr_is "$MISS"
 # a seed entry whose leaf is not implemented is not registered either
 expect 3 "run SelectAndScatter" run SelectAndScatter
-stderr_is "Internal NKI kernel 'SelectAndScatter' is not registered. Available kernels: dict_keys(['Conv2d_pbp_0f1b_0i1o_01fb_experimental_1', 'Conv2d_pbp_fb01_io01_01bf_experimental_1', 'tiled_pf_transpose', 'tiled_dve_transpose_10'])"
+stderr_is "Internal NKI kernel 'SelectAndScatter' is not registered. Available kernels: dict_keys(['Conv2d_pbp_0f1b_0i1o_01fb_experimental_1', 'Conv2d_pbp_fb01_io01_01bf_experimental_1', 'Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh', 'conv2d_column_packing', 'conv2d_column_packing_io10', 'tiled_pf_transpose', 'tiled_dve_transpose_10'])"
 expect 3 "run MLP" run MLP -i "$T/x.npy" -o "$T/never.npy"
 absent "$T/never.npy"
 
