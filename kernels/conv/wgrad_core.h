@@ -59,6 +59,9 @@ typedef struct nx_wg_problem {
 int nx_wg_prepare(const char *leaf, nx_wg_kind kind, const char *labels, const nx_kernel_call *call,
                   nx_wg_problem *p, nx_error *err);
 
+/* Buffer sets of the filter and image tiles (double buffering). */
+#define NX_WG_BUFFERS 2
+
 /* The tiling (nx_wg_plan_make), from the machine geometry. */
 typedef struct nx_wg_plan {
     uint32_t P;          /* contraction rows: min(pe_rows, partitions) */
@@ -66,7 +69,7 @@ typedef struct nx_wg_plan {
     uint32_t Fmax;       /* moving elements per matmul: one PSUM bank of fp32 */
     uint32_t cit, nct;   /* ci per tile, ci tiles */
     uint32_t R;          /* replica blocks (> 1 only with one ci tile) */
-    uint32_t B, Bp;      /* filter rows per block; rows per co in the filter tile (B + Gy - 1) */
+    uint32_t B;          /* filter rows per replica block (a multiple of Gy) */
     uint32_t nhb;        /* row blocks: ceil(HF / (R B)) */
     uint32_t WFb, nwb;   /* filter columns per block, column blocks */
     uint32_t Gx, Gy;     /* column groups of the stationary */
@@ -74,11 +77,11 @@ typedef struct nx_wg_plan {
     uint32_t cot, ncot;  /* co (dense) or channels (depthwise) per tile; tiles */
     int64_t ck0, ck1, cn; /* an accumulator's outputs: k0, k1, n (depthwise: cn = cot) */
     uint32_t na0, na1, nan; /* accumulators per co tile along k0, k1, n */
-    uint32_t A;          /* accumulators per pass (share the contraction) */
-    uint32_t npass;      /* passes: ncot x ceil(na0 na1 nan / A) */
-    uint32_t nps;        /* PSUM accumulator tiles (A, or 2 A to overlap passes) */
-    uint32_t nbuf;       /* input buffer sets */
-    uint64_t grad_elems; /* per partition, per buffer: cot x Bp x WFb */
+    uint32_t A;          /* accumulators of a co tile per pass */
+    uint32_t T;          /* co tiles per pass (share each image block; depthwise: 1) */
+    uint32_t npass;      /* passes: ceil(ncot / T) x ceil(na0 na1 nan / A) */
+    uint32_t nps;        /* PSUM accumulator tiles (T A, or 2 T A to overlap passes) */
+    uint64_t grad_elems; /* per partition, per buffer: cot x B x WFb */
     uint64_t img_elems;  /* per partition, per buffer */
     uint64_t fold_elems; /* per partition: the largest accumulator F */
     double est;          /* the plan's estimated cost (DMA byte equivalents) */
@@ -92,24 +95,21 @@ typedef struct nx_wg_plan {
  * M = Gx Gy cot partitions (gx, gy, co). */
 typedef struct nx_wg_acc {
     int64_t k0a, nk0, k1a, nk1, n0, nn, K0c, K1c;
-    uint32_t M, F;
+    uint64_t co0;
+    uint32_t cot, M, F;
 } nx_wg_acc;
 
-/* A contraction pass: accumulators [a0, a0 + na) of co tile `tile` share
- * one sweep over the contraction, whose image window is batch [n0, n0 +
- * nn) and the extended outputs [k0lo, k0hi) x [k1lo, k1hi). */
+/* A contraction pass: accumulators [a0, a0 + na) of each co tile [t0, t0 +
+ * nt) share one sweep over the contraction; its image window is batch [n0,
+ * n0 + nn) and the extended outputs [k0lo, k0hi) x [k1lo, k1hi). */
 typedef struct nx_wg_pass {
-    uint32_t tile, a0, na;
-    uint64_t co0;
-    uint32_t cot;
+    uint32_t t0, nt, a0, na;
     int64_t n0, nn, k0lo, k0hi, k1lo, k1hi;
 } nx_wg_pass;
 
 /* Accumulator a of co tile `tile`; pass q (0 <= q < pl->npass). */
 void nx_wg_acc_get(const nx_wg_problem *p, const nx_wg_plan *pl, uint32_t tile, uint32_t a, nx_wg_acc *out);
 void nx_wg_pass_get(const nx_wg_problem *p, const nx_wg_plan *pl, uint32_t q, nx_wg_pass *out);
-/* Passes per co tile. */
-uint32_t nx_wg_passes_per_tile(const nx_wg_plan *pl);
 
 /* Image rows a replica block holds for B filter rows and an extended k0
  * span; image columns [*c0, *c0 + *nc) (clipped to the image; *nc 0 if
@@ -120,11 +120,11 @@ void nx_wg_img_cols(const nx_wg_problem *p, int64_t k1lo, int64_t k1hi, int64_t 
                     int64_t *nc);
 
 /* Constraints on the plan search (0 = free), for tests that pin a tiling:
- * the column groups, the co/channel tile, accumulators per pass, the
- * largest row block and column block, the SBUF bytes per partition the
- * input buffers may use. */
+ * the column groups, the co/channel tile, accumulators per co tile and co
+ * tiles per pass, the largest row block and column block, the SBUF bytes
+ * per partition the input buffers may use. */
 typedef struct nx_wg_limits {
-    uint32_t gx, gy, cot, A, b_max, wfb_max;
+    uint32_t gx, gy, cot, A, T, b_max, wfb_max;
     uint64_t input_bytes;
 } nx_wg_limits;
 

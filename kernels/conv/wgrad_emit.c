@@ -21,8 +21,13 @@
 #include "conv_ap.h"
 #include "wgrad_core.h"
 
-#define WG_NBUF 2
+#define WG_NBUF NX_WG_BUFFERS
 #define WG_MAX_PS 8
+/* A DMA moves a partition at full speed from runs of this many bytes
+ * (docs/parts/machine.md); here it weighs transfers when they are spread
+ * over the lanes. */
+#define NX_WG_EFFICIENT_RUN_BYTES 2048.0
+#define NX_WG_MAX_LANES 64
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -39,13 +44,18 @@ typedef struct wg_state {
     uint32_t ngrad, nimg, nps, nfold_ps, nmask, nebuf, nqbuf, nstage;
     int have_ident;
     uint32_t mask_cot[2];
-    uint32_t lane_load, lane_store; /* rotation within each half of the lanes */
+    double lane_load[NX_WG_MAX_LANES];  /* byte-equivalents queued per load lane */
+    double lane_store[NX_WG_MAX_LANES];
     uint64_t n_fold_ps, n_ebuf, n_stage, n_copy;
 } wg_state;
 
+/* One work item: co tile t of pass q on one (ci tile, row block, column
+ * block); the first item of each block (t == t0) loads the image. */
 typedef struct wg_item {
-    uint32_t q, ct, hb, wb;
+    uint32_t q, ct, hb, wb, t;
     nx_wg_pass ps;
+    uint64_t co0;
+    uint32_t cot;
     uint64_t ci0;
     uint32_t cin;      /* features of the ci tile */
     int64_t hf0;       /* first filter row of replica block 0 */
@@ -55,24 +65,40 @@ typedef struct wg_item {
     int64_t ix0, nxi;  /* image columns loaded (nxi 0: nothing to do) */
     int64_t rb;        /* image rows per replica block */
     uint32_t K;        /* contraction partitions */
-    int first_of_pass, last_of_pass;
+    int first_of_pass, last_of_pass, new_block;
+    uint64_t gbuf, ibuf; /* buffer sets: filter by item, image by block */
 } wg_item;
 
 /* ---- DMA ---- */
 
-/* Loads use the first half of the context's lanes, stores the second, each
- * cut by partitions into `pieces` transfers on consecutive lanes. */
-static int wg_dma(wg_state *s, int store, uint32_t pieces, const nx_operand *dst, const nx_operand *src,
-                  nx_error *err) {
-    uint32_t lanes = nx_kctx_lanes(s->k), half = lanes > 1 ? lanes / 2 : 1, base = store && lanes > 1 ? half : 0;
-    uint32_t *next = store ? &s->lane_store : &s->lane_load;
+/* Transfers use every lane of the context (both queues of each DMA engine,
+ * so one queue's fixed cost hides under the other's data): a transfer is
+ * cut by partitions into `pieces`, each put on the lane with the least work
+ * queued (bytes over the DMA efficiency of its runs: `run_bytes`
+ * contiguous bytes per partition). Loads and stores keep separate tallies:
+ * the stores come at the end of a pass, when the loads are done. */
+static int wg_dma(wg_state *s, int store, uint32_t pieces, uint64_t run_bytes, const nx_operand *dst,
+                  const nx_operand *src, nx_error *err) {
+    uint32_t half = nx_kctx_lanes(s->k), base = 0;
+    if (half > NX_WG_MAX_LANES) half = NX_WG_MAX_LANES;
+    double *load = store ? s->lane_store : s->lane_load;
+    uint32_t rows = dst->partition_count;
     if (pieces > half) pieces = half;
-    if (pieces > dst->partition_count) pieces = dst->partition_count;
+    if (pieces > rows) pieces = rows;
     if (pieces < 1) pieces = 1;
-    if (*next + pieces > half) *next = 0;
-    int rc = nx_kctx_dma_split(s->k, base + *next, pieces, dst, src, err);
-    *next += pieces;
-    return rc;
+    double e = run_bytes >= NX_WG_EFFICIENT_RUN_BYTES ? 1.0 : (double)(run_bytes ? run_bytes : 1) / NX_WG_EFFICIENT_RUN_BYTES;
+    double per_row = (double)nx_operand_free_elems(dst) * (double)s->p->es / e;
+    uint32_t r0 = 0, each = rows / pieces, extra = rows % pieces;
+    for (uint32_t i = 0; i < pieces; i++) {
+        uint32_t n = each + (i < extra), best = 0;
+        for (uint32_t l = 1; l < half; l++)
+            if (load[l] < load[best]) best = l;
+        load[best] += per_row * n;
+        nx_operand d = nx_operand_rows(dst, r0, n), sr = nx_operand_rows(src, r0, n);
+        if (nx_kctx_dma_on(s->k, base + best, &d, &sr, err) != 0) return -1;
+        r0 += n;
+    }
+    return 0;
 }
 
 /* memset of `outer` runs of `inner` elements, `stride` apart, from element
@@ -104,32 +130,57 @@ static int wg_zero(wg_state *s, nx_engine e, const nx_tile *t, uint32_t np, uint
 
 /* ---- items ---- */
 
-static uint32_t items_per_pass(const nx_wg_plan *pl) { return pl->nct * pl->nhb * pl->nwb; }
+/* The item iterator: passes, then ci tiles, row blocks, column blocks and
+ * the pass's co tiles innermost. */
+typedef struct wg_cursor {
+    uint32_t q, ct, hb, wb, t;
+    uint64_t items, blocks;
+    int done;
+} wg_cursor;
 
-static void item_get(const wg_state *s, uint64_t i, wg_item *it) {
+static void item_fill(const wg_state *s, const wg_cursor *c, wg_item *it) {
     const nx_wg_problem *p = s->p;
     const nx_wg_plan *pl = s->pl;
-    uint32_t ipp = items_per_pass(pl);
     memset(it, 0, sizeof *it);
-    it->q = (uint32_t)(i / ipp);
-    uint32_t r = (uint32_t)(i % ipp);
-    it->wb = r % pl->nwb;
-    it->hb = r / pl->nwb % pl->nhb;
-    it->ct = r / pl->nwb / pl->nhb;
-    it->first_of_pass = r == 0;
-    it->last_of_pass = r + 1 == ipp;
-    nx_wg_pass_get(p, pl, it->q, &it->ps);
-    it->ci0 = (uint64_t)it->ct * pl->cit;
+    it->q = c->q, it->ct = c->ct, it->hb = c->hb, it->wb = c->wb, it->t = c->t;
+    nx_wg_pass_get(p, pl, c->q, &it->ps);
+    nx_wg_acc a;
+    nx_wg_acc_get(p, pl, it->ps.t0 + c->t, it->ps.a0, &a);
+    it->co0 = a.co0, it->cot = a.cot;
+    it->first_of_pass = c->ct == 0 && c->hb == 0 && c->wb == 0 && c->t == 0;
+    it->last_of_pass = c->ct + 1 == pl->nct && c->hb + 1 == pl->nhb && c->wb + 1 == pl->nwb && c->t + 1 == it->ps.nt;
+    it->new_block = c->t == 0;
+    it->gbuf = c->items % WG_NBUF;
+    it->ibuf = c->blocks % WG_NBUF;
+    it->ci0 = (uint64_t)c->ct * pl->cit;
     it->cin = (uint32_t)min64(pl->cit, (int64_t)(p->CI - it->ci0));
-    it->hf0 = (int64_t)it->hb * pl->R * pl->B;
+    it->hf0 = (int64_t)c->hb * pl->R * pl->B;
     int64_t live = min64((int64_t)pl->R * pl->B, p->HF - it->hf0);
     it->Rl = (uint32_t)cdiv(live, pl->B);
     it->vb_last = live - (int64_t)(it->Rl - 1) * pl->B;
-    it->wf0 = (int64_t)it->wb * pl->WFb;
+    it->wf0 = (int64_t)c->wb * pl->WFb;
     it->nwf = min64(pl->WFb, p->WF - it->wf0);
     nx_wg_img_cols(p, it->ps.k1lo, it->ps.k1hi, it->wf0, it->nwf, &it->ix0, &it->nxi);
     it->rb = nx_wg_rows_band(p, pl->B, it->ps.k0hi - it->ps.k0lo);
     it->K = (it->Rl - 1) * pl->cit + it->cin;
+}
+
+static void cursor_next(const wg_state *s, wg_cursor *c) {
+    const nx_wg_plan *pl = s->pl;
+    nx_wg_pass ps;
+    nx_wg_pass_get(s->p, pl, c->q, &ps);
+    c->items++;
+    if (++c->t < ps.nt) return;
+    c->t = 0;
+    c->blocks++;
+    if (++c->wb < pl->nwb) return;
+    c->wb = 0;
+    if (++c->hb < pl->nhb) return;
+    c->hb = 0;
+    if (++c->ct < pl->nct) return;
+    c->ct = 0;
+    if (++c->q < pl->npass) return;
+    c->done = 1;
 }
 
 /* First image row replica block r of the item holds. */
@@ -138,21 +189,46 @@ static int64_t band_base(const wg_state *s, const wg_item *it, uint32_t r) {
     return it->ps.k0lo * p->sy + (it->hf0 + (int64_t)r * s->pl->B) * p->rdy - p->ply;
 }
 
-static int emit_load(wg_state *s, const wg_item *it, uint32_t buf, nx_error *err) {
+static uint32_t load_pieces(const wg_state *s, const wg_item *it) {
+    uint32_t lanes = nx_kctx_lanes(s->k);
+    return lanes / it->Rl ? lanes / it->Rl : 1;
+}
+
+/* The co tile's filter rows of every live replica block: runs of vb x WF
+ * (whole rows) per co; dead rows of the last live block read as zero (the
+ * memset covers every partition, the other blocks' loads rewrite theirs). */
+static int load_filter(wg_state *s, const wg_item *it, nx_error *err) {
     const nx_wg_problem *p = s->p;
     const nx_wg_plan *pl = s->pl;
-    if (it->nxi == 0) return 0;
-    uint32_t lanes = nx_kctx_lanes(s->k), half = lanes > 1 ? lanes / 2 : 1;
-    uint32_t pieces = half / it->Rl ? half / it->Rl : 1;
-    const nx_tile *gt = &s->grad[buf], *mt = &s->img[buf];
-    int64_t es = (int64_t)p->es, WFb = pl->WFb, cot = it->ps.cot;
-    /* filter: dead rows of the last live block read as zero (the memset
-     * covers every partition; the other blocks' loads rewrite theirs) */
+    const nx_tile *gt = &s->grad[it->gbuf];
+    int64_t WFb = pl->WFb, cot = it->cot;
     if (it->vb_last < pl->B &&
-        wg_zero(s, NX_ENG_DVE, gt, it->K, (uint64_t)(it->vb_last * WFb), (uint64_t)cot, (uint64_t)pl->Bp * WFb,
+        wg_zero(s, NX_ENG_DVE, gt, it->K, (uint64_t)(it->vb_last * WFb), (uint64_t)cot, (uint64_t)pl->B * WFb,
                 (uint64_t)((pl->B - it->vb_last) * WFb), err) != 0)
         return -1;
-    /* image: rows outside the image for some block, zero on every partition */
+    for (uint32_t r = 0; r < it->Rl; r++) {
+        int64_t hf = it->hf0 + (int64_t)r * pl->B, vb = r + 1 == it->Rl ? it->vb_last : (int64_t)pl->B;
+        int32_t ds[3] = {(int32_t)(pl->B * WFb), (int32_t)WFb, 1};
+        uint32_t dc[3] = {(uint32_t)cot, (uint32_t)vb, (uint32_t)it->nwf};
+        nx_operand dst = nx_conv_tile_view(gt, p->dt, r * pl->cit, it->cin, 0, 3, ds, dc);
+        int32_t ss[3] = {(int32_t)(p->HF * p->WF), (int32_t)p->WF, 1};
+        uint64_t el = ((it->ci0 * p->CO + it->co0) * (uint64_t)p->HF + (uint64_t)hf) * (uint64_t)p->WF +
+                      (uint64_t)it->wf0;
+        nx_operand src = nx_conv_hbm_view(p->dt, p->filt + el * p->es, it->cin,
+                                          (int64_t)(p->CO * (uint64_t)(p->HF * p->WF)), 3, ss, dc);
+        uint64_t run = (uint64_t)(it->nwf == p->WF && it->nwf == WFb ? vb * it->nwf : it->nwf) * p->es;
+        if (wg_dma(s, 0, load_pieces(s, it), run, &dst, &src, err) != 0) return -1;
+    }
+    return 0;
+}
+
+/* The image rows each live replica block meets, batch [n0, n0 + nn),
+ * columns [ix0, ix0 + nxi); rows outside the image for some block are
+ * zeroed on every partition first. */
+static int load_image(wg_state *s, const wg_item *it, nx_error *err) {
+    const nx_wg_problem *p = s->p;
+    const nx_wg_plan *pl = s->pl;
+    const nx_tile *mt = &s->img[it->ibuf];
     int64_t zlo = 0, zhi = it->rb;
     for (uint32_t r = 0; r < it->Rl; r++) {
         zlo = max64(zlo, -band_base(s, it, r));
@@ -167,50 +243,45 @@ static int emit_load(wg_state *s, const wg_item *it, uint32_t buf, nx_error *err
                                 (uint64_t)((it->rb - zhi) * it->nxi), err))
         return -1;
     for (uint32_t r = 0; r < it->Rl; r++) {
-        uint32_t p0 = r * pl->cit;
-        int64_t hf = it->hf0 + (int64_t)r * pl->B, vb = r + 1 == it->Rl ? it->vb_last : (int64_t)pl->B;
-        /* filter rows [hf, hf + vb) of every co of the tile: runs of vb x WF */
-        {
-            int32_t ds[3] = {(int32_t)(pl->Bp * WFb), (int32_t)WFb, 1};
-            uint32_t dc[3] = {(uint32_t)cot, (uint32_t)vb, (uint32_t)it->nwf};
-            nx_operand dst = nx_conv_tile_view(gt, p->dt, p0, it->cin, 0, 3, ds, dc);
-            int32_t ss[3] = {(int32_t)(p->HF * p->WF), (int32_t)p->WF, 1};
-            uint64_t el = ((it->ci0 * p->CO + it->ps.co0) * (uint64_t)p->HF + (uint64_t)hf) * (uint64_t)p->WF +
-                          (uint64_t)it->wf0;
-            nx_operand src = nx_conv_hbm_view(p->dt, p->filt + el * (uint64_t)es, it->cin,
-                                              (int64_t)(p->CO * (uint64_t)(p->HF * p->WF)), 3, ss, dc);
-            if (wg_dma(s, 0, pieces, &dst, &src, err) != 0) return -1;
-        }
-        /* image rows [base + j0, base + j1) of batch [n0, n0 + nn) */
         int64_t base = band_base(s, it, r), j0 = max64(0, -base), j1 = min64(it->rb, p->H - base);
         if (j1 <= j0) continue;
         int32_t ds[3] = {(int32_t)plane, (int32_t)it->nxi, 1};
         uint32_t dc[3] = {(uint32_t)it->ps.nn, (uint32_t)(j1 - j0), (uint32_t)it->nxi};
-        nx_operand dst = nx_conv_tile_view(mt, p->dt, p0, it->cin, (uint64_t)(j0 * it->nxi), 3, ds, dc);
+        nx_operand dst = nx_conv_tile_view(mt, p->dt, r * pl->cit, it->cin, (uint64_t)(j0 * it->nxi), 3, ds, dc);
         int32_t ss[3] = {(int32_t)(p->H * p->W), (int32_t)p->W, 1};
         uint64_t el = ((it->ci0 * p->N + (uint64_t)it->ps.n0) * (uint64_t)p->H + (uint64_t)(base + j0)) *
                           (uint64_t)p->W + (uint64_t)it->ix0;
-        nx_operand src = nx_conv_hbm_view(p->dt, p->img + el * (uint64_t)es, it->cin,
+        nx_operand src = nx_conv_hbm_view(p->dt, p->img + el * p->es, it->cin,
                                           (int64_t)(p->N * (uint64_t)(p->H * p->W)), 3, ss, dc);
-        if (wg_dma(s, 0, pieces, &dst, &src, err) != 0) return -1;
+        uint64_t run = (uint64_t)(it->nxi == p->W ? (j1 - j0) * it->nxi : it->nxi) * p->es;
+        if (wg_dma(s, 0, load_pieces(s, it), run, &dst, &src, err) != 0) return -1;
     }
     return 0;
 }
 
+static int emit_load(wg_state *s, const wg_item *it, nx_error *err) {
+    if (it->nxi == 0) return 0;
+    if (it->new_block && load_image(s, it, err) != 0) return -1;
+    return load_filter(s, it, err);
+}
+
 /* ---- the contraction ---- */
 
-static const nx_tile *acc_tile(const wg_state *s, uint32_t q, uint32_t j) {
-    uint32_t sets = s->pl->nps / s->pl->A;
-    return &s->ps[(q % (sets ? sets : 1)) * s->pl->A + j];
+/* PSUM tile of accumulator j of the pass's co tile t. */
+static const nx_tile *acc_tile(const wg_state *s, uint32_t q, uint32_t t, uint32_t j) {
+    uint32_t per = s->pl->T * s->pl->A, sets = s->pl->nps / per;
+    return &s->ps[(q % (sets ? sets : 1)) * per + t * s->pl->A + j];
 }
 
 static int zero_accumulators(wg_state *s, const wg_item *it, nx_error *err) {
-    for (uint32_t j = 0; j < it->ps.na; j++) {
-        nx_wg_acc a;
-        nx_wg_acc_get(s->p, s->pl, it->ps.tile, it->ps.a0 + j, &a);
-        nx_operand v = nx_tile_view(acc_tile(s, it->q, j), NX_DT_FP32, 0, a.M, 0, 1, (const int32_t[]){1}, &a.F);
-        if (nx_kctx_memset(s->k, NX_ENG_DVE, &v, 0.0, err) != 0) return -1;
-    }
+    for (uint32_t t = 0; t < it->ps.nt; t++)
+        for (uint32_t j = 0; j < it->ps.na; j++) {
+            nx_wg_acc a;
+            nx_wg_acc_get(s->p, s->pl, it->ps.t0 + t, it->ps.a0 + j, &a);
+            nx_operand v =
+                nx_tile_view(acc_tile(s, it->q, t, j), NX_DT_FP32, 0, a.M, 0, 1, (const int32_t[]){1}, &a.F);
+            if (nx_kctx_memset(s->k, NX_ENG_DVE, &v, 0.0, err) != 0) return -1;
+        }
     return 0;
 }
 
@@ -224,13 +295,13 @@ static void k1_range(const nx_wg_problem *p, const nx_wg_acc *a, int64_t wf, int
     *hi = min64(h, a->k1a + a->K1c);
 }
 
-static int emit_matmuls(wg_state *s, const wg_item *it, uint32_t buf, nx_error *err) {
+static int emit_matmuls(wg_state *s, const wg_item *it, nx_error *err) {
     const nx_wg_problem *p = s->p;
     const nx_wg_plan *pl = s->pl;
     if (it->nxi == 0) return 0;
     nx_wg_acc acc[WG_MAX_PS];
-    for (uint32_t j = 0; j < it->ps.na; j++) nx_wg_acc_get(p, pl, it->ps.tile, it->ps.a0 + j, &acc[j]);
-    int64_t WFb = pl->WFb, cot = it->ps.cot;
+    for (uint32_t j = 0; j < it->ps.na; j++) nx_wg_acc_get(p, pl, it->ps.t0 + it->t, it->ps.a0 + j, &acc[j]);
+    int64_t WFb = pl->WFb, cot = it->cot;
     int64_t bmax = it->Rl == 1 ? it->vb_last : (int64_t)pl->B; /* rows past it are dead in every block */
     for (int64_t b = 0; b < bmax; b += pl->Gy)
         for (int64_t x = 0; x < it->nwf; x += pl->Gx) {
@@ -243,9 +314,9 @@ static int emit_matmuls(wg_state *s, const wg_item *it, uint32_t buf, nx_error *
                 k1_range(p, a, it->wf0 + x, &lo, &hi);
                 if (hi <= lo) continue;
                 if (!loaded) {
-                    int32_t st[3] = {1, (int32_t)WFb, (int32_t)(pl->Bp * WFb)};
+                    int32_t st[3] = {1, (int32_t)WFb, (int32_t)(pl->B * WFb)};
                     uint32_t sc[3] = {gxv, pl->Gy, (uint32_t)cot};
-                    nx_operand w = nx_conv_tile_view(&s->grad[buf], p->dt, 0, it->K, (uint64_t)(b * WFb + x), 3, st, sc);
+                    nx_operand w = nx_conv_tile_view(&s->grad[it->gbuf], p->dt, 0, it->K, (uint64_t)(b * WFb + x), 3, st, sc);
                     if (nx_kctx_load_stationary(s->k, &w, err) != 0) return -1;
                     loaded = 1;
                 }
@@ -254,9 +325,9 @@ static int emit_matmuls(wg_state *s, const wg_item *it, uint32_t buf, nx_error *
                                           (b * p->rdy + (a->k0a - it->ps.k0lo) * p->sy) * it->nxi + (col - it->ix0));
                 int32_t ms[3] = {(int32_t)(p->sy * it->nxi), (int32_t)p->sx, (int32_t)(it->rb * it->nxi)};
                 uint32_t mc[3] = {(uint32_t)a->K0c, (uint32_t)(hi - lo), (uint32_t)a->nn};
-                nx_operand mv = nx_conv_tile_view(&s->img[buf], p->dt, 0, it->K, off, 3, ms, mc);
+                nx_operand mv = nx_conv_tile_view(&s->img[it->ibuf], p->dt, 0, it->K, off, 3, ms, mc);
                 int32_t dst_s[3] = {(int32_t)(a->K1c * a->nn), (int32_t)a->nn, 1};
-                nx_operand d = nx_conv_tile_view(acc_tile(s, it->q, j), NX_DT_FP32, 0, Mv,
+                nx_operand d = nx_conv_tile_view(acc_tile(s, it->q, it->t, j), NX_DT_FP32, 0, Mv,
                                                  (uint64_t)((lo - a->k1a) * a->nn), 3, dst_s, mc);
                 if (nx_kctx_multiply_moving(s->k, &d, &mv, 1, err) != 0) return -1;
             }
@@ -295,7 +366,7 @@ static int store_rows(wg_state *s, const nx_tile *stage, uint32_t cot, uint64_t 
         uint64_t el = (uint64_t)row * p->CO + co0;
         nx_operand dst = nx_ap(NX_OPK_HBM, p->dt, 0, (uint32_t)run, (int32_t)(rstride * (int64_t)p->CO),
                                p->out + el * p->es, 1, (const int32_t[]){1}, &cot);
-        if (wg_dma(s, 1, (uint32_t)cdiv(run, 32), &dst, &src, err) != 0) return -1;
+        if (wg_dma(s, 1, (uint32_t)cdiv(run, 32), cot * p->es, &dst, &src, err) != 0) return -1;
     }
     return 0;
 }
@@ -342,13 +413,13 @@ static const nx_tile *mask_for(const wg_state *s, uint32_t cot) {
     return NULL;
 }
 
-static int fold_acc(wg_state *s, const nx_wg_pass *ps, uint32_t q, uint32_t j, nx_error *err) {
+static int fold_acc(wg_state *s, const nx_wg_pass *ps, uint32_t q, uint32_t t, uint32_t j, nx_error *err) {
     const nx_wg_problem *p = s->p;
     const nx_wg_plan *pl = s->pl;
     nx_wg_acc a;
-    nx_wg_acc_get(p, pl, ps->tile, ps->a0 + j, &a);
-    const nx_tile *acc = acc_tile(s, q, j);
-    uint32_t cot = ps->cot, M = a.M, Mmax = pl->Mmax;
+    nx_wg_acc_get(p, pl, ps->t0 + t, ps->a0 + j, &a);
+    const nx_tile *acc = acc_tile(s, q, t, j);
+    uint32_t cot = a.cot, M = a.M, Mmax = pl->Mmax;
     const nx_tile *e = &s->ebuf[s->n_ebuf % s->nebuf];
     if (p->kind == NX_WG_DENSE) {
         /* the accumulator to SBUF (fp32) */
@@ -370,7 +441,7 @@ static int fold_acc(wg_state *s, const nx_wg_pass *ps, uint32_t q, uint32_t j, n
                     uint32_t cnt[3] = {(uint32_t)c0, (uint32_t)c1, (uint32_t)c2};
                     uint64_t off = (uint64_t)((i0 * a.K1c + i1) * nn + i2);
                     int64_t row0 = ((a.k0a + i0) * p->K1 + a.k1a + i1) * (int64_t)p->N + a.n0 + i2;
-                    if (fold_chunk(s, e, M, cot, ps->co0, off, 3, st, cnt, row0, hs, err) != 0) return -1;
+                    if (fold_chunk(s, e, M, cot, a.co0, off, 3, st, cnt, row0, hs, err) != 0) return -1;
                 }
             }
             i0 += c0;
@@ -417,7 +488,7 @@ static int fold_acc(wg_state *s, const nx_wg_pass *ps, uint32_t q, uint32_t j, n
             uint32_t cnt[2] = {(uint32_t)c0, (uint32_t)min64(c1, nk1 - i1)};
             uint64_t off = (uint64_t)(i0 * a.K1c + i1);
             int64_t row0 = (a.k0a + i0) * p->K1 + a.k1a + i1;
-            if (fold_chunk(s, qb, M, cot, ps->co0, off, 2, st, cnt, row0, hs, err) != 0) return -1;
+            if (fold_chunk(s, qb, M, cot, a.co0, off, 2, st, cnt, row0, hs, err) != 0) return -1;
         }
         i0 += c0;
     }
@@ -427,8 +498,9 @@ static int fold_acc(wg_state *s, const nx_wg_pass *ps, uint32_t q, uint32_t j, n
 static int emit_fold(wg_state *s, uint32_t q, nx_error *err) {
     nx_wg_pass ps;
     nx_wg_pass_get(s->p, s->pl, q, &ps);
-    for (uint32_t j = 0; j < ps.na; j++)
-        if (fold_acc(s, &ps, q, j, err) != 0) return -1;
+    for (uint32_t t = 0; t < ps.nt; t++)
+        for (uint32_t j = 0; j < ps.na; j++)
+            if (fold_acc(s, &ps, q, t, j, err) != 0) return -1;
     return 0;
 }
 
@@ -502,11 +574,6 @@ static int alloc_all(wg_state *s, nx_error *err) {
                 return -1;
     for (; s->nstage < 2; s->nstage++)
         if (nx_kctx_alloc(s->k, NX_OPK_SBUF, "wg_out", p->dt, Mm, pl->cot, &s->stage[s->nstage], err) != 0) return -1;
-    /* the filter tiles' pad rows (Gy > 1) read as zero for good */
-    if (pl->Gy > 1)
-        for (uint32_t i = 0; i < WG_NBUF; i++)
-            if (wg_zero(s, i ? NX_ENG_POOL : NX_ENG_DVE, &s->grad[i], rows, 0, 1, 0, pl->grad_elems, err) != 0)
-                return -1;
     return build_ident_masks(s, err);
 }
 
@@ -530,27 +597,33 @@ int nx_wg_emit(nx_kctx *k, const nx_wg_problem *p, const nx_wg_plan *pl, nx_erro
     s.k = k, s.p = p, s.pl = pl, s.geo = nx_kctx_geometry(k);
     int rc = -1;
     if (alloc_all(&s, err) != 0) goto done;
-    uint64_t nit = (uint64_t)pl->npass * items_per_pass(pl);
-    int defer = pl->nps == 2 * pl->A; /* accumulators double-buffered over passes */
-    int64_t pending = -1;             /* a pass whose fold waits */
-    wg_item it;
-    for (uint64_t i = 0; i < nit + WG_NBUF - 1; i++) {
-        if (i < nit) {
-            item_get(&s, i, &it);
-            if (emit_load(&s, &it, (uint32_t)(i % WG_NBUF), err) != 0) goto done;
+    int defer = pl->nps == 2 * pl->T * pl->A; /* accumulators double-buffered over passes */
+    int64_t pending = -1;                      /* a pass whose fold waits */
+    /* software pipeline: item i's loads, then item i - 1's matmuls */
+    wg_cursor cur;
+    memset(&cur, 0, sizeof cur);
+    wg_item ring[WG_NBUF];
+    uint64_t loaded = 0, computed = 0;
+    while (computed < loaded || !cur.done) {
+        if (!cur.done) {
+            wg_item *it = &ring[loaded % WG_NBUF];
+            item_fill(&s, &cur, it);
+            cursor_next(&s, &cur);
+            if (emit_load(&s, it, err) != 0) goto done;
+            loaded++;
+            if (loaded - computed < WG_NBUF && !cur.done) continue;
         }
-        if (i < WG_NBUF - 1) continue;
-        uint64_t j = i - (WG_NBUF - 1);
-        item_get(&s, j, &it);
-        if (it.first_of_pass && zero_accumulators(&s, &it, err) != 0) goto done;
-        if (emit_matmuls(&s, &it, (uint32_t)(j % WG_NBUF), err) != 0) goto done;
-        if (it.first_of_pass && pending >= 0) {
+        const wg_item *it = &ring[computed % WG_NBUF];
+        computed++;
+        if (it->first_of_pass && zero_accumulators(&s, it, err) != 0) goto done;
+        if (emit_matmuls(&s, it, err) != 0) goto done;
+        if (it->first_of_pass && pending >= 0) {
             if (emit_fold(&s, (uint32_t)pending, err) != 0) goto done;
             pending = -1;
         }
-        if (it.last_of_pass) {
-            if (defer && it.q + 1 < pl->npass) pending = it.q;
-            else if (emit_fold(&s, it.q, err) != 0) goto done;
+        if (it->last_of_pass) {
+            if (defer && it->q + 1 < pl->npass) pending = it->q;
+            else if (emit_fold(&s, it->q, err) != 0) goto done;
         }
     }
     rc = 0;

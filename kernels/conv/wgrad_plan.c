@@ -7,13 +7,11 @@
  * extents that keep each moving tile inside one PSUM bank, the number of
  * accumulators sharing a contraction pass, and the tallest row block B that
  * leaves two buffer sets of filter and image tiles inside SBUF. Each is
- * ranked by an estimate of its time:
- *
- *   max(PE cycles x WG_DMA_BYTES_PER_PE_CYCLE, DMA bytes / efficiency)
- *   + one block's DMA bytes (the pipeline's start)
- *
- * where a transfer's efficiency is min(1, its contiguous run per
- * partition / WG_EFFICIENT_RUN_BYTES), the DMA rule of docs/parts/machine.md.
+ * ranked by an estimate of its time: the emitter's software pipeline
+ * replayed item by item (estimate() below) with PE cycles weighed at
+ * WG_DMA_BYTES_PER_PE_CYCLE and DMA bytes over their efficiency, min(1,
+ * contiguous run per partition / WG_EFFICIENT_RUN_BYTES), the DMA rule of
+ * docs/parts/machine.md.
  * The estimate only ranks plans; on a machine whose ratios differ the plan
  * is still correct, perhaps not the fastest. */
 #include <stdio.h>
@@ -28,9 +26,13 @@
 /* DMA bytes one PE cycle is worth: trn2 moves 16 x 23 B/ns per core while
  * its PE runs at 2.4 GHz (153 B per cycle; trn1: 97). Ranking only. */
 #define WG_DMA_BYTES_PER_PE_CYCLE 150.0
+/* The fixed cost of a transfer (about 1.3 us on a queue: docs/parts/
+ * machine.md, dma.fixed_ns) in byte equivalents at a core's DMA rate, once
+ * per load of an item (the transfers of the lanes overlap). Ranking only. */
+#define WG_DMA_FIXED_BYTES (1300.0 * 368.0)
 /* Share of an SBUF partition the input buffers may take; the rest holds the
  * identity, the masks, the fold buffers and the output staging. */
-#define WG_INPUT_SHARE 0.85
+#define WG_INPUT_SHARE 0.93
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -52,46 +54,47 @@ void nx_wg_img_cols(const nx_wg_problem *p, int64_t k1lo, int64_t k1hi, int64_t 
     *nc = hi > lo ? hi - lo : 0;
 }
 
-uint32_t nx_wg_passes_per_tile(const nx_wg_plan *pl) {
+/* Passes per co-tile group: the accumulator groups of a tile. */
+static uint32_t acc_groups(const nx_wg_plan *pl) {
     return (uint32_t)cdiv((int64_t)pl->na0 * pl->na1 * pl->nan, pl->A);
 }
 
-static uint64_t tile_co0(const nx_wg_plan *pl, uint32_t tile) { return (uint64_t)tile * pl->cot; }
-static uint32_t tile_cot(const nx_wg_problem *p, const nx_wg_plan *pl, uint32_t tile) {
+static void tile_co(const nx_wg_problem *p, const nx_wg_plan *pl, uint32_t tile, uint64_t *co0, uint32_t *cot) {
     uint64_t X = p->kind == NX_WG_DENSE ? p->CO : p->N;
-    return (uint32_t)min64((int64_t)pl->cot, (int64_t)(X - tile_co0(pl, tile)));
+    *co0 = (uint64_t)tile * pl->cot;
+    *cot = (uint32_t)min64((int64_t)pl->cot, (int64_t)(X - *co0));
 }
 
 void nx_wg_acc_get(const nx_wg_problem *p, const nx_wg_plan *pl, uint32_t tile, uint32_t a, nx_wg_acc *o) {
     uint32_t in = a % pl->nan, i1 = a / pl->nan % pl->na1, i0 = a / pl->nan / pl->na1;
+    tile_co(p, pl, tile, &o->co0, &o->cot);
     o->k0a = (int64_t)i0 * pl->ck0;
     o->nk0 = min64(pl->ck0, p->K0 - o->k0a);
     o->k1a = (int64_t)i1 * pl->ck1;
     o->nk1 = min64(pl->ck1, p->K1 - o->k1a);
     if (p->kind == NX_WG_DEPTHWISE) {
-        o->n0 = (int64_t)tile_co0(pl, tile);
-        o->nn = tile_cot(p, pl, tile);
+        o->n0 = (int64_t)o->co0;
+        o->nn = o->cot;
     } else {
         o->n0 = (int64_t)in * pl->cn;
         o->nn = min64(pl->cn, (int64_t)p->N - o->n0);
     }
     o->K0c = o->nk0 + (int64_t)(pl->Gy - 1) * pl->ry;
     o->K1c = o->nk1 + (int64_t)(pl->Gx - 1) * pl->rx;
-    o->M = pl->Gx * pl->Gy * tile_cot(p, pl, tile);
+    o->M = pl->Gx * pl->Gy * o->cot;
     o->F = (uint32_t)(o->K0c * o->K1c * o->nn);
 }
 
 void nx_wg_pass_get(const nx_wg_problem *p, const nx_wg_plan *pl, uint32_t q, nx_wg_pass *o) {
-    uint32_t ppt = nx_wg_passes_per_tile(pl), nacc = pl->na0 * pl->na1 * pl->nan;
+    uint32_t ag = acc_groups(pl), nacc = pl->na0 * pl->na1 * pl->nan;
     memset(o, 0, sizeof *o);
-    o->tile = q / ppt;
-    o->a0 = q % ppt * pl->A;
+    o->t0 = q / ag * pl->T;
+    o->nt = (uint32_t)min64(pl->T, pl->ncot - o->t0);
+    o->a0 = q % ag * pl->A;
     o->na = (uint32_t)min64(pl->A, nacc - o->a0);
-    o->co0 = tile_co0(pl, o->tile);
-    o->cot = tile_cot(p, pl, o->tile);
     for (uint32_t j = 0; j < o->na; j++) {
         nx_wg_acc a;
-        nx_wg_acc_get(p, pl, o->tile, o->a0 + j, &a);
+        nx_wg_acc_get(p, pl, o->t0, o->a0 + j, &a);
         if (j == 0 || a.n0 < o->n0) o->n0 = a.n0;
         if (j == 0 || a.n0 + a.nn > o->n0 + o->nn) o->nn = a.n0 + a.nn - o->n0;
         if (j == 0 || a.k0a < o->k0lo) o->k0lo = a.k0a;
@@ -148,78 +151,111 @@ static wg_window max_window(const nx_wg_problem *p, const nx_wg_plan *c, int64_t
         w.nn = max64(w.nn, ps.nn);
         w.k0s = max64(w.k0s, ps.k0hi - ps.k0lo);
         w.wc = max64(w.wc, cmax);
-        /* passes of other tiles repeat this tile's windows */
-        if (q + 1 == nx_wg_passes_per_tile(c)) break;
+        /* the other tile groups repeat the first one's windows (depthwise:
+         * with fewer channels at most) */
+        if (q + 1 == acc_groups(c)) break;
     }
     return w;
 }
 
-/* The block geometry (B, R, nhb, WFb, nwb and the buffer sizes) of
- * candidate c within `budget` bytes per partition; 0 if nothing fits. */
-static int blocks(const nx_wg_problem *p, uint32_t R0, uint64_t budget, const nx_wg_limits *lim, nx_wg_plan *c) {
-    int64_t es = (int64_t)p->es, cap = (int64_t)(budget / (uint64_t)(c->nbuf * es));
+/* Block geometries (B, R, nhb, WFb, nwb and the buffer sizes) of candidate
+ * c within `budget` bytes per partition, into out[0 .. return): the widest
+ * column block whose row blocks fit, then a few row-block counts from the
+ * fewest (the tallest blocks that fit) up, each with balanced B and R (B
+ * in whole steps of Gy rows). */
+#define WG_BLOCK_CANDIDATES 8
+static int blocks(const nx_wg_problem *p, uint32_t R0, uint64_t budget, const nx_wg_limits *lim,
+                  const nx_wg_plan *c, nx_wg_plan *out) {
+    int64_t es = (int64_t)p->es, cap = (int64_t)(budget / (uint64_t)(NX_WG_BUFFERS * es));
     int64_t wf_first = lim->wfb_max ? min64(p->WF, lim->wfb_max) : p->WF;
     for (int64_t WFb = wf_first; WFb >= 1; WFb = WFb > 1 ? cdiv(WFb, 2) : 0) {
         wg_window w = max_window(p, c, WFb);
         int64_t g = (int64_t)c->cot * WFb, i = w.nn * w.wc;
-        /* cap >= g (B + Gy - 1) + i ((B - 1) rdy + (k0s - 1) sy + 1) */
-        int64_t fixed = g * (int64_t)(c->Gy - 1) + i * ((w.k0s - 1) * p->sy + 1 - p->rdy);
+        /* cap >= g B + i ((B - 1) rdy + (k0s - 1) sy + 1), B a multiple of Gy */
+        int64_t fixed = i * ((w.k0s - 1) * p->sy + 1 - p->rdy);
         int64_t Bmax = (cap - fixed) / (g + i * p->rdy);
-        Bmax = min64(Bmax, cdiv(p->HF, (int64_t)R0));
+        Bmax = min64(Bmax, cdiv(cdiv(p->HF, (int64_t)R0), c->Gy) * c->Gy);
         if (lim->b_max) Bmax = min64(Bmax, lim->b_max);
+        Bmax = Bmax / c->Gy * c->Gy;
         if (Bmax < 1) {
             if (WFb == 1) return 0;
             continue;
         }
-        int64_t nhb = cdiv(p->HF, (int64_t)R0 * Bmax), B = cdiv(p->HF, (int64_t)R0 * nhb);
-        /* whole steps of Gy rows when that still fits */
-        if (c->Gy > 1 && B % c->Gy && (B / c->Gy + 1) * c->Gy <= Bmax) B = (B / c->Gy + 1) * c->Gy;
-        c->B = (uint32_t)B;
-        c->Bp = (uint32_t)(B + c->Gy - 1);
-        c->nhb = (uint32_t)cdiv(p->HF, (int64_t)R0 * B);
-        c->R = (uint32_t)min64((int64_t)R0, cdiv(p->HF, B * (int64_t)c->nhb));
-        c->WFb = (uint32_t)WFb;
-        c->nwb = (uint32_t)cdiv(p->WF, WFb);
-        c->grad_elems = (uint64_t)g * c->Bp;
-        c->img_elems = (uint64_t)(i * nx_wg_rows_band(p, B, w.k0s));
-        return 1;
+        int n = 0;
+        int64_t nhb0 = cdiv(p->HF, (int64_t)R0 * Bmax);
+        for (int64_t nhb = nhb0; nhb < nhb0 + WG_BLOCK_CANDIDATES && n < WG_BLOCK_CANDIDATES; nhb++) {
+            int64_t B = min64(cdiv(cdiv(p->HF, (int64_t)R0 * nhb), c->Gy) * c->Gy, Bmax);
+            if (n > 0 && out[n - 1].B == (uint32_t)B) continue;
+            nx_wg_plan *o = &out[n++];
+            *o = *c;
+            o->B = (uint32_t)B;
+            o->nhb = (uint32_t)cdiv(p->HF, (int64_t)R0 * B);
+            o->R = (uint32_t)min64((int64_t)R0, cdiv(p->HF, B * (int64_t)o->nhb));
+            o->WFb = (uint32_t)WFb;
+            o->nwb = (uint32_t)cdiv(p->WF, WFb);
+            o->grad_elems = (uint64_t)(g * B);
+            o->img_elems = (uint64_t)(i * nx_wg_rows_band(p, B, w.k0s));
+            if (B <= c->Gy) break;
+        }
+        return n;
     }
     return 0;
 }
 
-/* The estimate of candidate c (see the file comment), over the passes of
- * its first tile times the tiles. */
-static double estimate(const nx_wg_problem *p, const nx_wg_plan *c) {
-    double es = (double)p->es, f32 = p->dt == NX_DT_FP32 ? 4.0 : 1.0;
-    double steps = (double)cdiv(c->B, c->Gy) * (double)cdiv(c->WFb, c->Gx) * c->nwb * c->nhb * c->nct;
-    double blocks_per_pass = (double)c->nct * c->nhb * c->nwb;
-    double pe = 0, dma = 0;
-    uint32_t ppt = nx_wg_passes_per_tile(c);
-    for (uint32_t q = 0; q < ppt; q++) {
+/* The estimate of candidate c (see the file comment): the software
+ * pipeline of the emitter replayed over its work items, in DMA byte
+ * equivalents. Item i's loads start when item i - 1's are done (the DMA
+ * engines work through them in order) and item i - 2's matmuls are (its
+ * buffer is reused); its matmuls start when its loads and item i - 1's
+ * matmuls are done; a pass's fold follows its last matmuls. The image is
+ * loaded with the first item of each block. */
+static double estimate(const nx_wg_problem *p, const nx_wg_plan *c, double best) {
+    double es = (double)p->es, f32 = p->dt == NX_DT_FP32 ? 4.0 : 1.0, r = WG_DMA_BYTES_PER_PE_CYCLE;
+    uint32_t blocks = c->nct * c->nhb * c->nwb;
+    double steps = (double)cdiv(c->B, c->Gy) * (double)cdiv(c->WFb, c->Gx);
+    double run_g = (double)(c->WFb == (uint32_t)p->WF ? c->B * c->WFb : c->WFb) * es;
+    double g_item = (double)c->cit * (double)c->cot * (double)(c->R * c->B) * (double)c->WFb * es / eff(run_g) +
+                    WG_DMA_FIXED_BYTES;
+    double l_prev = 0, c_prev = 0, c_prev2 = 0, end = 0, pe_sum = 0, dma_sum = 0;
+    for (int replay = 0; replay < 2; replay++)
+    for (uint32_t q = 0; q < c->npass; q++) {
         nx_wg_pass ps;
         nx_wg_pass_get(p, c, q, &ps);
+        double pe_item = 0, fold = 0;
         for (uint32_t j = 0; j < ps.na; j++) {
             nx_wg_acc a;
-            nx_wg_acc_get(p, c, 0, ps.a0 + j, &a);
-            pe += steps * (double)(a.F > 64 ? a.F : 64) * f32;
+            nx_wg_acc_get(p, c, ps.t0, ps.a0 + j, &a);
+            pe_item += steps * (double)(a.F > 64 ? a.F : 64) * f32 * r;
             /* fold: row chunks x groups x (fp32 stationary load + matmul) */
             double rows = (double)(a.nk0 * a.nk1 * (p->kind == NX_WG_DENSE ? a.nn : 1));
             double chunks = (double)cdiv((int64_t)rows, c->Mmax), mc = rows / chunks;
-            pe += chunks * c->Gx * c->Gy * ((mc > 64 ? mc : 64) + 4.0 * (c->cot > 64 ? c->cot : 64));
+            fold += chunks * c->Gx * c->Gy * ((mc > 64 ? mc : 64) + 4.0 * (c->cot > 64 ? c->cot : 64)) * r * ps.nt;
         }
-        /* the filter of the tile once per pass; the pass's image window */
-        double run_g = (double)(c->WFb == (uint32_t)p->WF ? c->B * c->WFb : c->WFb) * es;
-        dma += (double)p->CI * c->cot * (double)(p->HF * p->WF) * es / eff(run_g);
         int64_t c0, nc;
         nx_wg_img_cols(p, ps.k1lo, ps.k1hi, 0, c->WFb, &c0, &nc);
         int64_t rb = nx_wg_rows_band(p, c->B, ps.k0hi - ps.k0lo);
         double run_i = (double)(nc == p->W ? rb * nc : nc) * es;
-        dma += (double)p->CI * (double)ps.nn * (double)(c->R * c->nhb * rb) * (double)(nc * c->nwb) * es / eff(run_i);
+        double i_block =
+            (double)c->cit * (double)ps.nn * (double)(c->R * rb) * (double)nc * es / eff(run_i) + WG_DMA_FIXED_BYTES;
+        if (replay == 0) { /* a lower bound first: the PE's and the DMA's totals */
+            pe_sum += (pe_item * ps.nt * blocks + fold);
+            dma_sum += (g_item * ps.nt + i_block) * blocks;
+            if (q + 1 == c->npass && best >= 0 && (pe_sum > dma_sum ? pe_sum : dma_sum) >= best) return best + 1;
+            continue;
+        }
+        for (uint32_t b = 0; b < blocks; b++)
+            for (uint32_t t = 0; t < ps.nt; t++) {
+                double ls = l_prev > c_prev2 ? l_prev : c_prev2;
+                double le = ls + g_item + (t == 0 ? i_block : 0);
+                double cs = le > c_prev ? le : c_prev;
+                c_prev2 = c_prev;
+                c_prev = cs + pe_item;
+                l_prev = le;
+            }
+        c_prev += fold; /* the fold holds the PE too */
+        end = c_prev;
     }
-    pe *= c->ncot;
-    dma *= c->ncot;
-    double pe_b = pe * WG_DMA_BYTES_PER_PE_CYCLE;
-    return (pe_b > dma ? pe_b : dma) + dma / (blocks_per_pass * c->npass);
+    return end;
 }
 
 int nx_wg_plan_make(const nx_geometry *geo, const nx_wg_problem *p, const nx_wg_limits *limits, nx_wg_plan *out,
@@ -240,7 +276,6 @@ int nx_wg_plan_make(const nx_geometry *geo, const nx_wg_problem *p, const nx_wg_
     base.cit = (uint32_t)cdiv((int64_t)p->CI, base.nct);
     uint32_t R0 = base.nct == 1 ? base.P / base.cit : 1;
     if (R0 > (uint32_t)p->HF) R0 = (uint32_t)p->HF;
-    base.nbuf = 2;
     /* the small tiles: identity and two masks (fp32, Mmax wide), four fold
      * buffers of one bank (fp32), two output stages of Mmax elements */
     uint64_t small = 3 * (uint64_t)base.Mmax * 4 + 4 * (uint64_t)base.Fmax * 4 + 2 * (uint64_t)base.Mmax * p->es + 512;
@@ -264,13 +299,25 @@ int nx_wg_plan_make(const nx_geometry *geo, const nx_wg_problem *p, const nx_wg_
             c.ncot = (uint32_t)cdiv((int64_t)X, (int64_t)cmax);
             c.cot = (uint32_t)cdiv((int64_t)X, c.ncot);
             if (!acc_extents(p, &c)) continue;
+            /* a lower bound of the PE time alone: every filter row and
+             * column once per co tile, over the whole extended window */
+            if (best >= 0) {
+                double f32 = p->dt == NX_DT_FP32 ? 4.0 : 1.0;
+                double steps = (double)cdiv(p->HF, (int64_t)R0 * Gy) * (double)cdiv(p->WF, Gx) * c.nct * c.ncot;
+                double win = (double)(p->K0 + (int64_t)(Gy - 1) * c.ry) * (double)(p->K1 + (int64_t)(Gx - 1) * c.rx) *
+                             (double)(p->kind == NX_WG_DENSE ? p->N : c.cot);
+                if (steps * win * f32 * WG_DMA_BYTES_PER_PE_CYCLE >= best) continue;
+            }
             uint32_t nacc = c.na0 * c.na1 * c.nan, amax = banks - 2; /* two banks for the fold */
-            for (uint32_t A = nacc < amax ? nacc : amax; A >= 1; A--) {
+            uint32_t tmax = p->kind == NX_WG_DENSE ? c.ncot : 1;
+            for (uint32_t A = nacc < amax ? nacc : amax; A >= 1; A--)
+            for (uint32_t T = tmax * A < amax ? tmax : amax / A; T >= 1; T--) {
                 if (lim->A && A != (lim->A < nacc ? lim->A : nacc)) continue;
+                if (lim->T && T != (lim->T < tmax ? lim->T : tmax)) continue;
                 c.A = A;
-                c.npass = c.ncot * nx_wg_passes_per_tile(&c);
-                c.nps = c.npass > 1 && 2 * A <= amax ? 2 * A : A;
-                if (!blocks(p, R0, budget, lim, &c)) continue;
+                c.T = T;
+                c.npass = (uint32_t)cdiv(c.ncot, T) * acc_groups(&c);
+                c.nps = c.npass > 1 && 2 * T * A <= amax ? 2 * T * A : T * A;
                 uint32_t fmax = 0;
                 for (uint32_t a = 0; a < nacc; a++) {
                     nx_wg_acc ac;
@@ -278,10 +325,14 @@ int nx_wg_plan_make(const nx_geometry *geo, const nx_wg_problem *p, const nx_wg_
                     if (ac.F > fmax) fmax = ac.F;
                 }
                 c.fold_elems = fmax;
-                c.est = estimate(p, &c);
-                if (best < 0 || c.est < best) {
-                    best = c.est;
-                    *out = c;
+                nx_wg_plan cand[WG_BLOCK_CANDIDATES];
+                int nc = blocks(p, R0, budget, lim, &c, cand);
+                for (int b = 0; b < nc; b++) {
+                    cand[b].est = estimate(p, &cand[b], best);
+                    if (best < 0 || cand[b].est < best) {
+                        best = cand[b].est;
+                        *out = cand[b];
+                    }
                 }
             }
         }
@@ -295,8 +346,9 @@ int nx_wg_plan_make(const nx_geometry *geo, const nx_wg_problem *p, const nx_wg_
 
 void nx_wg_plan_describe(const nx_wg_plan *pl, char *buf, size_t len) {
     snprintf(buf, len,
-             "ci %ux%u R %u B %u (%u blocks) WF %ux%u groups %ux%u co %ux%u acc %lldx%lldx%lld (%ux%ux%u, %u per "
-             "pass, %u passes)",
+             "ci %ux%u R %u B %u (%u blocks) WF %ux%u groups %ux%u co %ux%u acc %lldx%lldx%lld (%ux%ux%u); a pass: "
+             "%u co tiles x %u accumulators; %u passes",
              pl->cit, pl->nct, pl->R, pl->B, pl->nhb, pl->WFb, pl->nwb, pl->Gx, pl->Gy, pl->cot, pl->ncot,
-             (long long)pl->ck0, (long long)pl->ck1, (long long)pl->cn, pl->na0, pl->na1, pl->nan, pl->A, pl->npass);
+             (long long)pl->ck0, (long long)pl->ck1, (long long)pl->cn, pl->na0, pl->na1, pl->nan, pl->T, pl->A,
+             pl->npass);
 }
