@@ -216,6 +216,34 @@ expect 3 "conv window too large" run Conv2d_pbp_0f1b_0i1o_01fb_experimental_1 -i
 stderr_is "nxsim: conv spatial dim 0: the window (3 taps, rhs_dilation 4) does not fit the input (7, lhs_dilation 1, padding [0,0]): no output"
 absent "$T/never.npy"
 
+# ---- the weight-gradient convolutions (#5, #7, #8) ---------------------------------------
+for key in Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh conv2d_column_packing conv2d_column_packing_io10; do
+    expect 0 "run $key --check" run "$key" --check
+    if grep -qE '^check: out0 vs nx_ref_conv: .* x eps\(bf16\)\): ok$' "$T/out"; then pass; else fail "$key: check line"; fi
+done
+# A 3 x 3 image 0..8 and a 2 x 2 gradient with one 1: each leaf's result is the 2 x 2 window of
+# the image the 1 selects. The same bytes as io01 (#5, #7: y=0, x=1) select columns 1..2, as
+# io10 (#8: x=0, y=1) rows 1..2; batch_group_count is taken as N = 1 when absent.
+IMG9='\x00\x00\x00\x00\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x40\x40\x00\x00\x80\x40\x00\x00\xa0\x40\x00\x00\xc0\x40\x00\x00\xe0\x40\x00\x00\x00\x41'
+ONE='\x00\x00\x00\x00\x00\x00\x80\x3f\x00\x00\x00\x00\x00\x00\x00\x00'
+make_npy "$T/wg_img.npy" "'<f4'" "(1, 1, 3, 3)" 1 "$IMG9"
+make_npy "$T/wg_filt.npy" "'<f4'" "(1, 1, 2, 2)" 1 "$ONE"
+make_npy "$T/wg_cols.npy" "'<f4'" "(2, 2, 1, 1)" 2 '\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x80\x40\x00\x00\xa0\x40'
+make_npy "$T/wg_rows.npy" "'<f4'" "(2, 2, 1, 1)" 2 '\x00\x00\x40\x40\x00\x00\x80\x40\x00\x00\xc0\x40\x00\x00\xe0\x40'
+for mode in "" --functional; do
+    for key in Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh conv2d_column_packing conv2d_column_packing_io10; do
+        rm -f "$T/wg_out.npy"
+        expect 0 "$key $mode -i" run "$key" $mode -i "$T/wg_img.npy" -i "$T/wg_filt.npy" -o "$T/wg_out.npy" --check
+        if [ "$key" = conv2d_column_packing_io10 ]; then same_file "$T/wg_out.npy" "$T/wg_rows.npy";
+        else same_file "$T/wg_out.npy" "$T/wg_cols.npy"; fi
+    done
+done
+# refusals name the attribute, its value and the rule; no output is written
+expect 3 "wgrad lhs_dilation" run Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh -i "$T/wg_img.npy" -i "$T/wg_filt.npy" \
+    -o "$T/never.npy" -a 'lhs_dilation=[2,2]' -a 'padding=[[1,1],[1,1]]'
+stderr_is "nxsim: Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh: attribute lhs_dilation=[2,2] is not supported (this leaf takes lhs_dilation [1,1] only)"
+absent "$T/never.npy"
+
 # ---- --op JSON (paths relative to the op file) -----------------------------------------
 mkdir -p "$T/op"
 cp "$T/x.npy" "$T/op/x.npy"
