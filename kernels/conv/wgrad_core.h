@@ -59,6 +59,12 @@ typedef struct nx_wg_problem {
 int nx_wg_prepare(const char *leaf, nx_wg_kind kind, const char *labels, const nx_kernel_call *call,
                   nx_wg_problem *p, nx_error *err);
 
+/* A DMA moves a partition's data at full speed from contiguous runs of
+ * this many bytes (docs/parts/machine.md, dma.efficient_bytes_per_partition;
+ * the geometry does not carry it): the plan's estimate and the spreading of
+ * transfers over the lanes weigh a transfer's bytes by min(1, run / this). */
+#define NX_WG_EFFICIENT_RUN_BYTES 2048.0
+
 /* Buffer sets of the filter and image tiles (double buffering). */
 #define NX_WG_BUFFERS 2
 

@@ -16,6 +16,7 @@
  * extended outputs whose image column exists (horizontal padding is never
  * stored: each matmul covers the k1 range its column reaches; vertical
  * padding rows are zeroed in the image tile). */
+#include <math.h>
 #include <string.h>
 
 #include "conv_ap.h"
@@ -23,17 +24,25 @@
 
 #define WG_NBUF NX_WG_BUFFERS
 #define WG_MAX_PS 8
-/* A DMA moves a partition at full speed from runs of this many bytes
- * (docs/parts/machine.md); here it weighs transfers when they are spread
- * over the lanes. */
-#define NX_WG_EFFICIENT_RUN_BYTES 2048.0
 #define NX_WG_MAX_LANES 64
+#define WG_PIECES_PER_LANE 2.0
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 /* floor division for a possibly negative numerator, b > 0 */
 static int64_t fdiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+/* An item's loads, gathered before they are spread over the lanes. */
+typedef struct wg_xfer {
+    nx_operand dst, src;
+    double row_work; /* byte equivalents per partition: bytes over the runs' efficiency */
+} wg_xfer;
+typedef struct wg_batch {
+    wg_xfer x[2 * NX_MAX_PARTITIONS];
+    uint32_t n;
+    double total;
+} wg_batch;
 
 typedef struct wg_state {
     nx_kctx *k;
@@ -44,8 +53,9 @@ typedef struct wg_state {
     uint32_t ngrad, nimg, nps, nfold_ps, nmask, nebuf, nqbuf, nstage;
     int have_ident;
     uint32_t mask_cot[2];
-    double lane_load[NX_WG_MAX_LANES];  /* byte-equivalents queued per load lane */
-    double lane_store[NX_WG_MAX_LANES];
+    double lane_load[NX_WG_MAX_LANES];  /* byte equivalents of loads queued per lane */
+    double lane_store[NX_WG_MAX_LANES]; /* ... of stores */
+    wg_batch batch;                     /* the item's loads being gathered */
     uint64_t n_fold_ps, n_ebuf, n_stage, n_copy;
 } wg_state;
 
@@ -71,33 +81,79 @@ typedef struct wg_item {
 
 /* ---- DMA ---- */
 
-/* Transfers use every lane of the context (both queues of each DMA engine,
- * so one queue's fixed cost hides under the other's data): a transfer is
- * cut by partitions into `pieces`, each put on the lane with the least work
- * queued (bytes over the DMA efficiency of its runs: `run_bytes`
- * contiguous bytes per partition). Loads and stores keep separate tallies:
- * the stores come at the end of a pass, when the loads are done. */
-static int wg_dma(wg_state *s, int store, uint32_t pieces, uint64_t run_bytes, const nx_operand *dst,
-                  const nx_operand *src, nx_error *err) {
-    uint32_t half = nx_kctx_lanes(s->k), base = 0;
-    if (half > NX_WG_MAX_LANES) half = NX_WG_MAX_LANES;
-    double *load = store ? s->lane_store : s->lane_load;
-    uint32_t rows = dst->partition_count;
-    if (pieces > half) pieces = half;
-    if (pieces > rows) pieces = rows;
-    if (pieces < 1) pieces = 1;
-    double e = run_bytes >= NX_WG_EFFICIENT_RUN_BYTES ? 1.0 : (double)(run_bytes ? run_bytes : 1) / NX_WG_EFFICIENT_RUN_BYTES;
-    double per_row = (double)nx_operand_free_elems(dst) * (double)s->p->es / e;
-    uint32_t r0 = 0, each = rows / pieces, extra = rows % pieces;
-    for (uint32_t i = 0; i < pieces; i++) {
-        uint32_t n = each + (i < extra), best = 0;
-        for (uint32_t l = 1; l < half; l++)
-            if (load[l] < load[best]) best = l;
-        load[best] += per_row * n;
-        nx_operand d = nx_operand_rows(dst, r0, n), sr = nx_operand_rows(src, r0, n);
-        if (nx_kctx_dma_on(s->k, base + best, &d, &sr, err) != 0) return -1;
-        r0 += n;
+static double run_eff(uint64_t run_bytes) {
+    return run_bytes >= NX_WG_EFFICIENT_RUN_BYTES ? 1.0 : (double)(run_bytes ? run_bytes : 1) / NX_WG_EFFICIENT_RUN_BYTES;
+}
+
+static void batch_add(const wg_state *s, wg_batch *b, const nx_operand *dst, const nx_operand *src,
+                      uint64_t run_bytes) {
+    wg_xfer *x = &b->x[b->n++];
+    x->dst = *dst;
+    x->src = *src;
+    x->row_work = (double)nx_operand_free_elems(dst) * (double)s->p->es / run_eff(run_bytes);
+    b->total += x->row_work * dst->partition_count;
+}
+
+/* Emits a batch of transfers (an item's loads, or a fold chunk's stores)
+ * over every lane of the context (both queues of each DMA engine, so one
+ * queue's fixed cost hides under the other's data) so that they end
+ * together on every lane: the next item's loads queue behind them, and a
+ * lane that finished early would start the next item while the others
+ * still serve this one, sharing their DMA engine. Each transfer is cut by
+ * partitions into pieces of about 1 / WG_PIECES_PER_LANE of a lane's share
+ * of the batch; the pieces go to the lanes with the least work queued
+ * (`tally`: byte equivalents, loads and stores counted apart), largest
+ * first, and are issued in the order the transfers were added. */
+static int batch_flush(wg_state *s, wg_batch *b, double *tally, nx_error *err) {
+    uint32_t lanes = nx_kctx_lanes(s->k);
+    if (lanes > NX_WG_MAX_LANES) lanes = NX_WG_MAX_LANES;
+    double target = b->total / (WG_PIECES_PER_LANE * lanes);
+    enum { MAXP = 2 * NX_MAX_PARTITIONS * 4 };
+    const uint32_t cap = MAXP;
+    uint32_t np = 0;
+    struct piece {
+        uint16_t x, r0, n;
+        uint8_t lane;
+        double work;
+    } pc[MAXP];
+    for (uint32_t i = 0; i < b->n; i++) {
+        uint32_t rows = b->x[i].dst.partition_count;
+        uint32_t k = target > 0 ? (uint32_t)ceil(b->x[i].row_work * rows / target) : 1;
+        if (k < 1) k = 1;
+        if (k > rows) k = rows;
+        if (k > cap - np) k = cap - np > 0 ? cap - np : 1;
+        uint32_t each = rows / k, extra = rows % k, r0 = 0;
+        for (uint32_t j = 0; j < k && np < cap; j++) {
+            uint32_t n = each + (j < extra);
+            pc[np].x = (uint16_t)i, pc[np].r0 = (uint16_t)r0, pc[np].n = (uint16_t)n;
+            pc[np].work = b->x[i].row_work * n;
+            np++;
+            r0 += n;
+        }
     }
+    /* largest first onto the least loaded lane */
+    uint32_t order[MAXP];
+    for (uint32_t i = 0; i < np; i++) order[i] = i;
+    for (uint32_t i = 1; i < np; i++) /* insertion sort, descending work */
+        for (uint32_t j = i; j > 0 && pc[order[j]].work > pc[order[j - 1]].work; j--) {
+            uint32_t t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    for (uint32_t i = 0; i < np; i++) {
+        uint32_t best = 0;
+        for (uint32_t l = 1; l < lanes; l++)
+            if (tally[l] < tally[best]) best = l;
+        tally[best] += pc[order[i]].work;
+        pc[order[i]].lane = (uint8_t)best;
+    }
+    for (uint32_t i = 0; i < np; i++) {
+        const wg_xfer *x = &b->x[pc[i].x];
+        nx_operand d = nx_operand_rows(&x->dst, pc[i].r0, pc[i].n), sr = nx_operand_rows(&x->src, pc[i].r0, pc[i].n);
+        if (nx_kctx_dma_on(s->k, pc[i].lane, &d, &sr, err) != 0) return -1;
+    }
+    b->n = 0;
+    b->total = 0;
     return 0;
 }
 
@@ -183,21 +239,26 @@ static void cursor_next(const wg_state *s, wg_cursor *c) {
     c->done = 1;
 }
 
+/* The first item of the block after the one cursor c is in (c points at
+ * the item after the current one): 0 if there is none. */
+static int next_block(const wg_state *s, const wg_cursor *c, wg_item *out) {
+    wg_cursor k = *c;
+    while (!k.done && k.t != 0) cursor_next(s, &k);
+    if (k.done) return 0;
+    item_fill(s, &k, out);
+    return 1;
+}
+
 /* First image row replica block r of the item holds. */
 static int64_t band_base(const wg_state *s, const wg_item *it, uint32_t r) {
     const nx_wg_problem *p = s->p;
     return it->ps.k0lo * p->sy + (it->hf0 + (int64_t)r * s->pl->B) * p->rdy - p->ply;
 }
 
-static uint32_t load_pieces(const wg_state *s, const wg_item *it) {
-    uint32_t lanes = nx_kctx_lanes(s->k);
-    return lanes / it->Rl ? lanes / it->Rl : 1;
-}
-
 /* The co tile's filter rows of every live replica block: runs of vb x WF
  * (whole rows) per co; dead rows of the last live block read as zero (the
  * memset covers every partition, the other blocks' loads rewrite theirs). */
-static int load_filter(wg_state *s, const wg_item *it, nx_error *err) {
+static int load_filter(wg_state *s, const wg_item *it, wg_batch *bt, nx_error *err) {
     const nx_wg_problem *p = s->p;
     const nx_wg_plan *pl = s->pl;
     const nx_tile *gt = &s->grad[it->gbuf];
@@ -217,7 +278,7 @@ static int load_filter(wg_state *s, const wg_item *it, nx_error *err) {
         nx_operand src = nx_conv_hbm_view(p->dt, p->filt + el * p->es, it->cin,
                                           (int64_t)(p->CO * (uint64_t)(p->HF * p->WF)), 3, ss, dc);
         uint64_t run = (uint64_t)(it->nwf == p->WF && it->nwf == WFb ? vb * it->nwf : it->nwf) * p->es;
-        if (wg_dma(s, 0, load_pieces(s, it), run, &dst, &src, err) != 0) return -1;
+        batch_add(s, bt, &dst, &src, run);
     }
     return 0;
 }
@@ -225,24 +286,27 @@ static int load_filter(wg_state *s, const wg_item *it, nx_error *err) {
 /* The image rows each live replica block meets, batch [n0, n0 + nn),
  * columns [ix0, ix0 + nxi); rows outside the image for some block are
  * zeroed on every partition first. */
-static int load_image(wg_state *s, const wg_item *it, nx_error *err) {
+static int load_image(wg_state *s, const wg_item *it, uint32_t r_lo, uint32_t r_hi, wg_batch *bt, nx_error *err) {
     const nx_wg_problem *p = s->p;
     const nx_wg_plan *pl = s->pl;
     const nx_tile *mt = &s->img[it->ibuf];
-    int64_t zlo = 0, zhi = it->rb;
-    for (uint32_t r = 0; r < it->Rl; r++) {
-        zlo = max64(zlo, -band_base(s, it, r));
-        zhi = min64(zhi, p->H - band_base(s, it, r));
-    }
-    zlo = min64(zlo, it->rb);
-    zhi = max64(zhi, zlo);
     uint64_t plane = (uint64_t)(it->rb * it->nxi);
-    if (zlo > 0 && wg_zero(s, NX_ENG_POOL, mt, it->K, 0, (uint64_t)it->ps.nn, plane, (uint64_t)(zlo * it->nxi), err))
-        return -1;
-    if (zhi < it->rb && wg_zero(s, NX_ENG_POOL, mt, it->K, (uint64_t)(zhi * it->nxi), (uint64_t)it->ps.nn, plane,
-                                (uint64_t)((it->rb - zhi) * it->nxi), err))
-        return -1;
-    for (uint32_t r = 0; r < it->Rl; r++) {
+    if (r_lo == 0) {
+        int64_t zlo = 0, zhi = it->rb;
+        for (uint32_t r = 0; r < it->Rl; r++) {
+            zlo = max64(zlo, -band_base(s, it, r));
+            zhi = min64(zhi, p->H - band_base(s, it, r));
+        }
+        zlo = min64(zlo, it->rb);
+        zhi = max64(zhi, zlo);
+        if (zlo > 0 &&
+            wg_zero(s, NX_ENG_POOL, mt, it->K, 0, (uint64_t)it->ps.nn, plane, (uint64_t)(zlo * it->nxi), err))
+            return -1;
+        if (zhi < it->rb && wg_zero(s, NX_ENG_POOL, mt, it->K, (uint64_t)(zhi * it->nxi), (uint64_t)it->ps.nn, plane,
+                                    (uint64_t)((it->rb - zhi) * it->nxi), err))
+            return -1;
+    }
+    for (uint32_t r = r_lo; r < r_hi && r < it->Rl; r++) {
         int64_t base = band_base(s, it, r), j0 = max64(0, -base), j1 = min64(it->rb, p->H - base);
         if (j1 <= j0) continue;
         int32_t ds[3] = {(int32_t)plane, (int32_t)it->nxi, 1};
@@ -254,15 +318,32 @@ static int load_image(wg_state *s, const wg_item *it, nx_error *err) {
         nx_operand src = nx_conv_hbm_view(p->dt, p->img + el * p->es, it->cin,
                                           (int64_t)(p->N * (uint64_t)(p->H * p->W)), 3, ss, dc);
         uint64_t run = (uint64_t)(it->nxi == p->W ? (j1 - j0) * it->nxi : it->nxi) * p->es;
-        if (wg_dma(s, 0, load_pieces(s, it), run, &dst, &src, err) != 0) return -1;
+        batch_add(s, bt, &dst, &src, run);
     }
     return 0;
 }
 
-static int emit_load(wg_state *s, const wg_item *it, nx_error *err) {
-    if (it->nxi == 0) return 0;
-    if (it->new_block && load_image(s, it, err) != 0) return -1;
-    return load_filter(s, it, err);
+/* Item `it`'s loads: its filter rows, then image rows. Items t = 1 .. nt-1
+ * of a block (nt > 1) spread the next block's image (`next`: that block's
+ * first item, or NULL) between them, replica blocks [(t-1) Rl / (nt-1),
+ * t Rl / (nt-1)), so the loads of a block's items are about as long and the
+ * image is in place before the next block starts; item 0 carries none (the
+ * buffer it would write is read by the item just before). A block after a
+ * one-item block (and the first block) loads its own image with its first
+ * item. The filter goes first: the image's zero rows (POOL) would hold up
+ * the SP, which issues transfers in order. */
+static int emit_load(wg_state *s, const wg_item *it, const wg_item *next, int first, nx_error *err) {
+    wg_batch *bt = &s->batch;
+    uint32_t nt = it->ps.nt, t = it->t;
+    if (it->nxi > 0 && load_filter(s, it, bt, err) != 0) return -1;
+    /* a block whose predecessor has one item loads its own image */
+    if ((first || (it->new_block && nt == 1)) && it->nxi > 0 && load_image(s, it, 0, it->Rl, bt, err) != 0)
+        return -1;
+    if (nt > 1 && t >= 1 && next && next->nxi > 0) {
+        uint32_t lo = (t - 1) * next->Rl / (nt - 1), hi = t * next->Rl / (nt - 1);
+        if ((t == 1 || lo < hi) && load_image(s, next, lo, hi, bt, err) != 0) return -1;
+    }
+    return batch_flush(s, bt, s->lane_load, err);
 }
 
 /* ---- the contraction ---- */
@@ -366,9 +447,9 @@ static int store_rows(wg_state *s, const nx_tile *stage, uint32_t cot, uint64_t 
         uint64_t el = (uint64_t)row * p->CO + co0;
         nx_operand dst = nx_ap(NX_OPK_HBM, p->dt, 0, (uint32_t)run, (int32_t)(rstride * (int64_t)p->CO),
                                p->out + el * p->es, 1, (const int32_t[]){1}, &cot);
-        if (wg_dma(s, 1, (uint32_t)cdiv(run, 32), cot * p->es, &dst, &src, err) != 0) return -1;
+        batch_add(s, &s->batch, &dst, &src, cot * p->es);
     }
-    return 0;
+    return batch_flush(s, &s->batch, s->lane_store, err);
 }
 
 /* Folds one chunk of output rows from the SBUF copy `src` [M, ...] of an
@@ -599,24 +680,32 @@ int nx_wg_emit(nx_kctx *k, const nx_wg_problem *p, const nx_wg_plan *pl, nx_erro
     if (alloc_all(&s, err) != 0) goto done;
     int defer = pl->nps == 2 * pl->T * pl->A; /* accumulators double-buffered over passes */
     int64_t pending = -1;                      /* a pass whose fold waits */
-    /* software pipeline: item i's loads, then item i - 1's matmuls */
+    /* software pipeline: item j's matmuls, then item j + 1's loads (and
+     * its share of the block after it), then the folds whose time has
+     * come: the loads are issued ahead of the folds' stores */
     wg_cursor cur;
     memset(&cur, 0, sizeof cur);
-    wg_item ring[WG_NBUF];
-    uint64_t loaded = 0, computed = 0;
-    while (computed < loaded || !cur.done) {
-        if (!cur.done) {
-            wg_item *it = &ring[loaded % WG_NBUF];
-            item_fill(&s, &cur, it);
-            cursor_next(&s, &cur);
-            if (emit_load(&s, it, err) != 0) goto done;
-            loaded++;
-            if (loaded - computed < WG_NBUF && !cur.done) continue;
-        }
-        const wg_item *it = &ring[computed % WG_NBUF];
-        computed++;
+    wg_item cur_it, next_it, blk_it;
+    int have = 0;
+    if (!cur.done) {
+        item_fill(&s, &cur, &next_it);
+        cursor_next(&s, &cur);
+        have = 1;
+        const wg_item *nb = next_block(&s, &cur, &blk_it) ? &blk_it : NULL;
+        if (emit_load(&s, &next_it, nb, 1, err) != 0) goto done;
+    }
+    while (have) {
+        cur_it = next_it;
+        const wg_item *it = &cur_it;
         if (it->first_of_pass && zero_accumulators(&s, it, err) != 0) goto done;
         if (emit_matmuls(&s, it, err) != 0) goto done;
+        have = !cur.done;
+        if (have) {
+            item_fill(&s, &cur, &next_it);
+            cursor_next(&s, &cur);
+            const wg_item *nb = next_block(&s, &cur, &blk_it) ? &blk_it : NULL;
+            if (emit_load(&s, &next_it, nb, 0, err) != 0) goto done;
+        }
         if (it->first_of_pass && pending >= 0) {
             if (emit_fold(&s, (uint32_t)pending, err) != 0) goto done;
             pending = -1;

@@ -10,7 +10,7 @@
  * ranked by an estimate of its time: the emitter's software pipeline
  * replayed item by item (estimate() below) with PE cycles weighed at
  * WG_DMA_BYTES_PER_PE_CYCLE and DMA bytes over their efficiency, min(1,
- * contiguous run per partition / WG_EFFICIENT_RUN_BYTES), the DMA rule of
+ * contiguous run per partition / NX_WG_EFFICIENT_RUN_BYTES), the DMA rule of
  * docs/parts/machine.md.
  * The estimate only ranks plans; on a machine whose ratios differ the plan
  * is still correct, perhaps not the fastest. */
@@ -19,10 +19,6 @@
 
 #include "wgrad_core.h"
 
-/* A DMA moves a partition's data at full speed from runs of this many bytes
- * (docs/parts/machine.md, dma.efficient_bytes_per_partition); the geometry
- * does not carry it. */
-#define WG_EFFICIENT_RUN_BYTES 2048.0
 /* DMA bytes one PE cycle is worth: trn2 moves 16 x 23 B/ns per core while
  * its PE runs at 2.4 GHz (153 B per cycle; trn1: 97). Ranking only. */
 #define WG_DMA_BYTES_PER_PE_CYCLE 150.0
@@ -38,7 +34,7 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 static double eff(double run_bytes) {
-    return run_bytes >= WG_EFFICIENT_RUN_BYTES ? 1.0 : run_bytes / WG_EFFICIENT_RUN_BYTES;
+    return run_bytes >= NX_WG_EFFICIENT_RUN_BYTES ? 1.0 : run_bytes / NX_WG_EFFICIENT_RUN_BYTES;
 }
 
 int64_t nx_wg_rows_band(const nx_wg_problem *p, int64_t B, int64_t k0span) {
