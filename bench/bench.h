@@ -28,7 +28,7 @@ typedef struct bench_options {
     int summary;             /* also print the profile summary of each run */
 } bench_options;
 
-/* Targets printed beside the figures (issue 3, item 11). */
+/* Targets printed beside the figures (docs/parts/bench.md). */
 #define TARGET_GEMM_RATIO 1.5   /* sim wall time / OpenBLAS sgemm wall time */
 #define TARGET_CHAIN_IPS 2e6    /* simulated instructions per wall second */
 #define TARGET_RSS_FACTOR 2.0   /* x (program HBM bytes + cores' SBUF and PSUM) */

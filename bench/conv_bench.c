@@ -147,7 +147,7 @@ static int run_case(const nx_machine *m, const leaf_desc *ld, const conv_shape *
             return -1;
         }
     }
-    nx_kernel_call call = {args, 3, 2, &attrs};
+    nx_kernel_call call = {.args = args, .nargs = 3, .n_inputs = 2, .additional_args = &attrs};
     double t0 = now_s();
     nx_kctx *k = nx_kctx_new(b, 0, 1);
     int rc = k ? ld->fn(k, &call, err) : nx_fail(err, "out of memory");
@@ -238,7 +238,7 @@ static int run_case(const nx_machine *m, const leaf_desc *ld, const conv_shape *
     double cyc = macs / ((double)m->geo.pe_rows * m->geo.pe_cols) * (dt == NX_DT_FP32 ? m->pe_fp32_factor : 1);
     r->pe_ns = cyc / m->clock_ghz[NX_ENG_PE];
     double bytes = (double)(nl + nr + no) * (double)es;
-    double bw = m->dma_engines * m->dma_engine_bytes_per_ns;
+    double bw = m->geo.dma_engines * m->dma_engine_bytes_per_ns;
     if (m->hbm_bytes_per_ns < bw) bw = m->hbm_bytes_per_ns;
     r->dma_ns = bytes / bw;
     nx_state_free(&st);
@@ -275,7 +275,7 @@ int main(int argc, char **argv) {
     const char *nt = getenv("OPENBLAS_NUM_THREADS"), *ct = getenv("OPENBLAS_CORETYPE");
     printf("nxsim-bench-conv: machine %s (PE %ux%u at %.2f GHz; DMA %u x %.0f B/ns, HBM %.0f B/ns); reference: "
            "OpenBLAS sgemm, OPENBLAS_NUM_THREADS=%s OPENBLAS_CORETYPE=%s\n",
-           m.geo.name, m.geo.pe_rows, m.geo.pe_cols, m.clock_ghz[NX_ENG_PE], m.dma_engines, m.dma_engine_bytes_per_ns,
+           m.geo.name, m.geo.pe_rows, m.geo.pe_cols, m.clock_ghz[NX_ENG_PE], m.geo.dma_engines, m.dma_engine_bytes_per_ns,
            m.hbm_bytes_per_ns, nt ? nt : "(unset)", ct ? ct : "(unset)");
     printf("%-20s %-20s %-5s %8s %8s %9s %9s %9s %8s %7s %8s %6s %s\n", "case", "leaf", "dtype", "trace_s", "sim_s",
            "sim_us", "pe_us", "dma_us", "of_bound", "pe_busy", "ref_s", "sim/ref", "values");

@@ -32,7 +32,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "isa/dtype.h"
 #include "kernels/conv/wgrad_core.h"
@@ -43,12 +42,7 @@
 #include "sim/machine.h"
 #include "sim/model.h"
 #include "sim/profile.h"
-
-static double now_s(clockid_t c) {
-    struct timespec ts;
-    clock_gettime(c, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "wall_clock.h"
 
 typedef struct wg_case {
     const char *name;
@@ -147,22 +141,22 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const wg_case *c, nx_dty
         goto out;
     }
     /* the trace, timed on its own; the run is then a cache hit */
-    double t0 = now_s(CLOCK_MONOTONIC);
+    double t0 = nx_bench_now_s();
     const nx_program *prog;
     if (nx_lower(L, &op, &prog, NULL, err) != 0) goto out;
-    r->trace_s = now_s(CLOCK_MONOTONIC) - t0;
+    r->trace_s = nx_bench_now_s() - t0;
 
     const void *inputs[2] = {in[0], in[1]};
     nx_run_options opt = {.backend = NX_RUN_MODEL, .keep_log = bo->trace_dir != NULL};
     nx_run_result res;
-    t0 = now_s(CLOCK_MONOTONIC);
-    double c0 = now_s(CLOCK_PROCESS_CPUTIME_ID);
+    t0 = nx_bench_now_s();
+    double c0 = nx_bench_cpu_s();
     if (nx_run_op(L, m, &op, inputs, &opt, &res, err) != 0) {
         nx_run_result_free(&res);
         goto out;
     }
-    r->sim_cpu_s = now_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
-    r->sim_s = now_s(CLOCK_MONOTONIC) - t0;
+    r->sim_cpu_s = nx_bench_cpu_s() - c0;
+    r->sim_s = nx_bench_now_s() - t0;
     r->sim_ns = res.trace.sim.total_ns;
     r->insns = res.trace.sim.instructions;
     r->pe_busy_ns = res.trace.sim.engine[0][NX_ENG_PE].busy_ns;
@@ -176,11 +170,11 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const wg_case *c, nx_dty
 
     /* the reference on the same operands, timed */
     void *outs[1] = {want};
-    t0 = now_s(CLOCK_MONOTONIC);
-    c0 = now_s(CLOCK_PROCESS_CPUTIME_ID);
+    t0 = nx_bench_now_s();
+    c0 = nx_bench_cpu_s();
     int rrc = tgt.rules->reference(&op, inputs, outs, err);
-    r->ref_cpu_s = now_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
-    r->ref_s = now_s(CLOCK_MONOTONIC) - t0;
+    r->ref_cpu_s = nx_bench_cpu_s() - c0;
+    r->ref_s = nx_bench_now_s() - t0;
     if (rrc != 0) {
         nx_run_result_free(&res);
         goto out;
@@ -207,7 +201,7 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const wg_case *c, nx_dty
     double cyc = macs / ((double)m->geo.pe_rows * m->geo.pe_cols) * (dt == NX_DT_FP32 ? m->pe_fp32_factor : 1);
     r->pe_ns = cyc / m->clock_ghz[NX_ENG_PE];
     double bytes = (double)(n_in[0] + n_in[1] + n_out) * (double)es;
-    double bw = m->dma_engines * m->dma_engine_bytes_per_ns;
+    double bw = m->geo.dma_engines * m->dma_engine_bytes_per_ns;
     if (m->hbm_bytes_per_ns < bw) bw = m->hbm_bytes_per_ns;
     r->dma_ns = bytes / bw;
     rc = 0;
@@ -270,7 +264,7 @@ int main(int argc, char **argv) {
     const char *nt = getenv("OPENBLAS_NUM_THREADS"), *ct = getenv("OPENBLAS_CORETYPE");
     printf("nxsim-bench-wgrad: machine %s (PE %ux%u at %.2f GHz; DMA %u x %.0f B/ns, HBM %.0f B/ns); reference: "
            "nx_ref_conv (OpenBLAS sgemm), OPENBLAS_NUM_THREADS=%s OPENBLAS_CORETYPE=%s\n",
-           m.geo.name, m.geo.pe_rows, m.geo.pe_cols, m.clock_ghz[NX_ENG_PE], m.dma_engines, m.dma_engine_bytes_per_ns,
+           m.geo.name, m.geo.pe_rows, m.geo.pe_cols, m.clock_ghz[NX_ENG_PE], m.geo.dma_engines, m.dma_engine_bytes_per_ns,
            m.hbm_bytes_per_ns, nt ? nt : "(unset)", ct ? ct : "(unset)");
     printf("%-18s %-5s %8s %8s %8s %9s %9s %9s %8s %7s %8s %8s %7s %7s %s\n", "case", "dtype", "trace_s", "sim_s",
            "sim_cpu", "sim_us", "pe_us", "dma_us", "of_bound", "pe_busy", "ref_s", "ref_cpu", "wall_x", "cpu_x",

@@ -47,9 +47,10 @@ static const char *kind_name(unsigned kind) {
     return kind < NX_OPK_COUNT ? names[kind] : "?";
 }
 
-/* Start-partition rule of the compute engines, stated for 128 partitions in
- * HARDWARE.md as: start 0 when more than 64 partitions are used; 0 or 64 for
- * 33..64; 0/32/64/96 for <= 32. Generalised to quarters/halves of the array. */
+/* Start-partition rule of the compute engines, published for 128 partitions
+ * (docs/parts/hardware.md, "Memories"): start 0 when more than 64 partitions
+ * are used; 0 or 64 for 33..64; 0/32/64/96 for <= 32. Generalised to
+ * quarters/halves of the array. */
 static int start_partition_ok(uint32_t start, uint32_t count, uint32_t partitions) {
     uint32_t quarter = partitions / 4 ? partitions / 4 : 1;
     uint32_t half = partitions / 2 ? partitions / 2 : 1;
@@ -114,7 +115,8 @@ int nx_check_access(const nx_operand *op, nx_engine engine, const nx_geometry *g
     return 0;
 }
 
-/* Which memories an engine may read and write (HARDWARE.md): PE reads SBUF
+/* Which memories an engine may read and write (docs/parts/hardware.md,
+ * "Engines"): PE reads SBUF
  * and writes PSUM; POOL never touches PSUM; DMA (SP) moves HBM/SBUF. */
 static int engine_allows(nx_engine engine, unsigned kind, int writes) {
     switch (engine) {

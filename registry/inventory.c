@@ -19,6 +19,8 @@ static const struct {
     const char *family;
 } references[] = {
     {"nx_ref_transpose", "transpose"},
+    {"nx_ref_select_and_scatter", "select_and_scatter"},
+    {"nx_ref_resize_nearest", "resize"},
     {"nx_ref_conv", "conv"},
 };
 

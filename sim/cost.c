@@ -152,18 +152,15 @@ void nx_cost_insn(const nx_machine *m, nx_engine engine, const nx_insn *insn,
     out->latency = 1;
     out->flops = 0;
     out->background = 0;
-    switch (insn->opcode) {
-    case NX_OP_END:
+    const nx_opcode_info *info = nx_opcode_lookup(insn->opcode);
+    if (insn->opcode == NX_OP_END) {
         out->occupancy = out->latency = 0;
         return;
-    case NX_OP_NOP:
-    case NX_OP_CORE_BARRIER:
-    case NX_OP_DMA_COPY:
-    case NX_OP_DMA_TRANSPOSE:
+    }
+    if (info && info->opclass != NX_OPCLASS_COMPUTE) {
         /* control, or a DMA descriptor pushed onto its queue: one cycle */
         if (engine == NX_ENG_PE && pe) pe->prev_multiply = 0;
         return;
-    default: break;
     }
     switch (engine) {
     case NX_ENG_PE:

@@ -113,8 +113,8 @@ static void single_transfer_bandwidth(void **state) {
     build(&m, &j, 1, 1, q, 0, COLS);
     run(&m, &j, &o);
     assert_ns(o.r.total_ns, 1300.0 + BYTES / 23.0);
-    assert_int_equal(o.r.dma_queue_bytes[0][0], BYTES);
-    assert_int_equal(o.r.dma_queue_transfers[0][0], 1);
+    assert_int_equal(nx_sim_queue_bytes(&o.r, 0, 0), BYTES);
+    assert_int_equal(nx_sim_queue_transfers(&o.r, 0, 0), 1);
     /* the data landed: row 5 of SBUF = row 5 of src */
     assert_memory_equal(nx_sbuf_at(&o.st, 0, 5, 0), o.st.hbm + j.src + 5 * COLS * 4, COLS * 4);
     /* two records: the SP's issue (queue -1) and the transfer (queue 0) */

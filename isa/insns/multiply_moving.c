@@ -22,7 +22,7 @@
 #define MM_HAVE_AVX512 1
 #endif
 
-#include "pe_convert.h"
+#include "../pe_input.h"
 
 enum { MR = 8, NR = 32 };
 

@@ -69,7 +69,7 @@ int conv2d_column_packing_io10(struct nx_kctx *k, const nx_kernel_call *call, nx
     attr.value.items = perm;
     attr.value.count = 4;
     nx_attrs attrs = {&attr, 1};
-    nx_kernel_call tcall = {args, 2, 1, &attrs};
+    nx_kernel_call tcall = {.args = args, .nargs = 2, .n_inputs = 1, .additional_args = &attrs};
     if (tiled_dve_transpose_10(k, &tcall, err) != 0) return nx_fail_prefix(err, "%s: filter transpose", leaf);
     p.filt = args[1].hbm_offset;
     return nx_wg_run(k, &p, err);
