@@ -437,48 +437,52 @@ static void test_gradient_property(void **state) {
 
 /* ---- refusals ---- */
 
+typedef struct refusal {
+    nx_leaf_fn leaf;
+    conv_case c;
+    int any_out; /* give out a shape the formula cannot check */
+    const char *msg;
+} refusal;
+
+static const uint64_t any_out[4] = {5, 5, 3, 4};
+static const uint64_t wrong_out[4] = {5, 5, 4, 3};
+
+static const refusal REFUSALS[] = {
+    {K5, {L5, NX_DT_FP32, {2, 3, 8, 8}, {2, 4, 4, 4}, "lhs_dilation=[2,2]", 1, 1}, 1,
+     "Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh: attribute lhs_dilation=[2,2] is not supported (this leaf takes "
+     "lhs_dilation [1,1] only)"},
+    {K5, {L5, NX_DT_FP32, {2, 4, 8, 8}, {1, 4, 4, 4}, "feature_group_count=2", 1, 1}, 0,
+     "Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh: attribute feature_group_count=2 is not supported (this leaf takes "
+     "feature_group_count 1 only)"},
+    {K5, {L5, NX_DT_FP32, {2, 4, 8, 8}, {2, 4, 4, 4}, "batch_group_count=4", 1, 1}, 0,
+     "Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh: attribute batch_group_count=4 is not supported (this leaf takes "
+     "batch_group_count 1 only)"},
+    {K7, {L5, NX_DT_FP32, {2, 4, 8, 8}, {2, 4, 4, 4}, NULL, 1, 1}, 0,
+     "conv2d_column_packing: attribute batch_group_count=1 is not supported (the depthwise weight gradient needs "
+     "batch_group_count = N = C_out; operand 0 (img) has N = 4, operand 1 (filt) C_out = 4)"},
+    {K8, {L8, NX_DT_FP32, {2, 4, 8, 8}, {2, 4, 4, 4}, "batch_group_count=2", 1, 1}, 0,
+     "conv2d_column_packing_io10: attribute batch_group_count=2 is not supported (the depthwise weight gradient "
+     "needs batch_group_count = N = C_out; operand 0 (img) has N = 4, operand 1 (filt) C_out = 4)"},
+    {K7, {L5, NX_DT_FP32, {2, 4, 8, 8}, {2, 4, 4, 4}, "batch_group_count=4;lhs_dilation=[1,2]", 1, 1}, 1,
+     "conv2d_column_packing: attribute lhs_dilation=[1,2] is not supported (this leaf takes lhs_dilation [1,1] "
+     "only)"},
+    {K5, {L5, NX_DT_INT8, {2, 3, 8, 8}, {2, 4, 4, 4}, NULL, 1, 1}, 0,
+     "Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh: operand 0 (img): dtype int8 is not a PE input type (fp32, bf16, "
+     "fp16, fp8_e4m3, fp8_e5m2)"},
+    {K5, {L5, NX_DT_FP32, {2, 3, 8, 8}, {2, 4, 4, 4}, NULL, 0, 1}, 2,
+     "Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh: operand 2 (out): shape [5,5,4,3] must be [5,5,3,4] (the "
+     "convolution's result)"},
+    {K5, {L5, NX_DT_FP32, {2, 3, 8, 8}, {2, 4, 4, 4}, "strides=[1,1]", 0, 1}, 1,
+     "Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh: attribute strides: not a conv attribute (stride, padding, "
+     "lhs_dilation, rhs_dilation, feature_group_count, batch_group_count, out_shape)"},
+};
+
 static void test_refusals(void **state) {
     (void)state;
-    conv_case lhs = {L5, NX_DT_FP32, {2, 3, 8, 8}, {2, 4, 4, 4}, "lhs_dilation=[2,2]", 1, 1};
-    static const uint64_t any[4] = {5, 5, 3, 4};
-    conv_expect_refusal(K5, &lhs, any,
-                        "Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh: attribute lhs_dilation=[2,2] is not supported (this "
-                        "leaf takes lhs_dilation [1,1] only)");
-    conv_case fg = {L5, NX_DT_FP32, {2, 4, 8, 8}, {1, 4, 4, 4}, "feature_group_count=2", 1, 1};
-    conv_expect_refusal(K5, &fg, NULL,
-                        "Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh: attribute feature_group_count=2 is not supported "
-                        "(this leaf takes feature_group_count 1 only)");
-    conv_case bg = {L5, NX_DT_FP32, {2, 4, 8, 8}, {2, 4, 4, 4}, "batch_group_count=4", 1, 1};
-    conv_expect_refusal(K5, &bg, NULL,
-                        "Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh: attribute batch_group_count=4 is not supported "
-                        "(this leaf takes batch_group_count 1 only)");
-    conv_case dense7 = {L5, NX_DT_FP32, {2, 4, 8, 8}, {2, 4, 4, 4}, NULL, 1, 1};
-    conv_expect_refusal(K7, &dense7, NULL,
-                        "conv2d_column_packing: attribute batch_group_count=1 is not supported (the depthwise weight "
-                        "gradient needs batch_group_count = N = C_out; operand 0 (img) has N = 4, operand 1 (filt) "
-                        "C_out = 4)");
-    conv_case half7 = {L8, NX_DT_FP32, {2, 4, 8, 8}, {2, 4, 4, 4}, "batch_group_count=2", 1, 1};
-    conv_expect_refusal(K8, &half7, NULL,
-                        "conv2d_column_packing_io10: attribute batch_group_count=2 is not supported (the depthwise "
-                        "weight gradient needs batch_group_count = N = C_out; operand 0 (img) has N = 4, operand 1 "
-                        "(filt) C_out = 4)");
-    conv_case lhs7 = {L5, NX_DT_FP32, {2, 4, 8, 8}, {2, 4, 4, 4}, "batch_group_count=4;lhs_dilation=[1,2]", 1, 1};
-    conv_expect_refusal(K7, &lhs7, any,
-                        "conv2d_column_packing: attribute lhs_dilation=[1,2] is not supported (this leaf takes "
-                        "lhs_dilation [1,1] only)");
-    conv_case i8 = {L5, NX_DT_INT8, {2, 3, 8, 8}, {2, 4, 4, 4}, NULL, 1, 1};
-    conv_expect_refusal(K5, &i8, NULL,
-                        "Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh: operand 0 (img): dtype int8 is not a PE input type "
-                        "(fp32, bf16, fp16, fp8_e4m3, fp8_e5m2)");
-    conv_case ok = {L5, NX_DT_FP32, {2, 3, 8, 8}, {2, 4, 4, 4}, NULL, 0, 1};
-    static const uint64_t wrong[4] = {5, 5, 4, 3};
-    conv_expect_refusal(K5, &ok, wrong,
-                        "Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh: operand 2 (out): shape [5,5,4,3] must be [5,5,3,4] "
-                        "(the convolution's result)");
-    conv_case strides = {L5, NX_DT_FP32, {2, 3, 8, 8}, {2, 4, 4, 4}, "strides=[1,1]", 0, 1};
-    conv_expect_refusal(K5, &strides, any,
-                        "Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh: attribute strides: not a conv attribute (stride, "
-                        "padding, lhs_dilation, rhs_dilation, feature_group_count, batch_group_count, out_shape)");
+    for (size_t i = 0; i < sizeof REFUSALS / sizeof REFUSALS[0]; i++) {
+        const refusal *r = &REFUSALS[i];
+        conv_expect_refusal(r->leaf, &r->c, r->any_out == 1 ? any_out : r->any_out == 2 ? wrong_out : NULL, r->msg);
+    }
 }
 
 /* The registry rules: the default ops' result shapes, an absent

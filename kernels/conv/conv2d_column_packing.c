@@ -44,33 +44,18 @@ int conv2d_column_packing_io10(struct nx_kctx *k, const nx_kernel_call *call, nx
     nx_wg_problem p;
     if (nx_wg_prepare(leaf, NX_WG_DEPTHWISE, "fb01_io10->01bf", call, &p, err) != 0) return -1;
     /* the filter (CI, C, WF, HF) -> (CI, C, HF, WF) in HBM scratch */
-    nx_tensor_ref args[2];
-    memset(args, 0, sizeof args);
-    args[0] = call->args[1];
-    snprintf(args[1].name, sizeof args[1].name, "%s.filt_io01", leaf);
-    args[1].dtype = p.dt;
-    args[1].ndims = 4;
+    nx_tensor_ref t;
+    memset(&t, 0, sizeof t);
+    snprintf(t.name, sizeof t.name, "%s.filt_io01", leaf);
+    t.dtype = p.dt;
+    t.ndims = 4;
     const uint64_t shape[4] = {p.CI, p.N, (uint64_t)p.HF, (uint64_t)p.WF};
-    memcpy(args[1].shape, shape, sizeof shape);
-    if (nx_builder_tensor(nx_kctx_builder(k), args[1].name, p.dt, 4, shape, NX_ROLE_SCRATCH, &args[1].hbm_offset,
-                          err) != 0)
+    memcpy(t.shape, shape, sizeof shape);
+    if (nx_builder_tensor(nx_kctx_builder(k), t.name, p.dt, 4, shape, NX_ROLE_SCRATCH, &t.hbm_offset, err) != 0)
         return nx_fail_prefix(err, "%s", leaf);
-    nx_value perm[4];
-    memset(perm, 0, sizeof perm);
-    static const int64_t order[4] = {0, 1, 3, 2};
-    for (int i = 0; i < 4; i++) {
-        perm[i].kind = NX_VAL_INT;
-        perm[i].i = order[i];
-    }
-    nx_attr attr;
-    memset(&attr, 0, sizeof attr);
-    attr.name = (char *)"permutation";
-    attr.value.kind = NX_VAL_LIST;
-    attr.value.items = perm;
-    attr.value.count = 4;
-    nx_attrs attrs = {&attr, 1};
-    nx_kernel_call tcall = {.args = args, .nargs = 2, .n_inputs = 1, .additional_args = &attrs};
-    if (tiled_dve_transpose_10(k, &tcall, err) != 0) return nx_fail_prefix(err, "%s: filter transpose", leaf);
-    p.filt = args[1].hbm_offset;
+    static const int64_t swap[4] = {0, 1, 3, 2};
+    if (nx_transpose_tensors(k, tiled_dve_transpose_10, &call->args[1], &t, swap, 4, err) != 0)
+        return nx_fail_prefix(err, "%s: filter transpose", leaf);
+    p.filt = t.hbm_offset;
     return nx_wg_run(k, &p, err);
 }
