@@ -132,6 +132,44 @@ static void test_scaled_bench_shapes(void **state) {
     check7(1, NX_DT_FP32, 8, 8, 28, 28, 28, 28, "padding=[[1,1],[1,1]]", 63);
 }
 
+/* Random shapes (a fixed seed): any of the three keys, any PE dtype, C_in
+ * 1-140, N or C 1-9 (1-140 now and then), image 1-14 per side, windows,
+ * strides 1-3, rhs_dilation 1-3, padding -2..3 on each side; cases whose
+ * window does not fit are drawn again. */
+static void test_random_shapes(void **state) {
+    (void)state;
+    static const nx_dtype dts[] = {NX_DT_FP32, NX_DT_BF16, NX_DT_FP16, NX_DT_FP8_E4M3, NX_DT_FP8_E5M2};
+    test_rng r = {0x5eed};
+    int done = 0;
+    while (done < 40) {
+        int kind = (int)(test_rng_next(&r) % 3); /* 0: #5, 1: #7, 2: #8 */
+        nx_dtype dt = dts[test_rng_next(&r) % 5];
+        uint64_t CI = test_rng_next(&r) % 8 ? 1 + test_rng_next(&r) % 9 : 1 + test_rng_next(&r) % 140;
+        uint64_t N = test_rng_next(&r) % 8 ? 1 + test_rng_next(&r) % 9 : 1 + test_rng_next(&r) % 140;
+        uint64_t CO = kind ? N : 1 + test_rng_next(&r) % 12;
+        int64_t H = 1 + (int64_t)(test_rng_next(&r) % 14), W = 1 + (int64_t)(test_rng_next(&r) % 14);
+        int64_t HF = 1 + (int64_t)(test_rng_next(&r) % 8), WF = 1 + (int64_t)(test_rng_next(&r) % 8);
+        int64_t s[2], d[2], lo[2], hi[2];
+        for (int i = 0; i < 2; i++) {
+            s[i] = 1 + (int64_t)(test_rng_next(&r) % 3);
+            d[i] = 1 + (int64_t)(test_rng_next(&r) % 3);
+            lo[i] = (int64_t)(test_rng_next(&r) % 6) - 2;
+            hi[i] = (int64_t)(test_rng_next(&r) % 6) - 2;
+        }
+        if (nx_conv_out_size((uint64_t)H, (uint64_t)HF, s[0], lo[0], hi[0], 1, d[0]) == 0 ||
+            nx_conv_out_size((uint64_t)W, (uint64_t)WF, s[1], lo[1], hi[1], 1, d[1]) == 0)
+            continue;
+        char attrs[200];
+        snprintf(attrs, sizeof attrs, "stride=[%lld,%lld];rhs_dilation=[%lld,%lld];padding=[[%lld,%lld],[%lld,%lld]]%s",
+                 (long long)s[0], (long long)s[1], (long long)d[0], (long long)d[1], (long long)lo[0],
+                 (long long)hi[0], (long long)lo[1], (long long)hi[1], kind ? "" : "");
+        uint64_t seed = 1000 + (uint64_t)done;
+        if (kind == 0) check5(dt, CI, N, (uint64_t)H, (uint64_t)W, CO, (uint64_t)HF, (uint64_t)WF, attrs, seed);
+        else check7(kind == 2, dt, CI, N, (uint64_t)H, (uint64_t)W, (uint64_t)HF, (uint64_t)WF, attrs, seed);
+        done++;
+    }
+}
+
 /* ---- pinned tilings ---- */
 
 /* A test leaf: the real call checks and emitter with the plan search held
@@ -197,6 +235,11 @@ static void expect_n_chunks(const nx_wg_plan *pl) {
     assert_int_equal(pl->nps, 2 * pl->T * pl->A); /* folds deferred behind the next pass */
 }
 static void expect_k_chunks(const nx_wg_plan *pl) { assert_true(pl->na0 >= 2); }
+static void expect_k_and_n_chunks(const nx_wg_plan *pl) {
+    assert_true(pl->na0 >= 2);
+    assert_true(pl->nan % 2 == 1); /* some pass straddles two k0 chunks */
+    assert_int_equal(pl->A, 2);
+}
 static void expect_shared_image(const nx_wg_plan *pl) {
     assert_int_equal(pl->T, 3);
     assert_int_equal(pl->ncot, 3);
@@ -233,6 +276,11 @@ static void test_pinned_tilings(void **state) {
      * double-buffered (the fold of one after the next one's first item) */
     pin(1, 1, 0, 2, 1, 0, 0, expect_n_chunks);
     run5(NX_DT_FP32, 2, 300, 6, 6, 9, 4, 4, "padding=[[0,-1],[0,-1]]", 105);
+    /* N = 9 in 1-batch accumulators over 2 k0 chunks, two per pass: a pass
+     * holds batch 8 of the first chunk and batch 0 of the second, its image
+     * window the whole batch */
+    pin(1, 1, 0, 2, 1, 0, 0, expect_k_and_n_chunks);
+    run5(NX_DT_BF16, 4, 9, 30, 27, 5, 5, 4, "padding=[[2,-1],[-1,2]]", 112);
     /* outputs 30 x 20: accumulators along k0 */
     pin(1, 1, 0, 0, 0, 0, 0, expect_k_chunks);
     run5(NX_DT_FP32, 2, 2, 33, 24, 3, 4, 5, NULL, 106);
@@ -526,6 +574,7 @@ int main(void) {
         cmocka_unit_test(test_shapes7),
         cmocka_unit_test(test_dtypes),
         cmocka_unit_test(test_scaled_bench_shapes),
+        cmocka_unit_test(test_random_shapes),
         cmocka_unit_test(test_pinned_tilings),
         cmocka_unit_test(test_trn1),
         cmocka_unit_test(test_gradient_property),

@@ -88,11 +88,13 @@ void nx_wg_pass_get(const nx_wg_problem *p, const nx_wg_plan *pl, uint32_t q, nx
     o->nt = (uint32_t)min64(pl->T, pl->ncot - o->t0);
     o->a0 = q % ag * pl->A;
     o->na = (uint32_t)min64(pl->A, nacc - o->a0);
+    int64_t n_hi = 0;
     for (uint32_t j = 0; j < o->na; j++) {
         nx_wg_acc a;
         nx_wg_acc_get(p, pl, o->t0, o->a0 + j, &a);
         if (j == 0 || a.n0 < o->n0) o->n0 = a.n0;
-        if (j == 0 || a.n0 + a.nn > o->n0 + o->nn) o->nn = a.n0 + a.nn - o->n0;
+        if (j == 0 || a.n0 + a.nn > n_hi) n_hi = a.n0 + a.nn;
+        o->nn = n_hi - o->n0;
         if (j == 0 || a.k0a < o->k0lo) o->k0lo = a.k0a;
         if (j == 0 || a.k0a + a.K0c > o->k0hi) o->k0hi = a.k0a + a.K0c;
         if (j == 0 || a.k1a < o->k1lo) o->k1lo = a.k1a;
