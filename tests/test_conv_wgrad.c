@@ -244,6 +244,11 @@ static void expect_shared_image(const nx_wg_plan *pl) {
     assert_int_equal(pl->T, 3);
     assert_int_equal(pl->ncot, 3);
 }
+static void expect_mixed_groups(const nx_wg_plan *pl) {
+    assert_int_equal(pl->ncot, 3); /* tile groups {0, 1} and {2}: 2-item and 1-item blocks */
+    assert_int_equal(pl->T, 2);
+    assert_true(pl->nhb >= 2);
+}
 static void expect_masks(const nx_wg_plan *pl) {
     assert_int_equal(pl->cot, 4);
     assert_int_equal(pl->ncot, 3); /* 10 channels: tiles of 4, 4, 2 */
@@ -287,6 +292,10 @@ static void test_pinned_tilings(void **state) {
     /* three co tiles of one pass share each image block */
     pin(1, 1, 16, 1, 3, 0, 0, expect_shared_image);
     run5(NX_DT_BF16, 3, 2, 10, 10, 40, 4, 4, "padding=[[1,1],[1,1]]", 107);
+    /* three co tiles in passes of two and one: the last 2-item block loads
+     * the next pass's first image in shares, 1-item blocks their own */
+    pin(1, 1, 16, 1, 2, 2, 0, expect_mixed_groups);
+    run5(NX_DT_FP32, 40, 2, 14, 9, 40, 9, 4, "padding=[[1,1],[0,1]]", 113);
     /* depthwise channel tiles of 4, 4 and 2 with column groups: two masks */
     pin(2, 2, 4, 0, 0, 0, 0, expect_masks);
     run7(NX_DT_FP32, 3, 10, 12, 11, 6, 6, "padding=[[1,0],[1,1]]", 108);

@@ -1,13 +1,16 @@
 /* wgrad_core.h: the emitter of the replicated weight-gradient contraction.
  *
- * Work items are (pass, ci tile, row block, column block), in that order.
- * Item i's loads (filter rows of every replica block, the image rows they
- * meet) go into buffer set i % 2 and are emitted before item i - 1's
- * matmuls, so the DMA of the next block runs under the PE work of this one.
- * A pass's accumulators are zeroed (DVE memset of PSUM) before its first
- * matmul; its fold is emitted after the next pass's first item when the
- * accumulators are double-buffered (the PE then never waits for the fold's
- * PSUM -> SBUF copy), else right after its last item.
+ * Work items are (pass, ci tile, row block, column block, co tile of the
+ * pass), in that order. Item i's filter rows (of every replica block) go
+ * into filter buffer i % 2; the image rows a block meets go into image
+ * buffer (block) % 2, loaded in shares by the items of the block before it
+ * (the co tiles of a pass share each image block). Item i + 1's loads are
+ * emitted right after item i's matmuls (and before any fold's stores), so
+ * the DMA of the next item runs under the PE work of this one. A pass's
+ * accumulators are zeroed (DVE memset of PSUM) before its first matmul; its
+ * fold is emitted after the next pass's first item when the accumulators
+ * are double-buffered (the PE then never waits for the fold's PSUM -> SBUF
+ * copy), else right after its last item.
  *
  * Per item and step (filter row b in steps of Gy, filter column x in steps
  * of Gx): one load_stationary of the filter tile [(r, ci), (gx, gy, co)]
@@ -15,7 +18,8 @@
  * multiply_moving per accumulator of the pass over the image window of its
  * extended outputs whose image column exists (horizontal padding is never
  * stored: each matmul covers the k1 range its column reaches; vertical
- * padding rows are zeroed in the image tile). */
+ * padding rows are zeroed in the image tile). docs/parts/wgrad.md has the
+ * whole scheme. */
 #include <math.h>
 #include <string.h>
 
@@ -56,6 +60,7 @@ typedef struct wg_state {
     double lane_load[NX_WG_MAX_LANES];  /* byte equivalents of loads queued per lane */
     double lane_store[NX_WG_MAX_LANES]; /* ... of stores */
     wg_batch batch;                     /* the item's loads being gathered */
+    uint32_t prev_block_nt;             /* items of the block before the one being loaded */
     uint64_t n_fold_ps, n_ebuf, n_stage, n_copy;
 } wg_state;
 
@@ -85,13 +90,16 @@ static double run_eff(uint64_t run_bytes) {
     return run_bytes >= NX_WG_EFFICIENT_RUN_BYTES ? 1.0 : (double)(run_bytes ? run_bytes : 1) / NX_WG_EFFICIENT_RUN_BYTES;
 }
 
-static void batch_add(const wg_state *s, wg_batch *b, const nx_operand *dst, const nx_operand *src,
-                      uint64_t run_bytes) {
+static int batch_add(const wg_state *s, wg_batch *b, const nx_operand *dst, const nx_operand *src,
+                     uint64_t run_bytes, nx_error *err) {
+    if (b->n == sizeof b->x / sizeof b->x[0])
+        return nx_fail(err, "%s: more than %u transfers in one batch", s->p->leaf, b->n);
     wg_xfer *x = &b->x[b->n++];
     x->dst = *dst;
     x->src = *src;
     x->row_work = (double)nx_operand_free_elems(dst) * (double)s->p->es / run_eff(run_bytes);
     b->total += x->row_work * dst->partition_count;
+    return 0;
 }
 
 /* Emits a batch of transfers (an item's loads, or a fold chunk's stores)
@@ -108,8 +116,8 @@ static int batch_flush(wg_state *s, wg_batch *b, double *tally, nx_error *err) {
     uint32_t lanes = nx_kctx_lanes(s->k);
     if (lanes > NX_WG_MAX_LANES) lanes = NX_WG_MAX_LANES;
     double target = b->total / (WG_PIECES_PER_LANE * lanes);
-    enum { MAXP = 2 * NX_MAX_PARTITIONS * 4 };
-    const uint32_t cap = MAXP;
+    /* at most WG_PIECES_PER_LANE lanes + one piece per transfer */
+    enum { MAXP = 2 * NX_MAX_PARTITIONS + (uint32_t)(WG_PIECES_PER_LANE + 1) * NX_WG_MAX_LANES };
     uint32_t np = 0;
     struct piece {
         uint16_t x, r0, n;
@@ -121,9 +129,9 @@ static int batch_flush(wg_state *s, wg_batch *b, double *tally, nx_error *err) {
         uint32_t k = target > 0 ? (uint32_t)ceil(b->x[i].row_work * rows / target) : 1;
         if (k < 1) k = 1;
         if (k > rows) k = rows;
-        if (k > cap - np) k = cap - np > 0 ? cap - np : 1;
+        if (np + k > MAXP) return nx_fail(err, "%s: more than %u transfer pieces in one batch", s->p->leaf, MAXP);
         uint32_t each = rows / k, extra = rows % k, r0 = 0;
-        for (uint32_t j = 0; j < k && np < cap; j++) {
+        for (uint32_t j = 0; j < k; j++) {
             uint32_t n = each + (j < extra);
             pc[np].x = (uint16_t)i, pc[np].r0 = (uint16_t)r0, pc[np].n = (uint16_t)n;
             pc[np].work = b->x[i].row_work * n;
@@ -278,7 +286,7 @@ static int load_filter(wg_state *s, const wg_item *it, wg_batch *bt, nx_error *e
         nx_operand src = nx_conv_hbm_view(p->dt, p->filt + el * p->es, it->cin,
                                           (int64_t)(p->CO * (uint64_t)(p->HF * p->WF)), 3, ss, dc);
         uint64_t run = (uint64_t)(it->nwf == p->WF && it->nwf == WFb ? vb * it->nwf : it->nwf) * p->es;
-        batch_add(s, bt, &dst, &src, run);
+        if (batch_add(s, bt, &dst, &src, run, err) != 0) return -1;
     }
     return 0;
 }
@@ -318,7 +326,7 @@ static int load_image(wg_state *s, const wg_item *it, uint32_t r_lo, uint32_t r_
         nx_operand src = nx_conv_hbm_view(p->dt, p->img + el * p->es, it->cin,
                                           (int64_t)(p->N * (uint64_t)(p->H * p->W)), 3, ss, dc);
         uint64_t run = (uint64_t)(it->nxi == p->W ? (j1 - j0) * it->nxi : it->nxi) * p->es;
-        batch_add(s, bt, &dst, &src, run);
+        if (batch_add(s, bt, &dst, &src, run, err) != 0) return -1;
     }
     return 0;
 }
@@ -336,9 +344,12 @@ static int emit_load(wg_state *s, const wg_item *it, const wg_item *next, int fi
     wg_batch *bt = &s->batch;
     uint32_t nt = it->ps.nt, t = it->t;
     if (it->nxi > 0 && load_filter(s, it, bt, err) != 0) return -1;
-    /* a block whose predecessor has one item loads its own image */
-    if ((first || (it->new_block && nt == 1)) && it->nxi > 0 && load_image(s, it, 0, it->Rl, bt, err) != 0)
-        return -1;
+    if (it->new_block) {
+        /* the first block, and one after a one-item block, load their own */
+        if ((first || s->prev_block_nt == 1) && it->nxi > 0 && load_image(s, it, 0, it->Rl, bt, err) != 0)
+            return -1;
+        s->prev_block_nt = nt;
+    }
     if (nt > 1 && t >= 1 && next && next->nxi > 0) {
         uint32_t lo = (t - 1) * next->Rl / (nt - 1), hi = t * next->Rl / (nt - 1);
         if ((t == 1 || lo < hi) && load_image(s, next, lo, hi, bt, err) != 0) return -1;
@@ -447,7 +458,7 @@ static int store_rows(wg_state *s, const nx_tile *stage, uint32_t cot, uint64_t 
         uint64_t el = (uint64_t)row * p->CO + co0;
         nx_operand dst = nx_ap(NX_OPK_HBM, p->dt, 0, (uint32_t)run, (int32_t)(rstride * (int64_t)p->CO),
                                p->out + el * p->es, 1, (const int32_t[]){1}, &cot);
-        batch_add(s, &s->batch, &dst, &src, cot * p->es);
+        if (batch_add(s, &s->batch, &dst, &src, cot * p->es, err) != 0) return -1;
     }
     return batch_flush(s, &s->batch, s->lane_store, err);
 }
