@@ -610,16 +610,10 @@ static int build_ident_masks(wg_state *s, nx_error *err) {
     s->have_ident = 1;
     int32_t neg = -1;
     nx_operand all = nx_tile_ap(&s->ident);
-    nx_insn io = nx_insn_make(NX_OP_IOTA);
-    io.op[0] = all;
-    io.op[1] = nx_pattern(0, 1, Mm, 1, &neg, &Mm);
-    if (nx_kctx_emit(s->k, NX_ENG_POOL, &io, err) != 0) return -1;
-    nx_insn eq = nx_insn_make(NX_OP_TENSOR_SCALAR);
-    eq.alu0 = NX_ALU_IS_EQUAL;
-    eq.op[0] = all;
-    eq.op[1] = all;
-    eq.op[2] = nx_imm(0.0, NX_DT_FP32);
-    if (nx_kctx_emit(s->k, NX_ENG_DVE, &eq, err) != 0) return -1;
+    nx_operand pat = nx_pattern(0, 1, Mm, 1, &neg, &Mm), zero = nx_imm(0.0, NX_DT_FP32);
+    if (nx_kctx_iota(s->k, &all, &pat, err) != 0 ||
+        nx_kctx_tensor_scalar(s->k, NX_ENG_DVE, &all, &all, NX_ALU_IS_EQUAL, &zero, NX_ALU_BYPASS, NULL, err) != 0)
+        return -1;
     if (!need_masks) return 0;
     uint32_t cots[2] = {pl->cot, (uint32_t)(p->N - (uint64_t)(pl->ncot - 1) * pl->cot)};
     for (uint32_t i = 0; i < 2; i++) {
