@@ -48,9 +48,11 @@ static long run_engine(scheduler *s, uint32_t core, nx_engine engine, nx_error *
     engine_cursor *cur = &s->cur[core][engine];
     nx_core_state *cs = &s->st->core[core];
     long done = 0;
+    nx_insn scratch;
     while (cur->pc < stream->count) {
-        const nx_insn *insn = &stream->insns[cur->pc];
-        if (insn->wait_sem != NX_SEM_NONE && cs->sems[insn->wait_sem] < insn->wait_value) break;
+        const nx_insn_rec *rec = &stream->recs[cur->pc];
+        if (rec->wait_sem != NX_SEM_NONE && cs->sems[rec->wait_sem] < rec->wait_value) break;
+        const nx_insn *insn = nx_program_expand(s->prog, rec, &scratch);
         if (insn->opcode == NX_OP_CORE_BARRIER) {
             if (!cur->barrier_id) cur->barrier_id = ++s->barriers_arrived[core];
             if (!barrier_open(s, cur->barrier_id)) break;
@@ -83,7 +85,8 @@ static int report_deadlock(const scheduler *s, nx_error *err) {
             const nx_stream *stream = &s->prog->stream[c][e];
             const engine_cursor *cur = &s->cur[c][e];
             if (cur->pc >= stream->count || used >= sizeof msg) continue;
-            const nx_insn *insn = &stream->insns[cur->pc];
+            nx_insn scratch;
+            const nx_insn *insn = nx_program_expand(s->prog, &stream->recs[cur->pc], &scratch);
             char where[96];
             nx_insn_where(where, sizeof where, c, (nx_engine)e, cur->pc, insn);
             int n;
