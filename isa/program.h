@@ -118,9 +118,8 @@ int nx_program_append(nx_program *p, uint32_t core, nx_engine engine,
  * changes). Returns scratch, or NULL when there is no such instruction. */
 const nx_insn *nx_program_insn(const nx_program *p, uint32_t core, nx_engine engine,
                                uint32_t index, nx_insn *scratch);
-/* The same for a record of one of p's streams (no bounds checks). */
-static inline const nx_insn *nx_program_expand(const nx_program *p, const nx_insn_rec *r,
-                                               nx_insn *out) {
+/* Every field of a record but the operands into *out. */
+static inline void nx_insn_rec_fields(const nx_insn_rec *r, nx_insn *out) {
     out->opcode = r->opcode;
     out->alu0 = r->alu0;
     out->alu1 = r->alu1;
@@ -132,7 +131,26 @@ static inline const nx_insn *nx_program_expand(const nx_program *p, const nx_ins
     out->inc_amount = r->inc_amount;
     out->iparam[0] = r->iparam[0];
     out->iparam[1] = r->iparam[1];
+}
+/* nx_program_insn for a record of one of p's streams (no bounds checks). */
+static inline const nx_insn *nx_program_expand(const nx_program *p, const nx_insn_rec *r,
+                                               nx_insn *out) {
+    nx_insn_rec_fields(r, out);
     for (unsigned k = 0; k < NX_MAX_OPERANDS; k++) out->op[k] = p->operands.ops[r->op[k]];
+    return out;
+}
+/* nx_program_expand into a scratch kept from one call to the next, for a
+ * loop over a stream: ids[k] names the pool entry out->op[k] holds
+ * (UINT32_MAX before the first call), and only slots that change are
+ * copied. */
+static inline const nx_insn *nx_program_expand_next(const nx_program *p, const nx_insn_rec *r, nx_insn *out,
+                                                    uint32_t ids[NX_MAX_OPERANDS]) {
+    nx_insn_rec_fields(r, out);
+    for (unsigned k = 0; k < NX_MAX_OPERANDS; k++)
+        if (ids[k] != r->op[k]) {
+            out->op[k] = p->operands.ops[r->op[k]];
+            ids[k] = r->op[k];
+        }
     return out;
 }
 /* Replaces instruction `index` of (core, engine) by a copy of insn. 0, or

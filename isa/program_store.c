@@ -103,8 +103,11 @@ static int intern(nx_operand_pool *pool, const nx_operand *op, uint32_t *index_o
     return 0;
 }
 
-/* insn as a record of p (its operands interned). 0 or -1. */
-static int make_rec(nx_program *p, const nx_insn *insn, nx_insn_rec *r, nx_error *err) {
+/* insn as a record of p (its operands interned). A slot that repeats the
+ * same slot of `prev` (the stream's previous record, or NULL), as a kernel's
+ * consecutive instructions often do, skips the hash. 0 or -1. */
+static int make_rec(nx_program *p, const nx_insn *insn, const nx_insn_rec *prev, nx_insn_rec *r,
+                    nx_error *err) {
     memset(r, 0, sizeof *r);
     r->opcode = insn->opcode;
     r->alu0 = insn->alu0;
@@ -117,8 +120,12 @@ static int make_rec(nx_program *p, const nx_insn *insn, nx_insn_rec *r, nx_error
     r->inc_amount = insn->inc_amount;
     r->iparam[0] = insn->iparam[0];
     r->iparam[1] = insn->iparam[1];
-    for (unsigned k = 0; k < NX_MAX_OPERANDS; k++)
-        if (intern(&p->operands, &insn->op[k], &r->op[k], err) != 0) return -1;
+    for (unsigned k = 0; k < NX_MAX_OPERANDS; k++) {
+        if (prev && operand_same(&p->operands.ops[prev->op[k]], &insn->op[k]))
+            r->op[k] = prev->op[k];
+        else if (intern(&p->operands, &insn->op[k], &r->op[k], err) != 0)
+            return -1;
+    }
     return 0;
 }
 
@@ -141,7 +148,7 @@ int nx_program_append(nx_program *p, uint32_t core, nx_engine engine, const nx_i
         }
         s->capacity = cap;
     }
-    if (make_rec(p, insn, &s->recs[s->count], err) != 0) return -1;
+    if (make_rec(p, insn, s->count ? &s->recs[s->count - 1] : NULL, &s->recs[s->count], err) != 0) return -1;
     if (s->src) s->src[s->count] = 0;
     s->count++;
     return 0;
@@ -161,7 +168,7 @@ int nx_program_set_insn(nx_program *p, uint32_t core, nx_engine engine, uint32_t
         return nx_fail(err, "program: no instruction %u on core %u engine %d to replace", index, core,
                        (int)engine);
     nx_insn_rec r;
-    if (make_rec(p, insn, &r, err) != 0) return -1;
+    if (make_rec(p, insn, NULL, &r, err) != 0) return -1;
     p->stream[core][engine].recs[index] = r;
     return 0;
 }

@@ -24,6 +24,7 @@ Engine::Engine(sc_core::sc_module_name name, Platform &plat, uint32_t core, nx_e
 
 void Engine::prepare(const nx_stream *stream, nx_sim_record *log, double period_fs) {
     recs_ = stream ? stream->recs : nullptr;
+    std::fill(cur_ops_, cur_ops_ + NX_MAX_OPERANDS, UINT32_MAX);
     count_ = stream ? stream->count : 0;
     active_ = count_ > 0;
     log_ = log;
@@ -265,7 +266,7 @@ void Engine::run_stream() {
 
     while (pc_ < count_) {
         if (rs.abort) throw RunAborted();
-        const nx_insn &in = *nx_program_expand(rs.prog, &recs_[pc_], &cur_);
+        const nx_insn &in = *nx_program_expand_next(rs.prog, &recs_[pc_], &cur_, cur_ops_);
         nx_sim_record *rec = log_ ? &log_[pc_] : nullptr;
         if (rec) rec->inc_seq = 0;
         nx_insn_cost c;

@@ -83,6 +83,7 @@ class Engine : public sc_core::sc_module {
     // per run
     const nx_insn_rec *recs_ = nullptr;
     nx_insn cur_{};  // the instruction at pc_, expanded from recs_[pc_]
+    uint32_t cur_ops_[NX_MAX_OPERANDS];  // the pool entries cur_.op[] holds
     uint32_t count_ = 0;
     uint32_t pc_ = 0;
     bool active_ = false;
