@@ -1,0 +1,53 @@
+/* naive_scanning_topk (SupportedTopkMethods.SCANNING): rows on partitions,
+ * up to one row per partition per tile; every row is scanned by ceil(k/8)
+ * rounds of max8 (the 8 largest keys) and match_replace8 (knock them out
+ * with -inf and capture their positions).
+ *
+ * Follows the public NKI library's naive_scanning_topk / topk_core (AWS
+ * nki-library, core/topk: a row per partition, rounds of max8 +
+ * nc_match_replace8, sharded over the logical cores). Goes past it:
+ *  - ties come out lower index first: match_replace8 takes its 8 values
+ *    j = 7 .. 0 (so within a round equal values pair with descending
+ *    positions); the kernel hands it the values and receives the positions
+ *    through reversed access patterns, so each round pairs them ascending.
+ *    The public kernel's last round uses find_index8, which gives every
+ *    copy of a repeated value the same first position: here every round,
+ *    the last too, uses match_replace8, which gives distinct ones;
+ *  - rows longer than max8's limit (16384) are cut into chunks, each
+ *    scanned for its best k, the chunks' candidates collected in chunk
+ *    order and scanned again whenever their buffer fills (the public kernel
+ *    refuses such rows);
+ *  - keys: the row is scanned as fp32 keys computed on POOL, with a value
+ *    below every key left free for the knock-out, so -inf, +inf and NaN
+ *    inputs keep exact indices (docs/parts/topk.md); values are gathered
+ *    from the input bits (local_gather), not read back from the keys;
+ *  - largest = false, any row count, any k <= n. */
+#include "topk_core.h"
+
+int tk_scanning(tk *t, nx_error *err) {
+    uint64_t R = t->row_hi - t->row_lo;
+    if (R == 0) return 0;
+    uint32_t P = t->geo->partitions;
+    uint32_t Pt = (uint32_t)tk_min(R, P);
+    uint64_t L = t->k_sel;
+    nx_tile lx, li;
+    if (nx_kctx_alloc(t->k, NX_OPK_SBUF, "topk_values", t->dt, Pt, L, &lx, err) != 0 ||
+        nx_kctx_alloc(t->k, NX_OPK_SBUF, "topk_indices", NX_DT_INT32, Pt, L, &li, err) != 0)
+        return nx_fail_prefix(err, "%s", t->leaf);
+    t->reserved += lx.bytes + li.bytes + 64;
+    for (uint64_t r0 = t->row_lo; r0 < t->row_hi; r0 += Pt) {
+        uint32_t rows = (uint32_t)tk_min(Pt, t->row_hi - r0);
+        tk_layout lay = {.x_off = t->x_off + r0 * t->n * t->es, .pitch = t->n, .len = t->n, .rows = rows,
+                         .nf = 1, .sf = t->n};
+        tk_cols ox = {&lx, 0}, oi = {&li, 0};
+        if (tk_rows(t, &lay, L, ox, oi, err) != 0) return -1;
+        if (tk_store_rows(t, r0, rows, ox, oi, err) != 0) return -1;
+    }
+    return 0;
+}
+
+int naive_scanning_topk(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
+    tk t;
+    if (tk_init(&t, k, "naive_scanning_topk", call, err) != 0) return -1;
+    return tk_scanning(&t, err);
+}
