@@ -20,6 +20,7 @@ static const struct {
 } references[] = {
     {"nx_ref_transpose", "transpose"},
     {"nx_ref_conv", "conv"},
+    {"nx_ref_topk", "topk"},
 };
 
 uint32_t nx_kernel_inventory(nx_inventory_item *out, uint32_t max) {

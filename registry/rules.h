@@ -18,10 +18,12 @@
 #ifndef NXSIM_REGISTRY_RULES_H
 #define NXSIM_REGISTRY_RULES_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "isa/dtype.h"
 #include "isa/error.h"
+#include "isa/geometry.h"
 #include "macro_op.h"
 
 /* The --check tolerance of one result: an element passes when
@@ -56,6 +58,11 @@ typedef int (*nx_reference_fn)(const nx_macro_op *op, const void *const *inputs,
 typedef int (*nx_tolerance_fn)(const nx_macro_op *op, uint32_t result, nx_tolerance *out,
                                nx_error *err);
 
+/* One line on how the kernel dispatches `op` on machine geometry `geo`
+ * (a composite's method choice), for the run report, into buf. */
+typedef int (*nx_explain_fn)(const nx_macro_op *op, const nx_geometry *geo, char *buf, size_t len,
+                             nx_error *err);
+
 typedef struct nx_op_rules {
     /* The attribute names the leaf reads, NULL-terminated. Today only
      * documentation and `nxsim list`-style listings use it; a later check
@@ -66,6 +73,7 @@ typedef struct nx_op_rules {
     nx_reference_fn reference;         /* NULL: --check is refused */
     const char *reference_name;        /* "nx_ref_transpose" (with reference) */
     nx_tolerance_fn tolerance;         /* NULL with reference means exact */
+    nx_explain_fn explain;             /* NULL: nothing to say */
 } nx_op_rules;
 
 /* ---- tolerances ready to use -------------------------------------------- */

@@ -14,4 +14,7 @@ extern const nx_op_rules nx_rules_transpose;
 extern const nx_op_rules nx_rules_conv_pbp_0f1b;
 extern const nx_op_rules nx_rules_conv_pbp_fb01;
 
+/* topk.c: the `topk` composite (registry/topk_composite.h). */
+extern const nx_op_rules nx_rules_topk;
+
 #endif
