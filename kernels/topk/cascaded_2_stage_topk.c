@@ -22,7 +22,7 @@
 #include "topk_core.h"
 
 /* stage 1 + stage 2 + the HBM round trip (about 3000 DVE cycles) per tile */
-static uint64_t cascaded_cost(const tk *t, uint32_t nf, uint64_t R) {
+uint64_t tk_cascaded_cost(const tk *t, uint32_t nf, uint64_t R) {
     uint32_t P = t->geo->partitions;
     uint64_t rt = tk_min(R, P / nf), sf = tk_ceil(t->n, nf), L1 = tk_min(t->k_sel, sf);
     uint64_t tiles = tk_ceil(R, rt);
@@ -44,7 +44,7 @@ int cascaded_2_stage_topk(struct nx_kctx *k, const nx_kernel_call *call, nx_erro
     uint64_t R = t.row_hi - t.row_lo;
     if (R == 0) return 0;
     uint32_t nf;
-    if (tk_choose_folds(&t, cascaded_cost, &nf, err) != 0) return -1;
+    if (tk_choose_folds(&t, tk_cascaded_cost, &nf, err) != 0) return -1;
     if (nf == 1) return tk_scanning(&t, err);
     uint32_t P = t.geo->partitions;
     uint32_t rt = (uint32_t)tk_min(R, P / nf), P1 = rt * nf;

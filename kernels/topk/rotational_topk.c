@@ -33,7 +33,7 @@
 
 /* fold scan + log2(nf) merges of 2L + the exchanges (about 1500 DVE cycles
  * each of the lists' 128-column blocks) per tile */
-static uint64_t rotational_cost(const tk *t, uint32_t nf, uint64_t R) {
+uint64_t tk_rotational_cost(const tk *t, uint32_t nf, uint64_t R) {
     uint32_t P = t->geo->partitions;
     uint64_t rt = tk_min(R, P / nf), sf = tk_ceil(t->n, nf), L = tk_min(t->k_sel, sf);
     uint64_t tiles = tk_ceil(R, rt);
@@ -94,7 +94,7 @@ int rotational_topk(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err
     uint64_t R = t.row_hi - t.row_lo;
     if (R == 0) return 0;
     uint32_t nf;
-    if (tk_choose_folds(&t, rotational_cost, &nf, err) != 0) return -1;
+    if (tk_choose_folds(&t, tk_rotational_cost, &nf, err) != 0) return -1;
     if (nf == 1) return tk_scanning(&t, err);
     uint32_t P = t.geo->partitions, blk = t.geo->pe_cols < P ? t.geo->pe_cols : P;
     uint32_t rt = (uint32_t)tk_min(R, P / nf), P1 = rt * nf;

@@ -45,6 +45,12 @@ int cascaded_2_stage_topk(struct nx_kctx *k, const nx_kernel_call *call, nx_erro
  * holds the row's top-k (kernels/topk/rotational_topk.c). */
 int rotational_topk(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err);
 
+/* The folds per row that cascaded_2_stage_topk (rotational 0) or
+ * rotational_topk (rotational 1) choose for one program holding `rows` rows
+ * of n elements on geo (without the folds attribute); 1 means the leaf runs
+ * the scanning program. */
+uint32_t nx_topk_folds(int rotational, const nx_geometry *geo, uint64_t rows, uint64_t n, uint64_t k);
+
 /* ---- the attributes and the problem ---------------------------------------------- */
 
 #define NX_TOPK_METHOD_NAME_MAX 16

@@ -123,6 +123,10 @@ uint64_t tk_scan_cycles(uint64_t L, uint64_t n);
 int tk_choose_folds(const tk *t, uint64_t (*cost)(const tk *, uint32_t nf, uint64_t rows), uint32_t *nf_out,
                     nx_error *err);
 
+/* The leaves' cost estimates (DVE cycles of one program's rows). */
+uint64_t tk_cascaded_cost(const tk *t, uint32_t nf, uint64_t rows);
+uint64_t tk_rotational_cost(const tk *t, uint32_t nf, uint64_t rows);
+
 /* ---- helpers ---- */
 
 /* The view of columns [off, off + n) of partitions [0, P) as dtype `as`. */

@@ -36,3 +36,16 @@ int tk_choose_folds(const tk *t, uint64_t (*cost)(const tk *, uint32_t nf, uint6
     *nf_out = best;
     return 0;
 }
+
+uint32_t nx_topk_folds(int rotational, const nx_geometry *geo, uint64_t rows, uint64_t n, uint64_t k) {
+    tk t = {0};
+    t.geo = geo;
+    t.leaf = rotational ? "rotational_topk" : "cascaded_2_stage_topk";
+    t.n = n;
+    t.k_sel = k;
+    t.row_hi = rows;
+    uint32_t nf = 1;
+    nx_error e;
+    if (rows == 0 || tk_choose_folds(&t, rotational ? tk_rotational_cost : tk_cascaded_cost, &nf, &e) != 0) return 1;
+    return nf;
+}
