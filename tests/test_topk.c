@@ -3,6 +3,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <cmocka.h>
 
 #include "kernels/topk/topk.h"
@@ -74,8 +76,21 @@ static void test_long(void **state) {
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) topk_check(&cs[i]);
 }
 
+static void test_dbg(void **state) {
+    (void)state;
+    const char *env = getenv("TK");
+    if (!env) return;
+    unsigned long long rows, n, k, seed; int largest, kind, grid, dt; char attrs[64] = "";
+    sscanf(env, "%d,%llu,%llu,%llu,%d,%d,%d,%llu,%63s", &dt, &rows, &n, &k, &largest, &kind, &grid, &seed, attrs);
+    nx_leaf_fn leaves[3] = {naive_scanning_topk, cascaded_2_stage_topk, rotational_topk};
+    int l = getenv("TKL") ? atoi(getenv("TKL")) : 0;
+    topk_case c = {leaves[l], "dbg", (nx_dtype)dt, rows, n, k, largest, attrs[0] ? attrs : NULL, (topk_data)kind, (uint32_t)grid, 0, seed};
+    topk_check(&c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dbg),
         cmocka_unit_test(test_smoke),
         cmocka_unit_test(test_sweep),
         cmocka_unit_test(test_model),

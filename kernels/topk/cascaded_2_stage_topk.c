@@ -18,6 +18,7 @@
  *  - the fold count is chosen from the DVE cost of both stages (or given,
  *    attribute folds); 1 fold is the scanning leaf. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "topk_core.h"
 
@@ -38,44 +39,76 @@ static int scratch(tk *t, const char *what, nx_dtype dt, uint64_t rows, uint64_t
     return nx_builder_tensor(nx_kctx_builder(t->k), name, dt, 2, shape, NX_ROLE_SCRATCH, off, err);
 }
 
+typedef struct casc {
+    uint32_t nf, rt, P2;
+    uint64_t L1, sx, si;
+    nx_tile stage[2];
+} casc;
+
+/* stage 1 done: the tile's folds' lists to the scratch rows, row-major, so
+ * a row's folds are one run of nf x L1 */
+static int stage1_done(tk *t, void *ctx, uint32_t tile, tk_cols ox, tk_cols oi, nx_error *err) {
+    casc *c = ctx;
+    uint64_t r0 = (uint64_t)tile * c->rt;
+    uint32_t rows = (uint32_t)tk_min(c->rt, t->row_hi - t->row_lo - r0), Pu = rows * c->nf;
+    uint64_t row0 = r0 * c->nf;
+    nx_operand vx = tk_view(&ox, t->cand_dt, Pu, c->L1), vi = tk_view(&oi, NX_DT_INT32, Pu, c->L1);
+    nx_operand hx = nx_ap_hbm_rows(t->cand_dt, c->sx + row0 * c->L1 * t->cand_es, Pu, (int32_t)c->L1, (uint32_t)c->L1);
+    nx_operand hi = nx_ap_hbm_rows(NX_DT_INT32, c->si + row0 * c->L1 * 4, Pu, (int32_t)c->L1, (uint32_t)c->L1);
+    if (tk_dma(t, &hx, &vx, err) != 0) return -1;
+    return tk_dma(t, &hi, &vi, err);
+}
+
+static int stage2_done(tk *t, void *ctx, uint32_t tile, tk_cols ox, tk_cols oi, nx_error *err) {
+    casc *c = ctx;
+    uint64_t r0 = t->row_lo + (uint64_t)tile * c->P2;
+    uint32_t rows = (uint32_t)tk_min(c->P2, t->row_hi - r0);
+    return tk_store(t, r0, 0, 1, rows, ox, oi, &c->stage[tile % 2], err);
+}
+
 int cascaded_2_stage_topk(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     tk t;
     if (tk_init(&t, k, "cascaded_2_stage_topk", call, err) != 0) return -1;
     uint64_t R = t.row_hi - t.row_lo;
     if (R == 0) return 0;
-    uint32_t nf;
-    if (tk_choose_folds(&t, tk_cascaded_cost, &nf, err) != 0) return -1;
-    if (nf == 1) return tk_scanning(&t, err);
+    casc c = {0};
+    if (tk_choose_folds(&t, tk_cascaded_cost, &c.nf, err) != 0) return -1;
+    if (c.nf == 1) return tk_scanning(&t, err);
     uint32_t P = t.geo->partitions;
-    uint32_t rt = (uint32_t)tk_min(R, P / nf), P1 = rt * nf;
-    uint64_t sf = tk_ceil(t.n, nf), L1 = tk_min(t.k_sel, sf), n2 = nf * L1;
-    nx_tile base, c1x, c1i, c2x, c2i;
-    if (tk_fold_base(&t, P1, nf, sf, &base, err) != 0 ||
-        nx_kctx_alloc(k, NX_OPK_SBUF, "topk_fold_values", t.dt, P1, L1, &c1x, err) != 0 ||
-        nx_kctx_alloc(k, NX_OPK_SBUF, "topk_fold_indices", NX_DT_INT32, P1, L1, &c1i, err) != 0 ||
-        nx_kctx_alloc(k, NX_OPK_SBUF, "topk_values", t.dt, rt, t.k_sel, &c2x, err) != 0 ||
-        nx_kctx_alloc(k, NX_OPK_SBUF, "topk_indices", NX_DT_INT32, rt, t.k_sel, &c2i, err) != 0)
+    c.rt = (uint32_t)tk_min(R, P / c.nf);
+    c.P2 = (uint32_t)tk_min(R, P);
+    uint32_t P1 = c.rt * c.nf;
+    uint64_t sf = tk_ceil(t.n, c.nf), n2;
+    c.L1 = tk_min(t.k_sel, sf);
+    n2 = c.nf * c.L1;
+    nx_tile base;
+    if (tk_fold_base(&t, P1, c.nf, sf, &base, err) != 0) return nx_fail_prefix(err, "%s", t.leaf);
+    if (t.key_mode)
+        for (int i = 0; i < 2; i++) {
+            if (nx_kctx_alloc(k, NX_OPK_SBUF, "topk_values", t.dt, c.P2, t.k_sel, &c.stage[i], err) != 0)
+                return nx_fail_prefix(err, "%s", t.leaf);
+            t.reserved += c.stage[i].bytes + 64;
+        }
+    if (scratch(&t, "cand", t.cand_dt, R * c.nf, c.L1, &c.sx, err) != 0 ||
+        scratch(&t, "cand_idx", NX_DT_INT32, R * c.nf, c.L1, &c.si, err) != 0)
         return nx_fail_prefix(err, "%s", t.leaf);
-    t.reserved += c1x.bytes + c1i.bytes + c2x.bytes + c2i.bytes + 5 * 64;
-    uint64_t sx, si;
-    if (scratch(&t, "cand", t.dt, P1, L1, &sx, err) != 0 || scratch(&t, "cand_idx", NX_DT_INT32, P1, L1, &si, err) != 0)
-        return nx_fail_prefix(err, "%s", t.leaf);
-    for (uint64_t r0 = t.row_lo; r0 < t.row_hi; r0 += rt) {
-        uint32_t rows = (uint32_t)tk_min(rt, t.row_hi - r0), Pu = rows * nf;
-        tk_layout l1 = {.x_off = t.x_off + r0 * t.n * t.es, .pitch = t.n, .len = t.n, .rows = rows, .nf = nf,
-                        .sf = sf, .base = &base};
-        tk_cols ax = {&c1x, 0}, ai = {&c1i, 0};
-        if (tk_rows(&t, &l1, L1, ax, ai, err) != 0) return -1;
-        /* the folds' lists, row-major in HBM: row r's folds are one run */
-        nx_operand vx = tk_view(&ax, t.dt, Pu, L1), vi = tk_view(&ai, NX_DT_INT32, Pu, L1);
-        nx_operand hx = nx_ap_hbm_rows(t.dt, sx, Pu, (int32_t)L1, (uint32_t)L1);
-        nx_operand hi = nx_ap_hbm_rows(NX_DT_INT32, si, Pu, (int32_t)L1, (uint32_t)L1);
-        if (tk_dma(&t, &hx, &vx, err) != 0 || tk_dma(&t, &hi, &vi, err) != 0) return -1;
-        tk_layout l2 = {.x_off = sx, .pitch = n2, .len = n2, .rows = rows, .nf = 1, .sf = n2, .has_idx = 1,
-                        .i_off = si};
-        tk_cols bx = {&c2x, 0}, bi = {&c2i, 0};
-        if (tk_rows(&t, &l2, t.k_sel, bx, bi, err) != 0) return -1;
-        if (tk_store_rows(&t, r0, rows, bx, bi, err) != 0) return -1;
+    uint32_t n1 = (uint32_t)tk_ceil(R, c.rt), nt2 = (uint32_t)tk_ceil(R, c.P2);
+    tk_layout *tiles = calloc(n1 > nt2 ? n1 : nt2, sizeof *tiles);
+    if (!tiles) return nx_fail(err, "%s: out of memory", t.leaf);
+    for (uint32_t i = 0; i < n1; i++) {
+        uint64_t r0 = t.row_lo + (uint64_t)i * c.rt;
+        tiles[i] = (tk_layout){.x_off = t.x_off + r0 * t.n * t.es, .pitch = t.n, .len = t.n,
+                               .rows = (uint32_t)tk_min(c.rt, t.row_hi - r0), .nf = c.nf, .sf = sf, .raw = 1,
+                               .base = &base};
     }
-    return 0;
+    int rc = tk_rows(&t, tiles, n1, c.L1, stage1_done, &c, err);
+    for (uint32_t i = 0; rc == 0 && i < nt2; i++) {
+        uint64_t r0 = (uint64_t)i * c.P2;
+        tiles[i] = (tk_layout){.x_off = c.sx + r0 * n2 * t.cand_es, .pitch = n2, .len = n2,
+                               .rows = (uint32_t)tk_min(c.P2, R - r0), .nf = 1, .sf = n2, .raw = 0,
+                               .i_off = c.si + r0 * n2 * 4};
+    }
+    if (rc == 0) rc = tk_rows(&t, tiles, nt2, t.k_sel, stage2_done, &c, err);
+    free(tiles);
+    return rc;
 }

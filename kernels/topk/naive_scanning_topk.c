@@ -22,28 +22,43 @@
  *    inputs keep exact indices (docs/parts/topk.md); values are gathered
  *    from the input bits (local_gather), not read back from the keys;
  *  - largest = false, any row count, any k <= n. */
+#include <stdlib.h>
+
 #include "topk_core.h"
+
+typedef struct scan {
+    uint32_t Pt;
+    nx_tile stage[2];
+} scan;
+
+static int scan_done(tk *t, void *ctx, uint32_t tile, tk_cols ox, tk_cols oi, nx_error *err) {
+    scan *s = ctx;
+    uint64_t r0 = t->row_lo + (uint64_t)tile * s->Pt;
+    uint32_t rows = (uint32_t)tk_min(s->Pt, t->row_hi - r0);
+    return tk_store(t, r0, 0, 1, rows, ox, oi, &s->stage[tile % 2], err);
+}
 
 int tk_scanning(tk *t, nx_error *err) {
     uint64_t R = t->row_hi - t->row_lo;
     if (R == 0) return 0;
-    uint32_t P = t->geo->partitions;
-    uint32_t Pt = (uint32_t)tk_min(R, P);
-    uint64_t L = t->k_sel;
-    nx_tile lx, li;
-    if (nx_kctx_alloc(t->k, NX_OPK_SBUF, "topk_values", t->dt, Pt, L, &lx, err) != 0 ||
-        nx_kctx_alloc(t->k, NX_OPK_SBUF, "topk_indices", NX_DT_INT32, Pt, L, &li, err) != 0)
-        return nx_fail_prefix(err, "%s", t->leaf);
-    t->reserved += lx.bytes + li.bytes + 64;
-    for (uint64_t r0 = t->row_lo; r0 < t->row_hi; r0 += Pt) {
-        uint32_t rows = (uint32_t)tk_min(Pt, t->row_hi - r0);
-        tk_layout lay = {.x_off = t->x_off + r0 * t->n * t->es, .pitch = t->n, .len = t->n, .rows = rows,
-                         .nf = 1, .sf = t->n};
-        tk_cols ox = {&lx, 0}, oi = {&li, 0};
-        if (tk_rows(t, &lay, L, ox, oi, err) != 0) return -1;
-        if (tk_store_rows(t, r0, rows, ox, oi, err) != 0) return -1;
+    scan s = {.Pt = (uint32_t)tk_min(R, t->geo->partitions)};
+    uint32_t ntiles = (uint32_t)tk_ceil(R, s.Pt);
+    if (t->key_mode)
+        for (int i = 0; i < 2; i++) {
+            if (nx_kctx_alloc(t->k, NX_OPK_SBUF, "topk_values", t->dt, s.Pt, t->k_sel, &s.stage[i], err) != 0)
+                return nx_fail_prefix(err, "%s", t->leaf);
+            t->reserved += s.stage[i].bytes + 64;
+        }
+    tk_layout *tiles = calloc(ntiles, sizeof *tiles);
+    if (!tiles) return nx_fail(err, "%s: out of memory", t->leaf);
+    for (uint32_t i = 0; i < ntiles; i++) {
+        uint64_t r0 = t->row_lo + (uint64_t)i * s.Pt;
+        tiles[i] = (tk_layout){.x_off = t->x_off + r0 * t->n * t->es, .pitch = t->n, .len = t->n,
+                               .rows = (uint32_t)tk_min(s.Pt, t->row_hi - r0), .nf = 1, .sf = t->n, .raw = 1};
     }
-    return 0;
+    int rc = tk_rows(t, tiles, ntiles, t->k_sel, scan_done, &s, err);
+    free(tiles);
+    return rc;
 }
 
 int naive_scanning_topk(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {

@@ -29,6 +29,8 @@
  *  - any row length (a shorter last fold, filled at the row's end), any k,
  *    largest = false, folds chosen from a DVE cost estimate (or attribute
  *    folds); 1 fold is the scanning leaf. */
+#include <stdlib.h>
+
 #include "topk_core.h"
 
 /* fold scan + log2(nf) merges of 2L + the exchanges (about 1500 DVE cycles
@@ -49,43 +51,74 @@ uint64_t tk_rotational_cost(const tk *t, uint32_t nf, uint64_t R) {
 
 typedef struct rot {
     tk *t;
-    uint32_t nf, rows, Pu;
-    nx_tile ps_a[2], ps_b[2], u[2];
+    uint32_t nf, rt, rows, Pu;
+    uint64_t L0;
+    nx_tile ps_a[2], ps_b[2], u[2], hx[2], hi[2], stage[2];
+    tk_sched merge;
     uint32_t turn;
 } rot;
 
 /* dst columns [0, L) of partition (r, (f + d) mod nf) <- src columns [L, 2L)
- * of partition (r, f), for a tile of `as` (a float view of the data: the PE
- * moves it as bits), by blocks of up to 128 columns. */
-static int rotate(rot *o, const nx_tile *h, nx_dtype pe_dt, nx_dtype bits, uint64_t L, uint32_t d,
-                  nx_engine copier, nx_error *err) {
+ * of partition (r, f), by blocks of up to 128 columns. The candidates are
+ * 4-byte (fp32 keys or fp32 elements, and int32 indices): the PE moves them
+ * as fp32 bits, the copies as uint32. */
+static int rotate(rot *o, const nx_tile *h, uint64_t L, uint32_t d, nx_engine copier, nx_error *err) {
     tk *t = o->t;
     uint32_t blk = t->geo->pe_cols < t->geo->partitions ? t->geo->pe_cols : t->geo->partitions;
     int32_t one = 1;
     for (uint64_t c0 = 0; c0 < L; c0 += blk) {
         uint32_t b = (uint32_t)tk_min(blk, L - c0), slot = o->turn++ % 2, pu = o->Pu;
         /* [Pu x b] -> PSUM [b x Pu] */
-        nx_operand src = nx_tile_view(h, pe_dt, 0, pu, L + c0, 1, &one, &b);
-        nx_operand ta = nx_tile_view(&o->ps_a[slot], pe_dt, 0, b, 0, 1, &one, &pu);
+        nx_operand src = nx_tile_view(h, NX_DT_FP32, 0, pu, L + c0, 1, &one, &b);
+        nx_operand ta = nx_tile_view(&o->ps_a[slot], NX_DT_FP32, 0, b, 0, 1, &one, &pu);
         if (nx_kctx_transpose(t->k, NX_ENG_PE, &ta, &src, err) != 0) return -1;
         /* rotate the columns (the source partitions) within each row's block */
         int32_t st[2] = {(int32_t)o->nf, 1};
         uint32_t lo[2] = {o->rows, o->nf - d}, hi[2] = {o->rows, d};
-        nx_operand from = nx_tile_view(&o->ps_a[slot], bits, 0, b, 0, 2, st, lo);
-        nx_operand to = nx_tile_view(&o->u[slot], bits, 0, b, d, 2, st, lo);
+        nx_operand from = nx_tile_view(&o->ps_a[slot], NX_DT_UINT32, 0, b, 0, 2, st, lo);
+        nx_operand to = nx_tile_view(&o->u[slot], NX_DT_UINT32, 0, b, d, 2, st, lo);
         if (nx_kctx_tensor_copy(t->k, copier, &to, &from, err) != 0) return -1;
-        from = nx_tile_view(&o->ps_a[slot], bits, 0, b, o->nf - d, 2, st, hi);
-        to = nx_tile_view(&o->u[slot], bits, 0, b, 0, 2, st, hi);
+        from = nx_tile_view(&o->ps_a[slot], NX_DT_UINT32, 0, b, o->nf - d, 2, st, hi);
+        to = nx_tile_view(&o->u[slot], NX_DT_UINT32, 0, b, 0, 2, st, hi);
         if (nx_kctx_tensor_copy(t->k, copier, &to, &from, err) != 0) return -1;
         /* back: [b x Pu] -> PSUM [Pu x b] -> the received columns */
-        nx_operand us = nx_tile_view(&o->u[slot], pe_dt, 0, b, 0, 1, &one, &pu);
-        nx_operand tb = nx_tile_view(&o->ps_b[slot], pe_dt, 0, pu, 0, 1, &one, &b);
+        nx_operand us = nx_tile_view(&o->u[slot], NX_DT_FP32, 0, b, 0, 1, &one, &pu);
+        nx_operand tb = nx_tile_view(&o->ps_b[slot], NX_DT_FP32, 0, pu, 0, 1, &one, &b);
         if (nx_kctx_transpose(t->k, NX_ENG_PE, &tb, &us, err) != 0) return -1;
-        nx_operand fb = nx_tile_view(&o->ps_b[slot], bits, 0, pu, 0, 1, &one, &b);
-        nx_operand dst = nx_tile_view(h, bits, 0, pu, c0, 1, &one, &b);
+        nx_operand fb = nx_tile_view(&o->ps_b[slot], NX_DT_UINT32, 0, pu, 0, 1, &one, &b);
+        nx_operand dst = nx_tile_view(h, NX_DT_UINT32, 0, pu, c0, 1, &one, &b);
         if (nx_kctx_tensor_copy(t->k, copier, &dst, &fb, err) != 0) return -1;
     }
     return 0;
+}
+
+/* A tile's fold lists are done: the merges, then the last folds' lists. */
+static int folds_done(tk *t, void *ctx, uint32_t tile, tk_cols ox, tk_cols oi, nx_error *err) {
+    rot *o = ctx;
+    uint64_t r0 = t->row_lo + (uint64_t)tile * o->rt;
+    o->rows = (uint32_t)tk_min(o->rt, t->row_hi - r0);
+    o->Pu = o->rows * o->nf;
+    uint64_t L = o->L0, K = t->k_sel;
+    /* the own lists into the merge buffer, after the received ones' place */
+    tk_cols own_x = {&o->hx[0], L}, own_i = {&o->hi[0], L};
+    nx_operand d0 = tk_view(&own_x, NX_DT_UINT32, o->Pu, L), s0 = tk_view(&ox, NX_DT_UINT32, o->Pu, L);
+    nx_operand d1 = tk_view(&own_i, NX_DT_UINT32, o->Pu, L), s1 = tk_view(&oi, NX_DT_UINT32, o->Pu, L);
+    if (nx_kctx_tensor_copy(t->k, NX_ENG_ACT, &d0, &s0, err) != 0 ||
+        nx_kctx_tensor_copy(t->k, NX_ENG_ACT, &d1, &s1, err) != 0)
+        return -1;
+    uint32_t cur = 0;
+    for (uint32_t d = 1; d < o->nf; d *= 2) {
+        uint64_t L2 = tk_min(K, 2 * L);
+        if (rotate(o, &o->hx[cur], L, d, NX_ENG_ACT, err) != 0 || rotate(o, &o->hi[cur], L, d, NX_ENG_ACT, err) != 0)
+            return -1;
+        tk_job j = {.x = {&o->hx[cur], 0}, .idx = {&o->hi[cur], 0}, .n = 2 * L, .L = L2, .P = o->Pu,
+                    .out_x = {&o->hx[cur ^ 1], L2}, .out_i = {&o->hi[cur ^ 1], L2}};
+        if (tk_sched_add(&o->merge, &j, 1, err) != 0 || tk_sched_flush(&o->merge, err) != 0) return -1;
+        cur ^= 1;
+        L = L2;
+    }
+    tk_cols lx = {&o->hx[cur], K}, li = {&o->hi[cur], K};
+    return tk_store(t, r0, o->nf - 1, o->nf, o->rows, lx, li, &o->stage[tile % 2], err);
 }
 
 int rotational_topk(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
@@ -93,55 +126,49 @@ int rotational_topk(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err
     if (tk_init(&t, k, "rotational_topk", call, err) != 0) return -1;
     uint64_t R = t.row_hi - t.row_lo;
     if (R == 0) return 0;
-    uint32_t nf;
-    if (tk_choose_folds(&t, tk_rotational_cost, &nf, err) != 0) return -1;
-    if (nf == 1) return tk_scanning(&t, err);
+    rot o = {.t = &t};
+    if (tk_choose_folds(&t, tk_rotational_cost, &o.nf, err) != 0) return -1;
+    if (o.nf == 1) return tk_scanning(&t, err);
     uint32_t P = t.geo->partitions, blk = t.geo->pe_cols < P ? t.geo->pe_cols : P;
-    uint32_t rt = (uint32_t)tk_min(R, P / nf), P1 = rt * nf;
-    uint64_t sf = tk_ceil(t.n, nf), L0 = tk_min(t.k_sel, sf), K = t.k_sel;
-    uint64_t Lmax = tk_max(L0, K);
-    if (2 * Lmax > t.scan_max)
+    o.rt = (uint32_t)tk_min(R, P / o.nf);
+    uint32_t P1 = o.rt * o.nf;
+    uint64_t sf = tk_ceil(t.n, o.nf), K = t.k_sel;
+    o.L0 = tk_min(K, sf);
+    uint64_t Lmax = tk_max(o.L0, K);
+    if (2 * Lmax + 8 > t.scan_max)
         return nx_fail(err, "%s: k = %llu needs merges of %llu candidates, more than one max8 scan takes (%u)", t.leaf,
                        (unsigned long long)K, (unsigned long long)(2 * Lmax), t.scan_max);
-    rot o = {.t = &t, .nf = nf};
-    nx_tile base, hx[2], hi[2];
-    tk_sel s;
-    if (tk_fold_base(&t, P1, nf, sf, &base, err) != 0) return nx_fail_prefix(err, "%s", t.leaf);
+    nx_tile base;
+    if (tk_fold_base(&t, P1, o.nf, sf, &base, err) != 0) return nx_fail_prefix(err, "%s", t.leaf);
     for (int i = 0; i < 2; i++) {
-        if (nx_kctx_alloc(k, NX_OPK_SBUF, "topk_lists", t.dt, P1, 2 * Lmax, &hx[i], err) != 0 ||
-            nx_kctx_alloc(k, NX_OPK_SBUF, "topk_list_indices", NX_DT_INT32, P1, 2 * Lmax, &hi[i], err) != 0 ||
+        if (tk_alloc_list(&t, "topk_lists", NX_DT_FP32, P1, 2 * Lmax, &o.hx[i], err) != 0 ||
+            tk_alloc_list(&t, "topk_list_indices", NX_DT_INT32, P1, 2 * Lmax, &o.hi[i], err) != 0 ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "topk_rotate", NX_DT_UINT32, blk, P1, &o.u[i], err) != 0 ||
             nx_kctx_alloc(k, NX_OPK_PSUM, "topk_rotate_t", NX_DT_FP32, blk, P1, &o.ps_a[i], err) != 0 ||
             nx_kctx_alloc(k, NX_OPK_PSUM, "topk_rotate_b", NX_DT_FP32, P1, blk, &o.ps_b[i], err) != 0)
             return nx_fail_prefix(err, "%s", t.leaf);
-        t.reserved += hx[i].bytes + hi[i].bytes + o.u[i].bytes + 3 * 64;
-    }
-    for (uint64_t r0 = t.row_lo; r0 < t.row_hi; r0 += rt) {
-        uint32_t rows = (uint32_t)tk_min(rt, t.row_hi - r0);
-        o.rows = rows;
-        o.Pu = rows * nf;
-        tk_layout lay = {.x_off = t.x_off + r0 * t.n * t.es, .pitch = t.n, .len = t.n, .rows = rows, .nf = nf,
-                         .sf = sf, .base = &base};
-        uint32_t cur = 0;
-        uint64_t L = L0;
-        tk_cols ox = {&hx[0], L}, oi = {&hi[0], L};
-        if (tk_rows(&t, &lay, L, ox, oi, err) != 0) return -1;
-        /* the merges' workspace takes the space stage 0's had */
-        if (tk_sel_alloc(&t, &s, 2, o.Pu, 2 * Lmax, K, err) != 0) return nx_fail_prefix(err, "%s", t.leaf);
-        for (uint32_t d = 1; d < nf; d *= 2) {
-            uint64_t L2 = tk_min(K, 2 * L);
-            if (rotate(&o, &hx[cur], t.pe_dt, t.bits, L, d, NX_ENG_ACT, err) != 0 ||
-                rotate(&o, &hi[cur], NX_DT_FP32, NX_DT_UINT32, L, d, NX_ENG_ACT, err) != 0)
-                return -1;
-            tk_cols fx = {&hx[cur], 0}, fi = {&hi[cur], 0}, tx = {&hx[cur ^ 1], L2}, ti = {&hi[cur ^ 1], L2};
-            if (tk_select(&t, &s, fx, fi, NULL, 0, 2 * L, L2, tx, ti, err) != 0) return -1;
-            cur ^= 1;
-            L = L2;
+        t.reserved += o.hx[i].bytes + o.hi[i].bytes + o.u[i].bytes + 3 * 64;
+        if (t.key_mode) {
+            if (nx_kctx_alloc(k, NX_OPK_SBUF, "topk_values", t.dt, P1, K, &o.stage[i], err) != 0)
+                return nx_fail_prefix(err, "%s", t.leaf);
+            t.reserved += o.stage[i].bytes + 64;
         }
-        tk_cols lx = {&hx[cur], K}, li = {&hi[cur], K};
-        for (uint32_t r = 0; r < rows; r++)
-            if (tk_store_row(&t, r0 + r, r * nf + nf - 1, lx, li, err) != 0) return -1;
-        tk_sel_release(&t, &s);
     }
-    return 0;
+    /* the merges: candidates in place (key mode) or keys recomputed */
+    if (tk_sched_init(&t, &o.merge, P1, 1, 1, 2 * Lmax, K, !t.key_mode, err) != 0)
+        return nx_fail_prefix(err, "%s", t.leaf);
+    t.reserved += tk_sched_bytes(&t, 1, 2 * Lmax, K, !t.key_mode);
+    uint32_t ntiles = (uint32_t)tk_ceil(R, o.rt);
+    tk_layout *tiles = calloc(ntiles, sizeof *tiles);
+    if (!tiles) return nx_fail(err, "%s: out of memory", t.leaf);
+    for (uint32_t i = 0; i < ntiles; i++) {
+        uint64_t r0 = t.row_lo + (uint64_t)i * o.rt;
+        tiles[i] = (tk_layout){.x_off = t.x_off + r0 * t.n * t.es, .pitch = t.n, .len = t.n,
+                               .rows = (uint32_t)tk_min(o.rt, t.row_hi - r0), .nf = o.nf, .sf = sf, .raw = 1,
+                               .base = &base};
+    }
+    int rc = tk_rows(&t, tiles, ntiles, o.L0, folds_done, &o, err);
+    free(tiles);
+    tk_sched_release(&o.merge);
+    return rc;
 }
