@@ -19,8 +19,11 @@
  *    refuses such rows);
  *  - keys: the row is scanned as fp32 keys computed on POOL, with a value
  *    below every key left free for the knock-out, so -inf, +inf and NaN
- *    inputs keep exact indices (docs/parts/topk.md); values are gathered
- *    from the input bits (local_gather), not read back from the keys;
+ *    inputs keep exact indices (docs/parts/topk.md); the values are the
+ *    keys mapped back (every type but fp32, whose keys are exact) or the
+ *    input elements gathered at the chosen positions (fp32);
+ *  - selections of independent tiles interleave their DVE rounds, and POOL
+ *    computes the next keys while the DVE scans (topk_select.c);
  *  - largest = false, any row count, any k <= n. */
 #include <stdlib.h>
 

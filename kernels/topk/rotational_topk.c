@@ -22,13 +22,15 @@
  *    is the lower index at every merge; that fold's list is stored (the
  *    others' merges wrap around the row and may order ties differently);
  *  - bit-exact rotation: a 0/1 permutation matmul turns an infinite or NaN
- *    candidate into NaN in every output (0 x inf) and rounds payloads
- *    through fp32; the rotation here is a PE transpose into PSUM, a copy
+ *    candidate into NaN in every output (0 x inf); the rotation here is a PE transpose into PSUM, a copy
  *    that rotates the columns within each row's block, and a transpose
  *    back, all moving bits (the PE transposes dst dtype = src dtype exactly);
  *  - any row length (a shorter last fold, filled at the row's end), any k,
  *    largest = false, folds chosen from a DVE cost estimate (or attribute
- *    folds); 1 fold is the scanning leaf. */
+ *    folds); 1 fold is the scanning leaf.
+ * The price of exact ties: a merge scans 2L candidates for min(k, 2L)
+ * (ceil(k/8) rounds once L reaches k), where the public kernel's stages scan
+ * a fold for ceil(k/nf); the fold counts differ accordingly. */
 #include <stdlib.h>
 
 #include "topk_core.h"
