@@ -19,7 +19,10 @@ static const struct {
     const char *family;
 } references[] = {
     {"nx_ref_transpose", "transpose"},
+    {"nx_ref_select_and_scatter", "select_and_scatter"},
+    {"nx_ref_resize_nearest", "resize"},
     {"nx_ref_conv", "conv"},
+    {"nx_ref_blockwise_mm", "blockwise_mm"},
     {"nx_ref_topk", "topk"},
 };
 

@@ -47,7 +47,7 @@ static int transpose(nx_kctx *k, const nx_tensor_ref *in, const nx_tensor_ref *o
     attr.value.items = items;
     attr.value.count = in->ndims;
     nx_attrs attrs = {&attr, 1};
-    nx_kernel_call call = {args, 2, 1, &attrs};
+    nx_kernel_call call = {.args = args, .nargs = 2, .n_inputs = 1, .additional_args = &attrs, .attrs = &attrs};
     int small = matrix_bytes <= nx_kctx_geometry(k)->sbuf_partition_bytes / 16;
     return small ? tiled_dve_transpose_10(k, &call, err) : tiled_pf_transpose(k, &call, err);
 }
@@ -101,7 +101,7 @@ int nx_topk_composite(struct nx_kctx *k, const nx_kernel_call *call, nx_error *e
         nx_attrs_free(&attrs);
         return -1;
     }
-    nx_kernel_call inner_call = {t, 3, 1, &attrs};
+    nx_kernel_call inner_call = {.args = t, .nargs = 3, .n_inputs = 1, .additional_args = &attrs, .attrs = &attrs};
     int rc = m->fn(k, &inner_call, err);
     nx_attrs_free(&attrs);
     if (rc != 0) return -1;

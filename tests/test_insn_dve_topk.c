@@ -144,8 +144,10 @@ static nx_insn find_insn(nx_operand dst, nx_operand in, nx_operand values) {
     return insn;
 }
 
-/* max8 then find_index8 on random rows: each index is the first position of
- * that value (checked by a scan here). */
+/* max8 then find_index8 on random rows of few distinct values (so the top 8
+ * hold ties): each index is the first position of that value not taken by
+ * an earlier one, i.e. tied values get successive occurrences in ascending
+ * order (checked by a scan here). */
 static void test_find_index8_after_max8(void **state) {
     (void)state;
     enum { P = 64, N = 300 };
@@ -166,12 +168,17 @@ static void test_find_index8_after_max8(void **state) {
         double vals[8], idx[8];
         test_sbuf_get(&st, 0, NX_DT_FP32, 64 + p, 2048, 8, vals);
         test_psum_get(&st, 0, NX_DT_UINT32, 64 + p, 0, 8, idx);
+        int taken[8];
         for (int j = 0; j < 8; j++) {
             int first = -1;
-            for (int e = 0; e < N && first < 0; e++)
-                if (x[p][e] == vals[j]) first = e;
+            for (int e = 0; e < N && first < 0; e++) {
+                int seen = 0;
+                for (int t = 0; t < j; t++) seen |= taken[t] == e;
+                if (x[p][e] == vals[j] && !seen) first = e;
+            }
             assert_true(first >= 0);
             assert_int_equal((int)idx[j], first);
+            taken[j] = first;
         }
     }
     nx_state_free(&st);
@@ -189,12 +196,14 @@ static void test_find_index8_special(void **state) {
                           test_sb(NX_DT_FP32, 0, 1, 64, 8));
     test_run_ok(&st, NX_ENG_DVE, &f);
     double got[8];
-    const double wu[8] = {0, 1, 2, 3, 4294967295.0, 5, 4294967295.0, 1};
+    /* -0.0 (j = 7) equals +0.0 (j = 1), which already took element 1: as a
+     * duplicate it needs another zero, and there is none. */
+    const double wu[8] = {0, 1, 2, 3, 4294967295.0, 5, 4294967295.0, 4294967295.0};
     test_sbuf_get(&st, 0, NX_DT_UINT32, 0, 128, 8, got);
     test_assert_values(got, wu, 8);
     f.op[0] = test_sb(NX_DT_INT32, 0, 1, 128, 8);
     test_run_ok(&st, NX_ENG_DVE, &f);
-    const double wi[8] = {0, 1, 2, 3, -1, 5, -1, 1};
+    const double wi[8] = {0, 1, 2, 3, -1, 5, -1, -1};
     test_sbuf_get(&st, 0, NX_DT_INT32, 0, 128, 8, got);
     test_assert_values(got, wi, 8);
     /* Exact comparison of engine values: int32 2^24+1 is not 2^24. */
@@ -284,7 +293,7 @@ static void test_match_replace8_duplicates(void **state) {
 /* The example of the NKI nc_match_replace8 documentation: data
  * [1,2,3,4,8,8,8,8,8,8,8], vals [3,8,8,8,8,8,8,8] gives the indices
  * [2,10,9,8,7,6,5,4] (vals taken in reverse order), while find_index8 on the
- * same operands gives every 8 its first occurrence, 4. */
+ * same operands pairs the duplicates in ascending order, [2,4,5,..,10]. */
 static void test_match_replace8_nki_example(void **state) {
     (void)state;
     nx_state st;
@@ -309,7 +318,7 @@ static void test_match_replace8_nki_example(void **state) {
     f.op[1] = test_sb(NX_DT_FP32, 0, 1, 0, 11);
     f.op[2] = test_sb(NX_DT_FP32, 0, 1, 64, 8);
     test_run_ok(&st, NX_ENG_DVE, &f);
-    const double wf[8] = {2, 4, 4, 4, 4, 4, 4, 4};
+    const double wf[8] = {2, 4, 5, 6, 7, 8, 9, 10};
     test_sbuf_get(&st, 0, NX_DT_UINT32, 0, 256, 8, got);
     test_assert_values(got, wf, 8);
     nx_state_free(&st);

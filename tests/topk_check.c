@@ -66,6 +66,7 @@ static void make(const topk_case *c, setup *s) {
     s->call.nargs = 3;
     s->call.n_inputs = 1;
     s->call.additional_args = &s->attrs;
+    s->call.attrs = &s->attrs;
     static const char *const kinds[] = {"random", "ties", "equal", "special", "ascending"};
     snprintf(s->what, sizeof s->what, "%s %s [%llu,%llu] k=%llu largest=%d %s grid=%u {%s}", c->name,
              nx_dtype_name(c->dtype), (unsigned long long)c->rows, (unsigned long long)c->n, (unsigned long long)c->k,

@@ -151,19 +151,6 @@ int tk_pmod(tk *t, nx_error *err) {
 
 /* ---- stores ------------------------------------------------------------------------ */
 
-static int tensor_scalar(tk *t, nx_engine eng, const nx_operand *dst, const nx_operand *in, nx_alu_op op0,
-                         const nx_operand *s0, nx_alu_op op1, const nx_operand *s1, nx_error *err) {
-    nx_insn a = nx_insn_make(NX_OP_TENSOR_SCALAR);
-    a.alu0 = (uint8_t)op0;
-    a.op[0] = *dst;
-    a.op[1] = *in;
-    a.op[2] = *s0;
-    if (s1) {
-        a.alu1 = (uint8_t)op1;
-        a.op[3] = *s1;
-    }
-    return nx_kctx_emit(t->k, eng, &a, err);
-}
 
 int tk_fold_base(tk *t, uint32_t P, uint32_t nf, uint64_t sf, nx_tile *out, nx_error *err) {
     if (nx_kctx_alloc(t->k, NX_OPK_SBUF, "topk_fold_base", NX_DT_INT32, P, 1, out, err) != 0) return -1;
@@ -171,7 +158,7 @@ int tk_fold_base(tk *t, uint32_t P, uint32_t nf, uint64_t sf, nx_tile *out, nx_e
     nx_operand pat = nx_pattern(0, 1, P, 0, NULL, NULL);
     if (nx_kctx_iota(t->k, &d, &pat, err) != 0) return -1;
     nx_operand m = nx_imm(nf - 1, NX_DT_INT32), f = nx_imm((double)sf, NX_DT_FP32);
-    return tensor_scalar(t, NX_ENG_POOL, &d, &d, NX_ALU_BITWISE_AND, &m, NX_ALU_MULTIPLY, &f, err);
+    return nx_kctx_tensor_scalar(t->k, NX_ENG_POOL, &d, &d, NX_ALU_BITWISE_AND, &m, NX_ALU_MULTIPLY, &f, err);
 }
 
 int tk_alloc_list(tk *t, const char *name, nx_dtype dt, uint32_t P, uint64_t cols, nx_tile *out, nx_error *err) {
@@ -187,7 +174,7 @@ static int keys_to_values(tk *t, uint32_t P, tk_cols lx, const nx_tile *stage, n
     tk_cols sc = {stage, 0};
     nx_operand kv = tk_view(&lx, NX_DT_FP32, P, K), sv = tk_view(&sc, t->dt, P, K);
     nx_operand sign = nx_imm(t->largest ? 1.0 : -1.0, NX_DT_FP32);
-    if (tensor_scalar(t, NX_ENG_POOL, &sv, &kv, NX_ALU_MULTIPLY, &sign, NX_ALU_BYPASS, NULL, err) != 0) return -1;
+    if (nx_kctx_tensor_scalar(t->k, NX_ENG_POOL, &sv, &kv, NX_ALU_MULTIPLY, &sign, NX_ALU_BYPASS, NULL, err) != 0) return -1;
     if (!t->is_float) return 0;
     nx_tile mask;
     if (nx_kctx_alloc(t->k, NX_OPK_SBUF, "topk_value_mask", NX_DT_UINT8, P, K, &mask, err) != 0) return -1;
@@ -195,7 +182,7 @@ static int keys_to_values(tk *t, uint32_t P, tk_cols lx, const nx_tile *stage, n
     nx_operand mv = tk_view(&mc, NX_DT_UINT8, P, K);
     for (int pass = 0; pass < (t->largest ? 1 : 2); pass++) {
         nx_operand key = nx_imm(pass == 0 ? -t->clamp : -FLT_MAX, NX_DT_FP32);
-        if (tensor_scalar(t, NX_ENG_POOL, &mv, &kv, NX_ALU_IS_EQUAL, &key, NX_ALU_BYPASS, NULL, err) != 0) return -1;
+        if (nx_kctx_tensor_scalar(t->k, NX_ENG_POOL, &mv, &kv, NX_ALU_IS_EQUAL, &key, NX_ALU_BYPASS, NULL, err) != 0) return -1;
         nx_insn sel = nx_insn_make(NX_OP_SELECT);
         sel.op[0] = sv;
         sel.op[1] = mv;

@@ -59,19 +59,6 @@ void tk_sched_release(tk_sched *s) {
     }
 }
 
-static int tensor_scalar(tk *t, const nx_operand *dst, const nx_operand *in, nx_alu_op op0, const nx_operand *s0,
-                         nx_alu_op op1, const nx_operand *s1, nx_error *err) {
-    nx_insn a = nx_insn_make(NX_OP_TENSOR_SCALAR);
-    a.alu0 = (uint8_t)op0;
-    a.op[0] = *dst;
-    a.op[1] = *in;
-    a.op[2] = *s0;
-    if (s1) {
-        a.alu1 = (uint8_t)op1;
-        a.op[3] = *s1;
-    }
-    return nx_kctx_emit(t->k, NX_ENG_POOL, &a, err);
-}
 
 /* The tile and offset the rounds scan: the job's keys slot, or (key mode,
  * candidates) the candidates themselves, in place. */
@@ -92,9 +79,9 @@ static int emit_keys(tk_sched *s, const tk_job *j, nx_error *err) {
         nx_operand kv = tk_view(&kc, NX_DT_FP32, P, j->n), xv = tk_view(&j->x, src, P, j->n);
         nx_operand lo = nx_imm(-t->clamp, NX_DT_FP32), neg = nx_imm(-1.0, NX_DT_FP32);
         if (t->largest) {
-            if (tensor_scalar(t, &kv, &xv, NX_ALU_MAX, &lo, NX_ALU_BYPASS, NULL, err) != 0) return -1;
+            if (nx_kctx_tensor_scalar(t->k, NX_ENG_POOL, &kv, &xv, NX_ALU_MAX, &lo, NX_ALU_BYPASS, NULL, err) != 0) return -1;
         } else {
-            if (tensor_scalar(t, &kv, &xv, NX_ALU_MULTIPLY, &neg, NX_ALU_MAX, &lo, err) != 0) return -1;
+            if (nx_kctx_tensor_scalar(t->k, NX_ENG_POOL, &kv, &xv, NX_ALU_MULTIPLY, &neg, NX_ALU_MAX, &lo, err) != 0) return -1;
             if (s->have_mask) {
                 /* NaN is the largest value: with largest = false it ranks
                  * last among the real elements (-FLT_MAX, below -B), still
@@ -170,8 +157,8 @@ static int emit_post(tk_sched *s, const tk_job *j, nx_error *err) {
         nx_operand a = nx_imm((double)j->add, NX_DT_FP32);
         if (j->base) {
             nx_operand bv = nx_tile_view(j->base, NX_DT_INT32, 0, P, 0, 0, NULL, NULL);
-            if (tensor_scalar(t, &ov, &pv, NX_ALU_ADD, &bv, NX_ALU_ADD, &a, err) != 0) return -1;
-        } else if (tensor_scalar(t, &ov, &pv, NX_ALU_ADD, &a, NX_ALU_BYPASS, NULL, err) != 0) {
+            if (nx_kctx_tensor_scalar(t->k, NX_ENG_POOL, &ov, &pv, NX_ALU_ADD, &bv, NX_ALU_ADD, &a, err) != 0) return -1;
+        } else if (nx_kctx_tensor_scalar(t->k, NX_ENG_POOL, &ov, &pv, NX_ALU_ADD, &a, NX_ALU_BYPASS, NULL, err) != 0) {
             return -1;
         }
     }
@@ -183,8 +170,8 @@ static int emit_post(tk_sched *s, const tk_job *j, nx_error *err) {
         nx_operand rv = nx_tile_view(&s->roff[j->slot], NX_DT_FP32, 0, P, 0, 0, NULL, NULL);
         nx_operand pm = nx_tile_view(&t->pmod, NX_DT_INT32, 0, P, 0, 0, NULL, NULL);
         nx_operand nn = nx_imm((double)j->n, NX_DT_FP32);
-        if (tensor_scalar(t, &rv, &pm, NX_ALU_MULTIPLY, &nn, NX_ALU_BYPASS, NULL, err) != 0) return -1;
-        if (tensor_scalar(t, &pv, &pv, NX_ALU_ADD, &rv, NX_ALU_BYPASS, NULL, err) != 0) return -1;
+        if (nx_kctx_tensor_scalar(t->k, NX_ENG_POOL, &rv, &pm, NX_ALU_MULTIPLY, &nn, NX_ALU_BYPASS, NULL, err) != 0) return -1;
+        if (nx_kctx_tensor_scalar(t->k, NX_ENG_POOL, &pv, &pv, NX_ALU_ADD, &rv, NX_ALU_BYPASS, NULL, err) != 0) return -1;
         nx_insn g = nx_insn_make(NX_OP_LOCAL_GATHER);
         g.op[2] = pv;
         if (j->idx.t) {
