@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/wall_clock.h"
 #include "isa/dtype.h"
 #include "registry/lower.h"
 #include "registry/macro_op.h"
@@ -33,12 +34,6 @@
 #include "registry/topk_auto.h"
 #include "registry/topk_methods.h"
 #include "sim/machine.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void usage(FILE *f) {
     fputs("Usage: nxsim-bench-topk [--case ROWS,VOCAB,K]... [--dtype DT] [--machine NAME|FILE]\n"
@@ -49,27 +44,15 @@ static void usage(FILE *f) {
           f);
 }
 
-/* Uniform values in [-1, 1) as dtype dt (bf16 has ties, like logits). */
-static void fill(uint8_t *p, uint64_t n, nx_dtype dt, uint64_t seed) {
-    uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
-    size_t es = nx_dtype_size(dt);
-    for (uint64_t i = 0; i < n; i++) {
-        s ^= s >> 12;
-        s ^= s << 25;
-        s ^= s >> 27;
-        double u = (double)((s * 0x2545f4914f6cdd1dull) >> 11) / 9007199254740992.0;
-        nx_dtype_store(dt, p + i * es, 2 * u - 1);
-    }
-}
-
 typedef struct run_out {
     double sim_ns, wall_s;
     int ok;
 } run_out;
 
-/* The composite on x [rows, n] with method `method`; checked. */
+/* The composite on x [rows, n] (values uniform in [-1, 1) from the run
+ * path's seeded operands) with method `method`; checked. */
 static int run_one(nx_lowerer *L, const nx_machine *m, nx_dtype dt, uint64_t rows, uint64_t n, uint64_t k,
-                   const char *method, const uint8_t *x, run_out *out, nx_error *err) {
+                   const char *method, run_out *out, nx_error *err) {
     nx_macro_op op;
     nx_macro_op_init(&op);
     uint64_t shape[2] = {rows, n};
@@ -84,15 +67,14 @@ static int run_one(nx_lowerer *L, const nx_machine *m, nx_dtype dt, uint64_t row
     nx_kernel_target t;
     if (nx_lowerer_lookup(L, "topk", &t, err) != 0 || nx_op_rules_apply_results(t.rules, "topk", NULL, &op, err) != 0)
         goto done;
-    const void *inputs[1] = {x};
-    nx_run_options opt = {.backend = NX_RUN_MODEL, .check = 1};
+    nx_run_options opt = {.backend = NX_RUN_MODEL, .check = 1, .seed = rows * 31 + n};
     nx_run_result res;
-    double t0 = now_s();
-    if (nx_run_op(L, m, &op, inputs, &opt, &res, err) != 0) {
+    double t0 = nx_bench_now_s();
+    if (nx_run_op(L, m, &op, NULL, &opt, &res, err) != 0) {
         nx_run_result_free(&res);
         goto done;
     }
-    out->wall_s = now_s() - t0;
+    out->wall_s = nx_bench_now_s() - t0;
     out->sim_ns = res.trace.sim.total_ns;
     out->ok = res.check_failures == 0;
     nx_run_result_free(&res);
@@ -115,15 +97,12 @@ static int bench_cases(const nx_machine *m, nx_dtype dt, const uint64_t (*cases)
            "AUTO", "DVE model ceil(k/8)2(V+144)", "fastest / model");
     for (int c = 0; c < ncases; c++) {
         uint64_t rows = cases[c][0], n = cases[c][1], k = cases[c][2];
-        uint8_t *x = malloc(rows * n * nx_dtype_size(dt));
-        if (!x) return 1;
-        fill(x, rows * n, dt, rows * 31 + n);
         double best = 0;
         char cell[NX_TOPK_METHOD_COUNT][48];
         for (int me = 0; me < NX_TOPK_METHOD_COUNT; me++) {
             run_out o;
             const char *name = nx_topk_method_get((nx_topk_method_id)me)->member;
-            if (run_one(L, m, dt, rows, n, k, name, x, &o, &err) != 0) {
+            if (run_one(L, m, dt, rows, n, k, name, &o, &err) != 0) {
                 fprintf(stderr, "nxsim-bench-topk: %s: %s\n", name, err.msg);
                 snprintf(cell[me], sizeof cell[me], "refused");
                 bad = 1;
@@ -149,7 +128,6 @@ static int bench_cases(const nx_machine *m, nx_dtype dt, const uint64_t (*cases)
             nx_topk_choice_text(&ch, why, sizeof why);
             printf("%-20s AUTO: %s\n", "", why);
         }
-        free(x);
         fflush(stdout);
     }
     nx_lowerer_free(L);
@@ -240,9 +218,6 @@ static int table(const char *commit, int quick) {
             uint64_t last_rows[TN][TK] = {{0}};
             for (uint32_t r = 0; r < nr; r++)
                 for (uint32_t i = 0; i < nn; i++) {
-                    uint8_t *x = malloc(T_ROWS[r] * T_N[i] * nx_dtype_size(dts[di]));
-                    if (!x) return 1;
-                    fill(x, T_ROWS[r] * T_N[i], dts[di], T_ROWS[r] * 31 + T_N[i]);
                     printf("   ");
                     for (uint32_t j = 0; j < nk; j++) {
                         uint64_t kk = T_K[j] < T_N[i] ? T_K[j] : T_N[i];
@@ -256,7 +231,7 @@ static int table(const char *commit, int quick) {
                         for (int me = 0; me < NX_TOPK_METHOD_COUNT; me++) {
                             run_out o = {0};
                             const char *name = nx_topk_method_get((nx_topk_method_id)me)->member;
-                            if (run_one(L, &m, dts[di], T_ROWS[r], T_N[i], kk, name, x, &o, &err) != 0) {
+                            if (run_one(L, &m, dts[di], T_ROWS[r], T_N[i], kk, name, &o, &err) != 0) {
                                 fprintf(stderr, "nxsim-bench-topk: %s %s %" PRIu64 "x%" PRIu64 " k=%" PRIu64 " %s: %s\n",
                                         machines[mi], nx_dtype_name(dts[di]), T_ROWS[r], T_N[i], kk, name, err.msg);
                                 bad = 1;
@@ -274,7 +249,6 @@ static int table(const char *commit, int quick) {
                     }
                     printf("\n");
                     fflush(stdout);
-                    free(x);
                 }
             printf("};\n\n");
         }

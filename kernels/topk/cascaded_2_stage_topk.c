@@ -92,23 +92,22 @@ int cascaded_2_stage_topk(struct nx_kctx *k, const nx_kernel_call *call, nx_erro
     if (scratch(&t, "cand", t.cand_dt, R * c.nf, c.L1, &c.sx, err) != 0 ||
         scratch(&t, "cand_idx", NX_DT_INT32, R * c.nf, c.L1, &c.si, err) != 0)
         return nx_fail_prefix(err, "%s", t.leaf);
-    uint32_t n1 = (uint32_t)tk_ceil(R, c.rt), nt2 = (uint32_t)tk_ceil(R, c.P2);
-    tk_layout *tiles = calloc(n1 > nt2 ? n1 : nt2, sizeof *tiles);
-    if (!tiles) return nx_fail(err, "%s: out of memory", t.leaf);
-    for (uint32_t i = 0; i < n1; i++) {
-        uint64_t r0 = t.row_lo + (uint64_t)i * c.rt;
-        tiles[i] = (tk_layout){.x_off = t.x_off + r0 * t.n * t.es, .pitch = t.n, .len = t.n,
-                               .rows = (uint32_t)tk_min(c.rt, t.row_hi - r0), .nf = c.nf, .sf = sf, .raw = 1,
-                               .base = &base};
+    uint32_t n1, nt2 = (uint32_t)tk_ceil(R, c.P2);
+    tk_layout *tiles = tk_fold_tiles(&t, c.rt, c.nf, sf, &base, &n1), *t2 = calloc(nt2, sizeof *t2);
+    if (!tiles || !t2) {
+        free(tiles);
+        free(t2);
+        return nx_fail(err, "%s: out of memory", t.leaf);
     }
     int rc = tk_rows(&t, tiles, n1, c.L1, stage1_done, &c, err);
     for (uint32_t i = 0; rc == 0 && i < nt2; i++) {
         uint64_t r0 = (uint64_t)i * c.P2;
-        tiles[i] = (tk_layout){.x_off = c.sx + r0 * n2 * t.cand_es, .pitch = n2, .len = n2,
+        t2[i] = (tk_layout){.x_off = c.sx + r0 * n2 * t.cand_es, .pitch = n2, .len = n2,
                                .rows = (uint32_t)tk_min(c.P2, R - r0), .nf = 1, .sf = n2, .raw = 0,
                                .i_off = c.si + r0 * n2 * 4};
     }
-    if (rc == 0) rc = tk_rows(&t, tiles, nt2, t.k_sel, stage2_done, &c, err);
+    if (rc == 0) rc = tk_rows(&t, t2, nt2, t.k_sel, stage2_done, &c, err);
     free(tiles);
+    free(t2);
     return rc;
 }

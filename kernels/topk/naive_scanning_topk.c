@@ -45,20 +45,15 @@ int tk_scanning(tk *t, nx_error *err) {
     uint64_t R = t->row_hi - t->row_lo;
     if (R == 0) return 0;
     scan s = {.Pt = (uint32_t)tk_min(R, t->geo->partitions)};
-    uint32_t ntiles = (uint32_t)tk_ceil(R, s.Pt);
     if (t->key_mode)
         for (int i = 0; i < 2; i++) {
             if (nx_kctx_alloc(t->k, NX_OPK_SBUF, "topk_values", t->dt, s.Pt, t->k_sel, &s.stage[i], err) != 0)
                 return nx_fail_prefix(err, "%s", t->leaf);
             t->reserved += s.stage[i].bytes + 64;
         }
-    tk_layout *tiles = calloc(ntiles, sizeof *tiles);
+    uint32_t ntiles;
+    tk_layout *tiles = tk_fold_tiles(t, s.Pt, 1, t->n, NULL, &ntiles);
     if (!tiles) return nx_fail(err, "%s: out of memory", t->leaf);
-    for (uint32_t i = 0; i < ntiles; i++) {
-        uint64_t r0 = t->row_lo + (uint64_t)i * s.Pt;
-        tiles[i] = (tk_layout){.x_off = t->x_off + r0 * t->n * t->es, .pitch = t->n, .len = t->n,
-                               .rows = (uint32_t)tk_min(s.Pt, t->row_hi - r0), .nf = 1, .sf = t->n, .raw = 1};
-    }
     int rc = tk_rows(t, tiles, ntiles, t->k_sel, scan_done, &s, err);
     free(tiles);
     return rc;

@@ -160,14 +160,11 @@ int rotational_topk(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err
     if (tk_sched_init(&t, &o.merge, P1, 1, 1, 2 * Lmax, K, !t.key_mode, err) != 0)
         return nx_fail_prefix(err, "%s", t.leaf);
     t.reserved += tk_sched_bytes(&t, 1, 2 * Lmax, K, !t.key_mode);
-    uint32_t ntiles = (uint32_t)tk_ceil(R, o.rt);
-    tk_layout *tiles = calloc(ntiles, sizeof *tiles);
-    if (!tiles) return nx_fail(err, "%s: out of memory", t.leaf);
-    for (uint32_t i = 0; i < ntiles; i++) {
-        uint64_t r0 = t.row_lo + (uint64_t)i * o.rt;
-        tiles[i] = (tk_layout){.x_off = t.x_off + r0 * t.n * t.es, .pitch = t.n, .len = t.n,
-                               .rows = (uint32_t)tk_min(o.rt, t.row_hi - r0), .nf = o.nf, .sf = sf, .raw = 1,
-                               .base = &base};
+    uint32_t ntiles;
+    tk_layout *tiles = tk_fold_tiles(&t, o.rt, o.nf, sf, &base, &ntiles);
+    if (!tiles) {
+        tk_sched_release(&o.merge);
+        return nx_fail(err, "%s: out of memory", t.leaf);
     }
     int rc = tk_rows(&t, tiles, ntiles, o.L0, folds_done, &o, err);
     free(tiles);

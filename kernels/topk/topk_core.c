@@ -2,6 +2,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "topk_core.h"
@@ -211,4 +212,18 @@ int tk_store(tk *t, uint64_t r0, uint32_t p0, uint32_t step, uint32_t count, tk_
         if (tk_dma(t, &dx, &sx, err) != 0 || tk_dma(t, &di, &si, err) != 0) return -1;
     }
     return 0;
+}
+
+tk_layout *tk_fold_tiles(const tk *t, uint32_t rows_per_tile, uint32_t nf, uint64_t sf, const nx_tile *base,
+                         uint32_t *ntiles) {
+    uint64_t R = t->row_hi - t->row_lo;
+    *ntiles = (uint32_t)tk_ceil(R, rows_per_tile);
+    tk_layout *tiles = calloc(*ntiles ? *ntiles : 1, sizeof *tiles);
+    for (uint32_t i = 0; tiles && i < *ntiles; i++) {
+        uint64_t r0 = t->row_lo + (uint64_t)i * rows_per_tile;
+        tiles[i] = (tk_layout){.x_off = t->x_off + r0 * t->n * t->es, .pitch = t->n, .len = t->n,
+                               .rows = (uint32_t)tk_min(rows_per_tile, t->row_hi - r0), .nf = nf, .sf = sf,
+                               .raw = 1, .base = base};
+    }
+    return tiles;
 }

@@ -188,6 +188,12 @@ int tk_fold_base(tk *t, uint32_t P, uint32_t nf, uint64_t sf, nx_tile *out, nx_e
  * the staging tile `stage` of x's dtype, at least [p0 + step*count x k]). */
 int tk_store(tk *t, uint64_t r0, uint32_t p0, uint32_t step, uint32_t count, tk_cols lx, tk_cols li,
              const nx_tile *stage, nx_error *err);
+/* The layouts of this program's rows of x in tiles of rows_per_tile rows,
+ * each row folded over nf partitions of sf elements (nf 1: a row per
+ * partition), indices base[p] + position (malloc'd, *ntiles entries; NULL on
+ * out-of-memory). */
+tk_layout *tk_fold_tiles(const tk *t, uint32_t rows_per_tile, uint32_t nf, uint64_t sf, const nx_tile *base,
+                         uint32_t *ntiles);
 /* An SBUF tile of `cols` columns for candidate lists (key mode: + 8 slack
  * columns, which max8 writes in the last round). */
 int tk_alloc_list(tk *t, const char *name, nx_dtype dt, uint32_t P, uint64_t cols, nx_tile *out, nx_error *err);

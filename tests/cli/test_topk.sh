@@ -12,16 +12,6 @@ set -u
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh" "$@"
 
-stderr_is() {
-    if [ "$(cat "$T/err")" = "$1" ]; then pass; else fail "stderr is '$(cat "$T/err")', expected '$1'"; fi
-}
-stdout_has_line() {
-    if grep -qxF -- "$1" "$T/out"; then pass; else fail "stdout lacks the line '$1'"; fi
-}
-absent() {
-    if [ -e "$1" ]; then fail "$1 exists but must not"; else pass; fi
-}
-
 # fp32 bytes of 0..11
 F=(00000000 0000803f 00000040 00004040 00008040 0000a040 0000c040 0000e040 00000041 00001041 00002041 00003041)
 f32() { local s="" v; for v in "$@"; do s="$s\\x${F[$v]:0:2}\\x${F[$v]:2:2}\\x${F[$v]:4:2}\\x${F[$v]:6:2}"; done; printf '%s' "$s"; }
