@@ -240,9 +240,11 @@ static void test_refusals(void **state) {
     c = mk(1, NX_DT_FP32, 2, 100, 1, 1, "folds=3", TOPK_RANDOM, 1, 0, 1);
     topk_expect_refusal(&c, "attribute folds: 3 must be a power of two in 1..4096");
     c = mk(0, NX_DT_FP32, 1, 65536, 9000, 1, NULL, TOPK_RANDOM, 1, 0, 1);
-    topk_expect_refusal(&c, "naive_scanning_topk: k = 9000 over rows of 65536 elements does not fit one partition's "
-                            "SBUF (229376 bytes) with scans of at most 16384 elements (max8's limit): rows longer "
-                            "than one scan need k <= 8184");
+    topk_expect_refusal(&c, "naive_scanning_topk: k = 9000 over rows of 65536 elements: rows longer than one max8 "
+                            "scan (16384 elements) need k <= 8184 (a scan must hold two lists of k)");
+    c = mk(0, NX_DT_FP32, 1, 65536, 8000, 1, NULL, TOPK_RANDOM, 1, 0, 1);
+    topk_expect_refusal(&c, "naive_scanning_topk: k = 8000 over rows of 65536 elements does not fit one partition's "
+                            "SBUF (229376 bytes, 0 of them held by the leaf)");
     c = mk(0, NX_DT_FP32, 1, 8, 1, 1, "largest=2", TOPK_RANDOM, 1, 0, 1);
     topk_expect_refusal(&c, "attribute largest: must be true/false or 0/1");
 }

@@ -94,10 +94,15 @@ static int make_plan(rows *w, nx_error *err) {
             if (F <= tk_max(8, 2 * l8)) break;
         }
     }
-    return nx_fail(err, "%s: k = %llu over rows of %llu elements does not fit one partition's SBUF (%llu bytes) "
-                        "with scans of at most %u elements (max8's limit): rows longer than one scan need k <= %u",
-                   t->leaf, (unsigned long long)t->k_sel, (unsigned long long)sf,
-                   (unsigned long long)t->geo->sbuf_partition_bytes, t->scan_max, (t->scan_max - 8) / 2 / 8 * 8);
+    if (sf > t->scan_max && 2 * l8 + 8 > t->scan_max)
+        return nx_fail(err, "%s: k = %llu over rows of %llu elements: rows longer than one max8 scan (%u elements) "
+                            "need k <= %u (a scan must hold two lists of k)",
+                       t->leaf, (unsigned long long)t->k_sel, (unsigned long long)sf, t->scan_max,
+                       (t->scan_max - 8) / 2 / 8 * 8);
+    return nx_fail(err, "%s: k = %llu over rows of %llu elements does not fit one partition's SBUF (%llu bytes, %llu "
+                        "of them held by the leaf)",
+                   t->leaf, (unsigned long long)t->k_sel, (unsigned long long)sf, (unsigned long long)sb,
+                   (unsigned long long)t->reserved);
 }
 
 /* ---- loads ---------------------------------------------------------------------- */
