@@ -44,6 +44,7 @@ typedef struct kext {
 typedef struct kpool {
     kext *ext;
     uint32_t n, cap;
+    uint64_t top; /* end of the space taken from the builder so far */
 } kpool;
 
 typedef struct ktile_rec {

@@ -29,6 +29,14 @@ static nx_tensor_ref tensor(const char *name, nx_dtype dt, uint32_t nd, const ui
     return t;
 }
 
+/* out = np.transpose(in, perm): whole matrices per partition on the DVE
+ * when they are small (contiguous transfers), else through the PE. */
+static int transpose(nx_kctx *k, const nx_tensor_ref *in, const nx_tensor_ref *out, const int64_t *perm,
+                     uint64_t matrix_bytes, nx_error *err) {
+    int small = matrix_bytes <= nx_kctx_geometry(k)->sbuf_partition_bytes / 16;
+    return nx_transpose_tensors(k, small ? tiled_dve_transpose_10 : tiled_pf_transpose, in, out, perm, in->ndims, err);
+}
+
 int nx_topk_composite(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     if (call->n_inputs != 1 || call->nargs != 3)
         return nx_fail(err, "topk: expects 1 input and 2 outputs (values, indices), got %u inputs and %u outputs",
@@ -69,7 +77,7 @@ int nx_topk_composite(struct nx_kctx *k, const nx_kernel_call *call, nx_error *e
     nx_tensor_ref t[3] = {tensor("topk.x_axis_last", x->dtype, nd, xs, ox),
                           tensor("topk.values_axis_last", x->dtype, nd, vs, ov),
                           tensor("topk.indices_axis_last", NX_DT_INT32, nd, vs, oi)};
-    if (nx_transpose_call(k, x, &t[0], perm, n * inner * es, err) != 0 || nx_kctx_barrier(k, err) != 0)
+    if (transpose(k, x, &t[0], perm, n * inner * es, err) != 0 || nx_kctx_barrier(k, err) != 0)
         return nx_fail_prefix(err, "topk (axis %d to the end)", a.axis);
     nx_attrs attrs;
     nx_attrs_init(&attrs);
@@ -82,8 +90,8 @@ int nx_topk_composite(struct nx_kctx *k, const nx_kernel_call *call, nx_error *e
     int rc = m->fn(k, &inner_call, err);
     nx_attrs_free(&attrs);
     if (rc != 0) return -1;
-    if (nx_kctx_barrier(k, err) != 0 || nx_transpose_call(k, &t[1], &call->args[1], inv, a.k * inner * es, err) != 0 ||
-        nx_transpose_call(k, &t[2], &call->args[2], inv, a.k * inner * 4, err) != 0)
+    if (nx_kctx_barrier(k, err) != 0 || transpose(k, &t[1], &call->args[1], inv, a.k * inner * es, err) != 0 ||
+        transpose(k, &t[2], &call->args[2], inv, a.k * inner * 4, err) != 0)
         return nx_fail_prefix(err, "topk (results back to axis %d)", a.axis);
     return 0;
 }

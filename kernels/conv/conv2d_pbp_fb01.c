@@ -315,21 +315,22 @@ static int emit_perm(nx_kctx *k, nx_dtype dt, uint64_t A, uint64_t B, uint64_t R
  * transpose leaf with permutation [0, 1, 3, 2]. */
 static int transpose_result(nx_kctx *k, const nx_conv_pbp *pb, uint64_t src, const nx_tensor_ref *out,
                             nx_error *err) {
-    nx_tensor_ref args[2];
-    memset(args, 0, sizeof args);
-    snprintf(args[0].name, sizeof args[0].name, "%s", "conv_out_01fb");
-    args[0].dtype = pb->dtype;
-    args[0].ndims = 4;
-    args[0].shape[0] = pb->OH;
-    args[0].shape[1] = pb->OW;
-    args[0].shape[2] = pb->O;
-    args[0].shape[3] = pb->N;
-    args[0].hbm_offset = src;
-    args[1] = *out;
+    nx_tensor_ref in;
+    memset(&in, 0, sizeof in);
+    snprintf(in.name, sizeof in.name, "%s", "conv_out_01fb");
+    in.dtype = pb->dtype;
+    in.ndims = 4;
+    in.shape[0] = pb->OH;
+    in.shape[1] = pb->OW;
+    in.shape[2] = pb->O;
+    in.shape[3] = pb->N;
+    in.hbm_offset = src;
     static const int64_t perm[4] = {0, 1, 3, 2};
     /* whole [O, N] matrices per partition when they are small: the DVE leaf
      * moves them with contiguous transfers; large ones through the PE */
-    return nx_transpose_call(k, &args[0], &args[1], perm, pb->O * pb->N * nx_dtype_size(pb->dtype), err);
+    const nx_geometry *geo = nx_kctx_geometry(k);
+    int small = pb->O * pb->N * nx_dtype_size(pb->dtype) <= geo->sbuf_partition_bytes / 16;
+    return nx_transpose_tensors(k, small ? tiled_dve_transpose_10 : tiled_pf_transpose, &in, out, perm, 4, err);
 }
 
 static int scratch(nx_kctx *k, const char *name, nx_dtype dt, uint64_t a, uint64_t b, uint64_t c, uint64_t d,
