@@ -143,11 +143,6 @@ static void compare(const setup *s, const topk_case *c, const uint8_t *gv, const
         for (uint64_t j = 0; j < c->k; j++) {
             uint64_t e = r * c->k + j;
             if (gi[e] != wi[e] || memcmp(gv + e * es, wv + e * es, es) != 0) {
-                if (getenv("TK_DUMP"))
-                    for (uint64_t q = 0; q < c->k; q++)
-                        fprintf(stderr, "  %llu: got %g@%d want %g@%d\n", (unsigned long long)q,
-                                nx_dtype_load(c->dtype, gv + (r * c->k + q) * es), gi[r * c->k + q],
-                                nx_dtype_load(c->dtype, wv + (r * c->k + q) * es), wi[r * c->k + q]);
                 fail_msg("%s on the %s: row %llu rank %llu: got %.9g@%d, want %.9g@%d", s->what, backend,
                          (unsigned long long)r, (unsigned long long)j, nx_dtype_load(c->dtype, gv + e * es), gi[e],
                          nx_dtype_load(c->dtype, wv + e * es), wi[e]);
