@@ -12,6 +12,8 @@
 
 #include "program.h"
 
+_Static_assert(sizeof(nx_insn_rec) == 44, "nx_insn_rec is documented as 44 bytes (docs/parts/encoding.md)");
+
 /* Operands are equal when every field is (imm by its bits: -0 is not +0 and
  * NaN payloads stay apart); padding never takes part. */
 static int operand_same(const nx_operand *a, const nx_operand *b) {
