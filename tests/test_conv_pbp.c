@@ -73,6 +73,10 @@ static void test_shapes(void **state) {
     check3(NX_DT_BF16, 4, 5, 3, 513, 2, 2, 6, 1, "padding=[[0,1],[1,0]]", 15);       /* N = 513: split */
     check3(NX_DT_FP16, 3, 129, 3, 3, 3, 3, 300, 1, "padding=[[1,1],[1,1]]", 16);     /* O = 300: 3 tiles */
     check3(NX_DT_FP32, 1, 2, 1, 1, 1, 1, 1, 1, NULL, 17);                            /* one element */
+    /* rows-first loads of 2 and 3 full steps stacked on the partitions
+     * (one PE transpose per column serves every step), one with rows cropped */
+    check3(NX_DT_BF16, 5, 256, 3, 2, 3, 3, 8, 1, "padding=[[1,0],[0,1]]", 18);
+    check3(NX_DT_FP32, 6, 384, 2, 3, 3, 2, 5, 1, "padding=[[-1,1],[1,0]]", 19);
 }
 
 static void test_padding_stride_dilation(void **state) {
@@ -207,6 +211,14 @@ static void test_plan(void **state) {
     assert_true(p.kpack > 1);
     assert_int_equal(p.kc, 64);
     assert_int_equal(p.mo, 64);
+    assert_int_equal(p.rt_spu, 1);
+    /* ResNet stage 3, 14x14x256 batch 8: rows-first, the two steps' 14 rows
+     * stacked on 28 partitions */
+    p = plan_of(NX_DT_BF16, 14, 256, 14, 8, 3, 256, 1, 1);
+    assert_true(p.rt);
+    assert_int_equal(p.steps, 2);
+    assert_int_equal(p.rt_spu, 2);
+    assert_int_equal(p.rt_pad, 32);
     /* 28x28x128 stride 2, batch 8, fp32: W N runs of 896 bytes are loaded
      * directly; 128-wide tiles */
     p = plan_of(NX_DT_FP32, 28, 128, 28, 8, 3, 128, 1, 2);

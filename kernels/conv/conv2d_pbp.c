@@ -412,22 +412,40 @@ static void rt_geometry(const pbp_plan *pl, rt_geo *g) {
     g->pieces = cdiv((uint64_t)(g->iy_hi - g->iy_lo), pl->rt_rows);
 }
 
+/* Unit u: steps [st0, st0 + ns) stacked on the partitions (step st0 + i at
+ * partitions [i pr, (i + 1) pr)), image rows [h0, h0 + pr). */
+typedef struct rt_unit {
+    uint32_t st0, ns, kc, pr;
+    int64_t h0;
+} rt_unit;
+
+static void rt_unit_of(const pbp_plan *pl, const rt_geo *g, uint64_t u, rt_unit *ru) {
+    uint64_t grp = u / g->pieces;
+    ru->st0 = (uint32_t)(grp * pl->rt_spu);
+    ru->ns = (uint32_t)min64(pl->rt_spu, pl->steps - ru->st0);
+    ru->kc = step_kc(pl, 0, ru->st0);
+    ru->h0 = g->iy_lo + (int64_t)((u % g->pieces) * pl->rt_rows);
+    ru->pr = (uint32_t)min64(pl->rt_rows, (uint64_t)(g->iy_hi - ru->h0));
+}
+
 static int rt_load(pbp_state *s, const rt_geo *g, uint64_t u, nx_error *err) {
     const pbp_plan *pl = &s->pl;
-    uint32_t st = (uint32_t)(u / g->pieces), kc = step_kc(pl, 0, st);
-    int64_t h0 = g->iy_lo + (int64_t)((u % g->pieces) * pl->rt_rows);
-    uint32_t pr = (uint32_t)min64(pl->rt_rows, (uint64_t)(g->iy_hi - h0));
+    rt_unit ru;
+    rt_unit_of(pl, g, u, &ru);
     int32_t one = 1;
-    uint32_t run = (uint32_t)(kc * pl->W * pl->N);
-    nx_operand dst = nx_tile_view(&s->raw[u % pl->rt_bufs], pl->dt, 0, pr, 0, 1, &one, &run);
-    uint64_t el = ((uint64_t)h0 * pl->C + step_channel(pl, 0, st)) * pl->W * pl->N;
-    nx_operand src = nx_conv_hbm_view(pl->dt, s->pb->img + el * pl->es, pr, (int64_t)(pl->C * pl->W * pl->N), 1, &one,
-                                      &run);
+    uint32_t run = (uint32_t)(ru.kc * pl->W * pl->N);
     /* every unit on the same queue of each engine: they arrive one after
      * the other at full bandwidth, in the order the transposes want them */
     uint32_t keep = s->next_lane;
     s->next_lane = 0;
-    int rc = dma_spread(s, &dst, &src, pl->pieces, err);
+    int rc = 0;
+    for (uint32_t i = 0; i < ru.ns && rc == 0; i++) {
+        nx_operand dst = nx_tile_view(&s->raw[u % pl->rt_bufs], pl->dt, i * ru.pr, ru.pr, 0, 1, &one, &run);
+        uint64_t el = ((uint64_t)ru.h0 * pl->C + step_channel(pl, 0, ru.st0 + i)) * pl->W * pl->N;
+        nx_operand src = nx_conv_hbm_view(pl->dt, s->pb->img + el * pl->es, ru.pr, (int64_t)(pl->C * pl->W * pl->N), 1,
+                                          &one, &run);
+        rc = dma_spread(s, &dst, &src, pl->pieces, err);
+    }
     s->next_lane = keep;
     return rc;
 }
@@ -436,9 +454,9 @@ static int rt_transpose(pbp_state *s, const rt_geo *g, const nx_tile *band, uint
     const pbp_plan *pl = &s->pl;
     const nx_geometry *geo = nx_kctx_geometry(s->k);
     const nx_tile *raw = &s->raw[u % pl->rt_bufs];
-    uint32_t st = (uint32_t)(u / g->pieces), kc = step_kc(pl, 0, st);
-    int64_t h0 = g->iy_lo + (int64_t)((u % g->pieces) * pl->rt_rows);
-    uint32_t pr = (uint32_t)min64(pl->rt_rows, (uint64_t)(g->iy_hi - h0));
+    rt_unit ru;
+    rt_unit_of(pl, g, u, &ru);
+    uint32_t kc = ru.kc, pr = ru.pr, pp = ru.ns * ru.pr;
     uint32_t blocks = (uint32_t)(geo->psum_bank_bytes / ((uint64_t)pl->rt_pad * pl->es));
     uint64_t N = pl->N, q_lo = (uint64_t)g->ix_lo * N, q_hi = (uint64_t)g->ix_hi * N;
     int32_t one = 1;
@@ -447,17 +465,19 @@ static int rt_transpose(pbp_state *s, const rt_geo *g, const nx_tile *band, uint
         const nx_tile *tp = &s->rt_psum[s->n_rt++ % 2];
         for (uint32_t q = 0; q < nq; q++) {
             int32_t cst = (int32_t)(pl->W * N);
-            nx_operand ts = nx_tile_view(raw, pl->dt, 0, pr, q0 + q, 1, &cst, &kc);
-            nx_operand td = nx_tile_view(tp, pl->dt, 0, kc, (uint64_t)q * pl->rt_pad, 1, &one, &pr);
+            nx_operand ts = nx_tile_view(raw, pl->dt, 0, pp, q0 + q, 1, &cst, &kc);
+            nx_operand td = nx_tile_view(tp, pl->dt, 0, kc, (uint64_t)q * pl->rt_pad, 1, &one, &pp);
             if (nx_kctx_transpose(s->k, NX_ENG_PE, &td, &ts, err) != 0) return -1;
         }
-        int32_t ds[2] = {1, (int32_t)(pl->cols_in * pl->NB)};
-        uint32_t dc[2] = {nq, pr};
-        uint64_t off = ((uint64_t)st * pl->rows_in + (uint64_t)(h0 + pl->ply)) * pl->cols_in * pl->NB +
+        /* column q, step i, row h of the PSUM blocks -> the band's step
+         * st0 + i, padded row h0 + ply + h, column q */
+        int32_t ds[3] = {1, (int32_t)(pl->rows_in * pl->cols_in * pl->NB), (int32_t)(pl->cols_in * pl->NB)};
+        uint32_t dc[3] = {nq, ru.ns, pr};
+        uint64_t off = ((uint64_t)ru.st0 * pl->rows_in + (uint64_t)(ru.h0 + pl->ply)) * pl->cols_in * pl->NB +
                        (uint64_t)pl->plx * pl->NB + q0;
-        nx_operand cd = nx_conv_tile_view(band, pl->dt, 0, kc, off, 2, ds, dc);
-        int32_t ps[2] = {(int32_t)pl->rt_pad, 1};
-        nx_operand cs = nx_conv_tile_view(tp, pl->dt, 0, kc, 0, 2, ps, dc);
+        nx_operand cd = nx_conv_tile_view(band, pl->dt, 0, kc, off, 3, ds, dc);
+        int32_t ps[3] = {(int32_t)pl->rt_pad, (int32_t)pr, 1};
+        nx_operand cs = nx_conv_tile_view(tp, pl->dt, 0, kc, 0, 3, ps, dc);
         nx_engine e = s->n_evac++ % 2 ? NX_ENG_DVE : NX_ENG_ACT;
         if (nx_kctx_tensor_copy(s->k, e, &cd, &cs, err) != 0) return -1;
     }
@@ -478,7 +498,7 @@ static int load_image_rt(pbp_state *s, const nx_tile *band, const pbp_job *first
             zero_rect(s, band, kc, st, tr_lo, tr_hi, tc_hi, pl->cols_in, err))
             return -1;
     }
-    uint64_t units = g.pieces * pl->steps;
+    uint64_t units = g.pieces * cdiv(pl->steps, pl->rt_spu);
     for (uint64_t u = 0; u < units && u < pl->rt_bufs; u++)
         if (rt_load(s, &g, u, err) != 0) return -1;
     if (load_filters(s, first, err) != 0) return -1;
@@ -785,7 +805,7 @@ int nx_conv_pbp_emit(nx_kctx *k, const nx_conv_pbp *pb, nx_error *err) {
     if (pl->rt) {
         const nx_geometry *geo = nx_kctx_geometry(k);
         for (uint32_t i = 0; i < pl->rt_bufs; i++)
-            ALLOC(NX_OPK_SBUF, "conv_raw_rows", pl->dt, pl->rt_rows, pl->rt_elems, &s.raw[i]);
+            ALLOC(NX_OPK_SBUF, "conv_raw_rows", pl->dt, pl->rt_rows * pl->rt_spu, pl->rt_elems, &s.raw[i]);
         for (uint32_t i = 0; i < 2; i++)
             ALLOC(NX_OPK_PSUM, "conv_rt_psum", pl->dt, pl->PR, geo->psum_bank_bytes / pl->es, &s.rt_psum[i]);
     }

@@ -229,9 +229,17 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes,
         rt_raw <= b.free_max && (whole + rt_raw) * pl->es <= 2 * b.band) {
         pl->rt = 1;
         pl->rt_rows = (uint32_t)min64(min64(pl->PR, geo->partitions), pl->H);
-        pl->rt_pad = pow2_ceil(pl->rt_rows);
+        /* a short image: several full contraction steps' rows stacked on
+         * the partitions, so that one transpose (whose cost does not grow
+         * with its partitions up to the PE's minimum interval) moves them
+         * all */
+        pl->rt_spu = 1;
+        if (pl->Cg % pl->kc == 0 && pl->steps > 1)
+            pl->rt_spu = (uint32_t)min64(pl->steps, min64(pl->PR, geo->partitions) / pl->rt_rows);
+        if (pl->rt_spu < 1) pl->rt_spu = 1;
+        pl->rt_pad = pow2_ceil(pl->rt_rows * pl->rt_spu);
         pl->rt_elems = rt_raw;
-        uint64_t units = (uint64_t)pl->steps * cdiv(pl->H, pl->rt_rows);
+        uint64_t units = cdiv(pl->steps, pl->rt_spu) * cdiv(pl->H, pl->rt_rows);
         pl->rt_bufs = units > 1 && (whole + 2 * rt_raw) * pl->es <= 2 * b.band ? 2 : 1;
         if ((uint64_t)pl->rt_pad * pl->es > geo->psum_bank_bytes || geo->psum_bank_bytes % (pl->rt_pad * pl->es))
             pl->rt = 0;

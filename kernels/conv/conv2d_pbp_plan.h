@@ -49,7 +49,9 @@ typedef struct pbp_plan {
     int rt;                       /* resident image loaded as rows (H on partitions, runs of C W N)
                                    * and PE-transposed onto C (short W N runs otherwise) */
     uint32_t rt_rows;             /* image rows per raw piece (<= PE rows) */
-    uint32_t rt_pad;              /* PSUM block stride of a transposed column (pow2 >= rt_rows) */
+    uint32_t rt_spu;              /* contraction steps per raw unit, stacked on the partitions
+                                   * (rt_spu x rows <= PE rows: one transpose serves them all) */
+    uint32_t rt_pad;              /* PSUM block stride of a transposed column (pow2 >= rt_spu x rt_rows) */
     uint64_t rt_elems;            /* raw tile per partition: kc x W x N */
     uint32_t rt_bufs;             /* raw tiles (2 when several units follow each other and fit) */
     uint32_t band_bufs;
