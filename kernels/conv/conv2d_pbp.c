@@ -133,6 +133,14 @@ typedef struct pbp_state {
     pbp_plan pl;
     nx_tile band[2], filt[2], stage[2], tstore[2], psum[PBP_MAX_BUFS], tpsum[2], compact, raw[2], rt_psum[2];
     int have_compact;
+    /* the store of the last band (one cout tile), emitted after the next
+     * band's first PSUM tile so that the PE does not wait for that band's
+     * last evacuation (software pipelining; values unchanged) */
+    int pend;
+    const nx_tile *pend_stg;
+    uint32_t pend_mo;
+    uint64_t pend_o0;
+    pbp_job pend_j;
     uint32_t next_lane; /* lane rotation */
     uint64_t n_psum, n_stage, n_tstore, n_tpsum, n_evac, n_rt;
 } pbp_state;
@@ -663,6 +671,17 @@ static int store_transposed(pbp_state *s, const nx_tile *stg, uint32_t mo, uint6
     return 0;
 }
 
+static int store_band(pbp_state *s, const nx_tile *stg, uint32_t mo, uint64_t o0, const pbp_job *j, nx_error *err) {
+    return s->pl.store == PBP_STORE_TRANSPOSED && j->nbb == s->pl.N ? store_transposed(s, stg, mo, o0, j, err)
+                                                                     : store_direct(s, stg, mo, o0, j, err);
+}
+
+static int flush_store(pbp_state *s, nx_error *err) {
+    if (!s->pend) return 0;
+    s->pend = 0;
+    return store_band(s, s->pend_stg, s->pend_mo, s->pend_o0, &s->pend_j, err);
+}
+
 static int compute_job(pbp_state *s, const pbp_job *j, const nx_tile *bt, nx_error *err) {
     const pbp_plan *pl = &s->pl;
     band_geo bg;
@@ -709,12 +728,16 @@ static int compute_job(pbp_state *s, const pbp_job *j, const nx_tile *bt, nx_err
                         }
                     }
                     if (evacuate(s, ps, stg, mo, j, a, qq, b, pp, nsub, nn, err) != 0) return -1;
+                    if (flush_store(s, err) != 0) return -1;
                 }
             }
         }
-        int rc = pl->store == PBP_STORE_TRANSPOSED && j->nbb == pl->N ? store_transposed(s, stg, mo, o0, j, err)
-                                                                       : store_direct(s, stg, mo, o0, j, err);
-        if (rc != 0) return -1;
+        if (flush_store(s, err) != 0) return -1;
+        s->pend = 1;
+        s->pend_stg = stg;
+        s->pend_mo = mo;
+        s->pend_o0 = o0;
+        s->pend_j = *j;
     }
     return 0;
 }
@@ -830,6 +853,7 @@ int nx_conv_pbp_emit(nx_kctx *k, const nx_conv_pbp *pb, nx_error *err) {
         }
         for (size_t i = 0; i < nj; i++)
             if (compute_job(&s, &jobs[i], &s.band[0], err) != 0) goto done;
+        if (flush_store(&s, err) != 0) goto done;
         rc = 0;
         goto done;
     }
@@ -848,6 +872,7 @@ int nx_conv_pbp_emit(nx_kctx *k, const nx_conv_pbp *pb, nx_error *err) {
         if (compute_job(&s, &jobs[i], &s.band[i % bands], err) != 0) goto done;
         if (late && load_filters(&s, &jobs[i + 1], err) != 0) goto done;
     }
+    if (flush_store(&s, err) != 0) goto done;
     rc = 0;
 done:
     free(jobs);
