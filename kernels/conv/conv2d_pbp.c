@@ -142,7 +142,7 @@ typedef struct pbp_state {
     uint64_t pend_o0;
     pbp_job pend_j;
     uint32_t next_lane; /* lane rotation */
-    uint64_t n_psum, n_stage, n_tstore, n_tpsum, n_evac, n_rt;
+    uint64_t n_psum, n_stage, n_tstore, n_tpsum, n_evac, n_rt, n_cn;
 } pbp_state;
 
 /* Super-group sg: its first group, group count, channel base, in-features
@@ -417,7 +417,7 @@ static void rt_geometry(const pbp_plan *pl, rt_geo *g) {
     if (g->ix_hi > cols - pl->plx) g->ix_hi = cols - pl->plx;
     if (g->iy_hi < g->iy_lo) g->iy_hi = g->iy_lo;
     if (g->ix_hi < g->ix_lo) g->ix_hi = g->ix_lo;
-    g->pieces = cdiv((uint64_t)(g->iy_hi - g->iy_lo), pl->rt_rows);
+    g->pieces = pl->rt_rows ? cdiv((uint64_t)(g->iy_hi - g->iy_lo), pl->rt_rows) : 1;
 }
 
 /* Unit u: steps [st0, st0 + ns) stacked on the partitions (step st0 + i at
@@ -492,12 +492,11 @@ static int rt_transpose(pbp_state *s, const rt_geo *g, const nx_tile *band, uint
     return 0;
 }
 
-static int load_image_rt(pbp_state *s, const nx_tile *band, const pbp_job *first, nx_error *err) {
+/* The resident tile's zero frame around the image, every step (POOL). */
+static int zero_frame(pbp_state *s, const nx_tile *band, const rt_geo *g, nx_error *err) {
     const pbp_plan *pl = &s->pl;
-    rt_geo g;
-    rt_geometry(pl, &g);
-    uint64_t tr_lo = (uint64_t)(g.iy_lo + pl->ply), tr_hi = (uint64_t)(g.iy_hi + pl->ply);
-    uint64_t tc_lo = (uint64_t)(g.ix_lo + pl->plx), tc_hi = (uint64_t)(g.ix_hi + pl->plx);
+    uint64_t tr_lo = (uint64_t)(g->iy_lo + pl->ply), tr_hi = (uint64_t)(g->iy_hi + pl->ply);
+    uint64_t tc_lo = (uint64_t)(g->ix_lo + pl->plx), tc_hi = (uint64_t)(g->ix_hi + pl->plx);
     for (uint32_t st = 0; st < pl->steps; st++) {
         uint32_t kc = step_kc(pl, 0, st);
         if (zero_rect(s, band, kc, st, 0, tr_lo, 0, pl->cols_in, err) ||
@@ -506,6 +505,14 @@ static int load_image_rt(pbp_state *s, const nx_tile *band, const pbp_job *first
             zero_rect(s, band, kc, st, tr_lo, tr_hi, tc_hi, pl->cols_in, err))
             return -1;
     }
+    return 0;
+}
+
+static int load_image_rt(pbp_state *s, const nx_tile *band, const pbp_job *first, nx_error *err) {
+    const pbp_plan *pl = &s->pl;
+    rt_geo g;
+    rt_geometry(pl, &g);
+    if (zero_frame(s, band, &g, err) != 0) return -1;
     uint64_t units = g.pieces * cdiv(pl->steps, pl->rt_spu);
     for (uint64_t u = 0; u < units && u < pl->rt_bufs; u++)
         if (rt_load(s, &g, u, err) != 0) return -1;
@@ -513,6 +520,68 @@ static int load_image_rt(pbp_state *s, const nx_tile *band, const pbp_job *first
     for (uint64_t u = 0; u < units; u++) {
         if (rt_transpose(s, &g, band, u, err) != 0) return -1;
         if (u + pl->rt_bufs < units && rt_load(s, &g, u + pl->rt_bufs, err) != 0) return -1;
+    }
+    return 0;
+}
+
+/* The resident image from #4's (C, N, H, W) tensor (plan cnhw): per step
+ * one transfer of [kc, N x H x W] (a single contiguous run per partition,
+ * spread over the DMA engines), then ACT, DVE and POOL in turn copy it in
+ * blocks of rows into the band's padded (row, col, n) places: a bit-exact
+ * reorder, so the band holds what #3's loads would put there. */
+static int cn_load(pbp_state *s, uint32_t st, nx_error *err) {
+    const pbp_plan *pl = &s->pl;
+    uint32_t kc = step_kc(pl, 0, st);
+    int32_t one = 1;
+    uint32_t run = (uint32_t)pl->cn_elems;
+    nx_operand dst = nx_tile_view(&s->raw[st % pl->cn_bufs], pl->dt, 0, kc, 0, 1, &one, &run);
+    uint64_t el = step_channel(pl, 0, st) * pl->cn_elems;
+    nx_operand src = nx_conv_hbm_view(pl->dt, s->pb->img + el * pl->es, kc, (int64_t)pl->cn_elems, 1, &one, &run);
+    uint32_t keep = s->next_lane;
+    s->next_lane = 0;
+    int rc = dma_spread(s, &dst, &src, pl->pieces, err);
+    s->next_lane = keep;
+    return rc;
+}
+
+static int cn_reorder(pbp_state *s, const rt_geo *g, const nx_tile *band, uint32_t st, nx_error *err) {
+    const pbp_plan *pl = &s->pl;
+    uint32_t kc = step_kc(pl, 0, st);
+    const nx_tile *raw = &s->raw[st % pl->cn_bufs];
+    uint64_t rows = (uint64_t)(g->iy_hi - g->iy_lo), cols = (uint64_t)(g->ix_hi - g->ix_lo);
+    if (rows == 0 || cols == 0) return 0;
+    /* blocks of about a quarter of the image rows (at least 512 elements
+     * each), so that the first PSUM tiles' rows are in early and the three
+     * engines share the work */
+    uint64_t per_row = cols * pl->N, rb = cdiv(rows, 4);
+    if (rb * per_row < 512) rb = cdiv(512, per_row);
+    static const nx_engine engs[3] = {NX_ENG_ACT, NX_ENG_DVE, NX_ENG_POOL};
+    for (uint64_t r0 = 0; r0 < rows; r0 += rb) {
+        uint32_t nr = (uint32_t)min64(rb, rows - r0);
+        int64_t iy = g->iy_lo + (int64_t)r0;
+        int32_t ds[3] = {(int32_t)(pl->cols_in * pl->NB), (int32_t)pl->NB, 1};
+        uint32_t dc[3] = {nr, (uint32_t)cols, (uint32_t)pl->N};
+        uint64_t off = ((uint64_t)st * pl->rows_in + (uint64_t)(iy + pl->ply)) * pl->cols_in * pl->NB +
+                       (uint64_t)(g->ix_lo + pl->plx) * pl->NB;
+        nx_operand d = nx_conv_tile_view(band, pl->dt, 0, kc, off, 3, ds, dc);
+        int32_t ss[3] = {(int32_t)pl->W, 1, (int32_t)(pl->H * pl->W)};
+        nx_operand sr = nx_conv_tile_view(raw, pl->dt, 0, kc, (uint64_t)iy * pl->W + (uint64_t)g->ix_lo, 3, ss, dc);
+        if (nx_kctx_tensor_copy(s->k, engs[s->n_cn++ % 3], &d, &sr, err) != 0) return -1;
+    }
+    return 0;
+}
+
+static int load_image_cnhw(pbp_state *s, const nx_tile *band, const pbp_job *first, nx_error *err) {
+    const pbp_plan *pl = &s->pl;
+    rt_geo g;
+    rt_geometry(pl, &g);
+    if (zero_frame(s, band, &g, err) != 0) return -1;
+    for (uint32_t st = 0; st < pl->steps && st < pl->cn_bufs; st++)
+        if (cn_load(s, st, err) != 0) return -1;
+    if (load_filters(s, first, err) != 0) return -1;
+    for (uint32_t st = 0; st < pl->steps; st++) {
+        if (cn_reorder(s, &g, band, st, err) != 0) return -1;
+        if (st + pl->cn_bufs < pl->steps && cn_load(s, st + pl->cn_bufs, err) != 0) return -1;
     }
     return 0;
 }
@@ -806,6 +875,8 @@ int nx_conv_pbp_emit(nx_kctx *k, const nx_conv_pbp *pb, nx_error *err) {
     s.pb = pb;
     pbp_plan *pl = &s.pl;
     if (pbp_plan_make(pb, nx_kctx_geometry(k), nx_kctx_lanes(k), pl, err) != 0) return -1;
+    if (pb->img_cnhw && !pl->cnhw)
+        return nx_fail(err, "conv: a (C, N, H, W) image needs the resident plan (nx_conv_pbp_takes_cnhw)");
     pbp_job *jobs = NULL;
     size_t nj = 0;
     if (make_jobs(pl, &jobs, &nj, err) != 0) return -1;
@@ -832,6 +903,9 @@ int nx_conv_pbp_emit(nx_kctx *k, const nx_conv_pbp *pb, nx_error *err) {
         for (uint32_t i = 0; i < 2; i++)
             ALLOC(NX_OPK_PSUM, "conv_rt_psum", pl->dt, pl->PR, geo->psum_bank_bytes / pl->es, &s.rt_psum[i]);
     }
+    if (pl->cnhw)
+        for (uint32_t i = 0; i < pl->cn_bufs; i++)
+            ALLOC(NX_OPK_SBUF, "conv_raw_cnhw", pl->dt, pl->PR, pl->cn_elems, &s.raw[i]);
     if (pl->store == PBP_STORE_TRANSPOSED) {
         const nx_geometry *geo = nx_kctx_geometry(k);
         for (uint32_t i = 0; i < 2; i++) {
@@ -846,6 +920,8 @@ int nx_conv_pbp_emit(nx_kctx *k, const nx_conv_pbp *pb, nx_error *err) {
          * only for the transfers of the rows they read */
         if (pl->rt) {
             if (load_image_rt(&s, &s.band[0], &jobs[0], err) != 0) goto done;
+        } else if (pl->cnhw) {
+            if (load_image_cnhw(&s, &s.band[0], &jobs[0], err) != 0) goto done;
         } else {
             if (load_filters(&s, &jobs[0], err) != 0) goto done;
             for (size_t i = 0; i < nj; i++)
@@ -879,6 +955,14 @@ done:
     nx_error rerr;
     while (nmade > 0) nx_kctx_release(k, made[--nmade], &rerr);
     return rc;
+}
+
+int nx_conv_pbp_takes_cnhw(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes) {
+    nx_conv_pbp q = *pb;
+    q.img_cnhw = 1;
+    pbp_plan pl;
+    nx_error err;
+    return pbp_plan_make(&q, geo, lanes, &pl, &err) == 0 && pl.cnhw;
 }
 
 int conv2d_pbp_0f1b_0i1o_01fb_experimental_1(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {

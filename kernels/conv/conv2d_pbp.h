@@ -36,6 +36,9 @@ typedef struct nx_conv_pbp {
     uint64_t OH, OW;
     nx_conv_params p;           /* stride, padding, rhs_dilation, feature_group_count */
     uint64_t img, filt, out;    /* HBM byte offsets */
+    int img_cnhw;               /* 1: img is #4's (C, N, H, W) tensor, loaded with C on the
+                                 * partitions and reordered on the chip (only when
+                                 * nx_conv_pbp_takes_cnhw says so) */
 } nx_conv_pbp;
 
 /* Checks a call against `labels` (#3's or #4's) and the leaf's rules and
@@ -43,6 +46,11 @@ typedef struct nx_conv_pbp {
  * tensors; for #4 the caller re-points them at its scratch). */
 int nx_conv_pbp_from_call(const char *leaf, const char *labels, const nx_kernel_call *call,
                           nx_conv_pbp *pb, nx_error *err);
+
+/* 1 when the emitter can read *pb's image straight from a (C, N, H, W)
+ * tensor (the whole padded image resident in SBUF, beside one raw step per
+ * buffer), 0 otherwise (the caller then re-lays it out into (H, C, W, N)). */
+int nx_conv_pbp_takes_cnhw(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes);
 
 /* Emits the convolution of *pb (#3's algorithm) into k: everything it
  * allocates is released before it returns. */

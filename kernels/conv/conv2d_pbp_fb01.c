@@ -345,7 +345,10 @@ int conv2d_pbp_fb01_io01_01bf_kernel_experimental_1(struct nx_kctx *k, const nx_
     if (nx_conv_pbp_from_call(leaf, "fb01_io01->01bf", call, &pb, err) != 0) return -1;
     uint64_t Cg = pb.C / (uint64_t)pb.p.feature_group_count;
     uint64_t img = pb.img, filt = pb.filt;
-    if (scratch(k, "conv2d_pbp_fb01.img_0f1b", pb.dtype, pb.H, pb.C, pb.W, pb.N, &pb.img, err) != 0 ||
+    /* a resident image is read in place (C on the partitions) and reordered
+     * on the chip; otherwise it goes through an (H, C, W, N) scratch copy */
+    pb.img_cnhw = nx_conv_pbp_takes_cnhw(&pb, nx_kctx_geometry(k), nx_kctx_lanes(k));
+    if ((!pb.img_cnhw && scratch(k, "conv2d_pbp_fb01.img_0f1b", pb.dtype, pb.H, pb.C, pb.W, pb.N, &pb.img, err) != 0) ||
         scratch(k, "conv2d_pbp_fb01.filt_0i1o", pb.dtype, pb.KH, Cg, pb.KW, pb.O, &pb.filt, err) != 0)
         return nx_fail_prefix(err, "%s", leaf);
     /* with N = 1 (or O = 1) the result layouts 01fb and 01bf are the same bytes */
@@ -353,7 +356,7 @@ int conv2d_pbp_fb01_io01_01bf_kernel_experimental_1(struct nx_kctx *k, const nx_
     if (!direct && scratch(k, "conv2d_pbp_fb01.out_01fb", pb.dtype, pb.OH, pb.OW, pb.O, pb.N, &pb.out, err) != 0)
         return nx_fail_prefix(err, "%s", leaf);
     if (emit_perm(k, pb.dtype, Cg, pb.O, pb.KH, pb.KW, filt, pb.filt, err) != 0 ||
-        emit_perm(k, pb.dtype, pb.C, pb.N, pb.H, pb.W, img, pb.img, err) != 0)
+        (!pb.img_cnhw && emit_perm(k, pb.dtype, pb.C, pb.N, pb.H, pb.W, img, pb.img, err) != 0))
         return nx_fail_prefix(err, "%s", leaf);
     if (nx_conv_pbp_emit(k, &pb, err) != 0) return -1;
     if (direct) return 0;

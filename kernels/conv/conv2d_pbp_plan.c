@@ -225,7 +225,16 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes,
      * on the partitions and put C on the partitions by PE transposes (one
      * per (w, n) column, at least 64 PE cycles each) instead. */
     uint64_t rt_raw = (uint64_t)pl->kc * pl->W * pl->N;
-    if (pl->resident && pl->W * pl->N * pl->es < PBP_EFFICIENT_RUN_BYTES / 4 && banks >= 7 &&
+    uint64_t cn_raw = pl->N * pl->H * pl->W;
+    if (pb->img_cnhw) {
+        /* #4's image: C already on the partitions with long runs; only the
+         * reorder into the padded band is left (no rows-first transposes) */
+        if (pl->resident && cn_raw <= b.free_max && (whole + cn_raw) * pl->es <= 2 * b.band) {
+            pl->cnhw = 1;
+            pl->cn_elems = cn_raw;
+            pl->cn_bufs = pl->steps > 1 && (whole + 2 * cn_raw) * pl->es <= 2 * b.band ? 2 : 1;
+        }
+    } else if (pl->resident && pl->W * pl->N * pl->es < PBP_EFFICIENT_RUN_BYTES / 4 && banks >= 7 &&
         rt_raw <= b.free_max && (whole + rt_raw) * pl->es <= 2 * b.band) {
         pl->rt = 1;
         pl->rt_rows = (uint32_t)min64(min64(pl->PR, geo->partitions), pl->H);

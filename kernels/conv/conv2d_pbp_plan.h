@@ -54,6 +54,11 @@ typedef struct pbp_plan {
     uint32_t rt_pad;              /* PSUM block stride of a transposed column (pow2 >= rt_spu x rt_rows) */
     uint64_t rt_elems;            /* raw tile per partition: kc x W x N */
     uint32_t rt_bufs;             /* raw tiles (2 when several units follow each other and fit) */
+    int cnhw;                     /* resident image read from (C, N, H, W): per step one raw tile
+                                   * [kc, N x H x W] (one contiguous run per partition), reordered
+                                   * into the band by ACT / DVE / POOL copies */
+    uint64_t cn_elems;            /* raw tile per partition: N x H x W */
+    uint32_t cn_bufs;             /* raw tiles (2 when several steps follow each other and fit) */
     uint32_t band_bufs;
 
     /* PSUM tiles inside a band: q rows x pw cols x nb batch <= FM */
