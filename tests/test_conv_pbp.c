@@ -240,6 +240,12 @@ static void test_plan(void **state) {
     assert_false(p.rt);
     assert_int_equal(p.cn_elems, 8 * 14 * 14);
     assert_int_equal(p.cn_bufs, 2);
+    /* and its filter as it lies (one resident ungrouped chunk); not a
+     * block-diagonal grouped one */
+    pb.img_cnhw = 0;
+    assert_true(nx_conv_pbp_takes_iohw(&pb, &geo, 32));
+    pb = pb_of(NX_DT_BF16, 9, 8, 8, 3, 3, 8, 2, 1);
+    assert_false(nx_conv_pbp_takes_iohw(&pb, &geo, 32));
     pb = pb_of(NX_DT_BF16, 224, 64, 224, 8, 3, 64, 1, 1);
     assert_false(nx_conv_pbp_takes_cnhw(&pb, &geo, 32));
     pb = pb_of(NX_DT_BF16, 200, 2, 200, 2, 3, 2, 1, 1); /* test_fb01's scratch case */

@@ -244,6 +244,20 @@ static int load_filters(pbp_state *s, const pbp_job *j, nx_error *err) {
     const pbp_plan *pl = &s->pl;
     const nx_tile *t = &s->filt[j->fbuf];
     uint64_t taps = pl->KH * pl->KW;
+    if (pl->filt_iohw) {
+        /* (C/G, O, KH, KW): each step's in-features with all their O x taps
+         * values, one contiguous run per partition */
+        int32_t one = 1;
+        uint32_t run = (uint32_t)(pl->Og * taps);
+        for (uint32_t st = 0; st < pl->steps; st++) {
+            uint32_t kc = step_kc(pl, 0, st);
+            nx_operand dst = nx_tile_view(t, pl->dt, 0, kc, (uint64_t)st * run, 1, &one, &run);
+            uint64_t el = (uint64_t)st * pl->kc * run;
+            nx_operand src = nx_conv_hbm_view(pl->dt, s->pb->filt + el * pl->es, kc, (int64_t)run, 1, &one, &run);
+            if (dma_spread(s, &dst, &src, pl->pieces, err) != 0) return -1;
+        }
+        return 0;
+    }
     if (pl->gp == 1) {
         /* the chunk's cout tiles are one contiguous range of outputs */
         uint64_t o0 = tile_o0(pl, j->sg, j->t0);
@@ -784,7 +798,10 @@ static int compute_job(pbp_state *s, const pbp_job *j, const nx_tile *bt, nx_err
                         for (uint32_t st = 0; st < pl->steps; st++) {
                             uint32_t kc = step_kc(pl, j->sg, st);
                             uint32_t m = mo;
-                            nx_operand w = nx_tile_view(ft, pl->dt, 0, kc, filt_off(pl, tl, st, tap), 1, &one, &m);
+                            int32_t wst = pl->filt_iohw ? (int32_t)taps : 1;
+                            uint64_t woff = pl->filt_iohw ? ((uint64_t)st * pl->Og + o0) * taps + tap
+                                                          : filt_off(pl, tl, st, tap);
+                            nx_operand w = nx_tile_view(ft, pl->dt, 0, kc, woff, 1, &wst, &m);
                             if (nx_kctx_load_stationary(s->k, &w, err) != 0) return -1;
                             int32_t ms[3] = {(int32_t)((uint64_t)pl->sy * pl->cols_in * pl->NB),
                                              (int32_t)((uint64_t)pl->sx * pl->NB), 1};
@@ -875,6 +892,8 @@ int nx_conv_pbp_emit(nx_kctx *k, const nx_conv_pbp *pb, nx_error *err) {
     s.pb = pb;
     pbp_plan *pl = &s.pl;
     if (pbp_plan_make(pb, nx_kctx_geometry(k), nx_kctx_lanes(k), pl, err) != 0) return -1;
+    if (pb->filt_iohw && !pl->filt_iohw)
+        return nx_fail(err, "conv: a (C/G, O, KH, KW) filter needs one resident ungrouped chunk (nx_conv_pbp_takes_iohw)");
     if (pb->img_cnhw && !pl->cnhw)
         return nx_fail(err, "conv: a (C, N, H, W) image needs the resident plan (nx_conv_pbp_takes_cnhw)");
     pbp_job *jobs = NULL;
@@ -963,6 +982,14 @@ int nx_conv_pbp_takes_cnhw(const nx_conv_pbp *pb, const nx_geometry *geo, uint32
     pbp_plan pl;
     nx_error err;
     return pbp_plan_make(&q, geo, lanes, &pl, &err) == 0 && pl.cnhw;
+}
+
+int nx_conv_pbp_takes_iohw(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes) {
+    nx_conv_pbp q = *pb;
+    q.filt_iohw = 1;
+    pbp_plan pl;
+    nx_error err;
+    return pbp_plan_make(&q, geo, lanes, &pl, &err) == 0 && pl.filt_iohw;
 }
 
 int conv2d_pbp_0f1b_0i1o_01fb_experimental_1(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {

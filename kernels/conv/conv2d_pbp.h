@@ -39,6 +39,9 @@ typedef struct nx_conv_pbp {
     int img_cnhw;               /* 1: img is #4's (C, N, H, W) tensor, loaded with C on the
                                  * partitions and reordered on the chip (only when
                                  * nx_conv_pbp_takes_cnhw says so) */
+    int filt_iohw;              /* 1: filt is #4's (C/G, O, KH, KW) tensor, loaded as it is
+                                 * (C on the partitions) and read by strided stationary
+                                 * loads (only when nx_conv_pbp_takes_iohw says so) */
 } nx_conv_pbp;
 
 /* Checks a call against `labels` (#3's or #4's) and the leaf's rules and
@@ -51,6 +54,11 @@ int nx_conv_pbp_from_call(const char *leaf, const char *labels, const nx_kernel_
  * tensor (the whole padded image resident in SBUF, beside one raw step per
  * buffer), 0 otherwise (the caller then re-lays it out into (H, C, W, N)). */
 int nx_conv_pbp_takes_cnhw(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes);
+
+/* 1 when the emitter can read *pb's filter straight from a (C/G, O, KH, KW)
+ * tensor (ungrouped tiles, every cout tile's filter resident at once), 0
+ * otherwise (the caller re-lays it out into (KH, C/G, KW, O)). */
+int nx_conv_pbp_takes_iohw(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes);
 
 /* Emits the convolution of *pb (#3's algorithm) into k: everything it
  * allocates is released before it returns. */

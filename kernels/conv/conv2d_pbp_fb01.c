@@ -348,14 +348,16 @@ int conv2d_pbp_fb01_io01_01bf_kernel_experimental_1(struct nx_kctx *k, const nx_
     /* a resident image is read in place (C on the partitions) and reordered
      * on the chip; otherwise it goes through an (H, C, W, N) scratch copy */
     pb.img_cnhw = nx_conv_pbp_takes_cnhw(&pb, nx_kctx_geometry(k), nx_kctx_lanes(k));
+    /* likewise the filter when one resident ungrouped chunk holds it */
+    pb.filt_iohw = nx_conv_pbp_takes_iohw(&pb, nx_kctx_geometry(k), nx_kctx_lanes(k));
     if ((!pb.img_cnhw && scratch(k, "conv2d_pbp_fb01.img_0f1b", pb.dtype, pb.H, pb.C, pb.W, pb.N, &pb.img, err) != 0) ||
-        scratch(k, "conv2d_pbp_fb01.filt_0i1o", pb.dtype, pb.KH, Cg, pb.KW, pb.O, &pb.filt, err) != 0)
+        (!pb.filt_iohw && scratch(k, "conv2d_pbp_fb01.filt_0i1o", pb.dtype, pb.KH, Cg, pb.KW, pb.O, &pb.filt, err) != 0))
         return nx_fail_prefix(err, "%s", leaf);
     /* with N = 1 (or O = 1) the result layouts 01fb and 01bf are the same bytes */
     int direct = pb.N == 1 || pb.O == 1;
     if (!direct && scratch(k, "conv2d_pbp_fb01.out_01fb", pb.dtype, pb.OH, pb.OW, pb.O, pb.N, &pb.out, err) != 0)
         return nx_fail_prefix(err, "%s", leaf);
-    if (emit_perm(k, pb.dtype, Cg, pb.O, pb.KH, pb.KW, filt, pb.filt, err) != 0 ||
+    if ((!pb.filt_iohw && emit_perm(k, pb.dtype, Cg, pb.O, pb.KH, pb.KW, filt, pb.filt, err) != 0) ||
         (!pb.img_cnhw && emit_perm(k, pb.dtype, pb.C, pb.N, pb.H, pb.W, img, pb.img, err) != 0))
         return nx_fail_prefix(err, "%s", leaf);
     if (nx_conv_pbp_emit(k, &pb, err) != 0) return -1;

@@ -135,6 +135,8 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes,
         }
     }
     pl->filt_elems = per_cout * pl->chunk;
+    /* #4's filter as it lies: one run of O x KH x KW per in-feature */
+    pl->filt_iohw = pb->filt_iohw && pl->gp == 1 && pl->nsg == 1 && pl->chunk == pl->couts && pl->filt_bufs == 1;
     if (pl->filt_elems > geo->sbuf_free_elems_max && pl->gp > 1)
         return nx_fail(err, "conv: a block-diagonal filter tile of %llu elements per partition exceeds the %u-element "
                        "SBUF access limit", (unsigned long long)pl->filt_elems, geo->sbuf_free_elems_max);

@@ -39,6 +39,8 @@ typedef struct pbp_plan {
     uint32_t chunk;               /* cout tiles whose filters are resident at once */
     uint32_t filt_bufs;           /* 1 or 2 filter buffers */
     uint64_t filt_elems;          /* per partition per filter buffer */
+    int filt_iohw;                /* filter buffer [step][o][tap] as (C/G, O, KH, KW) holds it
+                                   * (else [step][tap][t][m]); stationaries read o at stride taps */
 
     /* spatial blocking: bands of R output rows x CW output cols x NB batch */
     uint64_t R, CW, NB;
