@@ -244,8 +244,13 @@ static void test_plan(void **state) {
      * block-diagonal grouped one */
     pb.img_cnhw = 0;
     assert_true(nx_conv_pbp_takes_iohw(&pb, &geo, 32));
+    /* its result written as (OH, OW, N, O) by the transposed store */
+    assert_true(nx_conv_pbp_takes_01bf(&pb, &geo, 32));
     pb = pb_of(NX_DT_BF16, 9, 8, 8, 3, 3, 8, 2, 1);
     assert_false(nx_conv_pbp_takes_iohw(&pb, &geo, 32));
+    /* N = 1100 (runs of 2200 bytes): stored directly (C_out on partitions), so not in (OH, OW, N, O) */
+    pb = pb_of(NX_DT_BF16, 4, 8, 4, 1100, 3, 8, 1, 1);
+    assert_false(nx_conv_pbp_takes_01bf(&pb, &geo, 32));
     pb = pb_of(NX_DT_BF16, 224, 64, 224, 8, 3, 64, 1, 1);
     assert_false(nx_conv_pbp_takes_cnhw(&pb, &geo, 32));
     pb = pb_of(NX_DT_BF16, 200, 2, 200, 2, 3, 2, 1, 1); /* test_fb01's scratch case */

@@ -705,7 +705,14 @@ static int store_group(pbp_state *s, const nx_tile *stg, uint32_t mo, uint64_t o
         }
         int32_t ds[3] = {(int32_t)(mo * N), (int32_t)N, 1};
         uint32_t dc[3] = {kk, mo, (uint32_t)nsn};
-        nx_operand dst = nx_conv_tile_view(ts, pl->dt, 0, P, n0, 3, ds, dc);
+        uint64_t doff = n0;
+        if (pl->out_01bf) {
+            /* (OH, OW, N, O): each pixel's values n-major */
+            ds[1] = 1;
+            ds[2] = (int32_t)mo;
+            doff = n0 * mo;
+        }
+        nx_operand dst = nx_conv_tile_view(ts, pl->dt, 0, P, doff, 3, ds, dc);
         int32_t ps[3] = {(int32_t)pl->mo_pad, 1, (int32_t)(kk * pl->mo_pad)};
         nx_operand src = nx_conv_tile_view(tp, pl->dt, 0, P, 0, 3, ps, dc);
         nx_engine e = s->n_evac++ % 2 ? NX_ENG_DVE : NX_ENG_ACT;
@@ -718,7 +725,12 @@ static int store_group(pbp_state *s, const nx_tile *stg, uint32_t mo, uint64_t o
     uint32_t run = (uint32_t)(kk * mo * N);
     nx_operand src = nx_tile_view(ts, pl->dt, 0, P, 0, 1, &one, &run);
     nx_operand dst;
-    if (mo == pl->O) {
+    if (pl->out_01bf && mo != pl->O) {
+        /* kk == 1: one pixel's [N, mo] block per partition, rows O apart */
+        int32_t hs[2] = {(int32_t)pl->O, 1};
+        uint32_t hc[2] = {(uint32_t)N, mo};
+        dst = nx_conv_hbm_view(pl->dt, s->pb->out + (pix * N * pl->O + o0) * pl->es, P, (int64_t)(pl->O * N), 2, hs, hc);
+    } else if (mo == pl->O) {
         dst = nx_conv_hbm_view(pl->dt, s->pb->out + (pix * pl->O + o0) * N * pl->es, P, (int64_t)(kk * pl->O * N), 1, &one, &run);
     } else {
         int32_t hs[2] = {(int32_t)N, 1};
@@ -892,6 +904,8 @@ int nx_conv_pbp_emit(nx_kctx *k, const nx_conv_pbp *pb, nx_error *err) {
     s.pb = pb;
     pbp_plan *pl = &s.pl;
     if (pbp_plan_make(pb, nx_kctx_geometry(k), nx_kctx_lanes(k), pl, err) != 0) return -1;
+    if (pb->out_01bf && !pl->out_01bf)
+        return nx_fail(err, "conv: an (OH, OW, N, O) result needs the transposed store (nx_conv_pbp_takes_01bf)");
     if (pb->filt_iohw && !pl->filt_iohw)
         return nx_fail(err, "conv: a (C/G, O, KH, KW) filter needs one resident ungrouped chunk (nx_conv_pbp_takes_iohw)");
     if (pb->img_cnhw && !pl->cnhw)
@@ -990,6 +1004,14 @@ int nx_conv_pbp_takes_iohw(const nx_conv_pbp *pb, const nx_geometry *geo, uint32
     pbp_plan pl;
     nx_error err;
     return pbp_plan_make(&q, geo, lanes, &pl, &err) == 0 && pl.filt_iohw;
+}
+
+int nx_conv_pbp_takes_01bf(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes) {
+    nx_conv_pbp q = *pb;
+    q.out_01bf = 1;
+    pbp_plan pl;
+    nx_error err;
+    return pbp_plan_make(&q, geo, lanes, &pl, &err) == 0 && pl.out_01bf;
 }
 
 int conv2d_pbp_0f1b_0i1o_01fb_experimental_1(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {

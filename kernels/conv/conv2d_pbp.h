@@ -42,6 +42,8 @@ typedef struct nx_conv_pbp {
     int filt_iohw;              /* 1: filt is #4's (C/G, O, KH, KW) tensor, loaded as it is
                                  * (C on the partitions) and read by strided stationary
                                  * loads (only when nx_conv_pbp_takes_iohw says so) */
+    int out_01bf;               /* 1: out is #4's (OH, OW, N, O) tensor, written by the
+                                 * transposed store (only when nx_conv_pbp_takes_01bf says so) */
 } nx_conv_pbp;
 
 /* Checks a call against `labels` (#3's or #4's) and the leaf's rules and
@@ -59,6 +61,11 @@ int nx_conv_pbp_takes_cnhw(const nx_conv_pbp *pb, const nx_geometry *geo, uint32
  * tensor (ungrouped tiles, every cout tile's filter resident at once), 0
  * otherwise (the caller re-lays it out into (KH, C/G, KW, O)). */
 int nx_conv_pbp_takes_iohw(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes);
+
+/* 1 when the emitter can write *pb's result straight into an (OH, OW, N, O)
+ * tensor (every band stored PE-transposed, pixels on the partitions), 0
+ * otherwise (the caller transposes an (OH, OW, O, N) result). */
+int nx_conv_pbp_takes_01bf(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes);
 
 /* Emits the convolution of *pb (#3's algorithm) into k: everything it
  * allocates is released before it returns. */

@@ -355,6 +355,8 @@ int conv2d_pbp_fb01_io01_01bf_kernel_experimental_1(struct nx_kctx *k, const nx_
         return nx_fail_prefix(err, "%s", leaf);
     /* with N = 1 (or O = 1) the result layouts 01fb and 01bf are the same bytes */
     int direct = pb.N == 1 || pb.O == 1;
+    /* or the transposed store writes each pixel's [N, O] block itself */
+    if (!direct) direct = pb.out_01bf = nx_conv_pbp_takes_01bf(&pb, nx_kctx_geometry(k), nx_kctx_lanes(k));
     if (!direct && scratch(k, "conv2d_pbp_fb01.out_01fb", pb.dtype, pb.OH, pb.OW, pb.O, pb.N, &pb.out, err) != 0)
         return nx_fail_prefix(err, "%s", leaf);
     if ((!pb.filt_iohw && emit_perm(k, pb.dtype, Cg, pb.O, pb.KH, pb.KW, filt, pb.filt, err) != 0) ||

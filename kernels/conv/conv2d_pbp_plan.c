@@ -289,5 +289,6 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes,
             }
         }
     }
+    pl->out_01bf = pb->out_01bf && pl->store == PBP_STORE_TRANSPOSED && NB == pl->N;
     return 0;
 }

@@ -75,6 +75,7 @@ typedef struct pbp_plan {
     uint32_t mo_pad;              /* transposed: PSUM block stride (pow2 >= mo) */
     uint64_t ns;                  /* transposed: batch values per PSUM pass */
     uint64_t tstore_elems;        /* transposed: store tile per partition */
+    int out_01bf;                 /* transposed into (OH, OW, N, O): a pixel's [N, mo] per partition */
 } pbp_plan;
 
 /* Builds the plan; -1 naming the limit when no tiling fits the machine
