@@ -38,6 +38,9 @@
 #include "conv_ap.h"
 
 #define PBP_MAX_BUFS 4
+/* A DMA moves a partition's data at full speed from runs of this many bytes
+ * (docs/parts/machine.md, dma.efficient_bytes_per_partition). */
+#define PBP_EFFICIENT_DMA_BYTES 2048u
 
 static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
@@ -247,14 +250,22 @@ static int load_filters(pbp_state *s, const pbp_job *j, nx_error *err) {
     if (pl->filt_iohw) {
         /* (C/G, O, KH, KW): each step's in-features with all their O x taps
          * values, one contiguous run per partition */
+        /* cout tile by cout tile while a tile's run stays an efficient DMA
+         * row, so that the first tile's matmuls need not wait for the rest */
         int32_t one = 1;
-        uint32_t run = (uint32_t)(pl->Og * taps);
-        for (uint32_t st = 0; st < pl->steps; st++) {
-            uint32_t kc = step_kc(pl, 0, st);
-            nx_operand dst = nx_tile_view(t, pl->dt, 0, kc, (uint64_t)st * run, 1, &one, &run);
-            uint64_t el = (uint64_t)st * pl->kc * run;
-            nx_operand src = nx_conv_hbm_view(pl->dt, s->pb->filt + el * pl->es, kc, (int64_t)run, 1, &one, &run);
-            if (dma_spread(s, &dst, &src, pl->pieces, err) != 0) return -1;
+        uint64_t row = pl->Og * taps;
+        int split = pl->couts > 1 && (uint64_t)pl->mo * taps * pl->es >= PBP_EFFICIENT_DMA_BYTES;
+        for (uint32_t t0 = 0; t0 < (split ? pl->couts : 1); t0++) {
+            uint64_t o0 = split ? (uint64_t)t0 * pl->mo : 0;
+            uint32_t run = (uint32_t)((split ? tile_mo(pl, 0, t0) : pl->Og) * taps);
+            for (uint32_t st = 0; st < pl->steps; st++) {
+                uint32_t kc = step_kc(pl, 0, st);
+                uint64_t off = (uint64_t)st * row + o0 * taps;
+                nx_operand dst = nx_tile_view(t, pl->dt, 0, kc, off, 1, &one, &run);
+                uint64_t el = (uint64_t)st * pl->kc * row + o0 * taps;
+                nx_operand src = nx_conv_hbm_view(pl->dt, s->pb->filt + el * pl->es, kc, (int64_t)row, 1, &one, &run);
+                if (dma_spread(s, &dst, &src, pl->pieces, err) != 0) return -1;
+            }
         }
         return 0;
     }
@@ -551,8 +562,10 @@ static int cn_load(pbp_state *s, uint32_t st, nx_error *err) {
     nx_operand dst = nx_tile_view(&s->raw[st % pl->cn_bufs], pl->dt, 0, kc, 0, 1, &one, &run);
     uint64_t el = step_channel(pl, 0, st) * pl->cn_elems;
     nx_operand src = nx_conv_hbm_view(pl->dt, s->pb->img + el * pl->es, kc, (int64_t)pl->cn_elems, 1, &one, &run);
+    /* steps alternate between the two queues of each engine, so that one
+     * step's fixed phase overlaps the other's data */
     uint32_t keep = s->next_lane;
-    s->next_lane = 0;
+    s->next_lane = (uint32_t)(((uint64_t)st * pl->pieces) % pl->lanes);
     int rc = dma_spread(s, &dst, &src, pl->pieces, err);
     s->next_lane = keep;
     return rc;
