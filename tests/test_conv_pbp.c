@@ -127,6 +127,7 @@ static void test_fb01(void **state) {
     check4(NX_DT_BF16, 12, 6, 11, 2, 3, 2, 4, 2, "rhs_dilation=[2,3];padding=[[-1,1],[0,3]]", 65);
     check4(NX_DT_FP8_E4M3, 7, 130, 6, 2, 3, 3, 260, 130, "padding=[[1,1],[1,1]]", 66); /* depthwise x2 */
     check4(NX_DT_FP32, 3, 300, 2, 1, 2, 2, 7, 1, "padding=[[1,0],[0,1]]", 67);        /* C = 300 */
+    check4(NX_DT_BF16, 5, 20, 4, 3, 3, 3, 300, 1, "stride=[1,2];padding=[[1,1],[1,1]]", 70); /* 3 cout tiles stored together */
     check4(NX_DT_BF16, 140, 2, 3, 1, 3, 1, 3, 1, NULL, 68);                          /* H > 128 rows */
     /* an image too large to stay resident: through the (H, C, W, N) scratch copy */
     check4(NX_DT_BF16, 200, 2, 200, 2, 3, 3, 2, 1, "padding=[[1,1],[1,1]]", 69);
@@ -244,8 +245,14 @@ static void test_plan(void **state) {
      * block-diagonal grouped one */
     pb.img_cnhw = 0;
     assert_true(nx_conv_pbp_takes_iohw(&pb, &geo, 32));
-    /* its result written as (OH, OW, N, O) by the transposed store */
+    /* its result written as (OH, OW, N, O) by the transposed store, the two
+     * cout tiles staged together (runs of N x O per pixel) */
     assert_true(nx_conv_pbp_takes_01bf(&pb, &geo, 32));
+    pb.out_01bf = 1;
+    assert_int_equal(pbp_plan_make(&pb, &geo, 32, &p, &err), 0);
+    assert_true(p.out_comb);
+    assert_int_equal(p.stage_bufs, 3);
+    assert_int_equal(p.tstore_elems, 8 * 256);
     pb = pb_of(NX_DT_BF16, 9, 8, 8, 3, 3, 8, 2, 1);
     assert_false(nx_conv_pbp_takes_iohw(&pb, &geo, 32));
     /* N = 1100 (runs of 2200 bytes): stored directly (C_out on partitions), so not in (OH, OW, N, O) */

@@ -134,7 +134,7 @@ typedef struct pbp_state {
     nx_kctx *k;
     const nx_conv_pbp *pb;
     pbp_plan pl;
-    nx_tile band[2], filt[2], stage[2], tstore[2], psum[PBP_MAX_BUFS], tpsum[2], compact, raw[2], rt_psum[2];
+    nx_tile band[2], filt[2], stage[PBP_MAX_STAGES], tstore[2], psum[PBP_MAX_BUFS], tpsum[2], compact, raw[2], rt_psum[2];
     int have_compact;
     /* the store of the last band (one cout tile), emitted after the next
      * band's first PSUM tile so that the PE does not wait for that band's
@@ -143,6 +143,7 @@ typedef struct pbp_state {
     const nx_tile *pend_stg;
     uint32_t pend_mo;
     uint64_t pend_o0;
+    uint64_t pend_stage;  /* out_comb: the stage index of the band's first cout tile */
     pbp_job pend_j;
     uint32_t next_lane; /* lane rotation */
     uint64_t n_psum, n_stage, n_tstore, n_tpsum, n_evac, n_rt, n_cn;
@@ -754,6 +755,56 @@ static int store_group(pbp_state *s, const nx_tile *stg, uint32_t mo, uint64_t o
     return dma_spread(s, &dst, &src, pl->pieces, err);
 }
 
+/* out_comb: pixels [g0, g0 + P) of the band (full width, kk = 1), every
+ * cout tile's stage (stages base, base + 1, ...) transposed into one store
+ * tile [P, N, O] and stored as one run of N x O per pixel. */
+static int store_group_comb(pbp_state *s, uint64_t base, const pbp_job *j, uint64_t g0, uint32_t P, nx_error *err) {
+    const pbp_plan *pl = &s->pl;
+    const nx_tile *ts = &s->tstore[s->n_tstore++ % 2];
+    uint64_t N = pl->N;
+    for (uint32_t tl = 0; tl < pl->couts; tl++) {
+        const nx_tile *stg = &s->stage[(base + tl) % pl->stage_bufs];
+        uint32_t mo = tile_mo(pl, 0, tl);
+        uint64_t o0 = tile_o0(pl, 0, tl);
+        for (uint64_t n0 = 0; n0 < N; n0 += pl->ns) {
+            uint64_t nsn = min64(pl->ns, N - n0);
+            const nx_tile *tp = &s->tpsum[s->n_tpsum++ % 2];
+            for (uint64_t n = n0; n < n0 + nsn; n++) {
+                int32_t st = (int32_t)N;
+                uint32_t ct = P;
+                nx_operand src = nx_conv_tile_view(stg, pl->dt, 0, mo, g0 * N + n, 1, &st, &ct);
+                int32_t one = 1;
+                uint32_t m = mo;
+                nx_operand dst = nx_conv_tile_view(tp, pl->dt, 0, P, (n - n0) * pl->mo_pad, 1, &one, &m);
+                if (nx_kctx_transpose(s->k, NX_ENG_PE, &dst, &src, err) != 0) return -1;
+            }
+            int32_t ds[2] = {1, (int32_t)pl->O};
+            uint32_t dc[2] = {mo, (uint32_t)nsn};
+            nx_operand dst = nx_conv_tile_view(ts, pl->dt, 0, P, n0 * pl->O + o0, 2, ds, dc);
+            int32_t ps[2] = {1, (int32_t)pl->mo_pad};
+            nx_operand src = nx_conv_tile_view(tp, pl->dt, 0, P, 0, 2, ps, dc);
+            nx_engine e = s->n_evac++ % 2 ? NX_ENG_DVE : NX_ENG_ACT;
+            if (nx_kctx_tensor_copy(s->k, e, &dst, &src, err) != 0) return -1;
+        }
+    }
+    uint64_t pix = (j->oy0 + g0 / j->cwb) * pl->OW + j->ox0 + g0 % j->cwb;
+    int32_t one = 1;
+    uint32_t run = (uint32_t)(N * pl->O);
+    nx_operand src = nx_tile_view(ts, pl->dt, 0, P, 0, 1, &one, &run);
+    nx_operand dst = nx_conv_hbm_view(pl->dt, s->pb->out + pix * run * pl->es, P, (int64_t)run, 1, &one, &run);
+    return dma_spread(s, &dst, &src, pl->pieces, err);
+}
+
+static int store_comb(pbp_state *s, uint64_t base, const pbp_job *j, nx_error *err) {
+    uint64_t npix = j->rb * j->cwb;
+    for (uint64_t g0 = 0; g0 < npix;) {
+        uint32_t P = (uint32_t)min64(s->pl.PC, npix - g0);
+        if (store_group_comb(s, base, j, g0, P, err) != 0) return -1;
+        g0 += P;
+    }
+    return 0;
+}
+
 static int store_transposed(pbp_state *s, const nx_tile *stg, uint32_t mo, uint64_t o0, const pbp_job *j,
                             nx_error *err) {
     const pbp_plan *pl = &s->pl;
@@ -787,6 +838,7 @@ static int store_band(pbp_state *s, const nx_tile *stg, uint32_t mo, uint64_t o0
 static int flush_store(pbp_state *s, nx_error *err) {
     if (!s->pend) return 0;
     s->pend = 0;
+    if (s->pl.out_comb) return store_comb(s, s->pend_stage, &s->pend_j, err);
     return store_band(s, s->pend_stg, s->pend_mo, s->pend_o0, &s->pend_j, err);
 }
 
@@ -799,7 +851,7 @@ static int compute_job(pbp_state *s, const pbp_job *j, const nx_tile *bt, nx_err
     for (uint32_t tl = 0; tl < j->nt; tl++) {
         uint32_t tt = j->t0 + tl, mo = tile_mo(pl, j->sg, tt);
         uint64_t o0 = tile_o0(pl, j->sg, tt);
-        const nx_tile *stg = &s->stage[s->n_stage++ % 2];
+        const nx_tile *stg = &s->stage[s->n_stage++ % pl->stage_bufs];
         for (uint64_t a = 0; a < j->rb; a += pl->q) {
             uint64_t qq = min64(pl->q, j->rb - a);
             for (uint64_t b = 0; b < j->cwb; b += pl->pw) {
@@ -844,7 +896,10 @@ static int compute_job(pbp_state *s, const pbp_job *j, const nx_tile *bt, nx_err
             }
         }
         if (flush_store(s, err) != 0) return -1;
+        /* out_comb: the band's store waits for its last cout tile */
+        if (pl->out_comb && tl + 1 < j->nt) continue;
         s->pend = 1;
+        s->pend_stage = s->n_stage - j->nt;
         s->pend_stg = stg;
         s->pend_mo = mo;
         s->pend_o0 = o0;
@@ -938,7 +993,7 @@ int nx_conv_pbp_emit(nx_kctx *k, const nx_conv_pbp *pb, nx_error *err) {
     uint32_t bands = nj > 1 && !pl->resident ? 2 : 1;
     for (uint32_t i = 0; i < pl->filt_bufs; i++) ALLOC(NX_OPK_SBUF, "conv_filt", pl->dt, pl->PR, pl->filt_elems, &s.filt[i]);
     for (uint32_t i = 0; i < bands; i++) ALLOC(NX_OPK_SBUF, "conv_band", pl->dt, pl->PR, pl->band_elems, &s.band[i]);
-    for (uint32_t i = 0; i < 2; i++) ALLOC(NX_OPK_SBUF, "conv_stage", pl->dt, pl->PC, pl->stage_elems, &s.stage[i]);
+    for (uint32_t i = 0; i < pl->stage_bufs; i++) ALLOC(NX_OPK_SBUF, "conv_stage", pl->dt, pl->PC, pl->stage_elems, &s.stage[i]);
     if (pl->gp > 1 && pl->Cg == 1)
         ALLOC(NX_OPK_SBUF, "conv_filt_compact", pl->dt, pl->PR, pl->KH * pl->KW * pl->Og, &s.compact);
     for (uint32_t i = 0; i < pl->psum_bufs; i++) ALLOC(NX_OPK_PSUM, "conv_psum", NX_DT_FP32, pl->PC, pl->FM, &s.psum[i]);

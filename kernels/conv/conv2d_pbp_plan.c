@@ -290,5 +290,15 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes,
         }
     }
     pl->out_01bf = pb->out_01bf && pl->store == PBP_STORE_TRANSPOSED && NB == pl->N;
+    /* runs of mo x N per pixel are short: keep the band's cout tiles staged
+     * together and store each pixel's N x O run at once, when the extra
+     * stages and the wider store tile fit the staging budget */
+    if (pl->out_01bf && pl->couts > 1 && pl->chunk == pl->couts && pl->nsg == 1 && pl->kpack == 1 && CW == pl->OW &&
+        pl->couts + 1 <= PBP_MAX_STAGES && (uint64_t)(pl->couts + 1) * pl->stage_elems * pl->es <= 2 * b.stage &&
+        pl->N * pl->O <= b.free_max && pl->N * pl->O * pl->es <= b.stage) {
+        pl->out_comb = 1;
+        pl->stage_bufs = pl->couts + 1;
+        pl->tstore_elems = pl->N * pl->O;
+    }
     return 0;
 }

@@ -10,6 +10,9 @@
 #include "conv2d_pbp.h"
 #include "isa/geometry.h"
 
+/* Output staging buffers at most (plan out_comb). */
+#define PBP_MAX_STAGES 8
+
 typedef enum pbp_store_mode {
     PBP_STORE_DIRECT = 0,     /* C_out on partitions: runs of NB elements */
     PBP_STORE_TRANSPOSED = 1, /* PE-transposed: pixels on partitions, runs of k x mo x N */
@@ -76,6 +79,9 @@ typedef struct pbp_plan {
     uint64_t ns;                  /* transposed: batch values per PSUM pass */
     uint64_t tstore_elems;        /* transposed: store tile per partition */
     int out_01bf;                 /* transposed into (OH, OW, N, O): a pixel's [N, mo] per partition */
+    int out_comb;                 /* out_01bf with several cout tiles: a band's tiles stage side by
+                                   * side (stage_bufs = couts + 1) and one store writes each pixel's
+                                   * whole [N, O] run */
 } pbp_plan;
 
 /* Builds the plan; -1 naming the limit when no tiling fits the machine
