@@ -6,8 +6,9 @@
  *      args[2] out (OH, OW, O, N);
  *   #4 conv2d_pbp_fb01_io01_01bf_kernel_experimental_1 (fb01_io01->01bf):
  *      args[0] img (C, N, H, W), args[1] filt (C/G, O, KH, KW),
- *      args[2] out (OH, OW, N, O): transposes into #3's layouts through
- *      HBM scratch, runs #3's emitter, transposes the result back.
+ *      args[2] out (OH, OW, N, O): #3's emitter reading and writing #4's
+ *      own tensors where its plan allows (nx_conv_pbp_takes_*), HBM scratch
+ *      copies in #3's layouts otherwise.
  *
  * Attributes (kernels/conv/conv_params.h): stride, padding (any sign),
  * rhs_dilation, feature_group_count; lhs_dilation and batch_group_count

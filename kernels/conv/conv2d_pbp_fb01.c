@@ -1,13 +1,18 @@
 /* conv2d_pbp_fb01_io01_01bf_kernel_experimental_1: the dense convolution
  * with img (C, N, H, W), filt (C/G, O, KH, KW) -> out (OH, OW, N, O), by
- * #3's emitter (conv2d_pbp.c) on re-laid-out copies in HBM scratch.
+ * #3's emitter (conv2d_pbp.c).
  *
  * Follows the public AWS Neuron kernel of the same name
  * (neuronxcc.nki._private_kernels.conv): transpose the image and the
  * filter into #3's layouts through HBM, run #3, transpose the result back.
- * That kernel moves one [<=128 x <=128] tile per (channel, row) through a
- * PE transpose with one load and one store each; this one moves whole
- * [C tile x rows] blocks:
+ * This one goes past it: wherever #3's plan allows (a resident image, one
+ * resident ungrouped filter chunk, a PE-transposed store), #3's emitter
+ * reads the image and the filter as they lie and writes the (OH, OW, N, O)
+ * result itself (nx_conv_pbp_takes_cnhw / _iohw / _01bf; the same bits,
+ * without the HBM round trips). Otherwise the tensor goes through HBM
+ * scratch. That kernel moves one [<=128 x <=128] tile per (channel, row)
+ * through a PE transpose with one load and one store each; this one moves
+ * whole [C tile x rows] blocks:
  *
  *   img  (C, N, H, W)     -> (H, C, W, N)      np.transpose(x, (2, 0, 3, 1))
  *   filt (C/G, O, KH, KW) -> (KH, C/G, KW, O)  the same permutation
