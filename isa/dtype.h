@@ -64,6 +64,16 @@ double nx_dtype_load(nx_dtype dt, const void *src);
  * going to bf16 is not first rounded to fp32). */
 void nx_dtype_store(nx_dtype dt, void *dst, double value);
 
+/* Run converters: n elements `step` bytes apart (any step, 0 and negative
+ * included; any alignment). nx_dtype_load_run sets out[i] to exactly
+ * nx_dtype_load(dt, src + i * step), bit for bit; nx_dtype_store_run writes
+ * exactly the bytes of nx_dtype_store(dt, dst + i * step, in[i]) for i = 0,
+ * 1, ..., n-1 in that order (a step of 0 leaves the last value). They are
+ * the fast paths of the operand views (isa/access.h) and the DMA casts:
+ * contiguous runs vectorise. in/out must not overlap the memory run. */
+void nx_dtype_load_run(nx_dtype dt, const void *src, int64_t step, uint64_t n, double *out);
+void nx_dtype_store_run(nx_dtype dt, void *dst, int64_t step, uint64_t n, const double *in);
+
 /* Narrow helpers used by the loaders/stores and by tests. */
 float nx_bf16_to_f32(uint16_t bits);
 uint16_t nx_f32_to_bf16(float value);

@@ -7,6 +7,8 @@
  * written before acc_out. Full contract: docs/parts/insns-act-pool.md. */
 #include "insn_impl.h"
 
+#include "../vec4.h"
+
 /* The reductions acc_out accepts (the arithmetic ones, not bitwise). */
 static int acc_op_ok(unsigned op) {
     return op == NX_ALU_ADD || op == NX_ALU_MULTIPLY || op == NX_ALU_MAX || op == NX_ALU_MIN ||
@@ -30,6 +32,26 @@ static int check_per_partition(const nx_operand *op, const nx_operand *in, const
         return nx_fail(err, "%s: has %llu elements per partition, must have exactly 1", what,
                        (unsigned long long)n);
     return 0;
+}
+
+/* row[e] = fp32(fp32(fp32(row[e]) * s) + b), s and b fp32 values. Four
+ * lanes in fp32: the product of two fp32 values is exact in double and the
+ * double sum rounds once like the fp32 sum, so the fp32 operations give the
+ * same values; a group with a NaN result is redone by the double formula,
+ * which keeps the NaN the host gives it. */
+static void scale_bias(double *row, uint64_t n, double s, double b) {
+    const nx_v4f vs = nx_v4f_splat((float)s), vb = nx_v4f_splat((float)b);
+    uint64_t e = 0;
+    for (; e + 4 <= n; e += 4) {
+        const nx_v4f y = nx_v4_narrow(row + e) * vs + vb;
+        if (nx_v4i_any(y != y)) {
+            for (uint64_t i = e; i < e + 4; i++)
+                row[i] = nx_fp32_round(nx_fp32_round(nx_fp32_round(row[i]) * s) + b);
+            continue;
+        }
+        nx_v4_widen(row + e, y);
+    }
+    for (; e < n; e++) row[e] = nx_fp32_round(nx_fp32_round(nx_fp32_round(row[e]) * s) + b);
 }
 
 int nx_validate_ACTIVATION(const nx_insn *insn, nx_engine engine, const nx_geometry *geo,
@@ -90,14 +112,10 @@ int nx_exec_ACTIVATION(const nx_exec_ctx *ctx, const nx_insn *insn) {
     nx_alu_op op = (nx_alu_op)insn->alu0;
     double identity = nx_alu_reduce_identity(op);
     for (uint32_t p = 0; p < parts; p++) {
-        double *row = values + (uint64_t)p * n, red = identity;
-        for (uint64_t e = 0; e < n; e++) {
-            double x = nx_fp32_round(nx_fp32_round(row[e]) * s[p]);
-            double y = nx_act_apply(func, nx_fp32_round(x + b[p]));
-            row[e] = y;
-            if (has_acc) red = nx_alu_apply(op, red, y);
-        }
-        r[p] = red;
+        double *row = values + (uint64_t)p * n;
+        scale_bias(row, n, s[p], b[p]);
+        nx_act_apply_run(func, row, n);
+        r[p] = has_acc ? nx_alu_fold(op, identity, row, n) : identity;
     }
 
     for (uint32_t p = 0; p < parts; p++) nx_view_store(&dst, p, values + (uint64_t)p * n);

@@ -39,10 +39,8 @@ int nx_exec_SCALAR_TENSOR_TENSOR(const nx_exec_ctx *ctx, const nx_insn *insn) {
         double s = nx_view_scalar(&sv, p);
         nx_view_load(&in0, p, a);
         nx_view_load(&in1, p, b);
-        for (uint64_t e = 0; e < n; e++) {
-            double t = rev0 ? nx_alu_apply(op0, s, a[e]) : nx_alu_apply(op0, a[e], s);
-            a[e] = nx_alu_apply(op1, t, b[e]);
-        }
+        nx_alu_run_scalar(op0, a, a, s, rev0, n);
+        nx_alu_run(op1, a, a, b, n);
         if (bits) nx_alu_bits_for_dtype((nx_dtype)dst.dtype, a, n);
         nx_view_store(&dst, p, a);
     }

@@ -42,11 +42,8 @@ int nx_exec_TENSOR_SCALAR(const nx_exec_ctx *ctx, const nx_insn *insn) {
         double s0 = nx_view_scalar(&s0v, p);
         double s1 = two ? nx_view_scalar(&s1v, p) : 0.0;
         nx_view_load(&in, p, x);
-        for (uint64_t e = 0; e < n; e++) {
-            double t = rev0 ? nx_alu_apply(op0, s0, x[e]) : nx_alu_apply(op0, x[e], s0);
-            if (two) t = rev1 ? nx_alu_apply(op1, s1, t) : nx_alu_apply(op1, t, s1);
-            x[e] = t;
-        }
+        nx_alu_run_scalar(op0, x, x, s0, rev0, n);
+        if (two) nx_alu_run_scalar(op1, x, x, s1, rev1, n);
         if (bits) nx_alu_bits_for_dtype((nx_dtype)dst.dtype, x, n);
         nx_view_store(&dst, p, x);
     }

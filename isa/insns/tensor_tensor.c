@@ -27,7 +27,7 @@ int nx_exec_TENSOR_TENSOR(const nx_exec_ctx *ctx, const nx_insn *insn) {
     for (uint32_t p = 0; p < dst.partitions; p++) {
         nx_view_load(&in0, p, a);
         nx_view_load(&in1, p, b);
-        for (uint64_t e = 0; e < n; e++) a[e] = nx_alu_apply(op, a[e], b[e]);
+        nx_alu_run(op, a, a, b, n);
         if (bits) nx_alu_bits_for_dtype((nx_dtype)dst.dtype, a, n);
         nx_view_store(&dst, p, a);
     }

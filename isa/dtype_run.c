@@ -1,0 +1,308 @@
+/* Run converters (isa/dtype.h): the element rules of docs/parts/dtypes.md
+ * applied to n elements at once, bit for bit what nx_dtype_load and
+ * nx_dtype_store give element by element.
+ *
+ * The dtype switch is outside the loops. Contiguous runs go through
+ * four-lane kernels (isa/vec4.h); strided runs and the last n % 4 elements
+ * through the element routines of dtype_codec.h, the ones nx_dtype_store
+ * uses. A store kernel converts a group of four engine values with a rule
+ * that is exact for plain fp32 values (and, for the 8/16-bit floats, those
+ * of magnitude zero or at least the format's smallest normal); a group with
+ * any other value (NaN, +-Inf, an integer beyond 2^24, a value between the
+ * format's subnormals, a double outside fp32's range) is redone by the
+ * element routine. The kernels use the hardware double -> float conversion
+ * only to test exactness or where it is exact, and integer arithmetic for
+ * every rounding, so no result depends on the FP rounding mode. */
+#include <string.h>
+
+#include "isa/bytes.h"
+#include "isa/dtype.h"
+#include "isa/dtype_codec.h"
+#include "isa/vec4.h"
+
+typedef uint8_t nx_v4b __attribute__((vector_size(4)));
+typedef int8_t nx_v4sb __attribute__((vector_size(4)));
+typedef int16_t nx_v4sh __attribute__((vector_size(8)));
+
+/* ---- element routines (strided runs, tails) --------------------------------- */
+
+static inline double elem_load(nx_dtype dt, const unsigned char *p) {
+    switch (dt) {
+    case NX_DT_FP32: return (double)nx_f32_from_bits(nx_load_le32(p));
+    case NX_DT_BF16: return (double)nx_bf16_bits_to_f32(nx_load_le16(p));
+    case NX_DT_FP16: return (double)nx_fp16_bits_to_f32(nx_load_le16(p));
+    case NX_DT_FP8_E4M3: return (double)decode_binary(p[0], 4, 3, 0);
+    case NX_DT_FP8_E5M2: return (double)decode_binary(p[0], 5, 2, 1);
+    case NX_DT_INT8: return (double)(int8_t)p[0];
+    case NX_DT_UINT8: return (double)p[0];
+    case NX_DT_INT16: return (double)(int16_t)nx_load_le16(p);
+    case NX_DT_UINT16: return (double)nx_load_le16(p);
+    case NX_DT_INT32: return (double)(int32_t)nx_load_le32(p);
+    case NX_DT_UINT32: return (double)nx_load_le32(p);
+    case NX_DT_COUNT: break;
+    }
+    return 0.0;
+}
+
+/* The element loop with the dtype fixed at each call site (the switch in
+ * elem_load folds away once inlined). */
+#define LOAD_ELEMS(DT, FROM)                                                                  \
+    for (uint64_t i_ = (FROM); i_ < n; i_++) out[i_] = elem_load(DT, s + (int64_t)i_ * step)
+
+static inline void elem_store(nx_dtype dt, unsigned char *p, double v) {
+    switch (dt) {
+    case NX_DT_FP32: nx_store_le32(p, store_bits_fp32(v)); return;
+    case NX_DT_BF16: nx_store_le16(p, store_bits_bf16(v)); return;
+    case NX_DT_FP16: nx_store_le16(p, (uint16_t)encode_fp16(v)); return;
+    case NX_DT_FP8_E4M3: p[0] = (unsigned char)encode_e4m3(v); return;
+    case NX_DT_FP8_E5M2: p[0] = (unsigned char)encode_e5m2(v); return;
+    case NX_DT_INT8: p[0] = (unsigned char)round_saturate(v, INT8_MIN, INT8_MAX); return;
+    case NX_DT_UINT8: p[0] = (unsigned char)round_saturate(v, 0, UINT8_MAX); return;
+    case NX_DT_INT16: nx_store_le16(p, (uint16_t)round_saturate(v, INT16_MIN, INT16_MAX)); return;
+    case NX_DT_UINT16: nx_store_le16(p, (uint16_t)round_saturate(v, 0, UINT16_MAX)); return;
+    case NX_DT_INT32: nx_store_le32(p, (uint32_t)round_saturate(v, INT32_MIN, INT32_MAX)); return;
+    case NX_DT_UINT32: nx_store_le32(p, (uint32_t)round_saturate(v, 0, UINT32_MAX)); return;
+    case NX_DT_COUNT: return;
+    }
+}
+
+#define STORE_ELEMS(DT, FROM, TO)                                                             \
+    for (uint64_t i_ = (FROM); i_ < (TO); i_++) elem_store(DT, d + (int64_t)i_ * step, in[i_])
+
+/* The kernels below handle memory as little-endian lanes; a big-endian
+ * host takes the element routines for everything. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define NX_LANES_LE 1
+#else
+#define NX_LANES_LE 0
+#endif
+
+/* ---- load kernels: four elements -> four engine values (all exact) ---------- */
+
+/* bf16 -> fp32 bits: the upper half; a NaN becomes the canonical quiet NaN
+ * with its sign (nx_bf16_bits_to_f32). */
+NX_V4_INLINE nx_v4i bf16_lanes(nx_v4i u) {
+    u <<= 16;
+    nx_v4i nan = (u & INT32_MAX) > 0x7f800000;
+    return nx_v4i_select(nan, (u & INT32_MIN) | (int32_t)NX_F32_CANONICAL_NAN, u);
+}
+
+/* fp16 -> fp32 bits (nx_fp16_bits_to_f32): subnormals as the exact m * 2^-24. */
+NX_V4_INLINE nx_v4i fp16_lanes(nx_v4i h) {
+    const nx_v4i sign = (h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    const nx_v4i normal = sign | ((e + 112) << 23) | (m << 13);
+    const nx_v4i special = sign | nx_v4i_select(m != 0, (nx_v4i){0} + (int32_t)NX_F32_CANONICAL_NAN,
+                                                (nx_v4i){0} + 0x7f800000);
+    const nx_v4i sub = sign | nx_v4f_bits(__builtin_convertvector(m, nx_v4f) * (1.0f / 16777216.0f));
+    return nx_v4i_select(e == 0, sub, nx_v4i_select(e == 0x1f, special, normal));
+}
+
+/* e4m3 -> fp32 bits (decode_binary(b, 4, 3, 0)): 0x7f / 0xff are the NaNs. */
+NX_V4_INLINE nx_v4i e4m3_lanes(nx_v4i b) {
+    const nx_v4i sign = (b & 0x80) << 24, ef = (b >> 3) & 0xf, m = b & 7;
+    const nx_v4i normal = sign | ((ef + 120) << 23) | (m << 20);
+    const nx_v4i sub = sign | nx_v4f_bits(__builtin_convertvector(m, nx_v4f) * (1.0f / 512.0f));
+    const nx_v4i nan = sign | (int32_t)NX_F32_CANONICAL_NAN;
+    return nx_v4i_select((b & 0x7f) == 0x7f, nan, nx_v4i_select(ef == 0, sub, normal));
+}
+
+NX_V4_INLINE void widen_i32_lanes(double *out, nx_v4i x) {
+    nx_v4d d = __builtin_convertvector(x, nx_v4d);
+    memcpy(out, &d, sizeof d);
+}
+
+/* Loads groups of four from a contiguous run; returns how many it did. */
+static uint64_t load_lanes(nx_dtype dt, const unsigned char *s, uint64_t n, double *out) {
+    const uint64_t full = n & ~(uint64_t)3;
+    if (!NX_LANES_LE) return 0;
+    switch (dt) {
+    case NX_DT_FP32:
+        for (uint64_t i = 0; i < full; i += 4) {
+            nx_v4f f;
+            memcpy(&f, s + 4 * i, sizeof f);
+            nx_v4_widen(out + i, f);
+        }
+        return full;
+    case NX_DT_BF16:
+    case NX_DT_FP16:
+    case NX_DT_INT16:
+    case NX_DT_UINT16:
+        for (uint64_t i = 0; i < full; i += 4) {
+            nx_v4h h;
+            memcpy(&h, s + 2 * i, sizeof h);
+            nx_v4i x;
+            if (dt == NX_DT_INT16) {
+                nx_v4sh sh;
+                memcpy(&sh, &h, sizeof sh);
+                x = __builtin_convertvector(sh, nx_v4i);
+            } else {
+                x = __builtin_convertvector(h, nx_v4i);
+            }
+            if (dt == NX_DT_BF16) nx_v4_widen(out + i, nx_v4f_from_bits(bf16_lanes(x)));
+            else if (dt == NX_DT_FP16) nx_v4_widen(out + i, nx_v4f_from_bits(fp16_lanes(x)));
+            else widen_i32_lanes(out + i, x);
+        }
+        return full;
+    case NX_DT_FP8_E4M3:
+    case NX_DT_FP8_E5M2:
+    case NX_DT_INT8:
+    case NX_DT_UINT8:
+        for (uint64_t i = 0; i < full; i += 4) {
+            nx_v4b b;
+            memcpy(&b, s + i, sizeof b);
+            nx_v4i x;
+            if (dt == NX_DT_INT8) {
+                nx_v4sb sb;
+                memcpy(&sb, &b, sizeof sb);
+                x = __builtin_convertvector(sb, nx_v4i);
+            } else {
+                x = __builtin_convertvector(b, nx_v4i);
+            }
+            /* e5m2 is the top byte of an fp16 */
+            if (dt == NX_DT_FP8_E5M2) nx_v4_widen(out + i, nx_v4f_from_bits(fp16_lanes(x << 8)));
+            else if (dt == NX_DT_FP8_E4M3) nx_v4_widen(out + i, nx_v4f_from_bits(e4m3_lanes(x)));
+            else widen_i32_lanes(out + i, x);
+        }
+        return full;
+    case NX_DT_INT32:
+    case NX_DT_UINT32:
+        for (uint64_t i = 0; i < full; i += 4) {
+            nx_v4i x;
+            memcpy(&x, s + 4 * i, sizeof x);
+            if (dt == NX_DT_INT32) {
+                widen_i32_lanes(out + i, x);
+            } else {
+                /* u = (u - 2^31) + 2^31, both steps exact in double */
+                nx_v4d d = __builtin_convertvector(x ^ INT32_MIN, nx_v4d) + 2147483648.0;
+                memcpy(out + i, &d, sizeof d);
+            }
+        }
+        return full;
+    case NX_DT_COUNT: break;
+    }
+    return 0;
+}
+
+void nx_dtype_load_run(nx_dtype dt, const void *src, int64_t step, uint64_t n, double *out) {
+    const unsigned char *s = src;
+    uint64_t done = step == (int64_t)nx_dtype_size(dt) ? load_lanes(dt, s, n, out) : 0;
+    switch (dt) {
+    case NX_DT_FP32: LOAD_ELEMS(NX_DT_FP32, done); return;
+    case NX_DT_BF16: LOAD_ELEMS(NX_DT_BF16, done); return;
+    case NX_DT_FP16: LOAD_ELEMS(NX_DT_FP16, done); return;
+    case NX_DT_FP8_E4M3: LOAD_ELEMS(NX_DT_FP8_E4M3, done); return;
+    case NX_DT_FP8_E5M2: LOAD_ELEMS(NX_DT_FP8_E5M2, done); return;
+    case NX_DT_INT8: LOAD_ELEMS(NX_DT_INT8, done); return;
+    case NX_DT_UINT8: LOAD_ELEMS(NX_DT_UINT8, done); return;
+    case NX_DT_INT16: LOAD_ELEMS(NX_DT_INT16, done); return;
+    case NX_DT_UINT16: LOAD_ELEMS(NX_DT_UINT16, done); return;
+    case NX_DT_INT32: LOAD_ELEMS(NX_DT_INT32, done); return;
+    case NX_DT_UINT32: LOAD_ELEMS(NX_DT_UINT32, done); return;
+    case NX_DT_COUNT: break;
+    }
+    for (uint64_t i = 0; i < n; i++) out[i] = 0.0; /* invalid code, as nx_dtype_load */
+}
+
+/* ---- store kernels: four engine values -> four elements --------------------- */
+
+/* encode_binary(f, E, M, has_inf) for floats f of magnitude bits a that are
+ * zero or finite and at least the format's smallest normal: round to
+ * nearest even on the fp32 bit pattern (as bf16_from_f32_bits does), then
+ * rebias the exponent; a rounding carry moves into the exponent, and past
+ * the largest finite value gives the format's overflow encoding (Inf, or
+ * the saturated maximum of e4m3). *outside marks lanes it does not cover. */
+NX_V4_INLINE nx_v4i narrow_lanes(nx_v4i bits, const int exp_bits, const int man_bits, const int has_inf,
+                                 nx_v4i *outside) {
+    const int32_t bias = (1 << (exp_bits - 1)) - 1;
+    const int32_t man_mask = (1 << man_bits) - 1;
+    const int32_t inf_bits = ((1 << exp_bits) - 1) << man_bits;
+    const int32_t max_finite = has_inf ? inf_bits - 1 : (inf_bits | man_mask) - 1;
+    const int32_t overflow_bits = has_inf ? inf_bits : max_finite;
+    const int32_t min_normal = (127 + 1 - bias) << 23;
+    const int shift = 23 - man_bits;
+    const nx_v4i a = bits & INT32_MAX;
+    const nx_v4u au = (nx_v4u)a;
+    const nx_v4i q = (nx_v4i)((au + ((1u << (shift - 1)) - 1) + ((au >> shift) & 1u)) >> shift);
+    const nx_v4i mag = q - ((127 - bias) << man_bits);
+    nx_v4i r = nx_v4i_select(mag > max_finite, (nx_v4i){0} + overflow_bits, mag);
+    r &= ~(a == 0);
+    *outside = (a != 0) & (a < min_normal);
+    return r | (nx_v4i)(((nx_v4u)bits >> 31) << (exp_bits + man_bits));
+}
+
+/* Stores groups of four into a contiguous run; returns how many it did
+ * (the rest, from there on, is the element routines'). A group with a
+ * value the kernel does not cover is stored element by element. */
+static uint64_t store_lanes(nx_dtype dt, unsigned char *d, uint64_t n, const double *in) {
+    const uint64_t full = n & ~(uint64_t)3;
+    const int64_t step = (int64_t)nx_dtype_size(dt); /* for STORE_ELEMS */
+    if (!NX_LANES_LE) return 0;
+    switch (dt) {
+    case NX_DT_FP32:
+        for (uint64_t i = 0; i < full; i += 4) {
+            const nx_v4f f = nx_v4_narrow(in + i);
+            if (nx_v4_inexact(in + i, f)) {
+                STORE_ELEMS(NX_DT_FP32, i, i + 4);
+                continue;
+            }
+            memcpy(d + 4 * i, &f, sizeof f);
+        }
+        return full;
+    case NX_DT_BF16:
+        for (uint64_t i = 0; i < full; i += 4) {
+            const nx_v4f f = nx_v4_narrow(in + i);
+            if (nx_v4_inexact(in + i, f)) {
+                STORE_ELEMS(NX_DT_BF16, i, i + 4);
+                continue;
+            }
+            const nx_v4u u = (nx_v4u)nx_v4f_bits(f);
+            const nx_v4h h = __builtin_convertvector((u + 0x7fffu + ((u >> 16) & 1u)) >> 16, nx_v4h);
+            memcpy(d + 2 * i, &h, sizeof h);
+        }
+        return full;
+    case NX_DT_FP16:
+    case NX_DT_FP8_E4M3:
+    case NX_DT_FP8_E5M2:
+        for (uint64_t i = 0; i < full; i += 4) {
+            const nx_v4f f = nx_v4_narrow(in + i);
+            nx_v4i outside, r;
+            const nx_v4i bits = nx_v4f_bits(f);
+            if (dt == NX_DT_FP16) r = narrow_lanes(bits, 5, 10, 1, &outside);
+            else if (dt == NX_DT_FP8_E5M2) r = narrow_lanes(bits, 5, 2, 1, &outside);
+            else r = narrow_lanes(bits, 4, 3, 0, &outside);
+            if (nx_v4_inexact(in + i, f) || nx_v4i_any(outside)) {
+                STORE_ELEMS(dt, i, i + 4);
+                continue;
+            }
+            if (dt == NX_DT_FP16) {
+                const nx_v4h h = __builtin_convertvector(r, nx_v4h);
+                memcpy(d + 2 * i, &h, sizeof h);
+            } else {
+                const nx_v4b b = __builtin_convertvector(r, nx_v4b);
+                memcpy(d + i, &b, sizeof b);
+            }
+        }
+        return full;
+    default:
+        return 0; /* integers: the element routine is branch-free already */
+    }
+}
+
+void nx_dtype_store_run(nx_dtype dt, void *dst, int64_t step, uint64_t n, const double *in) {
+    unsigned char *d = dst;
+    uint64_t done = step == (int64_t)nx_dtype_size(dt) ? store_lanes(dt, d, n, in) : 0;
+    switch (dt) {
+    case NX_DT_FP32: STORE_ELEMS(NX_DT_FP32, done, n); return;
+    case NX_DT_BF16: STORE_ELEMS(NX_DT_BF16, done, n); return;
+    case NX_DT_FP16: STORE_ELEMS(NX_DT_FP16, done, n); return;
+    case NX_DT_FP8_E4M3: STORE_ELEMS(NX_DT_FP8_E4M3, done, n); return;
+    case NX_DT_FP8_E5M2: STORE_ELEMS(NX_DT_FP8_E5M2, done, n); return;
+    case NX_DT_INT8: STORE_ELEMS(NX_DT_INT8, done, n); return;
+    case NX_DT_UINT8: STORE_ELEMS(NX_DT_UINT8, done, n); return;
+    case NX_DT_INT16: STORE_ELEMS(NX_DT_INT16, done, n); return;
+    case NX_DT_UINT16: STORE_ELEMS(NX_DT_UINT16, done, n); return;
+    case NX_DT_INT32: STORE_ELEMS(NX_DT_INT32, done, n); return;
+    case NX_DT_UINT32: STORE_ELEMS(NX_DT_UINT32, done, n); return;
+    case NX_DT_COUNT: return; /* invalid code: nothing is written, as nx_dtype_store */
+    }
+}
