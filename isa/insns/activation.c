@@ -1,13 +1,12 @@
 /* activation dst in scale bias [acc_out] (ACT):
- *   y[p, e] = func(fp32(fp32(in[p, e] * scale[p]) + bias[p]))   (fp32 values)
+ *   y[p, e] = func(fp32(fp32(in[p, e] * scale[p]) + bias[p]))   (fp32 values;
+ *             the multiply and the add are the ALU's, NaN rule included)
  *   dst[p, e] = y[p, e] converted to dst's dtype
  *   acc_out[p] = op0-reduction of y[p, 0..F-1] in element order (optional)
  * scale and bias are immediates or per-partition scalars (one element per
  * partition). Every input is read before any output is written; dst is
  * written before acc_out. Full contract: docs/parts/insns-act-pool.md. */
 #include "insn_impl.h"
-
-#include "../vec4.h"
 
 /* The reductions acc_out accepts (the arithmetic ones, not bitwise). */
 static int acc_op_ok(unsigned op) {
@@ -32,26 +31,6 @@ static int check_per_partition(const nx_operand *op, const nx_operand *in, const
         return nx_fail(err, "%s: has %llu elements per partition, must have exactly 1", what,
                        (unsigned long long)n);
     return 0;
-}
-
-/* row[e] = fp32(fp32(fp32(row[e]) * s) + b), s and b fp32 values. Four
- * lanes in fp32: the product of two fp32 values is exact in double and the
- * double sum rounds once like the fp32 sum, so the fp32 operations give the
- * same values; a group with a NaN result is redone by the double formula,
- * which keeps the NaN the host gives it. */
-static void scale_bias(double *row, uint64_t n, double s, double b) {
-    const nx_v4f vs = nx_v4f_splat((float)s), vb = nx_v4f_splat((float)b);
-    uint64_t e = 0;
-    for (; e + 4 <= n; e += 4) {
-        const nx_v4f y = nx_v4_narrow(row + e) * vs + vb;
-        if (nx_v4i_any(y != y)) {
-            for (uint64_t i = e; i < e + 4; i++)
-                row[i] = nx_fp32_round(nx_fp32_round(nx_fp32_round(row[i]) * s) + b);
-            continue;
-        }
-        nx_v4_widen(row + e, y);
-    }
-    for (; e < n; e++) row[e] = nx_fp32_round(nx_fp32_round(nx_fp32_round(row[e]) * s) + b);
 }
 
 int nx_validate_ACTIVATION(const nx_insn *insn, nx_engine engine, const nx_geometry *geo,
@@ -113,7 +92,10 @@ int nx_exec_ACTIVATION(const nx_exec_ctx *ctx, const nx_insn *insn) {
     double identity = nx_alu_reduce_identity(op);
     for (uint32_t p = 0; p < parts; p++) {
         double *row = values + (uint64_t)p * n;
-        scale_bias(row, n, s[p], b[p]);
+        /* the ALU's multiply and add: fp32 steps, and a NaN result that
+         * does not depend on the host (docs/parts/insns-act-pool.md) */
+        nx_alu_run_scalar(NX_ALU_MULTIPLY, row, row, s[p], 0, n);
+        nx_alu_run_scalar(NX_ALU_ADD, row, row, b[p], 0, n);
         nx_act_apply_run(func, row, n);
         r[p] = has_acc ? nx_alu_fold(op, identity, row, n) : identity;
     }

@@ -2,9 +2,10 @@
  *
  * Moves P rows (partitions) of F elements between any HBM/SBUF pair, element
  * by element in row-major order, converting to dst's dtype (equal dtypes: an
- * exact bit copy). acc: dst = dst + src in fp32, then converted to dst's
- * dtype. Indirect: with `offsets` (SBUF int32/uint32, one element per
- * partition, P partitions) row p reads src row offsets[p] (gather) or, with
+ * exact bit copy). acc: dst = dst + src in fp32 (the ALU's add, NaN rule
+ * included), then converted to dst's dtype. Indirect: with `offsets` (SBUF
+ * int32/uint32, one element per partition, P partitions) row p reads src
+ * row offsets[p] (gather) or, with
  * scatter, writes dst row offsets[p]. Rows of an HBM AP are partition_stride
  * elements apart; rows of an SBUF AP are partitions start_partition + idx.
  * An index outside [0, bound) skips the row with oob_skip and is an error
@@ -14,7 +15,6 @@
  * bytes may overlap, the source is first staged in a buffer. */
 #include "insn_impl.h"
 
-#include "../vec4.h"
 
 /* One side of the transfer: rows of F elements, free dims normalised
  * (count-1 dims dropped, contiguous neighbours merged), innermost last. */
@@ -99,24 +99,6 @@ static void cursor_advance(dma_cursor *c, uint64_t n) {
 
 enum { DMA_CHUNK = 256 }; /* engine values converted at a time (on the stack) */
 
-/* dst = fp32(fp32(dst) + fp32(src)) for n values, four fp32 lanes at a time
- * (the fp32 sum of two fp32 values is what the element rule computes); a
- * group with a NaN sum is redone element by element, so the NaN is the one
- * the host's fp32 addition gives there, as before. */
-static void add_fp32(double *dst, const double *src, uint64_t n) {
-    uint64_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        const nx_v4f sum = nx_v4_narrow(dst + i) + nx_v4_narrow(src + i);
-        if (nx_v4i_any(sum != sum)) break;
-        nx_v4_widen(dst + i, sum);
-    }
-    for (; i < n; i++) {
-        float a = (float)dst[i], b = (float)src[i];
-        float sum = a + b;
-        dst[i] = sum;
-    }
-}
-
 /* n elements: dst run at dp (dstep bytes apart) from src run at sp. Source
  * and destination bytes do not overlap (the caller stages the source). */
 static void move_run(const dma_side *d, uint8_t *dp, int64_t dstep, const dma_side *s,
@@ -135,11 +117,9 @@ static void move_run(const dma_side *d, uint8_t *dp, int64_t dstep, const dma_si
     }
     if (acc && dstep == 0) {
         /* every element adds into the same dst element, in order */
-        for (uint64_t i = 0; i < n; i++) {
-            float a = (float)nx_dtype_load(d->dt, dp), b = (float)nx_dtype_load(s->dt, sp + (int64_t)i * sstep);
-            float sum = a + b;
-            nx_dtype_store(d->dt, dp, sum);
-        }
+        for (uint64_t i = 0; i < n; i++)
+            nx_dtype_store(d->dt, dp, nx_alu_apply(NX_ALU_ADD, nx_dtype_load(d->dt, dp),
+                                                   nx_dtype_load(s->dt, sp + (int64_t)i * sstep)));
         return;
     }
     /* a conversion (or an accumulation) through engine values, a chunk at a
@@ -152,7 +132,7 @@ static void move_run(const dma_side *d, uint8_t *dp, int64_t dstep, const dma_si
         nx_dtype_load_run(s->dt, sp + (int64_t)i * sstep, sstep, m, v);
         if (acc) {
             nx_dtype_load_run(d->dt, q, dstep, m, w);
-            add_fp32(w, v, m);
+            nx_alu_run(NX_ALU_ADD, w, w, v, m);
             nx_dtype_store_run(d->dt, q, dstep, m, w);
         } else {
             nx_dtype_store_run(d->dt, q, dstep, m, v);
