@@ -162,8 +162,68 @@ void nx_alu_run_scalar(nx_alu_op op, double *out, const double *x, double s, int
     else run(op, out, lanes_of(x, 1), lanes_of(&s, 0), n);
 }
 
-/* A fold is sequential (each step needs the last), so it is the element
- * rule in a loop, with the op fixed per loop. */
+/* add / subtract / multiply / divide folded in fp32: each step is the
+ * fp32 operation (as in run_arith) until a NaN comes up; from there the
+ * element rule picks the NaN and carries it. */
+NX_V4_INLINE double fold_arith(nx_alu_op op, double acc, const double *x, uint64_t n) {
+    if (n == 0) return acc;
+    float f = (float)acc;
+    uint64_t e = 0;
+    for (; e < n; e++) {
+        const float y = (float)x[e];
+        float r;
+        switch (op) {
+        case NX_ALU_ADD: r = f + y; break;
+        case NX_ALU_SUBTRACT: r = f - y; break;
+        case NX_ALU_MULTIPLY: r = f * y; break;
+        default: r = f / y; break; /* NX_ALU_DIVIDE */
+        }
+        if (r != r) break;
+        f = r;
+    }
+    if (e == n) return (double)f;
+    double a = e == 0 ? acc : (double)f;
+    for (; e < n; e++) a = alu_elem(op, a, x[e]);
+    return a;
+}
+
+/* max / min / abs_max are folds of a total order (-0 below +0; abs_max on
+ * magnitudes) while no NaN is involved, so the order of the steps does not
+ * matter: four lanes, then the lanes and acc by the element rule. With a
+ * NaN anywhere, the element rule in order (the first NaN wins). */
+NX_V4_INLINE double fold_minmax(nx_alu_op op, double acc, const double *x, uint64_t n) {
+    if (n < 8) {
+        for (uint64_t e = 0; e < n; e++) acc = alu_elem(op, acc, x[e]);
+        return acc;
+    }
+    nx_v4f m = nx_v4_narrow(x);
+    nx_v4i nan = m != m;
+    uint64_t e = 4;
+    for (; e + 4 <= n; e += 4) {
+        const nx_v4f y = nx_v4_narrow(x + e);
+        nan |= y != y;
+        const nx_v4i bm = nx_v4f_bits(m), by = nx_v4f_bits(y);
+        nx_v4i r;
+        if (op == NX_ALU_MAX) {
+            r = nx_v4i_select(m == y, bm & by, nx_v4i_select(m > y, bm, by));
+        } else if (op == NX_ALU_MIN) {
+            r = nx_v4i_select(m == y, bm | by, nx_v4i_select(m < y, bm, by));
+        } else { /* NX_ALU_ABS_MAX */
+            const nx_v4i am = bm & INT32_MAX, ay = by & INT32_MAX;
+            r = nx_v4i_select(am > ay, am, ay);
+        }
+        m = nx_v4f_from_bits(r);
+    }
+    if (nx_v4i_any(nan) || acc != acc) {
+        for (e = 0; e < n; e++) acc = alu_elem(op, acc, x[e]);
+        return acc;
+    }
+    for (int l = 0; l < 4; l++) acc = alu_elem(op, acc, (double)m[l]);
+    for (; e < n; e++) acc = alu_elem(op, acc, x[e]);
+    return acc;
+}
+
+/* The other folds: the element rule in a loop, with the op fixed per loop. */
 #define CASE_FOLD(OP)                                                                         \
     case OP:                                                                                  \
         for (uint64_t e = 0; e < n; e++) acc = alu_elem(OP, acc, x[e]);                       \
@@ -171,14 +231,14 @@ void nx_alu_run_scalar(nx_alu_op op, double *out, const double *x, double s, int
 
 double nx_alu_fold(nx_alu_op op, double acc, const double *x, uint64_t n) {
     switch (op) {
+    case NX_ALU_ADD:
+    case NX_ALU_SUBTRACT:
+    case NX_ALU_MULTIPLY:
+    case NX_ALU_DIVIDE: return fold_arith(op, acc, x, n);
+    case NX_ALU_MAX:
+    case NX_ALU_MIN:
+    case NX_ALU_ABS_MAX: return fold_minmax(op, acc, x, n);
     CASE_FOLD(NX_ALU_BYPASS);
-    CASE_FOLD(NX_ALU_ADD);
-    CASE_FOLD(NX_ALU_SUBTRACT);
-    CASE_FOLD(NX_ALU_MULTIPLY);
-    CASE_FOLD(NX_ALU_DIVIDE);
-    CASE_FOLD(NX_ALU_MAX);
-    CASE_FOLD(NX_ALU_MIN);
-    CASE_FOLD(NX_ALU_ABS_MAX);
     CASE_FOLD(NX_ALU_POW);
     CASE_FOLD(NX_ALU_BITWISE_AND);
     CASE_FOLD(NX_ALU_BITWISE_OR);

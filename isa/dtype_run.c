@@ -230,6 +230,45 @@ NX_V4_INLINE nx_v4i narrow_lanes(nx_v4i bits, const int exp_bits, const int man_
     return r | (nx_v4i)(((nx_v4u)bits >> 31) << (exp_bits + man_bits));
 }
 
+/* round_saturate(x, lo, hi) for two lanes whose values lie in [lo, hi]
+ * (integers within int32's range): the truncation is exact and in range,
+ * the fraction exact, and ties go to even as in round_saturate. Returns
+ * nonzero, leaving *out alone, when a lane is outside [lo, hi] or NaN (the
+ * caller takes the element routine): |x - mid| <= half is one compare,
+ * false for NaN. */
+NX_V4_INLINE int round_lanes(nx_v2d x, double lo, double hi, nx_v2i *out) {
+    const double mid = (lo + hi) / 2, half = (hi - lo) / 2; /* exact */
+    nx_v2d c = x - mid;
+    nx_v2l cb;
+    memcpy(&cb, &c, sizeof cb);
+    cb &= INT64_MAX;
+    memcpy(&c, &cb, sizeof c);
+    const nx_v2l in = c <= half;
+    uint64_t w[2];
+    memcpy(w, &in, sizeof w);
+    if ((w[0] & w[1]) != UINT64_MAX) return 1;
+    const nx_v2i t = __builtin_convertvector(x, nx_v2i);
+    const nx_v2d frac = x - __builtin_convertvector(t, nx_v2d);
+    const nx_v2i odd = t & 1;
+    *out = t - __builtin_convertvector(frac > 0.5, nx_v2i) + (odd & __builtin_convertvector(frac == 0.5, nx_v2i)) +
+           __builtin_convertvector(frac < -0.5, nx_v2i) - (odd & __builtin_convertvector(frac == -0.5, nx_v2i));
+    return 0;
+}
+
+/* Four engine values rounded and saturated to [lo, hi] (within int32);
+ * `bias` is subtracted first and its pattern added back (uint32: lanes
+ * shifted by 2^31 into int32's range). Nonzero when a lane needs the
+ * element routine. */
+NX_V4_INLINE int round_group(const double *in, double lo, double hi, double bias, nx_v4i *out) {
+    nx_v2d x0, x1;
+    memcpy(&x0, in, sizeof x0);
+    memcpy(&x1, in + 2, sizeof x1);
+    nx_v2i t0, t1;
+    if (round_lanes(x0 - bias, lo, hi, &t0) | round_lanes(x1 - bias, lo, hi, &t1)) return 1;
+    *out = (nx_v4i){t0[0], t0[1], t1[0], t1[1]};
+    return 0;
+}
+
 /* Stores groups of four into a contiguous run; returns how many it did
  * (the rest, from there on, is the element routines'). A group with a
  * value the kernel does not cover is stored element by element. */
@@ -283,9 +322,44 @@ static uint64_t store_lanes(nx_dtype dt, unsigned char *d, uint64_t n, const dou
             }
         }
         return full;
-    default:
-        return 0; /* integers: the element routine is branch-free already */
+    case NX_DT_INT8:
+    case NX_DT_UINT8:
+    case NX_DT_INT16:
+    case NX_DT_UINT16:
+    case NX_DT_INT32:
+    case NX_DT_UINT32: {
+        double lo, hi, bias = 0.0;
+        switch (dt) {
+        case NX_DT_INT8: lo = INT8_MIN, hi = INT8_MAX; break;
+        case NX_DT_UINT8: lo = 0, hi = UINT8_MAX; break;
+        case NX_DT_INT16: lo = INT16_MIN, hi = INT16_MAX; break;
+        case NX_DT_UINT16: lo = 0, hi = UINT16_MAX; break;
+        case NX_DT_INT32: lo = INT32_MIN, hi = INT32_MAX; break;
+        default: lo = INT32_MIN, hi = INT32_MAX, bias = 2147483648.0; break; /* uint32 */
+        }
+        const int32_t flip = bias != 0.0 ? INT32_MIN : 0;
+        for (uint64_t i = 0; i < full; i += 4) {
+            nx_v4i t;
+            if (round_group(in + i, lo, hi, bias, &t)) {
+                STORE_ELEMS(dt, i, i + 4);
+                continue;
+            }
+            t ^= flip;
+            if (step == 1) {
+                const nx_v4b b = __builtin_convertvector(t, nx_v4b);
+                memcpy(d + i, &b, sizeof b);
+            } else if (step == 2) {
+                const nx_v4h h = __builtin_convertvector(t, nx_v4h);
+                memcpy(d + 2 * i, &h, sizeof h);
+            } else {
+                memcpy(d + 4 * i, &t, sizeof t);
+            }
+        }
+        return full;
     }
+    case NX_DT_COUNT: break;
+    }
+    return 0;
 }
 
 void nx_dtype_store_run(nx_dtype dt, void *dst, int64_t step, uint64_t n, const double *in) {

@@ -291,6 +291,35 @@ static void test_alu_run_ties_and_nans(void **state) {
     }
 }
 
+/* Folds of every op: zeros of both signs, ties, a NaN of either sign at
+ * the front, inside a four-lane group, in the tail, or in acc. */
+static void test_alu_fold_nan_positions(void **state) {
+    (void)state;
+    /* mixed signs; then only zeros and positives (min's answer is a zero
+     * tie), only zeros and negatives (max's) */
+    static const double pools[3][6] = {{0.0, -0.0, 1.0, -3.0, INFINITY, -INFINITY},
+                                       {0.0, -0.0, 1.0, 3.0, INFINITY, 1e-45},
+                                       {0.0, -0.0, -1.0, -3.0, -INFINITY, -1e-45}};
+    static const double accs[] = {0.0, -0.0, 1.0, INFINITY, -INFINITY, NAN, -NAN, 7.5};
+    enum { N = 37 };
+    test_rng r = {0xf01d};
+    double x[N];
+    for (int op = 0; op < NX_ALU_COUNT; op++)
+        for (int pos = -1; pos < N; pos += (pos < 6 ? 1 : 5))
+            for (size_t k = 0; k < 3 * (COUNT(accs) + 1); k++) {
+                const double *pool = pools[k % 3];
+                for (int i = 0; i < N; i++) x[i] = pool[test_rng_next(&r) % 6];
+                if (pos >= 0) x[pos] = test_rng_next(&r) % 2 ? NAN : -NAN;
+                double acc0 = k / 3 < COUNT(accs) ? accs[k / 3] : nx_alu_reduce_identity((nx_alu_op)op);
+                for (uint64_t n = 0; n <= N; n += (n < 9 ? 1 : 7)) {
+                    double want = acc0;
+                    for (uint64_t i = 0; i < n; i++) want = nx_alu_apply((nx_alu_op)op, want, x[i]);
+                    double got = nx_alu_fold((nx_alu_op)op, acc0, x, n);
+                    assert_same_bits(&got, &want, 1, nx_alu_name((nx_alu_op)op));
+                }
+            }
+}
+
 static void test_act_run_matches_apply(void **state) {
     (void)state;
     test_rng r = {0xac7};
@@ -815,6 +844,7 @@ int main(void) {
         cmocka_unit_test(test_load_run_matches_element_load),
         cmocka_unit_test(test_alu_run_matches_apply),
         cmocka_unit_test(test_alu_run_ties_and_nans),
+        cmocka_unit_test(test_alu_fold_nan_positions),
         cmocka_unit_test(test_act_run_matches_apply),
         cmocka_unit_test(test_instructions_match_element_path),
         cmocka_unit_test(test_activation_nan_rule),
