@@ -1,7 +1,6 @@
 /* Operand views: host addresses and row load/store for the semantics. A
- * row is walked run by run (the innermost dim after merging the dims that
- * are contiguous in one another), and each run goes through the run
- * converters of isa/dtype.h, so the dtype switch is once per run and
+ * row is a walk over its merged dims (nx_view's walk_*), converted by the
+ * walk converters of isa/dtype.h: the dtype switch is once per row and
  * contiguous runs vectorise. */
 #include "access.h"
 
@@ -83,29 +82,6 @@ uint8_t *nx_view_addr(const nx_view *v, uint32_t p, uint64_t e) {
     return v->base + off;
 }
 
-/* Runs BODY for every run of partition p, in row-major order, with
- * run_ptr (first element), run_step (bytes), run_n (elements) and run_idx
- * (index of the run's first element in the row). */
-#define FOR_EACH_RUN(v, p, BODY)                                                          \
-    do {                                                                                  \
-        const uint32_t in_ = (v)->walk_nd - 1;                                            \
-        const uint64_t run_n = (v)->walk_count[in_];                                      \
-        const int64_t run_step = (v)->walk_step[in_];                                     \
-        uint8_t *row_ = (v)->base + (int64_t)(p) * (v)->partition_step;                   \
-        uint64_t odo_[NX_MAX_FREE_DIMS] = {0};                                            \
-        uint64_t runs_ = run_n ? (v)->free_elems / run_n : 0;                             \
-        for (uint64_t r_ = 0, run_idx = 0; r_ < runs_; r_++, run_idx += run_n) {          \
-            int64_t off_ = 0;                                                             \
-            for (uint32_t d_ = 0; d_ < in_; d_++) off_ += (int64_t)odo_[d_] * (v)->walk_step[d_]; \
-            uint8_t *run_ptr = row_ + off_;                                               \
-            BODY;                                                                         \
-            for (uint32_t d_ = in_; d_-- > 0;) {                                          \
-                if (++odo_[d_] < (v)->walk_count[d_]) break;                              \
-                odo_[d_] = 0;                                                             \
-            }                                                                             \
-        }                                                                                 \
-    } while (0)
-
 void nx_view_load(const nx_view *v, uint32_t p, double *out) {
     if (v->kind == NX_OPK_IMM) {
         for (uint64_t i = 0; i < v->free_elems; i++) out[i] = v->imm;
@@ -128,11 +104,18 @@ void nx_view_load(const nx_view *v, uint32_t p, double *out) {
                         out[i++] = (double)(base + a * s[0] + b * s[1] + d * s[2] + e * s[3]);
         return;
     }
-    FOR_EACH_RUN(v, p, nx_dtype_load_run((nx_dtype)v->dtype, run_ptr, run_step, run_n, out + run_idx));
+    nx_dtype_load_walk((nx_dtype)v->dtype, v->base + (int64_t)p * v->partition_step, v->walk_nd, v->walk_count,
+                       v->walk_step, out);
 }
 
 void nx_view_store(const nx_view *v, uint32_t p, const double *in) {
-    FOR_EACH_RUN(v, p, nx_dtype_store_run((nx_dtype)v->dtype, run_ptr, run_step, run_n, in + run_idx));
+    nx_dtype_store_walk((nx_dtype)v->dtype, v->base + (int64_t)p * v->partition_step, v->walk_nd, v->walk_count,
+                        v->walk_step, in);
+}
+
+void nx_view_store_where(const nx_view *v, uint32_t p, const double *in, const double *pred) {
+    nx_dtype_store_walk_where((nx_dtype)v->dtype, v->base + (int64_t)p * v->partition_step, v->walk_nd,
+                              v->walk_count, v->walk_step, in, pred);
 }
 
 double nx_view_scalar(const nx_view *v, uint32_t p) {

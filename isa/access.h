@@ -57,6 +57,9 @@ uint8_t *nx_view_addr(const nx_view *v, uint32_t p, uint64_t e);
 void nx_view_load(const nx_view *v, uint32_t p, double *out);
 /* Stores n = free_elems engine values into partition p (memory views). */
 void nx_view_store(const nx_view *v, uint32_t p, const double *in);
+/* nx_view_store of only the elements e with pred[e] != 0 (NaN counts as
+ * nonzero), in element order; the others are left as they are. */
+void nx_view_store_where(const nx_view *v, uint32_t p, const double *in, const double *pred);
 
 /* The per-partition scalar of a "scalar" slot: IMM -> imm; memory -> element 0
  * of partition p. */

@@ -73,6 +73,17 @@ void nx_dtype_store(nx_dtype dt, void *dst, double value);
  * contiguous runs vectorise. in/out must not overlap the memory run. */
 void nx_dtype_load_run(nx_dtype dt, const void *src, int64_t step, uint64_t n, double *out);
 void nx_dtype_store_run(nx_dtype dt, void *dst, int64_t step, uint64_t n, const double *in);
+/* The same over a walk of nd <= 4 dims (innermost last; count[k] elements
+ * step[k] bytes apart), in row-major order: element i of the walk is
+ * out[i] / in[i]. Short runs cost no call each (the operand views' rows). */
+void nx_dtype_load_walk(nx_dtype dt, const void *base, uint32_t nd, const uint64_t *count, const int64_t *step,
+                        double *out);
+void nx_dtype_store_walk(nx_dtype dt, void *base, uint32_t nd, const uint64_t *count, const int64_t *step,
+                         const double *in);
+/* nx_dtype_store_walk of only the elements i whose pred[i] != 0 (NaN is
+ * nonzero); the others are not written. */
+void nx_dtype_store_walk_where(nx_dtype dt, void *base, uint32_t nd, const uint64_t *count, const int64_t *step,
+                               const double *in, const double *pred);
 
 /* Narrow helpers used by the loaders/stores and by tests. */
 float nx_bf16_to_f32(uint16_t bits);

@@ -112,7 +112,7 @@ NX_V4_INLINE void widen_i32_lanes(double *out, nx_v4i x) {
 }
 
 /* Loads groups of four from a contiguous run; returns how many it did. */
-static uint64_t load_lanes(nx_dtype dt, const unsigned char *s, uint64_t n, double *out) {
+NX_V4_INLINE uint64_t load_lanes(nx_dtype dt, const unsigned char *s, uint64_t n, double *out) {
     const uint64_t full = n & ~(uint64_t)3;
     if (!NX_LANES_LE) return 0;
     switch (dt) {
@@ -183,24 +183,71 @@ static uint64_t load_lanes(nx_dtype dt, const unsigned char *s, uint64_t n, doub
     return 0;
 }
 
-void nx_dtype_load_run(nx_dtype dt, const void *src, int64_t step, uint64_t n, double *out) {
-    const unsigned char *s = src;
-    uint64_t done = step == (int64_t)nx_dtype_size(dt) ? load_lanes(dt, s, n, out) : 0;
-    switch (dt) {
-    case NX_DT_FP32: LOAD_ELEMS(NX_DT_FP32, done); return;
-    case NX_DT_BF16: LOAD_ELEMS(NX_DT_BF16, done); return;
-    case NX_DT_FP16: LOAD_ELEMS(NX_DT_FP16, done); return;
-    case NX_DT_FP8_E4M3: LOAD_ELEMS(NX_DT_FP8_E4M3, done); return;
-    case NX_DT_FP8_E5M2: LOAD_ELEMS(NX_DT_FP8_E5M2, done); return;
-    case NX_DT_INT8: LOAD_ELEMS(NX_DT_INT8, done); return;
-    case NX_DT_UINT8: LOAD_ELEMS(NX_DT_UINT8, done); return;
-    case NX_DT_INT16: LOAD_ELEMS(NX_DT_INT16, done); return;
-    case NX_DT_UINT16: LOAD_ELEMS(NX_DT_UINT16, done); return;
-    case NX_DT_INT32: LOAD_ELEMS(NX_DT_INT32, done); return;
-    case NX_DT_UINT32: LOAD_ELEMS(NX_DT_UINT32, done); return;
-    case NX_DT_COUNT: break;
+/* ---- walks: the dtype fixed per instantiation --------------------------------- */
+
+/* The dims of a walk padded to four, innermost last. */
+typedef struct walk4 {
+    uint64_t count[4];
+    int64_t step[4];
+} walk4;
+
+static walk4 walk_pad(uint32_t nd, const uint64_t *count, const int64_t *step) {
+    walk4 w = {{1, 1, 1, 1}, {0, 0, 0, 0}};
+    if (nd > 4) nd = 4;
+    for (uint32_t k = 0; k < nd; k++) {
+        w.count[4 - nd + k] = count[k];
+        w.step[4 - nd + k] = step[k];
     }
-    for (uint64_t i = 0; i < n; i++) out[i] = 0.0; /* invalid code, as nx_dtype_load */
+    return w;
+}
+
+/* One run of the walk: the lanes when contiguous, the element routine for
+ * the rest. */
+NX_V4_INLINE void load_one_run(nx_dtype dt, const unsigned char *s, int64_t step, uint64_t n, double *out) {
+    const uint64_t done = step == (int64_t)nx_dtype_size(dt) && n >= 4 ? load_lanes(dt, s, n, out) : 0;
+    LOAD_ELEMS(dt, done);
+}
+
+NX_V4_INLINE void load_walk_dt(nx_dtype dt, const unsigned char *base, const walk4 *w, double *out) {
+    for (uint64_t a = 0; a < w->count[0]; a++)
+        for (uint64_t b = 0; b < w->count[1]; b++)
+            for (uint64_t c = 0; c < w->count[2]; c++) {
+                const unsigned char *s = base + (int64_t)a * w->step[0] + (int64_t)b * w->step[1] + (int64_t)c * w->step[2];
+                load_one_run(dt, s, w->step[3], w->count[3], out);
+                out += w->count[3];
+            }
+}
+
+/* The switch that fixes the dtype of an instantiation. */
+#define FOR_DTYPE(CALL)                                                                       \
+    switch (dt) {                                                                             \
+    case NX_DT_FP32: CALL(NX_DT_FP32); return;                                                \
+    case NX_DT_BF16: CALL(NX_DT_BF16); return;                                                \
+    case NX_DT_FP16: CALL(NX_DT_FP16); return;                                                \
+    case NX_DT_FP8_E4M3: CALL(NX_DT_FP8_E4M3); return;                                        \
+    case NX_DT_FP8_E5M2: CALL(NX_DT_FP8_E5M2); return;                                        \
+    case NX_DT_INT8: CALL(NX_DT_INT8); return;                                                \
+    case NX_DT_UINT8: CALL(NX_DT_UINT8); return;                                              \
+    case NX_DT_INT16: CALL(NX_DT_INT16); return;                                              \
+    case NX_DT_UINT16: CALL(NX_DT_UINT16); return;                                            \
+    case NX_DT_INT32: CALL(NX_DT_INT32); return;                                              \
+    case NX_DT_UINT32: CALL(NX_DT_UINT32); return;                                            \
+    case NX_DT_COUNT: break;                                                                  \
+    }
+
+void nx_dtype_load_walk(nx_dtype dt, const void *base, uint32_t nd, const uint64_t *count, const int64_t *step,
+                        double *out) {
+    const walk4 w = walk_pad(nd, count, step);
+#define LOAD_WALK(DT) load_walk_dt(DT, base, &w, out)
+    FOR_DTYPE(LOAD_WALK)
+#undef LOAD_WALK
+    uint64_t total = 1;
+    for (int k = 0; k < 4; k++) total *= w.count[k];
+    for (uint64_t i = 0; i < total; i++) out[i] = 0.0; /* invalid code, as nx_dtype_load */
+}
+
+void nx_dtype_load_run(nx_dtype dt, const void *src, int64_t step, uint64_t n, double *out) {
+    nx_dtype_load_walk(dt, src, 1, &n, &step, out);
 }
 
 /* ---- store kernels: four engine values -> four elements --------------------- */
@@ -272,7 +319,7 @@ NX_V4_INLINE int round_group(const double *in, double lo, double hi, double bias
 /* Stores groups of four into a contiguous run; returns how many it did
  * (the rest, from there on, is the element routines'). A group with a
  * value the kernel does not cover is stored element by element. */
-static uint64_t store_lanes(nx_dtype dt, unsigned char *d, uint64_t n, const double *in) {
+NX_V4_INLINE uint64_t store_lanes(nx_dtype dt, unsigned char *d, uint64_t n, const double *in) {
     const uint64_t full = n & ~(uint64_t)3;
     const int64_t step = (int64_t)nx_dtype_size(dt); /* for STORE_ELEMS */
     if (!NX_LANES_LE) return 0;
@@ -362,21 +409,50 @@ static uint64_t store_lanes(nx_dtype dt, unsigned char *d, uint64_t n, const dou
     return 0;
 }
 
+NX_V4_INLINE void store_one_run(nx_dtype dt, unsigned char *d, int64_t step, uint64_t n, const double *in) {
+    const uint64_t done = step == (int64_t)nx_dtype_size(dt) && n >= 4 ? store_lanes(dt, d, n, in) : 0;
+    STORE_ELEMS(dt, done, n);
+}
+
+NX_V4_INLINE void store_walk_dt(nx_dtype dt, unsigned char *base, const walk4 *w, const double *in) {
+    for (uint64_t a = 0; a < w->count[0]; a++)
+        for (uint64_t b = 0; b < w->count[1]; b++)
+            for (uint64_t c = 0; c < w->count[2]; c++) {
+                unsigned char *d = base + (int64_t)a * w->step[0] + (int64_t)b * w->step[1] + (int64_t)c * w->step[2];
+                store_one_run(dt, d, w->step[3], w->count[3], in);
+                in += w->count[3];
+            }
+}
+
+void nx_dtype_store_walk(nx_dtype dt, void *base, uint32_t nd, const uint64_t *count, const int64_t *step,
+                         const double *in) {
+    const walk4 w = walk_pad(nd, count, step);
+#define STORE_WALK(DT) store_walk_dt(DT, base, &w, in)
+    FOR_DTYPE(STORE_WALK)
+#undef STORE_WALK
+    /* invalid code: nothing is written, as nx_dtype_store */
+}
+
 void nx_dtype_store_run(nx_dtype dt, void *dst, int64_t step, uint64_t n, const double *in) {
-    unsigned char *d = dst;
-    uint64_t done = step == (int64_t)nx_dtype_size(dt) ? store_lanes(dt, d, n, in) : 0;
-    switch (dt) {
-    case NX_DT_FP32: STORE_ELEMS(NX_DT_FP32, done, n); return;
-    case NX_DT_BF16: STORE_ELEMS(NX_DT_BF16, done, n); return;
-    case NX_DT_FP16: STORE_ELEMS(NX_DT_FP16, done, n); return;
-    case NX_DT_FP8_E4M3: STORE_ELEMS(NX_DT_FP8_E4M3, done, n); return;
-    case NX_DT_FP8_E5M2: STORE_ELEMS(NX_DT_FP8_E5M2, done, n); return;
-    case NX_DT_INT8: STORE_ELEMS(NX_DT_INT8, done, n); return;
-    case NX_DT_UINT8: STORE_ELEMS(NX_DT_UINT8, done, n); return;
-    case NX_DT_INT16: STORE_ELEMS(NX_DT_INT16, done, n); return;
-    case NX_DT_UINT16: STORE_ELEMS(NX_DT_UINT16, done, n); return;
-    case NX_DT_INT32: STORE_ELEMS(NX_DT_INT32, done, n); return;
-    case NX_DT_UINT32: STORE_ELEMS(NX_DT_UINT32, done, n); return;
-    case NX_DT_COUNT: return; /* invalid code: nothing is written, as nx_dtype_store */
-    }
+    nx_dtype_store_walk(dt, dst, 1, &n, &step, in);
+}
+
+NX_V4_INLINE void store_where_dt(nx_dtype dt, unsigned char *base, const walk4 *w, const double *in,
+                                 const double *pred) {
+    uint64_t i = 0;
+    for (uint64_t a = 0; a < w->count[0]; a++)
+        for (uint64_t b = 0; b < w->count[1]; b++)
+            for (uint64_t c = 0; c < w->count[2]; c++) {
+                unsigned char *d = base + (int64_t)a * w->step[0] + (int64_t)b * w->step[1] + (int64_t)c * w->step[2];
+                for (uint64_t e = 0; e < w->count[3]; e++, i++)
+                    if (pred[i] != 0.0) elem_store(dt, d + (int64_t)e * w->step[3], in[i]);
+            }
+}
+
+void nx_dtype_store_walk_where(nx_dtype dt, void *base, uint32_t nd, const uint64_t *count, const int64_t *step,
+                               const double *in, const double *pred) {
+    const walk4 w = walk_pad(nd, count, step);
+#define STORE_WHERE(DT) store_where_dt(DT, base, &w, in, pred)
+    FOR_DTYPE(STORE_WHERE)
+#undef STORE_WHERE
 }

@@ -1,7 +1,8 @@
 /* The functional hot paths against the plain element-by-element path, bit
  * for bit (isa/dtype_run.c, isa/alu_run.c, isa/actfn.c's run form, and the
  * instructions that use them: tensor_tensor, tensor_scalar,
- * scalar_tensor_tensor, activation, tensor_reduce, tensor_copy, dma_copy).
+ * scalar_tensor_tensor, activation, tensor_reduce, tensor_copy, dma_copy,
+ * select).
  *
  * The references are the element functions (nx_dtype_load, nx_dtype_store,
  * nx_alu_apply, nx_act_apply) applied one element at a time, as the
@@ -183,6 +184,71 @@ static void test_load_run_matches_element_load(void **state) {
                     if (n * (uint64_t)(steps[s] < 0 ? -steps[s] : steps[s]) > PAD) continue;
                     check_load_run((nx_dtype)dt, mem + PAD + (round & 3), steps[s], n);
                 }
+        }
+    }
+}
+
+/* Walks of 1-4 dims (short runs, gaps, steps of 0 and negative) against
+ * the element routines in walk order. */
+static void test_walks_match_element_path(void **state) {
+    (void)state;
+    test_rng r = {0x3a1c};
+    static uint8_t mem[2 * PAD + 16], a[2 * PAD + 16], b[2 * PAD + 16];
+    static double v[MAXN], want[MAXN], got[MAXN], pred[MAXN];
+    test_rng_bytes(&r, mem, sizeof mem);
+    for (int trial = 0; trial < 3000; trial++) {
+        const nx_dtype dt = (nx_dtype)(test_rng_next(&r) % NX_DT_COUNT);
+        const int64_t z = (int64_t)nx_dtype_size(dt);
+        const uint32_t nd = 1 + (uint32_t)(test_rng_next(&r) % 4);
+        uint64_t count[4], total = 1;
+        int64_t step[4], reach = 0;
+        for (uint32_t k = 0; k < nd; k++) {
+            count[k] = 1 + test_rng_next(&r) % (k + 1 == nd ? 9 : 5);
+            total *= count[k];
+        }
+        int64_t inner = (int64_t)(test_rng_next(&r) % 4) - 1; /* -1, 0, 1, 2 elements */
+        for (int k = (int)nd - 1; k >= 0; k--) {
+            step[k] = inner * z;
+            reach += (step[k] < 0 ? -step[k] : step[k]) * (int64_t)(count[k] - 1);
+            inner = test_rng_next(&r) % 5 == 0 ? 0 : (inner == 0 ? 1 : inner) * (int64_t)count[k] + (int64_t)(test_rng_next(&r) % 3);
+        }
+        if (reach + z > PAD) continue;
+        const uint8_t *src = mem + PAD;
+        /* load: walk order */
+        uint64_t i = 0;
+        uint64_t c[4] = {1, 1, 1, 1};
+        int64_t st[4] = {0, 0, 0, 0};
+        for (uint32_t k = 0; k < nd; k++) {
+            c[4 - nd + k] = count[k];
+            st[4 - nd + k] = step[k];
+        }
+        for (uint64_t i0 = 0; i0 < c[0]; i0++)
+            for (uint64_t i1 = 0; i1 < c[1]; i1++)
+                for (uint64_t i2 = 0; i2 < c[2]; i2++)
+                    for (uint64_t i3 = 0; i3 < c[3]; i3++)
+                        want[i++] = nx_dtype_load(dt, src + (int64_t)i0 * st[0] + (int64_t)i1 * st[1] +
+                                                          (int64_t)i2 * st[2] + (int64_t)i3 * st[3]);
+        nx_dtype_load_walk(dt, src, nd, count, step, got);
+        assert_same_bits(got, want, total, "load walk");
+        /* store and predicated store: the same writes in the same order */
+        fill_values(&r, v, total, trial % 2);
+        for (uint64_t e = 0; e < total; e++) pred[e] = test_rng_next(&r) % 3 == 0 ? 0.0 : (e % 7 == 0 ? NAN : 1.0);
+        for (int where = 0; where < 2; where++) {
+            memset(a, 0x33, sizeof a);
+            memset(b, 0x33, sizeof b);
+            i = 0;
+            for (uint64_t i0 = 0; i0 < c[0]; i0++)
+                for (uint64_t i1 = 0; i1 < c[1]; i1++)
+                    for (uint64_t i2 = 0; i2 < c[2]; i2++)
+                        for (uint64_t i3 = 0; i3 < c[3]; i3++, i++)
+                            if (!where || pred[i] != 0.0)
+                                nx_dtype_store(dt, a + PAD + (int64_t)i0 * st[0] + (int64_t)i1 * st[1] +
+                                                       (int64_t)i2 * st[2] + (int64_t)i3 * st[3], v[i]);
+            if (where) nx_dtype_store_walk_where(dt, b + PAD, nd, count, step, v, pred);
+            else nx_dtype_store_walk(dt, b + PAD, nd, count, step, v);
+            if (memcmp(a, b, sizeof a) != 0)
+                fail_msg("%s walk of %s, %u dims: bytes differ", where ? "predicated store" : "store",
+                         nx_dtype_name(dt), nd);
         }
     }
 }
@@ -501,6 +567,27 @@ static void ref_execute(nx_state *st, const nx_insn *insn) {
             ref_store(&v[0], p, x);
         }
         break;
+    case NX_OP_SELECT: {
+        double *t = calloc(n + 1, sizeof *t);
+        assert_non_null(t);
+        const int has_false = insn->op[3].kind != NX_OPK_NONE;
+        for (uint32_t p = 0; p < v[0].partitions; p++) {
+            ref_load(&v[1], p, x);
+            for (uint64_t e = 0; e < n; e++) t[e] = v[2].kind == NX_OPK_IMM ? v[2].imm : 0.0;
+            if (v[2].kind != NX_OPK_IMM) ref_load(&v[2], p, t);
+            if (has_false) {
+                for (uint64_t e = 0; e < n; e++) y[e] = v[3].kind == NX_OPK_IMM ? v[3].imm : 0.0;
+                if (v[3].kind != NX_OPK_IMM) ref_load(&v[3], p, y);
+                for (uint64_t e = 0; e < n; e++) y[e] = x[e] != 0.0 ? t[e] : y[e];
+                ref_store(&v[0], p, y);
+            } else {
+                for (uint64_t e = 0; e < n; e++)
+                    if (x[e] != 0.0) nx_dtype_store((nx_dtype)v[0].dtype, nx_view_addr(&v[0], p, e), t[e]);
+            }
+        }
+        free(t);
+        break;
+    }
     case NX_OP_TENSOR_COPY:
         for (uint32_t p = 0; p < v[0].partitions; p++) {
             ref_load(&v[1], p, x);
@@ -606,7 +693,7 @@ static int random_insn(test_rng *r, nx_insn *in, nx_engine *eng, uint32_t partit
 static int random_insn_params(test_rng *r, nx_insn *in, nx_engine *eng, uint32_t partitions) {
     static const nx_opcode ops[] = {NX_OP_TENSOR_TENSOR, NX_OP_TENSOR_SCALAR, NX_OP_SCALAR_TENSOR_TENSOR,
                                     NX_OP_TENSOR_COPY,   NX_OP_ACTIVATION,    NX_OP_TENSOR_REDUCE,
-                                    NX_OP_DMA_COPY};
+                                    NX_OP_DMA_COPY,      NX_OP_SELECT};
     const nx_opcode opc = ops[test_rng_next(r) % COUNT(ops)];
     *in = nx_insn_make(opc);
     *eng = NX_ENG_DVE;
@@ -620,8 +707,18 @@ static int random_insn_params(test_rng *r, nx_insn *in, nx_engine *eng, uint32_t
     /* dst apart from the inputs: the inputs live in the other memory, or
      * dst is exactly in0 (the in-place form the leaves use) */
     const nx_operand_kind in_mem = mem == NX_OPK_PSUM ? NX_OPK_SBUF : NX_OPK_PSUM;
-    if (!random_ap(r, &in->op[0], mem, dst_dt, parts, n, 0)) return 0;
+    if (!random_ap(r, &in->op[0], mem, dst_dt, parts, n, opc == NX_OP_SELECT)) return 0;
     switch (opc) {
+    case NX_OP_SELECT: {
+        /* pred of values that are often 0; on_true / on_false immediates or APs */
+        if (!random_ap(r, &in->op[1], in_mem, random_dtype(r), parts, n, 1)) return 0;
+        for (int k = 2; k <= 3; k++) {
+            if (k == 3 && test_rng_next(r) % 2) break;
+            if (test_rng_next(r) % 3 == 0) in->op[k] = nx_imm(any_value(r), NX_DT_FP32);
+            else if (!random_ap(r, &in->op[k], in_mem, random_dtype(r), parts, n, 1)) return 0;
+        }
+        return 1;
+    }
     case NX_OP_TENSOR_TENSOR:
     case NX_OP_SCALAR_TENSOR_TENSOR:
     case NX_OP_TENSOR_SCALAR:
@@ -724,7 +821,7 @@ static void test_instructions_match_element_path(void **state) {
     fill_state(&fast, &r);
     copy_state(&ref, &fast, fast.geo.partitions);
     int ran[NX_OP_COUNT] = {0}, trials = 0;
-    for (int draw = 0; draw < 5000 && trials < 900; draw++) {
+    for (int draw = 0; draw < 6000 && trials < 1000; draw++) {
         nx_insn in;
         nx_engine eng;
         if (!random_insn(&r, &in, &eng, fast.geo.partitions)) continue;
@@ -742,7 +839,8 @@ static void test_instructions_match_element_path(void **state) {
     }
     /* every family ran often enough to mean something */
     const nx_opcode fams[] = {NX_OP_TENSOR_TENSOR, NX_OP_TENSOR_SCALAR, NX_OP_SCALAR_TENSOR_TENSOR,
-                              NX_OP_TENSOR_COPY, NX_OP_ACTIVATION, NX_OP_TENSOR_REDUCE, NX_OP_DMA_COPY};
+                              NX_OP_TENSOR_COPY, NX_OP_ACTIVATION, NX_OP_TENSOR_REDUCE, NX_OP_DMA_COPY,
+                              NX_OP_SELECT};
     for (size_t k = 0; k < COUNT(fams); k++)
         if (ran[fams[k]] < 40)
             fail_msg("%s ran only %d times", nx_opcode_lookup(fams[k])->mnemonic, ran[fams[k]]);
@@ -842,6 +940,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_store_run_matches_element_store),
         cmocka_unit_test(test_load_run_matches_element_load),
+        cmocka_unit_test(test_walks_match_element_path),
         cmocka_unit_test(test_alu_run_matches_apply),
         cmocka_unit_test(test_alu_run_ties_and_nans),
         cmocka_unit_test(test_alu_fold_nan_positions),
