@@ -118,6 +118,52 @@ void nx_view_store_where(const nx_view *v, uint32_t p, const double *in, const d
                               v->walk_count, v->walk_step, in, pred);
 }
 
+/* The walk of partition p with each run handed to RUN(mem, step, n, buf):
+ * buf advances by n elements of `size` bytes per run. */
+#define BITS_WALK(v, p, buf, RUN)                                                         \
+    do {                                                                                  \
+        uint64_t c_[4] = {1, 1, 1, 1};                                                    \
+        int64_t s_[4] = {0, 0, 0, 0};                                                     \
+        const uint32_t nd_ = (v)->walk_nd;                                                \
+        for (uint32_t k_ = 0; k_ < nd_; k_++) {                                           \
+            c_[4 - nd_ + k_] = (v)->walk_count[k_];                                       \
+            s_[4 - nd_ + k_] = (v)->walk_step[k_];                                        \
+        }                                                                                 \
+        uint8_t *row_ = (v)->base + (int64_t)(p) * (v)->partition_step;                   \
+        for (uint64_t a_ = 0; a_ < c_[0]; a_++)                                           \
+            for (uint64_t b_ = 0; b_ < c_[1]; b_++)                                       \
+                for (uint64_t d_ = 0; d_ < c_[2]; d_++) {                                 \
+                    RUN(row_ + (int64_t)a_ * s_[0] + (int64_t)b_ * s_[1] + (int64_t)d_ * s_[2], s_[3], c_[3], buf); \
+                    buf += c_[3] * size;                                                  \
+                }                                                                         \
+    } while (0)
+
+/* n elements of `size` bytes, `step` apart at mem <-> packed at buf. */
+#define GATHER_RUN(mem, step, n, buf)                                                     \
+    do {                                                                                  \
+        if ((step) == (int64_t)size) memcpy(buf, mem, (n) * size);                        \
+        else                                                                              \
+            for (uint64_t i_ = 0; i_ < (n); i_++) memcpy(buf + i_ * size, (mem) + (int64_t)i_ * (step), size); \
+    } while (0)
+#define SCATTER_RUN(mem, step, n, buf)                                                    \
+    do {                                                                                  \
+        if ((step) == (int64_t)size) memcpy(mem, buf, (n) * size);                        \
+        else                                                                              \
+            for (uint64_t i_ = 0; i_ < (n); i_++) memcpy((mem) + (int64_t)i_ * (step), buf + i_ * size, size); \
+    } while (0)
+
+void nx_view_load_bits(const nx_view *v, uint32_t p, void *packed) {
+    const uint64_t size = nx_dtype_size((nx_dtype)v->dtype);
+    uint8_t *buf = packed;
+    BITS_WALK(v, p, buf, GATHER_RUN);
+}
+
+void nx_view_store_bits(const nx_view *v, uint32_t p, const void *packed) {
+    const uint64_t size = nx_dtype_size((nx_dtype)v->dtype);
+    const uint8_t *buf = packed;
+    BITS_WALK(v, p, buf, SCATTER_RUN);
+}
+
 double nx_view_scalar(const nx_view *v, uint32_t p) {
     if (v->kind == NX_OPK_IMM) return v->imm;
     return nx_dtype_load((nx_dtype)v->dtype, v->base + (int64_t)p * v->partition_step);

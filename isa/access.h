@@ -61,6 +61,11 @@ void nx_view_store(const nx_view *v, uint32_t p, const double *in);
  * nonzero), in element order; the others are left as they are. */
 void nx_view_store_where(const nx_view *v, uint32_t p, const double *in, const double *pred);
 
+/* Partition p's elements as raw bytes, packed (element e at packed +
+ * e * dtype size), and back: bit copies, no conversion (memory views). */
+void nx_view_load_bits(const nx_view *v, uint32_t p, void *packed);
+void nx_view_store_bits(const nx_view *v, uint32_t p, const void *packed);
+
 /* The per-partition scalar of a "scalar" slot: IMM -> imm; memory -> element 0
  * of partition p. */
 double nx_view_scalar(const nx_view *v, uint32_t p);

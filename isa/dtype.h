@@ -85,6 +85,13 @@ void nx_dtype_store_walk(nx_dtype dt, void *base, uint32_t nd, const uint64_t *c
 void nx_dtype_store_walk_where(nx_dtype dt, void *base, uint32_t nd, const uint64_t *count, const int64_t *step,
                                const double *in, const double *pred);
 
+/* n packed elements of dt rewritten as a load and a store of the same
+ * dtype leave them: every NaN becomes its dtype's canonical NaN with its
+ * sign (docs/parts/dtypes.md), everything else is kept bit for bit (that
+ * round trip is exact for every other value). A same-dtype tensor_copy
+ * is a bit copy plus this. */
+void nx_dtype_canonical_nans(nx_dtype dt, void *packed, uint64_t n);
+
 /* Narrow helpers used by the loaders/stores and by tests. */
 float nx_bf16_to_f32(uint16_t bits);
 uint16_t nx_f32_to_bf16(float value);

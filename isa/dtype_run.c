@@ -456,3 +456,31 @@ void nx_dtype_store_walk_where(nx_dtype dt, void *base, uint32_t nd, const uint6
     FOR_DTYPE(STORE_WHERE)
 #undef STORE_WHERE
 }
+
+/* ---- the same-dtype round trip -------------------------------------------- */
+
+void nx_dtype_canonical_nans(nx_dtype dt, void *packed, uint64_t n) {
+    unsigned char *b = packed;
+    switch (dt) {
+    case NX_DT_FP32:
+        for (uint64_t i = 0; i < n; i++) {
+            const uint32_t u = nx_load_le32(b + 4 * i);
+            if ((u & 0x7fffffffu) > 0x7f800000u) nx_store_le32(b + 4 * i, (u & 0x80000000u) | NX_F32_CANONICAL_NAN);
+        }
+        return;
+    case NX_DT_BF16:
+    case NX_DT_FP16: {
+        const uint32_t inf = dt == NX_DT_BF16 ? 0x7f80u : 0x7c00u, nan = dt == NX_DT_BF16 ? 0x7fc0u : 0x7e00u;
+        for (uint64_t i = 0; i < n; i++) {
+            const uint32_t h = nx_load_le16(b + 2 * i);
+            if ((h & 0x7fffu) > inf) nx_store_le16(b + 2 * i, (uint16_t)((h & 0x8000u) | nan));
+        }
+        return;
+    }
+    case NX_DT_FP8_E5M2:
+        for (uint64_t i = 0; i < n; i++)
+            if ((b[i] & 0x7fu) > 0x7cu) b[i] = (unsigned char)((b[i] & 0x80u) | 0x7eu);
+        return;
+    default: return; /* e4m3 (its only NaNs are the canonical ones) and the integers: exact */
+    }
+}

@@ -2,7 +2,7 @@
  * for bit (isa/dtype_run.c, isa/alu_run.c, isa/actfn.c's run form, and the
  * instructions that use them: tensor_tensor, tensor_scalar,
  * scalar_tensor_tensor, activation, tensor_reduce, tensor_copy, dma_copy,
- * select).
+ * select, transpose, dma_transpose).
  *
  * The references are the element functions (nx_dtype_load, nx_dtype_store,
  * nx_alu_apply, nx_act_apply) applied one element at a time, as the
@@ -250,6 +250,30 @@ static void test_walks_match_element_path(void **state) {
                 fail_msg("%s walk of %s, %u dims: bytes differ", where ? "predicated store" : "store",
                          nx_dtype_name(dt), nd);
         }
+    }
+}
+
+/* A same-dtype load + store is the bits with NaNs made canonical: every
+ * 8- and 16-bit pattern, and fp32 / int32 patterns around the NaNs. */
+static void test_canonical_nans_is_the_round_trip(void **state) {
+    (void)state;
+    test_rng r = {0xca70};
+    static uint8_t bits[4 * 65536], want[4 * 65536];
+    for (int dt = 0; dt < NX_DT_COUNT; dt++) {
+        const uint64_t z = nx_dtype_size((nx_dtype)dt), n = 65536;
+        for (uint64_t i = 0; i < n; i++) {
+            uint32_t u = (uint32_t)i;
+            if (z == 4) u = (uint32_t)test_rng_next(&r) % 4 ? ((uint32_t)test_rng_next(&r) & 0x807fffffu) | 0x7f800000u
+                                                            : (uint32_t)test_rng_next(&r);
+            if (z == 1) u = (uint32_t)(i & 0xff);
+            memcpy(bits + i * z, &u, z); /* little-endian host bytes are fine: both sides read them */
+        }
+        for (uint64_t i = 0; i < n; i++) nx_dtype_store((nx_dtype)dt, want + i * z, nx_dtype_load((nx_dtype)dt, bits + i * z));
+        nx_dtype_canonical_nans((nx_dtype)dt, bits, n);
+        for (uint64_t i = 0; i < n; i++)
+            if (memcmp(bits + i * z, want + i * z, z) != 0)
+                fail_msg("%s element %llu: canonical_nans and the round trip differ", nx_dtype_name((nx_dtype)dt),
+                         (unsigned long long)i);
     }
 }
 
@@ -672,6 +696,25 @@ static void ref_execute(nx_state *st, const nx_insn *insn) {
             }
         break;
     }
+    case NX_OP_TRANSPOSE:
+    case NX_OP_DMA_TRANSPOSE: { /* dst[f][p] = src[p][f], source read first */
+        const uint32_t pc = v[1].partitions;
+        const uint64_t fc = v[1].free_elems, z = nx_dtype_size((nx_dtype)v[1].dtype);
+        uint8_t *raw = malloc(pc * fc * z + 1);
+        assert_non_null(raw);
+        for (uint32_t p = 0; p < pc; p++)
+            for (uint64_t f = 0; f < fc; f++) memcpy(raw + (p * fc + f) * z, nx_view_addr(&v[1], p, f), z);
+        for (uint64_t f = 0; f < fc; f++)
+            for (uint32_t p = 0; p < pc; p++) {
+                uint8_t *to = nx_view_addr(&v[0], (uint32_t)f, p);
+                if (v[0].dtype != v[1].dtype)
+                    nx_dtype_store((nx_dtype)v[0].dtype, to, nx_dtype_load((nx_dtype)v[1].dtype, raw + (p * fc + f) * z));
+                else
+                    memcpy(to, raw + (p * fc + f) * z, z);
+            }
+        free(raw);
+        break;
+    }
     default: fail_msg("no reference for opcode %u", insn->opcode);
     }
     free(x);
@@ -693,7 +736,8 @@ static int random_insn(test_rng *r, nx_insn *in, nx_engine *eng, uint32_t partit
 static int random_insn_params(test_rng *r, nx_insn *in, nx_engine *eng, uint32_t partitions) {
     static const nx_opcode ops[] = {NX_OP_TENSOR_TENSOR, NX_OP_TENSOR_SCALAR, NX_OP_SCALAR_TENSOR_TENSOR,
                                     NX_OP_TENSOR_COPY,   NX_OP_ACTIVATION,    NX_OP_TENSOR_REDUCE,
-                                    NX_OP_DMA_COPY,      NX_OP_SELECT};
+                                    NX_OP_DMA_COPY,      NX_OP_SELECT,        NX_OP_TRANSPOSE,
+                                    NX_OP_DMA_TRANSPOSE};
     const nx_opcode opc = ops[test_rng_next(r) % COUNT(ops)];
     *in = nx_insn_make(opc);
     *eng = NX_ENG_DVE;
@@ -707,6 +751,38 @@ static int random_insn_params(test_rng *r, nx_insn *in, nx_engine *eng, uint32_t
     /* dst apart from the inputs: the inputs live in the other memory, or
      * dst is exactly in0 (the in-place form the leaves use) */
     const nx_operand_kind in_mem = mem == NX_OPK_PSUM ? NX_OPK_SBUF : NX_OPK_PSUM;
+    if (opc == NX_OP_TRANSPOSE || opc == NX_OP_DMA_TRANSPOSE) {
+        /* src [P, F] -> dst [F, P]; DVE blocks of up to 32 x 32, the PE's
+         * float inputs to PSUM (same dtype or fp32), the DMA's 2-byte types */
+        static const nx_dtype two[] = {NX_DT_BF16, NX_DT_FP16, NX_DT_INT16, NX_DT_UINT16};
+        const int pe = opc == NX_OP_TRANSPOSE && test_rng_next(r) % 2;
+        const uint32_t lim = opc == NX_OP_DMA_TRANSPOSE || pe ? 128 : 32;
+        const uint32_t P = 1 + (uint32_t)(test_rng_next(r) % lim), F = 1 + (uint32_t)(test_rng_next(r) % lim);
+        nx_dtype sdt = random_dtype(r), ddt;
+        if (opc == NX_OP_DMA_TRANSPOSE) {
+            *eng = NX_ENG_SP;
+            in->iparam[0] = (int32_t)(test_rng_next(r) % 4);
+            sdt = ddt = two[test_rng_next(r) % 4];
+            const nx_operand_kind sk = test_rng_next(r) % 2 ? NX_OPK_HBM : NX_OPK_SBUF;
+            const nx_operand_kind dk = test_rng_next(r) % 2 ? NX_OPK_HBM : NX_OPK_SBUF;
+            if (!random_ap(r, &in->op[1], sk, sdt, P, F, 1)) return 0;
+            if (!random_ap(r, &in->op[0], dk, ddt, F, P, 0)) return 0;
+            if (sk == NX_OPK_SBUF && dk == NX_OPK_SBUF) in->op[1].offset += TRIAL;
+            return 1;
+        }
+        if (pe) {
+            *eng = NX_ENG_PE;
+            sdt = (nx_dtype)(test_rng_next(r) % 5); /* the float dtypes */
+            ddt = test_rng_next(r) % 2 ? NX_DT_FP32 : sdt;
+            if (!random_ap(r, &in->op[1], NX_OPK_SBUF, sdt, P, F, 1)) return 0;
+            if (!random_ap(r, &in->op[0], NX_OPK_PSUM, ddt, F, P, 0)) return 0;
+            return 1;
+        }
+        ddt = sdt;
+        if (!random_ap(r, &in->op[1], in_mem, sdt, P, F, 1)) return 0;
+        if (!random_ap(r, &in->op[0], mem, ddt, F, P, 0)) return 0;
+        return 1;
+    }
     if (!random_ap(r, &in->op[0], mem, dst_dt, parts, n, opc == NX_OP_SELECT)) return 0;
     switch (opc) {
     case NX_OP_SELECT: {
@@ -724,8 +800,9 @@ static int random_insn_params(test_rng *r, nx_insn *in, nx_engine *eng, uint32_t
     case NX_OP_TENSOR_SCALAR:
     case NX_OP_TENSOR_COPY:
     case NX_OP_ACTIVATION: {
+        const nx_dtype in_dt = opc == NX_OP_TENSOR_COPY && test_rng_next(r) % 2 ? dst_dt : random_dtype(r);
         if (test_rng_next(r) % 4 == 0) in->op[1] = in->op[0];
-        else if (!random_ap(r, &in->op[1], in_mem, random_dtype(r), parts, n, 1)) return 0;
+        else if (!random_ap(r, &in->op[1], in_mem, in_dt, parts, n, 1)) return 0;
         if (opc == NX_OP_TENSOR_TENSOR && !random_ap(r, &in->op[2], in_mem, random_dtype(r), parts, n, 1)) return 0;
         if (opc == NX_OP_SCALAR_TENSOR_TENSOR && !random_ap(r, &in->op[3], in_mem, random_dtype(r), parts, n, 1)) return 0;
         const int first_scalar = 2;
@@ -821,13 +898,15 @@ static void test_instructions_match_element_path(void **state) {
     fill_state(&fast, &r);
     copy_state(&ref, &fast, fast.geo.partitions);
     int ran[NX_OP_COUNT] = {0}, trials = 0;
-    for (int draw = 0; draw < 6000 && trials < 1000; draw++) {
+    for (int draw = 0; draw < 8000 && trials < 1200; draw++) {
         nx_insn in;
         nx_engine eng;
         if (!random_insn(&r, &in, &eng, fast.geo.partitions)) continue;
         nx_error err;
         if (nx_insn_validate(&in, eng, &fast.geo, fast.hbm_bytes, fast.sem_count, &err) != 0) continue;
-        const uint32_t parts = in.op[0].partition_count;
+        uint32_t parts = 0; /* the partitions (HBM rows) any operand touches */
+        for (int k = 0; k < 5; k++)
+            if (nx_operand_is_memory(&in.op[k]) && in.op[k].partition_count > parts) parts = in.op[k].partition_count;
         if (test_run(&fast, 0, eng, &in, &err) != 0)
             fail_msg("%s: %s", nx_opcode_lookup(in.opcode)->mnemonic, err.msg);
         ref_execute(&ref, &in);
@@ -840,7 +919,7 @@ static void test_instructions_match_element_path(void **state) {
     /* every family ran often enough to mean something */
     const nx_opcode fams[] = {NX_OP_TENSOR_TENSOR, NX_OP_TENSOR_SCALAR, NX_OP_SCALAR_TENSOR_TENSOR,
                               NX_OP_TENSOR_COPY, NX_OP_ACTIVATION, NX_OP_TENSOR_REDUCE, NX_OP_DMA_COPY,
-                              NX_OP_SELECT};
+                              NX_OP_SELECT, NX_OP_TRANSPOSE, NX_OP_DMA_TRANSPOSE};
     for (size_t k = 0; k < COUNT(fams); k++)
         if (ran[fams[k]] < 40)
             fail_msg("%s ran only %d times", nx_opcode_lookup(fams[k])->mnemonic, ran[fams[k]]);
@@ -941,6 +1020,7 @@ int main(void) {
         cmocka_unit_test(test_store_run_matches_element_store),
         cmocka_unit_test(test_load_run_matches_element_load),
         cmocka_unit_test(test_walks_match_element_path),
+        cmocka_unit_test(test_canonical_nans_is_the_round_trip),
         cmocka_unit_test(test_alu_run_matches_apply),
         cmocka_unit_test(test_alu_run_ties_and_nans),
         cmocka_unit_test(test_alu_fold_nan_positions),
