@@ -8,6 +8,8 @@
  * written before acc_out. Full contract: docs/parts/insns-act-pool.md. */
 #include "insn_impl.h"
 
+#include "../ew.h"
+
 /* The reductions acc_out accepts (the arithmetic ones, not bitwise). */
 static int acc_op_ok(unsigned op) {
     return op == NX_ALU_ADD || op == NX_ALU_MULTIPLY || op == NX_ALU_MAX || op == NX_ALU_MIN ||
@@ -71,6 +73,13 @@ int nx_exec_ACTIVATION(const nx_exec_ctx *ctx, const nx_insn *insn) {
     int has_acc = insn->op[4].kind != NX_OPK_NONE;
     if (has_acc) nx_view_init(&acc, ctx, &insn->op[4]);
 
+    /* identity without acc_out is the chain (in * scale) + bias: the fused
+     * kernel when it reads every input before it is overwritten, as the
+     * whole-instruction buffer below does (reads_first) */
+    if (insn->func == NX_ACT_IDENTITY && !has_acc) {
+        const nx_ew_step steps[2] = {{NX_ALU_MULTIPLY, 0, NULL, &scale}, {NX_ALU_ADD, 0, NULL, &bias}};
+        if (nx_ew_fused(&dst, &in, steps, 2, 1)) return 0;
+    }
     uint32_t parts = in.partitions;
     uint64_t n = in.free_elems;
     /* Whole-instruction buffer: dst may overlap in (or scale/bias) in other

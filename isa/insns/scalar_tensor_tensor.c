@@ -5,6 +5,8 @@
 
 #include "insn_impl.h"
 
+#include "../ew.h"
+
 int nx_validate_SCALAR_TENSOR_TENSOR(const nx_insn *insn, nx_engine engine,
                                      const nx_geometry *geo, nx_error *err) {
     (void)engine;
@@ -31,6 +33,8 @@ int nx_exec_SCALAR_TENSOR_TENSOR(const nx_exec_ctx *ctx, const nx_insn *insn) {
     nx_alu_op op0 = (nx_alu_op)insn->alu0, op1 = (nx_alu_op)insn->alu1;
     int rev0 = (insn->flags & NX_FLAG_REVERSE0) != 0;
     int bits = nx_alu_is_bitvec(nx_alu_last(op0, op1));
+    const nx_ew_step steps[2] = {{op0, rev0, NULL, &sv}, {op1, 0, &in1, NULL}};
+    if (nx_ew_fused(&dst, &in0, steps, 2, 0)) return 0;
     uint64_t n = dst.free_elems;
     double *a = nx_buf_alloc(2 * n);
     if (!a) return nx_fail(ctx->err, "out of memory for %" PRIu64 " elements", 2 * n);

@@ -7,6 +7,8 @@
 
 #include "insn_impl.h"
 
+#include "../ew.h"
+
 int nx_validate_TENSOR_SCALAR(const nx_insn *insn, nx_engine engine, const nx_geometry *geo,
                               nx_error *err) {
     (void)engine;
@@ -35,6 +37,8 @@ int nx_exec_TENSOR_SCALAR(const nx_exec_ctx *ctx, const nx_insn *insn) {
     int rev0 = (insn->flags & NX_FLAG_REVERSE0) != 0;
     int rev1 = (insn->flags & NX_FLAG_REVERSE1) != 0;
     int bits = nx_alu_is_bitvec(two ? nx_alu_last(op0, op1) : op0);
+    const nx_ew_step steps[2] = {{op0, rev0, NULL, &s0v}, {op1, rev1, NULL, &s1v}};
+    if (nx_ew_fused(&dst, &in, steps, two ? 2 : 1, 0)) return 0;
     uint64_t n = dst.free_elems;
     double *x = nx_buf_alloc(n);
     if (!x) return nx_fail(ctx->err, "out of memory for %" PRIu64 " elements", n);
