@@ -14,6 +14,7 @@
 
 #include "isa/bytes.h"
 #include "isa/dtype_codec.h"
+#include "isa/dtype_lanes.h"
 
 static const char *const dtype_names[NX_DT_COUNT] = {
     "fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "int8",
@@ -61,42 +62,10 @@ uint8_t nx_f32_to_fp8_e5m2(float value) { return (uint8_t)encode_e5m2((double)va
 
 /* ---- loads and stores ------------------------------------------------------ */
 
-double nx_dtype_load(nx_dtype dt, const void *src)
-{
-    const unsigned char *p = src;
-    switch (dt) {
-    case NX_DT_FP32: return (double)nx_f32_from_bits(nx_load_le32(p));
-    case NX_DT_BF16: return (double)nx_bf16_to_f32(nx_load_le16(p));
-    case NX_DT_FP16: return (double)nx_fp16_to_f32(nx_load_le16(p));
-    case NX_DT_FP8_E4M3: return (double)nx_fp8_e4m3_to_f32(p[0]);
-    case NX_DT_FP8_E5M2: return (double)nx_fp8_e5m2_to_f32(p[0]);
-    case NX_DT_INT8: return (double)(int8_t)p[0];
-    case NX_DT_UINT8: return (double)p[0];
-    case NX_DT_INT16: return (double)(int16_t)nx_load_le16(p);
-    case NX_DT_UINT16: return (double)nx_load_le16(p);
-    case NX_DT_INT32: return (double)(int32_t)nx_load_le32(p);
-    case NX_DT_UINT32: return (double)nx_load_le32(p);
-    case NX_DT_COUNT: break;
-    }
-    return 0.0; /* invalid code: validation rejects these before execution */
-}
+/* The element routines are shared with the run converters and the fused
+ * kernels (isa/dtype_lanes.h), so every path gives the same bits. An invalid
+ * code loads 0 and stores nothing (validation rejects these before
+ * execution). */
+double nx_dtype_load(nx_dtype dt, const void *src) { return elem_load(dt, src); }
 
-void nx_dtype_store(nx_dtype dt, void *dst, double value)
-{
-    unsigned char *p = dst;
-    switch (dt) {
-    case NX_DT_FP32: nx_store_le32(p, store_bits_fp32(value)); return;
-    case NX_DT_BF16: nx_store_le16(p, (uint16_t)store_bits_bf16(value)); return;
-    case NX_DT_FP16: nx_store_le16(p, (uint16_t)encode_fp16(value)); return;
-    case NX_DT_FP8_E4M3: p[0] = (unsigned char)encode_e4m3(value); return;
-    case NX_DT_FP8_E5M2: p[0] = (unsigned char)encode_e5m2(value); return;
-    case NX_DT_INT8: p[0] = (unsigned char)round_saturate(value, INT8_MIN, INT8_MAX); return;
-    case NX_DT_UINT8: p[0] = (unsigned char)round_saturate(value, 0, UINT8_MAX); return;
-    case NX_DT_INT16: nx_store_le16(p, (uint16_t)round_saturate(value, INT16_MIN, INT16_MAX)); return;
-    case NX_DT_UINT16: nx_store_le16(p, (uint16_t)round_saturate(value, 0, UINT16_MAX)); return;
-    case NX_DT_INT32: nx_store_le32(p, (uint32_t)round_saturate(value, INT32_MIN, INT32_MAX)); return;
-    case NX_DT_UINT32: nx_store_le32(p, (uint32_t)round_saturate(value, 0, UINT32_MAX)); return;
-    case NX_DT_COUNT: break;
-    }
-    /* invalid code: nothing is written (validation rejects these earlier) */
-}
+void nx_dtype_store(nx_dtype dt, void *dst, double value) { elem_store(dt, dst, value); }

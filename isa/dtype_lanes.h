@@ -62,67 +62,6 @@ static inline void elem_store(nx_dtype dt, unsigned char *p, double v) {
 #define NX_LANES_LE 1
 #else
 #define NX_LANES_LE 0
-/* ---- four float-dtype elements <-> four fp32 lanes (the fused kernels) ---- */
-
-static inline int nx_dtype_is_float_code(unsigned dt) { return dt <= NX_DT_FP8_E5M2; }
-
-/* Four consecutive elements of a float dtype at p as fp32 lanes, each
- * lane its element's engine value, except that a NaN lane may hold another
- * NaN (callers redo a group with a NaN by the element routines). */
-NX_V4_INLINE nx_v4f float_lanes_load(nx_dtype dt, const unsigned char *p) {
-    nx_v4i x;
-    switch (dt) {
-    case NX_DT_FP32: {
-        nx_v4f f;
-        memcpy(&f, p, sizeof f);
-        return f;
-    }
-    case NX_DT_BF16:
-    case NX_DT_FP16: {
-        nx_v4h h;
-        memcpy(&h, p, sizeof h);
-        x = __builtin_convertvector(h, nx_v4i);
-        return nx_v4f_from_bits(dt == NX_DT_BF16 ? x << 16 : fp16_lanes(x));
-    }
-    default: { /* the fp8 formats */
-        nx_v4b b;
-        memcpy(&b, p, sizeof b);
-        x = __builtin_convertvector(b, nx_v4i);
-        return nx_v4f_from_bits(dt == NX_DT_FP8_E5M2 ? fp16_lanes(x << 8) : e4m3_lanes(x));
-    }
-    }
-}
-
-/* Four fp32 values, none NaN, stored as four consecutive elements of the
- * float dtype dt at p, as elem_store would. Returns nonzero, having
- * written nothing, when a lane needs elem_store (a magnitude between the
- * narrow format's subnormals). */
-NX_V4_INLINE int float_lanes_store(nx_dtype dt, unsigned char *p, nx_v4f f) {
-    const nx_v4i bits = nx_v4f_bits(f);
-    nx_v4i r, outside;
-    switch (dt) {
-    case NX_DT_FP32: memcpy(p, &f, sizeof f); return 0;
-    case NX_DT_BF16: {
-        const nx_v4u u = (nx_v4u)bits;
-        const nx_v4h h = __builtin_convertvector((u + 0x7fffu + ((u >> 16) & 1u)) >> 16, nx_v4h);
-        memcpy(p, &h, sizeof h);
-        return 0;
-    }
-    case NX_DT_FP16: r = narrow_lanes(bits, 5, 10, 1, &outside); break;
-    case NX_DT_FP8_E5M2: r = narrow_lanes(bits, 5, 2, 1, &outside); break;
-    default: r = narrow_lanes(bits, 4, 3, 0, &outside); break; /* e4m3 */
-    }
-    if (nx_v4i_any(outside)) return 1;
-    if (dt == NX_DT_FP16) {
-        const nx_v4h h = __builtin_convertvector(r, nx_v4h);
-        memcpy(p, &h, sizeof h);
-    } else {
-        const nx_v4b b = __builtin_convertvector(r, nx_v4b);
-        memcpy(p, &b, sizeof b);
-    }
-    return 0;
-}
-
 #endif
 
 /* ---- four-lane float conversions ---------------------------------------- */
@@ -241,4 +180,4 @@ NX_V4_INLINE int float_lanes_store(nx_dtype dt, unsigned char *p, nx_v4f f) {
     return 0;
 }
 
-#endif
+#endif /* NXSIM_ISA_DTYPE_LANES_H */
