@@ -4,7 +4,7 @@
  *
  * The dtype switch is outside the loops. Contiguous runs go through
  * four-lane kernels (isa/vec4.h); strided runs and the last n % 4 elements
- * through the element routines of dtype_codec.h, the ones nx_dtype_store
+ * through the element routines of dtype_lanes.h, the ones nx_dtype_store
  * uses. A store kernel converts a group of four engine values with a rule
  * that is exact for plain fp32 values (and, for the 8/16-bit floats, those
  * of magnitude zero or at least the format's smallest normal); a group with
