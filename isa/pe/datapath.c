@@ -1,0 +1,320 @@
+/* The PE matmul datapath (datapath.h): kernel choice and the driver every
+ * kernel shares. The driver converts the moving tile once to a padded fp32
+ * buffer B[K][ldb], packs the stationary tile into MR-column blocks
+ * A[M/MR][K][MR], decides per output tile whether the fused tile may run,
+ * and walks the tiles n-panel by n-panel, so a K x NR panel of B stays in L1
+ * while every stationary block passes over it. Full tiles are written
+ * straight into dst when its rows are contiguous host-order floats (PSUM on
+ * a little-endian host), else into a staging copy of dst. */
+#include "datapath.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../insns/pe_convert.h"
+#include "tiles.h"
+
+/* ---- kernels ---- */
+
+static const char *const kernel_names[NX_PE_KERNEL_COUNT] = {"scalar", "vector", "avx2", "avx512"};
+
+const char *nx_pe_kernel_name(nx_pe_kernel k) {
+    return (unsigned)k < NX_PE_KERNEL_COUNT ? kernel_names[k] : NULL;
+}
+
+static const nx_pe_tiles *kernel_tiles(nx_pe_kernel k) {
+    switch (k) {
+    case NX_PE_KERNEL_SCALAR: return &nx_pe_tiles_scalar;
+    case NX_PE_KERNEL_VECTOR: return &nx_pe_tiles_vector;
+    case NX_PE_KERNEL_AVX2: return nx_pe_tiles_avx2;
+    case NX_PE_KERNEL_AVX512: return nx_pe_tiles_avx512;
+    default: return NULL;
+    }
+}
+
+/* What the CPU lacks for kernel k ("" if nothing). */
+static const char *cpu_lacks(nx_pe_kernel k) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (k == NX_PE_KERNEL_AVX2 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")))
+        return "AVX2 and FMA";
+    if (k == NX_PE_KERNEL_AVX512 && !__builtin_cpu_supports("avx512f")) return "AVX-512F";
+#else
+    (void)k;
+#endif
+    return "";
+}
+
+int nx_pe_kernel_available(nx_pe_kernel k) { return kernel_tiles(k) != NULL && cpu_lacks(k)[0] == 0; }
+
+/* "avx512, avx2, vector, scalar" or the available ones, fastest first */
+static void list_kernels(char *out, size_t size, int available_only) {
+    size_t n = 0;
+    out[0] = 0;
+    for (int k = NX_PE_KERNEL_COUNT - 1; k >= 0; k--) {
+        if (available_only && !nx_pe_kernel_available((nx_pe_kernel)k)) continue;
+        int w = snprintf(out + n, size - n, "%s%s", n ? ", " : "", kernel_names[k]);
+        if (w < 0 || (size_t)w >= size - n) return;
+        n += (size_t)w;
+    }
+}
+
+int nx_pe_kernel_choose(const char *name, nx_pe_kernel *out, nx_error *err) {
+    char list[64];
+    if (name == NULL || name[0] == 0) {
+        for (int k = NX_PE_KERNEL_COUNT - 1; k >= 0; k--)
+            if (nx_pe_kernel_available((nx_pe_kernel)k)) {
+                *out = (nx_pe_kernel)k;
+                return 0;
+            }
+        return nx_fail(err, "no matmul kernel is available"); /* unreachable: scalar always is */
+    }
+    for (int k = 0; k < NX_PE_KERNEL_COUNT; k++) {
+        if (strcmp(name, kernel_names[k]) != 0) continue;
+        list_kernels(list, sizeof list, 1);
+        if (kernel_tiles((nx_pe_kernel)k) == NULL)
+            return nx_fail(err, "matmul kernel '%s' is not in this build (available: %s)", name, list);
+        if (cpu_lacks((nx_pe_kernel)k)[0])
+            return nx_fail(err, "matmul kernel '%s' needs %s, which this CPU lacks (available: %s)", name,
+                           cpu_lacks((nx_pe_kernel)k), list);
+        *out = (nx_pe_kernel)k;
+        return 0;
+    }
+    list_kernels(list, sizeof list, 0);
+    return nx_fail(err, "unknown matmul kernel '%.40s' (one of %s)", name, list);
+}
+
+int nx_pe_kernel_active(nx_pe_kernel *out, nx_error *err) {
+    if (nx_pe_kernel_choose(getenv("NXSIM_MM_KERNEL"), out, err) != 0) {
+        nx_fail_prefix(err, "NXSIM_MM_KERNEL");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- when the fused tile may run ----
+ *
+ * fma(a, b, p) equals p + (a * b) bit for bit when the product a * b is
+ * exact: it needs at most 24 significant bits and must lie in fp32's normal
+ * range (a product below 2^-126 would be rounded to a subnormal, one at or
+ * above 2^128 would overflow). Zero, infinite and NaN operands make the two
+ * agree as well (+-0, +-Inf and NaN products are exact; a NaN result is made
+ * canonical either way). A PE input format's nonzero finite values have at
+ * most `sig` significant bits and magnitudes in [2^lo, 2^hi)
+ * (docs/parts/dtypes.md): */
+typedef struct pe_format {
+    int sig, lo, hi;
+} pe_format;
+
+static int pe_format_of(nx_dtype dt, pe_format *f) {
+    switch (dt) {
+    case NX_DT_FP32: *f = (pe_format){24, -149, 128}; return 0;
+    case NX_DT_BF16: *f = (pe_format){8, -133, 128}; return 0;
+    case NX_DT_FP16: *f = (pe_format){11, -24, 16}; return 0;
+    case NX_DT_FP8_E4M3: *f = (pe_format){4, -9, 9}; return 0;
+    case NX_DT_FP8_E5M2: *f = (pe_format){3, -16, 16}; return 0;
+    default: return -1;
+    }
+}
+
+typedef enum fuse_rule {
+    FUSE_NEVER,    /* products can need more than 24 bits (an fp32 input) */
+    FUSE_ALWAYS,   /* every product is exact (fp16 and fp8 inputs) */
+    FUSE_BOUNDED   /* exact within a range of exponents (bf16): bound each tile's operands */
+} fuse_rule;
+
+static fuse_rule fuse_rule_of(nx_dtype a, nx_dtype b) {
+    pe_format fa, fb;
+    if (pe_format_of(a, &fa) != 0 || pe_format_of(b, &fb) != 0 || fa.sig + fb.sig > 24) return FUSE_NEVER;
+    if (fa.lo + fb.lo >= -126 && fa.hi + fb.hi <= 128) return FUSE_ALWAYS;
+    return FUSE_BOUNDED;
+}
+
+/* The biased exponent fields E of a set of fp32 values, nonzero finite ones
+ * only: a normal value lies in [2^(E-127), 2^(E-126)), a subnormal one in
+ * [2^-149, 2^-126) (counted as lo = -22, hi = 0). Every product of a value
+ * of one set and one of another is then in
+ * [2^(lo_a + lo_b - 254), 2^(hi_a + hi_b - 252)): normal and finite when
+ * lo_a + lo_b >= 128 and hi_a + hi_b <= 380. An empty set passes. */
+typedef struct exp_range {
+    int32_t lo, hi;
+} exp_range;
+
+/* From a kernel's scan (tiles.h) of the set. */
+static exp_range exp_range_of(const nx_pe_tiles *t, const float *x, uint32_t rows, uint32_t cols, uint64_t ld) {
+    uint32_t lo_w, hi_bits;
+    t->scan(x, rows, cols, ld, &lo_w, &hi_bits);
+    exp_range r = {1000, -1000};
+    if (lo_w != UINT32_MAX && lo_w + 1u < 0x7f800000u) {
+        int32_t e = (int32_t)((lo_w + 1u) >> 23);
+        r.lo = e == 0 ? -22 : e;
+    }
+    if (hi_bits != 0) r.hi = (int32_t)(hi_bits >> 23);
+    return r;
+}
+
+static int products_exact(exp_range a, exp_range b) { return a.lo + b.lo >= 128 && a.hi + b.hi <= 380; }
+
+/* ---- the multiply ---- */
+
+typedef struct plan {
+    const nx_pe_tiles *t;
+    uint32_t K, M, N, mr, nr, blocks, panels;
+    const float *ap;          /* [blocks][K][mr] */
+    const float *bp;          /* [K][ldb] */
+    uint64_t ldb;
+    float *c;                 /* output row m at c + m * ldc */
+    int64_t ldc;
+    int acc;
+    fuse_rule rule;
+    const exp_range *a_exp;   /* [blocks], FUSE_BOUNDED only */
+    const exp_range *b_exp;   /* [panels], FUSE_BOUNDED only */
+} plan;
+
+/* An edge tile: the kernel's full tile into tmp (the padding of A and B
+ * makes the extra outputs harmless), then the rows x cols part into c. */
+static void edge_tile(const plan *p, nx_pe_tile_fn *fn, const float *a, const float *b, float *c, uint32_t rows,
+                      uint32_t cols) {
+    float tmp[NX_PE_MR_MAX * NX_PE_NR_MAX];
+    const uint32_t qnan = NX_PE_QNAN_BITS;
+    fn(p->K, a, b, p->ldb, tmp, p->nr, 0);
+    for (uint32_t i = 0; i < rows; i++) {
+        float *row = c + (int64_t)i * p->ldc;
+        for (uint32_t j = 0; j < cols; j++) {
+            float v = tmp[i * p->nr + j];
+            if (p->acc) v = row[j] + v;
+            if (v != v) memcpy(&v, &qnan, sizeof v);
+            row[j] = v;
+        }
+    }
+}
+
+/* n-panels [panel0, panel1), every stationary block over each */
+static void run_panels(const plan *p, uint32_t panel0, uint32_t panel1) {
+    for (uint32_t pn = panel0; pn < panel1; pn++) {
+        uint32_t n0 = pn * p->nr, cols = p->N - n0 < p->nr ? p->N - n0 : p->nr;
+        for (uint32_t blk = 0; blk < p->blocks; blk++) {
+            uint32_t m0 = blk * p->mr, rows = p->M - m0 < p->mr ? p->M - m0 : p->mr;
+            int fused = p->rule == FUSE_ALWAYS ||
+                        (p->rule == FUSE_BOUNDED && products_exact(p->a_exp[blk], p->b_exp[pn]));
+            nx_pe_tile_fn *fn = fused ? p->t->fused : p->t->separate;
+            const float *a = p->ap + (uint64_t)blk * p->K * p->mr, *b = p->bp + n0;
+            float *c = p->c + (int64_t)m0 * p->ldc + n0;
+            if (rows == p->mr && cols == p->nr)
+                fn(p->K, a, b, p->ldb, c, p->ldc, p->acc);
+            else
+                edge_tile(p, fn, a, b, c, rows, cols);
+        }
+    }
+}
+
+/* Stationary columns [m0, m0 + mr) of every k -> ap[m0 / mr][k][mr],
+ * zero past M; with `range`, each block's exponent range. */
+static void pack_stationary(const nx_pe_matmul *mm, const nx_pe_tiles *t, uint32_t K, uint32_t M, float *ap,
+                            exp_range *range) {
+    const uint32_t mr = t->mr;
+    for (uint32_t m0 = 0, blk = 0; m0 < M; m0 += mr, blk++) {
+        uint32_t w = M - m0 < mr ? M - m0 : mr;
+        for (uint32_t k = 0; k < K; k++) {
+            float *o = ap + (uint64_t)k * mr;
+            memcpy(o, mm->stationary + (uint64_t)k * mm->stationary_ld + m0, w * sizeof(float));
+            for (uint32_t i = w; i < mr; i++) o[i] = 0.0f;
+        }
+        if (range) range[blk] = exp_range_of(t, ap, 1, K * mr, 0);
+        ap += (uint64_t)K * mr;
+    }
+}
+
+/* 1 if every partition's elements are one contiguous run in order. */
+static int row_is_contiguous(const nx_view *v) {
+    int64_t expect = (int64_t)nx_dtype_size((nx_dtype)v->dtype);
+    for (uint32_t k = v->ndims; k-- > 0;) {
+        if (v->count[k] == 1) continue;
+        if (v->stride_bytes[k] != expect) return 0;
+        expect *= v->count[k];
+    }
+    return 1;
+}
+
+/* Copies dst row m (fp32, any access pattern) to or from c, element order
+ * row-major. */
+static void dst_row_xfer(const nx_view *dst, uint32_t m, float *c, int to_dst) {
+    uint8_t *row = dst->base + (int64_t)m * dst->partition_step;
+    int64_t step[NX_MAX_FREE_DIMS];
+    uint32_t count[NX_MAX_FREE_DIMS];
+    uint32_t pad = NX_MAX_FREE_DIMS - dst->ndims;
+    for (uint32_t k = 0; k < NX_MAX_FREE_DIMS; k++) {
+        step[k] = k < pad ? 0 : dst->stride_bytes[k - pad];
+        count[k] = k < pad ? 1 : dst->count[k - pad];
+    }
+    uint64_t e = 0;
+    for (uint32_t i0 = 0; i0 < count[0]; i0++)
+        for (uint32_t i1 = 0; i1 < count[1]; i1++)
+            for (uint32_t i2 = 0; i2 < count[2]; i2++)
+                for (uint32_t i3 = 0; i3 < count[3]; i3++, e++) {
+                    uint8_t *p = row + (int64_t)i0 * step[0] + (int64_t)i1 * step[1] +
+                                 (int64_t)i2 * step[2] + (int64_t)i3 * step[3];
+                    if (to_dst) nx_dtype_store(NX_DT_FP32, p, c[e]);
+                    else c[e] = (float)nx_dtype_load(NX_DT_FP32, p);
+                }
+}
+
+static uint64_t round_up(uint64_t x, uint64_t to) { return (x + to - 1) / to * to; }
+
+int nx_pe_matmul_run(nx_pe_kernel kernel, const nx_pe_matmul *mm, nx_error *err) {
+    const nx_view *mv = mm->moving, *dst = mm->dst;
+    plan p;
+    memset(&p, 0, sizeof p);
+    p.t = kernel_tiles(kernel);
+    if (p.t == NULL || !nx_pe_kernel_available(kernel))
+        return nx_fail(err, "matmul kernel %d is not available", (int)kernel);
+    p.K = mv->partitions, p.M = dst->partitions, p.N = (uint32_t)mv->free_elems;
+    p.mr = p.t->mr, p.nr = p.t->nr;
+    p.acc = mm->accumulate != 0;
+    p.rule = p.t->fused ? fuse_rule_of(mm->stationary_dtype, (nx_dtype)mv->dtype) : FUSE_NEVER;
+    if (p.K == 0 || p.M == 0 || p.N == 0) return 0;
+    p.blocks = (p.M + p.mr - 1) / p.mr;
+    p.panels = (p.N + p.nr - 1) / p.nr;
+    /* dst rows hold host-order floats the tiles can update in place when
+     * each row is one aligned contiguous run on a little-endian host */
+    int in_place = row_is_contiguous(dst) && dst->partition_step % (int64_t)sizeof(float) == 0 &&
+                   (uintptr_t)dst->base % sizeof(float) == 0;
+#if !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
+    in_place = 0;
+#endif
+    uint64_t npad = (uint64_t)p.panels * p.nr;
+    /* +16 floats: keeps B rows off a power-of-two stride (L1 set conflicts)
+     * and 64-byte aligned */
+    p.ldb = round_up(npad + 16, 16);
+    uint64_t nb = (uint64_t)p.K * p.ldb, na = (uint64_t)p.blocks * p.mr * p.K;
+    uint64_t nc = in_place ? 0 : round_up((uint64_t)p.M * p.N, 16);
+    uint64_t nexp = p.rule == FUSE_BOUNDED ? (uint64_t)p.blocks + p.panels : 0;
+    uint64_t bytes = (nb + na + nc) * sizeof(float) + nexp * sizeof(exp_range);
+    float *buf = aligned_alloc(64, round_up(bytes, 64));
+    if (buf == NULL)
+        return nx_fail(err, "out of memory for %llu bytes of PE scratch", (unsigned long long)bytes);
+    float *bp = buf, *ap = bp + nb, *cbuf = ap + na;
+    exp_range *a_exp = nexp ? (exp_range *)(void *)(cbuf + nc) : NULL, *b_exp = a_exp ? a_exp + p.blocks : NULL;
+
+    /* all of moving is read (into bp) before dst is written */
+    nx_pe_rows_to_f32(mv, p.K, bp, p.ldb);
+    for (uint32_t k = 0; k < p.K; k++) memset(bp + k * p.ldb + p.N, 0, (npad - p.N) * sizeof(float));
+    pack_stationary(mm, p.t, p.K, p.M, ap, a_exp);
+    if (b_exp)
+        for (uint32_t pn = 0; pn < p.panels; pn++) b_exp[pn] = exp_range_of(p.t, bp + pn * p.nr, p.K, p.nr, p.ldb);
+    p.ap = ap, p.bp = bp, p.a_exp = a_exp, p.b_exp = b_exp;
+    if (in_place) {
+        p.c = (float *)(void *)dst->base;
+        p.ldc = dst->partition_step / (int64_t)sizeof(float);
+        run_panels(&p, 0, p.panels);
+    } else {
+        p.c = cbuf;
+        p.ldc = p.N;
+        if (p.acc)
+            for (uint32_t m = 0; m < p.M; m++) dst_row_xfer(dst, m, cbuf + (uint64_t)m * p.N, 0);
+        run_panels(&p, 0, p.panels);
+        for (uint32_t m = 0; m < p.M; m++) dst_row_xfer(dst, m, cbuf + (uint64_t)m * p.N, 1);
+    }
+    free(buf);
+    return 0;
+}

@@ -1,0 +1,84 @@
+/* The AVX2 kernel: 6 x 16 tiles, twelve ymm accumulators (tiles.h). The
+ * separate tile is _mm256_mul_ps then _mm256_add_ps; GCC implements those
+ * intrinsics as plain vector arithmetic, which the library's
+ * -ffp-contract=off keeps from being fused. The fused tile uses
+ * _mm256_fmadd_ps. Compiled for AVX2 + FMA by function attributes only, so
+ * the rest of the library stays baseline x86-64; datapath.c calls it only
+ * when the CPU has both. */
+#include "scan.h"
+#include "tiles.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#define AVX2 __attribute__((target("avx2,fma")))
+#define INLINE static inline __attribute__((always_inline))
+
+enum { MR = 6, NR = 16 };
+
+#define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+
+AVX2 INLINE __m256 step(__m256 p, __m256 a, __m256 b, int fused) {
+    return fused ? _mm256_fmadd_ps(a, b, p) : _mm256_add_ps(p, _mm256_mul_ps(a, b));
+}
+
+/* acc ? row + v : v, NaN lanes canonical */
+AVX2 INLINE void store(float *row, __m256 v, int acc) {
+    if (acc) v = _mm256_add_ps(_mm256_loadu_ps(row), v);
+    __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+    v = _mm256_blendv_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32((int)NX_PE_QNAN_BITS)), nan);
+    _mm256_storeu_ps(row, v);
+}
+
+AVX2 INLINE void tile(uint32_t K, const float *a, const float *b, uint64_t ldb, float *c, int64_t ldc, int acc,
+                      int fused) {
+    __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+#define ROW_INIT(i)                               \
+    __m256 c##i##0, c##i##1;                      \
+    {                                             \
+        __m256 ai = _mm256_broadcast_ss(a + (i)); \
+        c##i##0 = _mm256_mul_ps(ai, b0);          \
+        c##i##1 = _mm256_mul_ps(ai, b1);          \
+    }
+    ROWS(ROW_INIT)
+#undef ROW_INIT
+    for (uint32_t k = 1; k < K; k++) {
+        a += MR;
+        b += ldb;
+        b0 = _mm256_loadu_ps(b);
+        b1 = _mm256_loadu_ps(b + 8);
+#define ROW_STEP(i)                               \
+    {                                             \
+        __m256 ai = _mm256_broadcast_ss(a + (i)); \
+        c##i##0 = step(c##i##0, ai, b0, fused);   \
+        c##i##1 = step(c##i##1, ai, b1, fused);   \
+    }
+        ROWS(ROW_STEP)
+#undef ROW_STEP
+    }
+#define ROW_STORE(i)                                \
+    store(c + (int64_t)(i) * ldc, c##i##0, acc);     \
+    store(c + (int64_t)(i) * ldc + 8, c##i##1, acc);
+    ROWS(ROW_STORE)
+#undef ROW_STORE
+}
+
+AVX2 static void tile_separate(uint32_t K, const float *a, const float *b, uint64_t ldb, float *c, int64_t ldc,
+                               int acc) {
+    tile(K, a, b, ldb, c, ldc, acc, 0);
+}
+
+AVX2 static void tile_fused(uint32_t K, const float *a, const float *b, uint64_t ldb, float *c, int64_t ldc,
+                            int acc) {
+    tile(K, a, b, ldb, c, ldc, acc, 1);
+}
+
+AVX2 static void scan(const float *x, uint32_t rows, uint32_t cols, uint64_t ld, uint32_t *lo, uint32_t *hi) {
+    pe_scan(x, rows, cols, ld, lo, hi);
+}
+
+static const nx_pe_tiles tiles = {MR, NR, tile_separate, tile_fused, scan};
+const nx_pe_tiles *const nx_pe_tiles_avx2 = &tiles;
+#else
+const nx_pe_tiles *const nx_pe_tiles_avx2 = 0;
+#endif

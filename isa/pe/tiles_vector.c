@@ -1,0 +1,15 @@
+/* The vector kernel (tile_vector.h): the separate multiply-and-add tile and
+ * the kernel's table; its fused tile is tiles_vector_fused.c. */
+#include "scan.h"
+#include "tile_vector.h"
+
+static void tile_separate(uint32_t K, const float *a, const float *b, uint64_t ldb, float *c, int64_t ldc,
+                          int acc) {
+    pe_tile_vector(K, a, b, ldb, c, ldc, acc);
+}
+
+static void scan(const float *x, uint32_t rows, uint32_t cols, uint64_t ld, uint32_t *lo, uint32_t *hi) {
+    pe_scan(x, rows, cols, ld, lo, hi);
+}
+
+const nx_pe_tiles nx_pe_tiles_vector = {PE_VEC_MR, PE_VEC_NR, tile_separate, nx_pe_tile_vector_fused, scan};
