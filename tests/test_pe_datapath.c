@@ -416,6 +416,66 @@ static void strided_operands(void **state) {
     }
 }
 
+/* nx_pe_convert (load_stationary's and multiply_moving's converter) under
+ * every kernel: every bf16 and fp8 code, fp16 codes and fp32 bit patterns
+ * (NaN payloads included) give the format's exact value, as bits for
+ * fp32 and bf16 (whose fp32 image is the code shifted up), contiguous and
+ * strided. */
+static void convert_every_kernel(void **state) {
+    (void)state;
+    enum { ROWS = 8, COLS = 8192 };
+    uint8_t *src = malloc((size_t)ROWS * COLS * 4 * 2);
+    float *out = malloc((size_t)ROWS * (COLS + 7) * sizeof *out);
+    assert_non_null(src);
+    assert_non_null(out);
+    test_rng r = {700};
+    for (int d = 0; d < N_PE_DTYPES; d++) {
+        nx_dtype dt = pe_dtypes[d];
+        size_t es = nx_dtype_size(dt);
+        for (uint32_t step = 1; step <= 2; step++) {
+            const int64_t row_bytes = (int64_t)COLS * es * step;
+            for (size_t i = 0; i < (size_t)ROWS * COLS; i++) {
+                uint32_t code = es == 4 ? (uint32_t)test_rng_next(&r) : (uint32_t)(i % (1u << (8 * es)));
+                if (es == 4 && i % 97 == 0) code = 0x7f800001u + (uint32_t)(i % 1000); /* NaN payloads */
+                uint8_t *at = src + (i / COLS) * row_bytes + (i % COLS) * es * step;
+                for (size_t b = 0; b < es; b++) at[b] = (uint8_t)(code >> (8 * b));
+            }
+            nx_view v;
+            memset(&v, 0, sizeof v);
+            v.kind = NX_OPK_SBUF;
+            v.dtype = (uint8_t)dt;
+            v.ndims = 1;
+            v.partitions = ROWS;
+            v.free_elems = COLS;
+            v.base = src;
+            v.partition_step = row_bytes;
+            v.stride_bytes[0] = (int64_t)(es * step);
+            v.count[0] = COLS;
+            for (int k = 0; k < NX_PE_KERNEL_COUNT; k++) {
+                if (!nx_pe_kernel_available((nx_pe_kernel)k)) continue;
+                memset(out, 0xff, (size_t)ROWS * (COLS + 7) * sizeof *out);
+                nx_pe_convert((nx_pe_kernel)k, &v, ROWS, out, COLS + 7);
+                for (size_t i = 0; i < (size_t)ROWS * COLS; i++) {
+                    const uint8_t *at = src + (i / COLS) * row_bytes + (i % COLS) * es * step;
+                    float got = out[(i / COLS) * (COLS + 7) + i % COLS];
+                    uint32_t code = 0;
+                    for (size_t b = 0; b < es; b++) code |= (uint32_t)at[b] << (8 * b);
+                    float want = (float)nx_dtype_load(dt, at);
+                    int ok = dt == NX_DT_FP32   ? bits_of(got) == code
+                             : dt == NX_DT_BF16 ? bits_of(got) == code << 16
+                             : want != want     ? got != got
+                                                : bits_of(got) == bits_of(want);
+                    if (!ok)
+                        fail_msg("convert, kernel %s, %s step %u, element %zu (code 0x%x): got 0x%08x",
+                                 nx_pe_kernel_name((nx_pe_kernel)k), nx_dtype_name(dt), step, i, code, bits_of(got));
+                }
+            }
+        }
+    }
+    free(src);
+    free(out);
+}
+
 /* multiply_moving itself under NXSIM_MM_KERNEL = each available kernel:
  * the reference's bits; an unknown name fails the instruction. */
 static void instruction_under_each_kernel(void **state) {
@@ -478,6 +538,7 @@ int main(void) {
         cmocka_unit_test(bf16_outside_the_exact_range),
         cmocka_unit_test(special_values),
         cmocka_unit_test(strided_operands),
+        cmocka_unit_test(convert_every_kernel),
         cmocka_unit_test(instruction_under_each_kernel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,6 +9,7 @@
  * input rows -> fp32" converter that multiply_moving.c shares. */
 #include "insn_impl.h"
 #include "pe_convert.h"
+#include "../pe/datapath.h"
 
 static uint16_t load_le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 
@@ -117,9 +118,11 @@ int nx_validate_LOAD_STATIONARY(const nx_insn *insn, nx_engine engine, const nx_
 
 int nx_exec_LOAD_STATIONARY(const nx_exec_ctx *ctx, const nx_insn *insn) {
     nx_core_state *cs = &ctx->state->core[ctx->core];
+    nx_pe_kernel kernel;
+    if (nx_pe_kernel_active(&kernel, ctx->err) != 0) return -1;
     nx_view src;
     nx_view_init(&src, ctx, &insn->op[0]);
-    nx_pe_rows_to_f32(&src, src.partitions, cs->stationary, ctx->state->geo.pe_cols);
+    nx_pe_convert(kernel, &src, src.partitions, cs->stationary, ctx->state->geo.pe_cols);
     cs->stationary_k = src.partitions;
     cs->stationary_m = (uint32_t)src.free_elems;
     cs->stationary_dtype = src.dtype;

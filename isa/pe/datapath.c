@@ -140,13 +140,11 @@ typedef struct exp_range {
     int32_t lo, hi;
 } exp_range;
 
-/* From a kernel's scan (tiles.h) of the set. */
-static exp_range exp_range_of(const nx_pe_tiles *t, const float *x, uint32_t rows, uint32_t cols, uint64_t ld) {
-    uint32_t lo_w, hi_bits;
-    t->scan(x, rows, cols, ld, &lo_w, &hi_bits);
+/* From a kernel's scan of the set (tiles.h). */
+static exp_range exp_range_of(uint32_t lo_bits, uint32_t hi_bits) {
     exp_range r = {1000, -1000};
-    if (lo_w != UINT32_MAX && lo_w + 1u < 0x7f800000u) {
-        int32_t e = (int32_t)((lo_w + 1u) >> 23);
+    if (lo_bits < 0x7f800000u) {
+        int32_t e = (int32_t)(lo_bits >> 23);
         r.lo = e == 0 ? -22 : e;
     }
     if (hi_bits != 0) r.hi = (int32_t)(hi_bits >> 23);
@@ -160,24 +158,27 @@ static int products_exact(exp_range a, exp_range b) { return a.lo + b.lo >= 128 
 typedef struct plan {
     const nx_pe_tiles *t;
     uint32_t K, M, N, mr, nr, blocks, panels;
-    const float *ap;          /* [blocks][K][mr] */
-    const float *bp;          /* [K][ldb] */
-    uint64_t ldb;
-    float *c;                 /* output row m at c + m * ldc */
-    int64_t ldc;
     int acc;
     fuse_rule rule;
+    const float *ap;          /* [blocks][K][mr] */
     const exp_range *a_exp;   /* [blocks], FUSE_BOUNDED only */
+    /* moving, either */
+    const float *bp;          /* converted in one go, [K][ldb] (ldb >= panels * nr, zero past N) */
+    uint64_t ldb;
     const exp_range *b_exp;   /* [panels], FUSE_BOUNDED only */
+    const nx_view *mv;        /* or (contiguous fp32 / bf16 rows) converted panel by panel */
+    float *panel;             /* ... into [K][nr] */
+    float *c;                 /* output row m at c + m * ldc */
+    int64_t ldc;
 } plan;
 
 /* An edge tile: the kernel's full tile into tmp (the padding of A and B
  * makes the extra outputs harmless), then the rows x cols part into c. */
-static void edge_tile(const plan *p, nx_pe_tile_fn *fn, const float *a, const float *b, float *c, uint32_t rows,
-                      uint32_t cols) {
+static void edge_tile(const plan *p, nx_pe_tile_fn *fn, const float *a, const float *b, uint64_t ldb, float *c,
+                      uint32_t rows, uint32_t cols) {
     float tmp[NX_PE_MR_MAX * NX_PE_NR_MAX];
     const uint32_t qnan = NX_PE_QNAN_BITS;
-    fn(p->K, a, b, p->ldb, tmp, p->nr, 0);
+    fn(p->K, a, b, ldb, tmp, p->nr, 0);
     for (uint32_t i = 0; i < rows; i++) {
         float *row = c + (int64_t)i * p->ldc;
         for (uint32_t j = 0; j < cols; j++) {
@@ -193,17 +194,42 @@ static void edge_tile(const plan *p, nx_pe_tile_fn *fn, const float *a, const fl
 static void run_panels(const plan *p, uint32_t panel0, uint32_t panel1) {
     for (uint32_t pn = panel0; pn < panel1; pn++) {
         uint32_t n0 = pn * p->nr, cols = p->N - n0 < p->nr ? p->N - n0 : p->nr;
+        const float *b = p->bp + n0;
+        uint64_t ldb = p->ldb;
+        exp_range b_exp = p->b_exp ? p->b_exp[pn] : (exp_range){0, 0};
+        const uint8_t *next = NULL; /* the next panel's moving rows, prefetched during this one */
+        uint32_t next_bytes = 0;
+        if (p->panel) {
+            const size_t es = nx_dtype_size((nx_dtype)p->mv->dtype);
+            const uint8_t *src = p->mv->base + n0 * es;
+            p->t->pack(src, p->mv->partition_step, p->mv->dtype == NX_DT_BF16, p->K, cols, p->nr, p->nr, p->panel);
+            if (p->rule == FUSE_BOUNDED) {
+                uint32_t lo, hi;
+                p->t->scan(p->panel, 1, p->K * p->nr, 0, &lo, &hi);
+                b_exp = exp_range_of(lo, hi);
+            }
+            b = p->panel, ldb = p->nr;
+            if (pn + 1 < panel1) {
+                next = src + p->nr * es;
+                next_bytes = (uint32_t)((p->N - n0 - cols < p->nr ? p->N - n0 - cols : p->nr) * es);
+            }
+        }
         for (uint32_t blk = 0; blk < p->blocks; blk++) {
             uint32_t m0 = blk * p->mr, rows = p->M - m0 < p->mr ? p->M - m0 : p->mr;
-            int fused = p->rule == FUSE_ALWAYS ||
-                        (p->rule == FUSE_BOUNDED && products_exact(p->a_exp[blk], p->b_exp[pn]));
+            int fused = p->rule == FUSE_ALWAYS || (p->rule == FUSE_BOUNDED && products_exact(p->a_exp[blk], b_exp));
             nx_pe_tile_fn *fn = fused ? p->t->fused : p->t->separate;
-            const float *a = p->ap + (uint64_t)blk * p->K * p->mr, *b = p->bp + n0;
+            const float *a = p->ap + (uint64_t)blk * p->K * p->mr;
             float *c = p->c + (int64_t)m0 * p->ldc + n0;
+            /* moving rows are partitions far apart, each a new stream for
+             * the hardware prefetcher: fetch the next panel's share of them
+             * a block at a time, under this panel's arithmetic */
+            for (uint32_t k = blk * p->K / p->blocks; next && k < (blk + 1) * p->K / p->blocks; k++)
+                for (uint32_t off = 0; off < next_bytes; off += 64)
+                    __builtin_prefetch(next + (int64_t)k * p->mv->partition_step + off, 0, 3);
             if (rows == p->mr && cols == p->nr)
-                fn(p->K, a, b, p->ldb, c, p->ldc, p->acc);
+                fn(p->K, a, b, ldb, c, p->ldc, p->acc);
             else
-                edge_tile(p, fn, a, b, c, rows, cols);
+                edge_tile(p, fn, a, b, ldb, c, rows, cols);
         }
     }
 }
@@ -217,10 +243,14 @@ static void pack_stationary(const nx_pe_matmul *mm, const nx_pe_tiles *t, uint32
         uint32_t w = M - m0 < mr ? M - m0 : mr;
         for (uint32_t k = 0; k < K; k++) {
             float *o = ap + (uint64_t)k * mr;
-            memcpy(o, mm->stationary + (uint64_t)k * mm->stationary_ld + m0, w * sizeof(float));
-            for (uint32_t i = w; i < mr; i++) o[i] = 0.0f;
+            const float *in = mm->stationary + (uint64_t)k * mm->stationary_ld + m0;
+            for (uint32_t i = 0; i < mr; i++) o[i] = i < w ? in[i] : 0.0f;
         }
-        if (range) range[blk] = exp_range_of(t, ap, 1, K * mr, 0);
+        if (range) {
+            uint32_t lo, hi;
+            t->scan(ap, 1, K * mr, 0, &lo, &hi);
+            range[blk] = exp_range_of(lo, hi);
+        }
         ap += (uint64_t)K * mr;
     }
 }
@@ -261,6 +291,35 @@ static void dst_row_xfer(const nx_view *dst, uint32_t m, float *c, int to_dst) {
 
 static uint64_t round_up(uint64_t x, uint64_t to) { return (x + to - 1) / to * to; }
 
+/* rows x free_elems of a PE-input view -> out[r * ld + e], zero for e in
+ * [free_elems, pad_to): contiguous fp32 and bf16 rows through the kernel's
+ * vectorised converter, anything else through the generic one. */
+static int fast_rows(const nx_pe_tiles *t, const nx_view *v) {
+    int little_endian = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    little_endian = 1;
+#endif
+    return little_endian && t->pack && (v->dtype == NX_DT_FP32 || v->dtype == NX_DT_BF16) && row_is_contiguous(v);
+}
+
+static void convert_rows(const nx_pe_tiles *t, const nx_view *v, uint32_t rows, uint32_t pad_to, float *out,
+                         uint64_t ld) {
+    uint32_t n = (uint32_t)v->free_elems;
+    if (fast_rows(t, v)) {
+        t->pack(v->base, v->partition_step, v->dtype == NX_DT_BF16, rows, n, pad_to, ld, out);
+        return;
+    }
+    nx_pe_rows_to_f32(v, rows, out, ld);
+    if (pad_to > n)
+        for (uint32_t r = 0; r < rows; r++) memset(out + r * ld + n, 0, (pad_to - n) * sizeof(float));
+}
+
+void nx_pe_convert(nx_pe_kernel kernel, const nx_view *v, uint32_t rows, float *out, uint64_t ld) {
+    const nx_pe_tiles *t = kernel_tiles(kernel);
+    if (t == NULL) t = &nx_pe_tiles_scalar;
+    convert_rows(t, v, rows, (uint32_t)v->free_elems, out, ld);
+}
+
 int nx_pe_matmul_run(nx_pe_kernel kernel, const nx_pe_matmul *mm, nx_error *err) {
     const nx_view *mv = mm->moving, *dst = mm->dst;
     plan p;
@@ -275,18 +334,24 @@ int nx_pe_matmul_run(nx_pe_kernel kernel, const nx_pe_matmul *mm, nx_error *err)
     if (p.K == 0 || p.M == 0 || p.N == 0) return 0;
     p.blocks = (p.M + p.mr - 1) / p.mr;
     p.panels = (p.N + p.nr - 1) / p.nr;
+    int little_endian = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    little_endian = 1;
+#endif
     /* dst rows hold host-order floats the tiles can update in place when
      * each row is one aligned contiguous run on a little-endian host */
-    int in_place = row_is_contiguous(dst) && dst->partition_step % (int64_t)sizeof(float) == 0 &&
+    int in_place = little_endian && row_is_contiguous(dst) && dst->partition_step % (int64_t)sizeof(float) == 0 &&
                    (uintptr_t)dst->base % sizeof(float) == 0;
-#if !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
-    in_place = 0;
-#endif
+    /* contiguous fp32 / bf16 moving rows (moving is SBUF, dst PSUM: they
+     * never overlap) are converted panel by panel into an L1-sized buffer
+     * every block then reads; any other moving is converted in one go */
+    int by_panel = fast_rows(p.t, mv);
     uint64_t npad = (uint64_t)p.panels * p.nr;
     /* +16 floats: keeps B rows off a power-of-two stride (L1 set conflicts)
      * and 64-byte aligned */
     p.ldb = round_up(npad + 16, 16);
-    uint64_t nb = (uint64_t)p.K * p.ldb, na = (uint64_t)p.blocks * p.mr * p.K;
+    uint64_t nb = by_panel ? round_up((uint64_t)p.K * p.nr, 16) : (uint64_t)p.K * p.ldb;
+    uint64_t na = round_up((uint64_t)p.blocks * p.mr * p.K, 16);
     uint64_t nc = in_place ? 0 : round_up((uint64_t)p.M * p.N, 16);
     uint64_t nexp = p.rule == FUSE_BOUNDED ? (uint64_t)p.blocks + p.panels : 0;
     uint64_t bytes = (nb + na + nc) * sizeof(float) + nexp * sizeof(exp_range);
@@ -294,15 +359,22 @@ int nx_pe_matmul_run(nx_pe_kernel kernel, const nx_pe_matmul *mm, nx_error *err)
     if (buf == NULL)
         return nx_fail(err, "out of memory for %llu bytes of PE scratch", (unsigned long long)bytes);
     float *bp = buf, *ap = bp + nb, *cbuf = ap + na;
-    exp_range *a_exp = nexp ? (exp_range *)(void *)(cbuf + nc) : NULL, *b_exp = a_exp ? a_exp + p.blocks : NULL;
-
-    /* all of moving is read (into bp) before dst is written */
-    nx_pe_rows_to_f32(mv, p.K, bp, p.ldb);
-    for (uint32_t k = 0; k < p.K; k++) memset(bp + k * p.ldb + p.N, 0, (npad - p.N) * sizeof(float));
+    exp_range *a_exp = nexp ? (exp_range *)(void *)(cbuf + nc) : NULL;
     pack_stationary(mm, p.t, p.K, p.M, ap, a_exp);
-    if (b_exp)
-        for (uint32_t pn = 0; pn < p.panels; pn++) b_exp[pn] = exp_range_of(p.t, bp + pn * p.nr, p.K, p.nr, p.ldb);
-    p.ap = ap, p.bp = bp, p.a_exp = a_exp, p.b_exp = b_exp;
+    p.ap = ap, p.a_exp = a_exp;
+    if (by_panel) {
+        p.mv = mv, p.panel = bp;
+    } else {
+        /* all of moving is read (into bp) before dst is written */
+        convert_rows(p.t, mv, p.K, (uint32_t)npad, bp, p.ldb);
+        exp_range *b_exp = a_exp ? a_exp + p.blocks : NULL;
+        for (uint32_t pn = 0; b_exp && pn < p.panels; pn++) {
+            uint32_t lo, hi;
+            p.t->scan(bp + pn * p.nr, p.K, p.nr, p.ldb, &lo, &hi);
+            b_exp[pn] = exp_range_of(lo, hi);
+        }
+        p.bp = bp, p.b_exp = b_exp;
+    }
     if (in_place) {
         p.c = (float *)(void *)dst->base;
         p.ldc = dst->partition_step / (int64_t)sizeof(float);

@@ -48,6 +48,12 @@ int nx_pe_kernel_choose(const char *name, nx_pe_kernel *out, nx_error *err);
  * variable. */
 int nx_pe_kernel_active(nx_pe_kernel *out, nx_error *err);
 
+/* PE input conversion (load_stationary's and multiply_moving's): `rows`
+ * partitions of a view of a PE input dtype -> fp32, partition r, element e
+ * at out[r * ld + e]; exact. The generic converter (isa/insns/pe_convert.h)
+ * with kernel k's vectorised one for contiguous fp32 and bf16 rows. */
+void nx_pe_convert(nx_pe_kernel k, const nx_view *v, uint32_t rows, float *out, uint64_t ld);
+
 /* One multiply: K = moving->partitions, M = dst->partitions,
  * N = moving->free_elems (= dst->free_elems). The caller has validated the
  * operands (multiply_moving's rules); moving and dst do not overlap. */

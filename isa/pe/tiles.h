@@ -31,11 +31,17 @@ typedef void nx_pe_tile_fn(uint32_t K, const float *a, const float *b, uint64_t 
 typedef void nx_pe_scan_fn(const float *x, uint32_t rows, uint32_t cols, uint64_t ld, uint32_t *lo,
                            uint32_t *hi);
 
+/* pe_pack_rows (panel.h) compiled for the kernel's instruction set; NULL:
+ * the kernel reads moving through the generic converter only. */
+typedef void nx_pe_pack_fn(const uint8_t *src, int64_t step, int bf16, uint32_t K, uint32_t cols, uint32_t pad_to,
+                           uint64_t ld, float *out);
+
 typedef struct nx_pe_tiles {
     uint32_t mr, nr;          /* the tile: mr <= NX_PE_MR_MAX, nr <= NX_PE_NR_MAX */
     nx_pe_tile_fn *separate;
     nx_pe_tile_fn *fused;
     nx_pe_scan_fn *scan;
+    nx_pe_pack_fn *pack;
 } nx_pe_tiles;
 
 enum { NX_PE_MR_MAX = 16, NX_PE_NR_MAX = 64 };

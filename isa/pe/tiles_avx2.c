@@ -5,7 +5,8 @@
  * _mm256_fmadd_ps. Compiled for AVX2 + FMA by function attributes only, so
  * the rest of the library stays baseline x86-64; datapath.c calls it only
  * when the CPU has both. */
-#include "scan.h"
+#define PE_PANEL_BYTES 32
+#include "panel.h"
 #include "tiles.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -77,7 +78,12 @@ AVX2 static void scan(const float *x, uint32_t rows, uint32_t cols, uint64_t ld,
     pe_scan(x, rows, cols, ld, lo, hi);
 }
 
-static const nx_pe_tiles tiles = {MR, NR, tile_separate, tile_fused, scan};
+AVX2 static void pack(const uint8_t *src, int64_t step, int bf16, uint32_t K, uint32_t cols, uint32_t pad_to, uint64_t ld,
+                 float *out) {
+    pe_pack_rows(src, step, bf16, K, cols, pad_to, ld, out);
+}
+
+static const nx_pe_tiles tiles = {MR, NR, tile_separate, tile_fused, scan, pack};
 const nx_pe_tiles *const nx_pe_tiles_avx2 = &tiles;
 #else
 const nx_pe_tiles *const nx_pe_tiles_avx2 = 0;

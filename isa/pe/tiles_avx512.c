@@ -3,7 +3,8 @@
  * in GCC, kept unfused by the library's -ffp-contract=off); the fused tile
  * uses _mm512_fmadd_ps. Compiled for AVX-512F by function attributes only;
  * datapath.c calls it only when the CPU has AVX-512F. */
-#include "scan.h"
+#define PE_PANEL_BYTES 64
+#include "panel.h"
 #include "tiles.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -75,7 +76,12 @@ AVX512 static void scan(const float *x, uint32_t rows, uint32_t cols, uint64_t l
     pe_scan(x, rows, cols, ld, lo, hi);
 }
 
-static const nx_pe_tiles tiles = {MR, NR, tile_separate, tile_fused, scan};
+AVX512 static void pack(const uint8_t *src, int64_t step, int bf16, uint32_t K, uint32_t cols, uint32_t pad_to, uint64_t ld,
+                 float *out) {
+    pe_pack_rows(src, step, bf16, K, cols, pad_to, ld, out);
+}
+
+static const nx_pe_tiles tiles = {MR, NR, tile_separate, tile_fused, scan, pack};
 const nx_pe_tiles *const nx_pe_tiles_avx512 = &tiles;
 #else
 const nx_pe_tiles *const nx_pe_tiles_avx512 = 0;

@@ -37,4 +37,4 @@ static void tile_scalar(uint32_t K, const float *a, const float *b, uint64_t ldb
     }
 }
 
-const nx_pe_tiles nx_pe_tiles_scalar = {MR, NR, tile_scalar, NULL, NULL};
+const nx_pe_tiles nx_pe_tiles_scalar = {MR, NR, tile_scalar, NULL, NULL, NULL};

@@ -1,7 +1,8 @@
 /* The vector kernel (tile_vector.h): the separate multiply-and-add tile and
  * the kernel's table; its fused tile is tiles_vector_fused.c. */
-#include "scan.h"
 #include "tile_vector.h"
+#define PE_PANEL_BYTES PE_VEC_BYTES
+#include "panel.h"
 
 static void tile_separate(uint32_t K, const float *a, const float *b, uint64_t ldb, float *c, int64_t ldc,
                           int acc) {
@@ -12,4 +13,9 @@ static void scan(const float *x, uint32_t rows, uint32_t cols, uint64_t ld, uint
     pe_scan(x, rows, cols, ld, lo, hi);
 }
 
-const nx_pe_tiles nx_pe_tiles_vector = {PE_VEC_MR, PE_VEC_NR, tile_separate, nx_pe_tile_vector_fused, scan};
+static void pack(const uint8_t *src, int64_t step, int bf16, uint32_t K, uint32_t cols, uint32_t pad_to, uint64_t ld,
+                 float *out) {
+    pe_pack_rows(src, step, bf16, K, cols, pad_to, ld, out);
+}
+
+const nx_pe_tiles nx_pe_tiles_vector = {PE_VEC_MR, PE_VEC_NR, tile_separate, nx_pe_tile_vector_fused, scan, pack};
