@@ -2,30 +2,30 @@
  * write or summarise the outputs.
  *
  * Order matters for "no partial output": everything that can fail (loading,
- * validation, inputs, the run, serialising every output) happens before the
- * first output file is written; if writing output k still fails, outputs
- * 0..k-1 written by this run are removed again. */
-#define _POSIX_C_SOURCE 200809L /* unlink */
-
-#include <errno.h>
+ * validation, inputs, the run, the race check, serialising every output)
+ * happens before the first output file is written; if writing output k
+ * still fails, outputs 0..k-1 written by this run are removed again
+ * (cli/outputs.h). The run itself is registry/run/run.h's nx_run_program. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "io.h"
-#include "isa/exec.h"
 #include "isa/npy.h"
 #include "isa/state.h"
-#include "sim/model.h"
+#include "isa/strbuf.h"
+#include "isa/tensor_random.h"
+#include "options.h"
+#include "outputs.h"
+#include "registry/run/run.h"
 #include "tensors.h"
 
 void cmd_exec_help(FILE *f) {
     fputs("Usage: nxsim exec PROGRAM [--in NAME=FILE.npy]... [--out NAME=FILE.npy]...\n"
           "                  [--machine NAME|FILE.json] [--seed N] [--functional]\n"
-          "                  [--pe model|rtl] [--vcd FILE.vcd]\n"
+          "                  [--pe model|rtl] [--vcd FILE.vcd] [--race-check]\n"
           "\n"
           "Runs PROGRAM, a .nxb binary or .nxs text program (recognised by the .nxb\n"
           "magic, not by the file name), on the machine it targets.\n"
@@ -45,7 +45,8 @@ void cmd_exec_help(FILE *f) {
           "  -o, --out NAME=FILE.npy   write tensor NAME to FILE.npy after the run\n"
           "  -m, --machine SPEC        run on this machine instead of the program's\n"
           "                            .machine: a preset (trn1, trn2) or a JSON file\n"
-          "  -s, --seed N              seed for the pseudo-random inputs (default 1)\n"
+          "  -s, --seed N              seed for the pseudo-random inputs (default 1;\n"
+          "                            decimal, or hexadecimal with 0x: 010 is ten)\n"
           "      --functional          use the functional executor (instructions run\n"
           "                            instantly in a dependency-respecting order)\n"
           "                            instead of the cycle-approximate SystemC model,\n"
@@ -59,12 +60,18 @@ void cmd_exec_help(FILE *f) {
           "      --vcd FILE.vcd        with --pe rtl: write the RTL waveform of the run\n"
           "                            (GTKWave); a second core's goes to\n"
           "                            FILE.core1.vcd\n"
+          "      --race-check          check the run for races (sim/race.h): two\n"
+          "                            accesses of the same memory, one a write, that\n"
+          "                            no semaphore or barrier orders; a race is an\n"
+          "                            error (exit 1, no --out written). Off by\n"
+          "                            default: it keeps the model's per-instruction\n"
+          "                            log and scans it (needs the SystemC model)\n"
           "  -h, --help                show this help and exit\n"
           "\n"
-          "Exit status: 0 ok; 1 fault or deadlock during the run, or an output could\n"
-          "not be written; 2 usage error; 3 bad input (malformed program or .npy,\n"
-          "validation error, unknown tensor, --in for a non-input tensor, dtype or\n"
-          "shape mismatch, unknown machine).\n",
+          "Exit status: 0 ok; 1 fault or deadlock during the run, a race found by\n"
+          "--race-check, or an output could not be written; 2 usage error; 3 bad\n"
+          "input (malformed program or .npy, validation error, unknown tensor, --in\n"
+          "for a non-input tensor, dtype or shape mismatch, unknown machine).\n",
           f);
 }
 
@@ -77,12 +84,9 @@ typedef struct binding {
 typedef struct exec_args {
     const char *program;
     const char *machine;
-    uint64_t seed;
     binding *ins, *outs;
     int n_in, n_out;
-    int functional; /* --functional: nx_exec_program instead of the model */
-    int pe_rtl;     /* --pe rtl: the PE engine runs on the RTL array */
-    const char *vcd; /* --vcd FILE: the RTL waveform (needs --pe rtl) */
+    cli_backend backend; /* seed, --functional, --pe, --vcd, --race-check */
 } exec_args;
 
 /* Splits NAME=FILE in place. */
@@ -97,35 +101,22 @@ static int split_binding(const char *opt, char *arg, binding *b) {
     return 0;
 }
 
-static int parse_seed(const char *s, uint64_t *out) {
-    if (s[0] < '0' || s[0] > '9') return -1;
-    /* decimal, or hex with 0x (never octal: "010" is ten) */
-    int hex = s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
-    if (hex && !((s[2] >= '0' && s[2] <= '9') || (s[2] >= 'a' && s[2] <= 'f') || (s[2] >= 'A' && s[2] <= 'F')))
-        return -1;
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(s, &end, hex ? 16 : 10);
-    if (errno != 0 || *end != '\0') return -1;
-    *out = (uint64_t)v;
-    return 0;
-}
-
 static int parse_args(int argc, char **argv, exec_args *a) {
     static const struct option longopts[] = {
         {"in", required_argument, NULL, 'i'},
         {"out", required_argument, NULL, 'o'},
         {"machine", required_argument, NULL, 'm'},
-        {"seed", required_argument, NULL, 's'},
-        {"functional", no_argument, NULL, 'F'},
-        {"pe", required_argument, NULL, 'P'},
-        {"vcd", required_argument, NULL, 'V'},
+        CLI_BACKEND_LONGOPTS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    int c;
+    int c, status = CLI_EXIT_OK;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":i:o:m:s:h", longopts, NULL)) != -1) {
+        if (cli_backend_option("exec", c, optarg, &a->backend, &status)) {
+            if (status != CLI_EXIT_OK) return status;
+            continue;
+        }
         switch (c) {
         case 'i':
             if (split_binding("--in", optarg, &a->ins[a->n_in]) != 0) return CLI_EXIT_USAGE;
@@ -146,27 +137,12 @@ static int parse_args(int argc, char **argv, exec_args *a) {
             a->n_out++;
             break;
         case 'm': a->machine = optarg; break;
-        case 's':
-            if (parse_seed(optarg, &a->seed) != 0)
-                return cli_usage_error("exec", "--seed expects a non-negative integer, got '%s'", optarg);
-            break;
-        case 'F': a->functional = 1; break;
-        case 'P':
-            if (strcmp(optarg, "rtl") == 0) a->pe_rtl = 1;
-            else if (strcmp(optarg, "model") == 0) a->pe_rtl = 0;
-            else return cli_usage_error("exec", "--pe expects model or rtl, got '%s'", optarg);
-            break;
-        case 'V':
-            if (optarg[0] == '\0') return cli_usage_error("exec", "--vcd expects a file name");
-            a->vcd = optarg;
-            break;
         case 'h': cmd_exec_help(stdout); return -1;
         default: return cli_option_error("exec", c, argc, argv);
         }
     }
-    if (a->vcd && !a->pe_rtl) return cli_usage_error("exec", "--vcd needs --pe rtl (only the RTL has a waveform)");
-    if (a->pe_rtl && a->functional)
-        return cli_usage_error("exec", "--pe rtl runs on the SystemC model; it cannot be combined with --functional");
+    status = cli_backend_validate("exec", &a->backend);
+    if (status != CLI_EXIT_OK) return status;
     if (optind >= argc) return cli_usage_error("exec", "no program given");
     if (argc - optind > 1) return cli_usage_error("exec", "expected one program, got %d", argc - optind);
     a->program = argv[optind];
@@ -210,8 +186,7 @@ static int load_inputs(const nx_program *p, const exec_args *a, nx_state *st) {
             return -1;
         }
     }
-    char note[400] = "";
-    size_t used = 0;
+    nx_strbuf names = NX_STRBUF_INIT;
     int filled = 0;
     for (uint32_t i = 0; i < p->tensor_count; i++) {
         const nx_tensor_decl *t = &p->tensors[i];
@@ -219,40 +194,27 @@ static int load_inputs(const nx_program *p, const exec_args *a, nx_state *st) {
         int given = 0;
         for (int k = 0; k < a->n_in && !given; k++) given = a->ins[k].tensor == (int)i;
         if (given) continue;
-        cli_tensor_fill_random(t, st->hbm + t->offset, a->seed, i);
-        if (used < sizeof note) {
-            int n = snprintf(note + used, sizeof note - used, "%s%s", filled ? ", " : "", t->name);
-            used = n < 0 ? sizeof note : used + (size_t)n;
-        }
+        nx_tensor_fill_random(t, st->hbm + t->offset, a->backend.seed, i);
+        nx_sb_printf(&names, "%s%s", filled ? ", " : "", t->name);
         filled++;
     }
-    if (filled) {
-        if (used >= sizeof note) strcpy(note + sizeof note - 5, "...");
+    if (filled)
         cli_message("note: %s %s not given with --in: filled with pseudo-random values (seed %" PRIu64 ")",
-                    filled == 1 ? "input" : "inputs", note, a->seed);
-    }
+                    filled == 1 ? "input" : "inputs", names.failed ? "..." : nx_sb_str(&names), a->backend.seed);
+    nx_sb_free(&names);
     return 0;
 }
 
-/* Serialises every --out, prints the summaries, then writes the files;
- * on a failed write removes the ones already written. */
+/* Serialises every --out, prints the summaries, then writes the files
+ * (cli/outputs.h: nothing is left half written). */
 static int write_outputs(const nx_program *p, const exec_args *a, const nx_state *st) {
-    nx_error err;
-    uint8_t **bufs = calloc((size_t)a->n_out + 1, sizeof *bufs);
-    size_t *lens = calloc((size_t)a->n_out + 1, sizeof *lens);
-    int status = CLI_EXIT_OK;
-    if (!bufs || !lens) {
-        cli_message("out of memory");
-        status = CLI_EXIT_RUNTIME;
-    }
-    for (int k = 0; k < a->n_out && status == CLI_EXIT_OK; k++) {
+    cli_outputs outs;
+    if (cli_outputs_init(&outs, a->n_out) != 0) return CLI_EXIT_RUNTIME;
+    for (int k = 0; k < a->n_out; k++) {
         const nx_tensor_decl *t = &p->tensors[a->outs[k].tensor];
-        nx_npy view = cli_tensor_view(t, st->hbm + t->offset);
-        if (nx_npy_serialize(&view, &bufs[k], &lens[k], &err) != 0) {
-            cli_message("%s: %s", a->outs[k].path, err.msg);
-            status = CLI_EXIT_RUNTIME;
-        }
+        cli_outputs_add(&outs, a->outs[k].path, t, st->hbm + t->offset);
     }
+    int status = cli_outputs_serialize(&outs) == 0 ? CLI_EXIT_OK : CLI_EXIT_RUNTIME;
     for (uint32_t i = 0; i < p->tensor_count && status == CLI_EXIT_OK; i++) {
         const nx_tensor_decl *t = &p->tensors[i];
         if (t->role != NX_ROLE_OUTPUT) continue;
@@ -268,31 +230,9 @@ static int write_outputs(const nx_program *p, const exec_args *a, const nx_state
         cli_message("cannot write to standard output");
         status = CLI_EXIT_RUNTIME;
     }
-    for (int k = 0; k < a->n_out && status == CLI_EXIT_OK; k++) {
-        if (nx_write_file_atomic(a->outs[k].path, bufs[k], lens[k], &err) != 0) {
-            cli_message("%s", err.msg);
-            for (int j = 0; j < k; j++) unlink(a->outs[j].path);
-            status = CLI_EXIT_RUNTIME;
-        }
-    }
-    for (int k = 0; bufs && k < a->n_out; k++) free(bufs[k]);
-    free(bufs);
-    free(lens);
+    if (status == CLI_EXIT_OK && cli_outputs_write(&outs) != 0) status = CLI_EXIT_RUNTIME;
+    cli_outputs_free(&outs);
     return status;
-}
-
-/* The SystemC model (sim/model.h) by default, the functional executor with
- * --functional; the same results, the same error messages. --pe rtl / --vcd
- * choose the model's PE datapath (nx_sim_pe_options). */
-static int execute(const exec_args *a, const nx_machine *m, const nx_program *prog, nx_state *st,
-                   nx_error *err) {
-    if (a->functional) return nx_exec_program(prog, st, err);
-    nx_sim_options opt = {0, isatty(2)};
-    nx_sim_pe_options pe = {a->pe_rtl, a->vcd};
-    nx_sim_result res;
-    if (nx_sim_run_pe(m, prog, st, &opt, &pe, &res, err) != 0) return -1;
-    nx_sim_result_free(&res);
-    return 0;
 }
 
 static int run(exec_args *a) {
@@ -319,14 +259,23 @@ static int run(exec_args *a) {
         status = CLI_EXIT_RUNTIME;
     } else {
         have_state = 1;
+        /* The SystemC model (sim/model.h) by default, the functional executor
+         * with --functional: the same results, the same error messages. */
+        nx_run_options opt = cli_backend_run_options(&a->backend);
+        nx_run_trace trace;
+        memset(&trace, 0, sizeof trace);
+        nx_run_failure why = NX_RUN_OK;
         if (load_inputs(&prog, a, &st) != 0) {
             status = CLI_EXIT_INPUT;
-        } else if (execute(a, &m, &prog, &st, &err) != 0) {
+        } else if (nx_run_program(&m, &prog, &st, &opt, &trace, &why, &err) != 0) {
             cli_message("%s: %s", a->program, err.msg);
-            status = CLI_EXIT_RUNTIME;
+            status = why == NX_RUN_BAD_INPUT ? CLI_EXIT_USAGE : CLI_EXIT_RUNTIME;
         } else {
+            if (trace.race_checked)
+                cli_message("note: race check: no race in %zu log records", trace.sim.log_count);
             status = write_outputs(&prog, a, &st);
         }
+        nx_run_trace_free(&trace);
     }
     if (have_state) nx_state_free(&st);
     nx_program_free(&prog);
@@ -336,7 +285,7 @@ static int run(exec_args *a) {
 int cmd_exec(int argc, char **argv) {
     exec_args a;
     memset(&a, 0, sizeof a);
-    a.seed = 1;
+    a.backend = (cli_backend)CLI_BACKEND_INIT;
     /* At most one binding per argument. */
     a.ins = calloc((size_t)argc, sizeof *a.ins);
     a.outs = calloc((size_t)argc, sizeof *a.outs);

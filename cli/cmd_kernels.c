@@ -1,6 +1,6 @@
-/* nxsim kernels: every kernel of the environment with its tier (seed 003's
- * inventory: readable references, production leaves, composite
- * orchestrators), its family and the registry key that leads to it. */
+/* nxsim kernels: every kernel of the environment with its tier (readable
+ * references, production leaves, composite orchestrators;
+ * docs/parts/registry.md), its family and the registry key that leads to it. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>

@@ -74,7 +74,7 @@ int cmd_list(int argc, char **argv) {
     }
     if (optind < argc) return cli_usage_error("list", "unexpected argument '%s'", argv[optind]);
 
-    const nx_kernel_registry *live = get_internal_kernel_registry();
+    const nx_kernel_registry *live = nx_get_internal_kernel_registry();
     const nx_kernel_registry *cat = nx_registry_catalogue();
     printf("Internal kernel registry: %u of the seed's %u entries registered (insertion order)\n",
            live->count, cat->count);

@@ -13,6 +13,7 @@
 
 #include "isa/asm.h"
 #include "isa/encode.h"
+#include "isa/strbuf.h"
 
 int cli_is_nxb(const uint8_t *buf, size_t len) {
     return len >= 4 && memcmp(buf, NX_NXB_MAGIC, 4) == 0;
@@ -44,17 +45,15 @@ int cli_load_machine(const char *spec, const nx_program *p, const char *prog_pat
     if (spec) return nx_machine_load(spec, out, err);
     const char *name = p->machine[0] ? p->machine : nx_machine_default();
     if (!is_preset(name)) {
-        char list[128] = "";
-        size_t used = 0;
+        nx_strbuf list = NX_STRBUF_INIT;
         for (const char *const *q = nx_machine_presets(); *q; q++) {
-            int n = snprintf(list + used, sizeof list - used, "%s%s", used ? ", " : "", *q);
-            if (n < 0 || (size_t)n >= sizeof list - used) break;
-            used += (size_t)n;
+            if (q != nx_machine_presets()) nx_sb_puts(&list, ", ");
+            nx_sb_puts(&list, *q);
         }
-        return nx_fail(err,
-                       "%s: unknown machine '%s' (presets: %s); for a machine file pass "
-                       "--machine FILE.json",
-                       prog_path, name, list);
+        nx_fail(err, "%s: unknown machine '%s' (presets: %s); for a machine file pass --machine FILE.json",
+                prog_path, name, nx_sb_str(&list));
+        nx_sb_free(&list);
+        return -1;
     }
     return nx_machine_load(name, out, err);
 }

@@ -1,4 +1,4 @@
-/* HBM tensors <-> .npy, random inputs, summaries (see cli/tensors.h). */
+/* HBM tensors <-> .npy, output summaries (see cli/tensors.h). */
 #include "tensors.h"
 
 #include <inttypes.h>
@@ -37,36 +37,6 @@ int cli_tensor_load(const char *path, const nx_tensor_decl *t, uint8_t *data, nx
     memcpy(data, a.data, (size_t)a.nbytes);
     nx_npy_free(&a);
     return 0;
-}
-
-/* splitmix64: a tiny, well-mixed, seedable generator (no global state). */
-static uint64_t splitmix64(uint64_t *s) {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-void cli_tensor_fill_random(const nx_tensor_decl *t, uint8_t *data, uint64_t seed, uint32_t index) {
-    nx_dtype dt = (nx_dtype)t->dtype;
-    size_t size = nx_dtype_size(dt);
-    uint64_t n = nx_tensor_bytes(t) / size;
-    /* One stream per tensor, so a tensor's values do not depend on which
-     * other inputs were given with --in. */
-    uint64_t s = seed;
-    uint64_t mix = (uint64_t)index + 1;
-    s ^= splitmix64(&mix);
-    for (uint64_t i = 0; i < n; i++) {
-        uint64_t r = splitmix64(&s);
-        double v;
-        if (nx_dtype_is_float(dt))
-            v = -1.0 + 2.0 * ((double)(r >> 11) * 0x1.0p-53);
-        else if (nx_dtype_is_signed_int(dt))
-            v = (double)(int)(r % 17) - 8.0;
-        else
-            v = (double)(r % 17);
-        nx_dtype_store(dt, data + i * size, v);
-    }
 }
 
 nx_npy cli_tensor_view(const nx_tensor_decl *t, const uint8_t *data) {

@@ -1,5 +1,6 @@
-/* HBM tensors <-> .npy files, pseudo-random inputs and output summaries for
- * `nxsim exec`. `data` always points at the tensor's bytes in HBM
+/* HBM tensors <-> .npy files and output summaries for `nxsim exec` and
+ * `nxsim run` (pseudo-random inputs: isa/tensor_random.h). `data` always
+ * points at the tensor's bytes in HBM
  * (state.hbm + decl.offset, nx_tensor_bytes(decl) long). */
 #ifndef NXSIM_CLI_TENSORS_H
 #define NXSIM_CLI_TENSORS_H
@@ -18,11 +19,6 @@ void cli_format_decl_type(char *buf, size_t len, const nx_tensor_decl *t);
 /* Loads `path` into the tensor: dtype and shape must equal the declaration
  * exactly (the message names the tensor, the file, expected and found). */
 int cli_tensor_load(const char *path, const nx_tensor_decl *t, uint8_t *data, nx_error *err);
-
-/* Fills the tensor with deterministic pseudo-random values from (seed,
- * tensor index): floats uniform in [-1, 1) rounded to the dtype, signed
- * integers uniform in [-8, 8], unsigned integers uniform in [0, 16]. */
-void cli_tensor_fill_random(const nx_tensor_decl *t, uint8_t *data, uint64_t seed, uint32_t index);
 
 /* A read-only nx_npy view of the tensor (data is borrowed: never free it). */
 nx_npy cli_tensor_view(const nx_tensor_decl *t, const uint8_t *data);

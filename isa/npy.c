@@ -22,11 +22,11 @@
 #include "npy.h"
 
 #include "fileio.h"
+#include "strbuf.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +37,7 @@
 #define NPY_MAGIC_LEN 6
 #define NPY_ALIGN 64
 #define NPY_GROWTH_DIGITS 21
+#define NPY_DICT_MAX 511 /* the longest header dict we write */
 #define NPY_STR_MAX 64 /* longest string literal we keep (descrs, keys) */
 
 /* ---- dtype <-> descr -------------------------------------------------- */
@@ -465,32 +466,6 @@ int nx_npy_load(const char *path, nx_npy *out, nx_error *err) {
 
 /* ---- serialize -------------------------------------------------------------- */
 
-/* Appends printf output to a fixed buffer, tracking overflow. */
-typedef struct text_buf {
-    char *s;
-    size_t cap, len;
-    int overflow;
-} text_buf;
-
-static void tb_printf(text_buf *t, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-
-static void tb_printf(text_buf *t, const char *fmt, ...) {
-    if (t->overflow) return;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(t->s + t->len, t->cap - t->len, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= t->cap - t->len) {
-        t->overflow = 1;
-        return;
-    }
-    t->len += (size_t)n;
-}
-
 int nx_npy_serialize(const nx_npy *a, uint8_t **out, size_t *len, nx_error *err) {
     *out = NULL;
     *len = 0;
@@ -507,53 +482,61 @@ int nx_npy_serialize(const nx_npy *a, uint8_t **out, size_t *len, nx_error *err)
     if (nbytes && !a->data) return nx_fail(err, "cannot write .npy: array has no data");
 
     /* The dict, as numpy writes it (keys sorted, repr of each value). */
-    char dict[512];
-    text_buf t = {dict, sizeof dict, 0, 0};
-    tb_printf(&t, "{'descr': ");
+    nx_strbuf t = NX_STRBUF_INIT;
+    nx_sb_puts(&t, "{'descr': ");
     int found = 0;
     for (size_t i = 0; i < COUNT_OF(plain_descrs) && !found; i++)
         if (plain_descrs[i].dt == a->dtype) {
-            tb_printf(&t, "'%s'", plain_descrs[i].descr);
+            nx_sb_printf(&t, "'%s'", plain_descrs[i].descr);
             found = 1;
         }
     for (size_t i = 0; i < COUNT_OF(struct_descrs) && !found; i++)
         if (struct_descrs[i].dt == a->dtype) {
-            tb_printf(&t, "[('%s', '%s')]", struct_descrs[i].field, struct_descrs[i].raw);
+            nx_sb_printf(&t, "[('%s', '%s')]", struct_descrs[i].field, struct_descrs[i].raw);
             found = 1;
         }
-    tb_printf(&t, ", 'fortran_order': False, 'shape': (");
-    for (uint32_t i = 0; i < a->ndims; i++)
-        tb_printf(&t, i ? ", %" PRIu64 : "%" PRIu64, a->shape[i]);
-    tb_printf(&t, a->ndims == 1 ? ",), }" : "), }");
+    nx_sb_puts(&t, ", 'fortran_order': False, 'shape': (");
+    for (uint32_t i = 0; i < a->ndims; i++) nx_sb_printf(&t, i ? ", %" PRIu64 : "%" PRIu64, a->shape[i]);
+    nx_sb_puts(&t, a->ndims == 1 ? ",), }" : "), }");
     if (a->ndims > 0) {
         /* numpy leaves room to grow shape[0] in place. */
         char digits[32];
         int nd = snprintf(digits, sizeof digits, "%" PRIu64, a->shape[0]);
-        for (int i = nd; i < NPY_GROWTH_DIGITS; i++) tb_printf(&t, " ");
+        for (int i = nd; i < NPY_GROWTH_DIGITS; i++) nx_sb_putc(&t, ' ');
     }
-    if (t.overflow) return nx_fail(err, "cannot write .npy: header too long");
-
-    /* Version 1.0: its uint16 header length always suffices, because the
-     * dict fits `dict` (512 bytes: 8 dims of at most 20 digits need about
-     * 300). Version 2.0 exists for headers longer than 65535 bytes, which
-     * only huge structured dtypes produce; we never write one. */
-    _Static_assert(sizeof dict + NPY_ALIGN < 0xffff, "the header length fits .npy 1.0");
+    /* Version 1.0: its uint16 header length always suffices (8 dims of at
+     * most 20 digits need about 300 bytes). Version 2.0 exists for headers
+     * longer than 65535 bytes, which only huge structured dtypes produce; we
+     * never write one. */
+    if (t.failed || t.len > NPY_DICT_MAX) {
+        const char *why = t.failed ? "out of memory" : "header too long";
+        nx_sb_free(&t);
+        return nx_fail(err, "cannot write .npy: %s", why);
+    }
+    _Static_assert(NPY_DICT_MAX + NPY_ALIGN < 0xffff, "the header length fits .npy 1.0");
     const size_t prefix = 10;
     size_t hlen = t.len + 1; /* + '\n' */
     size_t pad = NPY_ALIGN - (prefix + hlen) % NPY_ALIGN; /* 1..64, as numpy pads */
     size_t head = prefix + hlen + pad;
-    if (nbytes > SIZE_MAX - head) return nx_fail(err, "cannot write .npy: array too large");
+    if (nbytes > SIZE_MAX - head) {
+        nx_sb_free(&t);
+        return nx_fail(err, "cannot write .npy: array too large");
+    }
     size_t total = head + (size_t)nbytes;
     uint8_t *buf = malloc(total);
-    if (!buf) return nx_fail(err, "cannot write .npy: out of memory for %zu bytes", total);
+    if (!buf) {
+        nx_sb_free(&t);
+        return nx_fail(err, "cannot write .npy: out of memory for %zu bytes", total);
+    }
     memcpy(buf, NPY_MAGIC, NPY_MAGIC_LEN);
     size_t field = hlen + pad;
     buf[6] = 1;
     buf[7] = 0;
     buf[8] = (uint8_t)field;
     buf[9] = (uint8_t)(field >> 8);
-    memcpy(buf + prefix, dict, t.len);
+    memcpy(buf + prefix, t.s, t.len);
     memset(buf + prefix + t.len, ' ', pad);
+    nx_sb_free(&t);
     buf[head - 1] = '\n';
     if (nbytes) memcpy(buf + head, a->data, (size_t)nbytes);
     *out = buf;

@@ -1,4 +1,4 @@
-/* The two grid transpose leaves (KERNELS.md §2; registry keys
+/* The two grid transpose leaves (docs/parts/kernels.md; registry keys
  * tiled_pf_transpose and tiled_dve_transpose_10, grid VNC(2)).
  *
  * Both compute out = np.transpose(in, permutation) for call->args[0] (in)

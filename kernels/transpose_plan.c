@@ -30,21 +30,31 @@ void nx_format_i64_list(char *buf, size_t len, const int64_t *v, uint32_t n) {
     format_list(buf, len, n, 1, v);
 }
 
+/* The one check that `perm` is a permutation of ndims dims (negative
+ * entries counted from the end); p gets the entries in [0, ndims). */
+static int normalise_perm(uint32_t ndims, const int64_t *perm, uint32_t *p, nx_error *err) {
+    if (ndims < 1 || ndims > NX_KERNEL_MAX_DIMS)
+        return nx_fail(err, "%u dims (1..%d)", ndims, NX_KERNEL_MAX_DIMS);
+    uint8_t seen[NX_KERNEL_MAX_DIMS] = {0};
+    for (uint32_t i = 0; i < ndims; i++) {
+        int64_t v = perm[i] < 0 ? perm[i] + (int64_t)ndims : perm[i];
+        if (v < 0 || v >= (int64_t)ndims || seen[v]) {
+            char ptxt[128];
+            nx_format_i64_list(ptxt, sizeof ptxt, perm, ndims);
+            return nx_fail(err, "permutation %s is not a permutation of the %u dims", ptxt, ndims);
+        }
+        seen[v] = 1;
+        p[i] = (uint32_t)v;
+    }
+    return 0;
+}
+
 int nx_transpose_reduce(uint32_t ndims, const uint64_t *shape, const int64_t *perm,
                         nx_transpose_plan *plan, nx_error *err) {
     char ptxt[128];
     nx_format_i64_list(ptxt, sizeof ptxt, perm, ndims);
-    if (ndims < 1 || ndims > NX_KERNEL_MAX_DIMS)
-        return nx_fail(err, "%u dims (1..%d)", ndims, NX_KERNEL_MAX_DIMS);
     uint32_t p[NX_KERNEL_MAX_DIMS];
-    uint8_t seen[NX_KERNEL_MAX_DIMS] = {0};
-    for (uint32_t i = 0; i < ndims; i++) {
-        int64_t v = perm[i] < 0 ? perm[i] + (int64_t)ndims : perm[i];
-        if (v < 0 || v >= (int64_t)ndims || seen[v])
-            return nx_fail(err, "permutation %s is not a permutation of the %u dims", ptxt, ndims);
-        seen[v] = 1;
-        p[i] = (uint32_t)v;
-    }
+    if (normalise_perm(ndims, perm, p, err) != 0) return -1;
     uint64_t elems = 1;
     for (uint32_t i = 0; i < ndims; i++) elems *= shape[i];
     plan->batch = plan->rows = plan->cols = 1;
@@ -126,6 +136,18 @@ int nx_transpose_perm_attr(const nx_attrs *attrs, uint32_t ndims, int64_t *perm,
     return 0;
 }
 
+int nx_transpose_out_shape(const nx_attrs *attrs, uint32_t ndims, const uint64_t *shape, int64_t *perm,
+                           uint64_t *out_shape, nx_error *err) {
+    uint32_t p[NX_KERNEL_MAX_DIMS];
+    if (nx_transpose_perm_attr(attrs, ndims, perm, err) != 0) return -1;
+    if (normalise_perm(ndims, perm, p, err) != 0) return -1;
+    for (uint32_t i = 0; i < ndims; i++) {
+        perm[i] = p[i];
+        out_shape[i] = shape[p[i]];
+    }
+    return 0;
+}
+
 int nx_transpose_prepare(const char *leaf, const nx_kernel_call *call, nx_transpose_plan *plan,
                          nx_error *err) {
     uint32_t outs = call->nargs >= call->n_inputs ? call->nargs - call->n_inputs : 0;
@@ -137,24 +159,14 @@ int nx_transpose_prepare(const char *leaf, const nx_kernel_call *call, nx_transp
         return nx_fail(err, "operand 0 (%s): %u dims (1..%d)", x->name, x->ndims, NX_KERNEL_MAX_DIMS);
     if (!nx_dtype_is_valid(x->dtype))
         return nx_fail(err, "operand 0 (%s): invalid dtype code %d", x->name, (int)x->dtype);
-    int64_t perm[NX_KERNEL_MAX_DIMS];
-    if (nx_transpose_perm_attr(call->additional_args, x->ndims, perm, err) != 0)
-        return nx_fail_prefix(err, "operand 0 (%s)", x->name);
     /* a bad permutation is reported before the output is compared with it */
+    int64_t perm[NX_KERNEL_MAX_DIMS];
+    uint64_t want[NX_KERNEL_MAX_DIMS];
+    if (nx_transpose_out_shape(call->additional_args, x->ndims, x->shape, perm, want, err) != 0)
+        return nx_fail_prefix(err, "operand 0 (%s)", x->name);
     nx_transpose_plan tmp;
     nx_error rerr;
     int refused = nx_transpose_reduce(x->ndims, x->shape, perm, &tmp, &rerr) != 0;
-    uint8_t seen[NX_KERNEL_MAX_DIMS] = {0};
-    uint64_t want[NX_KERNEL_MAX_DIMS];
-    for (uint32_t i = 0; i < x->ndims; i++) {
-        int64_t v = perm[i] < 0 ? perm[i] + (int64_t)x->ndims : perm[i];
-        if (v < 0 || v >= (int64_t)x->ndims || seen[v]) {
-            *err = rerr;
-            return nx_fail_prefix(err, "operand 0 (%s)", x->name);
-        }
-        seen[v] = 1;
-        want[i] = x->shape[v];
-    }
     if (y->dtype != x->dtype)
         return nx_fail(err, "operand 1 (%s): dtype %s differs from operand 0 (%s)'s %s", y->name,
                        nx_dtype_name(y->dtype), x->name, nx_dtype_name(x->dtype));

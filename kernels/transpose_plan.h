@@ -6,7 +6,7 @@
  *   0 or 1 group        the identity: a plain copy;
  *   2 groups  [1,0]     a 2-D transpose   in[R][C]    -> out[C][R];
  *   3 groups  [0,2,1]   a batched one     in[B][R][C] -> out[B][C][R].
- * Anything else is refused. Examples (KERNELS.md): [2,4,8,16,32] perm
+ * Anything else is refused. Examples (docs/parts/kernels.md): [2,4,8,16,32] perm
  * [0,1,4,2,3] -> B=8, R=128, C=32; [4,5,6,7] perm [2,3,0,1] -> R=20, C=42. */
 #ifndef NXSIM_KERNELS_TRANSPOSE_PLAN_H
 #define NXSIM_KERNELS_TRANSPOSE_PLAN_H
@@ -36,6 +36,15 @@ int nx_transpose_reduce(uint32_t ndims, const uint64_t *shape, const int64_t *pe
 /* The permutation a transpose call asks for: attribute "permutation" (a list
  * of ints; absent or none = reverse the dims, like numpy). */
 int nx_transpose_perm_attr(const nx_attrs *attrs, uint32_t ndims, int64_t *perm, nx_error *err);
+
+/* np.transpose's result shape: the permutation of `attrs` (as above),
+ * checked to be a permutation of the ndims dims ("permutation [0,0] is not a
+ * permutation of the 2 dims") and normalised into perm (entries in
+ * [0, ndims)); out_shape[k] = shape[perm[k]]. The one home of this rule: the
+ * leaves (nx_transpose_prepare), the registry's result-shape rule and the
+ * reference adapter all call it. */
+int nx_transpose_out_shape(const nx_attrs *attrs, uint32_t ndims, const uint64_t *shape, int64_t *perm,
+                           uint64_t *out_shape, nx_error *err);
 
 /* The call checks both leaves share: one input args[0] and one output
  * args[1], the permutation, equal dtypes and the output's shape; then the

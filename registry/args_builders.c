@@ -41,7 +41,7 @@ static int get_conv_attrs_with_out_shape(const nx_macro_op *inst, nx_attrs *out,
  * result tensor is passed by name (the leaf finds it among its call_args);
  * the access shape is the whole tensor's shape (a macro-op names whole
  * tensors). nxsim addition: the op's own attributes follow, so the ONNX
- * coordinate and nearest modes (KERNELS.md section 2) reach the leaf; an
+ * coordinate and nearest modes (docs/parts/registry.md) reach the leaf; an
  * attribute cannot override the three builder-made arguments. */
 static int get_resize_args(const nx_macro_op *inst, nx_attrs *out, nx_error *err) {
     static const char *const own[] = {"result", "access_shape", "out_shape"};

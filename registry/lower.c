@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "isa/builder.h"
+#include "isa/strbuf.h"
 #include "kernels/author.h"
 
 typedef struct cache_entry {
@@ -20,6 +21,7 @@ typedef struct cache_entry {
 struct nx_lowerer {
     nx_geometry geo;
     const nx_kernel_registry *reg; /* NULL = the live registry */
+    const nx_composite_table *comps; /* NULL = the inventory's composites */
     pthread_mutex_t lock;          /* guards everything below */
     cache_entry **buckets;
     size_t nbuckets;
@@ -29,10 +31,16 @@ struct nx_lowerer {
 };
 
 nx_lowerer *nx_lowerer_new(const nx_geometry *geo, const nx_kernel_registry *reg) {
+    return nx_lowerer_new_with(geo, reg, NULL);
+}
+
+nx_lowerer *nx_lowerer_new_with(const nx_geometry *geo, const nx_kernel_registry *reg,
+                                const nx_composite_table *comps) {
     nx_lowerer *L = calloc(1, sizeof *L);
     if (!L) return NULL;
     L->geo = *geo;
     L->reg = reg;
+    L->comps = comps;
     L->nbuckets = 64;
     L->buckets = calloc(L->nbuckets, sizeof *L->buckets);
     if (!L->buckets || pthread_mutex_init(&L->lock, NULL) != 0) {
@@ -58,57 +66,33 @@ void nx_lowerer_free(nx_lowerer *L) {
     free(L);
 }
 
-/* ---- the key ------------------------------------------------------------------ */
-
-static int put(char **s, size_t *len, size_t *cap, const char *text) {
-    size_t n = strlen(text);
-    if (*len + n + 1 > *cap) {
-        size_t c = *cap ? *cap : 256;
-        while (c < *len + n + 1) c *= 2;
-        char *p = realloc(*s, c);
-        if (!p) return -1;
-        *s = p;
-        *cap = c;
-    }
-    memcpy(*s + *len, text, n + 1);
-    *len += n;
-    return 0;
+int nx_lowerer_lookup(const nx_lowerer *L, const char *func_name, nx_kernel_target *out, nx_error *err) {
+    return nx_kernel_lookup(L->reg, L->comps, func_name, out, err);
 }
 
-static int put_tensor(char **s, size_t *len, size_t *cap, const nx_op_tensor *t) {
-    char buf[NX_TENSOR_NAME_MAX + 160];
+/* ---- the key ------------------------------------------------------------------ */
+
+static void put_tensor(nx_strbuf *b, const nx_op_tensor *t) {
     char type[128];
     nx_op_tensor_format(type, sizeof type, t);
-    snprintf(buf, sizeof buf, "%s:%s;", t->name, type);
-    return put(s, len, cap, buf);
+    nx_sb_printf(b, "%s:%s;", t->name, type);
 }
 
 /* func_name | operands | results | attrs | grid | machine. Tensor names and
  * func_name cannot hold '|' or ';' except func_name, which comes first and
  * is followed by its length, so no two ops share a key text. */
 char *nx_lower_cache_key(const nx_macro_op *op, uint32_t grid, const nx_geometry *geo) {
-    char *s = NULL;
-    size_t len = 0, cap = 0;
-    char buf[64];
     char *attrs = nx_attrs_canonical(&op->attrs);
-    int bad = !attrs;
-    snprintf(buf, sizeof buf, "#%zu|", strlen(op->func_name ? op->func_name : ""));
-    bad = bad || put(&s, &len, &cap, op->func_name ? op->func_name : "") || put(&s, &len, &cap, buf);
-    for (uint32_t i = 0; i < op->n_operands && !bad; i++) bad = put_tensor(&s, &len, &cap, &op->operands[i]);
-    bad = bad || put(&s, &len, &cap, "|");
-    for (uint32_t i = 0; i < op->n_results && !bad; i++) bad = put_tensor(&s, &len, &cap, &op->results[i]);
-    snprintf(buf, sizeof buf, "|grid=%u|machine=", grid);
-    bad = bad || put(&s, &len, &cap, "|") || put(&s, &len, &cap, attrs) || put(&s, &len, &cap, buf);
-    char machine[sizeof geo->name + 1];
-    memcpy(machine, geo->name, sizeof geo->name);
-    machine[sizeof geo->name] = '\0';
-    bad = bad || put(&s, &len, &cap, machine);
+    if (!attrs) return NULL;
+    const char *fn = op->func_name ? op->func_name : "";
+    nx_strbuf b = NX_STRBUF_INIT;
+    nx_sb_printf(&b, "%s#%zu|", fn, strlen(fn));
+    for (uint32_t i = 0; i < op->n_operands; i++) put_tensor(&b, &op->operands[i]);
+    nx_sb_putc(&b, '|');
+    for (uint32_t i = 0; i < op->n_results; i++) put_tensor(&b, &op->results[i]);
+    nx_sb_printf(&b, "|%s|grid=%u|machine=%.*s", attrs, grid, (int)sizeof geo->name, geo->name);
     free(attrs);
-    if (bad) {
-        free(s);
-        return NULL;
-    }
-    return s;
+    return nx_sb_take(&b);
 }
 
 static uint64_t fnv1a(const char *s) {
@@ -149,7 +133,7 @@ static void cache_grow(nx_lowerer *L) {
 
 static int trace(const nx_lowerer *L, const nx_macro_op *op, nx_resolved *r, uint32_t grid,
                  nx_program *out, nx_error *err) {
-    const char *key = r->entry->key;
+    const char *key = r->key;
     if (grid > L->geo.cores)
         return nx_fail(err, "%s: needs a grid of %u cores, machine '%.16s' has %u", key, grid,
                        L->geo.name, L->geo.cores);
@@ -205,7 +189,7 @@ static int lower(nx_lowerer *L, const nx_macro_op *op, uint32_t grid_override, c
                  uint32_t *grid_out, nx_error *err) {
     if (nx_macro_op_check(op, err) != 0) return -1;
     nx_resolved r;
-    if (resolve_kernel_config(L->reg, op, &r, err) != 0) return -1;
+    if (nx_resolve_op(L->reg, L->comps, op, &r, err) != 0) return -1;
     uint32_t grid = grid_override ? grid_override : r.config->requires_multicore_grid ? NX_VNC_GRID : 1;
     char *key = nx_lower_cache_key(op, grid, &L->geo);
     if (!key) {

@@ -1,7 +1,8 @@
-/* The lowering driver (the seed's codegenInternalNativeNkiKernel path) and
- * its traced-program cache.
+/* The lowering driver (the Neuron compiler's codegenInternalNativeNkiKernel
+ * path, docs/parts/registry.md) and its traced-program cache.
  *
- *   macro-op -> resolve_kernel_config -> trace the leaf once per program_id
+ *   macro-op -> nx_resolve_op (a registry key, else a composite) -> trace
+ *   the leaf (or the composite's trace function) once per program_id
  *   of its grid (NX_VNC_GRID = 2 cores when requires_multicore_grid, else 1)
  *   into ONE program -> cache.
  *
@@ -24,8 +25,8 @@
  * across a trace, so a key is traced exactly once even when several threads
  * ask for it at once (NEW_NKI_FE counts programs, never duplicates).
  *
- * Errors (one line): an unregistered func_name gives the registry's miss
- * text verbatim; a leaf's error is passed on unchanged; a builder or
+ * Errors (one line): a func_name that is neither a registry key nor a
+ * composite gives the registry's miss text verbatim; a leaf's error is passed on unchanged; a builder or
  * validation error names the kernel ("tiled_pf_transpose: ..."). */
 #ifndef NXSIM_REGISTRY_LOWER_H
 #define NXSIM_REGISTRY_LOWER_H
@@ -35,6 +36,7 @@
 #include "isa/error.h"
 #include "isa/geometry.h"
 #include "isa/program.h"
+#include "composites.h"
 #include "macro_op.h"
 #include "registry.h"
 
@@ -44,7 +46,16 @@ typedef struct nx_lowerer nx_lowerer;
  * (NULL = the live registry; a test passes a table of test leaves, which
  * must outlive the lowerer). NULL on out-of-memory. */
 nx_lowerer *nx_lowerer_new(const nx_geometry *geo, const nx_kernel_registry *reg);
+/* The same, reaching the composites of `comps` after a registry miss (NULL
+ * = the inventory's composites, which nx_lowerer_new uses; a test passes a
+ * table of test composites, which must outlive the lowerer). */
+nx_lowerer *nx_lowerer_new_with(const nx_geometry *geo, const nx_kernel_registry *reg,
+                                const nx_composite_table *comps);
 void nx_lowerer_free(nx_lowerer *L);
+
+/* What func_name reaches through L's tables (nx_kernel_lookup): its key,
+ * config, family and rules, before any op is built. */
+int nx_lowerer_lookup(const nx_lowerer *L, const char *func_name, nx_kernel_target *out, nx_error *err);
 
 /* Lowers `op` (checked with nx_macro_op_check) to a program, from the cache
  * or by a new trace. *prog is owned by the lowerer. *grid_out (optional)

@@ -11,7 +11,8 @@
  * Attribute values are JSON: null, true/false, numbers, strings, and lists
  * (nested to any depth). A number written with '.', 'e' or 'E' is a FLOAT,
  * any other number an INT (as Python's json module decides); INTs must fit
- * in int64. JSON objects are not attribute values.
+ * in int64, FLOATs must be finite doubles (1e999 is refused). JSON objects
+ * are not attribute values.
  *
  * Ownership: an nx_macro_op owns its func_name and attrs (nx_macro_op_free).
  * Every function returning char* returns a malloc'd string the caller frees.
@@ -80,12 +81,14 @@ int nx_value_parse(const char *source, const char *json, nx_value *out, nx_error
 /* JSON text of a value / of the attribute dictionary in insertion order,
  * with ", " and ": " separators (Python's json.dumps style; floats in the
  * shortest form that reads back exactly, always with a '.' or exponent;
- * non-finite floats as NaN, Infinity, -Infinity). NULL on out-of-memory. */
+ * non-finite floats as null: isa/json_write.h). NULL on out-of-memory. */
 char *nx_value_to_json(const nx_value *v);
 char *nx_attrs_to_json(const nx_attrs *a);
 /* Canonical text for cache keys: names sorted (byte order), compact
  * separators, so equal dictionaries give equal text whatever the insertion
- * order, and INT 2 differs from FLOAT 2.0. NULL on out-of-memory. */
+ * order, and INT 2 differs from FLOAT 2.0. Non-finite floats are spelt NaN,
+ * Infinity, -Infinity (not JSON: a key must tell them from null). NULL on
+ * out-of-memory. */
 char *nx_attrs_canonical(const nx_attrs *a);
 
 /* ---- macro-ops -------------------------------------------------------- */
@@ -102,6 +105,9 @@ int nx_macro_op_add_result(nx_macro_op *op, const char *name, nx_dtype dtype, ui
 /* Checks a whole op: func_name set, tensors typed, names unique across
  * operands and results. */
 int nx_macro_op_check(const nx_macro_op *op, nx_error *err);
+/* Checks a tensor name's syntax ([A-Za-z_][A-Za-z0-9_.]*, shorter than
+ * NX_TENSOR_NAME_MAX); `what` names it in the message ("operand 0"). */
+int nx_op_tensor_name_check(const char *what, const char *name, nx_error *err);
 
 /* File paths named by an op document in file mode (owned; nx_op_files_free). */
 typedef struct nx_op_files {

@@ -1,10 +1,12 @@
-/* The internal kernel registry (KERNELS.md section 1, seed
- * 000_c2ff5c2539fb42d7): which leaf serves a macro-op, how its arguments are
- * marshalled, and whether it runs on the two-core VNC(2) grid.
+/* The internal kernel registry (docs/parts/registry.md): which leaf serves a
+ * macro-op, how its arguments are marshalled, and whether it runs on the
+ * two-core VNC(2) grid; modelled on a real compiler's internal kernel
+ * registry, whose table, config record and miss error it keeps.
  *
  * Two tables:
- *  - the CATALOGUE: all 13 seed entries (key, leaf name, 5-field config), in
- *    the seed's insertion order, whether their leaf works yet or not;
+ *  - the CATALOGUE (registry/catalog.c): all 13 seed entries (key, leaf
+ *    name, 5-field config, family, rules), in the seed's insertion order,
+ *    whether their leaf works yet or not;
  *  - the LIVE table: the catalogue entries whose leaf is implemented, in the
  *    same order. "An entry whose leaf does not work yet is simply not in the
  *    table": a lookup of such a key gets the miss error.
@@ -28,6 +30,7 @@
 #include "isa/error.h"
 #include "kernels/kernel.h"
 #include "macro_op.h"
+#include "rules.h"
 
 /* operand_count value meaning the seed's None: use all operands. */
 #define NX_OPERANDS_ALL (-1)
@@ -65,34 +68,18 @@ typedef struct nx_kernel_config {
     bool output_is_parameter;                       /* see docs/parts/registry.md */
 } nx_kernel_config;
 
-/* Rule that gives an op's results from its operands and attributes (for
- * transposes: result shape = operand shape permuted). Appends the results
- * to op (named out0, out1, ... unless names[i] is non-NULL). The message
- * names the operand or attribute and the rule. */
-typedef int (*nx_infer_results_fn)(nx_macro_op *op, const char *const *names, nx_error *err);
-/* The default op of `nxsim run KEY` without -i: fills operands and
- * attributes (deterministic; results are then inferred). */
-typedef int (*nx_default_op_fn)(nx_macro_op *op, nx_error *err);
-/* The reference (kernels/ref) computing the results from the operands:
- * inputs[i] / outputs[j] are the tensors' bytes in C order. */
-typedef int (*nx_reference_fn)(const nx_macro_op *op, const void *const *inputs,
-                               void *const *outputs, nx_error *err);
+/* Entries of the seed's builder listing: exactly 13 (registry/catalog.c
+ * fails to compile with any other count; the live table is sized by it). */
+#define NX_SEED_ENTRIES 13
 
-/* One registry entry. The fields after `config` are nxsim's per-kernel rules
- * kept next to the entry (the seed has no equivalent): NULL while unknown. */
+/* One registry entry: the seed's key and config, plus the family and the
+ * rules nxsim keeps next to it (the seed has no equivalent; registry/rules.h). */
 typedef struct nx_registry_entry {
     uint32_t seed_index;          /* 1..13: position in the seed's builder listing */
     const char *key;              /* = the macro-op's func_name */
     nx_kernel_config config;
     const char *family;           /* "transpose", "conv", ... */
-    nx_infer_results_fn infer_results;
-    nx_default_op_fn default_op;
-    nx_reference_fn reference;
-    const char *reference_name;   /* "nx_ref_transpose" */
-    /* --check: an element passes if |got - ref| <= tolerance_eps * eps(dtype)
-     * * max(1, |ref|), eps the result dtype's machine epsilon (1 for
-     * integers); 0 = exact (NaN matches NaN). */
-    double tolerance_eps;
+    const nx_op_rules *rules;     /* NULL while the family has none (registry/families/) */
 } nx_registry_entry;
 
 typedef struct nx_kernel_registry {
@@ -105,7 +92,7 @@ const nx_kernel_registry *nx_registry_catalogue(void);
 
 /* The seed's get_internal_kernel_registry(): the live table, built on first
  * use, the same pointer on every call. Never NULL. */
-const nx_kernel_registry *get_internal_kernel_registry(void);
+const nx_kernel_registry *nx_get_internal_kernel_registry(void);
 
 /* How many times the live table has been built in this process (0 or 1):
  * lets tests prove the once-only build under racing threads. */
@@ -128,7 +115,7 @@ void nx_registry_keys_repr(const nx_kernel_registry *reg, char *buf, size_t len)
  * test leaves (and a driver can be given one: registry/lower.h). */
 void nx_registry_filter_live(const nx_kernel_registry *cat, nx_registry_entry *out, uint32_t *count);
 
-/* ---- the kernel inventory (`nxsim kernels`, seed 003's tiers) ------------- */
+/* ---- the kernel inventory (`nxsim kernels`, docs/parts/registry.md) ------- */
 
 typedef enum nx_kernel_tier {
     NX_TIER_REFERENCE = 0, /* kernels/ref: readable plain-C references (oracles) */
@@ -151,27 +138,34 @@ typedef struct nx_inventory_item {
  * and returns the total. */
 uint32_t nx_kernel_inventory(nx_inventory_item *out, uint32_t max);
 
-/* ---- resolve_kernel_config ------------------------------------------------ */
+/* ---- resolving an op (the seed's _resolve_kernel_config) ------------------ */
 
 /* What the seed's _resolve_kernel_config returns: (config, leaf,
- * additional_args, call_args). call_args are operand descriptors (name,
- * shape, dtype; hbm_offset 0 until the driver places the tensors) for the
- * first operand_count operands (all if NX_OPERANDS_ALL), then the results. */
+ * additional_args, call_args), plus the key and nxsim's rules. call_args
+ * are operand descriptors (name, shape, dtype; hbm_offset 0 until the driver
+ * places the tensors) for the first operand_count operands (all if
+ * NX_OPERANDS_ALL), then the results. */
+struct nx_composite; /* registry/composites.h */
 typedef struct nx_resolved {
-    const nx_registry_entry *entry;
+    const char *key;                /* the func_name that matched */
+    const nx_registry_entry *entry; /* the registry row (NULL for a composite) */
+    const struct nx_composite *composite; /* the composite (NULL for a registry row) */
     const nx_kernel_config *config;
     const nx_leaf *leaf;
+    const char *family;
+    const nx_op_rules *rules;       /* NULL: no rules yet */
     nx_attrs additional_args; /* owned (empty when the config has no builder) */
     nx_tensor_ref call_args[NX_KERNEL_MAX_ARGS];
     uint32_t nargs;
     uint32_t n_inputs;        /* call_args[0..n_inputs) are operands */
 } nx_resolved;
 
-/* Resolves `inst` against `reg` (NULL = the live table). Errors: the miss
- * error; fewer operands than operand_count; more call args than
+/* Resolves `inst` against `reg` (NULL = the live table) only; nx_resolve_op
+ * (registry/composites.h) also reaches composites. Errors: the miss error;
+ * fewer operands than operand_count; more call args than
  * NX_KERNEL_MAX_ARGS; the builder's error. */
-int resolve_kernel_config(const nx_kernel_registry *reg, const nx_macro_op *inst, nx_resolved *out,
-                          nx_error *err);
+int nx_resolve_kernel_config(const nx_kernel_registry *reg, const nx_macro_op *inst, nx_resolved *out,
+                             nx_error *err);
 void nx_resolved_free(nx_resolved *r);
 
 /* "all" or the decimal count. */

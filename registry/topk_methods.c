@@ -1,13 +1,13 @@
-/* SUPPORTED_TOPK_METHOD_MAPPING (seed 000, "The Second Registry"). */
+/* The top-k method mapping (registry/topk_methods.h). */
 #include "topk_methods.h"
 
 #include <string.h>
 
 /* No top-k leaf is implemented yet: the functions are named, fn is NULL. */
 static const nx_topk_method mapping[NX_TOPK_METHOD_COUNT] = {
-    {SCANNING, "SCANNING", "naive_scanning_topk", NULL},
-    {CASCADED, "CASCADED", "cascaded_2_stage_topk", NULL},
-    {ROTATIONAL, "ROTATIONAL", "rotational_topk", NULL},
+    {NX_TOPK_SCANNING, "SCANNING", "SupportedTopkMethods.SCANNING", "naive_scanning_topk", NULL},
+    {NX_TOPK_CASCADED, "CASCADED", "SupportedTopkMethods.CASCADED", "cascaded_2_stage_topk", NULL},
+    {NX_TOPK_ROTATIONAL, "ROTATIONAL", "SupportedTopkMethods.ROTATIONAL", "rotational_topk", NULL},
 };
 
 const nx_topk_method *nx_topk_method_mapping(uint32_t *count) {
@@ -15,13 +15,13 @@ const nx_topk_method *nx_topk_method_mapping(uint32_t *count) {
     return mapping;
 }
 
-const nx_topk_method *nx_topk_method_get(SupportedTopkMethods m) {
+const nx_topk_method *nx_topk_method_get(nx_topk_method_id m) {
     for (int i = 0; i < NX_TOPK_METHOD_COUNT; i++)
         if (mapping[i].method == m) return &mapping[i];
     return NULL;
 }
 
-int nx_topk_method_from_name(const char *member, SupportedTopkMethods *out, nx_error *err) {
+int nx_topk_method_from_name(const char *member, nx_topk_method_id *out, nx_error *err) {
     for (int i = 0; i < NX_TOPK_METHOD_COUNT; i++) {
         if (strcmp(mapping[i].member, member) == 0) {
             *out = mapping[i].method;

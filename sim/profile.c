@@ -16,7 +16,9 @@
 #include <cjson/cJSON.h>
 
 #include "../isa/asm.h"
+#include "../isa/json_write.h"
 #include "../isa/opcodes.h"
+#include "../isa/strbuf.h"
 
 #define QUEUE_TID_BASE 16
 #define NONE UINT32_MAX
@@ -263,36 +265,31 @@ static int find_barrier_flows(const nx_sim_result *r, uint32_t cores, flows *out
 
 /* ---- writing ----
  * A trace has hundreds of bytes per record and may have millions of them, so
- * events are assembled by hand into a 64 KiB buffer (no printf on the hot
- * path), and the operand text of an instruction is reused when the next
- * record runs an identical instruction (loops, issue + transfer pairs). */
+ * events are assembled by hand (no printf on the hot path) in an nx_strbuf
+ * (isa/strbuf.h) written out whenever it passes 64 KiB, and the operand text
+ * of an instruction is reused when the next record runs an identical
+ * instruction (loops, issue + transfer pairs). */
+
+#define W_FLUSH_BYTES (1u << 16)
 
 typedef struct wbuf {
     FILE *f;
-    size_t n;
     int bad;
     nx_insn cached;      /* the instruction whose args text is in `args` */
     int cache_valid;
-    size_t args_len;
-    char args[NX_MAX_OPERANDS * 512 + 128];
-    char b[1 << 16];
+    nx_strbuf args;      /* the cached instruction's args text */
+    nx_strbuf out;       /* text not yet written to f */
 } wbuf;
 
 static void w_flush(wbuf *w) {
-    if (w->n && fwrite(w->b, 1, w->n, w->f) != w->n) w->bad = 1;
-    w->n = 0;
+    if (w->out.failed) w->bad = 1;
+    if (w->out.len && fwrite(w->out.s, 1, w->out.len, w->f) != w->out.len) w->bad = 1;
+    nx_sb_clear(&w->out);
 }
 
 static void w_mem(wbuf *w, const char *s, size_t len) {
-    if (len > sizeof w->b - w->n) {
-        w_flush(w);
-        if (len > sizeof w->b) {
-            if (fwrite(s, 1, len, w->f) != len) w->bad = 1;
-            return;
-        }
-    }
-    memcpy(w->b + w->n, s, len);
-    w->n += len;
+    nx_sb_append(&w->out, s, len);
+    if (w->out.len >= W_FLUSH_BYTES) w_flush(w);
 }
 
 static void w_str(wbuf *w, const char *s) { w_mem(w, s, strlen(s)); }
@@ -324,21 +321,8 @@ static int64_t whole(double v) {
 }
 
 static void w_json(wbuf *w, const char *s) {
-    w_mem(w, "\"", 1);
-    for (const char *run = s;; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch != '\0' && ch != '"' && ch != '\\' && ch >= 0x20) continue;
-        w_mem(w, run, (size_t)(s - run));
-        if (ch == '\0') break;
-        char esc[8];
-        if (ch == '"' || ch == '\\')
-            snprintf(esc, sizeof esc, "\\%c", ch);
-        else
-            snprintf(esc, sizeof esc, "\\u%04x", ch);
-        w_str(w, esc);
-        run = s + 1;
-    }
-    w_mem(w, "\"", 1);
+    nx_json_string(&w->out, s);
+    if (w->out.len >= W_FLUSH_BYTES) w_flush(w);
 }
 
 /* ,"key":value with value a time in ns drawn as microseconds at 1 ns
@@ -441,26 +425,20 @@ static void write_wait_slice(wbuf *w, const nx_sim_record *rec, const nx_insn *i
 /* The args an instruction contributes: operands, wait, increment. */
 static void format_insn_args(wbuf *w, const nx_insn *insn) {
     const nx_opcode_info *info = nx_opcode_lookup(insn->opcode);
-    size_t n = 0;
-    char *a = w->args;
-    size_t cap = sizeof w->args;
+    nx_strbuf *a = &w->args;
+    nx_sb_clear(a);
     for (unsigned k = 0; info && k < NX_MAX_OPERANDS; k++) {
         if (!info->slot[k].name || insn->op[k].kind == NX_OPK_NONE) continue;
         char text[512];
         nx_format_operand(text, sizeof text, &insn->op[k]);
         /* operand text is plain ASCII without quotes or backslashes */
-        int len = snprintf(a + n, cap - n, ",\"%s\":\"%s\"", info->slot[k].name, text);
-        if (len > 0) n += (size_t)len < cap - n ? (size_t)len : cap - n - 1;
+        nx_sb_printf(a, ",\"%s\":\"%s\"", info->slot[k].name, text);
     }
-    if (insn->wait_sem != NX_SEM_NONE && n < cap) {
-        int len = snprintf(a + n, cap - n, ",\"wait\":\"sem%u>=%" PRIu32 "\"", insn->wait_sem, insn->wait_value);
-        if (len > 0) n += (size_t)len < cap - n ? (size_t)len : cap - n - 1;
-    }
-    if (insn->inc_sem != NX_SEM_NONE && n < cap) {
-        int len = snprintf(a + n, cap - n, ",\"inc\":\"sem%u+%" PRIu32 "\"", insn->inc_sem, insn->inc_amount);
-        if (len > 0) n += (size_t)len < cap - n ? (size_t)len : cap - n - 1;
-    }
-    w->args_len = n;
+    if (insn->wait_sem != NX_SEM_NONE)
+        nx_sb_printf(a, ",\"wait\":\"sem%u>=%" PRIu32 "\"", insn->wait_sem, insn->wait_value);
+    if (insn->inc_sem != NX_SEM_NONE)
+        nx_sb_printf(a, ",\"inc\":\"sem%u+%" PRIu32 "\"", insn->inc_sem, insn->inc_amount);
+    if (a->failed) w->bad = 1;
     w->cached = *insn;
     w->cache_valid = 1;
 }
@@ -475,7 +453,7 @@ static void write_slice(wbuf *w, const nx_machine *m, const nx_program *prog, co
     w_u64(w, rec->index);
     if (insn) {
         if (!w->cache_valid || memcmp(&w->cached, insn, sizeof *insn) != 0) format_insn_args(w, insn);
-        w_mem(w, w->args, w->args_len);
+        w_mem(w, w->args.s ? w->args.s : "", w->args.len);
     }
     if (is_xfer(rec)) {
         w_str(w, ",\"queue\":");
@@ -542,6 +520,8 @@ static int write_events(wbuf *w, const nx_machine *m, const nx_program *prog, co
     }
     w_str(w, "\n]}\n");
     w_flush(w);
+    nx_sb_free(&w->out);
+    nx_sb_free(&w->args);
     return w->bad || ferror(w->f) ? -1 : 0;
 }
 
@@ -600,7 +580,7 @@ int nx_profile_write_trace(const char *path, const nx_machine *m, const nx_progr
             if (f) fclose(f);
             else close(fd);
         } else {
-            memset(w, 0, offsetof(wbuf, args));
+            memset(w, 0, sizeof *w);
             w->f = f;
             int bad = fchmod(fd, new_file_mode()) != 0;
             bad |= write_events(w, m, prog, r, &L, &fl);

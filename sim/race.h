@@ -40,7 +40,7 @@
  * it, so the live set stays small for synchronised programs.
  *
  * The check is optional: a caller that wants speed simply does not call it
- * (the CLI's --no-race-check). */
+ * (the CLI's --race-check turns it on; off by default, docs/parts/race.md). */
 #ifndef NXSIM_SIM_RACE_H
 #define NXSIM_SIM_RACE_H
 

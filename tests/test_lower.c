@@ -1,8 +1,9 @@
 /* The lowering driver (registry/lower.h): traces with test leaves from a
  * private registry table (cache hits and misses by every part of the key,
  * NEW_NKI_FE counts, grid 1 vs VNC(2), leaf errors passed on, the miss text,
- * one trace under racing threads), then the two real transposes on the grid
- * checked element by element against a transpose written here. */
+ * one trace under racing threads), a test composite reached after a
+ * registry miss (registry/composites.h), then the two real transposes on
+ * the grid checked element by element against a transpose written here. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,23 +25,33 @@
 
 /* ---- test leaves ---------------------------------------------------------------- */
 
-/* Copies operand 0 to result 0 through SBUF; program p of n takes its
- * contiguous share of the rows (nx_kctx_rows), so the output is complete
- * only if every program of the grid was traced. */
-static int leaf_copy_rows(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
+/* This program's contiguous share [lo, hi) of operand 0's rows (nx_kctx_rows)
+ * as HBM access patterns of operand 0 (src) and result 0 (dst); its rows. */
+static uint64_t row_share(struct nx_kctx *k, const nx_kernel_call *call, nx_operand *src, nx_operand *dst,
+                          uint64_t *cols_out) {
     const nx_tensor_ref *x = &call->args[0], *y = &call->args[call->n_inputs];
     uint64_t rows = x->shape[0], cols = 1;
     for (uint32_t d = 1; d < x->ndims; d++) cols *= x->shape[d];
     uint64_t lo, hi;
     nx_kctx_rows(k, rows, &lo, &hi);
-    if (hi <= lo) return 0;
     size_t es = nx_dtype_size(x->dtype);
+    *src = nx_ap_hbm_rows(x->dtype, x->hbm_offset + lo * cols * es, (uint32_t)(hi - lo), (int32_t)cols,
+                          (uint32_t)cols);
+    *dst = nx_ap_hbm_rows(y->dtype, y->hbm_offset + lo * cols * es, (uint32_t)(hi - lo), (int32_t)cols,
+                          (uint32_t)cols);
+    *cols_out = cols;
+    return hi > lo ? hi - lo : 0;
+}
+
+/* Copies operand 0 to result 0 through SBUF; program p of n takes its
+ * contiguous share of the rows, so the output is complete only if every
+ * program of the grid was traced. */
+static int leaf_copy_rows(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
+    nx_operand src, dst;
+    uint64_t cols, rows = row_share(k, call, &src, &dst, &cols);
+    if (rows == 0) return 0;
     nx_tile t;
-    if (nx_kctx_alloc(k, NX_OPK_SBUF, "rows", x->dtype, (uint32_t)(hi - lo), cols, &t, err) != 0) return -1;
-    nx_operand src = nx_ap_hbm_rows(x->dtype, x->hbm_offset + lo * cols * es, (uint32_t)(hi - lo),
-                                    (int32_t)cols, (uint32_t)cols);
-    nx_operand dst = nx_ap_hbm_rows(y->dtype, y->hbm_offset + lo * cols * es, (uint32_t)(hi - lo),
-                                    (int32_t)cols, (uint32_t)cols);
+    if (nx_kctx_alloc(k, NX_OPK_SBUF, "rows", call->args[0].dtype, (uint32_t)rows, cols, &t, err) != 0) return -1;
     nx_operand tile = nx_tile_ap(&t);
     if (nx_kctx_dma(k, &tile, &src, err) != 0) return -1;
     return nx_kctx_dma(k, &dst, &tile, err);
@@ -55,10 +66,12 @@ static const nx_leaf copy_leaf = {"copy_rows", leaf_copy_rows};
 static const nx_leaf fail_leaf = {"always_fails", leaf_fail};
 
 static const nx_registry_entry test_entries[] = {
-    {1, "CopyGrid", {&copy_leaf, NX_OPERANDS_ALL, &nx_args_attrs, true, false}, "test", NULL, NULL,
-     NULL, NULL, 0},
-    {2, "CopyOne", {&copy_leaf, 1, NULL, false, false}, "test", NULL, NULL, NULL, NULL, 0},
-    {3, "Fails", {&fail_leaf, NX_OPERANDS_ALL, NULL, false, false}, "test", NULL, NULL, NULL, NULL, 0},
+    {.seed_index = 1, .key = "CopyGrid", .family = "test",
+     .config = {&copy_leaf, NX_OPERANDS_ALL, &nx_args_attrs, true, false}},
+    {.seed_index = 2, .key = "CopyOne", .family = "test",
+     .config = {&copy_leaf, 1, NULL, false, false}},
+    {.seed_index = 3, .key = "Fails", .family = "test",
+     .config = {&fail_leaf, NX_OPERANDS_ALL, NULL, false, false}},
 };
 static const nx_kernel_registry test_reg = {test_entries, 3};
 
@@ -229,6 +242,137 @@ static void test_grid_programs_cover_all_rows(void **state) {
         free(in);
         free(out);
     }
+    nx_macro_op_free(&op);
+    nx_lowerer_free(L);
+}
+
+/* ---- composites: reached after a registry miss ------------------------------------- */
+
+/* A test composite with a method dispatch, like the top-k entry point's:
+ * attribute "method" picks the leaf that traces the op ("rows": the SBUF
+ * round trip of copy_rows; "direct": one HBM -> HBM DMA of this program's
+ * rows). Both copy operand 0 to result 0. */
+static int leaf_copy_direct(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
+    nx_operand src, dst;
+    uint64_t cols;
+    if (row_share(k, call, &src, &dst, &cols) == 0) return 0;
+    return nx_kctx_dma(k, &dst, &src, err);
+}
+
+static int composite_pick_copy(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
+    const nx_value *m = nx_attrs_get(call->additional_args, "method");
+    if (!m || m->kind != NX_VAL_STRING) return nx_fail(err, "attribute method: must be \"rows\" or \"direct\"");
+    if (strcmp(m->s, "rows") == 0) return leaf_copy_rows(k, call, err);
+    if (strcmp(m->s, "direct") == 0) return leaf_copy_direct(k, call, err);
+    return nx_fail(err, "attribute method: unknown method '%s' (rows, direct)", m->s);
+}
+
+static const nx_leaf pick_copy_leaf = {"pick_copy", composite_pick_copy};
+static const nx_leaf unimplemented_leaf = {"not_yet", NULL};
+static const nx_composite test_composite_items[] = {
+    {.name = "PickCopy", .family = "test", .via = "attribute method",
+     .config = {.kernel_func = &pick_copy_leaf, .operand_count = NX_OPERANDS_ALL,
+                .additional_args_builder = &nx_args_attrs, .requires_multicore_grid = true}},
+    /* a composite named like a registry key is shadowed by the registry */
+    {.name = "CopyOne", .family = "test", .via = "shadowed",
+     .config = {.kernel_func = &pick_copy_leaf, .operand_count = NX_OPERANDS_ALL}},
+    /* not implemented: unreachable */
+    {.name = "NotYet", .family = "test", .via = "none",
+     .config = {.kernel_func = &unimplemented_leaf, .operand_count = NX_OPERANDS_ALL}},
+};
+static const nx_composite_table test_composites = {test_composite_items, 3};
+
+static void test_composites_after_a_registry_miss(void **state) {
+    (void)state;
+    nx_error err;
+    nx_kernel_target t;
+    assert_int_equal(nx_kernel_lookup(&test_reg, &test_composites, "PickCopy", &t, &err), 0);
+    assert_ptr_equal(t.composite, &test_composite_items[0]);
+    assert_null(t.entry);
+    assert_string_equal(t.key, "PickCopy");
+    assert_string_equal(t.family, "test");
+    /* the registry first */
+    assert_int_equal(nx_kernel_lookup(&test_reg, &test_composites, "CopyOne", &t, &err), 0);
+    assert_ptr_equal(t.entry, &test_entries[1]);
+    assert_null(t.composite);
+    /* neither, or an unimplemented composite: the registry's miss text, verbatim */
+    static const char *const misses[] = {"Nope", "NotYet"};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(nx_kernel_lookup(&test_reg, &test_composites, misses[i], &t, &err), -1);
+        char want[256];
+        snprintf(want, sizeof want,
+                 "Internal NKI kernel '%s' is not registered. Available kernels: "
+                 "dict_keys(['CopyGrid', 'CopyOne', 'Fails'])",
+                 misses[i]);
+        assert_string_equal(err.msg, want);
+    }
+    /* The registry's own resolution never reaches a composite. */
+    nx_macro_op op;
+    nx_resolved r;
+    copy_op(&op, "PickCopy", NX_DT_FP32, 4, 4, "in0");
+    assert_int_equal(nx_resolve_kernel_config(&test_reg, &op, &r, &err), -1);
+    assert_string_equal(err.msg, "Internal NKI kernel 'PickCopy' is not registered. Available kernels: "
+                                 "dict_keys(['CopyGrid', 'CopyOne', 'Fails'])");
+    set_attr(&op, "method", "\"rows\"");
+    assert_int_equal(nx_resolve_op(&test_reg, &test_composites, &op, &r, &err), 0);
+    assert_ptr_equal(r.composite, &test_composite_items[0]);
+    assert_null(r.entry);
+    assert_ptr_equal(r.leaf, &pick_copy_leaf);
+    assert_int_equal(r.nargs, 2);
+    nx_resolved_free(&r);
+    nx_macro_op_free(&op);
+
+    /* The inventory's own composites: none shadowed by a registry key. */
+    const nx_composite_table *inv = nx_composites();
+    for (uint32_t i = 0; i < inv->count; i++)
+        assert_null(nx_registry_get(nx_registry_catalogue(), inv->items[i].name));
+}
+
+/* The composite lowers like a leaf: on its grid, cached, counted; each
+ * method's program copies the input; a bad method is its own error. */
+static void test_composite_lowers_and_dispatches(void **state) {
+    (void)state;
+    nx_geometry geo = test_geometry("trn2");
+    nx_lowerer *L = nx_lowerer_new_with(&geo, &test_reg, &test_composites);
+    nx_error err;
+    static const char *const methods[] = {"\"rows\"", "\"direct\""};
+    uint32_t sp_count[2];
+    for (int i = 0; i < 2; i++) {
+        nx_macro_op op;
+        copy_op(&op, "PickCopy", NX_DT_BF16, 9, 6, "in0");
+        set_attr(&op, "method", methods[i]);
+        const nx_program *p;
+        uint32_t grid;
+        assert_int_equal(nx_lower(L, &op, &p, &grid, &err), 0);
+        assert_int_equal(grid, 2);
+        assert_int_equal(nx_lowerer_new_traces(L), (uint64_t)i + 1);
+        sp_count[i] = p->stream[0][NX_ENG_SP].count;
+        uint8_t *in;
+        uint8_t *out = run_functional(p, &geo, "in0", "out0", &in);
+        assert_memory_equal(out, in, 9 * 6 * 2);
+        free(in);
+        free(out);
+        const nx_program *again;
+        assert_int_equal(nx_lower(L, &op, &again, NULL, &err), 0);
+        assert_ptr_equal(again, p);
+        nx_macro_op_free(&op);
+    }
+    assert_int_equal(nx_lowerer_cache_hits(L), 2);
+    /* "rows" goes through SBUF (a DMA in and a DMA out), "direct" does not */
+    assert_true(sp_count[0] > sp_count[1]);
+    nx_macro_op op;
+    copy_op(&op, "PickCopy", NX_DT_BF16, 9, 6, "in0");
+    set_attr(&op, "method", "\"scan\"");
+    const nx_program *p;
+    assert_int_equal(nx_lower(L, &op, &p, NULL, &err), -1);
+    assert_string_equal(err.msg, "attribute method: unknown method 'scan' (rows, direct)");
+    nx_macro_op_free(&op);
+    /* nx_lowerer_new reaches the inventory's composites, not the test ones */
+    nx_lowerer_free(L);
+    L = nx_lowerer_new(&geo, &test_reg);
+    copy_op(&op, "PickCopy", NX_DT_BF16, 9, 6, "in0");
+    assert_int_equal(nx_lower(L, &op, &p, NULL, &err), -1);
+    assert_non_null(strstr(err.msg, "Internal NKI kernel 'PickCopy' is not registered."));
     nx_macro_op_free(&op);
     nx_lowerer_free(L);
 }
@@ -415,6 +559,8 @@ int main(void) {
         cmocka_unit_test(test_cache_hits_and_misses),
         cmocka_unit_test(test_cache_key_text),
         cmocka_unit_test(test_grid_programs_cover_all_rows),
+        cmocka_unit_test(test_composites_after_a_registry_miss),
+        cmocka_unit_test(test_composite_lowers_and_dispatches),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_concurrent_lowering_traces_once),
         cmocka_unit_test(test_real_transposes_on_grid),

@@ -1,4 +1,4 @@
-/* The internal kernel registry (KERNELS.md section 1, seed 000): the 13 seed
+/* The internal kernel registry (docs/parts/registry.md): the 13 seed
  * entries and their configs against the seed's builder listing written out
  * by hand below, every transcription trap, the live table (once-only build
  * under racing threads, same pointer), the exact miss text, the three live
@@ -14,12 +14,15 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <math.h>
 
+#include "registry/check.h"
+#include "registry/families/families.h"
 #include "registry/macro_op.h"
 #include "registry/registry.h"
 #include "registry/topk_methods.h"
 
-/* ---- the seed's listing, copied from KERNELS.md section 1 ------------------ */
+/* ---- the seed's listing, copied from docs/parts/registry.md --------------- */
 
 enum { B_NONE, B_ATTRS, B_CONV_OUT, B_RESIZE };
 typedef struct expected_entry {
@@ -70,7 +73,7 @@ typedef struct racer {
 static void *race_lookup(void *arg) {
     racer *r = arg;
     pthread_barrier_wait(r->start);
-    r->got = get_internal_kernel_registry();
+    r->got = nx_get_internal_kernel_registry();
     return NULL;
 }
 
@@ -94,7 +97,7 @@ static void test_build_once_under_race(void **state) {
         assert_ptr_equal(r[i].got, r[0].got);
     }
     /* ... and every later call returns that same table, without a rebuild. */
-    for (int i = 0; i < 100; i++) assert_ptr_equal(get_internal_kernel_registry(), r[0].got);
+    for (int i = 0; i < 100; i++) assert_ptr_equal(nx_get_internal_kernel_registry(), r[0].got);
     assert_int_equal(nx_registry_build_count(), 1);
 }
 
@@ -198,7 +201,7 @@ static void test_three_live_builders_and_no_plain_conv_attrs(void **state) {
 
 static void test_live_table_is_implemented_catalogue_in_seed_order(void **state) {
     (void)state;
-    const nx_kernel_registry *live = get_internal_kernel_registry();
+    const nx_kernel_registry *live = nx_get_internal_kernel_registry();
     const nx_kernel_registry *cat = nx_registry_catalogue();
     uint32_t j = 0;
     for (uint32_t i = 0; i < cat->count; i++) {
@@ -232,7 +235,7 @@ static void test_miss_text_is_verbatim(void **state) {
     nx_macro_op_init(&op);
     assert_int_equal(nx_macro_op_set_func_name(&op, "SelectAndScatter", &err), 0);
     nx_resolved r;
-    assert_int_equal(resolve_kernel_config(NULL, &op, &r, &err), -1);
+    assert_int_equal(nx_resolve_kernel_config(NULL, &op, &r, &err), -1);
     assert_string_equal(err.msg,
                         "Internal NKI kernel 'SelectAndScatter' is not registered. Available kernels: "
                         "dict_keys(['tiled_pf_transpose', 'tiled_dve_transpose_10'])");
@@ -274,14 +277,14 @@ static const nx_leaf test_leaf_a = {"test_leaf_a", leaf_noop};
 static const nx_leaf test_leaf_unimpl = {"test_leaf_unimpl", NULL};
 
 static nx_registry_entry test_cat_entries[] = {
-    {1, "Two", {&test_leaf_a, 2, &nx_args_conv_attrs_out_shape, false, false}, "test", NULL, NULL,
-     NULL, NULL, 0},
-    {2, "Unimpl", {&test_leaf_unimpl, NX_OPERANDS_ALL, NULL, false, false}, "test", NULL, NULL,
-     NULL, NULL, 0},
-    {3, "All", {&test_leaf_a, NX_OPERANDS_ALL, &nx_args_attrs, true, false}, "test", NULL, NULL,
-     NULL, NULL, 0},
-    {4, "Resize", {&test_leaf_a, 1, &nx_args_resize, false, false}, "test", NULL, NULL, NULL,
-     NULL, 0},
+    {.seed_index = 1, .key = "Two", .family = "test",
+     .config = {&test_leaf_a, 2, &nx_args_conv_attrs_out_shape, false, false}},
+    {.seed_index = 2, .key = "Unimpl", .family = "test",
+     .config = {&test_leaf_unimpl, NX_OPERANDS_ALL, NULL, false, false}},
+    {.seed_index = 3, .key = "All", .family = "test",
+     .config = {&test_leaf_a, NX_OPERANDS_ALL, &nx_args_attrs, true, false}},
+    {.seed_index = 4, .key = "Resize", .family = "test",
+     .config = {&test_leaf_a, 1, &nx_args_resize, false, false}},
 };
 
 static void make_op(nx_macro_op *op, const char *name, uint32_t n_operands) {
@@ -317,7 +320,7 @@ static void test_resolve_call_args_and_builders(void **state) {
 
     /* operand_count 2 of 3 operands: in0, in1, then the result. */
     make_op(&op, "Two", 3);
-    assert_int_equal(resolve_kernel_config(&reg, &op, &r, &err), 0);
+    assert_int_equal(nx_resolve_kernel_config(&reg, &op, &r, &err), 0);
     assert_ptr_equal(r.leaf, &test_leaf_a);
     assert_ptr_equal(r.config, &reg.entries[0].config);
     assert_int_equal(r.nargs, 3);
@@ -339,7 +342,7 @@ static void test_resolve_call_args_and_builders(void **state) {
     assert_int_equal(nx_attrs_set(&op.attrs, "out_shape", &v, &err), 0);
     v = nx_value_bool(1);
     assert_int_equal(nx_attrs_set(&op.attrs, "flag", &v, &err), 0);
-    assert_int_equal(resolve_kernel_config(&reg, &op, &r, &err), 0);
+    assert_int_equal(nx_resolve_kernel_config(&reg, &op, &r, &err), 0);
     j = nx_attrs_to_json(&r.additional_args);
     assert_string_equal(j, "{\"stride\": 5, \"out_shape\": [7, 8, 9], \"flag\": true}");
     free(j);
@@ -348,13 +351,13 @@ static void test_resolve_call_args_and_builders(void **state) {
 
     /* Too few operands for operand_count 2. */
     make_op(&op, "Two", 1);
-    assert_int_equal(resolve_kernel_config(&reg, &op, &r, &err), -1);
+    assert_int_equal(nx_resolve_kernel_config(&reg, &op, &r, &err), -1);
     assert_string_equal(err.msg, "Two: takes 2 operands, the op has 1");
     nx_macro_op_free(&op);
 
     /* operand_count None: all operands; attrs builder copies the dict. */
     make_op(&op, "All", 3);
-    assert_int_equal(resolve_kernel_config(&reg, &op, &r, &err), 0);
+    assert_int_equal(nx_resolve_kernel_config(&reg, &op, &r, &err), 0);
     assert_int_equal(r.nargs, 4);
     assert_int_equal(r.n_inputs, 3);
     assert_string_equal(r.call_args[2].name, "in2");
@@ -368,7 +371,7 @@ static void test_resolve_call_args_and_builders(void **state) {
 
     /* Resize args: result, access_shape, out_shape, then the op's attrs. */
     make_op(&op, "Resize", 2);
-    assert_int_equal(resolve_kernel_config(&reg, &op, &r, &err), 0);
+    assert_int_equal(nx_resolve_kernel_config(&reg, &op, &r, &err), 0);
     assert_int_equal(r.nargs, 2);
     assert_int_equal(r.n_inputs, 1);
     j = nx_attrs_to_json(&r.additional_args);
@@ -380,37 +383,172 @@ static void test_resolve_call_args_and_builders(void **state) {
 
     /* A not-implemented entry is not in the private live table either. */
     make_op(&op, "Unimpl", 1);
-    assert_int_equal(resolve_kernel_config(&reg, &op, &r, &err), -1);
+    assert_int_equal(nx_resolve_kernel_config(&reg, &op, &r, &err), -1);
     assert_string_equal(err.msg, "Internal NKI kernel 'Unimpl' is not registered. Available kernels: "
                                  "dict_keys(['Two', 'All', 'Resize'])");
     nx_macro_op_free(&op);
+}
+
+/* ---- the families' rules -------------------------------------------------- */
+
+static void test_rules_are_per_row_and_complete_for_live_entries(void **state) {
+    (void)state;
+    const nx_kernel_registry *cat = nx_registry_catalogue();
+    /* Both transposes point at the transpose family's rules. */
+    assert_ptr_equal(cat->entries[11].rules, &nx_rules_transpose);
+    assert_ptr_equal(cat->entries[12].rules, &nx_rules_transpose);
+    assert_string_equal(cat->entries[11].family, "transpose");
+    /* Every live entry has every rule `nxsim run` needs. */
+    const nx_kernel_registry *live = nx_get_internal_kernel_registry();
+    for (uint32_t i = 0; i < live->count; i++) {
+        const nx_op_rules *r = live->entries[i].rules;
+        assert_non_null(r);
+        assert_non_null(r->infer_results);
+        assert_non_null(r->default_op);
+        assert_non_null(r->reference);
+        assert_non_null(r->reference_name);
+        assert_non_null(r->tolerance);
+        assert_non_null(r->attrs);
+    }
+    /* The attribute names the transposes read. */
+    assert_string_equal(nx_rules_transpose.attrs[0], "permutation");
+    assert_null(nx_rules_transpose.attrs[1]);
+    assert_true(nx_op_rules_reads_attr(&nx_rules_transpose, "permutation"));
+    assert_false(nx_op_rules_reads_attr(&nx_rules_transpose, "perm"));
+    assert_false(nx_op_rules_reads_attr(NULL, "permutation"));
+}
+
+/* The transpose rule: results, its errors (the transpose_plan.c messages),
+ * the default op, the reference and an exact tolerance. */
+static void test_transpose_rules(void **state) {
+    (void)state;
+    nx_error err;
+    nx_macro_op op;
+    nx_macro_op_init(&op);
+    assert_int_equal(nx_macro_op_set_func_name(&op, "tiled_pf_transpose", &err), 0);
+    assert_int_equal(nx_rules_transpose.default_op(&op, &err), 0);
+    assert_int_equal(op.n_operands, 1);
+    assert_int_equal(op.operands[0].dtype, NX_DT_FP32);
+    assert_int_equal(op.operands[0].shape[0], 512);
+    assert_int_equal(op.operands[0].shape[1], 384);
+    char *j = nx_attrs_to_json(&op.attrs);
+    assert_string_equal(j, "{\"permutation\": [1, 0]}");
+    free(j);
+    nx_macro_op_free(&op);
+
+    /* [2,3,4] with permutation [-1, 0, 1] -> [4,2,3], named by the caller. */
+    nx_macro_op_init(&op);
+    assert_int_equal(nx_macro_op_set_func_name(&op, "tiled_pf_transpose", &err), 0);
+    uint64_t shape[3] = {2, 3, 4};
+    assert_int_equal(nx_macro_op_add_operand(&op, "x", NX_DT_INT16, 3, shape, &err), 0);
+    nx_value v;
+    assert_int_equal(nx_value_parse("p", "[-1, 0, 1]", &v, &err), 0);
+    assert_int_equal(nx_attrs_set(&op.attrs, "permutation", &v, &err), 0);
+    const char *names[1] = {"y"};
+    assert_int_equal(nx_rules_transpose.infer_results(&op, names, &err), 0);
+    assert_int_equal(op.n_results, 1);
+    assert_string_equal(op.results[0].name, "y");
+    assert_int_equal(op.results[0].dtype, NX_DT_INT16);
+    assert_int_equal(op.results[0].ndims, 3);
+    assert_int_equal(op.results[0].shape[0], 4);
+    assert_int_equal(op.results[0].shape[1], 2);
+    assert_int_equal(op.results[0].shape[2], 3);
+    /* The reference on 24 int16 values: y[k][i][j] = x[i][j][k]. */
+    int16_t x[24], y[24];
+    for (int i = 0; i < 24; i++) x[i] = (int16_t)(i * 3 - 7);
+    const void *ins[1] = {x};
+    void *outs[1] = {y};
+    assert_int_equal(nx_rules_transpose.reference(&op, ins, outs, &err), 0);
+    for (int i = 0; i < 2; i++)
+        for (int jj = 0; jj < 3; jj++)
+            for (int k = 0; k < 4; k++) assert_int_equal(y[(k * 2 + i) * 3 + jj], x[(i * 3 + jj) * 4 + k]);
+    nx_tolerance tol;
+    assert_int_equal(nx_op_rules_tolerance(&nx_rules_transpose, &op, 0, &tol, &err), 0);
+    assert_true(tol.abs == 0 && tol.rel == 0);
+    assert_string_equal(tol.text, "exact");
+
+    /* Errors name the operand and come from kernels/transpose_plan.c. */
+    assert_int_equal(nx_value_parse("p", "[0, 0, 1]", &v, &err), 0);
+    assert_int_equal(nx_attrs_set(&op.attrs, "permutation", &v, &err), 0);
+    op.n_results = 0;
+    assert_int_equal(nx_rules_transpose.infer_results(&op, NULL, &err), -1);
+    assert_string_equal(err.msg, "operand 0 (x): permutation [0,0,1] is not a permutation of the 3 dims");
+    assert_int_equal(nx_value_parse("p", "[1, 0]", &v, &err), 0);
+    assert_int_equal(nx_attrs_set(&op.attrs, "permutation", &v, &err), 0);
+    assert_int_equal(nx_rules_transpose.infer_results(&op, NULL, &err), -1);
+    assert_string_equal(err.msg, "operand 0 (x): attribute permutation: has 2 entries, the input has 3 dims");
+    assert_int_equal(nx_macro_op_add_operand(&op, "z", NX_DT_INT16, 3, shape, &err), 0);
+    assert_int_equal(nx_rules_transpose.infer_results(&op, NULL, &err), -1);
+    assert_string_equal(err.msg, "tiled_pf_transpose takes one operand, the op has 2");
+    nx_macro_op_free(&op);
+}
+
+static void test_tolerances_and_compare(void **state) {
+    (void)state;
+    nx_tolerance t;
+    nx_tolerance_eps(&t, 4, NX_DT_BF16);
+    assert_true(t.abs == 4.0 / 128 && t.rel == 4.0 / 128);
+    assert_string_equal(t.text, "4 x eps(bf16)");
+    assert_true(nx_dtype_epsilon(NX_DT_FP32) == 1.0 / 8388608);
+    assert_true(nx_dtype_epsilon(NX_DT_FP16) == 1.0 / 1024);
+    assert_true(nx_dtype_epsilon(NX_DT_FP8_E4M3) == 0.125);
+    assert_true(nx_dtype_epsilon(NX_DT_FP8_E5M2) == 0.25);
+    assert_true(nx_dtype_epsilon(NX_DT_INT32) == 1);
+
+    /* fp32, tolerance 1 x eps(fp32) = 2^-23: absolute below |ref| = 1,
+     * relative above. */
+    nx_tolerance_eps(&t, 1, NX_DT_FP32);
+    const double e = 1.0 / 8388608;
+    float ref[6] = {0.5f, 1024.0f, 0.0f, NAN, INFINITY, 3.0f};
+    float got[6] = {(float)(0.5 + e), 1024.0f + 1024.0f * (float)e, (float)(2 * e), NAN, INFINITY, 3.0f};
+    nx_check_result c;
+    nx_check_compare(NX_DT_FP32, (const uint8_t *)got, (const uint8_t *)ref, 6, &t, &c);
+    assert_int_equal(c.bad, 1); /* only 2 eps away from 0 fails */
+    assert_int_equal(c.first_bad, 2);
+    assert_true(c.max_abs == 1024 * e); /* within 1024 x eps relative to 1024 */
+    assert_true(isinf(c.max_rel));      /* 2 eps against 0 */
+    /* a NaN against a number, and -inf against +inf, are infinitely wrong */
+    got[5] = NAN;
+    got[4] = -INFINITY;
+    nx_check_compare(NX_DT_FP32, (const uint8_t *)got, (const uint8_t *)ref, 6, &t, &c);
+    assert_int_equal(c.bad, 3);
+    assert_true(isinf(c.max_abs) && isinf(c.max_rel));
+    /* exact: one ulp of 1024 is a mismatch */
+    nx_tolerance exact;
+    nx_error err;
+    assert_int_equal(nx_tolerance_exact(NULL, 0, &exact, &err), 0);
+    nx_check_compare(NX_DT_FP32, (const uint8_t *)got, (const uint8_t *)ref, 2, &exact, &c);
+    assert_int_equal(c.bad, 2);
+    assert_int_equal(c.first_bad, 0);
 }
 
 /* ---- top-k ---------------------------------------------------------------------- */
 
 static void test_topk_mapping(void **state) {
     (void)state;
-    assert_int_equal(SCANNING, 0);
-    assert_int_equal(CASCADED, 1);
-    assert_int_equal(ROTATIONAL, 2);
+    assert_int_equal(NX_TOPK_SCANNING, 0);
+    assert_int_equal(NX_TOPK_CASCADED, 1);
+    assert_int_equal(NX_TOPK_ROTATIONAL, 2);
     uint32_t n;
     const nx_topk_method *m = nx_topk_method_mapping(&n);
     assert_int_equal(n, 3);
     assert_string_equal(m[0].member, "SCANNING");
     assert_string_equal(m[0].function, "naive_scanning_topk");
+    assert_string_equal(m[0].via, "SupportedTopkMethods.SCANNING");
+    assert_string_equal(m[2].via, "SupportedTopkMethods.ROTATIONAL");
     assert_string_equal(m[1].member, "CASCADED");
     assert_string_equal(m[1].function, "cascaded_2_stage_topk");
     assert_string_equal(m[2].member, "ROTATIONAL");
     assert_string_equal(m[2].function, "rotational_topk");
-    assert_string_equal(nx_topk_method_get(SCANNING)->function, "naive_scanning_topk");
-    SupportedTopkMethods got;
+    assert_string_equal(nx_topk_method_get(NX_TOPK_SCANNING)->function, "naive_scanning_topk");
+    nx_topk_method_id got;
     nx_error err;
     assert_int_equal(nx_topk_method_from_name("SCANNING", &got, &err), 0);
-    assert_int_equal(got, SCANNING);
+    assert_int_equal(got, NX_TOPK_SCANNING);
     assert_int_equal(nx_topk_method_from_name("NAIVE_SCANNING", &got, &err), -1);
     assert_string_equal(err.msg, "unknown top-k method 'NAIVE_SCANNING' (SupportedTopkMethods: "
                                  "SCANNING, CASCADED, ROTATIONAL)");
-    assert_null(nx_topk_method_get((SupportedTopkMethods)3));
+    assert_null(nx_topk_method_get((nx_topk_method_id)3));
 }
 
 /* ---- the inventory ------------------------------------------------------------ */
@@ -431,7 +569,7 @@ static void test_inventory(void **state) {
     }
     assert_int_equal(leaves, 16);
     assert_true(refs >= 1);
-    assert_int_equal(live, get_internal_kernel_registry()->count);
+    assert_int_equal(live, nx_get_internal_kernel_registry()->count);
     assert_string_equal(nx_kernel_tier_name(NX_TIER_COMPOSITE), "composite");
 }
 
@@ -474,6 +612,42 @@ static void test_attr_json_int_float_nested(void **state) {
     assert_string_equal(j, "[0.1, 1e+20, 2.5e-07, 123456.0]");
     free(j);
     nx_value_free(&v);
+}
+
+/* One JSON number policy (isa/json_write.h): JSON documents spell a
+ * non-finite float as null, the canonical cache-key text keeps NaN and
+ * infinities apart from null, and reading refuses a number beyond the
+ * double range instead of turning it into an infinity. */
+static void test_json_non_finite_policy(void **state) {
+    (void)state;
+    nx_error err;
+    nx_value v = nx_value_float(NAN);
+    char *j = nx_value_to_json(&v);
+    assert_string_equal(j, "null");
+    free(j);
+    nx_attrs a, b;
+    nx_attrs_init(&a);
+    nx_attrs_init(&b);
+    assert_int_equal(nx_attrs_set(&a, "x", &v, &err), 0);
+    nx_value inf = nx_value_float(-INFINITY);
+    assert_int_equal(nx_attrs_set(&a, "y", &inf, &err), 0);
+    nx_value none;
+    memset(&none, 0, sizeof none);
+    assert_int_equal(nx_attrs_set(&b, "x", &none, &err), 0);
+    j = nx_attrs_to_json(&a);
+    assert_string_equal(j, "{\"x\": null, \"y\": null}");
+    free(j);
+    char *ca = nx_attrs_canonical(&a), *cb = nx_attrs_canonical(&b);
+    assert_string_equal(ca, "{\"x\":NaN,\"y\":-Infinity}");
+    assert_string_equal(cb, "{\"x\":null}");
+    free(ca);
+    free(cb);
+    nx_attrs_free(&a);
+    nx_attrs_free(&b);
+    assert_int_equal(nx_value_parse("-a big", "[1e999]", &v, &err), -1);
+    assert_string_equal(err.msg, "-a big[0]: number outside the double range");
+    assert_int_equal(nx_value_parse("-a big", "-1e400", &v, &err), -1);
+    assert_string_equal(err.msg, "-a big: number outside the double range");
 }
 
 static void test_canonical_attrs(void **state) {
@@ -603,9 +777,13 @@ int main(void) {
         cmocka_unit_test(test_miss_text_is_verbatim),
         cmocka_unit_test(test_keys_repr_like_python),
         cmocka_unit_test(test_resolve_call_args_and_builders),
+        cmocka_unit_test(test_rules_are_per_row_and_complete_for_live_entries),
+        cmocka_unit_test(test_transpose_rules),
+        cmocka_unit_test(test_tolerances_and_compare),
         cmocka_unit_test(test_topk_mapping),
         cmocka_unit_test(test_inventory),
         cmocka_unit_test(test_attr_json_int_float_nested),
+        cmocka_unit_test(test_json_non_finite_policy),
         cmocka_unit_test(test_canonical_attrs),
         cmocka_unit_test(test_op_json_round_trip_and_errors),
     };

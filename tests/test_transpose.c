@@ -269,7 +269,7 @@ static void expect_reduce_error(uint32_t ndims, const uint64_t *shape, const int
 
 static void test_reduce(void **state) {
     (void)state;
-    /* KERNELS.md's examples */
+    /* the examples of docs/parts/kernels.md */
     const uint64_t s5[5] = {2, 4, 8, 16, 32};
     const int64_t p5[5] = {0, 1, 4, 2, 3};
     expect_plan(5, s5, p5, 8, 128, 32, 0);

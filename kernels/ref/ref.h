@@ -11,6 +11,7 @@
 
 #include "isa/dtype.h"
 #include "isa/error.h"
+#include "kernels/conv/conv_params.h"
 
 #define NX_REF_MAX_DIMS 6
 
@@ -21,5 +22,31 @@
  * dim is an empty array. in and out must not overlap. */
 int nx_ref_transpose(const void *in, nx_dtype dtype, uint32_t ndims, const uint64_t *shape,
                      const int64_t *perm, void *out, nx_error *err);
+
+/* An input array of a reference: C-contiguous elements of `dtype` over
+ * shape[0 .. ndims). Borrowed. */
+typedef struct nx_ref_operand {
+    const void *data;
+    nx_dtype dtype;
+    uint32_t ndims;
+    const uint64_t *shape;
+} nx_ref_operand;
+
+/* XLA ConvGeneralDilated (semantics, attributes and output-size formula:
+ * kernels/conv/conv_params.h) of lhs and rhs under the dimension labels
+ * `labels` ("bf01_oi01->bf01", "0f1b_0i1o->01fb", "bf0_oi0->bf0", ...;
+ * 1..NX_CONV_MAX_SPATIAL spatial dims) and window/group attributes p
+ * (p->spatial must equal the labels' spatial count; p->out_shape, if set,
+ * must equal the result). Inputs of any dtype are read exactly as fp32
+ * (every float dtype converts exactly), computed in fp32 (im2col + OpenBLAS
+ * cblas_sgemm, so sums are in sgemm's order), and the result is stored as
+ * out_dtype with round-to-nearest-even. out_shape must be the shape
+ * nx_conv_result_shape gives. Allocates fp32 copies of all three tensors
+ * plus a patch buffer of about 16 MiB (freed before returning). Errors:
+ * bad labels, a shape/attribute rule (nx_conv_result_shape's messages), a
+ * mismatched out_shape, out of memory. */
+int nx_ref_conv(const char *labels, const nx_conv_params *p, const nx_ref_operand *lhs,
+                const nx_ref_operand *rhs, void *out, nx_dtype out_dtype, uint32_t out_ndims,
+                const uint64_t *out_shape, nx_error *err);
 
 #endif

@@ -106,6 +106,36 @@ expect 0 "exec random inputs again" exec "$T/double.nxb" --seed 7
 same_file "$T/out" "$T/seed7a"
 expect 0 "exec other seed" exec "$T/double.nxb" --seed 8
 if cmp -s "$T/out" "$T/seed7a"; then fail "seeds 7 and 8 gave the same values"; else pass; fi
+# --seed is decimal or 0x hex, never octal: 010, 10 and 0xa are one seed
+expect 0 "exec --seed 10" exec "$T/double.nxb" --seed 10
+cp "$T/out" "$T/seed10"
+for s in 010 0xa 0XA; do
+    expect 0 "exec --seed $s" exec "$T/double.nxb" --seed "$s"
+    same_file "$T/out" "$T/seed10"
+done
+expect 0 "exec --seed 8 (octal 010)" exec "$T/double.nxb" --seed 8
+if cmp -s "$T/out" "$T/seed10"; then fail "--seed 010 read as octal"; else pass; fi
+for s in 0x -1 +1 " 1" 18446744073709551616; do
+    expect 2 "exec --seed '$s'" exec "$T/double.nxb" --seed "$s"
+    one_line_error "--seed expects a non-negative integer"
+done
+
+# ---- exec --race-check ------------------------------------------------------------
+RACY=$HERE/racy.nxs
+expect 0 "exec racy.nxs without --race-check" exec "$RACY" --in x="$T/x.npy" --out y="$T/racy_y.npy"
+rm -f "$T/racy_y.npy"
+expect 1 "exec racy.nxs --race-check" exec "$RACY" --race-check --in x="$T/x.npy" --out y="$T/racy_y.npy"
+if [ "$(cat "$T/err")" = "nxsim: $RACY: race: core 0 sp #0 (dma_copy) on queue 0 writes hbm@[64, 96) and core 0 sp #1 (dma_copy) on queue 1 writes hbm@[64, 96) with no semaphore ordering them" ]; then
+    pass
+else
+    fail "exec --race-check report: $(cat "$T/err")"
+fi
+absent "$T/racy_y.npy"
+expect 0 "exec double.nxs --race-check" exec "$PROG" --race-check --in x="$T/x.npy" --out y="$T/y_rc.npy"
+same_file "$T/y_rc.npy" "$T/y_expected.npy"
+one_line_error "note: race check: no race in 5 log records"
+expect 2 "exec --race-check --functional" exec "$PROG" --race-check --functional
+one_line_error "--race-check needs the SystemC model"
 
 # ---- exec: bad .npy inputs (exit 3, one line, no output) -----------------------
 head -c 136 "$T/x.npy" >"$T/bad_truncated.npy" # the 128-byte header + 8 of 32 data bytes

@@ -103,6 +103,50 @@ expect 0 "run --json" run tiled_pf_transpose --json --check --seed 7
 if head -c 40 "$T/out" | grep -qF '{"kernel": "tiled_pf_transpose", "leaf"'; then pass; else fail "--json output"; fi
 if grep -qF '"new_nki_fe": 1' "$T/out" && grep -qF '"ok": true' "$T/out"; then pass; else fail "--json fields"; fi
 
+# ---- --race-check: the transposes are race-free; a racy test composite is not ------------
+for key in tiled_pf_transpose tiled_dve_transpose_10; do
+    expect 0 "run $key --race-check" run "$key" --race-check --check
+    if grep -qE '^race check: no race \([0-9]+ log records\)$' "$T/out"; then pass; else fail "$key: no race-check line"; fi
+done
+expect 0 "run --json --race-check" run tiled_pf_transpose --json --race-check
+if grep -qF '"race_check": "no race"' "$T/out"; then pass; else fail "--json lacks race_check"; fi
+expect 2 "run --race-check --functional" run tiled_pf_transpose --race-check --functional
+stderr_is "nxsim: run: --race-check needs the SystemC model's log: drop --functional; try 'nxsim run --help'"
+# NXSIM_TEST_KERNELS (set by ctest): `nxsim run` over the test composites
+# of tests/fixture_kernels.h, among them a deliberately racy copy.
+if [ -n "${NXSIM_TEST_KERNELS:-}" ]; then
+    REAL=$NXSIM
+    NXSIM=$NXSIM_TEST_KERNELS
+    expect 0 "racy_copy without --race-check" run racy_copy --check -o "$T/racy.npy"
+    rm -f "$T/racy.npy"
+    expect 1 "racy_copy --race-check" run racy_copy --race-check --check -o "$T/racy.npy"
+    stderr_is "nxsim: racy_copy: race: core 0 sp #0 (dma_copy) on queue 0 writes hbm@[128, 256) and core 0 sp #1 (dma_copy) on queue 1 writes hbm@[128, 256) with no semaphore ordering them"
+    absent "$T/racy.npy"
+    expect 0 "synced_copy --race-check" run synced_copy --race-check --check
+    stdout_has_line "check: out0 vs memcpy: max abs error 0, max rel error 0 (tolerance: exact): ok"
+    if grep -q '^nxsim run: synced_copy -> composite fixture_synced_copy on VNC(2)' "$T/out"; then pass; else fail "composite header"; fi
+    # a name in neither table: the registry's miss text, unchanged
+    expect 3 "test binary miss" run NoSuchKernel
+    stderr_is "$MISS"
+    NXSIM=$REAL
+else
+    fail "NXSIM_TEST_KERNELS is not set (run this script through ctest)"
+fi
+
+# ---- --seed: decimal or 0x hex, the same as nxsim exec -----------------------------------
+expect 0 "run --seed 10" run tiled_pf_transpose --functional --seed 10
+grep '^out0 ' "$T/out" >"$T/seed10"
+for s in 010 0xa; do
+    expect 0 "run --seed $s" run tiled_pf_transpose --functional --seed "$s"
+    grep '^out0 ' "$T/out" >"$T/seed_s"
+    same_file "$T/seed_s" "$T/seed10"
+done
+expect 0 "run --seed 8" run tiled_pf_transpose --functional --seed 8
+grep '^out0 ' "$T/out" >"$T/seed_s"
+if cmp -s "$T/seed_s" "$T/seed10"; then fail "--seed 010 read as octal"; else pass; fi
+expect 2 "run --seed 0x" run tiled_pf_transpose --seed 0x
+stderr_is "nxsim: run: --seed expects a non-negative integer, got '0x'; try 'nxsim run --help'"
+
 # ---- given inputs, both leaves, model and functional: bytes written by hand -----------
 for key in tiled_pf_transpose tiled_dve_transpose_10; do
     for mode in "" --functional; do

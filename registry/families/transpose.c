@@ -1,0 +1,67 @@
+/* The transpose family's rules (registry keys tiled_pf_transpose and
+ * tiled_dve_transpose_10): np.transpose(x, permutation). The permutation is
+ * read and checked by kernels/transpose_plan.c, the one home of that rule
+ * (the leaves call the same function when they are traced); whether it
+ * reduces to a swap of the last two dim groups is the leaves' own rule,
+ * checked when they are traced. */
+#include "families.h"
+
+#include "kernels/ref/ref.h"
+#include "kernels/transpose_plan.h"
+
+static const char *const transpose_attrs[] = {"permutation", NULL};
+
+/* The one operand, its permutation (normalised) and the result shape. */
+static int transpose_shape(const nx_macro_op *op, int64_t *perm, uint64_t *shape, nx_error *err) {
+    if (op->n_operands != 1)
+        return nx_fail(err, "%s takes one operand, the op has %u", op->func_name, op->n_operands);
+    const nx_op_tensor *x = &op->operands[0];
+    if (nx_transpose_out_shape(&op->attrs, x->ndims, x->shape, perm, shape, err) != 0)
+        return nx_fail_prefix(err, "operand 0 (%s)", x->name);
+    return 0;
+}
+
+/* Result = np.transpose(x, permutation): x's dtype, shape[k] = x.shape[perm[k]]. */
+static int transpose_infer(nx_macro_op *op, const char *const *names, nx_error *err) {
+    int64_t perm[NX_KERNEL_MAX_DIMS];
+    uint64_t shape[NX_KERNEL_MAX_DIMS];
+    if (transpose_shape(op, perm, shape, err) != 0) return -1;
+    const nx_op_tensor *x = &op->operands[0];
+    return nx_macro_op_add_result(op, names && names[0] ? names[0] : "out0", x->dtype, x->ndims,
+                                  shape, err);
+}
+
+static int transpose_reference(const nx_macro_op *op, const void *const *inputs, void *const *outputs,
+                               nx_error *err) {
+    int64_t perm[NX_KERNEL_MAX_DIMS];
+    uint64_t shape[NX_KERNEL_MAX_DIMS];
+    if (transpose_shape(op, perm, shape, err) != 0) return -1;
+    const nx_op_tensor *x = &op->operands[0];
+    return nx_ref_transpose(inputs[0], x->dtype, x->ndims, x->shape, perm, outputs[0], err);
+}
+
+/* 512 x 384 fp32: a whole number of 128-row tiles per core on the grid and a
+ * free size that is not a power of two; it traces and simulates in well
+ * under a second. */
+static int transpose_default(nx_macro_op *op, nx_error *err) {
+    static const uint64_t shape[2] = {512, 384};
+    static const uint64_t perm[2] = {1, 0};
+    nx_value v;
+    if (nx_macro_op_add_operand(op, "in0", NX_DT_FP32, 2, shape, err) != 0) return -1;
+    if (nx_value_int_list(&v, perm, 2, err) != 0) return -1;
+    if (nx_attrs_set(&op->attrs, "permutation", &v, err) != 0) {
+        nx_value_free(&v);
+        return -1;
+    }
+    return 0;
+}
+
+/* A transpose moves bits: exact. */
+const nx_op_rules nx_rules_transpose = {
+    .attrs = transpose_attrs,
+    .infer_results = transpose_infer,
+    .default_op = transpose_default,
+    .reference = transpose_reference,
+    .reference_name = "nx_ref_transpose",
+    .tolerance = nx_tolerance_exact,
+};

@@ -1,0 +1,125 @@
+/* Running a macro-op: lower, place the operands, run, check
+ * (registry/run/run.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "isa/tensor_random.h"
+#include "run.h"
+
+static int fail_as(nx_run_result *out, nx_run_failure why, int rc) {
+    out->failure = why;
+    return rc;
+}
+
+/* The operands in HBM: the given bytes, or pseudo-random ones. */
+static void place_operands(const nx_macro_op *op, const void *const *inputs, uint64_t seed,
+                           nx_run_result *out) {
+    const nx_program *prog = out->prog;
+    for (uint32_t i = 0; i < op->n_operands; i++) {
+        const nx_tensor_decl *t = &prog->tensors[out->operand_tensor[i]];
+        uint8_t *at = out->state.hbm + t->offset;
+        if (inputs && inputs[i])
+            memcpy(at, inputs[i], nx_tensor_bytes(t));
+        else
+            nx_tensor_fill_random(t, at, seed, (uint32_t)out->operand_tensor[i]);
+    }
+}
+
+/* --check: the reference on the operands as given (pseudo-random ones made
+ * again), each result compared under its tolerance. */
+static int check_results(const nx_macro_op *op, const void *const *inputs, const nx_run_options *opt,
+                         nx_run_result *out, nx_error *err) {
+    const nx_op_rules *rules = out->target.rules;
+    const nx_program *prog = out->prog;
+    const void *ins[NX_OP_MAX_TENSORS] = {0};
+    void *outs[NX_OP_MAX_TENSORS] = {0};
+    uint8_t *owned[2 * NX_OP_MAX_TENSORS] = {0};
+    uint32_t n_owned = 0;
+    int rc = -1;
+    for (uint32_t i = 0; i < op->n_operands; i++) {
+        if (inputs && inputs[i]) {
+            ins[i] = inputs[i];
+            continue;
+        }
+        const nx_tensor_decl *t = &prog->tensors[out->operand_tensor[i]];
+        uint8_t *b = malloc(nx_tensor_bytes(t) + 1);
+        if (!b) goto oom;
+        owned[n_owned++] = b;
+        nx_tensor_fill_random(t, b, opt->seed, (uint32_t)out->operand_tensor[i]);
+        ins[i] = b;
+    }
+    for (uint32_t j = 0; j < op->n_results; j++) {
+        uint8_t *b = calloc(1, nx_tensor_bytes(&prog->tensors[out->result_tensor[j]]) + 1);
+        if (!b) goto oom;
+        owned[n_owned++] = b;
+        outs[j] = b;
+    }
+    if (rules->reference(op, ins, outs, err) != 0) {
+        nx_fail_prefix(err, "%s", rules->reference_name);
+        out->failure = NX_RUN_FAULT;
+        goto done;
+    }
+    for (uint32_t j = 0; j < op->n_results; j++) {
+        const nx_tensor_decl *t = &prog->tensors[out->result_tensor[j]];
+        if (nx_op_rules_tolerance(rules, op, j, &out->tolerance[j], err) != 0) {
+            nx_fail_prefix(err, "%s: tolerance", out->target.key);
+            out->failure = NX_RUN_FAULT;
+            goto done;
+        }
+        nx_dtype dt = (nx_dtype)t->dtype;
+        nx_check_compare(dt, out->results[j], outs[j], nx_tensor_bytes(t) / nx_dtype_size(dt),
+                         &out->tolerance[j], &out->check[j]);
+        out->check_failures += out->check[j].bad != 0;
+    }
+    out->checked = 1;
+    rc = 0;
+    goto done;
+oom:
+    nx_fail(err, "out of memory for the reference of %s", out->target.key);
+    out->failure = NX_RUN_FAULT;
+done:
+    for (uint32_t k = 0; k < n_owned; k++) free(owned[k]);
+    return rc;
+}
+
+int nx_run_op(nx_lowerer *L, const nx_machine *m, const nx_macro_op *op, const void *const *inputs,
+              const nx_run_options *opt, nx_run_result *out, nx_error *err) {
+    memset(out, 0, sizeof *out);
+    if (nx_lowerer_lookup(L, op->func_name, &out->target, err) != 0)
+        return fail_as(out, NX_RUN_BAD_INPUT, -1);
+    if (opt->check && (!out->target.rules || !out->target.rules->reference))
+        return fail_as(out, NX_RUN_BAD_INPUT,
+                       nx_fail(err, "%s: no reference implementation to check against yet", out->target.key));
+    int lowered = opt->grid ? nx_lower_on_grid(L, op, opt->grid, &out->prog, err)
+                            : nx_lower(L, op, &out->prog, &out->grid, err);
+    if (lowered != 0) return fail_as(out, NX_RUN_BAD_INPUT, -1);
+    if (opt->grid) out->grid = opt->grid;
+    out->new_traces = nx_lowerer_new_traces(L);
+    out->cache_hits = nx_lowerer_cache_hits(L);
+    const nx_program *prog = out->prog;
+    for (uint32_t i = 0; i < op->n_operands; i++)
+        out->operand_tensor[i] = nx_program_find_tensor(prog, op->operands[i].name);
+    for (uint32_t j = 0; j < op->n_results; j++)
+        out->result_tensor[j] = nx_program_find_tensor(prog, op->results[j].name);
+    if (nx_state_init(&out->state, &m->geo, prog->cores, prog->hbm_bytes, prog->sem_count, err) != 0) {
+        nx_fail_prefix(err, "%s", op->func_name);
+        return fail_as(out, NX_RUN_FAULT, -1);
+    }
+    out->have_state = 1;
+    place_operands(op, inputs, opt->seed, out);
+    for (uint32_t j = 0; j < op->n_results; j++)
+        out->results[j] = out->state.hbm + prog->tensors[out->result_tensor[j]].offset;
+    if (nx_run_program(m, prog, &out->state, opt, &out->trace, &out->failure, err) != 0) {
+        nx_fail_prefix(err, "%s", op->func_name);
+        return -1;
+    }
+    if (opt->check && check_results(op, inputs, opt, out, err) != 0) return -1;
+    return 0;
+}
+
+void nx_run_result_free(nx_run_result *r) {
+    if (!r) return;
+    nx_run_trace_free(&r->trace);
+    if (r->have_state) nx_state_free(&r->state);
+    memset(r, 0, sizeof *r);
+}
