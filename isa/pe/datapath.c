@@ -1,11 +1,13 @@
 /* The PE matmul datapath (datapath.h): kernel choice and the driver every
- * kernel shares. The driver converts the moving tile once to a padded fp32
- * buffer B[K][ldb], packs the stationary tile into MR-column blocks
- * A[M/MR][K][MR], decides per output tile whether the fused tile may run,
- * and walks the tiles n-panel by n-panel, so a K x NR panel of B stays in L1
- * while every stationary block passes over it. Full tiles are written
- * straight into dst when its rows are contiguous host-order floats (PSUM on
- * a little-endian host), else into a staging copy of dst. */
+ * kernel shares. Per multiply the driver packs the stationary tile into
+ * MR-column blocks A[M/MR][K][MR], converts the moving tile once to fp32
+ * panels of NR columns (contiguous K x NR each, or column ranges of
+ * padded rows for access patterns only the generic converter reads),
+ * decides per output tile whether the fused tile may run, and walks the
+ * tiles panel by panel, so a panel stays in L1 while every stationary block
+ * passes over it. Full tiles are written straight into dst when its rows are
+ * contiguous host-order floats (PSUM on a little-endian host), else into a
+ * staging copy of dst. */
 #include "datapath.h"
 
 #include <stdio.h>
@@ -162,12 +164,11 @@ typedef struct plan {
     fuse_rule rule;
     const float *ap;          /* [blocks][K][mr] */
     const exp_range *a_exp;   /* [blocks], FUSE_BOUNDED only */
-    /* moving, either */
-    const float *bp;          /* converted in one go, [K][ldb] (ldb >= panels * nr, zero past N) */
-    uint64_t ldb;
+    /* moving converted to fp32, zero past N: panel pn at bp + pn * panel_stride,
+     * row k of it at + k * ldb */
+    const float *bp;
+    uint64_t ldb, panel_stride;
     const exp_range *b_exp;   /* [panels], FUSE_BOUNDED only */
-    const nx_view *mv;        /* or (contiguous fp32 / bf16 rows) converted panel by panel */
-    float *panel;             /* ... into [K][nr] */
     float *c;                 /* output row m at c + m * ldc */
     int64_t ldc;
 } plan;
@@ -194,38 +195,15 @@ static void edge_tile(const plan *p, nx_pe_tile_fn *fn, const float *a, const fl
 static void run_panels(const plan *p, uint32_t panel0, uint32_t panel1) {
     for (uint32_t pn = panel0; pn < panel1; pn++) {
         uint32_t n0 = pn * p->nr, cols = p->N - n0 < p->nr ? p->N - n0 : p->nr;
-        const float *b = p->bp + n0;
-        uint64_t ldb = p->ldb;
-        exp_range b_exp = p->b_exp ? p->b_exp[pn] : (exp_range){0, 0};
-        const uint8_t *next = NULL; /* the next panel's moving rows, prefetched during this one */
-        uint32_t next_bytes = 0;
-        if (p->panel) {
-            const size_t es = nx_dtype_size((nx_dtype)p->mv->dtype);
-            const uint8_t *src = p->mv->base + n0 * es;
-            p->t->pack(src, p->mv->partition_step, p->mv->dtype == NX_DT_BF16, p->K, cols, p->nr, p->nr, p->panel);
-            if (p->rule == FUSE_BOUNDED) {
-                uint32_t lo, hi;
-                p->t->scan(p->panel, 1, p->K * p->nr, 0, &lo, &hi);
-                b_exp = exp_range_of(lo, hi);
-            }
-            b = p->panel, ldb = p->nr;
-            if (pn + 1 < panel1) {
-                next = src + p->nr * es;
-                next_bytes = (uint32_t)((p->N - n0 - cols < p->nr ? p->N - n0 - cols : p->nr) * es);
-            }
-        }
+        const float *b = p->bp + pn * p->panel_stride;
+        const uint64_t ldb = p->ldb;
+        const exp_range b_exp = p->b_exp ? p->b_exp[pn] : (exp_range){0, 0};
         for (uint32_t blk = 0; blk < p->blocks; blk++) {
             uint32_t m0 = blk * p->mr, rows = p->M - m0 < p->mr ? p->M - m0 : p->mr;
             int fused = p->rule == FUSE_ALWAYS || (p->rule == FUSE_BOUNDED && products_exact(p->a_exp[blk], b_exp));
             nx_pe_tile_fn *fn = fused ? p->t->fused : p->t->separate;
             const float *a = p->ap + (uint64_t)blk * p->K * p->mr;
             float *c = p->c + (int64_t)m0 * p->ldc + n0;
-            /* moving rows are partitions far apart, each a new stream for
-             * the hardware prefetcher: fetch the next panel's share of them
-             * a block at a time, under this panel's arithmetic */
-            for (uint32_t k = blk * p->K / p->blocks; next && k < (blk + 1) * p->K / p->blocks; k++)
-                for (uint32_t off = 0; off < next_bytes; off += 64)
-                    __builtin_prefetch(next + (int64_t)k * p->mv->partition_step + off, 0, 3);
             if (rows == p->mr && cols == p->nr)
                 fn(p->K, a, b, ldb, c, p->ldc, p->acc);
             else
@@ -291,9 +269,8 @@ static void dst_row_xfer(const nx_view *dst, uint32_t m, float *c, int to_dst) {
 
 static uint64_t round_up(uint64_t x, uint64_t to) { return (x + to - 1) / to * to; }
 
-/* rows x free_elems of a PE-input view -> out[r * ld + e], zero for e in
- * [free_elems, pad_to): contiguous fp32 and bf16 rows through the kernel's
- * vectorised converter, anything else through the generic one. */
+/* 1 if the kernel's own vectorised converter reads v: contiguous fp32 or
+ * bf16 rows on a little-endian host. */
 static int fast_rows(const nx_pe_tiles *t, const nx_view *v) {
     int little_endian = 0;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -302,22 +279,13 @@ static int fast_rows(const nx_pe_tiles *t, const nx_view *v) {
     return little_endian && t->pack && (v->dtype == NX_DT_FP32 || v->dtype == NX_DT_BF16) && row_is_contiguous(v);
 }
 
-static void convert_rows(const nx_pe_tiles *t, const nx_view *v, uint32_t rows, uint32_t pad_to, float *out,
-                         uint64_t ld) {
-    uint32_t n = (uint32_t)v->free_elems;
-    if (fast_rows(t, v)) {
-        t->pack(v->base, v->partition_step, v->dtype == NX_DT_BF16, rows, n, pad_to, ld, out);
-        return;
-    }
-    nx_pe_rows_to_f32(v, rows, out, ld);
-    if (pad_to > n)
-        for (uint32_t r = 0; r < rows; r++) memset(out + r * ld + n, 0, (pad_to - n) * sizeof(float));
-}
-
 void nx_pe_convert(nx_pe_kernel kernel, const nx_view *v, uint32_t rows, float *out, uint64_t ld) {
     const nx_pe_tiles *t = kernel_tiles(kernel);
-    if (t == NULL) t = &nx_pe_tiles_scalar;
-    convert_rows(t, v, rows, (uint32_t)v->free_elems, out, ld);
+    uint32_t n = (uint32_t)v->free_elems;
+    if (t && n && fast_rows(t, v))
+        t->pack(v->base, v->partition_step, v->dtype == NX_DT_BF16, rows, n, n, ld, 0, out);
+    else
+        nx_pe_rows_to_f32(v, rows, out, ld);
 }
 
 int nx_pe_matmul_run(nx_pe_kernel kernel, const nx_pe_matmul *mm, nx_error *err) {
@@ -342,15 +310,17 @@ int nx_pe_matmul_run(nx_pe_kernel kernel, const nx_pe_matmul *mm, nx_error *err)
      * each row is one aligned contiguous run on a little-endian host */
     int in_place = little_endian && row_is_contiguous(dst) && dst->partition_step % (int64_t)sizeof(float) == 0 &&
                    (uintptr_t)dst->base % sizeof(float) == 0;
-    /* contiguous fp32 / bf16 moving rows (moving is SBUF, dst PSUM: they
-     * never overlap) are converted panel by panel into an L1-sized buffer
-     * every block then reads; any other moving is converted in one go */
-    int by_panel = fast_rows(p.t, mv);
-    uint64_t npad = (uint64_t)p.panels * p.nr;
-    /* +16 floats: keeps B rows off a power-of-two stride (L1 set conflicts)
-     * and 64-byte aligned */
-    p.ldb = round_up(npad + 16, 16);
-    uint64_t nb = by_panel ? round_up((uint64_t)p.K * p.nr, 16) : (uint64_t)p.K * p.ldb;
+    /* contiguous fp32 / bf16 moving rows are converted row by row (each
+     * read front to back) into contiguous K x nr panels; any other moving
+     * through the generic converter into rows of ldb floats, a panel then
+     * being a column range of them (+16: keeps the rows off a power-of-two
+     * stride, L1 set conflicts, and 64-byte aligned) */
+    const int panel_major = fast_rows(p.t, mv);
+    const uint64_t npad = (uint64_t)p.panels * p.nr;
+    p.ldb = panel_major ? p.nr : round_up(npad + 16, 16);
+    p.panel_stride = panel_major ? (uint64_t)p.K * p.nr : p.nr;
+    uint64_t nb = panel_major ? p.panels * p.panel_stride : (uint64_t)p.K * p.ldb;
+    nb = round_up(nb, 16);
     uint64_t na = round_up((uint64_t)p.blocks * p.mr * p.K, 16);
     uint64_t nc = in_place ? 0 : round_up((uint64_t)p.M * p.N, 16);
     uint64_t nexp = p.rule == FUSE_BOUNDED ? (uint64_t)p.blocks + p.panels : 0;
@@ -362,19 +332,20 @@ int nx_pe_matmul_run(nx_pe_kernel kernel, const nx_pe_matmul *mm, nx_error *err)
     exp_range *a_exp = nexp ? (exp_range *)(void *)(cbuf + nc) : NULL;
     pack_stationary(mm, p.t, p.K, p.M, ap, a_exp);
     p.ap = ap, p.a_exp = a_exp;
-    if (by_panel) {
-        p.mv = mv, p.panel = bp;
+    /* all of moving is read (into bp) before dst is written */
+    if (panel_major) {
+        p.t->pack(mv->base, mv->partition_step, mv->dtype == NX_DT_BF16, p.K, p.N, p.nr, p.ldb, p.panel_stride, bp);
     } else {
-        /* all of moving is read (into bp) before dst is written */
-        convert_rows(p.t, mv, p.K, (uint32_t)npad, bp, p.ldb);
-        exp_range *b_exp = a_exp ? a_exp + p.blocks : NULL;
-        for (uint32_t pn = 0; b_exp && pn < p.panels; pn++) {
-            uint32_t lo, hi;
-            p.t->scan(bp + pn * p.nr, p.K, p.nr, p.ldb, &lo, &hi);
-            b_exp[pn] = exp_range_of(lo, hi);
-        }
-        p.bp = bp, p.b_exp = b_exp;
+        nx_pe_rows_to_f32(mv, p.K, bp, p.ldb);
+        for (uint32_t k = 0; k < p.K; k++) memset(bp + k * p.ldb + p.N, 0, (npad - p.N) * sizeof(float));
     }
+    exp_range *b_exp = a_exp ? a_exp + p.blocks : NULL;
+    for (uint32_t pn = 0; b_exp && pn < p.panels; pn++) {
+        uint32_t lo, hi;
+        p.t->scan(bp + pn * p.panel_stride, p.K, p.nr, p.ldb, &lo, &hi);
+        b_exp[pn] = exp_range_of(lo, hi);
+    }
+    p.bp = bp, p.b_exp = b_exp;
     if (in_place) {
         p.c = (float *)(void *)dst->base;
         p.ldc = dst->partition_step / (int64_t)sizeof(float);

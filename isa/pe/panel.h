@@ -5,7 +5,8 @@
  *   pe_scan        the magnitude range of a block of fp32 values, the bound
  *                  datapath.c uses to decide whether a tile's products are
  *                  all exact;
- *   pe_pack_rows   moving rows (contiguous fp32 or bf16) converted to fp32. */
+ *   pe_pack_rows   PE input rows (contiguous fp32 or bf16) converted to fp32
+ *                  panels. */
 #ifndef NXSIM_ISA_PE_PANEL_H
 #define NXSIM_ISA_PE_PANEL_H
 
@@ -80,37 +81,44 @@ static inline __attribute__((always_inline)) void pe_scan(const float *x, uint32
 enum { PE_PREFETCH_ROWS = 4 };
 
 /* Moving rows k < K of `cols` elements at src + k * step (contiguous,
- * little-endian fp32, or bf16 when `bf16`) -> out[k * ld + j], zero for
- * j in [cols, pad_to). Each row is read front to back. */
+ * little-endian fp32, or bf16 when `bf16`) -> fp32 in panels of nr
+ * columns: element (k, j) at out + (j / nr) * panel_stride + k * ld +
+ * j % nr; the last panel is zero-padded to nr columns. Each row is read
+ * front to back (one stream per row for the hardware prefetcher). */
 static inline __attribute__((always_inline)) void pe_pack_rows(const uint8_t *src, int64_t step, int bf16,
-                                                               uint32_t K, uint32_t cols, uint32_t pad_to,
-                                                               uint64_t ld, float *out) {
+                                                               uint32_t K, uint32_t cols, uint32_t nr,
+                                                               uint64_t ld, uint64_t panel_stride,
+                                                               float *out) {
     typedef uint16_t half_vu __attribute__((vector_size(PE_PANEL_BYTES / 2)));
-    const uint32_t full = cols / PE_PANEL_LANES * PE_PANEL_LANES;
-    const uint32_t row_bytes = cols * (bf16 ? 2u : 4u);
+    const uint32_t es = bf16 ? 2u : 4u, row_bytes = cols * es;
     for (uint32_t k = 0; k < K; k++) {
         const uint8_t *row = src + (int64_t)k * step;
-        float *o = out + (uint64_t)k * ld;
         /* rows are partitions, far apart: the hardware prefetcher starts
          * over on each, so ask for a row a few rows ahead */
         if (k + PE_PREFETCH_ROWS < K)
             for (uint32_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(row + PE_PREFETCH_ROWS * step + b, 0, 3);
-        for (uint32_t j = 0; j < full; j += PE_PANEL_LANES) {
-            pe_panel_vu u;
-            if (bf16) {
-                half_vu h;
-                memcpy(&h, row + 2 * j, sizeof h);
-                u = __builtin_convertvector(h, pe_panel_vu) << 16;
-            } else {
-                memcpy(&u, row + 4 * j, sizeof u);
+        float *panel = out + (uint64_t)k * ld;
+        for (uint32_t j0 = 0; j0 < cols; j0 += nr, panel += panel_stride) {
+            const uint32_t w = cols - j0 < nr ? cols - j0 : nr;
+            const uint32_t full = w / PE_PANEL_LANES * PE_PANEL_LANES;
+            const uint8_t *in = row + (uint64_t)j0 * es;
+            for (uint32_t j = 0; j < full; j += PE_PANEL_LANES) {
+                pe_panel_vu u;
+                if (bf16) {
+                    half_vu h;
+                    memcpy(&h, in + 2 * j, sizeof h);
+                    u = __builtin_convertvector(h, pe_panel_vu) << 16;
+                } else {
+                    memcpy(&u, in + 4 * j, sizeof u);
+                }
+                memcpy(panel + j, &u, sizeof u);
             }
-            memcpy(o + j, &u, sizeof u);
-        }
-        for (uint32_t j = full; j < pad_to; j++) {
-            uint32_t bits = 0;
-            if (j < cols && bf16) bits = (uint32_t)(row[2 * j] | row[2 * j + 1] << 8) << 16;
-            else if (j < cols) memcpy(&bits, row + 4 * j, sizeof bits);
-            memcpy(o + j, &bits, sizeof bits);
+            for (uint32_t j = full; j < nr; j++) {
+                uint32_t bits = 0;
+                if (j < w && bf16) bits = (uint32_t)(in[2 * j] | in[2 * j + 1] << 8) << 16;
+                else if (j < w) memcpy(&bits, in + 4 * j, sizeof bits);
+                memcpy(panel + j, &bits, sizeof bits);
+            }
         }
     }
 }

@@ -33,8 +33,8 @@ typedef void nx_pe_scan_fn(const float *x, uint32_t rows, uint32_t cols, uint64_
 
 /* pe_pack_rows (panel.h) compiled for the kernel's instruction set; NULL:
  * the kernel reads moving through the generic converter only. */
-typedef void nx_pe_pack_fn(const uint8_t *src, int64_t step, int bf16, uint32_t K, uint32_t cols, uint32_t pad_to,
-                           uint64_t ld, float *out);
+typedef void nx_pe_pack_fn(const uint8_t *src, int64_t step, int bf16, uint32_t K, uint32_t cols, uint32_t nr,
+                           uint64_t ld, uint64_t panel_stride, float *out);
 
 typedef struct nx_pe_tiles {
     uint32_t mr, nr;          /* the tile: mr <= NX_PE_MR_MAX, nr <= NX_PE_NR_MAX */

@@ -76,9 +76,9 @@ AVX512 static void scan(const float *x, uint32_t rows, uint32_t cols, uint64_t l
     pe_scan(x, rows, cols, ld, lo, hi);
 }
 
-AVX512 static void pack(const uint8_t *src, int64_t step, int bf16, uint32_t K, uint32_t cols, uint32_t pad_to, uint64_t ld,
-                 float *out) {
-    pe_pack_rows(src, step, bf16, K, cols, pad_to, ld, out);
+AVX512 static void pack(const uint8_t *src, int64_t step, int bf16, uint32_t K, uint32_t cols, uint32_t nr, uint64_t ld,
+                 uint64_t panel_stride, float *out) {
+    pe_pack_rows(src, step, bf16, K, cols, nr, ld, panel_stride, out);
 }
 
 static const nx_pe_tiles tiles = {MR, NR, tile_separate, tile_fused, scan, pack};

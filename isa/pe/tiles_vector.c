@@ -13,9 +13,9 @@ static void scan(const float *x, uint32_t rows, uint32_t cols, uint64_t ld, uint
     pe_scan(x, rows, cols, ld, lo, hi);
 }
 
-static void pack(const uint8_t *src, int64_t step, int bf16, uint32_t K, uint32_t cols, uint32_t pad_to, uint64_t ld,
-                 float *out) {
-    pe_pack_rows(src, step, bf16, K, cols, pad_to, ld, out);
+static void pack(const uint8_t *src, int64_t step, int bf16, uint32_t K, uint32_t cols, uint32_t nr, uint64_t ld,
+                 uint64_t panel_stride, float *out) {
+    pe_pack_rows(src, step, bf16, K, cols, nr, ld, panel_stride, out);
 }
 
 const nx_pe_tiles nx_pe_tiles_vector = {PE_VEC_MR, PE_VEC_NR, tile_separate, nx_pe_tile_vector_fused, scan, pack};
