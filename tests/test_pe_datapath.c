@@ -369,7 +369,8 @@ static void special_values(void **state) {
     (void)state;
     for (int i = 0; i < N_PE_DTYPES; i++)
         for (int j = 0; j < N_PE_DTYPES; j++) {
-            operands o = make_operands(9, 10, 40, pe_dtypes[i], pe_dtypes[j], VALUES_UNIT, VALUES_UNIT, 400 + i * 5 + j);
+            operands o =
+                make_operands(9, 10, 40, pe_dtypes[i], pe_dtypes[j], VALUES_UNIT, VALUES_UNIT, 400 + i * 5 + j);
             const float big = in_dtype(pe_dtypes[j], INFINITY); /* Inf, or 448 for e4m3 */
             for (uint32_t k = 0; k < o.K; k++) {
                 /* column 0: +Inf then -Inf (NaN where the dtype has Inf) */

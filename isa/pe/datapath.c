@@ -212,24 +212,15 @@ static void run_panels(const plan *p, uint32_t panel0, uint32_t panel1) {
     }
 }
 
-/* Stationary columns [m0, m0 + mr) of every k -> ap[m0 / mr][k][mr],
- * zero past M; with `range`, each block's exponent range. */
+/* The stationary tile -> ap[block][k][mr], zero past M; with `range`,
+ * each block's exponent range. */
 static void pack_stationary(const nx_pe_matmul *mm, const nx_pe_tiles *t, uint32_t K, uint32_t M, float *ap,
                             exp_range *range) {
-    const uint32_t mr = t->mr;
-    for (uint32_t m0 = 0, blk = 0; m0 < M; m0 += mr, blk++) {
-        uint32_t w = M - m0 < mr ? M - m0 : mr;
-        for (uint32_t k = 0; k < K; k++) {
-            float *o = ap + (uint64_t)k * mr;
-            const float *in = mm->stationary + (uint64_t)k * mm->stationary_ld + m0;
-            for (uint32_t i = 0; i < mr; i++) o[i] = i < w ? in[i] : 0.0f;
-        }
-        if (range) {
-            uint32_t lo, hi;
-            t->scan(ap, 1, K * mr, 0, &lo, &hi);
-            range[blk] = exp_range_of(lo, hi);
-        }
-        ap += (uint64_t)K * mr;
+    t->blocks(mm->stationary, mm->stationary_ld, K, M, ap);
+    for (uint32_t blk = 0; range && blk < (M + t->mr - 1) / t->mr; blk++) {
+        uint32_t lo, hi;
+        t->scan(ap + (uint64_t)blk * K * t->mr, 1, K * t->mr, 0, &lo, &hi);
+        range[blk] = exp_range_of(lo, hi);
     }
 }
 
@@ -269,14 +260,19 @@ static void dst_row_xfer(const nx_view *dst, uint32_t m, float *c, int to_dst) {
 
 static uint64_t round_up(uint64_t x, uint64_t to) { return (x + to - 1) / to * to; }
 
+static int little_endian_host(void) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 /* 1 if the kernel's own vectorised converter reads v: contiguous fp32 or
  * bf16 rows on a little-endian host. */
 static int fast_rows(const nx_pe_tiles *t, const nx_view *v) {
-    int little_endian = 0;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    little_endian = 1;
-#endif
-    return little_endian && t->pack && (v->dtype == NX_DT_FP32 || v->dtype == NX_DT_BF16) && row_is_contiguous(v);
+    return little_endian_host() && t->pack && (v->dtype == NX_DT_FP32 || v->dtype == NX_DT_BF16) &&
+           row_is_contiguous(v);
 }
 
 void nx_pe_convert(nx_pe_kernel kernel, const nx_view *v, uint32_t rows, float *out, uint64_t ld) {
@@ -302,14 +298,10 @@ int nx_pe_matmul_run(nx_pe_kernel kernel, const nx_pe_matmul *mm, nx_error *err)
     if (p.K == 0 || p.M == 0 || p.N == 0) return 0;
     p.blocks = (p.M + p.mr - 1) / p.mr;
     p.panels = (p.N + p.nr - 1) / p.nr;
-    int little_endian = 0;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    little_endian = 1;
-#endif
     /* dst rows hold host-order floats the tiles can update in place when
      * each row is one aligned contiguous run on a little-endian host */
-    int in_place = little_endian && row_is_contiguous(dst) && dst->partition_step % (int64_t)sizeof(float) == 0 &&
-                   (uintptr_t)dst->base % sizeof(float) == 0;
+    int in_place = little_endian_host() && row_is_contiguous(dst) &&
+                   dst->partition_step % (int64_t)sizeof(float) == 0 && (uintptr_t)dst->base % sizeof(float) == 0;
     /* contiguous fp32 / bf16 moving rows are converted row by row (each
      * read front to back) into contiguous K x nr panels; any other moving
      * through the generic converter into rows of ldb floats, a panel then

@@ -70,8 +70,8 @@ typedef struct nx_pe_matmul {
  * moving[k][n] in multiply_moving's order and roundings, NaN results as the
  * canonical quiet NaN, computed by `kernel` (which must be available).
  * Every kernel gives the same bits. Returns 0, or -1 with err when the
- * scratch buffers (about 4 x (K x (N + 48) + K x M) bytes, plus M x N x 4
- * when dst rows are not contiguous) cannot be allocated; dst is then
+ * scratch buffer (about 4 x K x (N + M + 80) bytes, plus 4 x M x N when
+ * dst rows are not contiguous) cannot be allocated; dst is then
  * unchanged. */
 int nx_pe_matmul_run(nx_pe_kernel kernel, const nx_pe_matmul *mm, nx_error *err);
 

@@ -6,7 +6,8 @@
  *                  datapath.c uses to decide whether a tile's products are
  *                  all exact;
  *   pe_pack_rows   PE input rows (contiguous fp32 or bf16) converted to fp32
- *                  panels. */
+ *                  panels;
+ *   pe_pack_blocks the stationary tile cut into blocks of MR columns. */
 #ifndef NXSIM_ISA_PE_PANEL_H
 #define NXSIM_ISA_PE_PANEL_H
 
@@ -120,6 +121,21 @@ static inline __attribute__((always_inline)) void pe_pack_rows(const uint8_t *sr
                 memcpy(panel + j, &bits, sizeof bits);
             }
         }
+    }
+}
+
+/* The stationary tile (K rows of M fp32 at st + k * ld) -> blocks of mr
+ * columns, block b's row k at out + (b * K + k) * mr, zero past M. mr is a
+ * constant of the calling kernel, so a block row is one fixed-size copy. */
+static inline __attribute__((always_inline)) void pe_pack_blocks(const float *st, uint64_t ld, uint32_t K,
+                                                                 uint32_t M, uint32_t mr, float *out) {
+    const uint32_t full = M / mr, blocks = (M + mr - 1) / mr;
+    for (uint32_t k = 0; k < K; k++) {
+        const float *in = st + k * ld;
+        for (uint32_t b = 0; b < full; b++)
+            memcpy(out + ((uint64_t)b * K + k) * mr, in + b * mr, mr * sizeof(float));
+        for (uint32_t b = full; b < blocks; b++)
+            for (uint32_t i = 0; i < mr; i++) out[((uint64_t)b * K + k) * mr + i] = b * mr + i < M ? in[b * mr + i] : 0.0f;
     }
 }
 

@@ -36,12 +36,16 @@ typedef void nx_pe_scan_fn(const float *x, uint32_t rows, uint32_t cols, uint64_
 typedef void nx_pe_pack_fn(const uint8_t *src, int64_t step, int bf16, uint32_t K, uint32_t cols, uint32_t nr,
                            uint64_t ld, uint64_t panel_stride, float *out);
 
+/* pe_pack_blocks (panel.h) with the kernel's MR. */
+typedef void nx_pe_blocks_fn(const float *st, uint64_t ld, uint32_t K, uint32_t M, float *out);
+
 typedef struct nx_pe_tiles {
     uint32_t mr, nr;          /* the tile: mr <= NX_PE_MR_MAX, nr <= NX_PE_NR_MAX */
     nx_pe_tile_fn *separate;
     nx_pe_tile_fn *fused;
     nx_pe_scan_fn *scan;
     nx_pe_pack_fn *pack;
+    nx_pe_blocks_fn *blocks;
 } nx_pe_tiles;
 
 enum { NX_PE_MR_MAX = 16, NX_PE_NR_MAX = 64 };

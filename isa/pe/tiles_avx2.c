@@ -83,7 +83,11 @@ AVX2 static void pack(const uint8_t *src, int64_t step, int bf16, uint32_t K, ui
     pe_pack_rows(src, step, bf16, K, cols, nr, ld, panel_stride, out);
 }
 
-static const nx_pe_tiles tiles = {MR, NR, tile_separate, tile_fused, scan, pack};
+AVX2 static void blocks(const float *st, uint64_t ld, uint32_t K, uint32_t M, float *out) {
+    pe_pack_blocks(st, ld, K, M, MR, out);
+}
+
+static const nx_pe_tiles tiles = {MR, NR, tile_separate, tile_fused, scan, pack, blocks};
 const nx_pe_tiles *const nx_pe_tiles_avx2 = &tiles;
 #else
 const nx_pe_tiles *const nx_pe_tiles_avx2 = 0;

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "panel.h"
 #include "tiles.h"
 
 enum { MR = 8, NR = 32 };
@@ -37,4 +38,8 @@ static void tile_scalar(uint32_t K, const float *a, const float *b, uint64_t ldb
     }
 }
 
-const nx_pe_tiles nx_pe_tiles_scalar = {MR, NR, tile_scalar, NULL, NULL, NULL};
+static void blocks(const float *st, uint64_t ld, uint32_t K, uint32_t M, float *out) {
+    pe_pack_blocks(st, ld, K, M, MR, out);
+}
+
+const nx_pe_tiles nx_pe_tiles_scalar = {MR, NR, tile_scalar, NULL, NULL, NULL, blocks};

@@ -18,4 +18,9 @@ static void pack(const uint8_t *src, int64_t step, int bf16, uint32_t K, uint32_
     pe_pack_rows(src, step, bf16, K, cols, nr, ld, panel_stride, out);
 }
 
-const nx_pe_tiles nx_pe_tiles_vector = {PE_VEC_MR, PE_VEC_NR, tile_separate, nx_pe_tile_vector_fused, scan, pack};
+static void blocks(const float *st, uint64_t ld, uint32_t K, uint32_t M, float *out) {
+    pe_pack_blocks(st, ld, K, M, PE_VEC_MR, out);
+}
+
+const nx_pe_tiles nx_pe_tiles_vector = {PE_VEC_MR, PE_VEC_NR, tile_separate, nx_pe_tile_vector_fused,
+                                        scan,      pack,      blocks};
