@@ -134,8 +134,10 @@ static inline __attribute__((always_inline)) void pe_pack_blocks(const float *st
         const float *in = st + k * ld;
         for (uint32_t b = 0; b < full; b++)
             memcpy(out + ((uint64_t)b * K + k) * mr, in + b * mr, mr * sizeof(float));
-        for (uint32_t b = full; b < blocks; b++)
-            for (uint32_t i = 0; i < mr; i++) out[((uint64_t)b * K + k) * mr + i] = b * mr + i < M ? in[b * mr + i] : 0.0f;
+        for (uint32_t b = full; b < blocks; b++) {
+            float *o = out + ((uint64_t)b * K + k) * mr;
+            for (uint32_t i = 0; i < mr; i++) o[i] = b * mr + i < M ? in[b * mr + i] : 0.0f;
+        }
     }
 }
 
