@@ -169,6 +169,10 @@ typedef struct plan {
     const float *bp;
     uint64_t ldb, panel_stride;
     const exp_range *b_exp;   /* [panels], FUSE_BOUNDED only */
+    /* or, when no tile fuses and the kernel can (separate_load), read from
+     * the moving rows by each panel's first block into one panel buffer */
+    const nx_view *mv;
+    float *panel;
     float *c;                 /* output row m at c + m * ldc */
     int64_t ldc;
 } plan;
@@ -196,9 +200,23 @@ static void run_panels(const plan *p, uint32_t panel0, uint32_t panel1) {
     for (uint32_t pn = panel0; pn < panel1; pn++) {
         uint32_t n0 = pn * p->nr, cols = p->N - n0 < p->nr ? p->N - n0 : p->nr;
         const float *b = p->bp + pn * p->panel_stride;
-        const uint64_t ldb = p->ldb;
+        uint64_t ldb = p->ldb;
         const exp_range b_exp = p->b_exp ? p->b_exp[pn] : (exp_range){0, 0};
-        for (uint32_t blk = 0; blk < p->blocks; blk++) {
+        uint32_t blk = 0;
+        if (p->panel) {
+            const size_t es = nx_dtype_size((nx_dtype)p->mv->dtype);
+            const uint8_t *src = p->mv->base + n0 * es;
+            const int bf16 = p->mv->dtype == NX_DT_BF16;
+            b = p->panel, ldb = p->nr;
+            if (cols == p->nr && p->M >= p->mr) {
+                p->t->separate_load(p->K, p->ap, src, p->mv->partition_step, bf16, p->panel, p->c + n0, p->ldc,
+                                    p->acc);
+                blk = 1;
+            } else {
+                p->t->pack(src, p->mv->partition_step, bf16, p->K, cols, p->nr, p->nr, 0, p->panel);
+            }
+        }
+        for (; blk < p->blocks; blk++) {
             uint32_t m0 = blk * p->mr, rows = p->M - m0 < p->mr ? p->M - m0 : p->mr;
             int fused = p->rule == FUSE_ALWAYS || (p->rule == FUSE_BOUNDED && products_exact(p->a_exp[blk], b_exp));
             nx_pe_tile_fn *fn = fused ? p->t->fused : p->t->separate;
@@ -308,10 +326,13 @@ int nx_pe_matmul_run(nx_pe_kernel kernel, const nx_pe_matmul *mm, nx_error *err)
      * being a column range of them (+16: keeps the rows off a power-of-two
      * stride, L1 set conflicts, and 64-byte aligned) */
     const int panel_major = fast_rows(p.t, mv);
+    const int by_first_block = panel_major && p.rule == FUSE_NEVER && p.t->separate_load;
     const uint64_t npad = (uint64_t)p.panels * p.nr;
     p.ldb = panel_major ? p.nr : round_up(npad + 16, 16);
     p.panel_stride = panel_major ? (uint64_t)p.K * p.nr : p.nr;
-    uint64_t nb = panel_major ? p.panels * p.panel_stride : (uint64_t)p.K * p.ldb;
+    uint64_t nb = by_first_block ? (uint64_t)p.K * p.nr
+                  : panel_major  ? p.panels * p.panel_stride
+                                 : (uint64_t)p.K * p.ldb;
     nb = round_up(nb, 16);
     uint64_t na = round_up((uint64_t)p.blocks * p.mr * p.K, 16);
     uint64_t nc = in_place ? 0 : round_up((uint64_t)p.M * p.N, 16);
@@ -324,8 +345,11 @@ int nx_pe_matmul_run(nx_pe_kernel kernel, const nx_pe_matmul *mm, nx_error *err)
     exp_range *a_exp = nexp ? (exp_range *)(void *)(cbuf + nc) : NULL;
     pack_stationary(mm, p.t, p.K, p.M, ap, a_exp);
     p.ap = ap, p.a_exp = a_exp;
-    /* all of moving is read (into bp) before dst is written */
-    if (panel_major) {
+    /* moving is SBUF and dst PSUM (the PE's memory rules): they never
+     * overlap, so moving may be read while dst is written */
+    if (by_first_block) {
+        p.mv = mv, p.panel = bp;
+    } else if (panel_major) {
         p.t->pack(mv->base, mv->partition_step, mv->dtype == NX_DT_BF16, p.K, p.N, p.nr, p.ldb, p.panel_stride, bp);
     } else {
         nx_pe_rows_to_f32(mv, p.K, bp, p.ldb);

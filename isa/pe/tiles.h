@@ -26,6 +26,15 @@
 typedef void nx_pe_tile_fn(uint32_t K, const float *a, const float *b, uint64_t ldb, float *c, int64_t ldc,
                            int acc);
 
+/* The separate tile of a panel's first block, reading the moving panel
+ * straight from its rows: row k's NR elements at src + k * step (contiguous,
+ * little-endian fp32, or bf16 when `bf16`), converted, used, and stored to
+ * panel[k * NR + j] for the panel's other blocks. It prefetches rows ahead
+ * (they are SBUF partitions, far apart), so the conversion pass over the
+ * moving tile disappears under the first block's arithmetic. */
+typedef void nx_pe_load_tile_fn(uint32_t K, const float *a, const uint8_t *src, int64_t step, int bf16, float *panel,
+                                float *c, int64_t ldc, int acc);
+
 /* pe_scan (scan.h) compiled for the kernel's instruction set. A kernel
  * without a fused tile has neither (NULL). */
 typedef void nx_pe_scan_fn(const float *x, uint32_t rows, uint32_t cols, uint64_t ld, uint32_t *lo,
@@ -43,6 +52,7 @@ typedef struct nx_pe_tiles {
     uint32_t mr, nr;          /* the tile: mr <= NX_PE_MR_MAX, nr <= NX_PE_NR_MAX */
     nx_pe_tile_fn *separate;
     nx_pe_tile_fn *fused;
+    nx_pe_load_tile_fn *separate_load; /* NULL: the kernel has none */
     nx_pe_scan_fn *scan;
     nx_pe_pack_fn *pack;
     nx_pe_blocks_fn *blocks;

@@ -31,9 +31,45 @@ AVX2 INLINE void store(float *row, __m256 v, int acc) {
     _mm256_storeu_ps(row, v);
 }
 
-AVX2 INLINE void tile(uint32_t K, const float *a, const float *b, uint64_t ldb, float *c, int64_t ldc, int acc,
-                      int fused) {
-    __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+/* Moving row k of the panel: from b (ldb floats apart), or with `src` from
+ * the row itself (converted and kept in panel). */
+typedef struct moving {
+    const float *b;
+    uint64_t ldb;
+    const uint8_t *src;
+    int64_t step;
+    int bf16;
+    float *panel;
+    uint32_t rows;
+} moving;
+
+enum { PREFETCH_ROWS = 16 };
+
+AVX2 INLINE void moving_row(const moving *mv, uint32_t k, __m256 *b0, __m256 *b1, int load) {
+    if (!load) {
+        *b0 = _mm256_loadu_ps(mv->b + k * mv->ldb);
+        *b1 = _mm256_loadu_ps(mv->b + k * mv->ldb + 8);
+        return;
+    }
+    const uint8_t *row = mv->src + (int64_t)k * mv->step;
+    const int ahead = k + PREFETCH_ROWS < mv->rows;
+    if (ahead) _mm_prefetch((const char *)(row + PREFETCH_ROWS * mv->step), _MM_HINT_T0);
+    if (mv->bf16) {
+        *b0 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const void *)row)), 16));
+        *b1 = _mm256_castsi256_ps(
+            _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const void *)(row + 16))), 16));
+    } else {
+        *b0 = _mm256_loadu_ps((const void *)row);
+        *b1 = _mm256_loadu_ps((const void *)(row + 32));
+    }
+    _mm256_storeu_ps(mv->panel + k * NR, *b0);
+    _mm256_storeu_ps(mv->panel + k * NR + 8, *b1);
+}
+
+AVX2 INLINE void tile(uint32_t K, const float *a, const moving *mv, float *c, int64_t ldc, int acc, int fused,
+                      int load) {
+    __m256 b0, b1;
+    moving_row(mv, 0, &b0, &b1, load);
 #define ROW_INIT(i)                               \
     __m256 c##i##0, c##i##1;                      \
     {                                             \
@@ -45,9 +81,7 @@ AVX2 INLINE void tile(uint32_t K, const float *a, const float *b, uint64_t ldb, 
 #undef ROW_INIT
     for (uint32_t k = 1; k < K; k++) {
         a += MR;
-        b += ldb;
-        b0 = _mm256_loadu_ps(b);
-        b1 = _mm256_loadu_ps(b + 8);
+        moving_row(mv, k, &b0, &b1, load);
 #define ROW_STEP(i)                               \
     {                                             \
         __m256 ai = _mm256_broadcast_ss(a + (i)); \
@@ -66,12 +100,20 @@ AVX2 INLINE void tile(uint32_t K, const float *a, const float *b, uint64_t ldb, 
 
 AVX2 static void tile_separate(uint32_t K, const float *a, const float *b, uint64_t ldb, float *c, int64_t ldc,
                                int acc) {
-    tile(K, a, b, ldb, c, ldc, acc, 0);
+    const moving mv = {b, ldb, NULL, 0, 0, NULL, K};
+    tile(K, a, &mv, c, ldc, acc, 0, 0);
 }
 
 AVX2 static void tile_fused(uint32_t K, const float *a, const float *b, uint64_t ldb, float *c, int64_t ldc,
                             int acc) {
-    tile(K, a, b, ldb, c, ldc, acc, 1);
+    const moving mv = {b, ldb, NULL, 0, 0, NULL, K};
+    tile(K, a, &mv, c, ldc, acc, 1, 0);
+}
+
+AVX2 static void tile_separate_load(uint32_t K, const float *a, const uint8_t *src, int64_t step, int bf16,
+                                    float *panel, float *c, int64_t ldc, int acc) {
+    const moving mv = {NULL, 0, src, step, bf16, panel, K};
+    tile(K, a, &mv, c, ldc, acc, 0, 1);
 }
 
 AVX2 static void scan(const float *x, uint32_t rows, uint32_t cols, uint64_t ld, uint32_t *lo, uint32_t *hi) {
@@ -87,7 +129,7 @@ AVX2 static void blocks(const float *st, uint64_t ld, uint32_t K, uint32_t M, fl
     pe_pack_blocks(st, ld, K, M, MR, out);
 }
 
-static const nx_pe_tiles tiles = {MR, NR, tile_separate, tile_fused, scan, pack, blocks};
+static const nx_pe_tiles tiles = {MR, NR, tile_separate, tile_fused, tile_separate_load, scan, pack, blocks};
 const nx_pe_tiles *const nx_pe_tiles_avx2 = &tiles;
 #else
 const nx_pe_tiles *const nx_pe_tiles_avx2 = 0;

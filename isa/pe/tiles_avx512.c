@@ -29,9 +29,46 @@ AVX512 INLINE void store(float *row, __m512 v, int acc) {
     _mm512_storeu_ps(row, v);
 }
 
-AVX512 INLINE void tile(uint32_t K, const float *a, const float *b, uint64_t ldb, float *c, int64_t ldc, int acc,
-                        int fused) {
-    __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+/* Moving row k of the panel: from b (ldb floats apart), or with `src` from
+ * the row itself (converted and kept in panel). */
+typedef struct moving {
+    const float *b;
+    uint64_t ldb;
+    const uint8_t *src;
+    int64_t step;
+    int bf16;
+    float *panel;
+    uint32_t rows;
+} moving;
+
+enum { PREFETCH_ROWS = 16 };
+
+AVX512 INLINE void moving_row(const moving *mv, uint32_t k, __m512 *b0, __m512 *b1, int load) {
+    if (!load) {
+        *b0 = _mm512_loadu_ps(mv->b + k * mv->ldb);
+        *b1 = _mm512_loadu_ps(mv->b + k * mv->ldb + 16);
+        return;
+    }
+    const uint8_t *row = mv->src + (int64_t)k * mv->step;
+    const int ahead = k + PREFETCH_ROWS < mv->rows;
+    if (ahead) _mm_prefetch((const char *)(row + PREFETCH_ROWS * mv->step), _MM_HINT_T0);
+    if (mv->bf16) {
+        *b0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const void *)row)), 16));
+        *b1 = _mm512_castsi512_ps(
+            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const void *)(row + 32))), 16));
+    } else {
+        if (ahead) _mm_prefetch((const char *)(row + PREFETCH_ROWS * mv->step + 64), _MM_HINT_T0);
+        *b0 = _mm512_loadu_ps((const void *)row);
+        *b1 = _mm512_loadu_ps((const void *)(row + 64));
+    }
+    _mm512_storeu_ps(mv->panel + k * NR, *b0);
+    _mm512_storeu_ps(mv->panel + k * NR + 16, *b1);
+}
+
+AVX512 INLINE void tile(uint32_t K, const float *a, const moving *mv, float *c, int64_t ldc, int acc, int fused,
+                        int load) {
+    __m512 b0, b1;
+    moving_row(mv, 0, &b0, &b1, load);
 #define ROW_INIT(i)                             \
     __m512 c##i##0, c##i##1;                    \
     {                                           \
@@ -43,9 +80,7 @@ AVX512 INLINE void tile(uint32_t K, const float *a, const float *b, uint64_t ldb
 #undef ROW_INIT
     for (uint32_t k = 1; k < K; k++) {
         a += MR;
-        b += ldb;
-        b0 = _mm512_loadu_ps(b);
-        b1 = _mm512_loadu_ps(b + 16);
+        moving_row(mv, k, &b0, &b1, load);
 #define ROW_STEP(i)                             \
     {                                           \
         __m512 ai = _mm512_set1_ps(a[i]);       \
@@ -64,12 +99,20 @@ AVX512 INLINE void tile(uint32_t K, const float *a, const float *b, uint64_t ldb
 
 AVX512 static void tile_separate(uint32_t K, const float *a, const float *b, uint64_t ldb, float *c,
                                  int64_t ldc, int acc) {
-    tile(K, a, b, ldb, c, ldc, acc, 0);
+    const moving mv = {b, ldb, NULL, 0, 0, NULL, K};
+    tile(K, a, &mv, c, ldc, acc, 0, 0);
 }
 
 AVX512 static void tile_fused(uint32_t K, const float *a, const float *b, uint64_t ldb, float *c, int64_t ldc,
                               int acc) {
-    tile(K, a, b, ldb, c, ldc, acc, 1);
+    const moving mv = {b, ldb, NULL, 0, 0, NULL, K};
+    tile(K, a, &mv, c, ldc, acc, 1, 0);
+}
+
+AVX512 static void tile_separate_load(uint32_t K, const float *a, const uint8_t *src, int64_t step, int bf16,
+                                      float *panel, float *c, int64_t ldc, int acc) {
+    const moving mv = {NULL, 0, src, step, bf16, panel, K};
+    tile(K, a, &mv, c, ldc, acc, 0, 1);
 }
 
 AVX512 static void scan(const float *x, uint32_t rows, uint32_t cols, uint64_t ld, uint32_t *lo, uint32_t *hi) {
@@ -85,7 +128,7 @@ AVX512 static void blocks(const float *st, uint64_t ld, uint32_t K, uint32_t M, 
     pe_pack_blocks(st, ld, K, M, MR, out);
 }
 
-static const nx_pe_tiles tiles = {MR, NR, tile_separate, tile_fused, scan, pack, blocks};
+static const nx_pe_tiles tiles = {MR, NR, tile_separate, tile_fused, tile_separate_load, scan, pack, blocks};
 const nx_pe_tiles *const nx_pe_tiles_avx512 = &tiles;
 #else
 const nx_pe_tiles *const nx_pe_tiles_avx512 = 0;

@@ -42,4 +42,4 @@ static void blocks(const float *st, uint64_t ld, uint32_t K, uint32_t M, float *
     pe_pack_blocks(st, ld, K, M, MR, out);
 }
 
-const nx_pe_tiles nx_pe_tiles_scalar = {MR, NR, tile_scalar, NULL, NULL, NULL, blocks};
+const nx_pe_tiles nx_pe_tiles_scalar = {MR, NR, tile_scalar, NULL, NULL, NULL, NULL, blocks};

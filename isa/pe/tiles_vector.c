@@ -22,5 +22,5 @@ static void blocks(const float *st, uint64_t ld, uint32_t K, uint32_t M, float *
     pe_pack_blocks(st, ld, K, M, PE_VEC_MR, out);
 }
 
-const nx_pe_tiles nx_pe_tiles_vector = {PE_VEC_MR, PE_VEC_NR, tile_separate, nx_pe_tile_vector_fused,
+const nx_pe_tiles nx_pe_tiles_vector = {PE_VEC_MR, PE_VEC_NR, tile_separate, nx_pe_tile_vector_fused, NULL,
                                         scan,      pack,      blocks};
