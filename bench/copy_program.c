@@ -30,7 +30,7 @@ static int move(copy_ctx *x, int to_sbuf, uint64_t chunk, uint32_t k, int wait_s
         nx_insn i = nx_insn_make(NX_OP_DMA_COPY);
         i.op[0] = to_sbuf ? sb : hbm;
         i.op[1] = to_sbuf ? hbm : sb;
-        i.iparam[0] = (int32_t)(g * x->qpe + (to_sbuf ? 0 : 1));
+        i.iparam[0] = (int32_t)nx_dma_queue_of(nx_builder_geometry(x->b), g, to_sbuf ? 0 : 1);
         if (g == 0 && wait_sem >= 0) nx_insn_wait(&i, (uint32_t)wait_sem, wait_value);
         nx_insn_inc(&i, (to_sbuf ? SEM_LOAD : SEM_STORE) + k, 1);
         if (nx_builder_emit(x->b, x->core, NX_ENG_SP, &i, NULL, x->err) != 0) return -1;
@@ -65,9 +65,9 @@ int bench_copy_build(const nx_machine *m, bench_copy *c, nx_program *out, nx_err
     memset(&x, 0, sizeof x);
     x.c = c;
     x.err = err;
-    x.qpe = m->dma_queues_per_engine;
+    x.qpe = m->geo.dma_queues_per_engine;
     uint32_t E = c->dma_engines ? c->dma_engines : 1;
-    if (E > m->dma_engines) E = m->dma_engines;
+    if (E > m->geo.dma_engines) E = m->geo.dma_engines;
     while (E > 1 && ROWS_PER_CHUNK % E) E--;
     x.engines = c->dma_engines = E;
     x.parts = ROWS_PER_CHUNK / E;

@@ -44,7 +44,7 @@ static int dma_groups(gemm_ctx *c, int to_sbuf, nx_dtype dt, uint64_t hbm_off, i
         nx_insn i = nx_insn_make(NX_OP_DMA_COPY);
         i.op[0] = to_sbuf ? sb : hbm;
         i.op[1] = to_sbuf ? hbm : sb;
-        i.iparam[0] = (int32_t)(gi * c->qpe + queue_in_engine);
+        i.iparam[0] = (int32_t)nx_dma_queue_of(nx_builder_geometry(c->b), gi, queue_in_engine);
         if (gi == 0 && wait_sem >= 0) nx_insn_wait(&i, (uint32_t)wait_sem, wait_value);
         nx_insn_inc(&i, inc, 1);
         if (emit(c, NX_ENG_SP, &i) != 0) return -1;
@@ -180,10 +180,10 @@ int bench_gemm_build(const nx_machine *m, bench_gemm *g, nx_program *out, nx_err
     c.mtiles = g->M / g->mt;
     c.ktiles = g->K / g->kt;
     c.ntiles = g->N / g->nt;
-    c.qpe = m->dma_queues_per_engine;
+    c.qpe = m->geo.dma_queues_per_engine;
     if (c.qpe < 3) return nx_fail(err, "gemm: needs 3 queues per DMA engine, the machine has %u", c.qpe);
     /* as many engines as asked that split both the K and the M partitions */
-    uint32_t E = tile(g->dma_engines ? g->dma_engines : 1, m->dma_engines);
+    uint32_t E = tile(g->dma_engines ? g->dma_engines : 1, m->geo.dma_engines);
     while (E > 1 && (g->kt % E || g->mt % E)) E--;
     c.engines = E;
     c.part_per_engine = g->kt / E;

@@ -143,10 +143,10 @@ int main(int argc, char **argv) {
     }
     static const char *const keys[] = {"tiled_pf_transpose", "tiled_dve_transpose_10"};
     static const nx_dtype dts[] = {NX_DT_FP32, NX_DT_BF16};
-    double dma_core = m.dma_engines * m.dma_engine_bytes_per_ns;
+    double dma_core = m.geo.dma_engines * m.dma_engine_bytes_per_ns;
     printf("nxsim-bench-transpose: %llu x %llu, machine %s (DMA %.0f B/ns per core = %u engines x "
            "%.0f B/ns; HBM %.0f B/ns shared)\n",
-           (unsigned long long)n, (unsigned long long)n, m.geo.name, dma_core, m.dma_engines,
+           (unsigned long long)n, (unsigned long long)n, m.geo.name, dma_core, m.geo.dma_engines,
            m.dma_engine_bytes_per_ns, m.hbm_bytes_per_ns);
     printf("%-24s %-5s %5s %9s %9s %12s %12s %8s %8s %s\n", "kernel", "dtype", "cores", "trace_s",
            "sim_wall_s", "sim_us", "bound_us", "of_bound", "speedup", "result");

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "dtype.h"
 #include "encode.h"
 #include "fileio.h"
@@ -448,7 +449,7 @@ static int scan_real(asm_state *s, double *v) {
 static int parse_imm(asm_state *s, nx_operand *op) {
     s->p++; /* '#' */
     const char *vat = s->p;
-    double v;
+    double v = 0.0;
     if (scan_real(s, &v) != 0) return -1;
     size_t vlen = (size_t)(s->p - vat);
     uint8_t dt = NX_DT_FP32;
@@ -456,8 +457,7 @@ static int parse_imm(asm_state *s, nx_operand *op) {
     const char *dname = nx_dtype_name((nx_dtype)dt);
     if (nx_dtype_is_float((nx_dtype)dt)) {
         if (isnan(v)) {
-            uint64_t bits = signbit(v) ? 0xfff8000000000000ull : 0x7ff8000000000000ull;
-            memcpy(&v, &bits, sizeof v);
+            v = nx_f64_from_bits(signbit(v) ? 0xfff8000000000000ull : 0x7ff8000000000000ull);
         } else {
             unsigned char buf[8];
             nx_dtype_store((nx_dtype)dt, buf, v);

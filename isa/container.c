@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bytes.h"
 #include "encode.h"
 #include "fileio.h"
 #include "opcodes.h"
@@ -54,28 +55,6 @@ _Static_assert(T_SHAPE + 8 * NX_TENSOR_MAX_DIMS == NX_NXB_TENSOR_BYTES, "tensor 
 _Static_assert(T_NAME + NX_TENSOR_NAME_MAX == T_DTYPE, "tensor name is 64 bytes");
 _Static_assert(sizeof(((nx_program *)0)->machine) == MACHINE_BYTES, "machine name is 16 bytes");
 
-/* ---- little-endian byte helpers ---- */
-static void put_u16(uint8_t *p, uint16_t v) {
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-static void put_u32(uint8_t *p, uint32_t v) {
-    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put_u64(uint8_t *p, uint64_t v) {
-    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint16_t get_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
-static uint32_t get_u32(const uint8_t *p) {
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
-}
-static uint64_t get_u64(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
-}
 
 /* ---- shared checks (encode checks the program, decode the bytes) ---- */
 
@@ -231,8 +210,8 @@ static void encode_tensor(const nx_tensor_decl *t, uint8_t *e) {
     e[T_DTYPE] = t->dtype;
     e[T_ROLE] = t->role;
     e[T_NDIMS] = t->ndims;
-    put_u64(e + T_OFFSET, t->offset);
-    for (unsigned k = 0; k < NX_TENSOR_MAX_DIMS; k++) put_u64(e + T_SHAPE + 8 * k, t->shape[k]);
+    nx_store_le64(e + T_OFFSET, t->offset);
+    for (unsigned k = 0; k < NX_TENSOR_MAX_DIMS; k++) nx_store_le64(e + T_SHAPE + 8 * k, t->shape[k]);
 }
 
 int nx_program_encode(const nx_program *p, uint8_t **out, size_t *len, nx_error *err) {
@@ -264,18 +243,18 @@ int nx_program_encode(const nx_program *p, uint8_t **out, size_t *len, nx_error 
     if (buf == NULL) return nx_fail(err, "nxb: out of memory for %" PRIu64 " bytes", size);
 
     memcpy(buf + H_MAGIC, NX_NXB_MAGIC, 4);
-    put_u16(buf + H_VERSION, NX_NXB_VERSION);
-    put_u16(buf + H_HEADER_BYTES, NX_NXB_HEADER_BYTES);
+    nx_store_le16(buf + H_VERSION, NX_NXB_VERSION);
+    nx_store_le16(buf + H_HEADER_BYTES, NX_NXB_HEADER_BYTES);
     for (size_t i = 0; i < MACHINE_BYTES && p->machine[i] != '\0'; i++)
         buf[H_MACHINE + i] = (uint8_t)p->machine[i];
     buf[H_CORES] = (uint8_t)p->cores;
-    put_u16(buf + H_SEM_COUNT, (uint16_t)p->sem_count);
-    put_u32(buf + H_TENSOR_COUNT, p->tensor_count);
-    put_u64(buf + H_HBM_BYTES, p->hbm_bytes);
-    put_u32(buf + H_WORD_BYTES, NX_INSN_WORD_BYTES);
+    nx_store_le16(buf + H_SEM_COUNT, (uint16_t)p->sem_count);
+    nx_store_le32(buf + H_TENSOR_COUNT, p->tensor_count);
+    nx_store_le64(buf + H_HBM_BYTES, p->hbm_bytes);
+    nx_store_le32(buf + H_WORD_BYTES, NX_INSN_WORD_BYTES);
     for (uint32_t c = 0; c < p->cores; c++)
         for (unsigned e = 0; e < NX_ENG_COUNT; e++)
-            put_u32(buf + STREAM_TABLE + 4 * (NX_ENG_COUNT * c + e), p->stream[c][e].count);
+            nx_store_le32(buf + STREAM_TABLE + 4 * (NX_ENG_COUNT * c + e), p->stream[c][e].count);
     for (uint32_t i = 0; i < p->tensor_count; i++)
         encode_tensor(&p->tensors[i], buf + tensor_entry_at(p->cores, i));
 
@@ -316,11 +295,11 @@ static int decode_header(const uint8_t *buf, nx_program *p, nx_error *err) {
     if (memcmp(buf + H_MAGIC, NX_NXB_MAGIC, 4) != 0)
         return nx_fail(err, "nxb: byte %d (magic): expected \"NXSB\", found %02x %02x %02x %02x",
                        H_MAGIC, buf[0], buf[1], buf[2], buf[3]);
-    unsigned v = get_u16(buf + H_VERSION);
+    unsigned v = nx_load_le16(buf + H_VERSION);
     if (v != NX_NXB_VERSION)
         return nx_fail(err, "nxb: byte %d (version): %u is not supported (only %d)", H_VERSION, v,
                        NX_NXB_VERSION);
-    v = get_u16(buf + H_HEADER_BYTES);
+    v = nx_load_le16(buf + H_HEADER_BYTES);
     if (v != NX_NXB_HEADER_BYTES)
         return nx_fail(err, "nxb: byte %d (header_bytes): %u, expected %d", H_HEADER_BYTES, v,
                        NX_NXB_HEADER_BYTES);
@@ -336,17 +315,17 @@ static int decode_header(const uint8_t *buf, nx_program *p, nx_error *err) {
         return nx_fail(err, "nxb: byte %d (cores): %u is not in 1..%d", H_CORES, v, NX_MAX_CORES);
     p->cores = v;
     if (require_zero(buf, H_RESERVED0, H_SEM_COUNT, "reserved", err) != 0) return -1;
-    v = get_u16(buf + H_SEM_COUNT);
+    v = nx_load_le16(buf + H_SEM_COUNT);
     if (v > NX_MAX_SEMAPHORES)
         return nx_fail(err, "nxb: byte %d (sem_count): %u is more than %d", H_SEM_COUNT, v,
                        NX_MAX_SEMAPHORES);
     p->sem_count = v;
-    uint32_t tc = get_u32(buf + H_TENSOR_COUNT);
+    uint32_t tc = nx_load_le32(buf + H_TENSOR_COUNT);
     if (tc > MAX_TENSORS)
         return nx_fail(err, "nxb: byte %d (tensor_count): %" PRIu32 " is more than %u", H_TENSOR_COUNT,
                        tc, MAX_TENSORS);
-    p->hbm_bytes = get_u64(buf + H_HBM_BYTES);
-    uint32_t wb = get_u32(buf + H_WORD_BYTES);
+    p->hbm_bytes = nx_load_le64(buf + H_HBM_BYTES);
+    uint32_t wb = nx_load_le32(buf + H_WORD_BYTES);
     if (wb != NX_INSN_WORD_BYTES)
         return nx_fail(err, "nxb: byte %d (insn_word_bytes): %" PRIu32 ", expected %d", H_WORD_BYTES,
                        wb, NX_INSN_WORD_BYTES);
@@ -359,8 +338,8 @@ static void decode_tensor(const uint8_t *e, nx_tensor_decl *t) {
     t->dtype = e[T_DTYPE];
     t->role = e[T_ROLE];
     t->ndims = e[T_NDIMS];
-    t->offset = get_u64(e + T_OFFSET);
-    for (unsigned k = 0; k < NX_TENSOR_MAX_DIMS; k++) t->shape[k] = get_u64(e + T_SHAPE + 8 * k);
+    t->offset = nx_load_le64(e + T_OFFSET);
+    for (unsigned k = 0; k < NX_TENSOR_MAX_DIMS; k++) t->shape[k] = nx_load_le64(e + T_SHAPE + 8 * k);
 }
 
 /* Byte-level checks a decoded nx_tensor_decl cannot show: name padding and
@@ -384,13 +363,13 @@ static int decode_body(const uint8_t *buf, size_t len, nx_program *p, nx_error *
     if (len < NX_NXB_HEADER_BYTES)
         return nx_fail(err, "nxb: truncated: %zu bytes, the header alone is %d", len, NX_NXB_HEADER_BYTES);
     if (decode_header(buf, p, err) != 0) return -1;
-    uint32_t tensor_count = get_u32(buf + H_TENSOR_COUNT);
+    uint32_t tensor_count = nx_load_le32(buf + H_TENSOR_COUNT);
     uint64_t table_end = tensor_entry_at(p->cores, 0);
     if (len < table_end)
         return nx_fail(err, "nxb: truncated: %zu bytes, the stream table of %" PRIu32 " core(s) ends at byte %" PRIu64,
                        len, p->cores, table_end);
     uint64_t total = 0; /* at most 10 * (2^32 - 1): no overflow */
-    for (uint32_t i = 0; i < NX_ENG_COUNT * p->cores; i++) total += get_u32(buf + STREAM_TABLE + 4 * i);
+    for (uint32_t i = 0; i < NX_ENG_COUNT * p->cores; i++) total += nx_load_le32(buf + STREAM_TABLE + 4 * i);
     uint64_t words_at = tensor_entry_at(p->cores, tensor_count);
     uint64_t expected = words_at + total * NX_INSN_WORD_BYTES; /* < 2^45 */
     if ((uint64_t)len < expected)
@@ -412,7 +391,7 @@ static int decode_body(const uint8_t *buf, size_t len, nx_program *p, nx_error *
     uint64_t at = words_at;
     for (uint32_t c = 0; c < p->cores; c++)
         for (unsigned e = 0; e < NX_ENG_COUNT; e++) {
-            uint32_t n = get_u32(buf + STREAM_TABLE + 4 * (NX_ENG_COUNT * c + e));
+            uint32_t n = nx_load_le32(buf + STREAM_TABLE + 4 * (NX_ENG_COUNT * c + e));
             for (uint32_t i = 0; i < n; i++, at += NX_INSN_WORD_BYTES) {
                 nx_insn insn;
                 if (nx_insn_decode(buf + at, &insn, err) != 0) {

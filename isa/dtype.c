@@ -5,10 +5,12 @@
  * format with E exponent bits and M mantissa bits. The fp32 and bf16 stores
  * have faster paths that give the same bits as encode_binary() (see the
  * comments there); the tests check every path against an independent
- * reference. Memory is little-endian regardless of the host. */
+ * reference. Memory is little-endian regardless of the host (isa/bytes.h). */
 #include "isa/dtype.h"
 
 #include <string.h>
+
+#include "isa/bytes.h"
 
 static const char *const dtype_names[NX_DT_COUNT] = {
     "fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "int8",
@@ -42,52 +44,6 @@ int nx_dtype_is_signed_int(nx_dtype dt)
     return dt == NX_DT_INT8 || dt == NX_DT_INT16 || dt == NX_DT_INT32;
 }
 
-/* ---- bit access ---------------------------------------------------------- */
-
-static inline uint32_t f32_bits(float f)
-{
-    uint32_t b;
-    memcpy(&b, &f, sizeof b);
-    return b;
-}
-
-static inline float f32_from_bits(uint32_t b)
-{
-    float f;
-    memcpy(&f, &b, sizeof f);
-    return f;
-}
-
-static inline uint64_t f64_bits(double d)
-{
-    uint64_t b;
-    memcpy(&b, &d, sizeof b);
-    return b;
-}
-
-/* Byte-wise so the layout is little-endian on any host; compilers turn these
- * into single (unaligned) loads and stores on little-endian machines. */
-static inline uint16_t load_le16(const unsigned char *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
-
-static inline uint32_t load_le32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
-
-static inline void store_le16(unsigned char *p, uint32_t v)
-{
-    p[0] = (unsigned char)v;
-    p[1] = (unsigned char)(v >> 8);
-}
-
-static inline void store_le32(unsigned char *p, uint32_t v)
-{
-    p[0] = (unsigned char)v;
-    p[1] = (unsigned char)(v >> 8);
-    p[2] = (unsigned char)(v >> 16);
-    p[3] = (unsigned char)(v >> 24);
-}
-
 /* ---- generic rounding to a binary float format ---------------------------- */
 
 /* Rounds `value` once, to nearest with ties to even, to the binary float
@@ -105,7 +61,7 @@ static inline void store_le32(unsigned char *p, uint32_t v)
 static inline uint32_t encode_binary(double value, const int exp_bits, const int man_bits,
                                      const int has_inf)
 {
-    const uint64_t d = f64_bits(value);
+    const uint64_t d = nx_f64_bits(value);
     const uint32_t sign = (uint32_t)(d >> 63) << (exp_bits + man_bits);
     const uint32_t dexp = (uint32_t)(d >> 52) & 0x7ffu;
     const uint64_t dman = d & ((UINT64_C(1) << 52) - 1);
@@ -164,7 +120,7 @@ static inline uint32_t encode_e5m2(double v) { return encode_binary(v, 5, 2, 1);
 static inline uint32_t store_bits_fp32(double v)
 {
     const float f = (float)v;
-    if ((double)f == v) return f32_bits(f);
+    if ((double)f == v) return nx_f32_bits(f);
     return encode_fp32(v);
 }
 
@@ -184,15 +140,16 @@ static inline uint16_t bf16_from_f32_bits(uint32_t b)
 static inline uint16_t store_bits_bf16(double v)
 {
     const float f = (float)v;
-    if ((double)f == v) return bf16_from_f32_bits(f32_bits(f));
+    if ((double)f == v) return bf16_from_f32_bits(nx_f32_bits(f));
     return (uint16_t)encode_bf16(v);
 }
 
 /* ---- decoding narrow floats (exact) --------------------------------------- */
 
 /* Widens an encoding of the format (E, M, family as in encode_binary) to the
- * float with the same value. NaNs come back quiet with their sign (payload
- * bits kept where they fit). */
+ * float with the same value. A NaN comes back as the canonical quiet NaN
+ * with its sign (docs/parts/dtypes.md, "NaN -> any float"), as the 16-bit
+ * formats do in isa/bytes.h. Used for the fp8 formats. */
 static inline float decode_binary(uint32_t bits, const int exp_bits, const int man_bits,
                                   const int has_inf)
 {
@@ -206,33 +163,25 @@ static inline float decode_binary(uint32_t bits, const int exp_bits, const int m
     if (ef == 0) {
         /* Subnormal: man * 2^(1-bias-M); the product is exact. The scale is a
          * power of two built from its float encoding. */
-        const float scale = f32_from_bits((uint32_t)(127 + 1 - bias - man_bits) << 23);
+        const float scale = nx_f32_from_bits((uint32_t)(127 + 1 - bias - man_bits) << 23);
         const float mag = (float)man * scale;
         return sign ? -mag : mag;
     }
     if (ef == exp_all) {
-        if (has_inf) {
-            if (man == 0) return f32_from_bits(sign | 0x7f800000u);
-            return f32_from_bits(sign | 0x7fc00000u | (man << (23 - man_bits)));
-        }
-        if (man == man_mask) return f32_from_bits(sign | 0x7fc00000u);
+        if (has_inf) return nx_f32_from_bits(sign | (man == 0 ? 0x7f800000u : NX_F32_CANONICAL_NAN));
+        if (man == man_mask) return nx_f32_from_bits(sign | NX_F32_CANONICAL_NAN);
     }
-    return f32_from_bits(sign | ((ef + (uint32_t)(127 - bias)) << 23) | (man << (23 - man_bits)));
+    return nx_f32_from_bits(sign | ((ef + (uint32_t)(127 - bias)) << 23) | (man << (23 - man_bits)));
 }
 
-float nx_bf16_to_f32(uint16_t bits)
-{
-    const uint32_t b = (uint32_t)bits << 16;
-    /* A signalling bf16 NaN widens to a quiet one, like the other formats. */
-    if ((b & 0x7fffffffu) > 0x7f800000u) return f32_from_bits(b | 0x00400000u);
-    return f32_from_bits(b);
-}
-
-float nx_fp16_to_f32(uint16_t bits) { return decode_binary(bits, 5, 10, 1); }
+/* The 16-bit formats share their widening with the PE's input conversion
+ * (isa/bytes.h), so a NaN reads the same on every path. */
+float nx_bf16_to_f32(uint16_t bits) { return nx_bf16_bits_to_f32(bits); }
+float nx_fp16_to_f32(uint16_t bits) { return nx_fp16_bits_to_f32(bits); }
 float nx_fp8_e4m3_to_f32(uint8_t bits) { return decode_binary(bits, 4, 3, 0); }
 float nx_fp8_e5m2_to_f32(uint8_t bits) { return decode_binary(bits, 5, 2, 1); }
 
-uint16_t nx_f32_to_bf16(float value) { return bf16_from_f32_bits(f32_bits(value)); }
+uint16_t nx_f32_to_bf16(float value) { return bf16_from_f32_bits(nx_f32_bits(value)); }
 uint16_t nx_f32_to_fp16(float value) { return (uint16_t)encode_fp16((double)value); }
 uint8_t nx_f32_to_fp8_e4m3(float value) { return (uint8_t)encode_e4m3((double)value); }
 uint8_t nx_f32_to_fp8_e5m2(float value) { return (uint8_t)encode_e5m2((double)value); }
@@ -263,17 +212,17 @@ double nx_dtype_load(nx_dtype dt, const void *src)
 {
     const unsigned char *p = src;
     switch (dt) {
-    case NX_DT_FP32: return (double)f32_from_bits(load_le32(p));
-    case NX_DT_BF16: return (double)nx_bf16_to_f32(load_le16(p));
-    case NX_DT_FP16: return (double)nx_fp16_to_f32(load_le16(p));
+    case NX_DT_FP32: return (double)nx_f32_from_bits(nx_load_le32(p));
+    case NX_DT_BF16: return (double)nx_bf16_to_f32(nx_load_le16(p));
+    case NX_DT_FP16: return (double)nx_fp16_to_f32(nx_load_le16(p));
     case NX_DT_FP8_E4M3: return (double)nx_fp8_e4m3_to_f32(p[0]);
     case NX_DT_FP8_E5M2: return (double)nx_fp8_e5m2_to_f32(p[0]);
     case NX_DT_INT8: return (double)(int8_t)p[0];
     case NX_DT_UINT8: return (double)p[0];
-    case NX_DT_INT16: return (double)(int16_t)load_le16(p);
-    case NX_DT_UINT16: return (double)load_le16(p);
-    case NX_DT_INT32: return (double)(int32_t)load_le32(p);
-    case NX_DT_UINT32: return (double)load_le32(p);
+    case NX_DT_INT16: return (double)(int16_t)nx_load_le16(p);
+    case NX_DT_UINT16: return (double)nx_load_le16(p);
+    case NX_DT_INT32: return (double)(int32_t)nx_load_le32(p);
+    case NX_DT_UINT32: return (double)nx_load_le32(p);
     case NX_DT_COUNT: break;
     }
     return 0.0; /* invalid code: validation rejects these before execution */
@@ -283,17 +232,17 @@ void nx_dtype_store(nx_dtype dt, void *dst, double value)
 {
     unsigned char *p = dst;
     switch (dt) {
-    case NX_DT_FP32: store_le32(p, store_bits_fp32(value)); return;
-    case NX_DT_BF16: store_le16(p, store_bits_bf16(value)); return;
-    case NX_DT_FP16: store_le16(p, encode_fp16(value)); return;
+    case NX_DT_FP32: nx_store_le32(p, store_bits_fp32(value)); return;
+    case NX_DT_BF16: nx_store_le16(p, (uint16_t)store_bits_bf16(value)); return;
+    case NX_DT_FP16: nx_store_le16(p, (uint16_t)encode_fp16(value)); return;
     case NX_DT_FP8_E4M3: p[0] = (unsigned char)encode_e4m3(value); return;
     case NX_DT_FP8_E5M2: p[0] = (unsigned char)encode_e5m2(value); return;
     case NX_DT_INT8: p[0] = (unsigned char)round_saturate(value, INT8_MIN, INT8_MAX); return;
     case NX_DT_UINT8: p[0] = (unsigned char)round_saturate(value, 0, UINT8_MAX); return;
-    case NX_DT_INT16: store_le16(p, (uint32_t)round_saturate(value, INT16_MIN, INT16_MAX)); return;
-    case NX_DT_UINT16: store_le16(p, (uint32_t)round_saturate(value, 0, UINT16_MAX)); return;
-    case NX_DT_INT32: store_le32(p, (uint32_t)round_saturate(value, INT32_MIN, INT32_MAX)); return;
-    case NX_DT_UINT32: store_le32(p, (uint32_t)round_saturate(value, 0, UINT32_MAX)); return;
+    case NX_DT_INT16: nx_store_le16(p, (uint16_t)round_saturate(value, INT16_MIN, INT16_MAX)); return;
+    case NX_DT_UINT16: nx_store_le16(p, (uint16_t)round_saturate(value, 0, UINT16_MAX)); return;
+    case NX_DT_INT32: nx_store_le32(p, (uint32_t)round_saturate(value, INT32_MIN, INT32_MAX)); return;
+    case NX_DT_UINT32: nx_store_le32(p, (uint32_t)round_saturate(value, 0, UINT32_MAX)); return;
     case NX_DT_COUNT: break;
     }
     /* invalid code: nothing is written (validation rejects these earlier) */

@@ -16,6 +16,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "opcodes.h"
 
 /* ---- word layout (byte offsets) ---- */
@@ -58,28 +59,6 @@ _Static_assert(NX_MAX_FREE_DIMS == 4, "the word has room for 4 free dims");
 #define CANONICAL_QNAN 0x7ff8000000000000ull
 #define CANONICAL_NEG_QNAN 0xfff8000000000000ull
 
-/* ---- little-endian byte helpers ---- */
-static void put_u16(uint8_t *p, uint16_t v) {
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-static void put_u32(uint8_t *p, uint32_t v) {
-    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put_u64(uint8_t *p, uint64_t v) {
-    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint16_t get_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
-static uint32_t get_u32(const uint8_t *p) {
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
-}
-static uint64_t get_u64(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
-}
 /* Two's complement <-> signed without implementation-defined conversions. */
 static uint32_t i32_bits(int32_t v) { return (uint32_t)v; }
 static int32_t i32_from_bits(uint32_t u) {
@@ -93,14 +72,7 @@ static int64_t i64_from_bits(uint64_t u) {
  * struct copy); NaN becomes the canonical quiet NaN of its sign. */
 static uint64_t imm_bits(double v) {
     if (isnan(v)) return signbit(v) ? CANONICAL_NEG_QNAN : CANONICAL_QNAN;
-    uint64_t u;
-    memcpy(&u, &v, sizeof u);
-    return u;
-}
-static double imm_from_bits(uint64_t u) {
-    double v;
-    memcpy(&v, &u, sizeof v);
-    return v;
+    return nx_f64_bits(v);
 }
 static int bits_are_nan(uint64_t u) {
     return ((u >> 52) & 0x7ff) == 0x7ff && (u & 0x000fffffffffffffull) != 0;
@@ -114,18 +86,18 @@ static void encode_operand(const nx_operand *op, uint8_t *w) {
     w[O_KIND] = op->kind;
     w[O_DTYPE] = op->dtype;
     if (op->kind == NX_OPK_IMM) { /* only kind, dtype and the value's bits */
-        put_u64(w + O_VALUE, imm_bits(op->imm));
+        nx_store_le64(w + O_VALUE, imm_bits(op->imm));
         return;
     }
     w[O_NDIMS] = op->ndims;
     w[O_START] = op->start_partition;
     w[O_PCOUNT] = op->partition_count;
-    put_u32(w + O_PSTRIDE, i32_bits(op->partition_stride));
-    put_u64(w + O_VALUE, op->kind == NX_OPK_PATTERN ? i64_bits(op->pattern_base) : op->offset);
+    nx_store_le32(w + O_PSTRIDE, i32_bits(op->partition_stride));
+    nx_store_le64(w + O_VALUE, op->kind == NX_OPK_PATTERN ? i64_bits(op->pattern_base) : op->offset);
     /* Dims past ndims are not part of the operand: always written as zero. */
     for (unsigned k = 0; k < NX_MAX_FREE_DIMS && k < op->ndims; k++) {
-        put_u32(w + O_STRIDE + 4 * k, i32_bits(op->stride[k]));
-        put_u32(w + O_COUNT + 4 * k, op->count[k]);
+        nx_store_le32(w + O_STRIDE + 4 * k, i32_bits(op->stride[k]));
+        nx_store_le32(w + O_COUNT + 4 * k, op->count[k]);
     }
 }
 
@@ -135,13 +107,13 @@ void nx_insn_encode(const nx_insn *insn, uint8_t word[NX_INSN_WORD_BYTES]) {
     word[W_ALU0] = insn->alu0;
     word[W_ALU1] = insn->alu1;
     word[W_FUNC] = insn->func;
-    put_u16(word + W_FLAGS, insn->flags);
+    nx_store_le16(word + W_FLAGS, insn->flags);
     word[W_WAIT_SEM] = insn->wait_sem;
     word[W_INC_SEM] = insn->inc_sem;
-    put_u32(word + W_WAIT_VALUE, insn->wait_value);
-    put_u32(word + W_INC_AMOUNT, insn->inc_amount);
-    put_u32(word + W_IPARAM0, i32_bits(insn->iparam[0]));
-    put_u32(word + W_IPARAM1, i32_bits(insn->iparam[1]));
+    nx_store_le32(word + W_WAIT_VALUE, insn->wait_value);
+    nx_store_le32(word + W_INC_AMOUNT, insn->inc_amount);
+    nx_store_le32(word + W_IPARAM0, i32_bits(insn->iparam[0]));
+    nx_store_le32(word + W_IPARAM1, i32_bits(insn->iparam[1]));
     for (unsigned i = 0; i < NX_MAX_OPERANDS; i++)
         encode_operand(&insn->op[i], word + W_OPERANDS + NX_OPERAND_BYTES * i);
 }
@@ -199,8 +171,8 @@ static int decode_dims(const slot_ctx *s, nx_operand *op, nx_error *err) {
                 return -1;
             continue;
         }
-        op->stride[k] = i32_from_bits(get_u32(s->w + so));
-        op->count[k] = get_u32(s->w + co);
+        op->stride[k] = i32_from_bits(nx_load_le32(s->w + so));
+        op->count[k] = nx_load_le32(s->w + co);
         if (op->count[k] == 0)
             return nx_fail(err, "instruction word: byte %u (%s.count[%u]): must be >= 1 for a dim < ndims",
                            s->base + co, s->label, k);
@@ -218,7 +190,7 @@ static int decode_partitions(const slot_ctx *s, nx_operand *op, nx_error *err) {
                        s->base + O_START, s->label, start, pc, NX_PARTITIONS_MAX);
     op->start_partition = (uint8_t)start;
     op->partition_count = (uint8_t)pc;
-    op->partition_stride = i32_from_bits(get_u32(s->w + O_PSTRIDE));
+    op->partition_stride = i32_from_bits(nx_load_le32(s->w + O_PSTRIDE));
     return 0;
 }
 
@@ -249,7 +221,7 @@ static int decode_operand(const slot_ctx *s, const nx_slot_spec *spec, nx_operan
     if (slot_require_zero(s, O_RESERVED0, O_PSTRIDE, "(reserved)", err) != 0 ||
         slot_require_zero(s, O_RESERVED1, O_VALUE, "(reserved)", err) != 0)
         return -1;
-    uint64_t value = get_u64(w + O_VALUE);
+    uint64_t value = nx_load_le64(w + O_VALUE);
 
     if (kind == NX_OPK_IMM) {
         if (slot_require_zero(s, O_NDIMS, O_RESERVED0, "for an immediate", err) != 0 ||
@@ -260,7 +232,7 @@ static int decode_operand(const slot_ctx *s, const nx_slot_spec *spec, nx_operan
             return nx_fail(err, "instruction word: byte %u (%s.value): NaN 0x%016" PRIx64
                            " is not canonical (0x7ff8000000000000 or 0xfff8000000000000)",
                            s->base + O_VALUE, s->label, value);
-        op->imm = imm_from_bits(value);
+        op->imm = nx_f64_from_bits(value);
         op->partition_count = 1; /* insn.h: an immediate is one value per partition */
         return 0;
     }
@@ -276,9 +248,9 @@ static int decode_operand(const slot_ctx *s, const nx_slot_spec *spec, nx_operan
     /* memory: HBM, SBUF, PSUM */
     if (kind == NX_OPK_HBM && w[O_START] != 0)
         return slot_fail_zero(s, O_START, "for HBM", err);
-    if (kind != NX_OPK_HBM && get_u32(w + O_PSTRIDE) != 0)
+    if (kind != NX_OPK_HBM && nx_load_le32(w + O_PSTRIDE) != 0)
         return nx_fail(err, "instruction word: byte %u (%s.partition_stride): must be 0 for SBUF/PSUM, found %" PRId32,
-                       s->base + O_PSTRIDE, s->label, i32_from_bits(get_u32(w + O_PSTRIDE)));
+                       s->base + O_PSTRIDE, s->label, i32_from_bits(nx_load_le32(w + O_PSTRIDE)));
     if (decode_partitions(s, op, err) != 0) return -1;
     op->offset = value;
     return decode_dims(s, op, err);
@@ -302,8 +274,8 @@ static int decode_enum(const uint8_t *word, unsigned off, const char *field, uns
 static int decode_sync(const uint8_t *word, nx_insn *insn, nx_error *err) {
     insn->wait_sem = word[W_WAIT_SEM];
     insn->inc_sem = word[W_INC_SEM];
-    insn->wait_value = get_u32(word + W_WAIT_VALUE);
-    insn->inc_amount = get_u32(word + W_INC_AMOUNT);
+    insn->wait_value = nx_load_le32(word + W_WAIT_VALUE);
+    insn->inc_amount = nx_load_le32(word + W_INC_AMOUNT);
     if (insn->wait_sem == NX_SEM_NONE && insn->wait_value != 0)
         return nx_fail(err, "instruction word: byte %d (wait_value): must be 0 when wait_sem is 0xff (no wait), found %" PRIu32,
                        W_WAIT_VALUE, insn->wait_value);
@@ -332,14 +304,14 @@ int nx_insn_decode(const uint8_t word[NX_INSN_WORD_BYTES], nx_insn *out, nx_erro
         decode_enum(word, W_FUNC, "func", NX_ACT_COUNT, "an activation function",
                     row->params & NX_PARAM_FUNC, mn, &insn.func, err) != 0)
         return -1;
-    insn.flags = get_u16(word + W_FLAGS);
+    insn.flags = nx_load_le16(word + W_FLAGS);
     if (insn.flags & ~row->flags)
         return nx_fail(err, "instruction word: byte %d (flags): 0x%04x has bits %s does not accept (accepted 0x%04x)",
                        W_FLAGS, insn.flags, mn, row->flags);
     if (decode_sync(word, &insn, err) != 0) return -1;
     for (unsigned i = 0; i < 2; i++) {
         unsigned off = i == 0 ? W_IPARAM0 : W_IPARAM1;
-        insn.iparam[i] = i32_from_bits(get_u32(word + off));
+        insn.iparam[i] = i32_from_bits(nx_load_le32(word + off));
         if (row->iparam_name[i] == NULL && insn.iparam[i] != 0)
             return nx_fail(err, "instruction word: byte %u (iparam%u): %s has no integer parameter %u, must be 0, found %" PRId32,
                            off, i, mn, i, insn.iparam[i]);

@@ -10,9 +10,8 @@
 
 void nx_insn_where(char *buf, size_t len, uint32_t core, nx_engine engine, uint32_t index,
                    const nx_insn *insn) {
-    const nx_opcode_info *info = nx_opcode_lookup(insn->opcode);
     snprintf(buf, len, "core %u %s #%u (%s)", core, nx_engine_name(engine), index,
-             info ? info->mnemonic : "?");
+             nx_opcode_mnemonic(insn->opcode));
 }
 
 int nx_insn_execute(const nx_exec_ctx *ctx, const nx_insn *insn) {

@@ -1,3 +1,4 @@
+/* Whole-file reads and atomic writes (fileio.h). */
 #include "fileio.h"
 
 #include <errno.h>
@@ -41,47 +42,77 @@ int nx_read_file(const char *path, uint8_t **buf, size_t *len, nx_error *err) {
     return 0;
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n) {
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return -1;
+static void release(nx_atomic_file *af) {
+    free(af->path);
+    free(af->tmp);
+    af->f = NULL;
+    af->path = af->tmp = NULL;
+}
+
+int nx_atomic_open(nx_atomic_file *af, const char *path, nx_error *err) {
+    memset(af, 0, sizeof *af);
+    size_t plen = strlen(path);
+    af->path = malloc(plen + 1);
+    af->tmp = malloc(plen + 48);
+    if (!af->path || !af->tmp) {
+        release(af);
+        return nx_fail(err, "%s: out of memory", path);
+    }
+    memcpy(af->path, path, plen + 1);
+    /* A fresh name in the same directory, so that rename is atomic; open()
+     * applies the umask to 0666 as fopen would for a new file. */
+    int fd = -1;
+    for (unsigned attempt = 0; attempt < 100 && fd < 0; attempt++) {
+        snprintf(af->tmp, plen + 48, "%s.tmp.%ld.%u", path, (long)getpid(), attempt);
+        fd = open(af->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd >= 0) af->f = fdopen(fd, "wb");
+    if (!af->f) {
+        int e = errno;
+        if (fd >= 0) {
+            close(fd);
+            unlink(af->tmp);
         }
-        p += w;
-        n -= (size_t)w;
+        release(af);
+        return nx_fail(err, "%s: cannot create: %s", path, strerror(e));
     }
     return 0;
 }
 
+void nx_atomic_abort(nx_atomic_file *af) {
+    if (af->f) {
+        fclose(af->f);
+        unlink(af->tmp);
+    }
+    release(af);
+}
+
+int nx_atomic_commit(nx_atomic_file *af, nx_error *err) {
+    if (!af->f) {
+        release(af);
+        return nx_fail(err, "atomic write: commit without a successful open");
+    }
+    /* errno is only meaningful for the call that failed: keep the first. */
+    int e = 0;
+    if (ferror(af->f)) e = EIO;
+    if (!e && fflush(af->f) != 0) e = errno;
+    if (!e && fsync(fileno(af->f)) != 0) e = errno;
+    if (fclose(af->f) != 0 && !e) e = errno;
+    if (!e && rename(af->tmp, af->path) != 0) e = errno;
+    if (e) unlink(af->tmp);
+    int rc = e ? nx_fail(err, "%s: cannot write: %s", af->path, strerror(e)) : 0;
+    release(af);
+    return rc;
+}
+
 int nx_write_file_atomic(const char *path, const void *buf, size_t len, nx_error *err) {
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 48);
-    if (!tmp) return nx_fail(err, "%s: out of memory", path);
-    /* A fresh name in the same directory, so that rename is atomic. */
-    int fd = -1;
-    for (unsigned attempt = 0; attempt < 100 && fd < 0; attempt++) {
-        snprintf(tmp, plen + 48, "%s.tmp.%ld.%u", path, (long)getpid(), attempt);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd < 0 && errno != EEXIST) break;
-    }
-    if (fd < 0) {
+    nx_atomic_file af;
+    if (nx_atomic_open(&af, path, err) != 0) return -1;
+    if (len > 0 && fwrite(buf, 1, len, af.f) != len) {
         int e = errno;
-        free(tmp);
-        return nx_fail(err, "%s: cannot create: %s", path, strerror(e));
+        nx_atomic_abort(&af);
+        return nx_fail(err, "%s: cannot write: %s", path, strerror(e));
     }
-    int ok = write_all(fd, buf, len) == 0 && fsync(fd) == 0;
-    int e = errno;
-    if (close(fd) != 0 && ok) {
-        ok = 0;
-        e = errno;
-    }
-    if (ok && rename(tmp, path) != 0) {
-        ok = 0;
-        e = errno;
-    }
-    if (!ok) unlink(tmp);
-    free(tmp);
-    if (!ok) return nx_fail(err, "%s: cannot write: %s", path, strerror(e));
-    return 0;
+    return nx_atomic_commit(&af, err);
 }

@@ -21,6 +21,7 @@
 
 #include "npy.h"
 
+#include "bytes.h"
 #include "fileio.h"
 #include "strbuf.h"
 
@@ -398,10 +399,6 @@ void nx_npy_free(nx_npy *a) {
 
 /* ---- parse ---------------------------------------------------------------- */
 
-static uint32_t le32(const uint8_t *b) {
-    return (uint32_t)b[0] | ((uint32_t)b[1] << 8) | ((uint32_t)b[2] << 16) | ((uint32_t)b[3] << 24);
-}
-
 int nx_npy_parse(const char *name, const uint8_t *buf, size_t len, nx_npy *out, nx_error *err) {
     memset(out, 0, sizeof *out);
     if (!name) name = "<npy>";
@@ -415,7 +412,7 @@ int nx_npy_parse(const char *name, const uint8_t *buf, size_t len, nx_npy *out, 
     size_t prefix = major == 1 ? 10 : 12;
     if (len < prefix)
         return nx_fail(err, "%s: truncated: file ends inside the .npy header length (%zu bytes)", name, len);
-    uint64_t hlen = major == 1 ? (uint64_t)(buf[8] | (buf[9] << 8)) : (uint64_t)le32(buf + 8);
+    uint64_t hlen = major == 1 ? (uint64_t)nx_load_le16(buf + 8) : (uint64_t)nx_load_le32(buf + 8);
     if (hlen > len - prefix)
         return nx_fail(err, "%s: truncated: header says %" PRIu64 " header bytes, file has %zu", name, hlen,
                        len - prefix);

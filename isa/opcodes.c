@@ -12,6 +12,9 @@
 #define E_POOL NX_ENG_BIT(NX_ENG_POOL)
 #define E_SP NX_ENG_BIT(NX_ENG_SP)
 #define E_ALL (E_PE | E_DVE | E_ACT | E_POOL | E_SP)
+#define C_COMPUTE NX_OPCLASS_COMPUTE
+#define C_DMA NX_OPCLASS_DMA
+#define C_CONTROL NX_OPCLASS_CONTROL
 #define P_ALU0 NX_PARAM_ALU0
 #define P_ALU1 NX_PARAM_ALU1
 #define P_FUNC NX_PARAM_FUNC
@@ -33,14 +36,18 @@
 #define NOSLOT {NULL, 0, 0, 0}
 
 const nx_opcode_info nx_opcode_table[NX_OP_COUNT] = {
-#define NX_OP(id, mn, eng, par, fl, ip0, ip1, s0, s1, s2, s3, s4) \
-    {mn, eng, par, fl, {ip0, ip1}, {s0, s1, s2, s3, s4}, nx_validate_##id, nx_exec_##id},
+#define NX_OP(id, mn, eng, cls, par, fl, ip0, ip1, s0, s1, s2, s3, s4) \
+    {mn, eng, cls, par, fl, {ip0, ip1}, {s0, s1, s2, s3, s4}, nx_validate_##id, nx_exec_##id},
 #include "opcodes.def"
 #undef NX_OP
 };
 
 const nx_opcode_info *nx_opcode_lookup(unsigned opcode) {
     return opcode < NX_OP_COUNT ? &nx_opcode_table[opcode] : NULL;
+}
+
+const char *nx_opcode_mnemonic(unsigned opcode) {
+    return opcode < NX_OP_COUNT ? nx_opcode_table[opcode].mnemonic : "?";
 }
 
 int nx_opcode_from_mnemonic(const char *mnemonic) {

@@ -13,7 +13,7 @@ extern "C" {
 #endif
 
 typedef enum nx_opcode {
-#define NX_OP(id, mn, eng, par, fl, ip0, ip1, s0, s1, s2, s3, s4) NX_OP_##id,
+#define NX_OP(id, mn, eng, cls, par, fl, ip0, ip1, s0, s1, s2, s3, s4) NX_OP_##id,
 #include "opcodes.def"
 #undef NX_OP
     NX_OP_COUNT
@@ -23,6 +23,16 @@ typedef enum nx_opcode {
 enum { NX_ACCESS_READ = 1, NX_ACCESS_WRITE = 2, NX_ACCESS_RW = 3 };
 /* Bit per nx_operand_kind allowed in a slot. */
 #define NX_KIND_BIT(k) (1u << (k))
+
+/* What kind of work a row is, for everything that treats DMA and control
+ * instructions apart from compute (the model, the cost model, the race
+ * detector, profiles, the authoring layer):
+ *   COMPUTE  runs on its engine and completes there;
+ *   DMA      issued by the SP stream, runs as a transfer on DMA queue
+ *            iparam 0 ("queue"; isa/geometry.h maps queues to engines),
+ *            which completes it and does its increment;
+ *   CONTROL  synchronisation and stream control (core_barrier, nop, end). */
+typedef enum nx_opclass { NX_OPCLASS_COMPUTE = 0, NX_OPCLASS_DMA = 1, NX_OPCLASS_CONTROL = 2 } nx_opclass;
 
 /* Which of the enum-valued parameters an opcode uses. */
 enum { NX_PARAM_ALU0 = 1, NX_PARAM_ALU1 = 2, NX_PARAM_FUNC = 4 };
@@ -51,6 +61,7 @@ typedef int (*nx_exec_fn)(const struct nx_exec_ctx *ctx, const nx_insn *insn);
 typedef struct nx_opcode_info {
     const char *mnemonic;
     uint8_t engines;  /* NX_ENG_BIT mask */
+    uint8_t opclass;  /* nx_opclass */
     uint8_t params;   /* NX_PARAM_* mask */
     uint16_t flags;   /* accepted nx_flag bits */
     const char *iparam_name[2];
@@ -63,8 +74,22 @@ extern const nx_opcode_info nx_opcode_table[NX_OP_COUNT];
 
 /* NULL for an out-of-range opcode. */
 const nx_opcode_info *nx_opcode_lookup(unsigned opcode);
+/* The mnemonic, or "?" for an out-of-range opcode (for messages). */
+const char *nx_opcode_mnemonic(unsigned opcode);
 /* -1 if no such mnemonic. */
 int nx_opcode_from_mnemonic(const char *mnemonic);
+
+/* 1 if `opcode` is a DMA row (NX_OPCLASS_DMA): the one "is this a DMA"
+ * test. 0 for other or out-of-range opcodes. */
+static inline int nx_opcode_is_dma(unsigned opcode) {
+    return opcode < NX_OP_COUNT && nx_opcode_table[opcode].opclass == NX_OPCLASS_DMA;
+}
+/* The DMA queue a DMA instruction runs on (its iparam 0, per core), or -1
+ * for any other instruction. Validated programs have 0 <= queue <
+ * nx_geometry_dma_queues(geo). */
+static inline int32_t nx_insn_dma_queue(const nx_insn *insn) {
+    return nx_opcode_is_dma(insn->opcode) ? insn->iparam[0] : -1;
+}
 
 /* Flag names (for assembler/disassembler), bit index -> name or NULL. */
 const char *nx_flag_name(unsigned bit);

@@ -151,10 +151,8 @@ int nx_program_validate(const nx_program *p, const nx_geometry *geo, nx_error *e
                     (insn->opcode == NX_OP_END && i + 1 != s->count &&
                      nx_fail(err, "'end' must be the last instruction of its stream (%u follow)",
                              s->count - i - 1))) {
-                    const nx_opcode_info *info = nx_opcode_lookup(insn->opcode);
                     return nx_fail_prefix(err, "core %u %s #%u (%s)", c,
-                                          nx_engine_name((nx_engine)e), i,
-                                          info ? info->mnemonic : "?");
+                                          nx_engine_name((nx_engine)e), i, nx_opcode_mnemonic(insn->opcode));
                 }
             }
         }

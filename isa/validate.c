@@ -47,9 +47,10 @@ static const char *kind_name(unsigned kind) {
     return kind < NX_OPK_COUNT ? names[kind] : "?";
 }
 
-/* Start-partition rule of the compute engines, stated for 128 partitions in
- * HARDWARE.md as: start 0 when more than 64 partitions are used; 0 or 64 for
- * 33..64; 0/32/64/96 for <= 32. Generalised to quarters/halves of the array. */
+/* Start-partition rule of the compute engines, published for 128 partitions
+ * (docs/parts/hardware.md, "Memories"): start 0 when more than 64 partitions
+ * are used; 0 or 64 for 33..64; 0/32/64/96 for <= 32. Generalised to
+ * quarters/halves of the array. */
 static int start_partition_ok(uint32_t start, uint32_t count, uint32_t partitions) {
     uint32_t quarter = partitions / 4 ? partitions / 4 : 1;
     uint32_t half = partitions / 2 ? partitions / 2 : 1;
@@ -114,7 +115,8 @@ int nx_check_access(const nx_operand *op, nx_engine engine, const nx_geometry *g
     return 0;
 }
 
-/* Which memories an engine may read and write (HARDWARE.md): PE reads SBUF
+/* Which memories an engine may read and write (docs/parts/hardware.md,
+ * "Engines"): PE reads SBUF
  * and writes PSUM; POOL never touches PSUM; DMA (SP) moves HBM/SBUF. */
 static int engine_allows(nx_engine engine, unsigned kind, int writes) {
     switch (engine) {
@@ -151,6 +153,16 @@ static int check_slot(const nx_insn *insn, const nx_opcode_info *info, unsigned 
         if (!engine_allows(engine, op->kind, writes))
             return nx_fail(err, "operand '%s': engine %s cannot %s %s", spec->name,
                            nx_engine_name(engine), writes ? "write" : "read", kind_name(op->kind));
+        /* The operand an indirect DMA indexes is addressed by the offsets,
+         * not by its partition count: its rows [0, bound) are the opcode's
+         * check (nx_validate_DMA_COPY), so only one row is checked here (a
+         * tile of 128 tokens may scatter into a table of 7 rows). */
+        int indirect = insn->opcode == NX_OP_DMA_COPY && insn->op[2].kind != NX_OPK_NONE;
+        if (indirect && s == ((insn->flags & NX_FLAG_SCATTER) ? 0u : 1u)) {
+            nx_operand row = *op;
+            row.partition_count = 1;
+            return nx_check_access(&row, engine, geo, hbm_bytes, spec->name, err);
+        }
         return nx_check_access(op, engine, geo, hbm_bytes, spec->name, err);
     }
     if (!nx_dtype_is_valid(op->dtype))

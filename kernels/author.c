@@ -35,7 +35,8 @@ nx_kctx *nx_kctx_new(nx_builder *b, uint32_t program_id, uint32_t num_programs) 
     k->geo = *geo;
     k->pid = program_id;
     k->nprog = num_programs;
-    k->nlanes = geo->dma_queues < K_DEFAULT_LANES ? geo->dma_queues : K_DEFAULT_LANES;
+    uint32_t queues = nx_geometry_dma_queues(geo);
+    k->nlanes = queues < K_DEFAULT_LANES ? queues : K_DEFAULT_LANES;
     if (k->nlanes == 0) k->nlanes = 1;
     k->nagents = K_COMPUTE_AGENTS + k->nlanes;
     for (uint32_t a = 0; a < K_AGENTS_MAX; a++) k->sem[a] = -1;
@@ -76,14 +77,16 @@ void nx_kctx_rows(const nx_kctx *k, uint64_t total, uint64_t *lo, uint64_t *hi) 
     *hi = *lo + chunk < total ? *lo + chunk : total;
 }
 
-/* Lane l -> DMA engine l mod E, queue l / E of that engine, where the queue
- * number is engine * queues_per_engine + queue (the model's mapping). */
+/* Lane l -> DMA engine l mod E, that engine's queue l / E (isa/geometry.h
+ * numbers them), so consecutive lanes use different engines. */
 uint32_t nx_kctx_lane_queue(const nx_kctx *k, uint32_t lane) {
-    uint32_t q = k->geo.dma_queues ? k->geo.dma_queues : 1;
+    const nx_geometry *g = &k->geo;
+    uint32_t engines = g->dma_engines ? g->dma_engines : 1;
+    uint32_t per = g->dma_queues_per_engine ? g->dma_queues_per_engine : 1;
+    uint32_t queues = nx_geometry_dma_queues(g);
     lane %= k->nlanes;
-    if (q % K_DMA_ENGINES != 0) return lane % q;
-    uint32_t per = q / K_DMA_ENGINES;
-    return (lane % K_DMA_ENGINES) * per + (lane / K_DMA_ENGINES) % per;
+    uint32_t q = nx_dma_queue_of(g, lane % engines, (lane / engines) % per);
+    return queues ? q % queues : 0; /* the modulo guards a hand-made geometry */
 }
 
 void nx_kctx_get_stats(const nx_kctx *k, nx_kctx_stats *out) { *out = k->stats; }
@@ -98,10 +101,6 @@ int nx_kctx_lane_semaphore(const nx_kctx *k, uint32_t lane) {
 
 /* ---- semaphores ---- */
 
-static int insn_is_dma(const nx_insn *in) {
-    return in->opcode == NX_OP_DMA_COPY || in->opcode == NX_OP_DMA_TRANSPOSE;
-}
-
 /* The index another core of the builder already increments for `agent`
  * (-1 if none): an instruction of that engine, or a transfer on that lane's
  * queue, carrying an increment. */
@@ -114,7 +113,7 @@ static int32_t index_on_other_cores(nx_kctx *k, uint32_t agent) {
         for (uint32_t i = 0; i < n; i++) {
             const nx_insn *in = nx_builder_insn(k->b, c, e, i);
             if (in->inc_sem == NX_SEM_NONE) continue;
-            if (e == NX_ENG_SP && !(insn_is_dma(in) && (uint32_t)in->iparam[0] == queue)) continue;
+            if (e == NX_ENG_SP && nx_insn_dma_queue(in) != (int32_t)queue) continue;
             return in->inc_sem;
         }
     }
@@ -300,8 +299,7 @@ static int check_open(nx_kctx *k, nx_error *err) {
 int k_emit(nx_kctx *k, nx_engine engine, int lane, nx_insn *insn, const kneed *extra,
            nx_error *err) {
     if (check_open(k, err) != 0) return -1;
-    const nx_opcode_info *info = nx_opcode_lookup(insn->opcode);
-    const char *mn = info ? info->mnemonic : "?";
+    const char *mn = nx_opcode_mnemonic(insn->opcode);
     if (insn->wait_sem != NX_SEM_NONE || insn->inc_sem != NX_SEM_NONE)
         return nx_fail(err, "%s %s: carries a semaphore; the authoring layer adds them",
                        nx_engine_name(engine), mn);

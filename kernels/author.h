@@ -122,7 +122,8 @@ nx_operand nx_operand_rows(const nx_operand *op, uint32_t p0, uint32_t np);
 /* ---- DMA ---- */
 
 /* DMA lanes: the context spreads transfers over nx_kctx_lanes() queues,
- * lane l on DMA engine l mod 16 (queue l / 16 of that engine), so
+ * lane l on DMA engine l mod E (its queue l / E), E = the machine's
+ * geo.dma_engines (16 on trn1/trn2; queue numbers as isa/geometry.h), so
  * consecutive lanes use different DMA engines. Transfers on one lane run in
  * order; on different lanes they overlap. */
 uint32_t nx_kctx_lanes(const nx_kctx *k);
@@ -137,6 +138,11 @@ int nx_kctx_dma_on(nx_kctx *k, uint32_t lane, const nx_operand *dst, const nx_op
  * counts on lanes first_lane, first_lane + 1, ... (mod lanes). */
 int nx_kctx_dma_split(nx_kctx *k, uint32_t first_lane, uint32_t pieces, const nx_operand *dst,
                       const nx_operand *src, nx_error *err);
+/* A DMA instruction the caller built (dma_copy with offsets, bound and the
+ * acc / scatter / oob_skip flags, e.g. an indirect gather; or
+ * dma_transpose), on lane `lane % lanes`: the helper sets its queue
+ * (iparam[0]). It must carry no semaphore wait or increment. */
+int nx_kctx_dma_insn(nx_kctx *k, uint32_t lane, const nx_insn *insn, nx_error *err);
 /* dma_transpose (2-byte dtypes) on lane `lane % lanes`. */
 int nx_kctx_dma_transpose(nx_kctx *k, uint32_t lane, const nx_operand *dst,
                           const nx_operand *src, nx_error *err);
@@ -163,6 +169,16 @@ int nx_kctx_memset(nx_kctx *k, nx_engine engine, const nx_operand *dst, double v
 int nx_kctx_iota(nx_kctx *k, const nx_operand *dst, const nx_operand *pattern, nx_error *err);
 int nx_kctx_tensor_tensor(nx_kctx *k, nx_engine engine, nx_alu_op op, const nx_operand *dst,
                           const nx_operand *in0, const nx_operand *in1, nx_error *err);
+/* tensor_scalar dst = (in op0 s0) op1 s1 on DVE or POOL; s0, s1 immediates
+ * (nx_imm) or per-partition scalars; s1 NULL = no second op (op1 must be
+ * bypass). */
+int nx_kctx_tensor_scalar(nx_kctx *k, nx_engine engine, const nx_operand *dst, const nx_operand *in,
+                          nx_alu_op op0, const nx_operand *s0, nx_alu_op op1, const nx_operand *s1,
+                          nx_error *err);
+/* scalar_tensor_tensor dst = (in0 op0 s) op1 in1 on DVE or POOL. */
+int nx_kctx_scalar_tensor_tensor(nx_kctx *k, nx_engine engine, const nx_operand *dst,
+                                 const nx_operand *in0, nx_alu_op op0, const nx_operand *s,
+                                 nx_alu_op op1, const nx_operand *in1, nx_error *err);
 /* activation dst = func(in * scale + bias) on ACT, scale and bias immediates. */
 int nx_kctx_activation(nx_kctx *k, nx_act_func func, const nx_operand *dst, const nx_operand *in,
                        double scale, double bias, nx_error *err);
@@ -180,16 +196,5 @@ void nx_kctx_get_stats(const nx_kctx *k, nx_kctx_stats *out);
  * lane, or -1 if the context has not used it. */
 int nx_kctx_engine_semaphore(const nx_kctx *k, nx_engine engine);
 int nx_kctx_lane_semaphore(const nx_kctx *k, uint32_t lane);
-
-/* A static ordering check of a finished program, independent of the
- * layer's bookkeeping (kernels/author_check.c): replays program order, DMA
- * issue and queue order, semaphore waits ("sem >= v" follows the first v
- * increments; every semaphore must be incremented by one agent in steps of
- * 1) and core barriers with vector clocks, then compares every pair of
- * conflicting footprints. Returns 0 if every conflicting pair is ordered;
- * 1 with "race: <insn> writes <box> and <insn> reads <box> with nothing
- * ordering them"; -1 for a program outside the check (shared semaphores,
- * a deadlock) or on out of memory. */
-int nx_kcheck_program(const nx_program *p, nx_error *err);
 
 #endif

@@ -18,7 +18,6 @@
 #define K_AGENTS_MAX (K_COMPUTE_AGENTS + K_LANES_MAX)
 #define K_ISSUERS NX_ENG_COUNT
 #define K_DEFAULT_LANES 32
-#define K_DMA_ENGINES 16 /* HARDWARE.md: 16 DMA engines per core */
 
 /* A vector clock snapshot: vc[a] = how many instructions of agent a are
  * known complete when the owning instruction starts (its own agent's entry

@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "kernels/ref/ref.h"
 
@@ -56,14 +57,23 @@ uint64_t nx_conv_rule_contraction(const nx_macro_op *op, const char *labels) {
 }
 
 double nx_conv_rule_tolerance_eps(uint64_t K, nx_dtype result_dtype) {
-    double eps;
-    switch (result_dtype) {
-    case NX_DT_BF16: eps = 0x1p-7; break;
-    case NX_DT_FP16: eps = 0x1p-10; break;
-    case NX_DT_FP8_E4M3: eps = 0x1p-3; break;
-    case NX_DT_FP8_E5M2: eps = 0x1p-2; break;
-    default: eps = 0x1p-23; break;
-    }
     double k = (double)(K ? K : 1);
-    return 1.0 + 2.0 * k * sqrt(k) * 0x1p-24 / eps;
+    return 1.0 + 2.0 * k * sqrt(k) * 0x1p-24 / nx_dtype_epsilon(result_dtype);
 }
+
+int nx_conv_rule_tolerance(const nx_macro_op *op, const char *labels, uint32_t result, nx_tolerance *out,
+                           nx_error *err) {
+    (void)err;
+    nx_dtype dt = result < op->n_results ? op->results[result].dtype : op->operands[0].dtype;
+    uint64_t K = nx_conv_rule_contraction(op, labels);
+    nx_tolerance_eps(out, nx_conv_rule_tolerance_eps(K, dt), dt);
+    char text[sizeof out->text];
+    snprintf(text, sizeof text, "K=%llu: %.3g x eps(%s)", (unsigned long long)K, nx_conv_rule_tolerance_eps(K, dt),
+             nx_dtype_name(dt));
+    memcpy(out->text, text, sizeof text);
+    return 0;
+}
+
+const char *const nx_conv_rule_attrs[] = {
+    NX_CONV_ATTR_STRIDE,         NX_CONV_ATTR_PADDING,       NX_CONV_ATTR_LHS_DILATION, NX_CONV_ATTR_RHS_DILATION,
+    NX_CONV_ATTR_FEATURE_GROUPS, NX_CONV_ATTR_BATCH_GROUPS, NX_CONV_ATTR_OUT_SHAPE,    NULL};

@@ -19,6 +19,7 @@
 #include "isa/error.h"
 #include "kernels/conv/conv_params.h"
 #include "macro_op.h"
+#include "rules.h"
 
 /* The op's two operands and conv attributes under `labels`: fills *L, *p
  * and out_shape (the result's shape). -1 with the message otherwise. */
@@ -49,5 +50,14 @@ uint64_t nx_conv_rule_contraction(const nx_macro_op *op, const char *labels);
  * E.g. K = 1152 (3x3 x 128): 2 K sqrt(K) u = 0.0047, so 1.6 for a bf16
  * result (eps 2^-7) and 39000 for fp32 (eps 2^-23: 0.0047 absolute). */
 double nx_conv_rule_tolerance_eps(uint64_t K, nx_dtype result_dtype);
+
+/* The same as an nx_tolerance for result 0 of op (abs = rel = that many
+ * eps(result dtype)), text "K=1152: 1.6 x eps(bf16)". */
+int nx_conv_rule_tolerance(const nx_macro_op *op, const char *labels, uint32_t result, nx_tolerance *out,
+                           nx_error *err);
+
+/* The attribute names every conv reader accepts (NULL-terminated), for
+ * nx_op_rules.attrs. */
+extern const char *const nx_conv_rule_attrs[];
 
 #endif

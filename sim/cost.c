@@ -152,18 +152,15 @@ void nx_cost_insn(const nx_machine *m, nx_engine engine, const nx_insn *insn,
     out->latency = 1;
     out->flops = 0;
     out->background = 0;
-    switch (insn->opcode) {
-    case NX_OP_END:
+    const nx_opcode_info *info = nx_opcode_lookup(insn->opcode);
+    if (insn->opcode == NX_OP_END) {
         out->occupancy = out->latency = 0;
         return;
-    case NX_OP_NOP:
-    case NX_OP_CORE_BARRIER:
-    case NX_OP_DMA_COPY:
-    case NX_OP_DMA_TRANSPOSE:
+    }
+    if (info && info->opclass != NX_OPCLASS_COMPUTE) {
         /* control, or a DMA descriptor pushed onto its queue: one cycle */
         if (engine == NX_ENG_PE && pe) pe->prev_multiply = 0;
         return;
-    default: break;
     }
     switch (engine) {
     case NX_ENG_PE:
@@ -233,6 +230,18 @@ void nx_cost_dma(const nx_machine *m, const nx_insn *insn, nx_dma_cost *out) {
     if (m->dma_efficient_bytes_per_partition > 0 && out->row_bytes < m->dma_efficient_bytes_per_partition)
         out->efficiency = (double)out->row_bytes / (double)m->dma_efficient_bytes_per_partition;
     out->touches_hbm = dst->kind == NX_OPK_HBM || src->kind == NX_OPK_HBM;
+}
+
+void nx_cost_dma_skipped_rows(const nx_insn *insn, nx_state *st, uint32_t core, nx_dma_cost *out) {
+    const nx_operand *off = &insn->op[2];
+    uint32_t rows = insn->op[0].partition_count;
+    if (off->kind != NX_OPK_SBUF || !(insn->flags & NX_FLAG_OOB_SKIP) || rows == 0) return;
+    uint64_t moved = 0;
+    for (uint32_t p = 0; p < rows; p++) {
+        double idx = nx_dtype_load((nx_dtype)off->dtype, nx_sbuf_at(st, core, off->start_partition + p, off->offset));
+        if (idx >= 0 && idx < (double)insn->iparam[1]) moved++;
+    }
+    out->bytes = out->bytes / rows * moved;
 }
 
 static int cmp_double(const void *a, const void *b) {

@@ -26,7 +26,7 @@ DmaSystem::DmaSystem(sc_core::sc_module_name name, Platform &plat)
 void DmaSystem::prepare(const uint64_t transfers[NX_MAX_CORES],
                         nx_sim_record *const log[NX_MAX_CORES]) {
     const RunState &rs = plat_.rs;
-    queues_per_core_ = rs.st->geo.dma_queues ? rs.st->geo.dma_queues : 1;
+    queues_per_core_ = nx_geometry_dma_queues(&rs.st->geo) ? nx_geometry_dma_queues(&rs.st->geo) : 1;
     uint64_t total = 0;
     for (uint32_t c = 0; c < NX_MAX_CORES; c++) {
         first_[c] = (uint32_t)total;
@@ -45,7 +45,8 @@ void DmaSystem::prepare(const uint64_t transfers[NX_MAX_CORES],
     ready_.reserve(nq);
     active_.clear();
     active_.reserve(nq);
-    engine_active_.assign((size_t)NX_MAX_CORES * (rs.m->dma_engines ? rs.m->dma_engines : 1), 0);
+    engines_per_core_ = rs.st->geo.dma_engines ? rs.st->geo.dma_engines : 1;
+    engine_active_.assign((size_t)NX_MAX_CORES * engines_per_core_, 0);
     flows_.reserve(nq);
     rates_.reserve(nq);
     scratch_.reserve(nq);
@@ -61,8 +62,7 @@ void DmaSystem::issue(uint32_t core, uint32_t queue, const nx_insn *insn, uint32
     Transfer &x = xfers_[(size_t)id];
     nx_dma_cost dc;
     nx_cost_dma(rs.m, insn, &dc);
-    uint32_t qpe = rs.m->dma_queues_per_engine ? rs.m->dma_queues_per_engine : 1;
-    uint32_t engines = rs.m->dma_engines ? rs.m->dma_engines : 1;
+    nx_cost_dma_skipped_rows(insn, rs.st, core, &dc);
     x.insn = insn;
     x.rec = log_[core] ? &log_[core][k] : nullptr;
     x.t_issue = t_issue;
@@ -75,7 +75,8 @@ void DmaSystem::issue(uint32_t core, uint32_t queue, const nx_insn *insn, uint32
     x.next = -1;
     x.index = index;
     x.queue = core * queues_per_core_ + queue;
-    x.engine = core * engines + (queue / qpe) % engines;
+    // (the modulo only guards a hand-made geometry whose counts disagree)
+    x.engine = core * engines_per_core_ + nx_dma_queue_engine(&rs.st->geo, queue) % engines_per_core_;
     x.core = (uint8_t)core;
     x.hbm = dc.touches_hbm;
     x.phase = kQueued;
@@ -128,7 +129,7 @@ void DmaSystem::complete(Transfer &x, fs_t now) {
         r->engine = NX_ENG_SP;
         r->opcode = x.insn->opcode;
         r->waited = 0;
-        r->queue = (int16_t)(x.queue - x.core * queues_per_core_);
+        r->queue = (int32_t)(x.queue - x.core * queues_per_core_);
         r->t_ready_ns = fs_to_ns(x.t_head - rs.t0);
         r->t_start_ns = r->t_ready_ns;
         r->t_end_ns = fs_to_ns(now - rs.t0);

@@ -1,6 +1,7 @@
-// The DMA system: per core dma_engines engines x dma_queues_per_engine
-// queues (queue q belongs to engine q / queues_per_engine), for both cores at
-// once because they share HBM.
+// The DMA system: per core geo.dma_engines engines x
+// geo.dma_queues_per_engine queues (queue q runs on engine
+// nx_dma_queue_engine(geo, q), isa/geometry.h), for both cores at once
+// because they share HBM.
 //
 // A transfer is issued by its core's SP onto queue iparam0 and runs when it
 // reaches the head of the queue (queues are in order): a fixed phase of
@@ -65,6 +66,7 @@ class DmaSystem : public sc_core::sc_module {
 
     Platform &plat_;
     uint32_t queues_per_core_ = 0;
+    uint32_t engines_per_core_ = 0;
     std::vector<Transfer> xfers_;
     std::vector<uint32_t> issued_;       // per core: transfers issued so far
     std::vector<uint32_t> first_;        // per core: first transfer slot

@@ -9,7 +9,7 @@
 #include "dma.hpp"
 #include "rtl/rtl_pe.hpp"
 extern "C" {
-#include "../isa/insns/pe_convert.h"
+#include "../isa/pe_input.h"
 }
 
 namespace nxsim {
@@ -301,10 +301,9 @@ void Engine::run_stream() {
         const fs_t busy = new_free - std::min(new_free, std::max(prev_free, t_start));
         const fs_t stall = t_start > prev_free ? t_start - prev_free : 0;
 
-        const bool dma = in.opcode == NX_OP_DMA_COPY || in.opcode == NX_OP_DMA_TRANSPOSE;
-        if (dma) {
+        if (nx_opcode_is_dma(in.opcode)) {
             // the SP pushes the descriptor and moves on; the queue does the rest
-            plat_.dma().issue(core_, (uint32_t)in.iparam[0], &in, pc_, t_done, wait_seq);
+            plat_.dma().issue(core_, (uint32_t)nx_insn_dma_queue(&in), &in, pc_, t_done, wait_seq);
         } else {
             ctx.index = pc_;
             if (!via_rtl && nx_insn_execute(&ctx, &in) != 0) {

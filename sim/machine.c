@@ -96,8 +96,8 @@ static const param params[] = {
 
     {"pool.startup", PT_U32, FIELD(pool_startup), 0, 1000000},
 
-    {"dma.engines", PT_U32, FIELD(dma_engines), 1, 256},
-    {"dma.queues_per_engine", PT_U32, FIELD(dma_queues_per_engine), 1, 256},
+    {"dma.engines", PT_U32, GEO(dma_engines), 1, 256},
+    {"dma.queues_per_engine", PT_U32, GEO(dma_queues_per_engine), 1, 256},
     {"dma.engine_bytes_per_ns", PT_F64, FIELD(dma_engine_bytes_per_ns), 0.001, 1000000},
     {"dma.fixed_ns", PT_F64, FIELD(dma_fixed_ns), 0, 1e9},
     {"dma.efficient_bytes_per_partition", PT_U32, FIELD(dma_efficient_bytes_per_partition), 1,

@@ -51,9 +51,8 @@ typedef struct nx_machine {
     /* "pool" */
     uint32_t pool_startup;            /* 150 + N */
 
-    /* "dma" */
-    uint32_t dma_engines;             /* per core (16) */
-    uint32_t dma_queues_per_engine;   /* (16) */
+    /* "dma" (the engine and queue counts are geometry: geo.dma_engines,
+     * geo.dma_queues_per_engine, from "dma.engines" / "dma.queues_per_engine") */
     double dma_engine_bytes_per_ns;   /* per engine bandwidth */
     double dma_fixed_ns;              /* fixed cost per transfer (~1300) */
     uint32_t dma_efficient_bytes_per_partition; /* >= this per partition for peak (2048) */

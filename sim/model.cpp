@@ -84,6 +84,10 @@ extern "C" int nx_sim_run_pe(const nx_machine *m, const nx_program *prog, nx_sta
 extern "C" void nx_sim_result_free(nx_sim_result *r) {
     if (!r) return;
     std::free(r->log);
+    std::free(r->dma_queue_bytes);
+    std::free(r->dma_queue_transfers);
     r->log = nullptr;
     r->log_count = 0;
+    r->dma_queue_bytes = r->dma_queue_transfers = nullptr;
+    r->dma_queues = 0;
 }

@@ -34,7 +34,7 @@ typedef struct nx_sim_options {
     int progress;   /* 1: print progress on stderr (callers pass isatty(2)) */
 } nx_sim_options;
 
-/* The PE engine's datapath (issue 5). All zero = the functional model, the
+/* The PE engine's datapath (docs/parts/rtl.md). All zero = the functional model, the
  * default. Kept apart from nx_sim_options so that existing positional
  * initialisers of that struct stay complete (-Wmissing-field-initializers).
  *
@@ -68,7 +68,7 @@ typedef struct nx_sim_record {
     uint8_t engine;      /* nx_engine; DMA transfers are issued by NX_ENG_SP */
     uint8_t opcode;
     uint8_t waited;      /* 1 if it had a semaphore wait or a barrier */
-    int16_t queue;       /* DMA queue 0..255 the transfer ran on; -1 otherwise */
+    int32_t queue;       /* DMA queue the transfer ran on (0 .. dma_queues - 1); -1 otherwise */
     double t_ready_ns;   /* reached the head of its stream (or queue) */
     double t_start_ns;   /* started, after semaphore waits and structural stalls */
     double t_end_ns;     /* completed: results visible, semaphore incremented */
@@ -97,8 +97,12 @@ typedef struct nx_sim_result {
     uint64_t instructions;
     uint64_t flops;
     nx_sim_engine_stats engine[NX_MAX_CORES][NX_ENG_COUNT];
-    uint64_t dma_queue_bytes[NX_MAX_CORES][256];
-    uint64_t dma_queue_transfers[NX_MAX_CORES][256];
+    /* Per DMA queue of each core, for every queue the machine has
+     * (nx_geometry_dma_queues): entry [core * dma_queues + queue]. Owned
+     * (nx_sim_result_free); NULL when dma_queues is 0. */
+    uint32_t dma_queues;
+    uint64_t *dma_queue_bytes;
+    uint64_t *dma_queue_transfers;
     nx_sim_record *log;  /* owned; NULL unless options.keep_log */
     size_t log_count;
 } nx_sim_result;
@@ -115,7 +119,17 @@ int nx_sim_run(const nx_machine *m, const nx_program *prog, nx_state *st,
 int nx_sim_run_pe(const nx_machine *m, const nx_program *prog, nx_state *st,
                   const nx_sim_options *opt, const nx_sim_pe_options *pe, nx_sim_result *out,
                   nx_error *err);
+/* Frees what the result owns (log, queue statistics); safe on a zeroed result. */
 void nx_sim_result_free(nx_sim_result *r);
+/* Bytes / transfers of DMA queue `queue` of `core` in r (0 outside the range). */
+static inline uint64_t nx_sim_queue_bytes(const nx_sim_result *r, uint32_t core, uint32_t queue) {
+    if (!r->dma_queue_bytes || core >= NX_MAX_CORES || queue >= r->dma_queues) return 0;
+    return r->dma_queue_bytes[(size_t)core * r->dma_queues + queue];
+}
+static inline uint64_t nx_sim_queue_transfers(const nx_sim_result *r, uint32_t core, uint32_t queue) {
+    if (!r->dma_queue_transfers || core >= NX_MAX_CORES || queue >= r->dma_queues) return 0;
+    return r->dma_queue_transfers[(size_t)core * r->dma_queues + queue];
+}
 
 #ifdef __cplusplus
 }

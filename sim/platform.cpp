@@ -267,7 +267,7 @@ void Platform::report_deadlock() {
     }
 }
 
-void Platform::collect(nx_sim_result *out, fs_t t_end) {
+int Platform::collect(nx_sim_result *out, fs_t t_end) {
     out->start_ns = fs_to_ns(rs.t0);
     out->total_ns = fs_to_ns(t_end - rs.t0);
     for (uint32_t c = 0; c < NX_MAX_CORES; c++)
@@ -280,13 +280,16 @@ void Platform::collect(nx_sim_result *out, fs_t t_end) {
             out->instructions += s.instructions;
             out->flops += eng.flops();
         }
+    // every queue of the machine, core-major, as the DMA system keeps them
     const std::vector<uint64_t> &qb = dma_->queue_bytes(), &qn = dma_->queue_transfers();
-    size_t qpc = qb.size() / NX_MAX_CORES;
-    for (uint32_t c = 0; c < NX_MAX_CORES; c++)
-        for (size_t q = 0; q < qpc && q < 256; q++) {
-            out->dma_queue_bytes[c][q] = qb[c * qpc + q];
-            out->dma_queue_transfers[c][q] = qn[c * qpc + q];
-        }
+    out->dma_queues = (uint32_t)(qb.size() / NX_MAX_CORES);
+    if (qb.empty()) return 0;
+    out->dma_queue_bytes = (uint64_t *)std::malloc(qb.size() * sizeof(uint64_t));
+    out->dma_queue_transfers = (uint64_t *)std::malloc(qn.size() * sizeof(uint64_t));
+    if (!out->dma_queue_bytes || !out->dma_queue_transfers) return -1;
+    std::memcpy(out->dma_queue_bytes, qb.data(), qb.size() * sizeof(uint64_t));
+    std::memcpy(out->dma_queue_transfers, qn.data(), qn.size() * sizeof(uint64_t));
+    return 0;
 }
 
 // The log is written once per instruction: on a large run most of its cost
@@ -350,8 +353,7 @@ int Platform::run(const nx_machine *m, const nx_program *prog, nx_state *st, con
             if (s->count) streams++;
             if (e != NX_ENG_SP) continue;
             for (uint32_t i = 0; i < s->count; i++)
-                if (s->insns[i].opcode == NX_OP_DMA_COPY || s->insns[i].opcode == NX_OP_DMA_TRANSPOSE)
-                    transfers[c]++;
+                if (nx_opcode_is_dma(s->insns[i].opcode)) transfers[c]++;
         }
     for (uint32_t c = 0; c < NX_MAX_CORES; c++) records += transfers[c];
     nx_sim_record *log = nullptr;
@@ -409,7 +411,11 @@ int Platform::run(const nx_machine *m, const nx_program *prog, nx_state *st, con
         if (err) *err = rs.error;
         return -1;
     }
-    collect(out, t_end);
+    if (collect(out, t_end) != 0) {
+        nx_sim_result_free(out);
+        std::free(log);
+        return nx_fail(err, "out of memory for the DMA queue statistics");
+    }
     out->log = log;
     out->log_count = log ? records : 0;
     return 0;

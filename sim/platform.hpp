@@ -176,7 +176,7 @@ class Platform : public sc_core::sc_module {
   private:
     void wake_all(bool immediate);
     void report_deadlock();
-    void collect(nx_sim_result *out, fs_t t_end);
+    int collect(nx_sim_result *out, fs_t t_end); // -1: out of memory
     void finish_progress();
     int trace_rtl(const char *path, uint32_t cores, nx_error *err);
     void flush_rtl_vcd();

@@ -27,7 +27,9 @@
  *
  * Times: record times are ns relative to the run's start (as the model
  * writes them); the trace's ts/dur are in microseconds, as the format
- * requires (JSON numbers, 1 ns resolution). */
+ * requires (JSON numbers, 1 ns resolution).
+ *
+ * The trace is sim/profile_trace.c, the summaries sim/profile_summary.c. */
 #ifndef NXSIM_SIM_PROFILE_H
 #define NXSIM_SIM_PROFILE_H
 

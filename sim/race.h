@@ -26,7 +26,9 @@
  *   - core_barrier: its inc_seq is the core's arrival and its wait_seq the
  *     pass; a pass happens after every arrival (of any core) numbered <= w.
  * Vector clocks over the agents; memory is tracked as the boxes of
- * nx_insn_footprint (SBUF/PSUM per core, HBM shared by the cores).
+ * nx_insn_footprint (SBUF/PSUM per core, HBM shared by the cores). Both are
+ * the happens-before core of isa/hb.h, which the tests' static order check
+ * (tests/kcheck.h) shares: only where the ordering comes from differs.
  *
  * Where the log is weaker than this contract the detector leans towards
  * fewer false reports: an instruction with a wait whose record has

@@ -5,16 +5,21 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "isa/dtype.h"
-#include "sim/machine.h"
+#include <dirent.h>
+#include <math.h>
+#include <string.h>
 
-nx_geometry test_geometry(const char *preset) {
+#include "isa/dtype.h"
+
+nx_machine test_machine(const char *preset) {
     nx_machine m;
     nx_error err;
     if (nx_machine_load(preset, &m, &err) != 0)
         fail_msg("machine %s: %s", preset, err.msg);
-    return m.geo;
+    return m;
 }
+
+nx_geometry test_geometry(const char *preset) { return test_machine(preset).geo; }
 
 void test_state(nx_state *st, uint32_t cores, uint64_t hbm_bytes, uint32_t sem_count) {
     nx_geometry geo = test_geometry("trn2");
@@ -23,11 +28,94 @@ void test_state(nx_state *st, uint32_t cores, uint64_t hbm_bytes, uint32_t sem_c
         fail_msg("nx_state_init: %s", err.msg);
 }
 
+int test_setup_state(void **state) {
+    nx_state *st = test_malloc(sizeof *st);
+    test_state(st, 1, 4096, 4);
+    *state = st;
+    return 0;
+}
+
+int test_teardown_state(void **state) {
+    nx_state *st = *state;
+    nx_state_free(st);
+    test_free(st);
+    return 0;
+}
+
 int test_run(nx_state *st, uint32_t core, nx_engine engine, const nx_insn *insn, nx_error *err) {
     if (nx_insn_validate(insn, engine, &st->geo, st->hbm_bytes, st->sem_count, err) != 0)
         return -1;
     nx_exec_ctx ctx = {st, core, engine, 0, err};
     return nx_insn_execute(&ctx, insn);
+}
+
+void test_run_ok(nx_state *st, nx_engine engine, const nx_insn *insn) {
+    nx_error err;
+    memset(&err, 0, sizeof err);
+    if (test_run(st, 0, engine, insn, &err) != 0) fail_msg("unexpected failure: %s", err.msg);
+}
+
+void test_run_fails(nx_state *st, nx_engine engine, const nx_insn *insn, const char *msg) {
+    nx_error err;
+    memset(&err, 0, sizeof err);
+    assert_int_equal(test_run(st, 0, engine, insn, &err), -1);
+    assert_string_equal(err.msg, msg);
+}
+
+void test_invalid(nx_state *st, nx_engine engine, const nx_insn *insn, const char *part) {
+    nx_error err;
+    memset(&err, 0, sizeof err);
+    assert_int_equal(nx_insn_validate(insn, engine, &st->geo, st->hbm_bytes, st->sem_count, &err), -1);
+    if (strstr(err.msg, part) == NULL) fail_msg("message '%s' lacks '%s'", err.msg, part);
+}
+
+nx_operand test_sb(nx_dtype dt, uint32_t p0, uint32_t np, uint64_t off, uint32_t n) {
+    return nx_ap_tile(NX_OPK_SBUF, dt, p0, np, off, n);
+}
+
+nx_operand test_ps(nx_dtype dt, uint32_t p0, uint32_t np, uint64_t off, uint32_t n) {
+    return nx_ap_tile(NX_OPK_PSUM, dt, p0, np, off, n);
+}
+
+nx_insn test_insn2(nx_opcode op, nx_operand dst, nx_operand src) {
+    nx_insn i = nx_insn_make(op);
+    i.op[0] = dst;
+    i.op[1] = src;
+    return i;
+}
+
+nx_insn test_dma(nx_operand dst, nx_operand src, uint32_t queue) {
+    nx_insn i = test_insn2(NX_OP_DMA_COPY, dst, src);
+    i.iparam[0] = (int32_t)queue;
+    return i;
+}
+
+void test_assert_values(const double *got, const double *want, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(want[i]) ? !isnan(got[i]) : (got[i] != want[i] || signbit(got[i]) != signbit(want[i])))
+            fail_msg("element %zu: got %.9g, want %.9g", i, got[i], want[i]);
+    }
+}
+
+void test_le_put(uint8_t *p, uint64_t v, int n) {
+    for (int i = 0; i < n; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+uint64_t test_le_get(const uint8_t *p, int n) {
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+int test_dir_entries(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) n++;
+    closedir(d);
+    return n;
 }
 
 static void put(uint8_t *base, nx_dtype dt, uint64_t n, const double *values) {
@@ -62,6 +150,31 @@ void test_hbm_get(nx_state *st, nx_dtype dt, uint64_t byte_offset, uint64_t n, d
     get(st->hbm + byte_offset, dt, n, values);
 }
 
+void test_coverage_add(test_coverage *c, unsigned opcode, nx_engine engine) {
+    if (opcode < NX_OP_COUNT && (unsigned)engine < NX_ENG_COUNT) c->seen[opcode][engine] = 1;
+}
+
+void test_coverage_add_program(test_coverage *c, const nx_program *p) {
+    for (uint32_t core = 0; core < p->cores; core++)
+        for (unsigned e = 0; e < NX_ENG_COUNT; e++)
+            for (uint32_t i = 0; i < p->stream[core][e].count; i++)
+                test_coverage_add(c, p->stream[core][e].insns[i].opcode, (nx_engine)e);
+}
+
+void test_coverage_check(const test_coverage *c, const char *what) {
+    for (unsigned o = 0; o < NX_OP_COUNT; o++) {
+        const nx_opcode_info *info = &nx_opcode_table[o];
+        int any = 0;
+        for (unsigned e = 0; e < NX_ENG_COUNT; e++) {
+            if (!(info->engines & NX_ENG_BIT(e))) continue;
+            any |= c->seen[o][e];
+            if (info->opclass != NX_OPCLASS_CONTROL && !c->seen[o][e])
+                fail_msg("%s: opcode %s is not covered on %s", what, info->mnemonic, nx_engine_name((nx_engine)e));
+        }
+        if (!any) fail_msg("%s: opcode %s is not covered", what, info->mnemonic);
+    }
+}
+
 uint64_t test_rng_next(test_rng *r) {
     uint64_t x = r->s ? r->s : 0x9E3779B97F4A7C15ull;
     x ^= x >> 12;
@@ -73,4 +186,8 @@ uint64_t test_rng_next(test_rng *r) {
 
 double test_rng_uniform(test_rng *r, double lo, double hi) {
     return lo + (hi - lo) * ((double)(test_rng_next(r) >> 11) / 9007199254740992.0);
+}
+
+void test_rng_bytes(test_rng *r, uint8_t *p, size_t n) {
+    for (size_t i = 0; i < n; i++) p[i] = (uint8_t)(test_rng_next(r) >> 56);
 }

@@ -17,6 +17,7 @@
 #include "isa/exec.h"
 #include "isa/opcodes.h"
 #include "kernels/author.h"
+#include "kcheck.h"
 #include "support.h"
 #include "sim/machine.h"
 #include "sim/model.h"
@@ -41,7 +42,7 @@ static nx_kctx *new_ctx(nx_builder *b, uint32_t pid, uint32_t n) {
 static void finish_and_check(nx_builder *b, nx_program *prog) {
     nx_error err;
     if (nx_builder_finish(b, prog, &err) != 0) fail_msg("finish: %s", err.msg);
-    int rc = nx_kcheck_program(prog, &err);
+    int rc = test_kcheck_program(prog, &err);
     if (rc != 0) fail_msg("order check: %s", err.msg);
 }
 
@@ -456,14 +457,14 @@ static void test_order_check_catches_race(void **state) {
     OK(nx_builder_emit(b, 0, NX_ENG_DVE, &cp, NULL, &err));
     nx_program prog;
     OK(nx_builder_finish(b, &prog, &err));
-    assert_int_equal(nx_kcheck_program(&prog, &err), 1);
+    assert_int_equal(test_kcheck_program(&prog, &err), 1);
     assert_string_equal(err.msg,
                         "race: core 0 dve #0 (tensor_copy) reads sbuf[0:128]@[0, 256) and core 0 sp #0 "
                         "(dma_copy) on queue 3 writes sbuf[0:128]@[0, 256) with nothing ordering them");
     /* with the wait it is ordered */
     prog.stream[0][NX_ENG_DVE].insns[0].wait_sem = (uint8_t)sem;
     prog.stream[0][NX_ENG_DVE].insns[0].wait_value = 1;
-    assert_int_equal(nx_kcheck_program(&prog, &err), 0);
+    assert_int_equal(test_kcheck_program(&prog, &err), 0);
     nx_program_free(&prog);
     nx_builder_free(b);
 }
@@ -520,12 +521,12 @@ static void test_barrier_exchange(void **state) {
     uint64_t xo, yo;
     nx_error err;
     build_exchange(0, &prog, &xo, &yo);
-    assert_int_equal(nx_kcheck_program(&prog, &err), 1);
+    assert_int_equal(test_kcheck_program(&prog, &err), 1);
     assert_non_null(strstr(err.msg, "race: "));
     nx_program_free(&prog);
 
     build_exchange(1, &prog, &xo, &yo);
-    assert_int_equal(nx_kcheck_program(&prog, &err), 0);
+    assert_int_equal(test_kcheck_program(&prog, &err), 0);
     nx_geometry g = geo2();
     nx_state st;
     OK(nx_state_init(&st, &g, 2, prog.hbm_bytes, prog.sem_count, &err));

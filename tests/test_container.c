@@ -20,15 +20,6 @@
 #include "isa/opcodes.h"
 #include "support.h"
 
-static void le_put(uint8_t *p, uint64_t v, int n) {
-    for (int i = 0; i < n; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint64_t le_get(const uint8_t *p, int n) {
-    uint64_t v = 0;
-    for (int i = n - 1; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
-}
-
 /* Layout of the sample program, computed by hand from the spec:
  * header 64 + stream table 2 cores * 5 * 4 = 40 -> tensors at 104,
  * 3 tensors * 128 -> words at 488. */
@@ -187,19 +178,19 @@ static void test_roundtrip_and_layout(void **state) {
     if (nx_program_encode(&p, &buf, &len, &err) != 0) fail_msg("encode: %s", err.msg);
     assert_int_equal(len, WORDS_AT + 8 * 320);
     assert_memory_equal(buf, "NXSB", 4);
-    assert_int_equal(le_get(buf + 4, 2), 1);
-    assert_int_equal(le_get(buf + 6, 2), 64);
+    assert_int_equal(test_le_get(buf + 4, 2), 1);
+    assert_int_equal(test_le_get(buf + 6, 2), 64);
     assert_memory_equal(buf + 8, "trn2\0\0\0\0\0\0\0\0\0\0\0\0", 16);
     assert_int_equal(buf[24], 2);
     assert_int_equal(buf[25], 0);
-    assert_int_equal(le_get(buf + 26, 2), 3);
-    assert_int_equal(le_get(buf + 28, 4), 3);
-    assert_int_equal(le_get(buf + 32, 8), 1 << 20);
-    assert_int_equal(le_get(buf + 40, 4), 320);
+    assert_int_equal(test_le_get(buf + 26, 2), 3);
+    assert_int_equal(test_le_get(buf + 28, 4), 3);
+    assert_int_equal(test_le_get(buf + 32, 8), 1 << 20);
+    assert_int_equal(test_le_get(buf + 40, 4), 320);
     for (int i = 44; i < 64; i++) assert_int_equal(buf[i], 0);
     /* stream table, core-major, pe dve act pool sp */
     const uint32_t counts[10] = {0, 0, 2, 0, 2, 1, 1, 0, 2, 0};
-    for (int i = 0; i < 10; i++) assert_int_equal(le_get(buf + 64 + 4 * i, 4), counts[i]);
+    for (int i = 0; i < 10; i++) assert_int_equal(test_le_get(buf + 64 + 4 * i, 4), counts[i]);
     /* tensor 1 */
     const uint8_t *t1 = buf + TENSORS_AT + 128;
     assert_string_equal((const char *)t1, "y.out");
@@ -207,11 +198,11 @@ static void test_roundtrip_and_layout(void **state) {
     assert_int_equal(t1[64], NX_DT_BF16);
     assert_int_equal(t1[65], NX_ROLE_OUTPUT);
     assert_int_equal(t1[66], 3);
-    assert_int_equal(le_get(t1 + 72, 8), 32768);
-    assert_int_equal(le_get(t1 + 80, 8), 4);
-    assert_int_equal(le_get(t1 + 88, 8), 8);
-    assert_int_equal(le_get(t1 + 96, 8), 16);
-    assert_int_equal(le_get(t1 + 104, 8), 0);
+    assert_int_equal(test_le_get(t1 + 72, 8), 32768);
+    assert_int_equal(test_le_get(t1 + 80, 8), 4);
+    assert_int_equal(test_le_get(t1 + 88, 8), 8);
+    assert_int_equal(test_le_get(t1 + 96, 8), 16);
+    assert_int_equal(test_le_get(t1 + 104, 8), 0);
     /* first word: core 0 act (pe, dve empty) = activation; then core 0 sp = dma_copy */
     assert_int_equal(buf[WORDS_AT], NX_OP_ACTIVATION);
     assert_int_equal(buf[WORDS_AT + 2 * 320], NX_OP_DMA_COPY);
@@ -363,9 +354,9 @@ static void test_bad_headers(void **state) {
 #define FRESH() memcpy(w, buf, len)
     FRESH(); w[3] = 'C';
     expect_decode_error(w, len, "byte 0 (magic)", NULL);
-    FRESH(); le_put(w + 4, 2, 2);
+    FRESH(); test_le_put(w + 4, 2, 2);
     expect_decode_error(w, len, "byte 4 (version)", "2");
-    FRESH(); le_put(w + 6, 128, 2);
+    FRESH(); test_le_put(w + 6, 128, 2);
     expect_decode_error(w, len, "byte 6 (header_bytes)", NULL);
     FRESH(); w[24] = 3;
     expect_decode_error(w, len, "byte 24 (cores)", "3");
@@ -373,11 +364,11 @@ static void test_bad_headers(void **state) {
     expect_decode_error(w, len, "byte 24 (cores)", NULL);
     FRESH(); w[25] = 1;
     expect_decode_error(w, len, "byte 25 (reserved)", NULL);
-    FRESH(); le_put(w + 26, 256, 2);
+    FRESH(); test_le_put(w + 26, 256, 2);
     expect_decode_error(w, len, "byte 26 (sem_count)", NULL);
-    FRESH(); le_put(w + 28, 4097, 4);
+    FRESH(); test_le_put(w + 28, 4097, 4);
     expect_decode_error(w, len, "byte 28 (tensor_count)", NULL);
-    FRESH(); le_put(w + 40, 272, 4);
+    FRESH(); test_le_put(w + 40, 272, 4);
     expect_decode_error(w, len, "byte 40 (insn_word_bytes)", NULL);
     FRESH(); w[63] = 1;
     expect_decode_error(w, len, "byte 63 (reserved)", NULL);
@@ -391,12 +382,12 @@ static void test_bad_headers(void **state) {
     FRESH(); w[20] = 'x';
     expect_decode_error(w, len, "byte 20 (machine padding)", NULL);
     /* instruction counts claiming more than the file holds */
-    FRESH(); le_put(w + 64, 0xFFFFFFFFu, 4);
+    FRESH(); test_le_put(w + 64, 0xFFFFFFFFu, 4);
     expect_decode_error(w, len, "truncated", NULL);
-    FRESH(); le_put(w + 28, 4096, 4);
+    FRESH(); test_le_put(w + 28, 4096, 4);
     expect_decode_error(w, len, "truncated", NULL);
     /* and fewer: the rest is trailing garbage */
-    FRESH(); le_put(w + 64 + 4 * 2, 1, 4);
+    FRESH(); test_le_put(w + 64 + 4 * 2, 1, 4);
     expect_decode_error(w, len, "trailing", NULL);
     expect_decode_error(buf, len - 320, "truncated", NULL);
     free(w);
@@ -411,19 +402,19 @@ static void test_huge_counts_fail_fast(void **state) {
     uint8_t w[100];
     memset(w, 0, sizeof w);
     memcpy(w, "NXSB", 4);
-    le_put(w + 4, 1, 2);
-    le_put(w + 6, 64, 2);
+    test_le_put(w + 4, 1, 2);
+    test_le_put(w + 6, 64, 2);
     memcpy(w + 8, "trn2", 4);
     w[24] = 2;
-    le_put(w + 28, 4096, 4);
-    le_put(w + 32, UINT64_MAX, 8);
-    le_put(w + 40, 320, 4);
-    for (int i = 0; i < 9; i++) le_put(w + 64 + 4 * i, 0xFFFFFFFFu, 4); /* 10th is past the end */
+    test_le_put(w + 28, 4096, 4);
+    test_le_put(w + 32, UINT64_MAX, 8);
+    test_le_put(w + 40, 320, 4);
+    for (int i = 0; i < 9; i++) test_le_put(w + 64 + 4 * i, 0xFFFFFFFFu, 4); /* 10th is past the end */
     expect_decode_error(w, sizeof w, "truncated", "stream table");
     uint8_t big[104];
     memset(big, 0, sizeof big);
     memcpy(big, w, sizeof w);
-    for (int i = 0; i < 10; i++) le_put(big + 64 + 4 * i, 0xFFFFFFFFu, 4);
+    for (int i = 0; i < 10; i++) test_le_put(big + 64 + 4 * i, 0xFFFFFFFFu, 4);
     expect_decode_error(big, sizeof big, "truncated", "42949672950 instructions");
 }
 
@@ -441,16 +432,16 @@ static void test_bad_tensor_table(void **state) {
     snprintf(needle, sizeof needle, "byte %d (tensor 2 name)", t2);
     expect_decode_error(w, len, needle, "already the name of tensor 0");
     /* overlap: y.out (bf16 4*8*16*2 = 1024 bytes at 32768) moved into x */
-    FRESH(); le_put(w + t1 + 72, 30000, 8);
+    FRESH(); test_le_put(w + t1 + 72, 30000, 8);
     expect_decode_error(w, len, "overlap", NULL);
-    FRESH(); le_put(w + t1 + 72, 32766, 8); /* x is [0, 32768): overlap by 2 bytes */
+    FRESH(); test_le_put(w + t1 + 72, 32766, 8); /* x is [0, 32768): overlap by 2 bytes */
     snprintf(needle, sizeof needle, "byte %d (tensor 'y.out' offset)", t1 + 72);
     expect_decode_error(w, len, needle, "overlap tensor 'x' bytes [0, 32768)");
     /* the message names the later entry even when it sorts first by offset */
-    FRESH(); le_put(w + t2 + 72, 32767, 8); /* _scratch1 [32767, 32774) inside x and y.out */
+    FRESH(); test_le_put(w + t2 + 72, 32767, 8); /* _scratch1 [32767, 32774) inside x and y.out */
     expect_decode_error(w, len, "(tensor '_scratch1' offset)", "overlap");
     /* adjacent (end == start) is fine: _scratch1 right after y.out */
-    FRESH(); le_put(w + t2 + 72, 32768 + 1024, 8);
+    FRESH(); test_le_put(w + t2 + 72, 32768 + 1024, 8);
     {
         nx_program q;
         nx_error err;
@@ -483,18 +474,18 @@ static void test_bad_tensor_table(void **state) {
     FRESH(); w[t0 + 66] = 1; /* shape[1] = 64 now past ndims */
     snprintf(needle, sizeof needle, "byte %d (tensor 'x' shape[1])", t0 + 88);
     expect_decode_error(w, len, needle, "past ndims");
-    FRESH(); le_put(w + t0 + 80, 0, 8);
+    FRESH(); test_le_put(w + t0 + 80, 0, 8);
     expect_decode_error(w, len, "(tensor 'x' shape[0])", ">= 1");
     FRESH(); w[t0 + 70] = 1;
     snprintf(needle, sizeof needle, "byte %d (tensor 0 reserved)", t0 + 70);
     expect_decode_error(w, len, needle, NULL);
-    FRESH(); le_put(w + t1 + 72, 32769, 8); /* bf16 needs 2-byte alignment */
+    FRESH(); test_le_put(w + t1 + 72, 32769, 8); /* bf16 needs 2-byte alignment */
     expect_decode_error(w, len, "(tensor 'y.out' offset)", "multiple");
-    FRESH(); le_put(w + t1 + 72, (1 << 20) - 1022, 8); /* 1024 bytes end 2 past hbm_bytes */
+    FRESH(); test_le_put(w + t1 + 72, (1 << 20) - 1022, 8); /* 1024 bytes end 2 past hbm_bytes */
     expect_decode_error(w, len, "(tensor 'y.out' offset)", "hbm_bytes");
-    FRESH(); le_put(w + t1 + 72, UINT64_MAX - 1, 8); /* offset + bytes wraps */
+    FRESH(); test_le_put(w + t1 + 72, UINT64_MAX - 1, 8); /* offset + bytes wraps */
     expect_decode_error(w, len, "(tensor 'y.out' offset)", "hbm_bytes");
-    FRESH(); le_put(w + t1 + 80, UINT64_MAX / 2, 8); /* size overflows 64 bits */
+    FRESH(); test_le_put(w + t1 + 80, UINT64_MAX / 2, 8); /* size overflows 64 bits */
     expect_decode_error(w, len, "(tensor 'y.out' shape[", "overflow");
     /* an instruction error names where it is */
     FRESH(); w[WORDS_AT + 5 * 320 + 1] = 30;
@@ -548,17 +539,6 @@ static void test_encode_refuses(void **state) {
 
 /* ---- files ---- */
 
-static int dir_entries(const char *dir) {
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) n++;
-    closedir(d);
-    return n;
-}
-
 static void test_files(void **state) {
     (void)state;
     char dir[] = "/tmp/nxsim_test_container.XXXXXX";
@@ -572,7 +552,7 @@ static void test_files(void **state) {
     nx_error err = {{0}};
     sample_program(&p);
     if (nx_program_save_file(path, &p, &err) != 0) fail_msg("save: %s", err.msg);
-    assert_int_equal(dir_entries(dir), 1); /* no temp file left */
+    assert_int_equal(test_dir_entries(dir), 1); /* no temp file left */
     if (nx_program_load_file(path, &q, &err) != 0) fail_msg("load: %s", err.msg);
     assert_programs_equal(&p, &q);
     nx_program_free(&q);
@@ -595,7 +575,7 @@ static void test_files(void **state) {
     assert_int_equal(nx_program_load_file(path, &q, &err), 0);
     assert_int_equal(q.sem_count, 9);
     nx_program_free(&q);
-    assert_int_equal(dir_entries(dir), 1);
+    assert_int_equal(test_dir_entries(dir), 1);
 
     /* a program that does not encode leaves the old file untouched */
     p.cores = 3;
@@ -609,7 +589,7 @@ static void test_files(void **state) {
     /* unwritable location: error names the path, nothing created */
     assert_int_equal(nx_program_save_file(missing, &p, &err), -1);
     assert_true(strncmp(err.msg, missing, strlen(missing)) == 0);
-    assert_int_equal(dir_entries(dir), 1);
+    assert_int_equal(test_dir_entries(dir), 1);
 
     /* rename fails (the target is a directory): the temp file is removed */
     char subdir[256];
@@ -617,8 +597,8 @@ static void test_files(void **state) {
     assert_int_equal(mkdir(subdir, 0700), 0);
     assert_int_equal(nx_program_save_file(subdir, &p, &err), -1);
     assert_true(strncmp(err.msg, subdir, strlen(subdir)) == 0);
-    assert_int_equal(dir_entries(dir), 2); /* prog.nxb and sub */
-    assert_int_equal(dir_entries(subdir), 0);
+    assert_int_equal(test_dir_entries(dir), 2); /* prog.nxb and sub */
+    assert_int_equal(test_dir_entries(subdir), 0);
     assert_int_equal(rmdir(subdir), 0);
 
     /* loading: missing file, and a file that does not decode */

@@ -172,8 +172,10 @@ static void test_result_shape(void **state) {
     nx_conv_params p;
     nx_error err;
     uint64_t out[6];
-    /* ResNet-50 conv1's weight gradient (KERNELS.md): [7,7,3,64] =
-     * conv([16,3,224,224], [16,64,112,112]), pad 3_2 x 3_2, rhs_dilation 2 */
+    /* ResNet-50 conv1's weight gradient (conv1: 7x7, stride 2, 3 -> 64
+     * channels on 224x224; He et al., "Deep Residual Learning", 2016):
+     * [7,7,3,64] = conv([16,3,224,224], [16,64,112,112]), pad 3_2 x 3_2,
+     * rhs_dilation 2 */
     assert_int_equal(nx_conv_layout_parse("fb01_io01->01bf", &L, &err), 0);
     nx_conv_params_default(&p, 2);
     p.pad_lo[0] = p.pad_lo[1] = 3;

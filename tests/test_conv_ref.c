@@ -31,6 +31,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "conv_check.h"
 #include "kernels/conv/conv_params.h"
 #include "kernels/ref/ref.h"
 #include "support.h"
@@ -336,17 +337,6 @@ static void direct_conv(const rcase *c, const double *lhs, const double *rhs, do
     }
 }
 
-/* Half an ulp relative to the value (2^-(mantissa bits + 1)). */
-static double dtype_eps(nx_dtype dt) {
-    switch (dt) {
-    case NX_DT_BF16: return 0x1p-8;
-    case NX_DT_FP16: return 0x1p-11;
-    case NX_DT_FP8_E4M3: return 0x1p-4;
-    case NX_DT_FP8_E5M2: return 0x1p-3;
-    default: return 0x1p-24;
-    }
-}
-
 /* Random values exactly representable in dt, in [-2, 2). */
 static void fill(void *buf, nx_dtype dt, uint64_t n, double *vals, test_rng *r) {
     size_t es = nx_dtype_size(dt);
@@ -386,7 +376,7 @@ static void check_random(nx_dtype in_dt, nx_dtype out_dt, int cases, uint64_t se
             double tol = 2.0 * (double)K * 0x1p-24 * mag[e] + 1e-30;
             /* rounding to a narrower output: half an ulp, at least half the
              * smallest subnormal step */
-            if (out_dt != NX_DT_FP32) tol += dtype_eps(out_dt) * fabs(want[e]) + (out_dt == NX_DT_FP16 ? 0x1p-25 : 0x1p-134);
+            if (out_dt != NX_DT_FP32) tol += conv_half_ulp(out_dt) * fabs(want[e]) + conv_tiny(out_dt);
             if (fabs(got - want[e]) > tol)
                 fail_msg("case %d %s stride [%lld,%lld] pad [%lld,%lld]/[%lld,%lld] ld [%lld,%lld] rd [%lld,%lld] "
                          "fg %lld bg %lld: element %llu is %.9g, the direct sum %.9g (tolerance %.3g)",

@@ -18,14 +18,6 @@
 /* Layout written out independently of isa/encode.c (from the spec). */
 #define OPERAND(i) (32 + 56 * (i))
 
-static void le_put(uint8_t *p, uint64_t v, int n) {
-    for (int i = 0; i < n; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint64_t le_get(const uint8_t *p, int n) {
-    uint64_t v = 0;
-    for (int i = n - 1; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
-}
 static uint64_t double_bits(double d) {
     uint64_t u;
     memcpy(&u, &d, sizeof u);
@@ -227,12 +219,12 @@ static void test_layout_bytes(void **state) {
     assert_int_equal(w[1], NX_ALU_MULTIPLY);
     assert_int_equal(w[2], NX_ALU_ADD);
     assert_int_equal(w[3], 0);
-    assert_int_equal(le_get(w + 4, 2), NX_FLAG_REVERSE1);
+    assert_int_equal(test_le_get(w + 4, 2), NX_FLAG_REVERSE1);
     assert_int_equal(w[6], 3);
     assert_int_equal(w[7], 7);
     assert_int_equal(w[8], 0x04); /* little-endian */
     assert_int_equal(w[11], 0x01);
-    assert_int_equal(le_get(w + 12, 4), 2);
+    assert_int_equal(test_le_get(w + 12, 4), 2);
     for (int i = 16; i < 32; i++) assert_int_equal(w[i], 0);
     const uint8_t *d = w + OPERAND(0);
     assert_int_equal(d[0], NX_OPK_SBUF);
@@ -240,19 +232,19 @@ static void test_layout_bytes(void **state) {
     assert_int_equal(d[2], 2);
     assert_int_equal(d[3], 32);
     assert_int_equal(d[4], 64);
-    assert_int_equal(le_get(d + 16, 8), 0x1234);
-    assert_int_equal(le_get(d + 24, 4), 0xFFFFFF80u); /* -128 two's complement */
-    assert_int_equal(le_get(d + 28, 4), 1);
-    assert_int_equal(le_get(d + 40, 4), 4);
-    assert_int_equal(le_get(d + 44, 4), 128);
-    assert_int_equal(le_get(d + 32, 8), 0); /* dims 2,3 unused */
-    assert_int_equal(le_get(d + 48, 8), 0);
+    assert_int_equal(test_le_get(d + 16, 8), 0x1234);
+    assert_int_equal(test_le_get(d + 24, 4), 0xFFFFFF80u); /* -128 two's complement */
+    assert_int_equal(test_le_get(d + 28, 4), 1);
+    assert_int_equal(test_le_get(d + 40, 4), 4);
+    assert_int_equal(test_le_get(d + 44, 4), 128);
+    assert_int_equal(test_le_get(d + 32, 8), 0); /* dims 2,3 unused */
+    assert_int_equal(test_le_get(d + 48, 8), 0);
     assert_int_equal(w[OPERAND(1)], NX_OPK_PSUM);
     const uint8_t *s = w + OPERAND(2);
     assert_int_equal(s[0], NX_OPK_IMM);
     assert_int_equal(s[1], NX_DT_FP32);
     for (int i = 2; i < 16; i++) assert_int_equal(s[i], 0); /* partition_count 1 not encoded */
-    assert_int_equal(le_get(s + 16, 8), 0xC004000000000000ull); /* -2.5 as binary64 */
+    assert_int_equal(test_le_get(s + 16, 8), 0xC004000000000000ull); /* -2.5 as binary64 */
     for (int i = 24; i < 56; i++) assert_int_equal(s[i], 0);
     for (int i = OPERAND(3); i < NX_INSN_WORD_BYTES; i++) assert_int_equal(w[i], 0);
 }
@@ -272,9 +264,9 @@ static void test_layout_pattern_and_params(void **state) {
     nx_insn_encode(&in, w);
     assert_int_equal(w[6], 0xFF);
     assert_int_equal(w[7], 0xFF);
-    assert_int_equal(le_get(w + 16, 4), 0xFFFFFFFEu);
-    assert_int_equal(le_get(w + 20, 4), 0x7FFFFFFFu);
-    assert_int_equal(le_get(w + OPERAND(0) + 8, 4), 0xFFFFFFFBu);
+    assert_int_equal(test_le_get(w + 16, 4), 0xFFFFFFFEu);
+    assert_int_equal(test_le_get(w + 20, 4), 0x7FFFFFFFu);
+    assert_int_equal(test_le_get(w + OPERAND(0) + 8, 4), 0xFFFFFFFBu);
     assert_int_equal(w[OPERAND(0) + 16], 0x08);
     assert_int_equal(w[OPERAND(0) + 23], 0x01);
 
@@ -286,8 +278,8 @@ static void test_layout_pattern_and_params(void **state) {
                             .partition_stride = 3, .pattern_base = -1, .ndims = 1,
                             .stride = {2}, .count = {10}};
     nx_insn_encode(&in, w);
-    assert_int_equal(le_get(w + OPERAND(1) + 16, 8), UINT64_MAX); /* base -1 */
-    assert_int_equal(le_get(w + OPERAND(1) + 8, 4), 3);
+    assert_int_equal(test_le_get(w + OPERAND(1) + 16, 8), UINT64_MAX); /* base -1 */
+    assert_int_equal(test_le_get(w + OPERAND(1) + 8, 4), 3);
     nx_insn out;
     nx_error err;
     assert_int_equal(nx_insn_decode(w, &out, &err), 0);
@@ -306,7 +298,7 @@ static void test_nan_canonicalised(void **state) {
         uint8_t w[NX_INSN_WORD_BYTES];
         nx_insn_encode(&in, w);
         uint64_t want = (nans[i] >> 63) ? 0xfff8000000000000ull : 0x7ff8000000000000ull;
-        assert_int_equal(le_get(w + OPERAND(2) + 16, 8), want);
+        assert_int_equal(test_le_get(w + OPERAND(2) + 16, 8), want);
         nx_insn out;
         nx_error err;
         assert_int_equal(nx_insn_decode(w, &out, &err), 0);
@@ -411,24 +403,24 @@ static void test_reject_header_fields(void **state) {
     memcpy(w, c, sizeof w); w[3] = NX_ACT_COUNT;
     expect_reject(w, "byte 3 (func)", "not an activation function");
 
-    memcpy(w, b, sizeof w); le_put(w + 4, NX_FLAG_ACCUMULATE, 2); /* not accepted by tensor_scalar */
+    memcpy(w, b, sizeof w); test_le_put(w + 4, NX_FLAG_ACCUMULATE, 2); /* not accepted by tensor_scalar */
     expect_reject(w, "byte 4 (flags)", "tensor_scalar");
-    memcpy(w, b, sizeof w); le_put(w + 4, 0x8000 | NX_FLAG_REVERSE0, 2);
+    memcpy(w, b, sizeof w); test_le_put(w + 4, 0x8000 | NX_FLAG_REVERSE0, 2);
     expect_reject(w, "byte 4 (flags)", NULL);
 
     memcpy(w, b, sizeof w); w[6] = 0xFF; /* wait_sem none but wait_value set */
     expect_reject(w, "byte 8 (wait_value)", "wait_sem");
     memcpy(w, b, sizeof w); w[7] = 0xFF; /* inc_sem none but inc_amount 2 */
     expect_reject(w, "byte 12 (inc_amount)", "inc_sem");
-    memcpy(w, b, sizeof w); le_put(w + 12, 0, 4); /* inc_sem 7 with amount 0 */
+    memcpy(w, b, sizeof w); test_le_put(w + 12, 0, 4); /* inc_sem 7 with amount 0 */
     expect_reject(w, "byte 12 (inc_amount)", ">= 1");
 
-    memcpy(w, b, sizeof w); le_put(w + 16, 5, 4); /* tensor_scalar: no iparam0 */
+    memcpy(w, b, sizeof w); test_le_put(w + 16, 5, 4); /* tensor_scalar: no iparam0 */
     expect_reject(w, "byte 16 (iparam0)", "tensor_scalar");
     nx_insn red = plain(NX_OP_TENSOR_REDUCE); /* names iparam0 ("axes") only */
     red.iparam[0] = -7;
     word_of(&red, c);
-    memcpy(w, c, sizeof w); le_put(w + 20, 0xFFFFFFFFu, 4);
+    memcpy(w, c, sizeof w); test_le_put(w + 20, 0xFFFFFFFFu, 4);
     expect_reject(w, "byte 20 (iparam1)", "tensor_reduce");
 
     for (int i = 24; i < 32; i++) {
@@ -482,7 +474,7 @@ static void test_reject_slots(void **state) {
     snprintf(needle, sizeof needle, "byte %d (dst.ndims)", OPERAND(0) + 2);
     expect_reject(w, needle, NULL);
     /* count >= 1 below ndims */
-    memcpy(w, b, sizeof w); le_put(w + OPERAND(0) + 44, 0, 4);
+    memcpy(w, b, sizeof w); test_le_put(w + OPERAND(0) + 44, 0, 4);
     snprintf(needle, sizeof needle, "byte %d (dst.count[1])", OPERAND(0) + 44);
     expect_reject(w, needle, ">= 1");
     /* stride/count zero at and past ndims */
@@ -558,7 +550,7 @@ static void test_reject_immediates(void **state) {
     const uint64_t bad_nans[] = {0x7ff0000000000001ull, 0x7ff8000000000001ull, 0xfffc000000000000ull,
                                  0x7fffffffffffffffull};
     for (size_t i = 0; i < sizeof bad_nans / sizeof bad_nans[0]; i++) {
-        memcpy(w, b, sizeof w); le_put(w + OPERAND(2) + 16, bad_nans[i], 8);
+        memcpy(w, b, sizeof w); test_le_put(w + OPERAND(2) + 16, bad_nans[i], 8);
         snprintf(needle, sizeof needle, "byte %d (scalar0.value)", OPERAND(2) + 16);
         expect_reject(w, needle, "not canonical");
     }
@@ -566,7 +558,7 @@ static void test_reject_immediates(void **state) {
     const uint64_t ok[] = {0x7ff0000000000000ull, 0xfff0000000000000ull, 0x7ff8000000000000ull,
                            0xfff8000000000000ull};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
-        memcpy(w, b, sizeof w); le_put(w + OPERAND(2) + 16, ok[i], 8);
+        memcpy(w, b, sizeof w); test_le_put(w + OPERAND(2) + 16, ok[i], 8);
         nx_insn out;
         nx_error err;
         assert_int_equal(nx_insn_decode(w, &out, &err), 0);

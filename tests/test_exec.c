@@ -24,21 +24,6 @@ static nx_insn memset_insn(nx_operand dst, double value) {
     return i;
 }
 
-static nx_insn copy_insn(nx_operand dst, nx_operand src) {
-    nx_insn i = nx_insn_make(NX_OP_TENSOR_COPY);
-    i.op[0] = dst;
-    i.op[1] = src;
-    return i;
-}
-
-static nx_insn dma_insn(nx_operand dst, nx_operand src, int queue) {
-    nx_insn i = nx_insn_make(NX_OP_DMA_COPY);
-    i.op[0] = dst;
-    i.op[1] = src;
-    i.iparam[0] = queue;
-    return i;
-}
-
 /* Builds, validates and runs; returns the executor status and fills *st. */
 static int build_and_run(nx_builder *b, nx_program *prog, nx_state *st, nx_error *err) {
     if (nx_builder_finish(b, prog, err) != 0) return -2;
@@ -61,14 +46,14 @@ static void test_semaphore_orders_engines(void **state) {
     assert_int_equal(nx_builder_tensor(b, "out", NX_DT_FP32, 2, shape, NX_ROLE_OUTPUT, &out_off, &err), 0);
     assert_int_equal(nx_builder_semaphore(b, &sem, &err), 0);
 
-    nx_insn copy = copy_insn(sbuf_row(0, 4, 64, 8), sbuf_row(0, 4, 0, 8));
+    nx_insn copy = test_insn2(NX_OP_TENSOR_COPY, sbuf_row(0, 4, 64, 8), sbuf_row(0, 4, 0, 8));
     nx_insn_wait(&copy, sem, 1);
     nx_insn_inc(&copy, sem, 1);
     assert_int_equal(nx_builder_emit(b, 0, NX_ENG_DVE, &copy, NULL, &err), 0);
     nx_insn fill = memset_insn(sbuf_row(0, 4, 0, 8), 3.5);
     nx_insn_inc(&fill, sem, 1);
     assert_int_equal(nx_builder_emit(b, 0, NX_ENG_POOL, &fill, NULL, &err), 0);
-    nx_insn store = dma_insn(nx_ap_hbm_rows(NX_DT_FP32, out_off, 4, 8, 8), sbuf_row(0, 4, 64, 8), 0);
+    nx_insn store = test_dma(nx_ap_hbm_rows(NX_DT_FP32, out_off, 4, 8, 8), sbuf_row(0, 4, 64, 8), 0);
     nx_insn_wait(&store, sem, 2);
     assert_int_equal(nx_builder_emit(b, 0, NX_ENG_SP, &store, NULL, &err), 0);
 
@@ -131,16 +116,16 @@ static void test_barrier_orders_cores(void **state) {
         uint64_t mine = xoff + c * 64, theirs = xoff + (1 - c) * 64;
         nx_insn fill = memset_insn(sbuf_row(0, 1, 0, 16), 10.0 + c);
         nx_insn_inc(&fill, sem, 1);
-        nx_insn put = dma_insn(nx_ap_hbm_rows(NX_DT_FP32, mine, 1, 16, 16), sbuf_row(0, 1, 0, 16), 0);
+        nx_insn put = test_dma(nx_ap_hbm_rows(NX_DT_FP32, mine, 1, 16, 16), sbuf_row(0, 1, 0, 16), 0);
         nx_insn_wait(&put, sem, 1);
         nx_insn_inc(&put, sem, 1);
         nx_insn bar = nx_insn_make(NX_OP_CORE_BARRIER);
         nx_insn_wait(&bar, sem, 2);
         nx_insn_inc(&bar, sem, 1);
-        nx_insn get = dma_insn(sbuf_row(0, 1, 64, 16), nx_ap_hbm_rows(NX_DT_FP32, theirs, 1, 16, 16), 1);
+        nx_insn get = test_dma(sbuf_row(0, 1, 64, 16), nx_ap_hbm_rows(NX_DT_FP32, theirs, 1, 16, 16), 1);
         nx_insn_wait(&get, sem, 3);
         nx_insn_inc(&get, sem, 1);
-        nx_insn out = dma_insn(nx_ap_hbm_rows(NX_DT_FP32, yoff + c * 64, 1, 16, 16), sbuf_row(0, 1, 64, 16), 2);
+        nx_insn out = test_dma(nx_ap_hbm_rows(NX_DT_FP32, yoff + c * 64, 1, 16, 16), sbuf_row(0, 1, 64, 16), 2);
         nx_insn_wait(&out, sem, 4);
         /* The executor visits core 0 before core 1, so without the barrier
          * core 0 would read core 1's half before core 1 has written it. */
@@ -213,43 +198,43 @@ static void expect_invalid(nx_insn insn, nx_engine engine, uint64_t hbm, const c
 static void test_generic_validation(void **state) {
     (void)state;
     /* trn2: 224 KiB per partition = 229376 bytes. */
-    expect_invalid(copy_insn(sbuf_row(0, 128, 229376 - 16, 8), sbuf_row(0, 128, 0, 8)), NX_ENG_DVE, 0,
+    expect_invalid(test_insn2(NX_OP_TENSOR_COPY, sbuf_row(0, 128, 229376 - 16, 8), sbuf_row(0, 128, 0, 8)), NX_ENG_DVE, 0,
                    "dst: bytes [229360, 229392) of each partition outside SBUF's 229376 bytes per partition");
-    expect_invalid(copy_insn(sbuf_row(64, 65, 0, 8), sbuf_row(0, 65, 0, 8)), NX_ENG_DVE, 0,
+    expect_invalid(test_insn2(NX_OP_TENSOR_COPY, sbuf_row(64, 65, 0, 8), sbuf_row(0, 65, 0, 8)), NX_ENG_DVE, 0,
                    "dst: partitions [64, 129) exceed the 128 partitions of SBUF");
-    expect_invalid(copy_insn(sbuf_row(32, 64, 0, 8), sbuf_row(0, 64, 0, 8)), NX_ENG_DVE, 0,
+    expect_invalid(test_insn2(NX_OP_TENSOR_COPY, sbuf_row(32, 64, 0, 8), sbuf_row(0, 64, 0, 8)), NX_ENG_DVE, 0,
                    "dst: start partition 32 not allowed for 64 partitions (> 64 partitions: 0; "
                    "> 32: a multiple of 64; else a multiple of 32)");
-    expect_invalid(copy_insn(sbuf_row(0, 1, 0, 8), sbuf_row(5, 1, 0, 8)), NX_ENG_DVE, 0,
+    expect_invalid(test_insn2(NX_OP_TENSOR_COPY, sbuf_row(0, 1, 0, 8), sbuf_row(5, 1, 0, 8)), NX_ENG_DVE, 0,
                    "in: start partition 5 not allowed for 1 partitions (> 64 partitions: 0; "
                    "> 32: a multiple of 64; else a multiple of 32)");
     /* The same start partition is fine for DMA, which is not a compute engine. */
     {
         nx_geometry geo = test_geometry("trn2");
         nx_error err;
-        nx_insn ok = dma_insn(sbuf_row(5, 1, 0, 8), nx_ap_hbm_rows(NX_DT_FP32, 0, 1, 8, 8), 0);
+        nx_insn ok = test_dma(sbuf_row(5, 1, 0, 8), nx_ap_hbm_rows(NX_DT_FP32, 0, 1, 8, 8), 0);
         if (nx_insn_validate(&ok, NX_ENG_SP, &geo, 64, 2, &err) != 0) fail_msg("%s", err.msg);
     }
-    expect_invalid(copy_insn(nx_ap_tile(NX_OPK_PSUM, NX_DT_FP32, 0, 1, 0, 4097), sbuf_row(0, 1, 0, 4097)),
+    expect_invalid(test_insn2(NX_OP_TENSOR_COPY, nx_ap_tile(NX_OPK_PSUM, NX_DT_FP32, 0, 1, 0, 4097), sbuf_row(0, 1, 0, 4097)),
                    NX_ENG_DVE, 0,
                    "dst: bytes [0, 16388) of each partition outside PSUM's 16384 bytes per partition");
-    expect_invalid(copy_insn(nx_ap_tile(NX_OPK_PSUM, NX_DT_BF16, 0, 1, 0, 4097), sbuf_row(0, 1, 0, 4097)),
+    expect_invalid(test_insn2(NX_OP_TENSOR_COPY, nx_ap_tile(NX_OPK_PSUM, NX_DT_BF16, 0, 1, 0, 4097), sbuf_row(0, 1, 0, 4097)),
                    NX_ENG_DVE, 0, "dst: 4097 elements per partition exceed the PSUM free-size limit of 4096");
-    expect_invalid(copy_insn(sbuf_row(0, 1, 0, 8), nx_ap_tile(NX_OPK_PSUM, NX_DT_FP32, 0, 1, 0, 8)),
+    expect_invalid(test_insn2(NX_OP_TENSOR_COPY, sbuf_row(0, 1, 0, 8), nx_ap_tile(NX_OPK_PSUM, NX_DT_FP32, 0, 1, 0, 8)),
                    NX_ENG_POOL, 0, "operand 'in': engine pool cannot read psum");
-    expect_invalid(dma_insn(nx_ap_hbm_rows(NX_DT_FP32, 0, 4, 8, 8), sbuf_row(0, 4, 0, 8), 0), NX_ENG_SP, 64,
+    expect_invalid(test_dma(nx_ap_hbm_rows(NX_DT_FP32, 0, 4, 8, 8), sbuf_row(0, 4, 0, 8), 0), NX_ENG_SP, 64,
                    "dst: HBM bytes [0, 128) outside the program's HBM [0, 64)");
-    expect_invalid(copy_insn(sbuf_row(0, 1, 2, 8), sbuf_row(0, 1, 0, 8)), NX_ENG_DVE, 0,
+    expect_invalid(test_insn2(NX_OP_TENSOR_COPY, sbuf_row(0, 1, 2, 8), sbuf_row(0, 1, 0, 8)), NX_ENG_DVE, 0,
                    "dst: offset 2 is not a multiple of the fp32 element size 4");
-    expect_invalid(copy_insn(sbuf_row(0, 1, 0, 8), sbuf_row(0, 1, 0, 8)), NX_ENG_PE, 0,
+    expect_invalid(test_insn2(NX_OP_TENSOR_COPY, sbuf_row(0, 1, 0, 8), sbuf_row(0, 1, 0, 8)), NX_ENG_PE, 0,
                    "'tensor_copy' cannot run on engine pe");
-    nx_insn waits = copy_insn(sbuf_row(0, 1, 0, 8), sbuf_row(0, 1, 64, 8));
+    nx_insn waits = test_insn2(NX_OP_TENSOR_COPY, sbuf_row(0, 1, 0, 8), sbuf_row(0, 1, 64, 8));
     nx_insn_wait(&waits, 7, 1);
     expect_invalid(waits, NX_ENG_DVE, 0, "waits on semaphore 7; the program has 2");
     nx_insn missing = nx_insn_make(NX_OP_TENSOR_COPY);
     missing.op[0] = sbuf_row(0, 1, 0, 8);
     expect_invalid(missing, NX_ENG_DVE, 0, "missing required operand 'in'");
-    nx_insn negative = copy_insn(sbuf_row(0, 1, 0, 8), sbuf_row(0, 1, 0, 8));
+    nx_insn negative = test_insn2(NX_OP_TENSOR_COPY, sbuf_row(0, 1, 0, 8), sbuf_row(0, 1, 0, 8));
     negative.op[1].stride[0] = -1;
     expect_invalid(negative, NX_ENG_DVE, 0, "in: bytes [-28, 4) of each partition outside SBUF's 229376 bytes per partition");
 }
@@ -297,7 +282,7 @@ static void test_builder_allocators(void **state) {
 static void test_footprint(void **state) {
     (void)state;
     nx_footprint fp[NX_MAX_OPERANDS];
-    nx_insn c = copy_insn(sbuf_row(32, 32, 128, 16), nx_ap_tile(NX_OPK_PSUM, NX_DT_FP32, 0, 32, 0, 16));
+    nx_insn c = test_insn2(NX_OP_TENSOR_COPY, sbuf_row(32, 32, 128, 16), nx_ap_tile(NX_OPK_PSUM, NX_DT_FP32, 0, 32, 0, 16));
     assert_int_equal(nx_insn_footprint(&c, fp), 2);
     assert_int_equal(fp[0].kind, NX_OPK_SBUF);
     assert_int_equal(fp[0].p_lo, 32);
@@ -307,14 +292,14 @@ static void test_footprint(void **state) {
     assert_true(fp[0].write && !fp[0].read);
     assert_true(fp[1].read && !fp[1].write);
 
-    nx_insn d = dma_insn(nx_ap_hbm_rows(NX_DT_FP32, 1024, 4, 100, 10), sbuf_row(0, 4, 0, 10), 0);
+    nx_insn d = test_dma(nx_ap_hbm_rows(NX_DT_FP32, 1024, 4, 100, 10), sbuf_row(0, 4, 0, 10), 0);
     d.flags = NX_FLAG_ACCUMULATE;
     assert_int_equal(nx_insn_footprint(&d, fp), 2);
     assert_int_equal(fp[0].lo, 1024);
     assert_int_equal(fp[0].hi, 1024 + (3 * 100 + 10) * 4);
     assert_true(fp[0].read && fp[0].write);
 
-    nx_insn g = dma_insn(sbuf_row(0, 4, 0, 10), nx_ap_hbm_rows(NX_DT_FP32, 0, 4, 10, 10), 0);
+    nx_insn g = test_dma(sbuf_row(0, 4, 0, 10), nx_ap_hbm_rows(NX_DT_FP32, 0, 4, 10, 10), 0);
     g.op[2] = nx_ap_tile(NX_OPK_SBUF, NX_DT_INT32, 0, 4, 4096, 1);
     g.iparam[1] = 50;
     assert_int_equal(nx_insn_footprint(&g, fp), 3);

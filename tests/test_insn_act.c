@@ -74,20 +74,6 @@ static nx_insn activation(nx_act_func f, nx_operand dst, nx_operand in, nx_opera
     return insn;
 }
 
-static int setup(void **state) {
-    nx_state *st = test_malloc(sizeof *st);
-    test_state(st, 1, 4096, 4);
-    *state = st;
-    return 0;
-}
-
-static int teardown(void **state) {
-    nx_state *st = *state;
-    nx_state_free(st);
-    test_free(st);
-    return 0;
-}
-
 /* ---- nx_act_apply at known values ---- */
 
 typedef struct known {
@@ -458,12 +444,12 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(act_known_values),
         cmocka_unit_test(act_special_values),
-        cmocka_unit_test_setup_teardown(activation_immediate_scale_bias, setup, teardown),
-        cmocka_unit_test_setup_teardown(activation_per_partition_scale_bias, setup, teardown),
-        cmocka_unit_test_setup_teardown(activation_acc_out_each_op, setup, teardown),
-        cmocka_unit_test_setup_teardown(activation_bf16_output, setup, teardown),
-        cmocka_unit_test_setup_teardown(activation_in_place, setup, teardown),
-        cmocka_unit_test_setup_teardown(activation_validation, setup, teardown),
+        cmocka_unit_test_setup_teardown(activation_immediate_scale_bias, test_setup_state, test_teardown_state),
+        cmocka_unit_test_setup_teardown(activation_per_partition_scale_bias, test_setup_state, test_teardown_state),
+        cmocka_unit_test_setup_teardown(activation_acc_out_each_op, test_setup_state, test_teardown_state),
+        cmocka_unit_test_setup_teardown(activation_bf16_output, test_setup_state, test_teardown_state),
+        cmocka_unit_test_setup_teardown(activation_in_place, test_setup_state, test_teardown_state),
+        cmocka_unit_test_setup_teardown(activation_validation, test_setup_state, test_teardown_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

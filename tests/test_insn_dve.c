@@ -22,26 +22,6 @@
 
 /* ---- helpers ---- */
 
-static nx_operand sb(nx_dtype dt, uint32_t p0, uint32_t np, uint64_t off, uint32_t n) {
-    return nx_ap_tile(NX_OPK_SBUF, dt, p0, np, off, n);
-}
-static nx_operand ps(nx_dtype dt, uint32_t p0, uint32_t np, uint64_t off, uint32_t n) {
-    return nx_ap_tile(NX_OPK_PSUM, dt, p0, np, off, n);
-}
-
-static void run_ok(nx_state *st, nx_engine eng, const nx_insn *insn) {
-    nx_error err;
-    memset(&err, 0, sizeof err);
-    if (test_run(st, 0, eng, insn, &err) != 0) fail_msg("unexpected failure: %s", err.msg);
-}
-
-static void run_fails(nx_state *st, nx_engine eng, const nx_insn *insn, const char *msg) {
-    nx_error err;
-    memset(&err, 0, sizeof err);
-    assert_int_equal(test_run(st, 0, eng, insn, &err), -1);
-    assert_string_equal(err.msg, msg);
-}
-
 /* Same value, and the same sign for zeros; NaN equals NaN. */
 static void assert_same(double got, double want) {
     if (isnan(want)) {
@@ -50,14 +30,6 @@ static void assert_same(double got, double want) {
     }
     if (got != want || signbit(got) != signbit(want))
         fail_msg("got %.9g, want %.9g", got, want);
-}
-
-static void assert_row(const double *got, const double *want, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        if (isnan(want[i]) ? !isnan(got[i])
-                           : (got[i] != want[i] || signbit(got[i]) != signbit(want[i])))
-            fail_msg("element %zu: got %.9g, want %.9g", i, got[i], want[i]);
-    }
 }
 
 static float rnd(test_rng *r, double lo, double hi) { return (float)test_rng_uniform(r, lo, hi); }
@@ -103,16 +75,16 @@ static void test_tensor_tensor_random_ops(void **state) {
     for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
         nx_insn in = nx_insn_make(NX_OP_TENSOR_TENSOR);
         in.alu0 = ops[k];
-        in.op[0] = sb(NX_DT_FP32, 0, P, 2048, N);
-        in.op[1] = sb(NX_DT_FP32, 0, P, 0, N);
-        in.op[2] = sb(NX_DT_FP32, 0, P, 1024, N);
-        run_ok(&st, NX_ENG_DVE, &in);
+        in.op[0] = test_sb(NX_DT_FP32, 0, P, 2048, N);
+        in.op[1] = test_sb(NX_DT_FP32, 0, P, 0, N);
+        in.op[2] = test_sb(NX_DT_FP32, 0, P, 1024, N);
+        test_run_ok(&st, NX_ENG_DVE, &in);
         for (int p = 0; p < P; p++) {
             double got[N], want[N];
             test_sbuf_get(&st, 0, NX_DT_FP32, p, 2048, N, got);
             for (int e = 0; e < N; e++)
                 want[e] = ref_binary(ops[k], (float)a[p][e], (float)b[p][e]);
-            assert_row(got, want, N);
+            test_assert_values(got, want, N);
         }
     }
     nx_state_free(&st);
@@ -137,10 +109,10 @@ static void test_tensor_tensor_psum_bf16(void **state) {
     }
     nx_insn in = nx_insn_make(NX_OP_TENSOR_TENSOR);
     in.alu0 = NX_ALU_MULTIPLY;
-    in.op[0] = sb(NX_DT_BF16, 64, P, 512, N);
-    in.op[1] = ps(NX_DT_FP32, 64, P, 0, N);
-    in.op[2] = sb(NX_DT_BF16, 64, P, 0, N);
-    run_ok(&st, NX_ENG_DVE, &in);
+    in.op[0] = test_sb(NX_DT_BF16, 64, P, 512, N);
+    in.op[1] = test_ps(NX_DT_FP32, 64, P, 0, N);
+    in.op[2] = test_sb(NX_DT_BF16, 64, P, 0, N);
+    test_run_ok(&st, NX_ENG_DVE, &in);
     for (int p = 0; p < P; p++) {
         double got[N];
         test_psum_get(&st, 0, NX_DT_FP32, 64 + p, 0, N, a);
@@ -152,8 +124,8 @@ static void test_tensor_tensor_psum_bf16(void **state) {
         }
     }
     /* POOL may not touch PSUM (generic rule), but runs the SBUF form. */
-    in.op[1] = sb(NX_DT_BF16, 64, P, 0, N);
-    run_ok(&st, NX_ENG_POOL, &in);
+    in.op[1] = test_sb(NX_DT_BF16, 64, P, 0, N);
+    test_run_ok(&st, NX_ENG_POOL, &in);
     for (int p = 0; p < P; p++) {
         double got[N];
         test_sbuf_get(&st, 0, NX_DT_BF16, 64 + p, 0, N, b);
@@ -180,19 +152,19 @@ static void test_tensor_tensor_alias(void **state) {
     test_sbuf_put(&st, 0, NX_DT_FP32, 0, 256, N, b);
     nx_insn in = nx_insn_make(NX_OP_TENSOR_TENSOR);
     in.alu0 = NX_ALU_ADD;
-    in.op[0] = sb(NX_DT_FP32, 0, 1, 0, N);
-    in.op[1] = sb(NX_DT_FP32, 0, 1, 0, N);
-    in.op[2] = sb(NX_DT_FP32, 0, 1, 256, N);
-    run_ok(&st, NX_ENG_DVE, &in);
+    in.op[0] = test_sb(NX_DT_FP32, 0, 1, 0, N);
+    in.op[1] = test_sb(NX_DT_FP32, 0, 1, 0, N);
+    in.op[2] = test_sb(NX_DT_FP32, 0, 1, 256, N);
+    test_run_ok(&st, NX_ENG_DVE, &in);
     test_sbuf_get(&st, 0, NX_DT_FP32, 0, 0, N, got);
     for (int e = 0; e < N; e++) assert_same(got[e], 101.0 * (e + 1));
     /* dst is in0 shifted one element on: dst[e+1] = 2 * old in0[e]. An
      * element-by-element in-place loop would compound instead (1, 2, 4, 8...). */
     test_sbuf_put(&st, 0, NX_DT_FP32, 0, 0, N, a);
-    in.op[0] = sb(NX_DT_FP32, 0, 1, 4, N - 1);
-    in.op[1] = sb(NX_DT_FP32, 0, 1, 0, N - 1);
-    in.op[2] = sb(NX_DT_FP32, 0, 1, 0, N - 1);
-    run_ok(&st, NX_ENG_DVE, &in);
+    in.op[0] = test_sb(NX_DT_FP32, 0, 1, 4, N - 1);
+    in.op[1] = test_sb(NX_DT_FP32, 0, 1, 0, N - 1);
+    in.op[2] = test_sb(NX_DT_FP32, 0, 1, 0, N - 1);
+    test_run_ok(&st, NX_ENG_DVE, &in);
     test_sbuf_get(&st, 0, NX_DT_FP32, 0, 0, N, got);
     assert_same(got[0], 1.0);
     for (int e = 1; e < N; e++) assert_same(got[e], 2.0 * e); /* 2 * old a[e-1] */
@@ -220,7 +192,7 @@ static void test_tensor_tensor_access_patterns(void **state) {
     in.op[0] = nx_ap(NX_OPK_SBUF, NX_DT_FP32, 32, P, 0, 1024, 2, sd, cnt);
     in.op[1] = nx_ap(NX_OPK_SBUF, NX_DT_FP32, 32, P, 0, 0, 2, s0, cnt);
     in.op[2] = nx_ap(NX_OPK_SBUF, NX_DT_FP32, 32, P, 0, 63 * 4, 2, s1, cnt);
-    run_ok(&st, NX_ENG_DVE, &in);
+    test_run_ok(&st, NX_ENG_DVE, &in);
     for (int p = 0; p < P; p++) {
         double got[8 * R];
         test_sbuf_get(&st, 0, NX_DT_FP32, 32 + p, 1024, 8 * R, got);
@@ -238,8 +210,8 @@ static void test_tensor_tensor_access_patterns(void **state) {
     uint32_t four = 4;
     nx_insn cp = nx_insn_make(NX_OP_TENSOR_COPY);
     cp.op[0] = nx_ap(NX_OPK_SBUF, NX_DT_FP32, 32, 1, 0, 2048, 1, &z, &four);
-    cp.op[1] = sb(NX_DT_FP32, 32, 1, 0, 4);
-    run_ok(&st, NX_ENG_DVE, &cp);
+    cp.op[1] = test_sb(NX_DT_FP32, 32, 1, 0, 4);
+    test_run_ok(&st, NX_ENG_DVE, &cp);
     test_sbuf_get(&st, 0, NX_DT_FP32, 32, 2048, 1, buf);
     assert_same(buf[0], 3.0);
     nx_state_free(&st);
@@ -274,13 +246,13 @@ static void test_tensor_tensor_special_values(void **state) {
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         nx_insn in = nx_insn_make(NX_OP_TENSOR_TENSOR);
         in.alu0 = cases[k].op;
-        in.op[0] = ps(NX_DT_FP32, 0, 1, 256, N);
-        in.op[1] = ps(NX_DT_FP32, 0, 1, 0, N);
-        in.op[2] = sb(NX_DT_FP32, 0, 1, 0, N);
-        run_ok(&st, NX_ENG_DVE, &in);
+        in.op[0] = test_ps(NX_DT_FP32, 0, 1, 256, N);
+        in.op[1] = test_ps(NX_DT_FP32, 0, 1, 0, N);
+        in.op[2] = test_sb(NX_DT_FP32, 0, 1, 0, N);
+        test_run_ok(&st, NX_ENG_DVE, &in);
         double got[N];
         test_psum_get(&st, 0, NX_DT_FP32, 0, 256, N, got);
-        assert_row(got, cases[k].want, N);
+        test_assert_values(got, cases[k].want, N);
     }
     /* x / 0 = +-Inf */
     const double num[3] = {1.0, -2.0, 0.0}, den[3] = {0.0, 0.0, -0.0};
@@ -288,14 +260,14 @@ static void test_tensor_tensor_special_values(void **state) {
     test_sbuf_put(&st, 0, NX_DT_FP32, 0, 128, 3, den);
     nx_insn in = nx_insn_make(NX_OP_TENSOR_TENSOR);
     in.alu0 = NX_ALU_DIVIDE;
-    in.op[0] = sb(NX_DT_FP32, 0, 1, 192, 3);
-    in.op[1] = sb(NX_DT_FP32, 0, 1, 64, 3);
-    in.op[2] = sb(NX_DT_FP32, 0, 1, 128, 3);
-    run_ok(&st, NX_ENG_DVE, &in);
+    in.op[0] = test_sb(NX_DT_FP32, 0, 1, 192, 3);
+    in.op[1] = test_sb(NX_DT_FP32, 0, 1, 64, 3);
+    in.op[2] = test_sb(NX_DT_FP32, 0, 1, 128, 3);
+    test_run_ok(&st, NX_ENG_DVE, &in);
     double got[3];
     const double want[3] = {INFINITY, -INFINITY, NAN};
     test_sbuf_get(&st, 0, NX_DT_FP32, 0, 192, 3, got);
-    assert_row(got, want, 3);
+    test_assert_values(got, want, 3);
     nx_state_free(&st);
 }
 
@@ -309,35 +281,35 @@ static void test_int32_exact_copy_vs_rounded_add(void **state) {
     test_state(&st, 1, 4096, 1);
     test_sbuf_put(&st, 0, NX_DT_INT32, 0, 0, N, v);
     nx_insn cp = nx_insn_make(NX_OP_TENSOR_COPY);
-    cp.op[0] = sb(NX_DT_INT32, 0, 1, 64, N);
-    cp.op[1] = sb(NX_DT_INT32, 0, 1, 0, N);
-    run_ok(&st, NX_ENG_DVE, &cp);
+    cp.op[0] = test_sb(NX_DT_INT32, 0, 1, 64, N);
+    cp.op[1] = test_sb(NX_DT_INT32, 0, 1, 0, N);
+    test_run_ok(&st, NX_ENG_DVE, &cp);
     double got[N];
     test_sbuf_get(&st, 0, NX_DT_INT32, 0, 64, N, got);
-    assert_row(got, v, N);
+    test_assert_values(got, v, N);
 
     nx_insn add = nx_insn_make(NX_OP_TENSOR_SCALAR);
     add.alu0 = NX_ALU_ADD;
-    add.op[0] = sb(NX_DT_INT32, 0, 1, 128, N);
-    add.op[1] = sb(NX_DT_INT32, 0, 1, 0, N);
+    add.op[0] = test_sb(NX_DT_INT32, 0, 1, 128, N);
+    add.op[1] = test_sb(NX_DT_INT32, 0, 1, 0, N);
     add.op[2] = nx_imm(0.0, NX_DT_FP32);
-    run_ok(&st, NX_ENG_DVE, &add);
+    test_run_ok(&st, NX_ENG_DVE, &add);
     /* 2^24+1 -> 2^24 (tie to even); -(2^24+3) -> -(2^24+4); 2^31-1 -> 2^31
      * saturates on the int32 store; -2^31 is exact. */
     const double rounded[N] = {16777216.0, -16777220.0, 2147483647.0, -2147483648.0};
     test_sbuf_get(&st, 0, NX_DT_INT32, 0, 128, N, got);
-    assert_row(got, rounded, N);
+    test_assert_values(got, rounded, N);
 
     /* Comparisons are exact: 2^24+1 != 2^24. */
     nx_insn eq = nx_insn_make(NX_OP_TENSOR_SCALAR);
     eq.alu0 = NX_ALU_IS_EQUAL;
-    eq.op[0] = sb(NX_DT_FP32, 0, 1, 192, N);
-    eq.op[1] = sb(NX_DT_INT32, 0, 1, 0, N);
+    eq.op[0] = test_sb(NX_DT_FP32, 0, 1, 192, N);
+    eq.op[1] = test_sb(NX_DT_INT32, 0, 1, 0, N);
     eq.op[2] = nx_imm(16777216.0, NX_DT_INT32);
-    run_ok(&st, NX_ENG_DVE, &eq);
+    test_run_ok(&st, NX_ENG_DVE, &eq);
     test_sbuf_get(&st, 0, NX_DT_FP32, 0, 192, N, got);
     const double none[N] = {0, 0, 0, 0};
-    assert_row(got, none, N);
+    test_assert_values(got, none, N);
     nx_state_free(&st);
 }
 
@@ -373,19 +345,19 @@ static void test_bitwise(void **state) {
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         nx_insn in = nx_insn_make(NX_OP_TENSOR_TENSOR);
         in.alu0 = cases[k].op;
-        in.op[0] = sb(NX_DT_UINT32, 0, 1, 256, N);
-        in.op[1] = sb(NX_DT_UINT32, 0, 1, 0, N);
-        in.op[2] = sb(NX_DT_UINT32, 0, 1, 64, N);
-        run_ok(&st, NX_ENG_DVE, &in);
+        in.op[0] = test_sb(NX_DT_UINT32, 0, 1, 256, N);
+        in.op[1] = test_sb(NX_DT_UINT32, 0, 1, 0, N);
+        in.op[2] = test_sb(NX_DT_UINT32, 0, 1, 64, N);
+        test_run_ok(&st, NX_ENG_DVE, &in);
         double got[N];
         test_sbuf_get(&st, 0, NX_DT_UINT32, 0, 256, N, got);
-        assert_row(got, cases[k].u, N);
-        in.op[0] = sb(NX_DT_INT32, 0, 1, 256, N);
-        in.op[1] = sb(NX_DT_INT32, 0, 1, 128, N);
-        in.op[2] = sb(NX_DT_INT32, 0, 1, 192, N);
-        run_ok(&st, NX_ENG_DVE, &in);
+        test_assert_values(got, cases[k].u, N);
+        in.op[0] = test_sb(NX_DT_INT32, 0, 1, 256, N);
+        in.op[1] = test_sb(NX_DT_INT32, 0, 1, 128, N);
+        in.op[2] = test_sb(NX_DT_INT32, 0, 1, 192, N);
+        test_run_ok(&st, NX_ENG_DVE, &in);
         test_sbuf_get(&st, 0, NX_DT_INT32, 0, 256, N, got);
-        assert_row(got, cases[k].i, N);
+        test_assert_values(got, cases[k].i, N);
     }
     /* fp32 inputs: RNE to an integer, saturate, NaN -> 0; AND with all ones
      * keeps the value, read back signed when the input was negative. */
@@ -394,14 +366,14 @@ static void test_bitwise(void **state) {
     test_sbuf_put(&st, 0, NX_DT_FP32, 0, 320, F, fa);
     nx_insn in = nx_insn_make(NX_OP_TENSOR_SCALAR);
     in.alu0 = NX_ALU_BITWISE_AND;
-    in.op[0] = sb(NX_DT_FP32, 0, 1, 384, F);
-    in.op[1] = sb(NX_DT_FP32, 0, 1, 320, F);
+    in.op[0] = test_sb(NX_DT_FP32, 0, 1, 384, F);
+    in.op[1] = test_sb(NX_DT_FP32, 0, 1, 320, F);
     in.op[2] = nx_imm(4294967295.0, NX_DT_UINT32);
-    run_ok(&st, NX_ENG_DVE, &in);
+    test_run_ok(&st, NX_ENG_DVE, &in);
     double got[F];
     const double want[F] = {2, 4, -2, 4294967296.0 /* 2^32-1 as fp32 */, -2147483648.0, 0};
     test_sbuf_get(&st, 0, NX_DT_FP32, 0, 384, F, got);
-    assert_row(got, want, F);
+    test_assert_values(got, want, F);
     nx_state_free(&st);
 }
 
@@ -423,8 +395,9 @@ static void test_shifts(void **state) {
         double count;
         double want[N];
     } cases[] = {
-        {NX_ALU_SHIFT_RIGHT, NX_DT_UINT32, 0, 4, {134217728.0, 0, 268435455.0}}, /* logical */
-        {NX_ALU_SHIFT_RIGHT, NX_DT_INT32, 64, 4, {-16, 16, -1}},                 /* arithmetic */
+        {NX_ALU_SHIFT_RIGHT, NX_DT_UINT32, 0, 4, {134217728.0, 0, 268435455.0}},
+        /* logical also on int32: -256 = 0xFFFFFF00 -> 0x0FFFFFF0, -1 -> 0x0FFFFFFF */
+        {NX_ALU_SHIFT_RIGHT, NX_DT_INT32, 64, 4, {268435440.0, 16, 268435455.0}},
         {NX_ALU_SHIFT_LEFT, NX_DT_UINT32, 128, 31, {2147483648.0, 2147483648.0, 2147483648.0}},
         {NX_ALU_SHIFT_LEFT, NX_DT_UINT32, 128, 33, {2, 6, 4294967294.0}}, /* count & 31 */
         {NX_ALU_SHIFT_LEFT, NX_DT_INT32, 64, 4, {-4096, 4096, -16}},
@@ -432,13 +405,13 @@ static void test_shifts(void **state) {
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         nx_insn in = nx_insn_make(NX_OP_TENSOR_SCALAR);
         in.alu0 = cases[k].op;
-        in.op[0] = sb(cases[k].dt, 0, 1, 256, N);
-        in.op[1] = sb(cases[k].dt, 0, 1, cases[k].src, N);
+        in.op[0] = test_sb(cases[k].dt, 0, 1, 256, N);
+        in.op[1] = test_sb(cases[k].dt, 0, 1, cases[k].src, N);
         in.op[2] = nx_imm(cases[k].count, NX_DT_INT32);
-        run_ok(&st, NX_ENG_DVE, &in);
+        test_run_ok(&st, NX_ENG_DVE, &in);
         double got[N];
         test_sbuf_get(&st, 0, cases[k].dt, 0, 256, N, got);
-        assert_row(got, cases[k].want, N);
+        test_assert_values(got, cases[k].want, N);
     }
     nx_state_free(&st);
 }
@@ -449,13 +422,13 @@ static void test_tensor_tensor_shape_errors(void **state) {
     test_state(&st, 1, 4096, 1);
     nx_insn in = nx_insn_make(NX_OP_TENSOR_TENSOR);
     in.alu0 = NX_ALU_ADD;
-    in.op[0] = sb(NX_DT_FP32, 0, 128, 0, 256);
-    in.op[1] = sb(NX_DT_FP32, 0, 128, 2048, 256);
-    in.op[2] = sb(NX_DT_FP32, 0, 64, 4096, 256);
-    run_fails(&st, NX_ENG_DVE, &in, "in1 has 64 partitions, dst has 128");
-    in.op[2] = sb(NX_DT_FP32, 0, 128, 4096, 256);
-    in.op[1] = sb(NX_DT_FP32, 0, 128, 2048, 300);
-    run_fails(&st, NX_ENG_DVE, &in, "in0 has 300 elements per partition, dst has 256");
+    in.op[0] = test_sb(NX_DT_FP32, 0, 128, 0, 256);
+    in.op[1] = test_sb(NX_DT_FP32, 0, 128, 2048, 256);
+    in.op[2] = test_sb(NX_DT_FP32, 0, 64, 4096, 256);
+    test_run_fails(&st, NX_ENG_DVE, &in, "in1 has 64 partitions, dst has 128");
+    in.op[2] = test_sb(NX_DT_FP32, 0, 128, 4096, 256);
+    in.op[1] = test_sb(NX_DT_FP32, 0, 128, 2048, 300);
+    test_run_fails(&st, NX_ENG_DVE, &in, "in0 has 300 elements per partition, dst has 256");
     nx_state_free(&st);
 }
 
@@ -487,11 +460,11 @@ static void test_tensor_scalar_imm_and_reverse(void **state) {
         in.alu0 = cases[k].op0;
         in.alu1 = cases[k].op1;
         in.flags = cases[k].flags;
-        in.op[0] = sb(NX_DT_FP32, 0, P, 512, N);
-        in.op[1] = sb(NX_DT_FP32, 0, P, 0, N);
+        in.op[0] = test_sb(NX_DT_FP32, 0, P, 512, N);
+        in.op[1] = test_sb(NX_DT_FP32, 0, P, 0, N);
         in.op[2] = nx_imm(k == 2 ? 3.0 : 10.0, NX_DT_FP32);
         if (cases[k].two) in.op[3] = nx_imm(4.0, NX_DT_FP32);
-        run_ok(&st, NX_ENG_DVE, &in);
+        test_run_ok(&st, NX_ENG_DVE, &in);
         for (int p = 0; p < P; p++) {
             double got[N];
             test_sbuf_get(&st, 0, NX_DT_FP32, p, 512, N, got);
@@ -528,11 +501,11 @@ static void test_tensor_scalar_per_partition(void **state) {
     nx_insn in = nx_insn_make(NX_OP_TENSOR_SCALAR);
     in.alu0 = NX_ALU_MULTIPLY;
     in.alu1 = NX_ALU_MAX;
-    in.op[0] = sb(NX_DT_FP32, 0, P, 512, N);
-    in.op[1] = sb(NX_DT_FP32, 0, P, 0, N);
-    in.op[2] = sb(NX_DT_FP32, 0, P, 1024, 1);
-    in.op[3] = ps(NX_DT_FP32, 0, P, 0, 1);
-    run_ok(&st, NX_ENG_DVE, &in);
+    in.op[0] = test_sb(NX_DT_FP32, 0, P, 512, N);
+    in.op[1] = test_sb(NX_DT_FP32, 0, P, 0, N);
+    in.op[2] = test_sb(NX_DT_FP32, 0, P, 1024, 1);
+    in.op[3] = test_ps(NX_DT_FP32, 0, P, 0, 1);
+    test_run_ok(&st, NX_ENG_DVE, &in);
     for (int p = 0; p < P; p++) {
         double got[N];
         test_sbuf_get(&st, 0, NX_DT_FP32, p, 512, N, got);
@@ -545,10 +518,10 @@ static void test_tensor_scalar_per_partition(void **state) {
     /* POOL, SBUF scalar that is also dst's first element: x = x + x[0]. */
     in = nx_insn_make(NX_OP_TENSOR_SCALAR);
     in.alu0 = NX_ALU_ADD;
-    in.op[0] = sb(NX_DT_FP32, 0, P, 0, N);
-    in.op[1] = sb(NX_DT_FP32, 0, P, 0, N);
-    in.op[2] = sb(NX_DT_FP32, 0, P, 0, 1);
-    run_ok(&st, NX_ENG_POOL, &in);
+    in.op[0] = test_sb(NX_DT_FP32, 0, P, 0, N);
+    in.op[1] = test_sb(NX_DT_FP32, 0, P, 0, N);
+    in.op[2] = test_sb(NX_DT_FP32, 0, P, 0, 1);
+    test_run_ok(&st, NX_ENG_POOL, &in);
     for (int p = 0; p < P; p++) {
         double got[N];
         test_sbuf_get(&st, 0, NX_DT_FP32, p, 0, N, got);
@@ -564,23 +537,23 @@ static void test_tensor_scalar_errors(void **state) {
     nx_insn in = nx_insn_make(NX_OP_TENSOR_SCALAR);
     in.alu0 = NX_ALU_ADD;
     in.alu1 = NX_ALU_ADD;
-    in.op[0] = sb(NX_DT_FP32, 0, 128, 0, 8);
-    in.op[1] = sb(NX_DT_FP32, 0, 128, 64, 8);
+    in.op[0] = test_sb(NX_DT_FP32, 0, 128, 0, 8);
+    in.op[1] = test_sb(NX_DT_FP32, 0, 128, 64, 8);
     in.op[2] = nx_imm(1.0, NX_DT_FP32);
-    run_fails(&st, NX_ENG_DVE, &in, "op1: is add without scalar1 (must be bypass)");
+    test_run_fails(&st, NX_ENG_DVE, &in, "op1: is add without scalar1 (must be bypass)");
     in.alu1 = NX_ALU_BYPASS;
     in.flags = NX_FLAG_REVERSE1;
-    run_fails(&st, NX_ENG_DVE, &in, "rev1: is set without scalar1");
+    test_run_fails(&st, NX_ENG_DVE, &in, "rev1: is set without scalar1");
     in.flags = 0;
-    in.op[2] = sb(NX_DT_FP32, 0, 128, 128, 2);
-    run_fails(&st, NX_ENG_DVE, &in, "scalar0 has 2 elements per partition, a scalar has 1");
+    in.op[2] = test_sb(NX_DT_FP32, 0, 128, 128, 2);
+    test_run_fails(&st, NX_ENG_DVE, &in, "scalar0 has 2 elements per partition, a scalar has 1");
     in.op[2] = nx_imm(1.0, NX_DT_FP32);
-    in.op[3] = sb(NX_DT_FP32, 0, 64, 128, 1);
+    in.op[3] = test_sb(NX_DT_FP32, 0, 64, 128, 1);
     in.alu1 = NX_ALU_MULTIPLY;
-    run_fails(&st, NX_ENG_DVE, &in, "scalar1 has 64 partitions, in has 128");
-    in.op[3] = sb(NX_DT_FP32, 0, 128, 128, 1);
-    in.op[1] = sb(NX_DT_FP32, 0, 128, 64, 9);
-    run_fails(&st, NX_ENG_DVE, &in, "in has 9 elements per partition, dst has 8");
+    test_run_fails(&st, NX_ENG_DVE, &in, "scalar1 has 64 partitions, in has 128");
+    in.op[3] = test_sb(NX_DT_FP32, 0, 128, 128, 1);
+    in.op[1] = test_sb(NX_DT_FP32, 0, 128, 64, 9);
+    test_run_fails(&st, NX_ENG_DVE, &in, "in has 9 elements per partition, dst has 8");
     nx_state_free(&st);
 }
 
@@ -605,11 +578,11 @@ static void test_scalar_tensor_tensor(void **state) {
     nx_insn in = nx_insn_make(NX_OP_SCALAR_TENSOR_TENSOR);
     in.alu0 = NX_ALU_MULTIPLY;
     in.alu1 = NX_ALU_ADD;
-    in.op[0] = ps(NX_DT_FP32, 96, P, 0, N);
-    in.op[1] = sb(NX_DT_FP32, 96, P, 0, N);
-    in.op[2] = sb(NX_DT_FP32, 96, P, 256, 1);
-    in.op[3] = ps(NX_DT_FP32, 96, P, 0, N);
-    run_ok(&st, NX_ENG_DVE, &in);
+    in.op[0] = test_ps(NX_DT_FP32, 96, P, 0, N);
+    in.op[1] = test_sb(NX_DT_FP32, 96, P, 0, N);
+    in.op[2] = test_sb(NX_DT_FP32, 96, P, 256, 1);
+    in.op[3] = test_ps(NX_DT_FP32, 96, P, 0, N);
+    test_run_ok(&st, NX_ENG_DVE, &in);
     for (int p = 0; p < P; p++) {
         double got[N];
         test_psum_get(&st, 0, NX_DT_FP32, 96 + p, 0, N, got);
@@ -620,10 +593,10 @@ static void test_scalar_tensor_tensor(void **state) {
     in.alu0 = NX_ALU_SUBTRACT;
     in.alu1 = NX_ALU_MAX;
     in.flags = NX_FLAG_REVERSE0;
-    in.op[0] = sb(NX_DT_FP32, 96, P, 512, N);
+    in.op[0] = test_sb(NX_DT_FP32, 96, P, 512, N);
     in.op[2] = nx_imm(2.0, NX_DT_FP32);
-    in.op[3] = sb(NX_DT_FP32, 96, P, 0, N);
-    run_ok(&st, NX_ENG_DVE, &in);
+    in.op[3] = test_sb(NX_DT_FP32, 96, P, 0, N);
+    test_run_ok(&st, NX_ENG_DVE, &in);
     for (int p = 0; p < P; p++) {
         double got[N];
         test_sbuf_get(&st, 0, NX_DT_FP32, 96 + p, 512, N, got);
@@ -632,11 +605,11 @@ static void test_scalar_tensor_tensor(void **state) {
             assert_same(got[e], t > (float)a[p][e] ? t : (float)a[p][e]);
         }
     }
-    in.op[2] = sb(NX_DT_FP32, 96, P, 256, 3);
-    run_fails(&st, NX_ENG_DVE, &in, "scalar has 3 elements per partition, a scalar has 1");
+    in.op[2] = test_sb(NX_DT_FP32, 96, P, 256, 3);
+    test_run_fails(&st, NX_ENG_DVE, &in, "scalar has 3 elements per partition, a scalar has 1");
     in.op[2] = nx_imm(2.0, NX_DT_FP32);
-    in.op[3] = sb(NX_DT_FP32, 96, P, 0, N - 1);
-    run_fails(&st, NX_ENG_DVE, &in, "in1 has 23 elements per partition, dst has 24");
+    in.op[3] = test_sb(NX_DT_FP32, 96, P, 0, N - 1);
+    test_run_fails(&st, NX_ENG_DVE, &in, "in1 has 23 elements per partition, dst has 24");
     nx_state_free(&st);
 }
 
@@ -651,37 +624,37 @@ static void test_tensor_copy_conversions(void **state) {
     test_psum_put(&st, 0, NX_DT_FP32, 0, 0, N, v);
     /* fp32 -> int8 on ACT: RNE, saturation, NaN -> 0. */
     nx_insn in = nx_insn_make(NX_OP_TENSOR_COPY);
-    in.op[0] = sb(NX_DT_INT8, 0, 1, 0, N);
-    in.op[1] = ps(NX_DT_FP32, 0, 1, 0, N);
-    run_ok(&st, NX_ENG_ACT, &in);
+    in.op[0] = test_sb(NX_DT_INT8, 0, 1, 0, N);
+    in.op[1] = test_ps(NX_DT_FP32, 0, 1, 0, N);
+    test_run_ok(&st, NX_ENG_ACT, &in);
     double got[N];
     const double want8[N] = {2, 2, -128, 127, 0, 0, 1};
     test_sbuf_get(&st, 0, NX_DT_INT8, 0, 0, N, got);
-    assert_row(got, want8, N);
+    test_assert_values(got, want8, N);
     /* fp32 -> bf16 on DVE: 1 + 2^-8 is a tie between 1 and 1 + 2^-7 -> 1. */
-    in.op[0] = sb(NX_DT_BF16, 0, 1, 64, N);
-    run_ok(&st, NX_ENG_DVE, &in);
+    in.op[0] = test_sb(NX_DT_BF16, 0, 1, 64, N);
+    test_run_ok(&st, NX_ENG_DVE, &in);
     const double want16[N] = {1.5, 2.5, -300, 300, NAN, -0.5, 1.0};
     test_sbuf_get(&st, 0, NX_DT_BF16, 0, 64, N, got);
-    assert_row(got, want16, N);
+    test_assert_values(got, want16, N);
     /* bf16 -> fp32 on POOL (SBUF to SBUF), exact. */
-    in.op[0] = sb(NX_DT_FP32, 0, 1, 128, N);
-    in.op[1] = sb(NX_DT_BF16, 0, 1, 64, N);
-    run_ok(&st, NX_ENG_POOL, &in);
+    in.op[0] = test_sb(NX_DT_FP32, 0, 1, 128, N);
+    in.op[1] = test_sb(NX_DT_BF16, 0, 1, 64, N);
+    test_run_ok(&st, NX_ENG_POOL, &in);
     test_sbuf_get(&st, 0, NX_DT_FP32, 0, 128, N, got);
-    assert_row(got, want16, N);
+    test_assert_values(got, want16, N);
     /* int32 2^24+1 -> fp32 rounds once at the store. */
     const double big = 16777217.0;
     test_sbuf_put(&st, 0, NX_DT_INT32, 0, 256, 1, &big);
-    in.op[0] = sb(NX_DT_FP32, 0, 1, 320, 1);
-    in.op[1] = sb(NX_DT_INT32, 0, 1, 256, 1);
-    run_ok(&st, NX_ENG_DVE, &in);
+    in.op[0] = test_sb(NX_DT_FP32, 0, 1, 320, 1);
+    in.op[1] = test_sb(NX_DT_INT32, 0, 1, 256, 1);
+    test_run_ok(&st, NX_ENG_DVE, &in);
     test_sbuf_get(&st, 0, NX_DT_FP32, 0, 320, 1, got);
     assert_same(got[0], 16777216.0);
-    in.op[1] = sb(NX_DT_INT32, 0, 1, 256, 2);
-    run_fails(&st, NX_ENG_DVE, &in, "in has 2 elements per partition, dst has 1");
-    in.op[1] = sb(NX_DT_INT32, 0, 2, 256, 1);
-    run_fails(&st, NX_ENG_DVE, &in, "in has 2 partitions, dst has 1");
+    in.op[1] = test_sb(NX_DT_INT32, 0, 1, 256, 2);
+    test_run_fails(&st, NX_ENG_DVE, &in, "in has 2 elements per partition, dst has 1");
+    in.op[1] = test_sb(NX_DT_INT32, 0, 2, 256, 1);
+    test_run_fails(&st, NX_ENG_DVE, &in, "in has 2 partitions, dst has 1");
     nx_state_free(&st);
 }
 
@@ -708,11 +681,11 @@ static void test_tensor_tensor_scan(void **state) {
     nx_insn in = nx_insn_make(NX_OP_TENSOR_TENSOR_SCAN);
     in.alu0 = NX_ALU_MULTIPLY;
     in.alu1 = NX_ALU_ADD;
-    in.op[0] = sb(NX_DT_FP32, 0, P, 0, N);
-    in.op[1] = sb(NX_DT_FP32, 0, P, 0, N);
-    in.op[2] = sb(NX_DT_FP32, 0, P, 512, N);
-    in.op[3] = ps(NX_DT_FP32, 0, P, 64, 1);
-    run_ok(&st, NX_ENG_DVE, &in);
+    in.op[0] = test_sb(NX_DT_FP32, 0, P, 0, N);
+    in.op[1] = test_sb(NX_DT_FP32, 0, P, 0, N);
+    in.op[2] = test_sb(NX_DT_FP32, 0, P, 512, N);
+    in.op[3] = test_ps(NX_DT_FP32, 0, P, 64, 1);
+    test_run_ok(&st, NX_ENG_DVE, &in);
     for (int p = 0; p < P; p++) {
         double got[N];
         test_sbuf_get(&st, 0, NX_DT_FP32, p, 0, N, got);
@@ -726,10 +699,10 @@ static void test_tensor_tensor_scan(void **state) {
      * (acc max in0) bypass in1. */
     in.alu0 = NX_ALU_MAX;
     in.alu1 = NX_ALU_BYPASS;
-    in.op[0] = sb(NX_DT_FP32, 0, P, 1024, N);
-    in.op[1] = sb(NX_DT_FP32, 0, P, 512, N);
+    in.op[0] = test_sb(NX_DT_FP32, 0, P, 1024, N);
+    in.op[1] = test_sb(NX_DT_FP32, 0, P, 512, N);
     in.op[3] = nx_imm(0.25, NX_DT_FP32);
-    run_ok(&st, NX_ENG_DVE, &in);
+    test_run_ok(&st, NX_ENG_DVE, &in);
     for (int p = 0; p < P; p++) {
         double got[N];
         test_sbuf_get(&st, 0, NX_DT_FP32, p, 1024, N, got);
@@ -739,10 +712,10 @@ static void test_tensor_tensor_scan(void **state) {
             assert_same(got[e], m);
         }
     }
-    in.op[3] = sb(NX_DT_FP32, 0, P, 2048, 2);
-    run_fails(&st, NX_ENG_DVE, &in, "initial has 2 elements per partition, a scalar has 1");
-    in.op[3] = sb(NX_DT_FP32, 0, 4, 2048, 1);
-    run_fails(&st, NX_ENG_DVE, &in, "initial has 4 partitions, dst has 8");
+    in.op[3] = test_sb(NX_DT_FP32, 0, P, 2048, 2);
+    test_run_fails(&st, NX_ENG_DVE, &in, "initial has 2 elements per partition, a scalar has 1");
+    in.op[3] = test_sb(NX_DT_FP32, 0, 4, 2048, 1);
+    test_run_fails(&st, NX_ENG_DVE, &in, "initial has 4 partitions, dst has 8");
     nx_state_free(&st);
 }
 
@@ -764,24 +737,24 @@ static void test_select(void **state) {
         test_sbuf_put(&st, 0, NX_DT_FP32, p, 128, N, old);
     }
     nx_insn in = nx_insn_make(NX_OP_SELECT);
-    in.op[0] = sb(NX_DT_FP32, 32, 32, 128, N);
-    in.op[1] = sb(NX_DT_FP32, 32, 32, 0, N);
-    in.op[2] = sb(NX_DT_FP32, 32, 32, 64, N);
-    in.op[3] = ps(NX_DT_FP32, 32, 32, 0, N);
-    run_ok(&st, NX_ENG_DVE, &in);
+    in.op[0] = test_sb(NX_DT_FP32, 32, 32, 128, N);
+    in.op[1] = test_sb(NX_DT_FP32, 32, 32, 0, N);
+    in.op[2] = test_sb(NX_DT_FP32, 32, 32, 64, N);
+    in.op[3] = test_ps(NX_DT_FP32, 32, 32, 0, N);
+    test_run_ok(&st, NX_ENG_DVE, &in);
     const double w1[N] = {10, 21, 22, 13, 14, 25};
     double got[N];
     for (uint32_t p = 32; p < 64; p++) {
         test_sbuf_get(&st, 0, NX_DT_FP32, p, 128, N, got);
-        assert_row(got, w1, N);
+        test_assert_values(got, w1, N);
     }
     /* Immediates for both. */
     in.op[2] = nx_imm(-1.0, NX_DT_FP32);
     in.op[3] = nx_imm(7.0, NX_DT_FP32);
-    run_ok(&st, NX_ENG_DVE, &in);
+    test_run_ok(&st, NX_ENG_DVE, &in);
     const double w2[N] = {-1, 7, 7, -1, -1, 7};
     test_sbuf_get(&st, 0, NX_DT_FP32, 40, 128, N, got);
-    assert_row(got, w2, N);
+    test_assert_values(got, w2, N);
     /* No on_false: predicated copy; unselected dst elements keep their value
      * (including a NaN payload, checked bit-exactly). */
     const uint32_t payload = 0x7fc01234u;
@@ -789,13 +762,13 @@ static void test_select(void **state) {
         test_sbuf_put(&st, 0, NX_DT_FP32, p, 128, N, old);
         memcpy(nx_sbuf_at(&st, 0, p, 128 + 4), &payload, 4);
     }
-    in.op[2] = sb(NX_DT_FP32, 32, 32, 64, N);
+    in.op[2] = test_sb(NX_DT_FP32, 32, 32, 64, N);
     in.op[3] = (nx_operand){0};
-    run_ok(&st, NX_ENG_DVE, &in);
+    test_run_ok(&st, NX_ENG_DVE, &in);
     const double w3[N] = {10, NAN, 32, 13, 14, 35};
     for (uint32_t p = 32; p < 64; p++) {
         test_sbuf_get(&st, 0, NX_DT_FP32, p, 128, N, got);
-        assert_row(got, w3, N);
+        test_assert_values(got, w3, N);
         uint32_t bits;
         memcpy(&bits, nx_sbuf_at(&st, 0, p, 128 + 4), 4);
         assert_int_equal(bits, payload);
@@ -804,19 +777,19 @@ static void test_select(void **state) {
     const double ip[N] = {3, 0, -2, 0, 1, 0};
     test_sbuf_put(&st, 0, NX_DT_INT32, 32, 512, N, ip);
     nx_insn al = nx_insn_make(NX_OP_SELECT);
-    al.op[0] = sb(NX_DT_INT32, 32, 1, 512, N);
-    al.op[1] = sb(NX_DT_INT32, 32, 1, 512, N);
+    al.op[0] = test_sb(NX_DT_INT32, 32, 1, 512, N);
+    al.op[1] = test_sb(NX_DT_INT32, 32, 1, 512, N);
     al.op[2] = nx_imm(5.0, NX_DT_INT32);
-    al.op[3] = sb(NX_DT_INT32, 32, 1, 512, N);
-    run_ok(&st, NX_ENG_DVE, &al);
+    al.op[3] = test_sb(NX_DT_INT32, 32, 1, 512, N);
+    test_run_ok(&st, NX_ENG_DVE, &al);
     const double w4[N] = {5, 0, 5, 0, 5, 0};
     test_sbuf_get(&st, 0, NX_DT_INT32, 32, 512, N, got);
-    assert_row(got, w4, N);
-    al.op[3] = sb(NX_DT_INT32, 32, 1, 512, N - 1);
-    run_fails(&st, NX_ENG_DVE, &al, "on_false has 5 elements per partition, dst has 6");
+    test_assert_values(got, w4, N);
+    al.op[3] = test_sb(NX_DT_INT32, 32, 1, 512, N - 1);
+    test_run_fails(&st, NX_ENG_DVE, &al, "on_false has 5 elements per partition, dst has 6");
     al.op[3] = (nx_operand){0};
-    al.op[1] = sb(NX_DT_INT32, 32, 32, 512, N);
-    run_fails(&st, NX_ENG_DVE, &al, "pred has 32 partitions, dst has 1");
+    al.op[1] = test_sb(NX_DT_INT32, 32, 32, 512, N);
+    test_run_fails(&st, NX_ENG_DVE, &al, "pred has 32 partitions, dst has 1");
     nx_state_free(&st);
 }
 
@@ -835,21 +808,21 @@ static void test_memset(void **state) {
     nx_insn in = nx_insn_make(NX_OP_MEMSET);
     in.op[0] = nx_ap(NX_OPK_SBUF, NX_DT_FP32, 0, 128, 0, 0, 1, &s, &c);
     in.op[1] = nx_imm(-2.75, NX_DT_FP32);
-    run_ok(&st, NX_ENG_POOL, &in);
+    test_run_ok(&st, NX_ENG_POOL, &in);
     const double w1[8] = {-2.75, 1, -2.75, 1, -2.75, 1, -2.75, 1};
     for (uint32_t p = 0; p < 128; p++) {
         test_sbuf_get(&st, 0, NX_DT_FP32, p, 0, 8, got);
-        assert_row(got, w1, 8);
+        test_assert_values(got, w1, 8);
     }
     /* Converted to dst's dtype: int8 saturates, bf16 rounds. */
-    in.op[0] = ps(NX_DT_INT8, 0, 128, 0, 8);
+    in.op[0] = test_ps(NX_DT_INT8, 0, 128, 0, 8);
     in.op[1] = nx_imm(300.0, NX_DT_FP32);
-    run_ok(&st, NX_ENG_DVE, &in);
+    test_run_ok(&st, NX_ENG_DVE, &in);
     test_psum_get(&st, 0, NX_DT_INT8, 127, 0, 8, got);
     for (int e = 0; e < 8; e++) assert_same(got[e], 127.0);
-    in.op[0] = sb(NX_DT_BF16, 0, 1, 64, 3);
+    in.op[0] = test_sb(NX_DT_BF16, 0, 1, 64, 3);
     in.op[1] = nx_imm(1.00390625, NX_DT_FP32);
-    run_ok(&st, NX_ENG_DVE, &in);
+    test_run_ok(&st, NX_ENG_DVE, &in);
     test_sbuf_get(&st, 0, NX_DT_BF16, 0, 64, 3, got);
     for (int e = 0; e < 3; e++) assert_same(got[e], 1.0);
     nx_state_free(&st);
@@ -896,9 +869,9 @@ static void test_tensor_reduce_axes(void **state) {
                 in.alu0 = ops[k];
                 in.iparam[0] = (int32_t)axes;
                 in.flags = neg ? NX_FLAG_NEGATE : 0;
-                in.op[0] = ps(NX_DT_FP32, 0, P, 0, m);
+                in.op[0] = test_ps(NX_DT_FP32, 0, P, 0, m);
                 in.op[1] = nx_ap(NX_OPK_SBUF, NX_DT_FP32, 0, P, 0, 0, 3, strides, dims);
-                run_ok(&st, NX_ENG_DVE, &in);
+                test_run_ok(&st, NX_ENG_DVE, &in);
                 for (int p = 0; p < P; p++) {
                     double got[N];
                     test_psum_get(&st, 0, NX_DT_FP32, p, 0, m, got);
@@ -939,9 +912,9 @@ static void test_tensor_reduce_special(void **state) {
     nx_insn in = nx_insn_make(NX_OP_TENSOR_REDUCE);
     in.alu0 = NX_ALU_ADD;
     in.iparam[0] = 1;
-    in.op[0] = sb(NX_DT_FP32, 0, 1, 128, 2);
+    in.op[0] = test_sb(NX_DT_FP32, 0, 1, 128, 2);
     in.op[1] = nx_ap(NX_OPK_SBUF, NX_DT_FP32, 0, 1, 0, 44, 2, s, c);
-    run_ok(&st, NX_ENG_POOL, &in);
+    test_run_ok(&st, NX_ENG_POOL, &in);
     double got[4];
     test_sbuf_get(&st, 0, NX_DT_FP32, 0, 128, 2, got);
     assert_same(got[0], 21.0);
@@ -957,14 +930,14 @@ static void test_tensor_reduce_special(void **state) {
     in = nx_insn_make(NX_OP_TENSOR_REDUCE);
     in.alu0 = NX_ALU_ADD;
     in.iparam[0] = 1;
-    in.op[0] = sb(NX_DT_INT32, 0, 1, 320, 1);
+    in.op[0] = test_sb(NX_DT_INT32, 0, 1, 320, 1);
     in.op[1] = nx_ap(NX_OPK_SBUF, NX_DT_INT32, 0, 1, 0, 256, 1, &unit, &one);
-    run_ok(&st, NX_ENG_DVE, &in);
+    test_run_ok(&st, NX_ENG_DVE, &in);
     test_sbuf_get(&st, 0, NX_DT_INT32, 0, 320, 1, got);
     assert_same(got[0], 16777216.0);
-    in.op[0] = sb(NX_DT_FP32, 0, 1, 320, 1);
+    in.op[0] = test_sb(NX_DT_FP32, 0, 1, 320, 1);
     in.op[1] = nx_ap(NX_OPK_SBUF, NX_DT_FP32, 0, 1, 0, 260, 1, &unit, &one);
-    run_ok(&st, NX_ENG_DVE, &in);
+    test_run_ok(&st, NX_ENG_DVE, &in);
     test_sbuf_get(&st, 0, NX_DT_FP32, 0, 320, 1, got);
     assert_same(got[0], -0.0);
 
@@ -985,9 +958,9 @@ static void test_tensor_reduce_special(void **state) {
         in = nx_insn_make(NX_OP_TENSOR_REDUCE);
         in.alu0 = bw[k].op;
         in.iparam[0] = 1;
-        in.op[0] = sb(bw[k].dt, 0, 1, 640, 1);
-        in.op[1] = sb(bw[k].dt, 0, 1, 512, 3);
-        run_ok(&st, NX_ENG_DVE, &in);
+        in.op[0] = test_sb(bw[k].dt, 0, 1, 640, 1);
+        in.op[1] = test_sb(bw[k].dt, 0, 1, 512, 3);
+        test_run_ok(&st, NX_ENG_DVE, &in);
         test_sbuf_get(&st, 0, bw[k].dt, 0, 640, 1, got);
         assert_same(got[0], bw[k].want);
     }
@@ -997,9 +970,9 @@ static void test_tensor_reduce_special(void **state) {
     in = nx_insn_make(NX_OP_TENSOR_REDUCE);
     in.alu0 = NX_ALU_MAX;
     in.iparam[0] = 1;
-    in.op[0] = sb(NX_DT_FP32, 0, 1, 832, 1);
-    in.op[1] = sb(NX_DT_FP32, 0, 1, 768, 3);
-    run_ok(&st, NX_ENG_DVE, &in);
+    in.op[0] = test_sb(NX_DT_FP32, 0, 1, 832, 1);
+    in.op[1] = test_sb(NX_DT_FP32, 0, 1, 768, 3);
+    test_run_ok(&st, NX_ENG_DVE, &in);
     test_sbuf_get(&st, 0, NX_DT_FP32, 0, 832, 1, got);
     assert_true(isnan(got[0]));
     nx_state_free(&st);
@@ -1014,28 +987,28 @@ static void test_tensor_reduce_errors(void **state) {
     nx_insn in = nx_insn_make(NX_OP_TENSOR_REDUCE);
     in.alu0 = NX_ALU_ADD;
     in.iparam[0] = 0;
-    in.op[0] = sb(NX_DT_FP32, 0, 128, 512, 6);
+    in.op[0] = test_sb(NX_DT_FP32, 0, 128, 512, 6);
     in.op[1] = nx_ap(NX_OPK_SBUF, NX_DT_FP32, 0, 128, 0, 0, 2, s, c);
-    run_fails(&st, NX_ENG_DVE, &in, "axes is 0: name at least one of in's free dims");
+    test_run_fails(&st, NX_ENG_DVE, &in, "axes is 0: name at least one of in's free dims");
     in.iparam[0] = 4;
-    run_fails(&st, NX_ENG_DVE, &in, "axes 0x4 names dim 2, in has 2 free dims");
+    test_run_fails(&st, NX_ENG_DVE, &in, "axes 0x4 names dim 2, in has 2 free dims");
     in.iparam[0] = 1;
-    run_fails(&st, NX_ENG_DVE, &in,
+    test_run_fails(&st, NX_ENG_DVE, &in,
               "dst has 6 elements per partition, in reduced over axes 0x1 has 5");
     in.iparam[0] = 2;
     in.alu0 = NX_ALU_SUBTRACT;
-    run_fails(&st, NX_ENG_DVE, &in,
+    test_run_fails(&st, NX_ENG_DVE, &in,
               "op0: must be add, multiply, max, min, abs_max, bitwise_and, bitwise_or or "
               "bitwise_xor, got subtract");
     in.alu0 = NX_ALU_IS_EQUAL;
-    run_fails(&st, NX_ENG_DVE, &in,
+    test_run_fails(&st, NX_ENG_DVE, &in,
               "op0: must be add, multiply, max, min, abs_max, bitwise_and, bitwise_or or "
               "bitwise_xor, got is_equal");
     in.alu0 = NX_ALU_MIN;
-    in.op[0] = sb(NX_DT_FP32, 0, 64, 512, 6);
-    run_fails(&st, NX_ENG_DVE, &in, "in has 128 partitions, dst has 64");
-    in.op[0] = sb(NX_DT_FP32, 0, 128, 512, 6);
-    run_ok(&st, NX_ENG_DVE, &in);
+    in.op[0] = test_sb(NX_DT_FP32, 0, 64, 512, 6);
+    test_run_fails(&st, NX_ENG_DVE, &in, "in has 128 partitions, dst has 64");
+    in.op[0] = test_sb(NX_DT_FP32, 0, 128, 512, 6);
+    test_run_ok(&st, NX_ENG_DVE, &in);
     nx_state_free(&st);
 }
 

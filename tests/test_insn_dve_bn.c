@@ -31,31 +31,6 @@
 
 #define U32 (1.0 / 16777216.0) /* fp32 unit roundoff 2^-24 */
 
-static nx_operand sb(nx_dtype dt, uint32_t p0, uint32_t np, uint64_t off, uint32_t n) {
-    return nx_ap_tile(NX_OPK_SBUF, dt, p0, np, off, n);
-}
-static nx_operand ps(nx_dtype dt, uint32_t p0, uint32_t np, uint64_t off, uint32_t n) {
-    return nx_ap_tile(NX_OPK_PSUM, dt, p0, np, off, n);
-}
-
-static void run_ok(nx_state *st, const nx_insn *insn) {
-    nx_error err;
-    memset(&err, 0, sizeof err);
-    if (test_run(st, 0, NX_ENG_DVE, insn, &err) != 0) fail_msg("unexpected failure: %s", err.msg);
-}
-
-static void run_fails(nx_state *st, const nx_insn *insn, const char *msg) {
-    nx_error err;
-    memset(&err, 0, sizeof err);
-    assert_int_equal(test_run(st, 0, NX_ENG_DVE, insn, &err), -1);
-    assert_string_equal(err.msg, msg);
-}
-
-static void assert_row(const double *got, const double *want, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (got[i] != want[i]) fail_msg("element %zu: got %.9g, want %.9g", i, got[i], want[i]);
-}
-
 static nx_insn one_in(nx_opcode opc, nx_operand dst, nx_operand in) {
     nx_insn insn = nx_insn_make(opc);
     insn.op[0] = dst;
@@ -109,26 +84,26 @@ static void test_bn_stats_exact(void **state) {
     test_sbuf_put(&st, 0, NX_DT_FP32, 0, 0, 5, x);
     double got[6];
     /* F = 5: A = {1,2,3} -> (3, 2, 2), B = {4,5} -> (2, 4.5, 0.5). */
-    nx_insn in = one_in(NX_OP_BN_STATS, sb(NX_DT_FP32, 0, 1, 64, 6), sb(NX_DT_FP32, 0, 1, 0, 5));
-    run_ok(&st, &in);
+    nx_insn in = one_in(NX_OP_BN_STATS, test_sb(NX_DT_FP32, 0, 1, 64, 6), test_sb(NX_DT_FP32, 0, 1, 0, 5));
+    test_run_ok(&st, NX_ENG_DVE, &in);
     const double w5[6] = {3, 2, 2, 2, 4.5, 0.5};
     test_sbuf_get(&st, 0, NX_DT_FP32, 0, 64, 6, got);
-    assert_row(got, w5, 6);
+    test_assert_values(got, w5, 6);
     /* F = 1: B is empty. */
-    in.op[1] = sb(NX_DT_FP32, 0, 1, 8, 1);
-    run_ok(&st, &in);
+    in.op[1] = test_sb(NX_DT_FP32, 0, 1, 8, 1);
+    test_run_ok(&st, NX_ENG_DVE, &in);
     const double w1[6] = {1, 3, 0, 0, 0, 0};
     test_sbuf_get(&st, 0, NX_DT_FP32, 0, 64, 6, got);
-    assert_row(got, w1, 6);
+    test_assert_values(got, w1, 6);
     /* F = 2 from a reversed view {5, 4}: (1, 5, 0), (1, 4, 0); dst in PSUM. */
     int32_t s = -1;
     uint32_t c = 2;
-    in.op[0] = ps(NX_DT_FP32, 0, 1, 0, 6);
+    in.op[0] = test_ps(NX_DT_FP32, 0, 1, 0, 6);
     in.op[1] = nx_ap(NX_OPK_SBUF, NX_DT_FP32, 0, 1, 0, 16, 1, &s, &c);
-    run_ok(&st, &in);
+    test_run_ok(&st, NX_ENG_DVE, &in);
     const double w2[6] = {1, 5, 0, 1, 4, 0};
     test_psum_get(&st, 0, NX_DT_FP32, 0, 0, 6, got);
-    assert_row(got, w2, 6);
+    test_assert_values(got, w2, 6);
     nx_state_free(&st);
 }
 
@@ -146,8 +121,8 @@ static void test_bn_stats_random(void **state) {
         test_sbuf_put(&st, 0, NX_DT_FP32, p, 0, F, x[p]);
     }
     nx_insn in =
-        one_in(NX_OP_BN_STATS, ps(NX_DT_FP32, 0, P, 0, 6), sb(NX_DT_FP32, 0, P, 0, F));
-    run_ok(&st, &in);
+        one_in(NX_OP_BN_STATS, test_ps(NX_DT_FP32, 0, P, 0, 6), test_sb(NX_DT_FP32, 0, P, 0, F));
+    test_run_ok(&st, NX_ENG_DVE, &in);
     const size_t half = (F + 1) / 2;
     for (int p = 0; p < P; p++) {
         double got[6];
@@ -168,33 +143,33 @@ static void test_bn_aggr_exact(void **state) {
      * 2.5 + 7.5 = 10; var = 10 / 5 = 2 (the population variance of 1..5). */
     const double t[6] = {3, 2, 2, 2, 4.5, 0.5};
     test_sbuf_put(&st, 0, NX_DT_FP32, 32, 0, 6, t);
-    nx_insn in = one_in(NX_OP_BN_AGGR, sb(NX_DT_FP32, 32, 1, 64, 2), sb(NX_DT_FP32, 32, 1, 0, 6));
-    run_ok(&st, &in);
+    nx_insn in = one_in(NX_OP_BN_AGGR, test_sb(NX_DT_FP32, 32, 1, 64, 2), test_sb(NX_DT_FP32, 32, 1, 0, 6));
+    test_run_ok(&st, NX_ENG_DVE, &in);
     const double w1[2] = {3, 2};
     test_sbuf_get(&st, 0, NX_DT_FP32, 32, 64, 2, got);
-    assert_row(got, w1, 2);
+    test_assert_values(got, w1, 2);
     /* Empty groups are skipped; all empty gives (0, 0). */
     const double t2[9] = {0, 99, 99, 2, 1, 2, 0, 5, 5};
     test_sbuf_put(&st, 0, NX_DT_FP32, 32, 128, 9, t2);
-    in.op[1] = sb(NX_DT_FP32, 32, 1, 128, 9);
-    run_ok(&st, &in);
+    in.op[1] = test_sb(NX_DT_FP32, 32, 1, 128, 9);
+    test_run_ok(&st, NX_ENG_DVE, &in);
     const double w2[2] = {1, 1};
     test_sbuf_get(&st, 0, NX_DT_FP32, 32, 64, 2, got);
-    assert_row(got, w2, 2);
+    test_assert_values(got, w2, 2);
     const double t3[3] = {0, 7, 7};
     test_sbuf_put(&st, 0, NX_DT_FP32, 32, 256, 3, t3);
-    in.op[1] = sb(NX_DT_FP32, 32, 1, 256, 3);
-    run_ok(&st, &in);
+    in.op[1] = test_sb(NX_DT_FP32, 32, 1, 256, 3);
+    test_run_ok(&st, NX_ENG_DVE, &in);
     const double w3[2] = {0, 0};
     test_sbuf_get(&st, 0, NX_DT_FP32, 32, 64, 2, got);
-    assert_row(got, w3, 2);
+    test_assert_values(got, w3, 2);
     /* A single group: (mean, m2 / count). */
     const double t4[3] = {4, 1.5, 3};
     test_sbuf_put(&st, 0, NX_DT_FP32, 32, 256, 3, t4);
-    run_ok(&st, &in);
+    test_run_ok(&st, NX_ENG_DVE, &in);
     const double w4[2] = {1.5, 0.75};
     test_sbuf_get(&st, 0, NX_DT_FP32, 32, 64, 2, got);
-    assert_row(got, w4, 2);
+    test_assert_values(got, w4, 2);
     nx_state_free(&st);
 }
 
@@ -213,13 +188,13 @@ static void test_bn_stats_then_aggr(void **state) {
         test_sbuf_put(&st, 0, NX_DT_FP32, 64 + p, 0, N, x[p]);
     }
     for (int g = 0; g < G; g++) {
-        nx_insn in = one_in(NX_OP_BN_STATS, sb(NX_DT_FP32, 64, P, 8192 + 24 * g, 6),
-                            sb(NX_DT_FP32, 64, P, 4 * F * g, F));
-        run_ok(&st, &in);
+        nx_insn in = one_in(NX_OP_BN_STATS, test_sb(NX_DT_FP32, 64, P, 8192 + 24 * g, 6),
+                            test_sb(NX_DT_FP32, 64, P, 4 * F * g, F));
+        test_run_ok(&st, NX_ENG_DVE, &in);
     }
-    nx_insn ag = one_in(NX_OP_BN_AGGR, ps(NX_DT_FP32, 64, P, 0, 2),
-                        sb(NX_DT_FP32, 64, P, 8192, 6 * G));
-    run_ok(&st, &ag);
+    nx_insn ag = one_in(NX_OP_BN_AGGR, test_ps(NX_DT_FP32, 64, P, 0, 2),
+                        test_sb(NX_DT_FP32, 64, P, 8192, 6 * G));
+    test_run_ok(&st, NX_ENG_DVE, &ag);
     for (int p = 0; p < P; p++) {
         double got[2];
         test_psum_get(&st, 0, NX_DT_FP32, 64 + p, 0, 2, got);
@@ -242,19 +217,19 @@ static void test_bn_errors(void **state) {
     (void)state;
     nx_state st;
     test_state(&st, 1, 4096, 1);
-    nx_insn in = one_in(NX_OP_BN_STATS, sb(NX_DT_FP32, 0, 8, 64, 5), sb(NX_DT_FP32, 0, 8, 0, 5));
-    run_fails(&st, &in, "dst has 5 elements per partition, bn_stats writes 6");
-    in.op[0] = sb(NX_DT_FP32, 0, 4, 64, 6);
-    run_fails(&st, &in, "in has 8 partitions, dst has 4");
-    nx_insn ag = one_in(NX_OP_BN_AGGR, sb(NX_DT_FP32, 0, 8, 64, 2), sb(NX_DT_FP32, 0, 8, 0, 7));
-    run_fails(&st, &ag,
+    nx_insn in = one_in(NX_OP_BN_STATS, test_sb(NX_DT_FP32, 0, 8, 64, 5), test_sb(NX_DT_FP32, 0, 8, 0, 5));
+    test_run_fails(&st, NX_ENG_DVE, &in, "dst has 5 elements per partition, bn_stats writes 6");
+    in.op[0] = test_sb(NX_DT_FP32, 0, 4, 64, 6);
+    test_run_fails(&st, NX_ENG_DVE, &in, "in has 8 partitions, dst has 4");
+    nx_insn ag = one_in(NX_OP_BN_AGGR, test_sb(NX_DT_FP32, 0, 8, 64, 2), test_sb(NX_DT_FP32, 0, 8, 0, 7));
+    test_run_fails(&st, NX_ENG_DVE, &ag,
               "in has 7 elements per partition, bn_aggr takes (count, mean, m2) triples (a "
               "multiple of 3)");
-    ag.op[1] = sb(NX_DT_FP32, 0, 8, 0, 6);
-    ag.op[0] = sb(NX_DT_FP32, 0, 8, 64, 3);
-    run_fails(&st, &ag, "dst has 3 elements per partition, bn_aggr writes 2");
-    ag.op[0] = sb(NX_DT_FP32, 0, 16, 64, 2);
-    run_fails(&st, &ag, "in has 8 partitions, dst has 16");
+    ag.op[1] = test_sb(NX_DT_FP32, 0, 8, 0, 6);
+    ag.op[0] = test_sb(NX_DT_FP32, 0, 8, 64, 3);
+    test_run_fails(&st, NX_ENG_DVE, &ag, "dst has 3 elements per partition, bn_aggr writes 2");
+    ag.op[0] = test_sb(NX_DT_FP32, 0, 16, 64, 2);
+    test_run_fails(&st, NX_ENG_DVE, &ag, "in has 8 partitions, dst has 16");
     nx_state_free(&st);
 }
 

@@ -21,37 +21,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "isa/access.h"
 #include "isa/dtype.h"
+#include "isa/pe_input.h"
 #include "support.h"
 
 /* ---- helpers ---- */
 
-static nx_operand tile(nx_operand_kind kind, nx_dtype dt, uint32_t p0, uint32_t np, uint64_t off,
-                       uint32_t n) {
-    return nx_ap_tile(kind, dt, p0, np, off, n);
-}
-
-static void run_ok(nx_state *st, nx_engine eng, const nx_insn *insn) {
-    nx_error err;
-    memset(&err, 0, sizeof err);
-    if (test_run(st, 0, eng, insn, &err) != 0) fail_msg("unexpected failure: %s", err.msg);
-}
-
-static void run_fails(nx_state *st, nx_engine eng, const nx_insn *insn, const char *msg) {
-    nx_error err;
-    memset(&err, 0, sizeof err);
-    assert_int_equal(test_run(st, 0, eng, insn, &err), -1);
-    assert_string_equal(err.msg, msg);
-}
-
 /* Fails unless validation rejects insn with a message containing `part`. */
-static void invalid(nx_state *st, nx_engine eng, const nx_insn *insn, const char *part) {
-    nx_error err;
-    memset(&err, 0, sizeof err);
-    assert_int_equal(nx_insn_validate(insn, eng, &st->geo, st->hbm_bytes, st->sem_count, &err), -1);
-    if (strstr(err.msg, part) == NULL) fail_msg("message '%s' lacks '%s'", err.msg, part);
-}
-
 static int same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
 
 static nx_insn load_stationary(nx_operand src) {
@@ -138,8 +115,8 @@ static void test_load_stationary_stores_fp32(void **state) {
     test_state(&st, 1, 0, 0);
     test_rng r = {11};
     float *a = sbuf_random(&st, &r, NX_DT_BF16, 5, 7, 64, -4.0, 4.0);
-    nx_insn insn = load_stationary(tile(NX_OPK_SBUF, NX_DT_BF16, 0, 5, 64, 7));
-    run_ok(&st, NX_ENG_PE, &insn);
+    nx_insn insn = load_stationary(nx_ap_tile(NX_OPK_SBUF, NX_DT_BF16, 0, 5, 64, 7));
+    test_run_ok(&st, NX_ENG_PE, &insn);
     const nx_core_state *cs = &st.core[0];
     assert_int_equal(cs->stationary_valid, 1);
     assert_int_equal(cs->stationary_k, 5);
@@ -166,8 +143,8 @@ static void test_load_stationary_every_code(void **state) {
                 p[0] = (uint8_t)code;
                 p[1] = (uint8_t)(code >> 8);
             }
-        nx_insn insn = load_stationary(tile(NX_OPK_SBUF, NX_DT_FP16, 0, 128, 0, 128));
-        run_ok(&st, NX_ENG_PE, &insn);
+        nx_insn insn = load_stationary(nx_ap_tile(NX_OPK_SBUF, NX_DT_FP16, 0, 128, 0, 128));
+        test_run_ok(&st, NX_ENG_PE, &insn);
         for (uint32_t k = 0; k < 128; k++)
             for (uint32_t m = 0; m < 128; m++) {
                 float want = nx_fp16_to_f32((uint16_t)(chunk * 16384 + k * 128 + m));
@@ -181,8 +158,8 @@ static void test_load_stationary_every_code(void **state) {
         nx_dtype dt = e4 ? NX_DT_FP8_E4M3 : NX_DT_FP8_E5M2;
         for (uint32_t k = 0; k < 2; k++)
             for (uint32_t m = 0; m < 128; m++) *nx_sbuf_at(&st, 0, k, m) = (uint8_t)(k * 128 + m);
-        nx_insn insn = load_stationary(tile(NX_OPK_SBUF, dt, 0, 2, 0, 128));
-        run_ok(&st, NX_ENG_PE, &insn);
+        nx_insn insn = load_stationary(nx_ap_tile(NX_OPK_SBUF, dt, 0, 2, 0, 128));
+        test_run_ok(&st, NX_ENG_PE, &insn);
         for (uint32_t c = 0; c < 256; c++) {
             float want = e4 ? nx_fp8_e4m3_to_f32((uint8_t)c) : nx_fp8_e5m2_to_f32((uint8_t)c);
             float got = cs->stationary[(c / 128) * 128 + c % 128];
@@ -194,24 +171,87 @@ static void test_load_stationary_every_code(void **state) {
     nx_state_free(&st);
 }
 
+/* A NaN input, signalling or quiet with a payload, reads as the canonical
+ * quiet NaN 0x7fc00000 with its sign on every path (docs/parts/dtypes.md,
+ * "NaN -> any float"): the element load every engine uses (nx_dtype_load,
+ * the narrow helpers, a tensor_copy to fp32 memory) and the PE's input
+ * conversion (load_stationary's tile and nx_pe_rows_to_f32, which
+ * multiply_moving and the RTL feed use). */
+static void test_nan_inputs_read_alike_on_every_path(void **state) {
+    (void)state;
+    static const struct {
+        nx_dtype dt;
+        uint16_t code;
+    } cases[] = {
+        {NX_DT_BF16, 0x7f81},  {NX_DT_BF16, 0xff81},   {NX_DT_BF16, 0x7fc1}, {NX_DT_BF16, 0x7fbf},
+        {NX_DT_FP16, 0x7c01},  {NX_DT_FP16, 0xfc01},   {NX_DT_FP16, 0x7e01}, {NX_DT_FP16, 0x7dff},
+        {NX_DT_FP8_E5M2, 0x7d}, {NX_DT_FP8_E5M2, 0xff}, {NX_DT_FP8_E4M3, 0x7f}, {NX_DT_FP8_E4M3, 0xff},
+    };
+    const size_t n = sizeof cases / sizeof cases[0];
+    nx_state st;
+    test_state(&st, 1, 0, 0);
+    nx_exec_ctx ctx = {&st, 0, NX_ENG_PE, 0, NULL};
+    for (size_t i = 0; i < n; i++) {
+        nx_dtype dt = cases[i].dt;
+        size_t sz = nx_dtype_size(dt);
+        uint32_t want = (cases[i].code >> (8 * sz - 1)) ? 0xffc00000u : 0x7fc00000u;
+        uint8_t mem[2] = {(uint8_t)cases[i].code, (uint8_t)(cases[i].code >> 8)};
+        /* the element load and the narrow helper */
+        float loaded = (float)nx_dtype_load(dt, mem);
+        float helper = dt == NX_DT_BF16   ? nx_bf16_to_f32(cases[i].code)
+                       : dt == NX_DT_FP16 ? nx_fp16_to_f32(cases[i].code)
+                       : dt == NX_DT_FP8_E5M2 ? nx_fp8_e5m2_to_f32((uint8_t)cases[i].code)
+                                              : nx_fp8_e4m3_to_f32((uint8_t)cases[i].code);
+        /* partition 0: the code, as a one-element tile */
+        memcpy(nx_sbuf_at(&st, 0, 0, 0), mem, sz);
+        nx_insn cp = nx_insn_make(NX_OP_TENSOR_COPY);
+        cp.op[0] = nx_ap_tile(NX_OPK_SBUF, NX_DT_FP32, 0, 1, 64, 1);
+        cp.op[1] = nx_ap_tile(NX_OPK_SBUF, dt, 0, 1, 0, 1);
+        test_run_ok(&st, NX_ENG_DVE, &cp);
+        uint32_t copied;
+        memcpy(&copied, nx_sbuf_at(&st, 0, 0, 64), 4);
+        nx_insn ls = load_stationary(nx_ap_tile(NX_OPK_SBUF, dt, 0, 1, 0, 1));
+        test_run_ok(&st, NX_ENG_PE, &ls);
+        float stationary = st.core[0].stationary[0];
+        nx_view v;
+        nx_operand op = nx_ap_tile(NX_OPK_SBUF, dt, 0, 1, 0, 1);
+        nx_view_init(&v, &ctx, &op);
+        float moving = 0.0f;
+        nx_pe_rows_to_f32(&v, 1, &moving, 1);
+        const float paths[4] = {loaded, helper, stationary, moving};
+        const char *names[4] = {"nx_dtype_load", "narrow helper", "load_stationary", "nx_pe_rows_to_f32"};
+        for (int k = 0; k < 4; k++) {
+            uint32_t got;
+            memcpy(&got, &paths[k], 4);
+            if (got != want)
+                fail_msg("%s 0x%x via %s: 0x%08x, want 0x%08x", nx_dtype_name(dt), cases[i].code, names[k], got,
+                         want);
+        }
+        if (copied != want)
+            fail_msg("%s 0x%x via tensor_copy to fp32: 0x%08x, want 0x%08x", nx_dtype_name(dt), cases[i].code,
+                     copied, want);
+    }
+    nx_state_free(&st);
+}
+
 static void test_load_stationary_rejects(void **state) {
     (void)state;
     nx_state st;
     test_state(&st, 1, 0, 0);
-    nx_insn insn = load_stationary(tile(NX_OPK_SBUF, NX_DT_INT8, 0, 4, 0, 4));
-    invalid(&st, NX_ENG_PE, &insn, "src dtype int8 is not a PE input type");
-    insn = load_stationary(tile(NX_OPK_SBUF, NX_DT_FP32, 0, 4, 0, 129));
-    invalid(&st, NX_ENG_PE, &insn, "src has 129 elements per partition (M), more than the PE's 128 columns");
+    nx_insn insn = load_stationary(nx_ap_tile(NX_OPK_SBUF, NX_DT_INT8, 0, 4, 0, 4));
+    test_invalid(&st, NX_ENG_PE, &insn, "src dtype int8 is not a PE input type");
+    insn = load_stationary(nx_ap_tile(NX_OPK_SBUF, NX_DT_FP32, 0, 4, 0, 129));
+    test_invalid(&st, NX_ENG_PE, &insn, "src has 129 elements per partition (M), more than the PE's 128 columns");
     /* K beyond a (smaller) machine's PE rows */
     nx_geometry small = st.geo;
     small.pe_rows = 64;
     nx_error err;
-    insn = load_stationary(tile(NX_OPK_SBUF, NX_DT_FP32, 0, 65, 0, 8));
+    insn = load_stationary(nx_ap_tile(NX_OPK_SBUF, NX_DT_FP32, 0, 65, 0, 8));
     assert_int_equal(nx_insn_validate(&insn, NX_ENG_PE, &small, 0, 0, &err), -1);
     assert_string_equal(err.msg, "src has 65 partitions (K), more than the PE's 64 rows");
     /* PE reads SBUF only (generic rule) and only runs on PE */
-    insn = load_stationary(tile(NX_OPK_PSUM, NX_DT_FP32, 0, 4, 0, 4));
-    invalid(&st, NX_ENG_PE, &insn, "src");
+    insn = load_stationary(nx_ap_tile(NX_OPK_PSUM, NX_DT_FP32, 0, 4, 0, 4));
+    test_invalid(&st, NX_ENG_PE, &insn, "src");
     nx_state_free(&st);
 }
 
@@ -231,11 +271,11 @@ static void matmul_case(uint32_t K, uint32_t M, uint32_t N, nx_dtype adt, nx_dty
             double v = 1234.5;
             test_psum_put(&st, 0, NX_DT_FP32, p0 + m, 2048 + 4 * n, 1, &v);
         }
-    nx_insn ls = load_stationary(tile(NX_OPK_SBUF, adt, 0, K, 0, M));
-    run_ok(&st, NX_ENG_PE, &ls);
-    nx_insn mm = multiply(tile(NX_OPK_PSUM, NX_DT_FP32, p0, M, 2048, N),
-                          tile(NX_OPK_SBUF, bdt, 0, K, 4096, N), 0);
-    run_ok(&st, NX_ENG_PE, &mm);
+    nx_insn ls = load_stationary(nx_ap_tile(NX_OPK_SBUF, adt, 0, K, 0, M));
+    test_run_ok(&st, NX_ENG_PE, &ls);
+    nx_insn mm = multiply(nx_ap_tile(NX_OPK_PSUM, NX_DT_FP32, p0, M, 2048, N),
+                          nx_ap_tile(NX_OPK_SBUF, bdt, 0, K, 4096, N), 0);
+    test_run_ok(&st, NX_ENG_PE, &mm);
     check_matmul(&st, K, M, N, a, b, NULL, p0, 2048);
     free(a);
     free(b);
@@ -273,10 +313,10 @@ static void test_matmul_starts_from_first_product(void **state) {
     double a = -1.0, b = 0.0;
     test_sbuf_put(&st, 0, NX_DT_FP32, 0, 0, 1, &a);
     test_sbuf_put(&st, 0, NX_DT_FP32, 0, 64, 1, &b);
-    nx_insn ls = load_stationary(tile(NX_OPK_SBUF, NX_DT_FP32, 0, 1, 0, 1));
-    run_ok(&st, NX_ENG_PE, &ls);
-    nx_insn mm = multiply(tile(NX_OPK_PSUM, NX_DT_FP32, 0, 1, 0, 1), tile(NX_OPK_SBUF, NX_DT_FP32, 0, 1, 64, 1), 0);
-    run_ok(&st, NX_ENG_PE, &mm);
+    nx_insn ls = load_stationary(nx_ap_tile(NX_OPK_SBUF, NX_DT_FP32, 0, 1, 0, 1));
+    test_run_ok(&st, NX_ENG_PE, &ls);
+    nx_insn mm = multiply(nx_ap_tile(NX_OPK_PSUM, NX_DT_FP32, 0, 1, 0, 1), nx_ap_tile(NX_OPK_SBUF, NX_DT_FP32, 0, 1, 64, 1), 0);
+    test_run_ok(&st, NX_ENG_PE, &mm);
     double got;
     test_psum_get(&st, 0, NX_DT_FP32, 0, 0, 1, &got);
     assert_true(got == 0.0 && signbit(got));
@@ -286,10 +326,10 @@ static void test_matmul_starts_from_first_product(void **state) {
         test_sbuf_put(&st, 0, NX_DT_FP32, k, 0, 1, &as[k]);
         test_sbuf_put(&st, 0, NX_DT_FP32, k, 64, 1, &bs[k]);
     }
-    ls = load_stationary(tile(NX_OPK_SBUF, NX_DT_FP32, 0, 3, 0, 1));
-    run_ok(&st, NX_ENG_PE, &ls);
-    mm = multiply(tile(NX_OPK_PSUM, NX_DT_FP32, 0, 1, 0, 1), tile(NX_OPK_SBUF, NX_DT_FP32, 0, 3, 64, 1), 0);
-    run_ok(&st, NX_ENG_PE, &mm);
+    ls = load_stationary(nx_ap_tile(NX_OPK_SBUF, NX_DT_FP32, 0, 3, 0, 1));
+    test_run_ok(&st, NX_ENG_PE, &ls);
+    mm = multiply(nx_ap_tile(NX_OPK_PSUM, NX_DT_FP32, 0, 1, 0, 1), nx_ap_tile(NX_OPK_SBUF, NX_DT_FP32, 0, 3, 64, 1), 0);
+    test_run_ok(&st, NX_ENG_PE, &mm);
     test_psum_get(&st, 0, NX_DT_FP32, 0, 0, 1, &got);
     assert_true(got == 0.0);
     nx_state_free(&st);
@@ -306,19 +346,19 @@ static void test_matmul_accumulate(void **state) {
     float *b1 = sbuf_random(&st, &r, NX_DT_BF16, K, N, 1024, -2.0, 2.0);
     float *a2 = sbuf_random(&st, &r, NX_DT_FP32, K, M, 2048, -2.0, 2.0);
     float *b2 = sbuf_random(&st, &r, NX_DT_FP32, K, N, 4096, -2.0, 2.0);
-    nx_operand dst = tile(NX_OPK_PSUM, NX_DT_FP32, 0, M, 6144, N);
-    nx_insn ls = load_stationary(tile(NX_OPK_SBUF, NX_DT_BF16, 0, K, 0, M));
-    run_ok(&st, NX_ENG_PE, &ls);
-    nx_insn mm = multiply(dst, tile(NX_OPK_SBUF, NX_DT_BF16, 0, K, 1024, N), 0);
-    run_ok(&st, NX_ENG_PE, &mm);
+    nx_operand dst = nx_ap_tile(NX_OPK_PSUM, NX_DT_FP32, 0, M, 6144, N);
+    nx_insn ls = load_stationary(nx_ap_tile(NX_OPK_SBUF, NX_DT_BF16, 0, K, 0, M));
+    test_run_ok(&st, NX_ENG_PE, &ls);
+    nx_insn mm = multiply(dst, nx_ap_tile(NX_OPK_SBUF, NX_DT_BF16, 0, K, 1024, N), 0);
+    test_run_ok(&st, NX_ENG_PE, &mm);
     float *first = malloc((size_t)M * N * sizeof *first);
     assert_non_null(first);
     ref_float(K, M, N, a1, b1, first);
     check_matmul(&st, K, M, N, a1, b1, NULL, 0, 6144);
-    ls = load_stationary(tile(NX_OPK_SBUF, NX_DT_FP32, 0, K, 2048, M));
-    run_ok(&st, NX_ENG_PE, &ls);
-    mm = multiply(dst, tile(NX_OPK_SBUF, NX_DT_FP32, 0, K, 4096, N), 1);
-    run_ok(&st, NX_ENG_PE, &mm);
+    ls = load_stationary(nx_ap_tile(NX_OPK_SBUF, NX_DT_FP32, 0, K, 2048, M));
+    test_run_ok(&st, NX_ENG_PE, &ls);
+    mm = multiply(dst, nx_ap_tile(NX_OPK_SBUF, NX_DT_FP32, 0, K, 4096, N), 1);
+    test_run_ok(&st, NX_ENG_PE, &mm);
     check_matmul(&st, K, M, N, a2, b2, first, 0, 6144);
     free(a1);
     free(b1);
@@ -342,8 +382,8 @@ static void test_matmul_strided_operands(void **state) {
     assert_non_null(b);
     for (uint32_t k = 0; k < K; k++)
         for (uint32_t n = 0; n < N; n++) b[k * N + n] = wide[k * 2 * N + 2 * n];
-    nx_insn ls = load_stationary(tile(NX_OPK_SBUF, NX_DT_FP32, 0, K, 0, M));
-    run_ok(&st, NX_ENG_PE, &ls);
+    nx_insn ls = load_stationary(nx_ap_tile(NX_OPK_SBUF, NX_DT_FP32, 0, K, 0, M));
+    test_run_ok(&st, NX_ENG_PE, &ls);
     int32_t ms[2] = {20, 2};
     uint32_t mc[2] = {3, 10};
     int32_t ds[1] = {-1};
@@ -351,7 +391,7 @@ static void test_matmul_strided_operands(void **state) {
     nx_operand mv = nx_ap(NX_OPK_SBUF, NX_DT_FP32, 0, K, 0, 1024, 2, ms, mc);
     nx_operand dst = nx_ap(NX_OPK_PSUM, NX_DT_FP32, 64, M, 0, 4 * (N - 1), 1, ds, dc);
     nx_insn mm = multiply(dst, mv, 0);
-    run_ok(&st, NX_ENG_PE, &mm);
+    test_run_ok(&st, NX_ENG_PE, &mm);
     float *want = malloc((size_t)M * N * sizeof *want);
     assert_non_null(want);
     ref_float(K, M, N, a, b, want);
@@ -373,15 +413,15 @@ static void test_matmul_runtime_errors(void **state) {
     (void)state;
     nx_state st;
     test_state(&st, 1, 0, 0);
-    nx_insn mm = multiply(tile(NX_OPK_PSUM, NX_DT_FP32, 0, 8, 0, 16), tile(NX_OPK_SBUF, NX_DT_BF16, 0, 4, 0, 16), 0);
-    run_fails(&st, NX_ENG_PE, &mm,
+    nx_insn mm = multiply(nx_ap_tile(NX_OPK_PSUM, NX_DT_FP32, 0, 8, 0, 16), nx_ap_tile(NX_OPK_SBUF, NX_DT_BF16, 0, 4, 0, 16), 0);
+    test_run_fails(&st, NX_ENG_PE, &mm,
               "core 0 pe #0 (multiply_moving): no stationary tile is loaded (load_stationary must come first)");
-    nx_insn ls = load_stationary(tile(NX_OPK_SBUF, NX_DT_BF16, 0, 5, 0, 8));
-    run_ok(&st, NX_ENG_PE, &ls);
-    run_fails(&st, NX_ENG_PE, &mm,
+    nx_insn ls = load_stationary(nx_ap_tile(NX_OPK_SBUF, NX_DT_BF16, 0, 5, 0, 8));
+    test_run_ok(&st, NX_ENG_PE, &ls);
+    test_run_fails(&st, NX_ENG_PE, &mm,
               "core 0 pe #0 (multiply_moving): moving has K = 4 partitions but the stationary tile has K = 5");
-    mm = multiply(tile(NX_OPK_PSUM, NX_DT_FP32, 0, 9, 0, 16), tile(NX_OPK_SBUF, NX_DT_BF16, 0, 5, 0, 16), 0);
-    run_fails(&st, NX_ENG_PE, &mm,
+    mm = multiply(nx_ap_tile(NX_OPK_PSUM, NX_DT_FP32, 0, 9, 0, 16), nx_ap_tile(NX_OPK_SBUF, NX_DT_BF16, 0, 5, 0, 16), 0);
+    test_run_fails(&st, NX_ENG_PE, &mm,
               "core 0 pe #0 (multiply_moving): dst has 9 partitions but the stationary tile has M = 8 columns");
     /* the failed instructions wrote nothing */
     double got[16];
@@ -394,28 +434,28 @@ static void test_matmul_static_rejects(void **state) {
     (void)state;
     nx_state st;
     test_state(&st, 1, 0, 0);
-    nx_operand mv = tile(NX_OPK_SBUF, NX_DT_BF16, 0, 16, 0, 128);
+    nx_operand mv = nx_ap_tile(NX_OPK_SBUF, NX_DT_BF16, 0, 16, 0, 128);
     /* 128 fp32 = 512 bytes at 1792 straddles the 2048 bank boundary */
-    nx_insn mm = multiply(tile(NX_OPK_PSUM, NX_DT_FP32, 0, 16, 1792, 128), mv, 0);
-    invalid(&st, NX_ENG_PE, &mm, "dst bytes [1792, 2304) of each partition straddle PSUM banks of 2048 bytes");
+    nx_insn mm = multiply(nx_ap_tile(NX_OPK_PSUM, NX_DT_FP32, 0, 16, 1792, 128), mv, 0);
+    test_invalid(&st, NX_ENG_PE, &mm, "dst bytes [1792, 2304) of each partition straddle PSUM banks of 2048 bytes");
     /* ending exactly at the boundary is fine */
-    mm = multiply(tile(NX_OPK_PSUM, NX_DT_FP32, 0, 16, 1536, 128), mv, 0);
+    mm = multiply(nx_ap_tile(NX_OPK_PSUM, NX_DT_FP32, 0, 16, 1536, 128), mv, 0);
     nx_error err;
     assert_int_equal(nx_insn_validate(&mm, NX_ENG_PE, &st.geo, 0, 0, &err), 0);
     /* a whole bank of N = 512 fits; N = 513 is over the moving limit */
-    mm = multiply(tile(NX_OPK_PSUM, NX_DT_FP32, 0, 16, 2048, 512), tile(NX_OPK_SBUF, NX_DT_BF16, 0, 16, 0, 512), 0);
+    mm = multiply(nx_ap_tile(NX_OPK_PSUM, NX_DT_FP32, 0, 16, 2048, 512), nx_ap_tile(NX_OPK_SBUF, NX_DT_BF16, 0, 16, 0, 512), 0);
     assert_int_equal(nx_insn_validate(&mm, NX_ENG_PE, &st.geo, 0, 0, &err), 0);
-    mm = multiply(tile(NX_OPK_PSUM, NX_DT_FP32, 0, 16, 0, 513), tile(NX_OPK_SBUF, NX_DT_BF16, 0, 16, 0, 513), 0);
-    invalid(&st, NX_ENG_PE, &mm, "moving has 513 elements per partition (N), more than the limit 512");
-    mm = multiply(tile(NX_OPK_PSUM, NX_DT_BF16, 0, 16, 0, 128), mv, 0);
-    invalid(&st, NX_ENG_PE, &mm, "dst dtype bf16 must be fp32");
-    mm = multiply(tile(NX_OPK_PSUM, NX_DT_FP32, 0, 16, 0, 127), mv, 0);
-    invalid(&st, NX_ENG_PE, &mm, "dst has 127 elements per partition but moving has 128 (N)");
-    mm = multiply(tile(NX_OPK_PSUM, NX_DT_FP32, 0, 16, 0, 128), tile(NX_OPK_SBUF, NX_DT_INT32, 0, 16, 0, 128), 0);
-    invalid(&st, NX_ENG_PE, &mm, "moving dtype int32 is not a PE input type");
+    mm = multiply(nx_ap_tile(NX_OPK_PSUM, NX_DT_FP32, 0, 16, 0, 513), nx_ap_tile(NX_OPK_SBUF, NX_DT_BF16, 0, 16, 0, 513), 0);
+    test_invalid(&st, NX_ENG_PE, &mm, "moving has 513 elements per partition (N), more than the limit 512");
+    mm = multiply(nx_ap_tile(NX_OPK_PSUM, NX_DT_BF16, 0, 16, 0, 128), mv, 0);
+    test_invalid(&st, NX_ENG_PE, &mm, "dst dtype bf16 must be fp32");
+    mm = multiply(nx_ap_tile(NX_OPK_PSUM, NX_DT_FP32, 0, 16, 0, 127), mv, 0);
+    test_invalid(&st, NX_ENG_PE, &mm, "dst has 127 elements per partition but moving has 128 (N)");
+    mm = multiply(nx_ap_tile(NX_OPK_PSUM, NX_DT_FP32, 0, 16, 0, 128), nx_ap_tile(NX_OPK_SBUF, NX_DT_INT32, 0, 16, 0, 128), 0);
+    test_invalid(&st, NX_ENG_PE, &mm, "moving dtype int32 is not a PE input type");
     /* generic engine rule: the PE writes PSUM, not SBUF */
-    mm = multiply(tile(NX_OPK_SBUF, NX_DT_FP32, 0, 16, 0, 128), mv, 0);
-    invalid(&st, NX_ENG_PE, &mm, "dst");
+    mm = multiply(nx_ap_tile(NX_OPK_SBUF, NX_DT_FP32, 0, 16, 0, 128), mv, 0);
+    test_invalid(&st, NX_ENG_PE, &mm, "dst");
     nx_state_free(&st);
 }
 
@@ -437,8 +477,8 @@ static void transpose_case(nx_engine eng, nx_operand_kind dkind, uint32_t P, uin
     test_rng r = {seed};
     float *src = sbuf_random(&st, &r, sdt, P, F, 0, -100.0, 100.0);
     uint64_t doff = dkind == NX_OPK_PSUM ? 0 : 8192;
-    nx_insn insn = transpose(tile(dkind, ddt, 0, F, doff, P), tile(NX_OPK_SBUF, sdt, 0, P, 0, F));
-    run_ok(&st, eng, &insn);
+    nx_insn insn = transpose(nx_ap_tile(dkind, ddt, 0, F, doff, P), nx_ap_tile(NX_OPK_SBUF, sdt, 0, P, 0, F));
+    test_run_ok(&st, eng, &insn);
     double *row = malloc(P * sizeof *row);
     assert_non_null(row);
     for (uint32_t f = 0; f < F; f++) {
@@ -471,8 +511,8 @@ static void test_transpose_pe_bit_exact(void **state) {
     const uint16_t codes[4] = {0x7fc1, 0x8000, 0xff81, 0x0001}; /* NaN, -0, NaN, subnormal */
     for (uint32_t p = 0; p < 2; p++)
         for (uint32_t f = 0; f < 2; f++) memcpy(nx_sbuf_at(&st, 0, p, 2 * f), &codes[p * 2 + f], 2);
-    nx_insn insn = transpose(tile(NX_OPK_PSUM, NX_DT_BF16, 0, 2, 0, 2), tile(NX_OPK_SBUF, NX_DT_BF16, 0, 2, 0, 2));
-    run_ok(&st, NX_ENG_PE, &insn);
+    nx_insn insn = transpose(nx_ap_tile(NX_OPK_PSUM, NX_DT_BF16, 0, 2, 0, 2), nx_ap_tile(NX_OPK_SBUF, NX_DT_BF16, 0, 2, 0, 2));
+    test_run_ok(&st, NX_ENG_PE, &insn);
     for (uint32_t f = 0; f < 2; f++)
         for (uint32_t p = 0; p < 2; p++) {
             uint16_t got;
@@ -499,9 +539,9 @@ static void test_transpose_dve_in_place(void **state) {
             double v = p * 10 + f;
             test_sbuf_put(&st, 0, NX_DT_FP32, p, 4 * f, 1, &v);
         }
-    nx_operand t = tile(NX_OPK_SBUF, NX_DT_FP32, 0, 4, 0, 4);
+    nx_operand t = nx_ap_tile(NX_OPK_SBUF, NX_DT_FP32, 0, 4, 0, 4);
     nx_insn insn = transpose(t, t);
-    run_ok(&st, NX_ENG_DVE, &insn);
+    test_run_ok(&st, NX_ENG_DVE, &insn);
     for (uint32_t f = 0; f < 4; f++) {
         double row[4];
         test_sbuf_get(&st, 0, NX_DT_FP32, f, 0, 4, row);
@@ -514,29 +554,29 @@ static void test_transpose_rejects(void **state) {
     (void)state;
     nx_state st;
     test_state(&st, 1, 0, 0);
-    nx_insn insn = transpose(tile(NX_OPK_SBUF, NX_DT_FP32, 0, 33, 0, 32), tile(NX_OPK_SBUF, NX_DT_FP32, 0, 32, 0, 33));
-    invalid(&st, NX_ENG_DVE, &insn, "src is 32 x 33, more than the 32 x 32 block dve can transpose");
-    insn = transpose(tile(NX_OPK_SBUF, NX_DT_FP32, 0, 32, 0, 33), tile(NX_OPK_SBUF, NX_DT_FP32, 0, 33, 0, 32));
-    invalid(&st, NX_ENG_DVE, &insn, "src is 33 x 32");
-    insn = transpose(tile(NX_OPK_SBUF, NX_DT_FP32, 0, 8, 0, 8), tile(NX_OPK_SBUF, NX_DT_BF16, 0, 8, 0, 8));
-    invalid(&st, NX_ENG_DVE, &insn, "dst dtype fp32 must equal src dtype bf16 on dve");
-    insn = transpose(tile(NX_OPK_PSUM, NX_DT_BF16, 0, 8, 0, 8), tile(NX_OPK_SBUF, NX_DT_FP16, 0, 8, 0, 8));
-    invalid(&st, NX_ENG_PE, &insn, "dst dtype bf16 must equal src dtype fp16 or be fp32 on the PE");
-    insn = transpose(tile(NX_OPK_PSUM, NX_DT_INT32, 0, 8, 0, 8), tile(NX_OPK_SBUF, NX_DT_INT32, 0, 8, 0, 8));
-    invalid(&st, NX_ENG_PE, &insn, "src dtype int32 is not a PE input type");
-    insn = transpose(tile(NX_OPK_PSUM, NX_DT_FP32, 0, 8, 0, 9), tile(NX_OPK_SBUF, NX_DT_FP32, 0, 8, 0, 8));
-    invalid(&st, NX_ENG_PE, &insn, "dst has 9 elements per partition but src has 8 partitions");
-    insn = transpose(tile(NX_OPK_PSUM, NX_DT_FP32, 0, 9, 0, 8), tile(NX_OPK_SBUF, NX_DT_FP32, 0, 8, 0, 8));
-    invalid(&st, NX_ENG_PE, &insn, "dst has 9 partitions but src has 8 elements per partition");
-    insn = transpose(tile(NX_OPK_PSUM, NX_DT_FP32, 0, 8, 2040, 8), tile(NX_OPK_SBUF, NX_DT_FP32, 0, 8, 0, 8));
-    invalid(&st, NX_ENG_PE, &insn, "straddle PSUM banks");
-    insn = transpose(tile(NX_OPK_SBUF, NX_DT_FP32, 0, 8, 0, 8), tile(NX_OPK_SBUF, NX_DT_FP32, 0, 8, 0, 8));
-    invalid(&st, NX_ENG_PE, &insn, "dst"); /* PE writes PSUM only */
+    nx_insn insn = transpose(nx_ap_tile(NX_OPK_SBUF, NX_DT_FP32, 0, 33, 0, 32), nx_ap_tile(NX_OPK_SBUF, NX_DT_FP32, 0, 32, 0, 33));
+    test_invalid(&st, NX_ENG_DVE, &insn, "src is 32 x 33, more than the 32 x 32 block dve can transpose");
+    insn = transpose(nx_ap_tile(NX_OPK_SBUF, NX_DT_FP32, 0, 32, 0, 33), nx_ap_tile(NX_OPK_SBUF, NX_DT_FP32, 0, 33, 0, 32));
+    test_invalid(&st, NX_ENG_DVE, &insn, "src is 33 x 32");
+    insn = transpose(nx_ap_tile(NX_OPK_SBUF, NX_DT_FP32, 0, 8, 0, 8), nx_ap_tile(NX_OPK_SBUF, NX_DT_BF16, 0, 8, 0, 8));
+    test_invalid(&st, NX_ENG_DVE, &insn, "dst dtype fp32 must equal src dtype bf16 on dve");
+    insn = transpose(nx_ap_tile(NX_OPK_PSUM, NX_DT_BF16, 0, 8, 0, 8), nx_ap_tile(NX_OPK_SBUF, NX_DT_FP16, 0, 8, 0, 8));
+    test_invalid(&st, NX_ENG_PE, &insn, "dst dtype bf16 must equal src dtype fp16 or be fp32 on the PE");
+    insn = transpose(nx_ap_tile(NX_OPK_PSUM, NX_DT_INT32, 0, 8, 0, 8), nx_ap_tile(NX_OPK_SBUF, NX_DT_INT32, 0, 8, 0, 8));
+    test_invalid(&st, NX_ENG_PE, &insn, "src dtype int32 is not a PE input type");
+    insn = transpose(nx_ap_tile(NX_OPK_PSUM, NX_DT_FP32, 0, 8, 0, 9), nx_ap_tile(NX_OPK_SBUF, NX_DT_FP32, 0, 8, 0, 8));
+    test_invalid(&st, NX_ENG_PE, &insn, "dst has 9 elements per partition but src has 8 partitions");
+    insn = transpose(nx_ap_tile(NX_OPK_PSUM, NX_DT_FP32, 0, 9, 0, 8), nx_ap_tile(NX_OPK_SBUF, NX_DT_FP32, 0, 8, 0, 8));
+    test_invalid(&st, NX_ENG_PE, &insn, "dst has 9 partitions but src has 8 elements per partition");
+    insn = transpose(nx_ap_tile(NX_OPK_PSUM, NX_DT_FP32, 0, 8, 2040, 8), nx_ap_tile(NX_OPK_SBUF, NX_DT_FP32, 0, 8, 0, 8));
+    test_invalid(&st, NX_ENG_PE, &insn, "straddle PSUM banks");
+    insn = transpose(nx_ap_tile(NX_OPK_SBUF, NX_DT_FP32, 0, 8, 0, 8), nx_ap_tile(NX_OPK_SBUF, NX_DT_FP32, 0, 8, 0, 8));
+    test_invalid(&st, NX_ENG_PE, &insn, "dst"); /* PE writes PSUM only */
     /* the PE limits come from the geometry */
     nx_geometry small = st.geo;
     small.pe_cols = 16;
     nx_error err;
-    insn = transpose(tile(NX_OPK_PSUM, NX_DT_FP32, 0, 17, 0, 8), tile(NX_OPK_SBUF, NX_DT_FP32, 0, 8, 0, 17));
+    insn = transpose(nx_ap_tile(NX_OPK_PSUM, NX_DT_FP32, 0, 17, 0, 8), nx_ap_tile(NX_OPK_SBUF, NX_DT_FP32, 0, 8, 0, 17));
     assert_int_equal(nx_insn_validate(&insn, NX_ENG_PE, &small, 0, 0, &err), -1);
     assert_string_equal(err.msg, "src has 17 elements per partition, more than the PE's 16 columns");
     nx_state_free(&st);
@@ -549,10 +589,10 @@ static void test_transpose_keeps_stationary(void **state) {
     test_state(&st, 1, 0, 0);
     double one = 3.0;
     test_sbuf_put(&st, 0, NX_DT_FP32, 0, 0, 1, &one);
-    nx_insn ls = load_stationary(tile(NX_OPK_SBUF, NX_DT_FP32, 0, 1, 0, 1));
-    run_ok(&st, NX_ENG_PE, &ls);
-    nx_insn tr = transpose(tile(NX_OPK_PSUM, NX_DT_FP32, 0, 4, 0, 2), tile(NX_OPK_SBUF, NX_DT_FP32, 0, 2, 64, 4));
-    run_ok(&st, NX_ENG_PE, &tr);
+    nx_insn ls = load_stationary(nx_ap_tile(NX_OPK_SBUF, NX_DT_FP32, 0, 1, 0, 1));
+    test_run_ok(&st, NX_ENG_PE, &ls);
+    nx_insn tr = transpose(nx_ap_tile(NX_OPK_PSUM, NX_DT_FP32, 0, 4, 0, 2), nx_ap_tile(NX_OPK_SBUF, NX_DT_FP32, 0, 2, 64, 4));
+    test_run_ok(&st, NX_ENG_PE, &tr);
     assert_int_equal(st.core[0].stationary_valid, 1);
     assert_int_equal(st.core[0].stationary_k, 1);
     assert_int_equal(st.core[0].stationary_m, 1);
@@ -564,6 +604,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_load_stationary_stores_fp32),
         cmocka_unit_test(test_load_stationary_every_code),
+        cmocka_unit_test(test_nan_inputs_read_alike_on_every_path),
         cmocka_unit_test(test_load_stationary_rejects),
         cmocka_unit_test(test_matmul_fp32_full),
         cmocka_unit_test(test_matmul_fp32_odd_shapes),

@@ -18,44 +18,6 @@
 
 /* ---- helpers ---- */
 
-static int setup(void **state) {
-    nx_state *st = test_malloc(sizeof *st);
-    test_state(st, 1, 4096, 4);
-    *state = st;
-    return 0;
-}
-
-static int teardown(void **state) {
-    nx_state *st = *state;
-    nx_state_free(st);
-    test_free(st);
-    return 0;
-}
-
-static nx_operand tile(nx_dtype dt, uint32_t start, uint32_t parts, uint64_t off, uint32_t n) {
-    return nx_ap_tile(NX_OPK_SBUF, dt, start, parts, off, n);
-}
-
-static nx_insn insn2(nx_opcode opc, nx_operand a, nx_operand b) {
-    nx_insn insn = nx_insn_make(opc);
-    insn.op[0] = a;
-    insn.op[1] = b;
-    return insn;
-}
-
-static void run_ok(nx_state *st, const nx_insn *insn) {
-    nx_error err;
-    err.msg[0] = 0;
-    if (test_run(st, 0, NX_ENG_POOL, insn, &err) != 0) fail_msg("unexpected error: %s", err.msg);
-}
-
-static void expect_error(nx_state *st, const nx_insn *insn, const char *msg) {
-    nx_error err;
-    err.msg[0] = 0;
-    assert_int_equal(test_run(st, 0, NX_ENG_POOL, insn, &err), -1);
-    assert_string_equal(err.msg, msg);
-}
-
 static double bf16_round(float f) {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
@@ -73,8 +35,8 @@ static void iota_channel_multiplier_and_strides(void **state) {
     /* value = 5 + 3p + 2*i0 - i1 over [8] x {2:2, -1:3} into int32. */
     const int32_t s[2] = {2, -1};
     const uint32_t c[2] = {2, 3};
-    nx_insn insn = insn2(NX_OP_IOTA, tile(NX_DT_INT32, 0, 8, 0, 6), nx_pattern(5, 3, 8, 2, s, c));
-    run_ok(st, &insn);
+    nx_insn insn = test_insn2(NX_OP_IOTA, test_sb(NX_DT_INT32, 0, 8, 0, 6), nx_pattern(5, 3, 8, 2, s, c));
+    test_run_ok(st, NX_ENG_POOL, &insn);
     for (uint32_t p = 0; p < 8; p++) {
         double got[6];
         test_sbuf_get(st, 0, NX_DT_INT32, p, 0, 6, got);
@@ -85,8 +47,8 @@ static void iota_channel_multiplier_and_strides(void **state) {
     /* Negative channel multiplier and strides, 128 partitions, fp32. */
     const int32_t s2[2] = {-3, -1};
     const uint32_t c2[2] = {4, 5};
-    insn = insn2(NX_OP_IOTA, tile(NX_DT_FP32, 0, 128, 64, 20), nx_pattern(1000, -7, 128, 2, s2, c2));
-    run_ok(st, &insn);
+    insn = test_insn2(NX_OP_IOTA, test_sb(NX_DT_FP32, 0, 128, 64, 20), nx_pattern(1000, -7, 128, 2, s2, c2));
+    test_run_ok(st, NX_ENG_POOL, &insn);
     for (uint32_t p = 0; p < 128; p++) {
         double got[20];
         test_sbuf_get(st, 0, NX_DT_FP32, p, 64, 20, got);
@@ -101,8 +63,8 @@ static void iota_converts_to_dst_dtype(void **state) {
     const int32_t one = 1;
     const uint32_t n16 = 16, n4 = 4;
     /* bf16 keeps 8 significant bits: 250..265 + p round to nearest even. */
-    nx_insn insn = insn2(NX_OP_IOTA, tile(NX_DT_BF16, 0, 8, 0, 16), nx_pattern(250, 1, 8, 1, &one, &n16));
-    run_ok(st, &insn);
+    nx_insn insn = test_insn2(NX_OP_IOTA, test_sb(NX_DT_BF16, 0, 8, 0, 16), nx_pattern(250, 1, 8, 1, &one, &n16));
+    test_run_ok(st, NX_ENG_POOL, &insn);
     int rounded = 0;
     for (uint32_t p = 0; p < 8; p++) {
         double got[16];
@@ -115,8 +77,8 @@ static void iota_converts_to_dst_dtype(void **state) {
     }
     assert_true(rounded);
     /* uint8 saturates: p=0 gives -3..0 -> 0, p=3 gives 297..300 -> 255. */
-    insn = insn2(NX_OP_IOTA, tile(NX_DT_UINT8, 0, 4, 64, 4), nx_pattern(-3, 100, 4, 1, &one, &n4));
-    run_ok(st, &insn);
+    insn = test_insn2(NX_OP_IOTA, test_sb(NX_DT_UINT8, 0, 4, 64, 4), nx_pattern(-3, 100, 4, 1, &one, &n4));
+    test_run_ok(st, NX_ENG_POOL, &insn);
     for (uint32_t p = 0; p < 4; p++) {
         double got[4];
         test_sbuf_get(st, 0, NX_DT_UINT8, p, 64, 4, got);
@@ -131,10 +93,10 @@ static void iota_validation(void **state) {
     nx_state *st = *state;
     const int32_t one = 1;
     const uint32_t n5 = 5, n6 = 6;
-    nx_insn insn = insn2(NX_OP_IOTA, tile(NX_DT_INT32, 0, 8, 0, 6), nx_pattern(0, 1, 4, 1, &one, &n6));
-    expect_error(st, &insn, "pattern: has 4 partitions but dst has 8");
+    nx_insn insn = test_insn2(NX_OP_IOTA, test_sb(NX_DT_INT32, 0, 8, 0, 6), nx_pattern(0, 1, 4, 1, &one, &n6));
+    test_run_fails(st, NX_ENG_POOL, &insn, "pattern: has 4 partitions but dst has 8");
     insn.op[1] = nx_pattern(0, 1, 8, 1, &one, &n5);
-    expect_error(st, &insn, "pattern: has 5 elements per partition but dst has 6");
+    test_run_fails(st, NX_ENG_POOL, &insn, "pattern: has 5 elements per partition but dst has 6");
 }
 
 /* ---- affine_select ---- */
@@ -152,11 +114,11 @@ static void affine_select_causal_mask(void **state) {
     const uint32_t n = 128;
     nx_insn insn = nx_insn_make(NX_OP_AFFINE_SELECT);
     insn.alu0 = NX_ALU_IS_GE;
-    insn.op[0] = tile(NX_DT_FP32, 0, 128, 0, 128);
+    insn.op[0] = test_sb(NX_DT_FP32, 0, 128, 0, 128);
     insn.op[1] = nx_pattern(0, 1, 128, 1, &neg, &n);
-    insn.op[2] = tile(NX_DT_FP32, 0, 128, 0, 128);
+    insn.op[2] = test_sb(NX_DT_FP32, 0, 128, 0, 128);
     insn.op[3] = nx_imm(-INFINITY, NX_DT_FP32);
-    run_ok(st, &insn);
+    test_run_ok(st, NX_ENG_POOL, &insn);
     for (uint32_t p = 0; p < 128; p++) {
         double row[128];
         test_sbuf_get(st, 0, NX_DT_FP32, p, 0, 128, row);
@@ -194,11 +156,11 @@ static void affine_select_each_comparison(void **state) {
     for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
         nx_insn insn = nx_insn_make(NX_OP_AFFINE_SELECT);
         insn.alu0 = (uint8_t)ops[k];
-        insn.op[0] = tile(NX_DT_BF16, 0, 4, 64, 6);
+        insn.op[0] = test_sb(NX_DT_BF16, 0, 4, 64, 6);
         insn.op[1] = nx_pattern(-4, 1, 4, 2, s, c);
-        insn.op[2] = tile(NX_DT_INT32, 0, 4, 0, 6);
+        insn.op[2] = test_sb(NX_DT_INT32, 0, 4, 0, 6);
         insn.op[3] = nx_imm(-7.0, NX_DT_FP32);
-        run_ok(st, &insn);
+        test_run_ok(st, NX_ENG_POOL, &insn);
         int kept = 0, filled = 0;
         for (uint32_t p = 0; p < 4; p++) {
             double got[6];
@@ -224,24 +186,24 @@ static void affine_select_validation(void **state) {
     const uint32_t n = 8;
     nx_insn insn = nx_insn_make(NX_OP_AFFINE_SELECT);
     insn.alu0 = NX_ALU_ADD;
-    insn.op[0] = tile(NX_DT_FP32, 0, 4, 0, 8);
+    insn.op[0] = test_sb(NX_DT_FP32, 0, 4, 0, 8);
     insn.op[1] = nx_pattern(0, 1, 4, 1, &one, &n);
-    insn.op[2] = tile(NX_DT_FP32, 0, 4, 64, 8);
+    insn.op[2] = test_sb(NX_DT_FP32, 0, 4, 64, 8);
     insn.op[3] = nx_imm(0.0, NX_DT_FP32);
-    expect_error(st, &insn,
+    test_run_fails(st, NX_ENG_POOL, &insn,
                  "op0: must be a comparison (is_equal, not_equal, is_ge, is_gt, is_le, is_lt), "
                  "got add");
     insn.alu0 = NX_ALU_BYPASS;
-    expect_error(st, &insn,
+    test_run_fails(st, NX_ENG_POOL, &insn,
                  "op0: must be a comparison (is_equal, not_equal, is_ge, is_gt, is_le, is_lt), "
                  "got bypass");
     insn.alu0 = NX_ALU_IS_LT;
-    run_ok(st, &insn);
+    test_run_ok(st, NX_ENG_POOL, &insn);
     insn.op[1] = nx_pattern(0, 1, 2, 1, &one, &n);
-    expect_error(st, &insn, "pattern: has 2 partitions but dst has 4");
+    test_run_fails(st, NX_ENG_POOL, &insn, "pattern: has 2 partitions but dst has 4");
     insn.op[1] = nx_pattern(0, 1, 4, 1, &one, &n);
-    insn.op[2] = tile(NX_DT_FP32, 0, 4, 64, 7);
-    expect_error(st, &insn, "in: has 7 elements per partition but dst has 8");
+    insn.op[2] = test_sb(NX_DT_FP32, 0, 4, 64, 7);
+    test_run_fails(st, NX_ENG_POOL, &insn, "in: has 7 elements per partition but dst has 8");
 }
 
 /* ---- local_gather ---- */
@@ -259,9 +221,9 @@ static void lg_put_in(nx_state *st, uint32_t first, uint32_t parts) {
 
 static nx_insn lg_insn(uint32_t first, uint32_t parts, uint32_t n, nx_dtype idx_dt) {
     nx_insn insn = nx_insn_make(NX_OP_LOCAL_GATHER);
-    insn.op[0] = tile(NX_DT_FP32, first, parts, 256, n);
-    insn.op[1] = tile(NX_DT_FP32, first, parts, 0, LG_F);
-    insn.op[2] = tile(idx_dt, first, parts, 128, n);
+    insn.op[0] = test_sb(NX_DT_FP32, first, parts, 256, n);
+    insn.op[1] = test_sb(NX_DT_FP32, first, parts, 0, LG_F);
+    insn.op[2] = test_sb(idx_dt, first, parts, 128, n);
     return insn;
 }
 
@@ -281,7 +243,7 @@ static void local_gather_across_cores(void **state) {
             test_sbuf_put(st, 0, NX_DT_UINT16, first + p, 128, 6, idx[p]);
         }
         nx_insn insn = lg_insn(first, 64, 6, NX_DT_UINT16);
-        run_ok(st, &insn);
+        test_run_ok(st, NX_ENG_POOL, &insn);
         for (uint32_t p = 0; p < 64; p++) {
             uint32_t q = first + p, core = q / 16;
             double got[6];
@@ -306,10 +268,10 @@ static void local_gather_in_place(void **state) {
         test_sbuf_put(st, 0, NX_DT_INT32, p, 128, 3, ix);
     }
     nx_insn insn = nx_insn_make(NX_OP_LOCAL_GATHER);
-    insn.op[0] = tile(NX_DT_INT32, 0, 32, 128, 3);
-    insn.op[1] = tile(NX_DT_INT32, 0, 32, 0, LG_F);
-    insn.op[2] = tile(NX_DT_INT32, 0, 32, 128, 3);
-    run_ok(st, &insn);
+    insn.op[0] = test_sb(NX_DT_INT32, 0, 32, 128, 3);
+    insn.op[1] = test_sb(NX_DT_INT32, 0, 32, 0, LG_F);
+    insn.op[2] = test_sb(NX_DT_INT32, 0, 32, 128, 3);
+    test_run_ok(st, NX_ENG_POOL, &insn);
     for (uint32_t p = 0; p < 32; p++) {
         double got[3];
         int ix[3] = {(int)((p * 7) % 64), 5, 60 - (int)p};
@@ -330,7 +292,7 @@ static void local_gather_out_of_range(void **state) {
         test_sbuf_put(st, 0, NX_DT_FP32, q, 256, 5, sentinel);
     }
     nx_insn insn = lg_insn(64, 40, 5, NX_DT_INT32);
-    run_ok(st, &insn);
+    test_run_ok(st, NX_ENG_POOL, &insn);
     double got[5];
     test_sbuf_get(st, 0, NX_DT_FP32, 103, 256, 5, got);
     assert_true(got[1] == 100.0 * 103 + 3); /* index 31: core 6's last value */
@@ -339,7 +301,7 @@ static void local_gather_out_of_range(void **state) {
     for (uint32_t q = 64; q < 104; q++) test_sbuf_put(st, 0, NX_DT_FP32, q, 256, 5, sentinel);
     const double bad = 32;
     test_sbuf_put(st, 0, NX_DT_INT32, 96, 128, 1, &bad);
-    expect_error(st, &insn,
+    test_run_fails(st, NX_ENG_POOL, &insn,
                  "core 0 pool #0 (local_gather): indices[96, 0] = 32 is outside core 6's data "
                  "(in has partitions 96..103 of that core, 4 elements each: valid indices 0..31)");
     for (uint32_t q = 64; q < 104; q++) { /* nothing was written */
@@ -351,13 +313,13 @@ static void local_gather_out_of_range(void **state) {
     test_sbuf_put(st, 0, NX_DT_INT32, 96, 128, 1, &ok);
     const double big = 63;
     test_sbuf_put(st, 0, NX_DT_INT32, 64, 128, 1, &big);
-    run_ok(st, &insn);
+    test_run_ok(st, NX_ENG_POOL, &insn);
     test_sbuf_get(st, 0, NX_DT_FP32, 64, 256, 1, got);
     assert_true(got[0] == 100.0 * 79 + 3);
     /* Negative index. */
     const double neg = -1;
     test_sbuf_put(st, 0, NX_DT_INT32, 69, 128 + 2 * 4, 1, &neg);
-    expect_error(st, &insn,
+    test_run_fails(st, NX_ENG_POOL, &insn,
                  "core 0 pool #0 (local_gather): indices[69, 2] = -1 is outside core 4's data "
                  "(in has partitions 64..79 of that core, 4 elements each: valid indices 0..63)");
 }
@@ -365,26 +327,26 @@ static void local_gather_out_of_range(void **state) {
 static void local_gather_validation(void **state) {
     nx_state *st = *state;
     nx_insn insn = lg_insn(0, 32, 6, NX_DT_FP32);
-    expect_error(st, &insn, "indices: dtype fp32 is not an integer type");
+    test_run_fails(st, NX_ENG_POOL, &insn, "indices: dtype fp32 is not an integer type");
     insn = lg_insn(32, 32, 6, NX_DT_INT32);
-    insn.op[1] = tile(NX_DT_FP32, 0, 32, 0, LG_F);
-    expect_error(st, &insn,
+    insn.op[1] = test_sb(NX_DT_FP32, 0, 32, 0, LG_F);
+    test_run_fails(st, NX_ENG_POOL, &insn,
                  "in: partitions 0..31 differ from dst's 32..63 (local_gather keeps each "
                  "partition on its GpSimd core)");
     insn = lg_insn(32, 32, 6, NX_DT_INT32);
-    insn.op[2] = tile(NX_DT_INT32, 32, 16, 128, 6);
-    expect_error(st, &insn,
+    insn.op[2] = test_sb(NX_DT_INT32, 32, 16, 128, 6);
+    test_run_fails(st, NX_ENG_POOL, &insn,
                  "indices: partitions 32..47 differ from dst's 32..63 (local_gather keeps each "
                  "partition on its GpSimd core)");
     insn = lg_insn(32, 32, 6, NX_DT_INT32);
-    insn.op[2] = tile(NX_DT_INT32, 32, 32, 128, 3);
-    expect_error(st, &insn, "indices: has 3 elements per partition but dst has 6");
+    insn.op[2] = test_sb(NX_DT_INT32, 32, 32, 128, 3);
+    test_run_fails(st, NX_ENG_POOL, &insn, "indices: has 3 elements per partition but dst has 6");
     /* With trn2's 16-partition cores the start-partition rule already makes
      * every start a multiple of 16; a machine with 64-partition cores does not. */
     insn = lg_insn(32, 32, 6, NX_DT_INT32);
-    run_ok(st, &insn);
+    test_run_ok(st, NX_ENG_POOL, &insn);
     st->geo.pool_partitions_per_core = 64;
-    expect_error(st, &insn, "dst: start partition 32 is not a multiple of the GpSimd core width 64");
+    test_run_fails(st, NX_ENG_POOL, &insn, "dst: start partition 32 is not a multiple of the GpSimd core width 64");
     st->geo.pool_partitions_per_core = 16;
 }
 
@@ -417,10 +379,10 @@ static void check_all_reduce(nx_state *st, nx_alu_op op, uint32_t in_first, uint
         }
         want[e] = op == NX_ALU_ABS_MAX ? fabsf(r) : r;
     }
-    nx_insn insn = insn2(NX_OP_PARTITION_ALL_REDUCE, tile(NX_DT_FP32, dst_first, parts, dst_off, n),
-                         tile(NX_DT_FP32, in_first, parts, 0, n));
+    nx_insn insn = test_insn2(NX_OP_PARTITION_ALL_REDUCE, test_sb(NX_DT_FP32, dst_first, parts, dst_off, n),
+                         test_sb(NX_DT_FP32, in_first, parts, 0, n));
     insn.alu0 = (uint8_t)op;
-    run_ok(st, &insn);
+    test_run_ok(st, NX_ENG_POOL, &insn);
     for (uint32_t p = 0; p < parts; p++) {
         double got[16];
         test_sbuf_get(st, 0, NX_DT_FP32, dst_first + p, dst_off, n, got);
@@ -461,10 +423,10 @@ static void partition_all_reduce_bitwise(void **state) {
     }
     const nx_alu_op ops[3] = {NX_ALU_BITWISE_AND, NX_ALU_BITWISE_OR, NX_ALU_BITWISE_XOR};
     for (int k = 0; k < 3; k++) {
-        nx_insn insn = insn2(NX_OP_PARTITION_ALL_REDUCE, tile(NX_DT_INT32, 0, 3, 64, 2),
-                             tile(NX_DT_INT32, 0, 3, 0, 2));
+        nx_insn insn = test_insn2(NX_OP_PARTITION_ALL_REDUCE, test_sb(NX_DT_INT32, 0, 3, 64, 2),
+                             test_sb(NX_DT_INT32, 0, 3, 0, 2));
         insn.alu0 = (uint8_t)ops[k];
-        run_ok(st, &insn);
+        test_run_ok(st, NX_ENG_POOL, &insn);
         for (int e = 0; e < 2; e++) {
             uint32_t a = (uint32_t)v[0][e], b = (uint32_t)v[1][e], c = (uint32_t)v[2][e];
             uint32_t r = k == 0 ? (a & b & c) : k == 1 ? (a | b | c) : (a ^ b ^ c);
@@ -484,32 +446,32 @@ static void partition_all_reduce_bitwise_unsigned(void **state) {
     nx_state *st = *state;
     const double v[2] = {4026531840.0 /* 0xF0000000 */, 4278190095.0 /* 0xFF00000F */};
     for (uint32_t p = 0; p < 2; p++) test_sbuf_put(st, 0, NX_DT_UINT32, p, 0, 1, &v[p]);
-    nx_insn insn = insn2(NX_OP_PARTITION_ALL_REDUCE, tile(NX_DT_UINT32, 0, 2, 64, 1),
-                         tile(NX_DT_UINT32, 0, 2, 0, 1));
+    nx_insn insn = test_insn2(NX_OP_PARTITION_ALL_REDUCE, test_sb(NX_DT_UINT32, 0, 2, 64, 1),
+                         test_sb(NX_DT_UINT32, 0, 2, 0, 1));
     insn.alu0 = NX_ALU_BITWISE_AND;
-    run_ok(st, &insn);
+    test_run_ok(st, NX_ENG_POOL, &insn);
     double got;
     test_sbuf_get(st, 0, NX_DT_UINT32, 1, 64, 1, &got);
     assert_true(got == (double)(0xF0000000u & 0xFF00000Fu));
     insn.alu0 = NX_ALU_BITWISE_XOR;
-    run_ok(st, &insn);
+    test_run_ok(st, NX_ENG_POOL, &insn);
     test_sbuf_get(st, 0, NX_DT_UINT32, 0, 64, 1, &got);
     assert_true(got == (double)(0xF0000000u ^ 0xFF00000Fu));
 }
 
 static void partition_all_reduce_validation(void **state) {
     nx_state *st = *state;
-    nx_insn insn = insn2(NX_OP_PARTITION_ALL_REDUCE, tile(NX_DT_FP32, 0, 4, 64, 8),
-                         tile(NX_DT_FP32, 0, 4, 0, 8));
+    nx_insn insn = test_insn2(NX_OP_PARTITION_ALL_REDUCE, test_sb(NX_DT_FP32, 0, 4, 64, 8),
+                         test_sb(NX_DT_FP32, 0, 4, 0, 8));
     insn.alu0 = NX_ALU_SUBTRACT;
-    expect_error(st, &insn,
+    test_run_fails(st, NX_ENG_POOL, &insn,
                  "op0: must be add, multiply, max, min, abs_max, bitwise_and, bitwise_or or "
                  "bitwise_xor, got subtract");
     insn.alu0 = NX_ALU_ADD;
-    insn.op[0] = tile(NX_DT_FP32, 0, 2, 64, 8);
-    expect_error(st, &insn, "dst: has 2 partitions but in has 4");
-    insn.op[0] = tile(NX_DT_FP32, 0, 4, 64, 4);
-    expect_error(st, &insn, "dst: has 4 elements per partition but in has 8");
+    insn.op[0] = test_sb(NX_DT_FP32, 0, 2, 64, 8);
+    test_run_fails(st, NX_ENG_POOL, &insn, "dst: has 2 partitions but in has 4");
+    insn.op[0] = test_sb(NX_DT_FP32, 0, 4, 64, 4);
+    test_run_fails(st, NX_ENG_POOL, &insn, "dst: has 4 elements per partition but in has 8");
 }
 
 /* ---- partition_broadcast ---- */
@@ -521,9 +483,9 @@ static void partition_broadcast_rows(void **state) {
     double in[7];
     test_sbuf_get(st, 0, NX_DT_BF16, 32, 0, 7, in);
     /* bf16 partition 32 -> fp32 in all 128 partitions. */
-    nx_insn insn = insn2(NX_OP_PARTITION_BROADCAST, tile(NX_DT_FP32, 0, 128, 64, 7),
-                         tile(NX_DT_BF16, 32, 1, 0, 7));
-    run_ok(st, &insn);
+    nx_insn insn = test_insn2(NX_OP_PARTITION_BROADCAST, test_sb(NX_DT_FP32, 0, 128, 64, 7),
+                         test_sb(NX_DT_BF16, 32, 1, 0, 7));
+    test_run_ok(st, NX_ENG_POOL, &insn);
     for (uint32_t p = 0; p < 128; p++) {
         double got[7];
         test_sbuf_get(st, 0, NX_DT_FP32, p, 64, 7, got);
@@ -533,9 +495,9 @@ static void partition_broadcast_rows(void **state) {
         }
     }
     /* Into 32 partitions at 96, as int16 (RNE then saturation). */
-    insn = insn2(NX_OP_PARTITION_BROADCAST, tile(NX_DT_INT16, 96, 32, 128, 7),
-                 tile(NX_DT_BF16, 32, 1, 0, 7));
-    run_ok(st, &insn);
+    insn = test_insn2(NX_OP_PARTITION_BROADCAST, test_sb(NX_DT_INT16, 96, 32, 128, 7),
+                 test_sb(NX_DT_BF16, 32, 1, 0, 7));
+    test_run_ok(st, NX_ENG_POOL, &insn);
     const double want16[7] = {2, -2, 3, 32767, 0, 32767, 0};
     for (uint32_t p = 96; p < 128; p++) {
         double got[7];
@@ -548,9 +510,9 @@ static void partition_broadcast_rows(void **state) {
     /* Overlapping: partition 0's row broadcast onto partitions 0..127 in place. */
     const double row0[5] = {9, 8, 7, 6, 5};
     test_sbuf_put(st, 0, NX_DT_FP32, 0, 512, 5, row0);
-    insn = insn2(NX_OP_PARTITION_BROADCAST, tile(NX_DT_FP32, 0, 128, 512, 5),
-                 tile(NX_DT_FP32, 0, 1, 512, 5));
-    run_ok(st, &insn);
+    insn = test_insn2(NX_OP_PARTITION_BROADCAST, test_sb(NX_DT_FP32, 0, 128, 512, 5),
+                 test_sb(NX_DT_FP32, 0, 1, 512, 5));
+    test_run_ok(st, NX_ENG_POOL, &insn);
     for (uint32_t p = 0; p < 128; p++) {
         double got[5];
         test_sbuf_get(st, 0, NX_DT_FP32, p, 512, 5, got);
@@ -560,15 +522,66 @@ static void partition_broadcast_rows(void **state) {
 
 static void partition_broadcast_validation(void **state) {
     nx_state *st = *state;
-    nx_insn insn = insn2(NX_OP_PARTITION_BROADCAST, tile(NX_DT_FP32, 0, 128, 64, 7),
-                         tile(NX_DT_FP32, 0, 2, 0, 7));
-    expect_error(st, &insn, "in: has 2 partitions, must have exactly 1");
-    insn.op[1] = tile(NX_DT_FP32, 0, 1, 0, 4);
-    expect_error(st, &insn, "dst: has 7 elements per partition but in has 4");
+    nx_insn insn = test_insn2(NX_OP_PARTITION_BROADCAST, test_sb(NX_DT_FP32, 0, 128, 64, 7),
+                         test_sb(NX_DT_FP32, 0, 2, 0, 7));
+    test_run_fails(st, NX_ENG_POOL, &insn, "in: has 2 partitions, must have exactly 1");
+    insn.op[1] = test_sb(NX_DT_FP32, 0, 1, 0, 4);
+    test_run_fails(st, NX_ENG_POOL, &insn, "dst: has 7 elements per partition but in has 4");
+    /* The one source partition obeys the start-partition rule of a 1-partition
+     * operand: 0, 32, 64 or 96 (any other partition needs a DMA or a PE/DVE
+     * move first). */
+    const uint32_t ok[4] = {0, 32, 64, 96};
+    for (int i = 0; i < 4; i++) {
+        insn.op[1] = test_sb(NX_DT_FP32, ok[i], 1, 0, 7);
+        test_run_ok(st, NX_ENG_POOL, &insn);
+    }
+    insn.op[1] = test_sb(NX_DT_FP32, 5, 1, 0, 7);
+    test_run_fails(st, NX_ENG_POOL, &insn,
+                   "in: start partition 5 not allowed for 1 partitions (> 64 partitions: 0; "
+                   "> 32: a multiple of 64; else a multiple of 32)");
+}
+
+/* The p of an index pattern counts from dst's start partition: iota into
+ * partitions 96..127 with channel multiplier 10 writes 0 at partition 96;
+ * affine_select's causal mask at partitions 64..95 keeps e <= p - 64. */
+static void pattern_p_relative_to_dst_start(void **state) {
+    nx_state *st = *state;
+    const int32_t one = 1;
+    const uint32_t two = 2;
+    nx_insn insn = test_insn2(NX_OP_IOTA, test_sb(NX_DT_INT32, 96, 32, 0, 2),
+                              nx_pattern(0, 10, 32, 1, &one, &two));
+    test_run_ok(st, NX_ENG_POOL, &insn);
+    for (uint32_t p = 96; p < 128; p++) {
+        double got[2];
+        test_sbuf_get(st, 0, NX_DT_INT32, p, 0, 2, got);
+        assert_true(got[0] == 10.0 * (p - 96) && got[1] == 10.0 * (p - 96) + 1);
+    }
+    for (uint32_t p = 64; p < 96; p++) {
+        double row[32];
+        for (int e = 0; e < 32; e++) row[e] = 1.0 + e;
+        test_sbuf_put(st, 0, NX_DT_FP32, p, 64, 32, row);
+    }
+    const int32_t neg = -1;
+    const uint32_t n = 32;
+    nx_insn sel = nx_insn_make(NX_OP_AFFINE_SELECT);
+    sel.alu0 = NX_ALU_IS_GE;
+    sel.op[0] = test_sb(NX_DT_FP32, 64, 32, 256, 32);
+    sel.op[1] = nx_pattern(0, 1, 32, 1, &neg, &n);
+    sel.op[2] = test_sb(NX_DT_FP32, 64, 32, 64, 32);
+    sel.op[3] = nx_imm(0.0, NX_DT_FP32);
+    test_run_ok(st, NX_ENG_POOL, &sel);
+    for (uint32_t p = 64; p < 96; p++) {
+        double got[32];
+        test_sbuf_get(st, 0, NX_DT_FP32, p, 256, 32, got);
+        for (uint32_t e = 0; e < 32; e++) {
+            double want = e <= p - 64 ? 1.0 + e : 0.0;
+            if (got[e] != want) fail_msg("[%u, %u] = %g, want %g", p, e, got[e], want);
+        }
+    }
 }
 
 int main(void) {
-#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+#define T(fn) cmocka_unit_test_setup_teardown(fn, test_setup_state, test_teardown_state)
     const struct CMUnitTest tests[] = {
         T(iota_channel_multiplier_and_strides),
         T(iota_converts_to_dst_dtype),
@@ -586,6 +599,7 @@ int main(void) {
         T(partition_all_reduce_validation),
         T(partition_broadcast_rows),
         T(partition_broadcast_validation),
+        T(pattern_p_relative_to_dst_start),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

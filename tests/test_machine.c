@@ -1,5 +1,5 @@
-/* Machine descriptions (sim/machine.h): the two presets against the figures
- * of /work/shared/specs/HARDWARE.md, override files with "base", complete
+/* Machine descriptions (sim/machine.h): the two presets against the
+ * published figures of docs/parts/hardware.md, override files with "base", complete
  * files without it, and every error class with its exact message. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* mkdtemp, chdir (the build also sets it) */
@@ -23,7 +23,7 @@
 
 /* ---- expected machines, written out by hand ---------------------------- */
 
-/* Figures common to both presets. HARDWARE.md: 128 partitions; PSUM
+/* Figures common to both presets. docs/parts/hardware.md: 128 partitions; PSUM
  * 128 x 16 KiB = 8 banks x 2 KiB per partition; free-size limits 64K
  * elements (SBUF) and 4K (PSUM); PE 128x128, N <= 512; DVE transpose 32x32
  * blocks; GpSimd core i serves 16 partitions; max8 takes 8..16384 elements;
@@ -31,7 +31,7 @@
  * LoadStationary up to 4x, background load; DVE ~N / ~2N cycles, min II ~64,
  * ~60 cycles access start-up; ACT max(64, N), +64 with accumulate; POOL
  * 150 + N; DMA ~1.3 us fixed cost, >= 2 KiB per partition for peak.
- * Chosen (not in HARDWARE.md, see docs/parts/machine.md): fill latency
+ * Chosen (not in docs/parts/hardware.md, see docs/parts/machine.md): fill latency
  * rows + cols = 256, semaphore 10 ns, barrier 250 ns, DVE fixed overhead 0,
  * SP clock = ACT/POOL clock, systolic reference off. */
 static nx_machine common_expected(void) {
@@ -51,6 +51,8 @@ static nx_machine common_expected(void) {
     m.geo.max8_min_elems = 8;
     m.geo.max8_max_elems = 16384;
     m.geo.dma_queues = 16 * 16;
+    m.geo.dma_engines = 16;
+    m.geo.dma_queues_per_engine = 16;
     m.pe_mm_init_latency = 64;
     m.pe_fp32_factor = 4;
     m.pe_fast_load_factor = 4;
@@ -65,8 +67,6 @@ static nx_machine common_expected(void) {
     m.act_min_cycles = 64;
     m.act_accumulate_extra = 64;
     m.pool_startup = 150;
-    m.dma_engines = 16;
-    m.dma_queues_per_engine = 16;
     m.dma_fixed_ns = 1300;
     m.dma_efficient_bytes_per_partition = 2048;
     m.semaphore_latency_ns = 10;
@@ -74,7 +74,7 @@ static nx_machine common_expected(void) {
     return m;
 }
 
-/* HARDWARE.md, v3 column: clocks PE 2.4, DVE 0.96, ACT 1.2, POOL 1.2 GHz;
+/* docs/parts/hardware.md, v3 column: clocks PE 2.4, DVE 0.96, ACT 1.2, POOL 1.2 GHz;
  * SBUF 128 x 224 KiB; HBM 96 GiB for 8 cores (24 GiB per 2-core VNC) at
  * ~360 GB/s per core (720 for the pair); DMA 23 B/ns per engine (v3);
  * perf modes; v2 conflicts removed, PSUM same-bank conflicts only. */
@@ -97,7 +97,7 @@ static nx_machine trn2_expected(void) {
     return m;
 }
 
-/* HARDWARE.md, v2 column: clocks PE 2.8, DVE 1.12, ACT 1.4, POOL 1.4 GHz;
+/* docs/parts/hardware.md, v2 column: clocks PE 2.8, DVE 1.12, ACT 1.4, POOL 1.4 GHz;
  * SBUF 128 x 192 KiB; HBM 32 GiB at 820 GB/s per device of 2 cores; DMA
  * 17 B/ns per engine (v2); no perf modes; DVE/POOL SBUF and DVE/ACT PSUM
  * conflicts. */
@@ -142,6 +142,8 @@ static void assert_machine_equal(const nx_machine *got, const nx_machine *want) 
     EQ_U(geo.max8_min_elems);
     EQ_U(geo.max8_max_elems);
     EQ_U(geo.dma_queues);
+    EQ_U(geo.dma_engines);
+    EQ_U(geo.dma_queues_per_engine);
     for (int e = 0; e < NX_ENG_COUNT; e++) assert_true(got->clock_ghz[e] == want->clock_ghz[e]);
     EQ_U(pe_mm_init_latency);
     EQ_U(pe_fp32_factor);
@@ -158,8 +160,6 @@ static void assert_machine_equal(const nx_machine *got, const nx_machine *want) 
     EQ_U(act_min_cycles);
     EQ_U(act_accumulate_extra);
     EQ_U(pool_startup);
-    EQ_U(dma_engines);
-    EQ_U(dma_queues_per_engine);
     EQ_D(dma_engine_bytes_per_ns);
     EQ_D(dma_fixed_ns);
     EQ_U(dma_efficient_bytes_per_partition);
@@ -257,12 +257,12 @@ static void test_trn2_figures(void **state) {
     assert_int_equal(nx_machine_load("trn2", &m, &err), 0);
     nx_machine want = trn2_expected();
     assert_machine_equal(&m, &want);
-    /* Cross-checks from HARDWARE.md: 28 MiB SBUF, 2 MiB PSUM per core;
+    /* Cross-checks from docs/parts/hardware.md: 28 MiB SBUF, 2 MiB PSUM per core;
      * 16 engines x 23 B/ns = 368 B/ns per core, about the 360 GB/s HBM share;
      * 720 B/ns x 4 logical cores = 2.88 TB/s, about the 2.9 TB/s device. */
     assert_int_equal(m.geo.partitions * m.geo.sbuf_partition_bytes, 28 * KiB * KiB);
     assert_int_equal(m.geo.partitions * m.geo.psum_partition_bytes, 2 * KiB * KiB);
-    assert_true(m.dma_engines * m.dma_engine_bytes_per_ns == 368.0);
+    assert_true(m.geo.dma_engines * m.dma_engine_bytes_per_ns == 368.0);
     assert_true(m.hbm_bytes_per_ns * 4 == 2880.0);
     assert_int_equal(m.geo.hbm_bytes * 4, 96 * GiB);
 }
@@ -274,7 +274,7 @@ static void test_trn1_figures(void **state) {
     assert_int_equal(nx_machine_load("trn1", &m, &err), 0);
     nx_machine want = trn1_expected();
     assert_machine_equal(&m, &want);
-    /* HARDWARE.md: 24 MiB SBUF per core. */
+    /* docs/parts/hardware.md: 24 MiB SBUF per core. */
     assert_int_equal(m.geo.partitions * m.geo.sbuf_partition_bytes, 24 * KiB * KiB);
 }
 
@@ -443,8 +443,8 @@ static void test_complete_file_without_base(void **state) {
         want.act_min_cycles = 67;
         want.act_accumulate_extra = 68;
         want.pool_startup = 151;
-        want.dma_engines = 12;
-        want.dma_queues_per_engine = 5;
+        want.geo.dma_engines = 12;
+        want.geo.dma_queues_per_engine = 5;
         want.dma_engine_bytes_per_ns = 27;
         want.dma_fixed_ns = 1200.5;
         want.dma_efficient_bytes_per_partition = 4096;
@@ -632,7 +632,7 @@ static void test_error_relations(void **state) {
                                       " \"geometry\": {\"dma_queues\": 128}}",
                                       &m, &err),
                      0);
-    assert_int_equal(m.dma_engines, 8);
+    assert_int_equal(m.geo.dma_engines, 8);
     assert_int_equal(m.geo.dma_queues, 128);
 }
 

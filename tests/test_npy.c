@@ -514,17 +514,6 @@ static void test_serialize_rejects_inconsistent_arrays(void **state) {
 
 /* ---- files ------------------------------------------------------------------------ */
 
-static int count_entries(const char *dir) {
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) n++;
-    closedir(d);
-    return n;
-}
-
 static void test_save_load_and_atomicity(void **state) {
     (void)state;
     char dir[] = "/tmp/nxsim_test_npy_XXXXXX";
@@ -559,7 +548,7 @@ static void test_save_load_and_atomicity(void **state) {
     check_shape(&b, NX_DT_INT16, 0, NULL);
     nx_npy_free(&b);
     nx_npy_free(&s);
-    assert_int_equal(count_entries(dir), 1);
+    assert_int_equal(test_dir_entries(dir), 1);
 
     /* into a directory that does not exist: an error naming the path, nothing created */
     assert_int_equal(nx_npy_save(missing, &a, &err), -1);
@@ -568,13 +557,13 @@ static void test_save_load_and_atomicity(void **state) {
     assert_string_equal(err.msg, want);
     struct stat st;
     assert_int_equal(stat(missing, &st), -1);
-    assert_int_equal(count_entries(dir), 1);
+    assert_int_equal(test_dir_entries(dir), 1);
 
     /* rename over a directory fails late: the temporary must be removed */
     assert_int_equal(mkdir(subdir, 0755), 0);
     assert_int_equal(nx_npy_save(subdir, &a, &err), -1);
     assert_int_equal(strncmp(err.msg, subdir, strlen(subdir)), 0);
-    assert_int_equal(count_entries(dir), 2); /* a.npy and the d.npy directory only */
+    assert_int_equal(test_dir_entries(dir), 2); /* a.npy and the d.npy directory only */
     assert_int_equal(rmdir(subdir), 0);
 
     /* load errors name the file */

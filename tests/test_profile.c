@@ -24,6 +24,7 @@ typedef struct fixture {
     nx_program prog;
     nx_sim_result r;
     nx_sim_record log[16];
+    uint64_t queue_bytes[NX_MAX_CORES * 256], queue_transfers[NX_MAX_CORES * 256]; /* trn2: 256 queues */
     char path[64];
 } fixture;
 
@@ -124,8 +125,11 @@ static void build(fixture *f, nx_dtype dt) {
     r->engine[0][NX_ENG_PE] = (nx_sim_engine_stats){4, 500, 50};
     r->engine[0][NX_ENG_DVE] = (nx_sim_engine_stats){1, 540, 410};
     r->engine[0][NX_ENG_SP] = (nx_sim_engine_stats){1, 1, 959};
-    r->dma_queue_bytes[0][17] = 262144;
-    r->dma_queue_transfers[0][17] = 1;
+    r->dma_queues = 256;
+    r->dma_queue_bytes = f->queue_bytes;
+    r->dma_queue_transfers = f->queue_transfers;
+    r->dma_queue_bytes[17] = 262144; /* core 0, queue 17 */
+    r->dma_queue_transfers[17] = 1;
     r->log = f->log;
     r->log_count = 7;
     snprintf(f->path, sizeof f->path, "test_profile_%ld.json", (long)getpid());
@@ -312,8 +316,7 @@ static void test_trace_errors(void **state) {
     build(&f, NX_DT_BF16);
     nx_error err;
     assert_int_equal(nx_profile_write_trace("/nonexistent-dir/p.json", &f.m, &f.prog, &f.r, &err), -1);
-    assert_string_equal(err.msg, "profile /nonexistent-dir/p.json: cannot create a temporary file beside it: "
-                                 "No such file or directory");
+    assert_string_equal(err.msg, "profile /nonexistent-dir/p.json: cannot create: No such file or directory");
     f.r.log = NULL;
     f.r.log_count = 0;
     assert_int_equal(nx_profile_write_trace(f.path, &f.m, &f.prog, &f.r, &err), -1);

@@ -105,14 +105,6 @@ static nx_insn act(nx_operand dst, nx_operand in) {
     return i;
 }
 
-static nx_insn dma(nx_operand dst, nx_operand src, int queue) {
-    nx_insn i = nx_insn_make(NX_OP_DMA_COPY);
-    i.op[0] = dst;
-    i.op[1] = src;
-    i.iparam[0] = queue;
-    return i;
-}
-
 static nx_insn with_wait(nx_insn i, uint32_t sem, uint32_t value) {
     nx_insn_wait(&i, sem, value);
     return i;
@@ -232,7 +224,7 @@ static void test_sbuf_is_per_core_hbm_is_shared(void **state) {
     fixture_init(&f, 2, 0);
     for (uint32_t c = 0; c < 2; c++) {
         emit(&f, c, NX_ENG_DVE, copy(sb(0, 128, 0, 64), sb(0, 128, 1024, 64)));
-        emit(&f, c, NX_ENG_SP, dma(nx_ap_hbm_rows(NX_DT_FP32, f.hbm, 128, 64, 64), sb(0, 128, 4096, 64), 0));
+        emit(&f, c, NX_ENG_SP, test_dma(nx_ap_hbm_rows(NX_DT_FP32, f.hbm, 128, 64, 64), sb(0, 128, 4096, 64), 0));
     }
     fixture_finish(&f);
     log_rec(&f, 0, NX_ENG_DVE, 0, 0, 10, 0, 0, -1);
@@ -257,7 +249,7 @@ static void test_sbuf_is_per_core_hbm_is_shared(void **state) {
  * waits for. */
 static void build_load_then_read(fixture *f, int ordered) {
     fixture_init(f, 1, 1);
-    nx_insn load = dma(sb(0, 128, 0, 128), nx_ap_hbm_rows(NX_DT_FP32, f->hbm, 128, 128, 128), 3);
+    nx_insn load = test_dma(sb(0, 128, 0, 128), nx_ap_hbm_rows(NX_DT_FP32, f->hbm, 128, 128, 128), 3);
     emit(f, 0, NX_ENG_SP, ordered ? with_inc(load, 0) : load);
     nx_insn use = copy(sb(0, 128, 8192, 64), sb(0, 128, 256, 64));
     emit(f, 0, NX_ENG_DVE, ordered ? with_wait(use, 0, 1) : use);
@@ -320,9 +312,9 @@ static void test_dma_queues_order_only_themselves(void **state) {
     for (int same_queue = 0; same_queue < 2; same_queue++) {
         fixture f;
         fixture_init(&f, 1, 0);
-        emit(&f, 0, NX_ENG_SP, dma(sb(0, 128, 0, 128), nx_ap_hbm_rows(NX_DT_FP32, f.hbm, 128, 128, 128), 0));
+        emit(&f, 0, NX_ENG_SP, test_dma(sb(0, 128, 0, 128), nx_ap_hbm_rows(NX_DT_FP32, f.hbm, 128, 128, 128), 0));
         emit(&f, 0, NX_ENG_SP,
-             dma(nx_ap_hbm_rows(NX_DT_FP32, f.hbm + 65536, 128, 128, 128), sb(0, 128, 0, 128), same_queue ? 0 : 1));
+             test_dma(nx_ap_hbm_rows(NX_DT_FP32, f.hbm + 65536, 128, 128, 128), sb(0, 128, 0, 128), same_queue ? 0 : 1));
         fixture_finish(&f);
         log_rec(&f, 0, NX_ENG_SP, 0, 0, 1400, 0, 0, 0);
         log_rec(&f, 0, NX_ENG_SP, 1, 10, 1410, 0, 0, same_queue ? 0 : 1);
@@ -346,11 +338,11 @@ static void test_dma_queues_order_only_themselves(void **state) {
 static void build_exchange(fixture *f) {
     fixture_init(f, 2, 1);
     nx_operand rows = nx_ap_hbm_rows(NX_DT_FP32, f->hbm, 128, 64, 64);
-    emit(f, 0, NX_ENG_SP, with_inc(dma(rows, sb(0, 128, 0, 64), 0), 0));
+    emit(f, 0, NX_ENG_SP, with_inc(test_dma(rows, sb(0, 128, 0, 64), 0), 0));
     emit(f, 0, NX_ENG_POOL, with_wait(nop(), 0, 1));
     emit(f, 0, NX_ENG_POOL, nx_insn_make(NX_OP_CORE_BARRIER));
     emit(f, 1, NX_ENG_POOL, with_inc(nx_insn_make(NX_OP_CORE_BARRIER), 0));
-    emit(f, 1, NX_ENG_SP, with_wait(dma(sb(0, 128, 0, 64), rows, 0), 0, 1));
+    emit(f, 1, NX_ENG_SP, with_wait(test_dma(sb(0, 128, 0, 64), rows, 0), 0, 1));
     fixture_finish(f);
 }
 
@@ -489,11 +481,11 @@ static void build_model_pipeline(nx_program *prog, int racy) {
     assert_int_equal(nx_builder_tensor(b, "in", NX_DT_FP32, 2, shape, NX_ROLE_INPUT, &in, &err), 0);
     assert_int_equal(nx_builder_tensor(b, "out", NX_DT_FP32, 2, shape, NX_ROLE_OUTPUT, &out, &err), 0);
     for (uint32_t i = 0, s; i < 3; i++) assert_int_equal(nx_builder_semaphore(b, &s, &err), 0);
-    nx_insn i0 = with_inc(dma(sb(0, 128, 0, 64), nx_ap_hbm_rows(NX_DT_FP32, in, 128, 64, 64), 0), 0);
+    nx_insn i0 = with_inc(test_dma(sb(0, 128, 0, 64), nx_ap_hbm_rows(NX_DT_FP32, in, 128, 64, 64), 0), 0);
     nx_insn i1 = with_inc(with_wait(copy(sb(0, 128, 1024, 64), sb(0, 128, 0, 64)), 0, 1), 1);
     nx_insn i2 = with_inc(act(sb(0, 128, 2048, 64), sb(0, 128, 1024, 64)), 2);
     if (!racy) nx_insn_wait(&i2, 1, 1);
-    nx_insn i3 = with_wait(dma(nx_ap_hbm_rows(NX_DT_FP32, out, 128, 64, 64), sb(0, 128, 2048, 64), 1), 2, 1);
+    nx_insn i3 = with_wait(test_dma(nx_ap_hbm_rows(NX_DT_FP32, out, 128, 64, 64), sb(0, 128, 2048, 64), 1), 2, 1);
     assert_int_equal(nx_builder_emit(b, 0, NX_ENG_SP, &i0, NULL, &err), 0);
     assert_int_equal(nx_builder_emit(b, 0, NX_ENG_DVE, &i1, NULL, &err), 0);
     assert_int_equal(nx_builder_emit(b, 0, NX_ENG_ACT, &i2, NULL, &err), 0);
@@ -546,14 +538,14 @@ static void build_model_exchange(nx_program *prog, int racy) {
     fill.op[0] = sb(0, 128, 0, 64);
     fill.op[1] = nx_imm(7.0, NX_DT_FP32);
     emit_checked(b, 0, NX_ENG_POOL, with_inc(fill, 0));
-    emit_checked(b, 0, NX_ENG_SP, with_inc(with_wait(dma(xr, sb(0, 128, 0, 64), 0), 0, 1), 1));
+    emit_checked(b, 0, NX_ENG_SP, with_inc(with_wait(test_dma(xr, sb(0, 128, 0, 64), 0), 0, 1), 1));
     emit_checked(b, 0, NX_ENG_POOL, with_wait(nop(), 1, 1));
     emit_checked(b, 0, NX_ENG_POOL, nx_insn_make(NX_OP_CORE_BARRIER));
     emit_checked(b, 1, NX_ENG_POOL, with_inc(nx_insn_make(NX_OP_CORE_BARRIER), 0));
-    nx_insn load = with_inc(dma(sb(0, 128, 0, 64), xr, 0), 1);
+    nx_insn load = with_inc(test_dma(sb(0, 128, 0, 64), xr, 0), 1);
     if (!racy) nx_insn_wait(&load, 0, 1);
     emit_checked(b, 1, NX_ENG_SP, load);
-    emit_checked(b, 1, NX_ENG_SP, with_wait(dma(nx_ap_hbm_rows(NX_DT_FP32, out, 128, 64, 64), sb(0, 128, 0, 64), 0), 1, 1));
+    emit_checked(b, 1, NX_ENG_SP, with_wait(test_dma(nx_ap_hbm_rows(NX_DT_FP32, out, 128, 64, 64), sb(0, 128, 0, 64), 0), 1, 1));
     if (nx_builder_finish(b, prog, &err) != 0) fail_msg("%s", err.msg);
     nx_builder_free(b);
 }
@@ -609,7 +601,7 @@ static void test_many_unsynchronised_hbm_stores(void **state) {
             for (uint32_t k = 0; k < STORES; k++) {
                 uint64_t row = c * ROWS + k % ROWS;
                 if (racy && c == 1 && k == STORES - 1) row = 5;
-                emit_checked(b, c, NX_ENG_SP, dma(nx_ap_hbm_rows(NX_DT_FP32, t + row * 16, 1, 4, 4), sb(0, 1, 0, 4), 0));
+                emit_checked(b, c, NX_ENG_SP, test_dma(nx_ap_hbm_rows(NX_DT_FP32, t + row * 16, 1, 4, 4), sb(0, 1, 0, 4), 0));
             }
         nx_program prog;
         if (nx_builder_finish(b, &prog, &err) != 0) fail_msg("%s", err.msg);

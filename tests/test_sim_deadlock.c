@@ -15,13 +15,6 @@
 #include "sim/model.h"
 #include "support.h"
 
-static nx_machine machine(void) {
-    nx_machine m;
-    nx_error err;
-    if (nx_machine_load("trn2", &m, &err) != 0) fail_msg("%s", err.msg);
-    return m;
-}
-
 static void emit(nx_builder *b, uint32_t core, nx_engine e, const nx_insn *in) {
     nx_error err;
     if (nx_builder_emit(b, core, e, in, NULL, &err) != 0) fail_msg("emit: %s", err.msg);
@@ -98,7 +91,7 @@ static double healthy_run(const nx_machine *m) {
 
 static void wait_for_nothing(void **state) {
     (void)state;
-    nx_machine m = machine();
+    nx_machine m = test_machine("trn2");
     double before = healthy_run(&m);
     nx_builder *b = nx_builder_new(&m.geo, 1);
     nx_error err;
@@ -122,7 +115,7 @@ static void wait_for_nothing(void **state) {
 /* DVE waits for ACT's increment, ACT for DVE's: both are named. */
 static void cycle_between_engines(void **state) {
     (void)state;
-    nx_machine m = machine();
+    nx_machine m = test_machine("trn2");
     nx_builder *b = nx_builder_new(&m.geo, 1);
     nx_error err;
     uint32_t s0, s1;
@@ -146,7 +139,7 @@ static void cycle_between_engines(void **state) {
 /* Core 1 never reaches its barrier: core 0 waits at barrier 1. */
 static void barrier_without_partner(void **state) {
     (void)state;
-    nx_machine m = machine();
+    nx_machine m = test_machine("trn2");
     nx_builder *b = nx_builder_new(&m.geo, 2);
     nx_error err;
     uint32_t s;
@@ -186,7 +179,7 @@ static void barrier_without_partner(void **state) {
  * executor's message, while other engines are busy and blocked. */
 static void fault_in_a_transfer(void **state) {
     (void)state;
-    nx_machine m = machine();
+    nx_machine m = test_machine("trn2");
     double before = healthy_run(&m);
     nx_builder *b = nx_builder_new(&m.geo, 1);
     nx_error err;

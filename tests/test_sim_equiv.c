@@ -48,7 +48,7 @@ typedef struct author {
     logged_op *ops[NX_MAX_CORES];
     int nops[NX_MAX_CORES];
     int ended[NX_MAX_CORES][NX_ENG_COUNT];
-    uint32_t opcodes_seen; /* bit per opcode */
+    test_coverage seen;
 } author;
 
 static void author_init(author *a, const nx_geometry *geo, uint32_t cores) {
@@ -97,9 +97,9 @@ static void emit_raw(author *a, uint32_t core, nx_engine e, const nx_insn *in) {
 /* Appends `in` on (core, e) after every earlier conflicting instruction. */
 static void add(author *a, uint32_t core, nx_engine e, nx_insn in) {
     assert_false(a->ended[core][e]);
-    a->opcodes_seen |= 1u << in.opcode;
-    int dma = in.opcode == NX_OP_DMA_COPY || in.opcode == NX_OP_DMA_TRANSPOSE;
-    int domain = dma ? queue_domain((uint32_t)in.iparam[0]) : (e == NX_ENG_SP ? -1 : (int)e);
+    test_coverage_add(&a->seen, in.opcode, e);
+    int32_t queue = nx_insn_dma_queue(&in);
+    int domain = queue >= 0 ? queue_domain((uint32_t)queue) : (e == NX_ENG_SP ? -1 : (int)e);
     logged_op self;
     memset(&self, 0, sizeof self);
     self.domain = domain;
@@ -237,14 +237,14 @@ static void check_log(const nx_machine *m, const nx_program *p, const nx_sim_res
             const nx_stream *s = &p->stream[c][e];
             want += s->count;
             for (uint32_t i = 0; i < s->count; i++)
-                want += s->insns[i].opcode == NX_OP_DMA_COPY || s->insns[i].opcode == NX_OP_DMA_TRANSPOSE;
+                want += nx_opcode_is_dma(s->insns[i].opcode);
         }
     if (r->log_count != want) fail_msg("%s: %zu records, want %zu", what, r->log_count, want);
     for (size_t i = 0; i < r->log_count; i++) {
         const nx_sim_record *w = &r->log[i];
         const nx_insn *in = &p->stream[w->core][w->engine].insns[w->index];
         assert_int_equal(w->opcode, in->opcode);
-        int dma = in->opcode == NX_OP_DMA_COPY || in->opcode == NX_OP_DMA_TRANSPOSE;
+        int dma = nx_opcode_is_dma(in->opcode);
         if (w->queue >= 0) assert_int_equal(w->queue, in->iparam[0]);
         int incrementer = in->inc_sem != NX_SEM_NONE && (!dma || w->queue >= 0);
         if (incrementer) assert_true(w->inc_seq > 0);
@@ -254,7 +254,7 @@ static void check_log(const nx_machine *m, const nx_program *p, const nx_sim_res
         for (size_t j = 0; j < r->log_count; j++) {
             const nx_sim_record *x = &r->log[j];
             const nx_insn *xi = &p->stream[x->core][x->engine].insns[x->index];
-            int xdma = xi->opcode == NX_OP_DMA_COPY || xi->opcode == NX_OP_DMA_TRANSPOSE;
+            int xdma = nx_opcode_is_dma(xi->opcode);
             if (x->core != w->core || xi->inc_sem != in->wait_sem || (xdma && x->queue < 0)) continue;
             if (x->inc_seq == 0 || x->inc_seq > w->wait_seq) continue;
             seen += xi->inc_amount;
@@ -276,36 +276,11 @@ static void pair_free(pair *s) {
     s->ready = 0;
 }
 
-static nx_machine machine(const char *name) {
-    nx_machine m;
-    nx_error err;
-    if (nx_machine_load(name, &m, &err) != 0) fail_msg("%s", err.msg);
-    return m;
-}
-
 /* ---- operands ---------------------------------------------------------- */
-
-static nx_operand sb(nx_dtype dt, uint32_t start, uint32_t parts, uint64_t off, uint32_t n) {
-    return nx_ap_tile(NX_OPK_SBUF, dt, start, parts, off, n);
-}
-static nx_operand ps(nx_dtype dt, uint32_t start, uint32_t parts, uint64_t off, uint32_t n) {
-    return nx_ap_tile(NX_OPK_PSUM, dt, start, parts, off, n);
-}
-static nx_insn op2(nx_opcode o, nx_operand d, nx_operand s) {
-    nx_insn i = nx_insn_make(o);
-    i.op[0] = d;
-    i.op[1] = s;
-    return i;
-}
-static nx_insn dma(nx_operand d, nx_operand s, uint32_t q) {
-    nx_insn i = op2(NX_OP_DMA_COPY, d, s);
-    i.iparam[0] = (int32_t)q;
-    return i;
-}
 
 /* ---- a program with every opcode ---------------------------------------- */
 
-static void coverage_program(const nx_geometry *geo, nx_program *p, uint32_t *seen) {
+static void coverage_program(const nx_geometry *geo, nx_program *p, test_coverage *seen) {
     author a;
     author_init(&a, geo, 1);
     nx_error err;
@@ -315,82 +290,82 @@ static void coverage_program(const nx_geometry *geo, nx_program *p, uint32_t *se
         nx_builder_tensor(a.b, "out2", NX_DT_FP32, 2, shape, NX_ROLE_OUTPUT, &out2, &err) != 0)
         fail_msg("%s", err.msg);
     const nx_dtype F32 = NX_DT_FP32, BF = NX_DT_BF16, I32 = NX_DT_INT32;
-    nx_operand A = sb(F32, 0, 128, 0, 64), E = sb(F32, 0, 128, 1280, 64);
+    nx_operand A = test_sb(F32, 0, 128, 0, 64), E = test_sb(F32, 0, 128, 1280, 64);
     nx_operand hin = nx_ap_hbm_rows(F32, in, 128, 64, 64);
     /* DMA in, cast, transpose */
-    add(&a, 0, NX_ENG_SP, dma(A, hin, 0));
-    add(&a, 0, NX_ENG_SP, dma(sb(BF, 0, 128, 256, 64), hin, 1));
-    nx_insn dt = op2(NX_OP_DMA_TRANSPOSE, sb(BF, 0, 64, 512, 128), sb(BF, 0, 128, 256, 64));
+    add(&a, 0, NX_ENG_SP, test_dma(A, hin, 0));
+    add(&a, 0, NX_ENG_SP, test_dma(test_sb(BF, 0, 128, 256, 64), hin, 1));
+    nx_insn dt = test_insn2(NX_OP_DMA_TRANSPOSE, test_sb(BF, 0, 64, 512, 128), test_sb(BF, 0, 128, 256, 64));
     dt.iparam[0] = 2;
     add(&a, 0, NX_ENG_SP, dt);
     /* PE */
     nx_insn ld = nx_insn_make(NX_OP_LOAD_STATIONARY);
     ld.op[0] = A;
     add(&a, 0, NX_ENG_PE, ld);
-    add(&a, 0, NX_ENG_PE, op2(NX_OP_MULTIPLY_MOVING, ps(F32, 0, 64, 0, 64), sb(BF, 0, 128, 256, 64)));
-    nx_insn mm = op2(NX_OP_MULTIPLY_MOVING, ps(F32, 0, 64, 0, 64), A);
+    add(&a, 0, NX_ENG_PE, test_insn2(NX_OP_MULTIPLY_MOVING, test_ps(F32, 0, 64, 0, 64), test_sb(BF, 0, 128, 256, 64)));
+    nx_insn mm = test_insn2(NX_OP_MULTIPLY_MOVING, test_ps(F32, 0, 64, 0, 64), A);
     mm.flags = NX_FLAG_ACCUMULATE;
     add(&a, 0, NX_ENG_PE, mm);
-    add(&a, 0, NX_ENG_PE, op2(NX_OP_TRANSPOSE, ps(F32, 0, 64, 2048, 128), A));
+    add(&a, 0, NX_ENG_PE, test_insn2(NX_OP_TRANSPOSE, test_ps(F32, 0, 64, 2048, 128), A));
     add(&a, 0, NX_ENG_PE, nx_insn_make(NX_OP_NOP));
     /* DVE */
-    nx_insn tt = op2(NX_OP_TENSOR_TENSOR, sb(F32, 0, 64, 1024, 64), ps(F32, 0, 64, 0, 64));
-    tt.op[2] = sb(F32, 0, 64, 0, 64);
+    nx_insn tt = test_insn2(NX_OP_TENSOR_TENSOR, test_sb(F32, 0, 64, 1024, 64), test_ps(F32, 0, 64, 0, 64));
+    tt.op[2] = test_sb(F32, 0, 64, 0, 64);
     tt.alu0 = NX_ALU_ADD;
     add(&a, 0, NX_ENG_DVE, tt);
-    nx_insn ts = op2(NX_OP_TENSOR_SCALAR, E, A);
+    nx_insn ts = test_insn2(NX_OP_TENSOR_SCALAR, E, A);
     ts.alu0 = NX_ALU_MULTIPLY;
     ts.alu1 = NX_ALU_ADD;
     ts.op[2] = nx_imm(0.5, F32);
     ts.op[3] = nx_imm(1.0, F32);
     add(&a, 0, NX_ENG_DVE, ts);
-    nx_insn stt = op2(NX_OP_SCALAR_TENSOR_TENSOR, sb(F32, 0, 128, 1536, 64), A);
+    nx_insn stt = test_insn2(NX_OP_SCALAR_TENSOR_TENSOR, test_sb(F32, 0, 128, 1536, 64), A);
     stt.alu0 = NX_ALU_MULTIPLY;
     stt.alu1 = NX_ALU_ADD;
-    stt.op[2] = sb(F32, 0, 128, 0, 1);
+    stt.op[2] = test_sb(F32, 0, 128, 0, 1);
     stt.op[3] = E;
     add(&a, 0, NX_ENG_DVE, stt);
-    nx_insn tr = op2(NX_OP_TENSOR_REDUCE, sb(F32, 0, 128, 1792, 1), A);
+    nx_insn tr = test_insn2(NX_OP_TENSOR_REDUCE, test_sb(F32, 0, 128, 1792, 1), A);
     tr.alu0 = NX_ALU_ADD;
     tr.iparam[0] = 1;
     add(&a, 0, NX_ENG_DVE, tr);
-    nx_insn scan = op2(NX_OP_TENSOR_TENSOR_SCAN, sb(F32, 0, 128, 2048, 64), A);
+    nx_insn scan = test_insn2(NX_OP_TENSOR_TENSOR_SCAN, test_sb(F32, 0, 128, 2048, 64), A);
     scan.alu0 = NX_ALU_MULTIPLY;
     scan.alu1 = NX_ALU_ADD;
     scan.op[2] = E;
     scan.op[3] = nx_imm(0.0, F32);
     add(&a, 0, NX_ENG_DVE, scan);
-    nx_insn sel = op2(NX_OP_SELECT, sb(F32, 0, 128, 2304, 64), A);
+    nx_insn sel = test_insn2(NX_OP_SELECT, test_sb(F32, 0, 128, 2304, 64), A);
     sel.op[2] = E;
-    sel.op[3] = sb(F32, 0, 128, 1536, 64);
+    sel.op[3] = test_sb(F32, 0, 128, 1536, 64);
     add(&a, 0, NX_ENG_DVE, sel);
-    add(&a, 0, NX_ENG_DVE, op2(NX_OP_MEMSET, sb(F32, 0, 128, 2560, 64), nx_imm(1.25, F32)));
-    nx_operand k8 = sb(F32, 0, 128, 2816, 8);
-    add(&a, 0, NX_ENG_DVE, op2(NX_OP_MAX8, k8, A));
-    nx_insn fi = op2(NX_OP_FIND_INDEX8, sb(I32, 0, 128, 2848, 8), A);
+    add(&a, 0, NX_ENG_DVE, test_insn2(NX_OP_MEMSET, test_sb(F32, 0, 128, 2560, 64), nx_imm(1.25, F32)));
+    nx_operand k8 = test_sb(F32, 0, 128, 2816, 8);
+    add(&a, 0, NX_ENG_DVE, test_insn2(NX_OP_MAX8, k8, A));
+    nx_insn fi = test_insn2(NX_OP_FIND_INDEX8, test_sb(I32, 0, 128, 2848, 8), A);
     fi.op[2] = k8;
     add(&a, 0, NX_ENG_DVE, fi);
-    nx_insn mr = op2(NX_OP_MATCH_REPLACE8, sb(F32, 0, 128, 2880, 64), A);
+    nx_insn mr = test_insn2(NX_OP_MATCH_REPLACE8, test_sb(F32, 0, 128, 2880, 64), A);
     mr.op[2] = k8;
     mr.op[3] = nx_imm(-1.0, F32);
-    mr.op[4] = sb(I32, 0, 128, 3136, 8);
+    mr.op[4] = test_sb(I32, 0, 128, 3136, 8);
     add(&a, 0, NX_ENG_DVE, mr);
-    nx_operand bs = sb(F32, 0, 128, 3168, 6);
-    add(&a, 0, NX_ENG_DVE, op2(NX_OP_BN_STATS, bs, A));
-    add(&a, 0, NX_ENG_DVE, op2(NX_OP_BN_AGGR, sb(F32, 0, 128, 3200, 2), bs));
-    add(&a, 0, NX_ENG_DVE, op2(NX_OP_TRANSPOSE, sb(F32, 0, 32, 3216, 32), sb(F32, 0, 32, 0, 32)));
+    nx_operand bs = test_sb(F32, 0, 128, 3168, 6);
+    add(&a, 0, NX_ENG_DVE, test_insn2(NX_OP_BN_STATS, bs, A));
+    add(&a, 0, NX_ENG_DVE, test_insn2(NX_OP_BN_AGGR, test_sb(F32, 0, 128, 3200, 2), bs));
+    add(&a, 0, NX_ENG_DVE, test_insn2(NX_OP_TRANSPOSE, test_sb(F32, 0, 32, 3216, 32), test_sb(F32, 0, 32, 0, 32)));
     add(&a, 0, NX_ENG_DVE, nx_insn_make(NX_OP_CORE_BARRIER));
-    add(&a, 0, NX_ENG_DVE, op2(NX_OP_TENSOR_COPY, sb(F32, 0, 64, 4864, 128), ps(F32, 0, 64, 2048, 128)));
+    add(&a, 0, NX_ENG_DVE, test_insn2(NX_OP_TENSOR_COPY, test_sb(F32, 0, 64, 4864, 128), test_ps(F32, 0, 64, 2048, 128)));
     /* ACT */
-    nx_insn act = op2(NX_OP_ACTIVATION, sb(F32, 0, 128, 3344, 64), A);
+    nx_insn act = test_insn2(NX_OP_ACTIVATION, test_sb(F32, 0, 128, 3344, 64), A);
     act.func = NX_ACT_EXP;
     act.alu0 = NX_ALU_ADD;
     act.op[2] = nx_imm(0.5, F32);
-    act.op[3] = sb(F32, 0, 128, 0, 1);
-    act.op[4] = sb(F32, 0, 128, 3600, 1);
+    act.op[3] = test_sb(F32, 0, 128, 0, 1);
+    act.op[4] = test_sb(F32, 0, 128, 3600, 1);
     add(&a, 0, NX_ENG_ACT, act);
-    add(&a, 0, NX_ENG_ACT, op2(NX_OP_TENSOR_COPY, ps(F32, 0, 128, 4096, 64), E));
-    nx_insn gelu = op2(NX_OP_ACTIVATION, sb(BF, 0, 128, 3616, 64), ps(F32, 0, 128, 4096, 64));
+    add(&a, 0, NX_ENG_ACT, test_insn2(NX_OP_TENSOR_COPY, test_ps(F32, 0, 128, 4096, 64), E));
+    nx_insn gelu = test_insn2(NX_OP_ACTIVATION, test_sb(BF, 0, 128, 3616, 64), test_ps(F32, 0, 128, 4096, 64));
     gelu.func = NX_ACT_GELU;
     gelu.op[2] = nx_imm(1.0, F32);
     gelu.op[3] = nx_imm(0.0, F32);
@@ -398,59 +373,65 @@ static void coverage_program(const nx_geometry *geo, nx_program *p, uint32_t *se
     /* POOL */
     const int32_t one = 1, neg = -1;
     const uint32_t n8 = 8, n64 = 64;
-    nx_operand idx = sb(I32, 0, 128, 3872, 8);
-    add(&a, 0, NX_ENG_POOL, op2(NX_OP_IOTA, idx, nx_pattern(0, 0, 128, 1, &one, &n8)));
-    nx_insn as = op2(NX_OP_AFFINE_SELECT, sb(F32, 0, 128, 3904, 64), nx_pattern(0, 1, 128, 1, &neg, &n64));
+    nx_operand idx = test_sb(I32, 0, 128, 3872, 8);
+    add(&a, 0, NX_ENG_POOL, test_insn2(NX_OP_IOTA, idx, nx_pattern(0, 0, 128, 1, &one, &n8)));
+    nx_insn as = test_insn2(NX_OP_AFFINE_SELECT, test_sb(F32, 0, 128, 3904, 64), nx_pattern(0, 1, 128, 1, &neg, &n64));
     as.alu0 = NX_ALU_IS_GE;
     as.op[2] = A;
     as.op[3] = nx_imm(0.0, F32);
     add(&a, 0, NX_ENG_POOL, as);
-    nx_insn lg = op2(NX_OP_LOCAL_GATHER, sb(F32, 0, 128, 4160, 8), sb(F32, 0, 128, 0, 4));
+    nx_insn lg = test_insn2(NX_OP_LOCAL_GATHER, test_sb(F32, 0, 128, 4160, 8), test_sb(F32, 0, 128, 0, 4));
     lg.op[2] = idx;
     add(&a, 0, NX_ENG_POOL, lg);
-    nx_insn par = op2(NX_OP_PARTITION_ALL_REDUCE, sb(F32, 0, 128, 4192, 8), sb(F32, 0, 128, 0, 8));
+    nx_insn par = test_insn2(NX_OP_PARTITION_ALL_REDUCE, test_sb(F32, 0, 128, 4192, 8), test_sb(F32, 0, 128, 0, 8));
     par.alu0 = NX_ALU_ADD;
     add(&a, 0, NX_ENG_POOL, par);
-    add(&a, 0, NX_ENG_POOL, op2(NX_OP_PARTITION_BROADCAST, sb(F32, 0, 128, 4224, 8), sb(F32, 32, 1, 0, 8)));
-    nx_insn ptt = op2(NX_OP_TENSOR_TENSOR, sb(F32, 0, 128, 4256, 8), sb(F32, 0, 128, 0, 8));
-    ptt.op[2] = sb(F32, 0, 128, 1280, 8);
+    add(&a, 0, NX_ENG_POOL, test_insn2(NX_OP_PARTITION_BROADCAST, test_sb(F32, 0, 128, 4224, 8), test_sb(F32, 32, 1, 0, 8)));
+    nx_insn ptt = test_insn2(NX_OP_TENSOR_TENSOR, test_sb(F32, 0, 128, 4256, 8), test_sb(F32, 0, 128, 0, 8));
+    ptt.op[2] = test_sb(F32, 0, 128, 1280, 8);
     ptt.alu0 = NX_ALU_MULTIPLY;
     add(&a, 0, NX_ENG_POOL, ptt);
-    nx_insn pts = op2(NX_OP_TENSOR_SCALAR, sb(F32, 0, 128, 4288, 8), sb(F32, 0, 128, 0, 8));
+    nx_insn pts = test_insn2(NX_OP_TENSOR_SCALAR, test_sb(F32, 0, 128, 4288, 8), test_sb(F32, 0, 128, 0, 8));
     pts.alu0 = NX_ALU_MAX;
     pts.op[2] = nx_imm(0.0, F32);
     add(&a, 0, NX_ENG_POOL, pts);
-    nx_insn ptr = op2(NX_OP_TENSOR_REDUCE, sb(F32, 0, 128, 4320, 1), sb(F32, 0, 128, 0, 8));
+    nx_insn pstt = test_insn2(NX_OP_SCALAR_TENSOR_TENSOR, test_sb(F32, 0, 128, 6144, 8), test_sb(F32, 0, 128, 0, 8));
+    pstt.alu0 = NX_ALU_MULTIPLY;
+    pstt.alu1 = NX_ALU_ADD;
+    pstt.op[2] = nx_imm(2.0, F32);
+    pstt.op[3] = test_sb(F32, 0, 128, 1280, 8);
+    add(&a, 0, NX_ENG_POOL, pstt);
+    nx_insn ptr = test_insn2(NX_OP_TENSOR_REDUCE, test_sb(F32, 0, 128, 4320, 1), test_sb(F32, 0, 128, 0, 8));
     ptr.alu0 = NX_ALU_MAX;
     ptr.iparam[0] = 1;
     add(&a, 0, NX_ENG_POOL, ptr);
     /* gather offsets 127 - p, scatter offsets 2 p (half out of bounds) */
-    nx_operand off_g = sb(I32, 0, 128, 4336, 1), off_s = sb(I32, 0, 128, 4340, 1);
-    add(&a, 0, NX_ENG_POOL, op2(NX_OP_IOTA, off_g, nx_pattern(127, -1, 128, 0, NULL, NULL)));
-    add(&a, 0, NX_ENG_POOL, op2(NX_OP_IOTA, off_s, nx_pattern(0, 2, 128, 0, NULL, NULL)));
-    add(&a, 0, NX_ENG_POOL, op2(NX_OP_MEMSET, sb(F32, 0, 128, 4344, 2), nx_imm(-3.0, F32)));
-    add(&a, 0, NX_ENG_POOL, op2(NX_OP_TENSOR_COPY, sb(BF, 0, 128, 4352 + 4096, 64), A));
+    nx_operand off_g = test_sb(I32, 0, 128, 4336, 1), off_s = test_sb(I32, 0, 128, 4340, 1);
+    add(&a, 0, NX_ENG_POOL, test_insn2(NX_OP_IOTA, off_g, nx_pattern(127, -1, 128, 0, NULL, NULL)));
+    add(&a, 0, NX_ENG_POOL, test_insn2(NX_OP_IOTA, off_s, nx_pattern(0, 2, 128, 0, NULL, NULL)));
+    add(&a, 0, NX_ENG_POOL, test_insn2(NX_OP_MEMSET, test_sb(F32, 0, 128, 4344, 2), nx_imm(-3.0, F32)));
+    add(&a, 0, NX_ENG_POOL, test_insn2(NX_OP_TENSOR_COPY, test_sb(BF, 0, 128, 4352 + 4096, 64), A));
     add(&a, 0, NX_ENG_POOL, nx_insn_make(NX_OP_END));
     /* more DMA: gather, scatter with oob_skip, accumulate, SBUF to SBUF */
-    nx_insn g = dma(sb(F32, 0, 128, 4352, 64), hin, 17);
+    nx_insn g = test_dma(test_sb(F32, 0, 128, 4352, 64), hin, 17);
     g.op[2] = off_g;
     g.iparam[1] = 128;
     add(&a, 0, NX_ENG_SP, g);
-    nx_insn sc = dma(nx_ap_hbm_rows(F32, out, 128, 64, 64), E, 40);
+    nx_insn sc = test_dma(nx_ap_hbm_rows(F32, out, 128, 64, 64), E, 40);
     sc.op[2] = off_s;
     sc.iparam[1] = 128;
     sc.flags = NX_FLAG_SCATTER | NX_FLAG_OOB_SKIP;
     add(&a, 0, NX_ENG_SP, sc);
-    nx_insn acc = dma(nx_ap_hbm_rows(F32, out2, 128, 64, 64), sb(F32, 0, 128, 1536, 64), 255);
+    nx_insn acc = test_dma(nx_ap_hbm_rows(F32, out2, 128, 64, 64), test_sb(F32, 0, 128, 1536, 64), 255);
     acc.flags = NX_FLAG_ACCUMULATE;
     add(&a, 0, NX_ENG_SP, acc);
     add(&a, 0, NX_ENG_SP, acc); /* twice: out2 = 2 F */
-    add(&a, 0, NX_ENG_SP, dma(sb(F32, 0, 128, 4608, 64), sb(F32, 0, 128, 3344, 64), 0));
-    add(&a, 0, NX_ENG_SP, dma(nx_ap_hbm_rows(F32, out, 64, 64, 64), sb(F32, 0, 64, 1024, 64), 1));
+    add(&a, 0, NX_ENG_SP, test_dma(test_sb(F32, 0, 128, 4608, 64), test_sb(F32, 0, 128, 3344, 64), 0));
+    add(&a, 0, NX_ENG_SP, test_dma(nx_ap_hbm_rows(F32, out, 64, 64, 64), test_sb(F32, 0, 64, 1024, 64), 1));
     add(&a, 0, NX_ENG_SP, nx_insn_make(NX_OP_NOP));
-    add(&a, 0, NX_ENG_ACT, op2(NX_OP_TENSOR_COPY, sb(F32, 0, 128, 5120, 64), sb(F32, 0, 128, 4352, 64)));
+    add(&a, 0, NX_ENG_ACT, test_insn2(NX_OP_TENSOR_COPY, test_sb(F32, 0, 128, 5120, 64), test_sb(F32, 0, 128, 4352, 64)));
     add(&a, 0, NX_ENG_ACT, nx_insn_make(NX_OP_END));
-    *seen = a.opcodes_seen;
+    *seen = a.seen;
     author_finish(&a, p);
     author_free(&a);
 }
@@ -459,12 +440,11 @@ static void every_opcode(void **state) {
     (void)state;
     const char *presets[2] = {"trn2", "trn1"};
     for (int k = 0; k < 2; k++) {
-        nx_machine m = machine(presets[k]);
+        nx_machine m = test_machine(presets[k]);
         nx_program p;
-        uint32_t seen;
+        test_coverage seen;
         coverage_program(&m.geo, &p, &seen);
-        for (unsigned o = 0; o < NX_OP_COUNT; o++)
-            if (!(seen & (1u << o))) fail_msg("opcode %s is not covered", nx_opcode_table[o].mnemonic);
+        test_coverage_check(&seen, "the coverage program");
         pair s = {0};
         nx_sim_result r;
         run_both(&m, &p, &s, 42, presets[k], &r);
@@ -472,8 +452,7 @@ static void every_opcode(void **state) {
         uint64_t insns = 0, dmas = 0;
         for (int e = 0; e < NX_ENG_COUNT; e++) insns += p.stream[0][e].count;
         for (uint32_t i = 0; i < p.stream[0][NX_ENG_SP].count; i++) {
-            uint8_t o = p.stream[0][NX_ENG_SP].insns[i].opcode;
-            dmas += o == NX_OP_DMA_COPY || o == NX_OP_DMA_TRANSPOSE;
+            dmas += nx_opcode_is_dma(p.stream[0][NX_ENG_SP].insns[i].opcode);
         }
         assert_int_equal(r.log_count, insns + dmas);
         check_log(&m, &p, &r, presets[k]);
@@ -515,7 +494,7 @@ static void random_op(author *a, test_rng *r, uint32_t core, const window *w) {
     case 0: { /* tensor_tensor on DVE (SBUF/PSUM) or POOL (SBUF) */
         int dve = pick(r, 2);
         nx_operand_kind k1 = dve && pick(r, 2) ? NX_OPK_PSUM : NX_OPK_SBUF;
-        nx_insn i = op2(NX_OP_TENSOR_TENSOR, rnd_tile(r, NX_OPK_SBUF, rnd_dt(r), st, np, n),
+        nx_insn i = test_insn2(NX_OP_TENSOR_TENSOR, rnd_tile(r, NX_OPK_SBUF, rnd_dt(r), st, np, n),
                         rnd_tile(r, k1, F32, st, np, n));
         i.op[2] = rnd_tile(r, NX_OPK_SBUF, rnd_dt(r), st, np, n);
         static const nx_alu_op ops[] = {NX_ALU_ADD, NX_ALU_SUBTRACT, NX_ALU_MULTIPLY, NX_ALU_MAX};
@@ -525,7 +504,7 @@ static void random_op(author *a, test_rng *r, uint32_t core, const window *w) {
     }
     case 1: { /* tensor_scalar */
         int dve = pick(r, 2);
-        nx_insn i = op2(NX_OP_TENSOR_SCALAR, rnd_tile(r, dve ? NX_OPK_PSUM : NX_OPK_SBUF, F32, st, np, n),
+        nx_insn i = test_insn2(NX_OP_TENSOR_SCALAR, rnd_tile(r, dve ? NX_OPK_PSUM : NX_OPK_SBUF, F32, st, np, n),
                         rnd_tile(r, NX_OPK_SBUF, rnd_dt(r), st, np, n));
         i.alu0 = NX_ALU_MULTIPLY;
         i.alu1 = NX_ALU_ADD;
@@ -538,17 +517,17 @@ static void random_op(author *a, test_rng *r, uint32_t core, const window *w) {
         static const nx_engine engs[] = {NX_ENG_DVE, NX_ENG_ACT, NX_ENG_POOL};
         nx_engine e = PICK(r, engs);
         nx_operand_kind src = e != NX_ENG_POOL && pick(r, 2) ? NX_OPK_PSUM : NX_OPK_SBUF;
-        add(a, core, e, op2(NX_OP_TENSOR_COPY, rnd_tile(r, NX_OPK_SBUF, rnd_dt(r), st, np, n),
+        add(a, core, e, test_insn2(NX_OP_TENSOR_COPY, rnd_tile(r, NX_OPK_SBUF, rnd_dt(r), st, np, n),
                             rnd_tile(r, src, F32, st, np, n)));
         return;
     }
     case 3: /* memset */
         add(a, core, pick(r, 2) ? NX_ENG_DVE : NX_ENG_POOL,
-            op2(NX_OP_MEMSET, rnd_tile(r, NX_OPK_SBUF, rnd_dt(r), st, np, n), nx_imm((double)pick(r, 9) - 4, F32)));
+            test_insn2(NX_OP_MEMSET, rnd_tile(r, NX_OPK_SBUF, rnd_dt(r), st, np, n), nx_imm((double)pick(r, 9) - 4, F32)));
         return;
     case 4: { /* activation, sometimes with acc_out */
         static const nx_act_func fs[] = {NX_ACT_EXP, NX_ACT_TANH, NX_ACT_RELU, NX_ACT_SILU, NX_ACT_SQUARE};
-        nx_insn i = op2(NX_OP_ACTIVATION, rnd_tile(r, NX_OPK_SBUF, rnd_dt(r), st, np, n),
+        nx_insn i = test_insn2(NX_OP_ACTIVATION, rnd_tile(r, NX_OPK_SBUF, rnd_dt(r), st, np, n),
                         rnd_tile(r, pick(r, 2) ? NX_OPK_PSUM : NX_OPK_SBUF, F32, st, np, n));
         i.func = (uint8_t)PICK(r, fs);
         i.op[2] = nx_imm(0.75, F32);
@@ -563,13 +542,13 @@ static void random_op(author *a, test_rng *r, uint32_t core, const window *w) {
     case 5: { /* iota */
         const int32_t one = 1;
         add(a, core, NX_ENG_POOL,
-            op2(NX_OP_IOTA, rnd_tile(r, NX_OPK_SBUF, pick(r, 2) ? NX_DT_INT32 : F32, st, np, n),
+            test_insn2(NX_OP_IOTA, rnd_tile(r, NX_OPK_SBUF, pick(r, 2) ? NX_DT_INT32 : F32, st, np, n),
                 nx_pattern((int64_t)pick(r, 100), 3, np, 1, &one, &n)));
         return;
     }
     case 6: { /* tensor_reduce */
         int dve = pick(r, 2);
-        nx_insn i = op2(NX_OP_TENSOR_REDUCE, rnd_tile(r, NX_OPK_SBUF, F32, st, np, 1),
+        nx_insn i = test_insn2(NX_OP_TENSOR_REDUCE, rnd_tile(r, NX_OPK_SBUF, F32, st, np, 1),
                         rnd_tile(r, NX_OPK_SBUF, rnd_dt(r), st, np, n));
         i.alu0 = pick(r, 2) ? NX_ALU_ADD : NX_ALU_MAX;
         i.iparam[0] = 1;
@@ -578,7 +557,7 @@ static void random_op(author *a, test_rng *r, uint32_t core, const window *w) {
     }
     case 7: { /* scalar_tensor_tensor or select on DVE */
         if (pick(r, 2)) {
-            nx_insn i = op2(NX_OP_SCALAR_TENSOR_TENSOR, rnd_tile(r, NX_OPK_SBUF, F32, st, np, n),
+            nx_insn i = test_insn2(NX_OP_SCALAR_TENSOR_TENSOR, rnd_tile(r, NX_OPK_SBUF, F32, st, np, n),
                             rnd_tile(r, NX_OPK_SBUF, F32, st, np, n));
             i.alu0 = NX_ALU_MULTIPLY;
             i.alu1 = NX_ALU_SUBTRACT;
@@ -586,7 +565,7 @@ static void random_op(author *a, test_rng *r, uint32_t core, const window *w) {
             i.op[3] = rnd_tile(r, NX_OPK_PSUM, F32, st, np, n);
             add(a, core, NX_ENG_DVE, i);
         } else {
-            nx_insn i = op2(NX_OP_SELECT, rnd_tile(r, NX_OPK_SBUF, F32, st, np, n),
+            nx_insn i = test_insn2(NX_OP_SELECT, rnd_tile(r, NX_OPK_SBUF, F32, st, np, n),
                             rnd_tile(r, NX_OPK_SBUF, F32, st, np, n));
             i.op[2] = rnd_tile(r, NX_OPK_SBUF, F32, st, np, n);
             i.op[3] = nx_imm(9.0, F32);
@@ -601,7 +580,7 @@ static void random_op(author *a, test_rng *r, uint32_t core, const window *w) {
         ld.op[0] = rnd_tile(r, NX_OPK_SBUF, rnd_dt(r), 0, K, M);
         add(a, core, NX_ENG_PE, ld);
         for (uint32_t t = 0, nm = 1 + pick(r, 3); t < nm; t++) {
-            nx_insn mm = op2(NX_OP_MULTIPLY_MOVING, rnd_tile(r, NX_OPK_PSUM, F32, 0, M, n),
+            nx_insn mm = test_insn2(NX_OP_MULTIPLY_MOVING, rnd_tile(r, NX_OPK_PSUM, F32, 0, M, n),
                              rnd_tile(r, NX_OPK_SBUF, rnd_dt(r), 0, K, n));
             if (pick(r, 2)) mm.flags = NX_FLAG_ACCUMULATE;
             add(a, core, NX_ENG_PE, mm);
@@ -611,7 +590,7 @@ static void random_op(author *a, test_rng *r, uint32_t core, const window *w) {
     case 9: { /* PE transpose [P <= 128, F <= 64] -> PSUM [F, P] in one bank */
         nx_operand src = rnd_tile(r, NX_OPK_SBUF, F32, 0, np > 64 ? 128 : 64, n);
         nx_operand dst = nx_ap_tile(NX_OPK_PSUM, F32, 0, n, 512ull * pick(r, 8), src.partition_count);
-        add(a, core, NX_ENG_PE, op2(NX_OP_TRANSPOSE, dst, src));
+        add(a, core, NX_ENG_PE, test_insn2(NX_OP_TRANSPOSE, dst, src));
         return;
     }
     case 10: case 11: { /* DMA between HBM and SBUF, or SBUF and SBUF */
@@ -622,11 +601,11 @@ static void random_op(author *a, test_rng *r, uint32_t core, const window *w) {
         nx_operand s = rnd_tile(r, NX_OPK_SBUF, F32, pick(r, 129 - np), np, n);
         nx_insn i;
         switch (pick(r, 4)) {
-        case 0: i = dma(s, hi, q); break;
-        case 1: i = dma(ho, s, q); break;
-        case 2: i = dma(s, rnd_tile(r, NX_OPK_SBUF, rnd_dt(r), pick(r, 129 - np), np, n), q); break;
+        case 0: i = test_dma(s, hi, q); break;
+        case 1: i = test_dma(ho, s, q); break;
+        case 2: i = test_dma(s, rnd_tile(r, NX_OPK_SBUF, rnd_dt(r), pick(r, 129 - np), np, n), q); break;
         default:
-            i = dma(ho, s, q);
+            i = test_dma(ho, s, q);
             i.flags = NX_FLAG_ACCUMULATE;
             break;
         }
@@ -635,20 +614,20 @@ static void random_op(author *a, test_rng *r, uint32_t core, const window *w) {
     }
     case 12: { /* POOL partition work */
         if (pick(r, 2)) {
-            nx_insn i = op2(NX_OP_PARTITION_ALL_REDUCE, rnd_tile(r, NX_OPK_SBUF, F32, st, np, n),
+            nx_insn i = test_insn2(NX_OP_PARTITION_ALL_REDUCE, rnd_tile(r, NX_OPK_SBUF, F32, st, np, n),
                             rnd_tile(r, NX_OPK_SBUF, F32, st, np, n));
             i.alu0 = NX_ALU_ADD;
             add(a, core, NX_ENG_POOL, i);
         } else {
             add(a, core, NX_ENG_POOL,
-                op2(NX_OP_PARTITION_BROADCAST, rnd_tile(r, NX_OPK_SBUF, F32, st, np, n),
+                test_insn2(NX_OP_PARTITION_BROADCAST, rnd_tile(r, NX_OPK_SBUF, F32, st, np, n),
                     rnd_tile(r, NX_OPK_SBUF, F32, 32 * pick(r, 4), 1, n)));
         }
         return;
     }
     default: { /* max8 on DVE */
         add(a, core, NX_ENG_DVE,
-            op2(NX_OP_MAX8, rnd_tile(r, NX_OPK_SBUF, F32, st, np, 8), rnd_tile(r, NX_OPK_SBUF, F32, st, np, 64)));
+            test_insn2(NX_OP_MAX8, rnd_tile(r, NX_OPK_SBUF, F32, st, np, 8), rnd_tile(r, NX_OPK_SBUF, F32, st, np, 64)));
         return;
     }
     }
@@ -679,7 +658,7 @@ static void random_program(const nx_geometry *geo, uint32_t cores, int nops, uin
  * per partition: the random programs' window), so that comparing every byte
  * of every memory stays cheap. */
 static nx_machine small_machine(const char *name) {
-    nx_machine m = machine(name);
+    nx_machine m = test_machine(name);
     m.geo.sbuf_partition_bytes = 8192;
     m.geo.psum_partition_bytes = 4096;
     return m;

@@ -36,13 +36,6 @@ typedef struct layout {
     uint64_t ps_bf16, ps_f32;       /* dst [M, N] fp32 */
 } layout;
 
-static nx_machine trn2(void) {
-    nx_machine m;
-    nx_error err;
-    if (nx_machine_load("trn2", &m, &err) != 0) fail_msg("%s", err.msg);
-    return m;
-}
-
 static void emit(nx_builder *b, const nx_insn *in) {
     nx_error err;
     if (nx_builder_emit(b, 0, NX_ENG_PE, in, NULL, &err) != 0) fail_msg("emit: %s", err.msg);
@@ -182,7 +175,7 @@ static void run(const nx_machine *m, const nx_program *p, nx_state *st, const nx
 static void rtl_equals_model(void **state) {
     (void)state;
     const char *vcd = "test_sim_rtl.vcd";
-    nx_machine m = trn2();
+    nx_machine m = test_machine("trn2");
     nx_program p;
     layout l;
     matmul_program(&m, &p, &l);
@@ -249,7 +242,7 @@ static void rtl_equals_model(void **state) {
  * run's. */
 static void every_kernel_equals_rtl(void **state) {
     (void)state;
-    nx_machine m = trn2();
+    nx_machine m = test_machine("trn2");
     nx_program p;
     layout l;
     matmul_program(&m, &p, &l);
@@ -292,7 +285,7 @@ static void nan_results_are_canonical_on_both(void **state) {
     (void)state;
     const uint32_t nan_col = 5;
     const uint32_t payload_nan = 0x7fa00001u; /* signalling, payload 0x200001 */
-    nx_machine m = trn2();
+    nx_machine m = test_machine("trn2");
     nx_program p;
     layout l;
     matmul_program(&m, &p, &l);
@@ -327,7 +320,7 @@ static void nan_results_are_canonical_on_both(void **state) {
 /* A multiply with no stationary tile: the same message on both datapaths. */
 static void errors_match_model(void **state) {
     (void)state;
-    nx_machine m = trn2();
+    nx_machine m = test_machine("trn2");
     nx_builder *b = nx_builder_new(&m.geo, 1);
     nx_error err_model, err_rtl;
     uint64_t mv, ps;

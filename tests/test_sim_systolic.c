@@ -1,5 +1,5 @@
 /* The PE's systolic reference mode against SCALE-Sim v2's weight-stationary
- * model (HARDWARE.md): a GEMM of M x K by K x N on an R x C array costs
+ * model (docs/parts/hardware.md, "Published figures"): a GEMM of M x K by K x N on an R x C array costs
  * ceil(K/R) * ceil(N/C) folds of (2R + C + M - 2) cycles, with no overlap.
  *
  * The GEMM programs are built with the builder the way a kernel tiles them

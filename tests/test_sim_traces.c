@@ -1,9 +1,16 @@
-/* Every conformance program in traces/ (traces/NAME/program.nxs and the
- * negative ones under traces/errors/) runs on the model and on the
- * functional executor with the trace's own inputs (in_TENSOR.npy): the
- * memories must be byte-identical afterwards, or both runs must fail with
- * the same message. (The traces' expected outputs are checked against
- * `nxsim exec` by the conformance tests; this pins model == functional.) */
+/* The conformance programs of traces/ on every backend, against the
+ * functional executor: traces/NAME/program.nxs and the negative ones under
+ * traces/errors/ run on the model, and the traces with PE instructions also
+ * on the model with the RTL PE array (--pe rtl), each with the trace's own
+ * inputs (in_TENSOR.npy); the memories must be byte-identical to the
+ * functional executor's afterwards, or both runs must fail with the same
+ * message, and the model's log of the run has no race (sim/race.h: equal
+ * bytes are the contract only for race-free programs). (The traces'
+ * expected outputs are checked against `nxsim exec`
+ * on each backend by the conformance tests, tests/conformance/; this pins
+ * backend == functional on the whole machine state.) The traces together
+ * must also cover the opcode table (test_coverage_check): a new opcode needs
+ * a trace. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +25,7 @@
 #include "isa/exec.h"
 #include "isa/npy.h"
 #include "sim/model.h"
+#include "sim/race.h"
 #include "support.h"
 
 /* traces/ beside tests/, found from this file's path. */
@@ -26,6 +34,16 @@ static void traces_dir(char *buf, size_t len) {
     const char *slash = strrchr(here, '/');
     size_t n = slash ? (size_t)(slash - here) : 0;
     snprintf(buf, len, "%.*s/../traces", (int)n, n ? here : ".");
+}
+
+typedef enum backend { BACKEND_MODEL, BACKEND_RTL } backend;
+static const char *const backend_names[] = {"model", "rtl"};
+
+/* The traces the RTL backend runs: a PE stream with an instruction. */
+static int has_pe_work(const nx_program *p) {
+    for (uint32_t c = 0; c < p->cores; c++)
+        if (p->stream[c][NX_ENG_PE].count > 0) return 1;
+    return 0;
 }
 
 static void load_inputs(const char *dir, const nx_program *p, nx_state *a, nx_state *b) {
@@ -47,19 +65,26 @@ static void load_inputs(const char *dir, const nx_program *p, nx_state *a, nx_st
     }
 }
 
-/* Returns 1 if the trace ran (0 if it does not assemble or validate: that
- * is the conformance tests' business). */
-static int run_trace(const char *dir) {
+/* Assembles dir/program.nxs into p: 1, or 0 if there is none or it does
+ * not assemble (then err says why). */
+static int assemble_trace(const char *dir, nx_program *p, nx_error *err) {
     char path[1024];
     if (snprintf(path, sizeof path, "%s/program.nxs", dir) >= (int)sizeof path) fail_msg("path too long: %s", dir);
     struct stat sb;
     if (stat(path, &sb) != 0) return 0;
+    return nx_assemble_file(path, p, err) == 0;
+}
+
+/* Returns 1 if the trace ran on backend b (0 if it does not assemble or
+ * validate: that is the conformance tests' business; 0 on the RTL backend
+ * for a trace without PE work). */
+static int run_trace(const char *dir, backend b) {
     nx_program p;
     nx_error err;
-    if (nx_assemble_file(path, &p, &err) != 0) return 0;
+    if (!assemble_trace(dir, &p, &err)) return 0;
     nx_machine m;
     if (nx_machine_load(p.machine[0] ? p.machine : "trn2", &m, &err) != 0 ||
-        nx_program_validate(&p, &m.geo, &err) != 0) {
+        nx_program_validate(&p, &m.geo, &err) != 0 || (b == BACKEND_RTL && !has_pe_work(&p))) {
         nx_program_free(&p);
         return 0;
     }
@@ -69,24 +94,28 @@ static int run_trace(const char *dir) {
         fail_msg("%s: %s", dir, err.msg);
     load_inputs(dir, &p, &model, &ref);
     nx_sim_options opt = {1, 0};
+    nx_sim_pe_options pe = {b == BACKEND_RTL, NULL};
     nx_sim_result r;
     nx_error merr, ferr;
-    int mrc = nx_sim_run(&m, &p, &model, &opt, &r, &merr);
+    int mrc = nx_sim_run_pe(&m, &p, &model, &opt, &pe, &r, &merr);
     int frc = nx_exec_program(&p, &ref, &ferr);
     if (mrc != frc)
-        fail_msg("%s: model %s, functional %s", dir, mrc ? merr.msg : "ok", frc ? ferr.msg : "ok");
+        fail_msg("%s: %s %s, functional %s", dir, backend_names[b], mrc ? merr.msg : "ok", frc ? ferr.msg : "ok");
     if (mrc != 0) {
         assert_string_equal(merr.msg, ferr.msg);
     } else {
-        if (memcmp(model.hbm, ref.hbm, p.hbm_bytes) != 0) fail_msg("%s: HBM differs", dir);
+        if (memcmp(model.hbm, ref.hbm, p.hbm_bytes) != 0) fail_msg("%s: %s HBM differs", dir, backend_names[b]);
         for (uint32_t c = 0; c < p.cores; c++) {
             if (memcmp(model.core[c].sbuf, ref.core[c].sbuf, (size_t)m.geo.partitions * m.geo.sbuf_partition_bytes))
-                fail_msg("%s: core %u SBUF differs", dir, c);
+                fail_msg("%s: %s core %u SBUF differs", dir, backend_names[b], c);
             if (memcmp(model.core[c].psum, ref.core[c].psum, (size_t)m.geo.partitions * m.geo.psum_partition_bytes))
-                fail_msg("%s: core %u PSUM differs", dir, c);
+                fail_msg("%s: %s core %u PSUM differs", dir, backend_names[b], c);
             if (memcmp(model.core[c].sems, ref.core[c].sems, (p.sem_count ? p.sem_count : 1) * sizeof(uint32_t)))
-                fail_msg("%s: core %u semaphores differ", dir, c);
+                fail_msg("%s: %s core %u semaphores differ", dir, backend_names[b], c);
         }
+        /* Equal bytes are only the contract for race-free programs: pin it. */
+        int race = nx_race_check(&p, r.log, r.log_count, &merr);
+        if (race != 0) fail_msg("%s: %s", dir, merr.msg);
         nx_sim_result_free(&r);
     }
     nx_state_free(&model);
@@ -95,10 +124,13 @@ static int run_trace(const char *dir) {
     return 1;
 }
 
-static int run_all(const char *root) {
+static int name_cmp(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
+
+/* Calls visit(dir, ctx) for every directory under root (in name order);
+ * returns the sum of what it returned. */
+static int for_each_trace(const char *root, int (*visit)(const char *dir, void *ctx), void *ctx) {
     DIR *d = opendir(root);
     if (!d) return 0;
-    int n = 0;
     struct dirent *e;
     char names[256][256];
     int count = 0;
@@ -107,29 +139,67 @@ static int run_all(const char *root) {
         snprintf(names[count++], sizeof names[0], "%s", e->d_name);
     }
     closedir(d);
+    qsort(names, (size_t)count, sizeof names[0], name_cmp);
+    int n = 0;
     for (int i = 0; i < count; i++) {
         char dir[1024];
         if (snprintf(dir, sizeof dir, "%s/%s", root, names[i]) >= (int)sizeof dir)
             fail_msg("path too long: %s", root);
-        n += run_trace(dir);
+        n += visit(dir, ctx);
     }
     return n;
 }
 
-static void traces_equal_functional(void **state) {
+static int visit_run(const char *dir, void *ctx) { return run_trace(dir, *(const backend *)ctx); }
+
+static void traces_model_equal_functional(void **state) {
     (void)state;
     char root[1024], errors[1100];
     traces_dir(root, sizeof root);
     if (snprintf(errors, sizeof errors, "%s/errors", root) >= (int)sizeof errors) fail_msg("path too long");
-    int n = run_all(root), e = run_all(errors);
+    backend b = BACKEND_MODEL;
+    int n = for_each_trace(root, visit_run, &b), e = for_each_trace(errors, visit_run, &b);
     printf("%d traces and %d error traces: model == functional\n", n, e);
     /* traces/ ships with the source tree: finding none means the test ran nothing */
     if (n == 0) fail_msg("no traces found under %s", root);
 }
 
+static void pe_traces_rtl_equal_functional(void **state) {
+    (void)state;
+    char root[1024];
+    traces_dir(root, sizeof root);
+    backend b = BACKEND_RTL;
+    int n = for_each_trace(root, visit_run, &b);
+    printf("%d traces with PE work: model with the RTL PE array == functional\n", n);
+    if (n == 0) fail_msg("no trace under %s has PE work", root);
+}
+
+static int visit_cover(const char *dir, void *ctx) {
+    nx_program p;
+    nx_error err;
+    if (!assemble_trace(dir, &p, &err)) return 0; /* the conformance tests report it */
+    test_coverage_add_program(ctx, &p);
+    nx_program_free(&p);
+    return 1;
+}
+
+/* Every opcode has a trace: compute and DMA opcodes on every engine their
+ * row allows, control opcodes on one. */
+static void traces_cover_the_opcode_table(void **state) {
+    (void)state;
+    char root[1024];
+    traces_dir(root, sizeof root);
+    test_coverage cov;
+    memset(&cov, 0, sizeof cov);
+    if (for_each_trace(root, visit_cover, &cov) == 0) fail_msg("no traces found under %s", root);
+    test_coverage_check(&cov, "traces/");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(traces_equal_functional),
+        cmocka_unit_test(traces_model_equal_functional),
+        cmocka_unit_test(pe_traces_rtl_equal_functional),
+        cmocka_unit_test(traces_cover_the_opcode_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,7 @@
  *
  * Each leaf is traced for every program_id of a 1- or 2-core grid into one
  * builder, the program is checked race-free by the static order check
- * (nx_kcheck_program) and, when the SystemC model is linked, run on it with
+ * (test_kcheck_program) and, when the SystemC model is linked, run on it with
  * the race detector; it is executed with the functional executor and the
  * output compared bit for bit with nx_ref_transpose on random bit patterns
  * (NaN payloads included). The reference itself is checked against
@@ -23,6 +23,7 @@
 #include "kernels/ref/ref.h"
 #include "kernels/transpose.h"
 #include "kernels/transpose_plan.h"
+#include "kcheck.h"
 #include "support.h"
 #include "sim/machine.h"
 #include "sim/model.h"
@@ -149,7 +150,7 @@ static void check_leaf(leaf_fn leaf, const char *leaf_name, nx_dtype dt, uint32_
     nx_program prog;
     if (nx_builder_finish(b, &prog, &err) != 0) fail_msg("%s: finish: %s", what, err.msg);
     nx_builder_free(b);
-    int oc = nx_kcheck_program(&prog, &err);
+    int oc = test_kcheck_program(&prog, &err);
     if (oc != 0) fail_msg("%s: order check: %s", what, err.msg);
 
     size_t size = nx_dtype_size(dt);
@@ -269,7 +270,7 @@ static void expect_reduce_error(uint32_t ndims, const uint64_t *shape, const int
 
 static void test_reduce(void **state) {
     (void)state;
-    /* the examples of docs/parts/kernels.md */
+    /* the reduction examples of docs/parts/kernels.md ("The transposes") */
     const uint64_t s5[5] = {2, 4, 8, 16, 32};
     const int64_t p5[5] = {0, 1, 4, 2, 3};
     expect_plan(5, s5, p5, 8, 128, 32, 0);

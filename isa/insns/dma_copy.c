@@ -14,6 +14,8 @@
  * bytes may overlap, the source is first staged in a buffer. */
 #include "insn_impl.h"
 
+#include "../bytes.h"
+
 /* One side of the transfer: rows of F elements, free dims normalised
  * (count-1 dims dropped, contiguous neighbours merged), innermost last. */
 typedef struct dma_side {
@@ -118,10 +120,6 @@ static void cursor_advance(dma_cursor *c, uint64_t n) {
     c->left = s->count[inner];
 }
 
-static uint32_t load_le32(const uint8_t *p) {
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
-
 /* n elements: dst run at dp (dstep bytes apart) from src run at sp. */
 static void move_run(const dma_side *d, uint8_t *dp, int64_t dstep, const dma_side *s,
                      const uint8_t *sp, int64_t sstep, uint64_t n, int acc) {
@@ -140,13 +138,8 @@ static void move_run(const dma_side *d, uint8_t *dp, int64_t dstep, const dma_si
     if (!acc && s->dt == NX_DT_FP32 && d->dt == NX_DT_BF16) {
         /* the common down-cast, without the double round trip */
         for (uint64_t i = 0; i < n; i++) {
-            float f;
-            uint32_t bits = load_le32(sp + (int64_t)i * sstep);
-            memcpy(&f, &bits, sizeof f);
-            uint16_t h = nx_f32_to_bf16(f);
-            uint8_t *q = dp + (int64_t)i * dstep;
-            q[0] = (uint8_t)h;
-            q[1] = (uint8_t)(h >> 8);
+            float f = nx_f32_from_bits(nx_load_le32(sp + (int64_t)i * sstep));
+            nx_store_le16(dp + (int64_t)i * dstep, nx_f32_to_bf16(f));
         }
         return;
     }

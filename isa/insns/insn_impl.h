@@ -23,7 +23,7 @@
 #include "../state.h"
 #include "../validate.h"
 
-#define NX_OP(id, mn, eng, par, fl, ip0, ip1, s0, s1, s2, s3, s4)                   \
+#define NX_OP(id, mn, eng, cls, par, fl, ip0, ip1, s0, s1, s2, s3, s4)                   \
     int nx_validate_##id(const nx_insn *insn, nx_engine engine,                     \
                          const nx_geometry *geo, nx_error *err);                    \
     int nx_exec_##id(const nx_exec_ctx *ctx, const nx_insn *insn);

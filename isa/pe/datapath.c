@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../insns/pe_convert.h"
+#include "../pe_input.h"
 #include "tiles.h"
 
 /* ---- kernels ---- */

@@ -50,8 +50,9 @@ int nx_pe_kernel_active(nx_pe_kernel *out, nx_error *err);
 
 /* PE input conversion (load_stationary's and multiply_moving's): `rows`
  * partitions of a view of a PE input dtype -> fp32, partition r, element e
- * at out[r * ld + e]; exact. The generic converter (isa/insns/pe_convert.h)
- * with kernel k's vectorised one for contiguous fp32 and bf16 rows. */
+ * at out[r * ld + e]: exactly isa/pe_input.h's nx_pe_rows_to_f32 (a bf16
+ * NaN becomes the canonical quiet NaN with its sign), done by kernel k's
+ * vectorised converter for contiguous fp32 and bf16 rows. */
 void nx_pe_convert(nx_pe_kernel k, const nx_view *v, uint32_t rows, float *out, uint64_t ld);
 
 /* One multiply: K = moving->partitions, M = dst->partitions,

@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../bytes.h"
+
 /* The including file sets the vector width its instruction set handles
  * natively (GCC lowers wider generic vectors, and their compares, badly). */
 #ifndef PE_PANEL_BYTES
@@ -26,8 +28,9 @@ enum { PE_PANEL_LANES = PE_PANEL_BYTES / 4 };
 
 /* One vector's |x| bits into the running minimum of the nonzero ones and
  * maximum of the finite ones. */
-static inline __attribute__((always_inline)) void pe_scan_vec(pe_panel_vi u, pe_panel_vi *lo, pe_panel_vi *hi) {
-    u &= INT32_MAX;
+static inline __attribute__((always_inline)) void pe_scan_vec(const pe_panel_vi *x, pe_panel_vi *lo,
+                                                              pe_panel_vi *hi) {
+    pe_panel_vi u = *x & INT32_MAX;
     pe_panel_vi v = u & (u < 0x7f800000);
     pe_panel_vi gt = v > *hi;
     *hi = (v & gt) | (*hi & ~gt);
@@ -42,11 +45,12 @@ static inline __attribute__((always_inline)) void pe_scan_one(int32_t u, int32_t
     if (u != 0 && u < *lo) *lo = u;
 }
 
-static inline __attribute__((always_inline)) void pe_scan_end(pe_panel_vi lo, pe_panel_vi hi, int32_t slo,
-                                                              int32_t shi, uint32_t *lo_out, uint32_t *hi_out) {
+static inline __attribute__((always_inline)) void pe_scan_end(const pe_panel_vi *lo, const pe_panel_vi *hi,
+                                                              int32_t slo, int32_t shi, uint32_t *lo_out,
+                                                              uint32_t *hi_out) {
     for (int i = 0; i < PE_PANEL_LANES; i++) {
-        if (lo[i] < slo) slo = lo[i];
-        if (hi[i] > shi) shi = hi[i];
+        if ((*lo)[i] < slo) slo = (*lo)[i];
+        if ((*hi)[i] > shi) shi = (*hi)[i];
     }
     *lo_out = (uint32_t)slo;
     *hi_out = (uint32_t)shi;
@@ -68,7 +72,7 @@ static inline __attribute__((always_inline)) void pe_scan(const float *x, uint32
         for (; j + PE_PANEL_LANES <= cols; j += PE_PANEL_LANES) {
             pe_panel_vi u;
             memcpy(&u, row + j, sizeof u);
-            pe_scan_vec(u, &lo, &hi);
+            pe_scan_vec(&u, &lo, &hi);
         }
         for (; j < cols; j++) {
             int32_t u;
@@ -76,10 +80,24 @@ static inline __attribute__((always_inline)) void pe_scan(const float *x, uint32
             pe_scan_one(u, &slo, &shi);
         }
     }
-    pe_scan_end(lo, hi, slo, shi, lo_out, hi_out);
+    pe_scan_end(&lo, &hi, slo, shi, lo_out, hi_out);
 }
 
 enum { PE_PREFETCH_ROWS = 4 };
+
+typedef uint16_t pe_panel_vh __attribute__((vector_size(PE_PANEL_BYTES / 2)));
+
+/* PE_PANEL_LANES bf16 codes at src -> *out, fp32 bits as
+ * nx_bf16_bits_to_f32 (isa/bytes.h) gives them: the code shifted up, a NaN
+ * as the canonical quiet NaN with its sign. (Vectors pass by pointer: the
+ * including file enables its instruction set per function only.) */
+static inline __attribute__((always_inline)) void pe_bf16_widen(const uint8_t *src, pe_panel_vu *out) {
+    pe_panel_vh h;
+    memcpy(&h, src, sizeof h);
+    pe_panel_vu u = __builtin_convertvector(h, pe_panel_vu) << 16;
+    pe_panel_vu nan = (pe_panel_vu)((pe_panel_vi)(u & 0x7fffffffu) > 0x7f800000);
+    *out = (u & ~nan) | (((u & 0x80000000u) | NX_F32_CANONICAL_NAN) & nan);
+}
 
 /* Moving rows k < K of `cols` elements at src + k * step (contiguous,
  * little-endian fp32, or bf16 when `bf16`) -> fp32 in panels of nr
@@ -90,7 +108,6 @@ static inline __attribute__((always_inline)) void pe_pack_rows(const uint8_t *sr
                                                                uint32_t K, uint32_t cols, uint32_t nr,
                                                                uint64_t ld, uint64_t panel_stride,
                                                                float *out) {
-    typedef uint16_t half_vu __attribute__((vector_size(PE_PANEL_BYTES / 2)));
     const uint32_t es = bf16 ? 2u : 4u, row_bytes = cols * es;
     for (uint32_t k = 0; k < K; k++) {
         const uint8_t *row = src + (int64_t)k * step;
@@ -106,9 +123,7 @@ static inline __attribute__((always_inline)) void pe_pack_rows(const uint8_t *sr
             for (uint32_t j = 0; j < full; j += PE_PANEL_LANES) {
                 pe_panel_vu u;
                 if (bf16) {
-                    half_vu h;
-                    memcpy(&h, in + 2 * j, sizeof h);
-                    u = __builtin_convertvector(h, pe_panel_vu) << 16;
+                    pe_bf16_widen(in + 2 * j, &u);
                 } else {
                     memcpy(&u, in + 4 * j, sizeof u);
                 }
@@ -116,7 +131,7 @@ static inline __attribute__((always_inline)) void pe_pack_rows(const uint8_t *sr
             }
             for (uint32_t j = full; j < nr; j++) {
                 uint32_t bits = 0;
-                if (j < w && bf16) bits = (uint32_t)(in[2 * j] | in[2 * j + 1] << 8) << 16;
+                if (j < w && bf16) bits = nx_f32_bits(nx_bf16_bits_to_f32((uint16_t)(in[2 * j] | in[2 * j + 1] << 8)));
                 else if (j < w) memcpy(&bits, in + 4 * j, sizeof bits);
                 memcpy(panel + j, &bits, sizeof bits);
             }

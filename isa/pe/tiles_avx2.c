@@ -45,6 +45,17 @@ typedef struct moving {
 
 enum { PREFETCH_ROWS = 16 };
 
+/* 8 bf16 codes -> fp32 as isa/bytes.h's nx_bf16_bits_to_f32: shifted up,
+ * a NaN as the canonical quiet NaN with its sign. */
+AVX2 INLINE __m256 bf16_widen(__m128i h) {
+    const __m256i u = _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16);
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
+                                           _mm256_set1_epi32(0x7f800000));
+    const __m256i canon = _mm256_or_si256(_mm256_and_si256(u, _mm256_set1_epi32((int)0x80000000u)),
+                                          _mm256_set1_epi32((int)NX_F32_CANONICAL_NAN));
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(u, canon, nan));
+}
+
 AVX2 INLINE void moving_row(const moving *mv, uint32_t k, __m256 *b0, __m256 *b1, int load) {
     if (!load) {
         *b0 = _mm256_loadu_ps(mv->b + k * mv->ldb);
@@ -55,9 +66,8 @@ AVX2 INLINE void moving_row(const moving *mv, uint32_t k, __m256 *b0, __m256 *b1
     const int ahead = k + PREFETCH_ROWS < mv->rows;
     if (ahead) _mm_prefetch((const char *)(row + PREFETCH_ROWS * mv->step), _MM_HINT_T0);
     if (mv->bf16) {
-        *b0 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const void *)row)), 16));
-        *b1 = _mm256_castsi256_ps(
-            _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const void *)(row + 16))), 16));
+        *b0 = bf16_widen(_mm_loadu_si128((const void *)row));
+        *b1 = bf16_widen(_mm_loadu_si128((const void *)(row + 16)));
     } else {
         *b0 = _mm256_loadu_ps((const void *)row);
         *b1 = _mm256_loadu_ps((const void *)(row + 32));

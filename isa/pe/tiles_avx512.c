@@ -43,6 +43,17 @@ typedef struct moving {
 
 enum { PREFETCH_ROWS = 16 };
 
+/* 16 bf16 codes -> fp32 as isa/bytes.h's nx_bf16_bits_to_f32: shifted up,
+ * a NaN as the canonical quiet NaN with its sign. */
+AVX512 INLINE __m512 bf16_widen(__m256i h) {
+    const __m512i u = _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16);
+    const __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                                  _mm512_set1_epi32(0x7f800000));
+    const __m512i canon = _mm512_or_si512(_mm512_and_si512(u, _mm512_set1_epi32((int)0x80000000u)),
+                                          _mm512_set1_epi32((int)NX_F32_CANONICAL_NAN));
+    return _mm512_castsi512_ps(_mm512_mask_blend_epi32(nan, u, canon));
+}
+
 AVX512 INLINE void moving_row(const moving *mv, uint32_t k, __m512 *b0, __m512 *b1, int load) {
     if (!load) {
         *b0 = _mm512_loadu_ps(mv->b + k * mv->ldb);
@@ -53,9 +64,8 @@ AVX512 INLINE void moving_row(const moving *mv, uint32_t k, __m512 *b0, __m512 *
     const int ahead = k + PREFETCH_ROWS < mv->rows;
     if (ahead) _mm_prefetch((const char *)(row + PREFETCH_ROWS * mv->step), _MM_HINT_T0);
     if (mv->bf16) {
-        *b0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const void *)row)), 16));
-        *b1 = _mm512_castsi512_ps(
-            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const void *)(row + 32))), 16));
+        *b0 = bf16_widen(_mm256_loadu_si256((const void *)row));
+        *b1 = bf16_widen(_mm256_loadu_si256((const void *)(row + 32)));
     } else {
         if (ahead) _mm_prefetch((const char *)(row + PREFETCH_ROWS * mv->step + 64), _MM_HINT_T0);
         *b0 = _mm512_loadu_ps((const void *)row);

@@ -9,22 +9,7 @@
 #include <verilated_vcd_sc.h>
 
 #include "Vnx_pe_sc.h"
-
-namespace {
-
-uint32_t bits_of(float f) {
-    uint32_t u;
-    std::memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-float float_of(uint32_t u) {
-    float f;
-    std::memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-}  // namespace
+#include "isa/bytes.h"
 
 nx_rtl_pe::nx_rtl_pe(sc_core::sc_module_name name, const sc_core::sc_time &clock_period)
     : sc_core::sc_module(name), half_period_(clock_period / 2.0),
@@ -154,7 +139,7 @@ int nx_rtl_pe::load_stationary(const float *w, uint32_t K, uint32_t M, uint64_t 
     flush_pending_row();  // the previous tile's last row, if no multiply took it
     for (uint32_t k = 0; k < rows; k++)
         for (uint32_t c = 0; c < cols; c++)
-            st_bits_[(size_t)k * cols + c] = k < K && c < M ? bits_of(w[(size_t)k * M + c]) : 0u;
+            st_bits_[(size_t)k * cols + c] = k < K && c < M ? nx_f32_bits(w[(size_t)k * M + c]) : 0u;
     st_k_ = K;
     st_m_ = M;
     // rows enter the top and shift down: feed k = rows-1 .. 1 now, row 0
@@ -185,7 +170,7 @@ int nx_rtl_pe::multiply(const float *mv, uint32_t K, uint32_t N, float *out, boo
         set_idle();
         for (uint32_t n = 0; n < N; n++) {
             sc_dt::sc_bv<cols * 32> row;
-            for (uint32_t c = 0; c < cols; c++) row.set_word(c, c < M ? bits_of(out[(size_t)c * N + n]) : 0u);
+            for (uint32_t c = 0; c < cols; c++) row.set_word(c, c < M ? nx_f32_bits(out[(size_t)c * N + n]) : 0u);
             ps_we_.write(true);
             ps_addr_.write(n);
             ps_wdata_.write(row);
@@ -203,7 +188,7 @@ int nx_rtl_pe::multiply(const float *mv, uint32_t K, uint32_t N, float *out, boo
             ld_valid_.write(false);
         }
         sc_dt::sc_bv<rows * 32> vec;
-        for (uint32_t k = 0; k < rows; k++) vec.set_word(k, k < K ? bits_of(mv[(size_t)k * N + n]) : 0u);
+        for (uint32_t k = 0; k < rows; k++) vec.set_word(k, k < K ? nx_f32_bits(mv[(size_t)k * N + n]) : 0u);
         mv_valid_.write(true);
         mv_first_.write(n == 0);
         mv_acc_.write(acc);
@@ -228,7 +213,7 @@ int nx_rtl_pe::multiply(const float *mv, uint32_t K, uint32_t N, float *out, boo
         ps_addr_.write(n);
         settle();
         const sc_dt::sc_bv<cols * 32> &row = ps_rdata_.read();
-        for (uint32_t m = 0; m < M; m++) out[(size_t)m * N + n] = float_of((uint32_t)row.get_word(m));
+        for (uint32_t m = 0; m < M; m++) out[(size_t)m * N + n] = nx_f32_from_bits((uint32_t)row.get_word(m));
     }
     if (cycles != nullptr) *cycles = spent;
     return 0;

@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
 # Runs nxsim conformance traces (traces/README.md describes their layout).
 #
-# Usage: run_traces.sh --nxsim NXSIM --npycmp NPYCMP [--traces DIR] [--work DIR] MODE [NAME...]
+# Usage: run_traces.sh --nxsim NXSIM --npycmp NPYCMP [--traces DIR] [--work DIR]
+#                      [--backend functional|model|rtl] MODE [NAME...]
+#   --backend    what `nxsim exec` runs the trace on, the way one suite runs
+#                on every implementation: functional (`--functional`, the
+#                executor), model (the SystemC model, the default) or rtl
+#                (the model with its PE datapath on the Verilated RTL array,
+#                `--pe rtl`; meant for traces with PE instructions). Every
+#                backend must give the same outputs and the same errors.
 #   MODE run     for each traces/NAME/program.nxs (all of them without NAME):
 #                1. nxsim asm program.nxs -> a.nxb;
 #                2. round trip: nxsim disasm a.nxb -> a.nxs, nxsim asm a.nxs -> b.nxb
@@ -23,18 +30,19 @@
 set -u
 
 usage() {
-    echo "usage: $0 --nxsim NXSIM --npycmp NPYCMP [--traces DIR] [--work DIR] run|errors [NAME...]" >&2
+    echo "usage: $0 --nxsim NXSIM --npycmp NPYCMP [--traces DIR] [--work DIR] [--backend functional|model|rtl] run|errors [NAME...]" >&2
     exit 2
 }
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-NXSIM='' NPYCMP='' TRACES="$HERE/../../traces" WORK=
+NXSIM='' NPYCMP='' TRACES="$HERE/../../traces" WORK= BACKEND=model
 while [ $# -gt 0 ]; do
     case $1 in
     --nxsim) NXSIM=${2:-}; shift 2 || usage ;;
     --npycmp) NPYCMP=${2:-}; shift 2 || usage ;;
     --traces) TRACES=${2:-}; shift 2 || usage ;;
     --work) WORK=${2:-}; shift 2 || usage ;;
+    --backend) BACKEND=${2:-}; shift 2 || usage ;;
     --) shift; break ;;
     -*) usage ;;
     *) break ;;
@@ -44,6 +52,12 @@ done
 MODE=$1
 shift
 if [ -z "$NXSIM" ] || [ -z "$NPYCMP" ]; then usage; fi
+case $BACKEND in
+functional) EXEC_BACKEND=(--functional) ;;
+model) EXEC_BACKEND=() ;;
+rtl) EXEC_BACKEND=(--pe rtl) ;;
+*) echo "run_traces: --backend expects functional, model or rtl, got '$BACKEND'" >&2; exit 2 ;;
+esac
 [ -x "$NXSIM" ] || { echo "run_traces: nxsim '$NXSIM' is not executable" >&2; exit 2; }
 [ -x "$NPYCMP" ] || { echo "run_traces: npycmp '$NPYCMP' is not executable" >&2; exit 2; }
 TRACES=$(cd "$TRACES" && pwd) || exit 2
@@ -52,12 +66,14 @@ if [ -z "$WORK" ]; then
     WORK=$(mktemp -d)
     trap 'rm -rf "$WORK"' EXIT
 fi
+# each backend works in a directory of its own (ctest may run them at once)
+WORK=$WORK/$BACKEND
 mkdir -p "$WORK" && WORK=$(cd "$WORK" && pwd) || exit 2
 
 failures=0
-pass() { echo "ok   $*"; }
+pass() { echo "ok   [$BACKEND] $*"; }
 fail() {
-    echo "FAIL $*"
+    echo "FAIL [$BACKEND] $*"
     failures=$((failures + 1))
 }
 # show FILE: indented copy of a (short) log
@@ -143,7 +159,7 @@ run_trace() {
         return
     fi
     # inputs are named relative to the trace directory
-    if ! (cd "$dir" && "$NXSIM" exec "$w/a.nxb" "${args[@]}") >"$w/exec.out" 2>"$w/exec.err"; then
+    if ! (cd "$dir" && "$NXSIM" exec "$w/a.nxb" "${EXEC_BACKEND[@]}" "${args[@]}") >"$w/exec.out" 2>"$w/exec.err"; then
         fail "$name: nxsim exec failed"; show "$w/exec.err"; return
     fi
     if [ -s "$w/exec.err" ]; then
@@ -182,7 +198,7 @@ error_trace() {
     while read -r t; do
         args+=(--out "$t=$w/out_$t.npy")
     done < <(awk '$1 == ".tensor" && $3 == "output" { print $2 }' "$dir/program.nxs")
-    (cd "$dir" && "$NXSIM" exec program.nxs "${args[@]}") >"$w/exec.out" 2>"$w/exec.err"
+    (cd "$dir" && "$NXSIM" exec program.nxs "${EXEC_BACKEND[@]}" "${args[@]}") >"$w/exec.out" 2>"$w/exec.err"
     local rc=$?
     if [ $rc -eq 0 ]; then
         fail "errors/$name: nxsim exec succeeded, expected a failure"

@@ -1,4 +1,4 @@
-// The cycle-fidelity table (issue 5 item 4): the RTL's measured cycles for
+// The cycle-fidelity table (docs/parts/rtl.md): the RTL's measured cycles for
 // tile shapes and for whole GEMMs next to the SCALE-Sim v2 closed form.
 // Shared by the rtl_cycles test (which pins the agreement) and rtl-bench
 // (which prints it).

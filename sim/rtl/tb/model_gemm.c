@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "isa/builder.h"
+#include "isa/bytes.h"
 #include "isa/exec.h"
 #include "isa/state.h"
 #include "isa/validate.h"
@@ -38,14 +39,6 @@ void nx_model_gemm_free(nx_model_gemm *g) {
     free(g);
 }
 
-static void put_le(uint8_t *p, uint32_t v, size_t bytes) {
-    for (size_t i = 0; i < bytes; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get_le32(const uint8_t *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 /* rows x cols bit patterns into SBUF partitions 0.. at `offset`. */
 static void put_tile(nx_state *st, const uint32_t *v, uint32_t rows, uint32_t cols, int bf16,
                      uint64_t offset) {
@@ -53,7 +46,9 @@ static void put_tile(nx_state *st, const uint32_t *v, uint32_t rows, uint32_t co
     for (uint32_t r = 0; r < rows; r++)
         for (uint32_t c = 0; c < cols; c++) {
             uint32_t bits = v[(uint64_t)r * cols + c];
-            put_le(nx_sbuf_at(st, 0, r, offset + c * sz), bf16 ? bits >> 16 : bits, sz);
+            uint8_t *p = nx_sbuf_at(st, 0, r, offset + c * sz);
+            if (bf16) nx_store_le16(p, (uint16_t)(bits >> 16));
+            else nx_store_le32(p, bits);
         }
 }
 
@@ -72,7 +67,7 @@ int nx_model_gemm_run(nx_model_gemm *g, const uint32_t *stv, const uint32_t *mv,
     put_tile(st, mv, K, N, bf16, MV_OFFSET);
     for (uint32_t m = 0; m < M; m++)
         for (uint32_t n = 0; n < N; n++)
-            put_le(nx_psum_at(st, 0, m, (uint64_t)n * 4), out[(uint64_t)m * N + n], 4);
+            nx_store_le32(nx_psum_at(st, 0, m, (uint64_t)n * 4), out[(uint64_t)m * N + n]);
 
     nx_insn ls = nx_insn_make(NX_OP_LOAD_STATIONARY);
     ls.op[0] = nx_ap_tile(NX_OPK_SBUF, dt, 0, K, ST_OFFSET, M);
@@ -84,6 +79,6 @@ int nx_model_gemm_run(nx_model_gemm *g, const uint32_t *stv, const uint32_t *mv,
 
     for (uint32_t m = 0; m < M; m++)
         for (uint32_t n = 0; n < N; n++)
-            out[(uint64_t)m * N + n] = get_le32(nx_psum_at(st, 0, m, (uint64_t)n * 4));
+            out[(uint64_t)m * N + n] = nx_load_le32(nx_psum_at(st, 0, m, (uint64_t)n * 4));
     return 0;
 }

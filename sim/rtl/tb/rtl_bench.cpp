@@ -1,5 +1,5 @@
 // rtl-bench: the RTL PE array's cycle-fidelity table and its speed against
-// the C models (issue 5, items 4 and 6).
+// the C models (docs/parts/rtl.md).
 //
 //   rtl-bench [--full]
 //

@@ -1,6 +1,8 @@
-/* Profiles (profile.h): the Chrome trace-event writer, streamed with stdio
- * (a million-record trace is hundreds of MB: it is never built in memory),
- * and the summary, as text or as JSON through cJSON. */
+/* Profiles (profile.h), the trace: where each record's slice is drawn, which
+ * increment satisfied which wait, and the Chrome trace-event writer,
+ * streamed through stdio (a million-record trace is hundreds of MB: it is
+ * never built in memory) into an atomically committed file. The summaries
+ * are profile_summary.c. */
 #include "profile.h"
 
 #include <errno.h>
@@ -10,38 +12,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stddef.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cjson/cJSON.h>
 
 #include "../isa/asm.h"
+#include "../isa/fileio.h"
 #include "../isa/json_write.h"
 #include "../isa/opcodes.h"
 #include "../isa/strbuf.h"
+#include "log.h"
 
 #define QUEUE_TID_BASE 16
 #define NONE UINT32_MAX
-
-static int is_xfer(const nx_sim_record *rec) { return rec->engine == NX_ENG_SP && rec->queue >= 0; }
-
-/* A zeroed log slot of an instruction that never ran (after an `end`): queue
- * 0 off the SP, which no real record has. Skipped everywhere. */
-static int is_blank(const nx_sim_record *rec) { return rec->queue == 0 && rec->engine != NX_ENG_SP; }
+/* One key per (core, semaphore) for the flow search. */
+#define SEM_KEY(core, sem) ((uint32_t)(core) * (NX_MAX_SEMAPHORES + 1u) + (sem))
 
 static uint32_t track_tid(const nx_sim_record *rec) {
-    return is_xfer(rec) ? QUEUE_TID_BASE + (uint32_t)rec->queue : rec->engine;
-}
-
-static const char *mnemonic(unsigned opcode) {
-    const nx_opcode_info *info = nx_opcode_lookup(opcode);
-    return info ? info->mnemonic : "?";
-}
-
-static const nx_insn *rec_insn(const nx_program *prog, const nx_sim_record *rec) {
-    if (is_blank(rec) || rec->core >= prog->cores || rec->engine >= NX_ENG_COUNT) return NULL;
-    const nx_stream *s = &prog->stream[rec->core][rec->engine];
-    return rec->index < s->count ? &s->insns[rec->index] : NULL;
+    return nx_sim_record_is_transfer(rec) ? QUEUE_TID_BASE + (uint32_t)rec->queue : rec->engine;
 }
 
 /* A finite number for JSON (NaN/Inf are not JSON). */
@@ -51,7 +36,7 @@ static double finite_or_zero(double v) { return isfinite(v) ? v : 0.0; }
 
 typedef struct placed {
     double t;        /* start */
-    uint32_t track;  /* core * 65536 + tid */
+    uint64_t track;  /* core << 32 | tid (tids reach 16 + 65535) */
     uint32_t index;
     uint32_t id;
 } placed;
@@ -133,8 +118,8 @@ static int layout_build(const nx_sim_result *r, layout *L) {
     L->count = 0;
     for (size_t i = 0; i < r->log_count; i++) {
         const nx_sim_record *rec = &r->log[i];
-        if (is_blank(rec)) continue;
-        L->order[L->count++] = (placed){rec->t_start_ns, (uint32_t)rec->core * 65536u + track_tid(rec),
+        if (nx_sim_record_is_blank(rec)) continue;
+        L->order[L->count++] = (placed){rec->t_start_ns, (uint64_t)rec->core << 32 | track_tid(rec),
                                         rec->index, (uint32_t)i};
     }
     qsort(L->order, L->count, sizeof *L->order, placed_cmp);
@@ -150,7 +135,7 @@ static int layout_build(const nx_sim_result *r, layout *L) {
 /* ---- flows: which increment satisfied which wait ---- */
 
 typedef struct inc_entry {
-    uint32_t core_sem;  /* core * 256 + sem */
+    uint32_t core_sem;  /* SEM_KEY(core, sem) */
     uint32_t id;
     uint64_t seq;
     uint64_t total;     /* semaphore value after this increment */
@@ -191,11 +176,10 @@ static int find_sem_flows(const nx_program *prog, const nx_sim_result *r, flows 
     int have_issue_records = 0;
     for (size_t i = 0; i < r->log_count; i++) {
         const nx_sim_record *rec = &r->log[i];
-        const nx_insn *insn = rec_insn(prog, rec);
+        const nx_insn *insn = nx_sim_record_insn(prog, rec);
         if (!insn) continue;
         if (rec->inc_seq && insn->inc_sem != NX_SEM_NONE && insn->opcode != NX_OP_CORE_BARRIER) n_inc++;
-        if (rec->engine == NX_ENG_SP && rec->queue < 0 &&
-            (insn->opcode == NX_OP_DMA_COPY || insn->opcode == NX_OP_DMA_TRANSPOSE))
+        if (rec->engine == NX_ENG_SP && rec->queue < 0 && nx_opcode_is_dma(insn->opcode))
             have_issue_records = 1;
     }
     inc_entry *inc = malloc((n_inc ? n_inc : 1) * sizeof *inc);
@@ -203,9 +187,9 @@ static int find_sem_flows(const nx_program *prog, const nx_sim_result *r, flows 
     size_t k = 0;
     for (size_t i = 0; i < r->log_count; i++) {
         const nx_sim_record *rec = &r->log[i];
-        const nx_insn *insn = rec_insn(prog, rec);
+        const nx_insn *insn = nx_sim_record_insn(prog, rec);
         if (insn && rec->inc_seq && insn->inc_sem != NX_SEM_NONE && insn->opcode != NX_OP_CORE_BARRIER)
-            inc[k++] = (inc_entry){(uint32_t)rec->core * 256u + insn->inc_sem, (uint32_t)i, rec->inc_seq,
+            inc[k++] = (inc_entry){SEM_KEY(rec->core, insn->inc_sem), (uint32_t)i, rec->inc_seq,
                                    insn->inc_amount};
     }
     qsort(inc, n_inc, sizeof *inc, inc_cmp);
@@ -214,11 +198,11 @@ static int find_sem_flows(const nx_program *prog, const nx_sim_result *r, flows 
     int status = 0;
     for (size_t i = 0; i < r->log_count && status == 0; i++) {
         const nx_sim_record *rec = &r->log[i];
-        const nx_insn *insn = rec_insn(prog, rec);
+        const nx_insn *insn = nx_sim_record_insn(prog, rec);
         if (!insn || !rec->wait_seq || insn->wait_sem == NX_SEM_NONE || insn->opcode == NX_OP_CORE_BARRIER)
             continue;
-        if (is_xfer(rec) && have_issue_records) continue; /* its wait is the issue's */
-        uint32_t key = (uint32_t)rec->core * 256u + insn->wait_sem;
+        if (nx_sim_record_is_transfer(rec) && have_issue_records) continue; /* its wait is the issue's */
+        uint32_t key = SEM_KEY(rec->core, insn->wait_sem);
         size_t lo = 0, hi = n_inc;
         while (lo < hi) { /* first entry of key whose total reaches the value */
             size_t mid = lo + (hi - lo) / 2;
@@ -238,13 +222,13 @@ static int find_sem_flows(const nx_program *prog, const nx_sim_result *r, flows 
  * other core: an arrow from each to the others. */
 static int find_barrier_flows(const nx_sim_result *r, uint32_t cores, flows *out) {
     size_t n = 0;
-    for (size_t i = 0; i < r->log_count; i++) n += r->log[i].opcode == NX_OP_CORE_BARRIER && !is_blank(&r->log[i]);
+    for (size_t i = 0; i < r->log_count; i++) n += r->log[i].opcode == NX_OP_CORE_BARRIER && !nx_sim_record_is_blank(&r->log[i]);
     if (n == 0 || cores < 2) return 0;
     placed *v = malloc(n * sizeof *v);
     if (!v) return -1;
     size_t k = 0;
     for (size_t i = 0; i < r->log_count; i++)
-        if (r->log[i].opcode == NX_OP_CORE_BARRIER && !is_blank(&r->log[i]))
+        if (r->log[i].opcode == NX_OP_CORE_BARRIER && !nx_sim_record_is_blank(&r->log[i]))
             v[k++] = (placed){r->log[i].t_start_ns, r->log[i].core, r->log[i].index, (uint32_t)i};
     qsort(v, n, sizeof *v, placed_cmp); /* by core, then start */
     size_t begin[NX_MAX_CORES + 1] = {0};
@@ -376,29 +360,25 @@ static void w_meta(wbuf *w, int *first, const char *what, uint32_t pid, int tid,
     *first = 0;
 }
 
-static void write_metadata(wbuf *w, const nx_machine *m, const nx_sim_result *r, int *first) {
-    uint8_t used[NX_MAX_CORES][QUEUE_TID_BASE + 256];
-    memset(used, 0, sizeof used);
-    for (size_t i = 0; i < r->log_count; i++) {
-        const nx_sim_record *rec = &r->log[i];
-        if (!is_blank(rec)) used[rec->core][track_tid(rec)] = 1; /* records were checked */
-    }
-    uint32_t qpe = m->dma_queues_per_engine ? m->dma_queues_per_engine : 1;
+/* used: NX_MAX_CORES x tids bytes, 1 for each track with a record. */
+static void write_metadata(wbuf *w, const nx_machine *m, const uint8_t *used, uint32_t tids, int *first) {
     for (uint32_t c = 0; c < NX_MAX_CORES; c++) {
+        const uint8_t *u = used + (size_t)c * tids;
         int any = 0;
-        for (uint32_t t = 0; t < QUEUE_TID_BASE + 256; t++) any |= used[c][t];
+        for (uint32_t t = 0; t < tids; t++) any |= u[t];
         if (!any) continue;
         char name[64];
         snprintf(name, sizeof name, "core %u", c);
         w_meta(w, first, "process_name", c + 1, -1, "name", name, 0);
         w_meta(w, first, "process_sort_index", c + 1, -1, "sort_index", NULL, c);
-        for (uint32_t t = 0; t < QUEUE_TID_BASE + 256; t++) {
-            if (!used[c][t]) continue;
+        for (uint32_t t = 0; t < tids; t++) {
+            if (!u[t]) continue;
             if (t < QUEUE_TID_BASE) {
                 snprintf(name, sizeof name, "%s", nx_engine_name((nx_engine)t));
             } else {
                 uint32_t q = t - QUEUE_TID_BASE;
-                snprintf(name, sizeof name, "dma q%u (engine %u, queue %u)", q, q / qpe, q % qpe);
+                snprintf(name, sizeof name, "dma q%u (engine %u, queue %u)", q, nx_dma_queue_engine(&m->geo, q),
+                         nx_dma_queue_slot(&m->geo, q));
             }
             w_meta(w, first, "thread_name", c + 1, (int)t, "name", name, 0);
             w_meta(w, first, "thread_sort_index", c + 1, (int)t, "sort_index", NULL, t);
@@ -445,8 +425,8 @@ static void format_insn_args(wbuf *w, const nx_insn *insn) {
 
 static void write_slice(wbuf *w, const nx_machine *m, const nx_program *prog, const nx_sim_record *rec,
                         double s, double e) {
-    const nx_insn *insn = rec_insn(prog, rec);
-    w_head(w, mnemonic(rec->opcode), is_xfer(rec) ? "dma" : nx_engine_name((nx_engine)rec->engine),
+    const nx_insn *insn = nx_sim_record_insn(prog, rec);
+    w_head(w, nx_opcode_mnemonic(rec->opcode), nx_sim_record_is_transfer(rec) ? "dma" : nx_engine_name((nx_engine)rec->engine),
            "X", rec->core + 1u, track_tid(rec));
     w_span(w, s, e);
     w_str(w, ",\"args\":{\"index\":");
@@ -455,7 +435,7 @@ static void write_slice(wbuf *w, const nx_machine *m, const nx_program *prog, co
         if (!w->cache_valid || memcmp(&w->cached, insn, sizeof *insn) != 0) format_insn_args(w, insn);
         w_mem(w, w->args.s ? w->args.s : "", w->args.len);
     }
-    if (is_xfer(rec)) {
+    if (nx_sim_record_is_transfer(rec)) {
         w_str(w, ",\"queue\":");
         w_u64(w, (uint64_t)rec->queue);
     } else {
@@ -494,7 +474,7 @@ static void write_flow_end(wbuf *w, const char *ph, size_t id, uint32_t sem, con
 }
 
 static int write_events(wbuf *w, const nx_machine *m, const nx_program *prog, const nx_sim_result *r,
-                        const layout *L, const flows *fl) {
+                        const layout *L, const flows *fl, const uint8_t *used, uint32_t tids) {
     int first = 1;
     w_str(w, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"nxsim\",\"machine\":");
     char machine[sizeof prog->machine + 1];
@@ -504,13 +484,13 @@ static int write_events(wbuf *w, const nx_machine *m, const nx_program *prog, co
     w_str(w, ",\"total_ns\":");
     w_fixed3(w, whole(r->total_ns * 1000.0));
     w_str(w, "},\n\"traceEvents\":[");
-    write_metadata(w, m, r, &first);
+    write_metadata(w, m, used, tids, &first);
     if (first) /* an empty run: keep the array well formed */
         w_meta(w, &first, "process_name", 1, -1, "name", "core 0", 0);
     for (size_t i = 0; i < L->count; i++) {
         uint32_t id = L->order[i].id;
         const nx_sim_record *rec = &r->log[id];
-        if (!isnan(L->ws[id])) write_wait_slice(w, rec, rec_insn(prog, rec), L->ws[id]);
+        if (!isnan(L->ws[id])) write_wait_slice(w, rec, nx_sim_record_insn(prog, rec), L->ws[id]);
         write_slice(w, m, prog, rec, L->s[id], L->e[id]);
     }
     for (size_t i = 0; i < fl->n; i++) {
@@ -525,224 +505,55 @@ static int write_events(wbuf *w, const nx_machine *m, const nx_program *prog, co
     return w->bad || ferror(w->f) ? -1 : 0;
 }
 
-/* The permissions fopen would give a new file: 0666 less the umask, read
- * from /proc (umask(2) cannot be read without changing it); 022 if unknown. */
-static mode_t new_file_mode(void) {
-    unsigned mask = 022;
-    FILE *f = fopen("/proc/self/status", "r");
-    if (f) {
-        char line[128];
-        while (fgets(line, sizeof line, f))
-            if (sscanf(line, "Umask: %o", &mask) == 1) break;
-        fclose(f);
-    }
-    return (mode_t)(0666 & ~mask);
-}
-
 int nx_profile_write_trace(const char *path, const nx_machine *m, const nx_program *prog,
                            const nx_sim_result *r, nx_error *err) {
     if (!r->log && (r->log_count > 0 || r->instructions > 0))
         return nx_fail(err, "profile %s: the run kept no log (run with keep_log = 1)", path);
     if (r->log_count >= NONE) return nx_fail(err, "profile %s: %zu records is too many", path, r->log_count);
-    for (size_t i = 0; i < r->log_count; i++) {
-        const nx_sim_record *rec = &r->log[i];
-        if (is_blank(rec)) continue;
-        if (rec->core >= prog->cores || rec->core >= NX_MAX_CORES || rec->engine >= NX_ENG_COUNT ||
-            rec->queue >= 256 || (rec->queue >= 0 && rec->engine != NX_ENG_SP))
-            return nx_fail(err, "profile %s: log record %zu names core %u engine %u queue %d, not in the program",
-                           path, i, rec->core, rec->engine, rec->queue);
-    }
+    nx_error lerr;
+    uint32_t queues = nx_geometry_dma_queues(&m->geo);
+    if (nx_sim_log_check(prog, r->log, r->log_count, queues, &lerr) != 0)
+        return nx_fail(err, "profile %s: %s", path, lerr.msg);
+    /* one track per engine and per DMA queue of the machine */
+    uint32_t tids = QUEUE_TID_BASE + queues;
+    uint8_t *used = calloc((size_t)NX_MAX_CORES * tids, 1);
     layout L = {0};
     flows fl = {0};
-    if (layout_build(r, &L) != 0 || find_sem_flows(prog, r, &fl) != 0 ||
+    if (!used || layout_build(r, &L) != 0 || find_sem_flows(prog, r, &fl) != 0 ||
         find_barrier_flows(r, prog->cores, &fl) != 0) {
+        free(used);
         layout_free(&L);
         free(fl.v);
         return nx_fail(err, "profile %s: out of memory", path);
     }
-    size_t len = strlen(path);
-    char *tmp = malloc(len + 16);
-    if (!tmp) {
-        layout_free(&L);
-        free(fl.v);
-        return nx_fail(err, "profile %s: out of memory", path);
+    for (size_t i = 0; i < r->log_count; i++) {
+        const nx_sim_record *rec = &r->log[i];
+        if (!nx_sim_record_is_blank(rec)) used[(size_t)rec->core * tids + track_tid(rec)] = 1; /* checked above */
     }
-    snprintf(tmp, len + 16, "%s.tmp.XXXXXX", path);
     int status = -1;
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        nx_fail(err, "profile %s: cannot create a temporary file beside it: %s", path, strerror(errno));
+    nx_atomic_file af;
+    nx_error ferr; /* the file's own message ("PATH: ..."), prefixed below */
+    wbuf *w = malloc(sizeof *w);
+    if (!w) {
+        nx_fail(err, "profile %s: out of memory", path);
+    } else if (nx_atomic_open(&af, path, &ferr) != 0) {
+        nx_fail(err, "profile %s", ferr.msg);
     } else {
-        FILE *f = fdopen(fd, "w");
-        wbuf *w = f ? malloc(sizeof *w) : NULL;
-        if (!f || !w) {
-            nx_fail(err, "profile %s: %s", path, f ? "out of memory" : strerror(errno));
-            if (f) fclose(f);
-            else close(fd);
+        memset(w, 0, sizeof *w);
+        w->f = af.f;
+        if (write_events(w, m, prog, r, &L, &fl, used, tids) != 0) {
+            int e = errno;
+            nx_atomic_abort(&af);
+            nx_fail(err, "profile %s: cannot write: %s", path, strerror(e ? e : EIO));
+        } else if (nx_atomic_commit(&af, &ferr) != 0) {
+            nx_fail(err, "profile %s", ferr.msg);
         } else {
-            memset(w, 0, sizeof *w);
-            w->f = f;
-            int bad = fchmod(fd, new_file_mode()) != 0;
-            bad |= write_events(w, m, prog, r, &L, &fl);
-            bad |= fflush(f) != 0;
-            bad |= fsync(fileno(f)) != 0;
-            int saved = errno;
-            bad |= fclose(f) != 0;
-            free(w);
-            if (bad)
-                nx_fail(err, "profile %s: write failed: %s", path, strerror(saved ? saved : errno));
-            else if (rename(tmp, path) != 0)
-                nx_fail(err, "profile %s: cannot rename the temporary file: %s", path, strerror(errno));
-            else
-                status = 0;
+            status = 0;
         }
-        if (status != 0) unlink(tmp);
     }
-    free(tmp);
+    free(w);
+    free(used);
     layout_free(&L);
     free(fl.v);
     return status;
-}
-
-/* ---- peak and summary ---- */
-
-void nx_profile_peak_of(const nx_machine *m, const nx_program *prog, nx_profile_peak *out) {
-    double flops_by_dtype[NX_DT_COUNT] = {0};
-    double fp32_flops = 0, total = 0;
-    for (uint32_t c = 0; c < prog->cores && c < NX_MAX_CORES; c++) {
-        const nx_stream *s = &prog->stream[c][NX_ENG_PE];
-        int stationary_fp32 = 0;
-        for (uint32_t i = 0; i < s->count; i++) {
-            const nx_insn *in = &s->insns[i];
-            if (in->opcode == NX_OP_LOAD_STATIONARY) stationary_fp32 = in->op[0].dtype == NX_DT_FP32;
-            if (in->opcode != NX_OP_MULTIPLY_MOVING || in->op[1].dtype >= NX_DT_COUNT) continue;
-            double fl = 2.0 * in->op[1].partition_count * (double)in->op[0].partition_count *
-                        (double)nx_operand_free_elems(&in->op[1]);
-            flops_by_dtype[in->op[1].dtype] += fl;
-            if (stationary_fp32 || in->op[1].dtype == NX_DT_FP32) fp32_flops += fl;
-            total += fl;
-        }
-    }
-    int best = -1;
-    for (int d = 0; d < NX_DT_COUNT; d++)
-        if (flops_by_dtype[d] > 0 && (best < 0 || flops_by_dtype[d] > flops_by_dtype[best])) best = d;
-    out->dtype = best < 0 ? "none" : nx_dtype_name((nx_dtype)best);
-    out->fp32_rate = total > 0 && fp32_flops * 2 > total;
-    if (out->fp32_rate) out->dtype = "fp32";
-    double per_core = (double)m->geo.pe_rows * m->geo.pe_cols * 2.0 * m->clock_ghz[NX_ENG_PE] / 1000.0;
-    out->tflops = per_core * (prog->cores ? prog->cores : 1);
-    if (out->fp32_rate && m->pe_fp32_factor) out->tflops /= m->pe_fp32_factor;
-}
-
-static double pct(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; }
-
-static double achieved_tflops(const nx_sim_result *r) {
-    return r->total_ns > 0 ? (double)r->flops / r->total_ns / 1000.0 : 0.0;
-}
-
-int nx_profile_summary(FILE *out, const nx_machine *m, const nx_program *prog, const nx_sim_result *r) {
-    uint32_t cores = prog->cores < NX_MAX_CORES ? prog->cores : NX_MAX_CORES;
-    fprintf(out, "simulated: %.3f ns on %s, %u core%s, %" PRIu64 " instructions\n", r->total_ns,
-            prog->machine[0] ? prog->machine : m->geo.name, cores, cores == 1 ? "" : "s", r->instructions);
-    fprintf(out, "in engine cycles:");
-    for (unsigned e = 0; e < NX_ENG_COUNT; e++)
-        fprintf(out, " %s %.0f (%g GHz)%s", nx_engine_name((nx_engine)e), r->total_ns * m->clock_ghz[e],
-                m->clock_ghz[e], e + 1 < NX_ENG_COUNT ? "," : "\n");
-    uint32_t qpe = m->dma_queues_per_engine ? m->dma_queues_per_engine : 1;
-    for (uint32_t c = 0; c < cores; c++) {
-        fprintf(out, "\ncore %u\n", c);
-        fprintf(out, "  %-6s %12s %14s %7s %14s\n", "engine", "instructions", "busy cycles", "busy %",
-                "stall cycles");
-        for (unsigned e = 0; e < NX_ENG_COUNT; e++) {
-            const nx_sim_engine_stats *s = &r->engine[c][e];
-            fprintf(out, "  %-6s %12" PRIu64 " %14.0f %6.1f%% %14.0f\n", nx_engine_name((nx_engine)e),
-                    s->instructions, s->busy_ns * m->clock_ghz[e], pct(s->busy_ns, r->total_ns),
-                    s->stall_ns * m->clock_ghz[e]);
-        }
-        int header = 0;
-        for (unsigned q = 0; q < 256; q++) {
-            if (!r->dma_queue_transfers[c][q] && !r->dma_queue_bytes[c][q]) continue;
-            if (!header) {
-                fprintf(out, "  %-22s %10s %14s %10s\n", "dma queue", "transfers", "bytes", "GB/s");
-                header = 1;
-            }
-            char name[32];
-            snprintf(name, sizeof name, "q%u (engine %u.%u)", q, q / qpe, q % qpe);
-            fprintf(out, "  %-22s %10" PRIu64 " %14" PRIu64 " %10.2f\n", name, r->dma_queue_transfers[c][q],
-                    r->dma_queue_bytes[c][q], r->total_ns > 0 ? (double)r->dma_queue_bytes[c][q] / r->total_ns : 0.0);
-        }
-    }
-    nx_profile_peak peak;
-    nx_profile_peak_of(m, prog, &peak);
-    double got = achieved_tflops(r);
-    fprintf(out, "\nFLOPs %" PRIu64 ": %.3f TFLOPS achieved of %.3f peak (%.1f%%); peak = %u x %u x 2 x %g GHz x %u core%s%s, dominant matmul dtype %s\n",
-            r->flops, got, peak.tflops, pct(got, peak.tflops), m->geo.pe_rows, m->geo.pe_cols,
-            m->clock_ghz[NX_ENG_PE], prog->cores ? prog->cores : 1, prog->cores == 1 ? "" : "s",
-            peak.fp32_rate ? " / fp32 factor" : "", peak.dtype);
-    return ferror(out) ? -1 : 0;
-}
-
-static cJSON *summary_object(const nx_machine *m, const nx_program *prog, const nx_sim_result *r) {
-    cJSON *root = cJSON_CreateObject();
-    if (!root) return NULL;
-    uint32_t cores = prog->cores < NX_MAX_CORES ? prog->cores : NX_MAX_CORES;
-    cJSON_AddStringToObject(root, "machine", prog->machine[0] ? prog->machine : m->geo.name);
-    cJSON_AddNumberToObject(root, "cores", cores);
-    cJSON_AddNumberToObject(root, "total_ns", r->total_ns);
-    cJSON_AddNumberToObject(root, "instructions", (double)r->instructions);
-    cJSON *cyc = cJSON_AddObjectToObject(root, "total_cycles");
-    cJSON *clk = cJSON_AddObjectToObject(root, "clock_ghz");
-    for (unsigned e = 0; e < NX_ENG_COUNT; e++) {
-        cJSON_AddNumberToObject(cyc, nx_engine_name((nx_engine)e), round(r->total_ns * m->clock_ghz[e]));
-        cJSON_AddNumberToObject(clk, nx_engine_name((nx_engine)e), m->clock_ghz[e]);
-    }
-    cJSON *arr = cJSON_AddArrayToObject(root, "per_core");
-    uint32_t qpe = m->dma_queues_per_engine ? m->dma_queues_per_engine : 1;
-    for (uint32_t c = 0; c < cores; c++) {
-        cJSON *core = cJSON_CreateObject();
-        cJSON_AddItemToArray(arr, core);
-        cJSON_AddNumberToObject(core, "core", c);
-        cJSON *engines = cJSON_AddObjectToObject(core, "engines");
-        for (unsigned e = 0; e < NX_ENG_COUNT; e++) {
-            const nx_sim_engine_stats *s = &r->engine[c][e];
-            cJSON *o = cJSON_AddObjectToObject(engines, nx_engine_name((nx_engine)e));
-            cJSON_AddNumberToObject(o, "instructions", (double)s->instructions);
-            cJSON_AddNumberToObject(o, "busy_ns", s->busy_ns);
-            cJSON_AddNumberToObject(o, "busy_cycles", round(s->busy_ns * m->clock_ghz[e]));
-            cJSON_AddNumberToObject(o, "busy_pct", pct(s->busy_ns, r->total_ns));
-            cJSON_AddNumberToObject(o, "stall_ns", s->stall_ns);
-            cJSON_AddNumberToObject(o, "stall_cycles", round(s->stall_ns * m->clock_ghz[e]));
-        }
-        cJSON *queues = cJSON_AddArrayToObject(core, "dma_queues");
-        for (unsigned q = 0; q < 256; q++) {
-            if (!r->dma_queue_transfers[c][q] && !r->dma_queue_bytes[c][q]) continue;
-            cJSON *o = cJSON_CreateObject();
-            cJSON_AddItemToArray(queues, o);
-            cJSON_AddNumberToObject(o, "queue", q);
-            cJSON_AddNumberToObject(o, "engine", q / qpe);
-            cJSON_AddNumberToObject(o, "transfers", (double)r->dma_queue_transfers[c][q]);
-            cJSON_AddNumberToObject(o, "bytes", (double)r->dma_queue_bytes[c][q]);
-            cJSON_AddNumberToObject(o, "bytes_per_ns",
-                                    r->total_ns > 0 ? (double)r->dma_queue_bytes[c][q] / r->total_ns : 0.0);
-        }
-    }
-    nx_profile_peak peak;
-    nx_profile_peak_of(m, prog, &peak);
-    cJSON_AddNumberToObject(root, "flops", (double)r->flops);
-    cJSON_AddNumberToObject(root, "tflops_achieved", achieved_tflops(r));
-    cJSON_AddNumberToObject(root, "tflops_peak", peak.tflops);
-    cJSON_AddStringToObject(root, "peak_dtype", peak.dtype);
-    cJSON_AddBoolToObject(root, "peak_fp32_rate", peak.fp32_rate);
-    return root;
-}
-
-int nx_profile_summary_json(FILE *out, const nx_machine *m, const nx_program *prog,
-                            const nx_sim_result *r) {
-    cJSON *root = summary_object(m, prog, r);
-    char *text = root ? cJSON_Print(root) : NULL;
-    cJSON_Delete(root);
-    if (!text) return -1;
-    int bad = fputs(text, out) < 0 || fputc('\n', out) == EOF;
-    cJSON_free(text);
-    return bad || ferror(out) ? -1 : 0;
 }
