@@ -45,15 +45,11 @@ typedef struct moving {
 
 enum { PREFETCH_ROWS = 16 };
 
-/* 8 bf16 codes -> fp32 as isa/bytes.h's nx_bf16_bits_to_f32: shifted up,
- * a NaN as the canonical quiet NaN with its sign. */
+/* 8 bf16 codes -> fp32, shifted up. A NaN code stays a NaN (its payload
+ * may differ from isa/pe_input.h's canonical one), which changes no result:
+ * any NaN operand gives a NaN sum, stored as the canonical NaN. */
 AVX2 INLINE __m256 bf16_widen(__m128i h) {
-    const __m256i u = _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16);
-    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
-                                           _mm256_set1_epi32(0x7f800000));
-    const __m256i canon = _mm256_or_si256(_mm256_and_si256(u, _mm256_set1_epi32((int)0x80000000u)),
-                                          _mm256_set1_epi32((int)NX_F32_CANONICAL_NAN));
-    return _mm256_castsi256_ps(_mm256_blendv_epi8(u, canon, nan));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
 AVX2 INLINE void moving_row(const moving *mv, uint32_t k, __m256 *b0, __m256 *b1, int load) {

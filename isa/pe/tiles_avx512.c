@@ -43,15 +43,11 @@ typedef struct moving {
 
 enum { PREFETCH_ROWS = 16 };
 
-/* 16 bf16 codes -> fp32 as isa/bytes.h's nx_bf16_bits_to_f32: shifted up,
- * a NaN as the canonical quiet NaN with its sign. */
+/* 16 bf16 codes -> fp32, shifted up. A NaN code stays a NaN (its payload
+ * may differ from isa/pe_input.h's canonical one), which changes no result:
+ * any NaN operand gives a NaN sum, stored as the canonical NaN. */
 AVX512 INLINE __m512 bf16_widen(__m256i h) {
-    const __m512i u = _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16);
-    const __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
-                                                  _mm512_set1_epi32(0x7f800000));
-    const __m512i canon = _mm512_or_si512(_mm512_and_si512(u, _mm512_set1_epi32((int)0x80000000u)),
-                                          _mm512_set1_epi32((int)NX_F32_CANONICAL_NAN));
-    return _mm512_castsi512_ps(_mm512_mask_blend_epi32(nan, u, canon));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
 AVX512 INLINE void moving_row(const moving *mv, uint32_t k, __m512 *b0, __m512 *b1, int load) {
