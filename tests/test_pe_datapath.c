@@ -23,23 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "isa/bytes.h"
 #include "isa/pe/datapath.h"
 #include "support.h"
 
 static const nx_dtype pe_dtypes[] = {NX_DT_FP32, NX_DT_BF16, NX_DT_FP16, NX_DT_FP8_E4M3, NX_DT_FP8_E5M2};
 enum { N_PE_DTYPES = sizeof pe_dtypes / sizeof pe_dtypes[0] };
-
-static uint32_t bits_of(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static float float_of(uint32_t u) {
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
 
 /* The value dt stores for v (rounded, saturated as dtype.h says). */
 static float in_dtype(nx_dtype dt, double v) {
@@ -138,7 +127,7 @@ static void reference(const operands *o, int acc, int fused, uint32_t *out) {
                 }
             }
             if (acc) p = o->prior[(size_t)m * o->N + n] + p;
-            out[(size_t)m * o->N + n] = p != p ? 0x7fc00000u : bits_of(p);
+            out[(size_t)m * o->N + n] = p != p ? 0x7fc00000u : nx_f32_bits(p);
         }
 }
 
@@ -216,7 +205,7 @@ static void expect_bits(const char *what, nx_pe_kernel k, const operands *o, con
             if (got[i] != want[i])
                 fail_msg("%s, kernel %s, %s x %s, K=%u M=%u N=%u: [%u][%u] = 0x%08x (%.9g), reference 0x%08x (%.9g)",
                          what, nx_pe_kernel_name(k), nx_dtype_name(o->st_dt), nx_dtype_name(o->mv_dt), o->K, o->M,
-                         o->N, m, n, got[i], (double)float_of(got[i]), want[i], (double)float_of(want[i]));
+                         o->N, m, n, got[i], (double)nx_f32_from_bits(got[i]), want[i], (double)nx_f32_from_bits(want[i]));
         }
 }
 
@@ -399,8 +388,8 @@ static void special_values(void **state) {
         }
     /* an input NaN's payload and sign never reach the result */
     operands o = make_operands(3, 8, 32, NX_DT_FP32, NX_DT_FP32, VALUES_UNIT, VALUES_UNIT, 499);
-    o.mv[5] = float_of(0xffa00001u);  /* negative signalling NaN with a payload */
-    o.st[o.M + 2] = float_of(0x7f812345u);
+    o.mv[5] = nx_f32_from_bits(0xffa00001u);  /* negative signalling NaN with a payload */
+    o.st[o.M + 2] = nx_f32_from_bits(0x7f812345u);
     every_kernel("NaN payloads", &o, LAYOUT_CONTIGUOUS);
     free_operands(&o);
 }
@@ -466,12 +455,12 @@ static void convert_every_kernel(void **state) {
                      * NaN with its sign (isa/pe_input.h); anything else exact */
                     uint32_t nan_bits = (dt == NX_DT_BF16 || dt == NX_DT_FP16 ? (code >> (8 * es - 1)) << 31 : 0) |
                                         0x7fc00000u;
-                    int ok = dt == NX_DT_FP32 ? bits_of(got) == code
-                             : want != want   ? bits_of(got) == nan_bits || (es == 1 && got != got)
-                                              : bits_of(got) == bits_of(want);
+                    int ok = dt == NX_DT_FP32 ? nx_f32_bits(got) == code
+                             : want != want   ? nx_f32_bits(got) == nan_bits || (es == 1 && got != got)
+                                              : nx_f32_bits(got) == nx_f32_bits(want);
                     if (!ok)
                         fail_msg("convert, kernel %s, %s step %u, element %zu (code 0x%x): got 0x%08x",
-                                 nx_pe_kernel_name((nx_pe_kernel)k), nx_dtype_name(dt), step, i, code, bits_of(got));
+                                 nx_pe_kernel_name((nx_pe_kernel)k), nx_dtype_name(dt), step, i, code, nx_f32_bits(got));
                 }
             }
         }
