@@ -195,6 +195,13 @@ static void edge_tile(const plan *p, nx_pe_tile_fn *fn, const float *a, const fl
     }
 }
 
+/* Rows [k0, k1) of `bytes` at src + k * step towards L2 (into L1 they
+ * would be evicted by the stationary blocks streaming through first). */
+static void prefetch_rows(const uint8_t *src, int64_t step, uint32_t k0, uint32_t k1, uint32_t bytes) {
+    for (uint32_t k = k0; k < k1; k++)
+        for (uint32_t off = 0; off < bytes; off += 64) __builtin_prefetch(src + (int64_t)k * step + off, 0, 2);
+}
+
 /* n-panels [panel0, panel1), every stationary block over each */
 static void run_panels(const plan *p, uint32_t panel0, uint32_t panel1) {
     for (uint32_t pn = panel0; pn < panel1; pn++) {
@@ -216,8 +223,18 @@ static void run_panels(const plan *p, uint32_t panel0, uint32_t panel1) {
                 p->t->pack(src, p->mv->partition_step, bf16, p->K, cols, p->nr, p->nr, 0, p->panel);
             }
         }
-        for (; blk < p->blocks; blk++) {
+        for (uint32_t first = blk; blk < p->blocks; blk++) {
             uint32_t m0 = blk * p->mr, rows = p->M - m0 < p->mr ? p->M - m0 : p->mr;
+            /* moving rows are SBUF partitions, far apart: each is a new
+             * stream for the hardware prefetcher, so the next panel's share
+             * of them is fetched a slice per block, under this panel's
+             * arithmetic, for its first block to find */
+            if (p->panel && pn + 1 < panel1 && p->blocks > first) {
+                const size_t es = nx_dtype_size((nx_dtype)p->mv->dtype);
+                const uint32_t n1 = n0 + p->nr, w = p->N - n1 < p->nr ? p->N - n1 : p->nr, span = p->blocks - first;
+                prefetch_rows(p->mv->base + n1 * es, p->mv->partition_step, (blk - first) * p->K / span,
+                              (blk - first + 1) * p->K / span, (uint32_t)(w * es));
+            }
             int fused = p->rule == FUSE_ALWAYS || (p->rule == FUSE_BOUNDED && products_exact(p->a_exp[blk], b_exp));
             nx_pe_tile_fn *fn = fused ? p->t->fused : p->t->separate;
             const float *a = p->ap + (uint64_t)blk * p->K * p->mr;
@@ -343,18 +360,21 @@ int nx_pe_matmul_run(nx_pe_kernel kernel, const nx_pe_matmul *mm, nx_error *err)
         return nx_fail(err, "out of memory for %llu bytes of PE scratch", (unsigned long long)bytes);
     float *bp = buf, *ap = bp + nb, *cbuf = ap + na;
     exp_range *a_exp = nexp ? (exp_range *)(void *)(cbuf + nc) : NULL;
-    pack_stationary(mm, p.t, p.K, p.M, ap, a_exp);
-    p.ap = ap, p.a_exp = a_exp;
     /* moving is SBUF and dst PSUM (the PE's memory rules): they never
      * overlap, so moving may be read while dst is written */
     if (by_first_block) {
         p.mv = mv, p.panel = bp;
+        /* the first panel's rows arrive while the stationary is cut into blocks */
+        prefetch_rows(mv->base, mv->partition_step, 0, p.K,
+                      (uint32_t)((p.N < p.nr ? p.N : p.nr) * nx_dtype_size((nx_dtype)mv->dtype)));
     } else if (panel_major) {
         p.t->pack(mv->base, mv->partition_step, mv->dtype == NX_DT_BF16, p.K, p.N, p.nr, p.ldb, p.panel_stride, bp);
     } else {
         nx_pe_rows_to_f32(mv, p.K, bp, p.ldb);
         for (uint32_t k = 0; k < p.K; k++) memset(bp + k * p.ldb + p.N, 0, (npad - p.N) * sizeof(float));
     }
+    pack_stationary(mm, p.t, p.K, p.M, ap, a_exp);
+    p.ap = ap, p.a_exp = a_exp;
     exp_range *b_exp = a_exp ? a_exp + p.blocks : NULL;
     for (uint32_t pn = 0; b_exp && pn < p.panels; pn++) {
         uint32_t lo, hi;
