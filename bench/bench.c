@@ -3,10 +3,11 @@
  *
  *   nxsim-bench [--quick] [--case NAME]... [--machine trn1|trn2|FILE]
  *               [--json FILE] [--race-check] [--trace-dir DIR] [--summary] [--no-fork]
+ *               [--threads N]
  *
  * Exit status: 0 when every case ran and its values are right; 1 when one
- * did not; 2 on a usage error (including an unusable --trace-dir or
- * NXSIM_MM_KERNEL, found before any case runs). Times never decide it. */
+ * did not; 2 on a usage error (including an unusable --trace-dir,
+ * NXSIM_MM_KERNEL or NXSIM_THREADS, found before any case runs). Times never decide it. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -22,6 +23,7 @@
 #include <cjson/cJSON.h>
 
 #include "bench.h"
+#include "isa/workers.h"
 
 static const bench_case full_cases[] = {
     {"gemm-1024x4096x1024-fp32", CASE_GEMM, 1024, 4096, 1024, NX_DT_FP32, 0},
@@ -49,14 +51,16 @@ static int usage(const char *why) {
     FILE *out = stdout;
     fprintf(out,
             "usage: nxsim-bench [--quick] [--case NAME]... [--machine trn1|trn2|FILE] [--json FILE]\n"
-            "                   [--race-check] [--trace-dir DIR] [--summary] [--no-fork]\n"
+            "                   [--race-check] [--trace-dir DIR] [--summary] [--no-fork] [--threads N]\n"
+            "--threads N: the model's large matmuls and DMA copies on N host threads (default\n"
+            "NXSIM_THREADS, else 1), against OpenBLAS on N threads\n"
             "cases (a NAME may also be a prefix: gemm, dve-chain, dma-copy):\n");
     for (size_t i = 0; i < sizeof full_cases / sizeof *full_cases; i++) fprintf(out, "  %s\n", full_cases[i].name);
     fprintf(out, "  with --quick:");
     for (size_t i = 0; i < sizeof quick_cases / sizeof *quick_cases; i++) fprintf(out, " %s", quick_cases[i].name);
     fprintf(out, "\n"
                  "environment: NXSIM_MM_KERNEL=avx512|avx2|vector|scalar forces the PE matmul kernel;\n"
-                 "OPENBLAS_NUM_THREADS, OPENBLAS_CORETYPE (set here when unset and OpenBLAS fell back to\n"
+                 "NXSIM_THREADS; OPENBLAS_CORETYPE (set here when unset and OpenBLAS fell back to\n"
                  "a core without the host's AVX2/AVX-512)\n");
     return 0;
 }
@@ -134,7 +138,7 @@ static const char *env_or(const char *name, const char *fallback) {
 
 static double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
 
-static void print_header(const nx_machine *m, const bench_host *h) {
+static void print_header(const nx_machine *m, const bench_host *h, unsigned threads) {
     printf("nxsim-bench on machine %s\n", m->geo.name);
     printf("host: %s, %ld CPU%s, %s\n", h->cpu, h->cpus, h->cpus == 1 ? "" : "s",
            h->simd[0] ? h->simd : "no AVX2/AVX-512");
@@ -144,7 +148,9 @@ static void print_header(const nx_machine *m, const bench_host *h) {
     if (strstr(h->c_flags, "-O3") == NULL || h->sanitize_flags[0])
         printf("  (not the optimised build: the default build is Release, -O3, without sanitizers)\n");
     printf("PE matmul kernel: %s (NXSIM_MM_KERNEL=%s)\n", h->pe_kernel, h->pe_kernel_env);
-    printf("OpenBLAS %s, core %s, %d thread%s (OPENBLAS_NUM_THREADS=%s, OPENBLAS_CORETYPE=%s%s%s%s, "
+    printf("threads: %u for the model's large instructions (--threads, NXSIM_THREADS=%s)\n", threads,
+           env_or("NXSIM_THREADS", "unset"));
+    printf("OpenBLAS %s, core %s, %d thread%s (as --threads; OPENBLAS_NUM_THREADS=%s, OPENBLAS_CORETYPE=%s%s%s%s, "
            "OMP_NUM_THREADS=%s)\n",
            openblas_get_config(), openblas_get_corename(), openblas_get_num_threads(),
            openblas_get_num_threads() == 1 ? "" : "s", env_or("OPENBLAS_NUM_THREADS", "unset"),
@@ -251,7 +257,8 @@ static cJSON *result_json(const case_result *r) {
     return o;
 }
 
-static int write_json(const char *path, const nx_machine *m, const bench_host *h, const case_result *res, int n) {
+static int write_json(const char *path, const nx_machine *m, const bench_host *h, unsigned threads,
+                      const case_result *res, int n) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "machine", m->geo.name);
     cJSON *host = cJSON_AddObjectToObject(root, "host");
@@ -266,6 +273,7 @@ static int write_json(const char *path, const nx_machine *m, const bench_host *h
     cJSON_AddStringToObject(build, "compiler", h->compiler);
     cJSON_AddStringToObject(build, "pe_kernel", h->pe_kernel);
     cJSON_AddStringToObject(build, "NXSIM_MM_KERNEL", h->pe_kernel_env);
+    cJSON_AddNumberToObject(root, "threads", threads);
     cJSON *blas = cJSON_AddObjectToObject(root, "openblas");
     cJSON_AddStringToObject(blas, "config", openblas_get_config());
     cJSON_AddStringToObject(blas, "corename", openblas_get_corename());
@@ -330,13 +338,16 @@ int main(int argc, char **argv) {
     const char *names[MAX_SELECT];
     int n_names = 0, quick = 0, fork_it = 1;
     const char *machine = NULL, *json = NULL;
-    bench_options opt = {0, NULL, 0};
-    enum { OPT_QUICK = 256, OPT_NO_FORK, OPT_RACE, OPT_SUMMARY, OPT_CASE, OPT_MACHINE, OPT_JSON, OPT_TRACE };
+    bench_options opt = {0, NULL, 0, 1};
+    const char *threads_arg = NULL;
+    enum { OPT_QUICK = 256, OPT_NO_FORK, OPT_RACE, OPT_SUMMARY, OPT_CASE, OPT_MACHINE, OPT_JSON, OPT_TRACE,
+           OPT_THREADS };
     static const struct option longopts[] = {
         {"quick", no_argument, NULL, OPT_QUICK},         {"no-fork", no_argument, NULL, OPT_NO_FORK},
         {"race-check", no_argument, NULL, OPT_RACE},     {"summary", no_argument, NULL, OPT_SUMMARY},
         {"case", required_argument, NULL, OPT_CASE},     {"machine", required_argument, NULL, OPT_MACHINE},
         {"json", required_argument, NULL, OPT_JSON},     {"trace-dir", required_argument, NULL, OPT_TRACE},
+        {"threads", required_argument, NULL, OPT_THREADS},
         {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0}};
     opterr = 0;
     char why[160];
@@ -357,6 +368,7 @@ int main(int argc, char **argv) {
         case OPT_MACHINE: machine = optarg; break;
         case OPT_JSON: json = optarg; break;
         case OPT_TRACE: opt.trace_dir = optarg; break;
+        case OPT_THREADS: threads_arg = optarg; break;
         case 'h': return usage(NULL);
         case ':':
             snprintf(why, sizeof why, "option '%.60s' needs a value", argv[optind - 1]);
@@ -372,6 +384,11 @@ int main(int argc, char **argv) {
     }
     nx_machine m;
     nx_error err;
+    if ((threads_arg ? nx_workers_parse_threads(threads_arg, "--threads", &opt.threads, &err)
+                     : nx_workers_threads_from_env(&opt.threads, &err)) != 0)
+        return usage(err.msg);
+    /* OpenBLAS on as many threads as the model: N against N */
+    openblas_set_num_threads((int)opt.threads);
     if (nx_machine_load(machine ? machine : nx_machine_default(), &m, &err) != 0) {
         fprintf(stderr, "nxsim-bench: %s\n", err.msg);
         return 2;
@@ -390,7 +407,7 @@ int main(int argc, char **argv) {
         if (selected(&list[i], names, n_names) && n < 16) n++;
     if (n == 0) return usage("no case matches");
     if (opt.trace_dir && prepare_trace_dir(opt.trace_dir) != 0) return 2;
-    print_header(&m, &host);
+    print_header(&m, &host, opt.threads);
     n = 0;
     int all_ok = 1;
     for (size_t i = 0; i < count; i++) {
@@ -401,6 +418,6 @@ int main(int argc, char **argv) {
         all_ok &= res[n].ran && res[n].values_ok && (res[n].race_status == 2 || res[n].race_status == 0);
         n++;
     }
-    if (json && write_json(json, &m, &host, res, n) != 0) all_ok = 0;
+    if (json && write_json(json, &m, &host, opt.threads, res, n) != 0) all_ok = 0;
     return all_ok ? 0 : 1;
 }

@@ -29,10 +29,12 @@ typedef struct bench_options {
     int race_check;          /* also run the race detector on the log (timed) */
     const char *trace_dir;   /* also write DIR/<case>.json (timed) */
     int summary;             /* also print the profile summary of each run */
+    unsigned threads;        /* host threads of the model's large instructions (isa/workers.h),
+                              * and OpenBLAS's threads: N against N */
 } bench_options;
 
 /* Targets printed beside the figures (docs/parts/bench.md). GEMM: sim wall
- * time / OpenBLAS sgemm wall time, one thread each; fp32 inputs keep the
+ * time / OpenBLAS sgemm wall time, one thread each (or N each, --threads); fp32 inputs keep the
  * PE's separate multiply and add rounding, which costs twice a fused
  * multiply-add. */
 #define TARGET_GEMM_RATIO_BF16 1.5

@@ -11,6 +11,7 @@
 #include <cblas.h>
 
 #include "bench.h"
+#include "isa/workers.h"
 #include "programs.h"
 #include "sim/model.h"
 #include "sim/profile.h"
@@ -61,10 +62,18 @@ static int simulate(const nx_machine *m, const bench_case *c, const bench_option
     nx_sim_result r;
     memset(&r, 0, sizeof r);
     nx_error err;
+    nx_workers *pool = NULL;
+    if (opt->threads > 1 && nx_workers_create(opt->threads, &pool, &err) != 0) {
+        fail(out, "threads", err.msg);
+        return -1;
+    }
+    st->workers = pool;
     double t0 = now_s(), c0 = cpu_s();
     int rc = nx_sim_run(m, prog, st, &so, &r, &err);
     out->wall_s = now_s() - t0;
     out->cpu_s = cpu_s() - c0;
+    st->workers = NULL;
+    nx_workers_destroy(pool);
     out->rss_bytes = peak_rss_bytes();
     if (rc != 0) {
         fail(out, "nx_sim_run", err.msg);

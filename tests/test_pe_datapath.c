@@ -10,7 +10,8 @@
  * multiply-add in the wrong place gives other bits (checked against an
  * fmaf() reference), so the test fails if the datapath fuses where a
  * product is not exact. Also: the kernel names, NXSIM_MM_KERNEL's choice
- * and refusals, and the multiply_moving instruction under each kernel. */
+ * and refusals, the multiply_moving instruction under each kernel, and
+ * every kernel on 1 to 4 worker threads. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,6 +26,7 @@
 
 #include "isa/bytes.h"
 #include "isa/pe/datapath.h"
+#include "isa/workers.h"
 #include "support.h"
 
 static const nx_dtype pe_dtypes[] = {NX_DT_FP32, NX_DT_BF16, NX_DT_FP16, NX_DT_FP8_E4M3, NX_DT_FP8_E5M2};
@@ -138,8 +140,9 @@ typedef enum layout {
     LAYOUT_STRIDED      /* moving every other element, dst rows reversed (a staging copy) */
 } layout;
 
-/* Runs kernel k on o (stationary loaded from st_dt) and returns dst's bits. */
-static void run_kernel(nx_pe_kernel k, const operands *o, int acc, layout lay, uint32_t *out) {
+/* Runs kernel k on o (stationary loaded from st_dt), on the workers w
+ * (NULL: one thread), and returns dst's bits. */
+static void run_kernel_on(nx_pe_kernel k, nx_workers *w, const operands *o, int acc, layout lay, uint32_t *out) {
     const size_t es = nx_dtype_size(o->mv_dt);
     const uint32_t st_ld = o->M + 5, step = lay == LAYOUT_STRIDED ? 2 : 1;
     const uint64_t mv_row = (uint64_t)o->N * step * es + 24, dst_ld = o->N + 3;
@@ -187,7 +190,7 @@ static void run_kernel(nx_pe_kernel k, const operands *o, int acc, layout lay, u
             float v = acc ? o->prior[(size_t)m * o->N + n] : 1234.5f;
             memcpy(nx_view_addr(&dv, m, n), &v, sizeof v);
         }
-    nx_pe_matmul mm = {st, st_ld, o->st_dt, &mvv, &dv, acc};
+    nx_pe_matmul mm = {st, st_ld, o->st_dt, &mvv, &dv, acc, w};
     nx_error err;
     if (nx_pe_matmul_run(k, &mm, &err) != 0) fail_msg("%s: %s", nx_pe_kernel_name(k), err.msg);
     for (uint32_t m = 0; m < o->M; m++)
@@ -195,6 +198,10 @@ static void run_kernel(nx_pe_kernel k, const operands *o, int acc, layout lay, u
     free(st);
     free(mv);
     free(dst);
+}
+
+static void run_kernel(nx_pe_kernel k, const operands *o, int acc, layout lay, uint32_t *out) {
+    run_kernel_on(k, NULL, o, acc, lay, out);
 }
 
 static void expect_bits(const char *what, nx_pe_kernel k, const operands *o, const uint32_t *got,
@@ -469,6 +476,64 @@ static void convert_every_kernel(void **state) {
     free(out);
 }
 
+/* Worker threads (isa/workers.h) share out a large multiply's output
+ * panels: for 1, 2, 3 and 4 threads (3 splits every kernel's panels
+ * unevenly) every kernel gives the reference's bits, on multiplies large
+ * enough to be split: fp32 (each panel read by its first block, one panel
+ * buffer per thread), bf16 with products that underflow and overflow in
+ * some tiles only (the per-tile fuse decision), fp16 (always fused), edge
+ * tiles, accumulate, and the strided layout (dst through a staging copy). */
+static void every_thread_count(void **state) {
+    (void)state;
+    static const struct {
+        uint32_t K, M, N;
+        nx_dtype st, mv;
+        layout lay;
+        int extremes;
+    } cases[] = {
+        {128, 128, 512, NX_DT_FP32, NX_DT_FP32, LAYOUT_CONTIGUOUS, 0},
+        {128, 128, 512, NX_DT_BF16, NX_DT_BF16, LAYOUT_CONTIGUOUS, 1},
+        {128, 125, 333, NX_DT_FP16, NX_DT_BF16, LAYOUT_CONTIGUOUS, 0},
+        {128, 90, 500, NX_DT_FP32, NX_DT_BF16, LAYOUT_STRIDED, 0},
+    };
+    nx_workers *pools[5] = {NULL};
+    nx_error err;
+    for (unsigned t = 2; t <= 4; t++)
+        if (nx_workers_create(t, &pools[t], &err) != 0) fail_msg("%s", err.msg);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        operands o = make_operands(cases[c].K, cases[c].M, cases[c].N, cases[c].st, cases[c].mv, VALUES_UNIT,
+                                   VALUES_UNIT, 800 + c);
+        assert_true((uint64_t)o.K * o.M * o.N >= 1u << 20); /* the datapath's split threshold */
+        test_rng r = {900 + c};
+        for (uint32_t k = 0; cases[c].extremes && k < o.K; k++) {
+            for (uint32_t m = 0; m < 8; m++) o.st[k * o.M + m] = random_value(&r, NX_DT_BF16, VALUES_TINY);
+            for (uint32_t n = 0; n < 40; n++) o.mv[k * o.N + n] = random_value(&r, NX_DT_BF16, VALUES_TINY);
+            for (uint32_t n = 300; n < 340; n++) o.mv[k * o.N + n] = random_value(&r, NX_DT_BF16, VALUES_HUGE);
+        }
+        if (cases[c].extremes) assert_true(fusing_would_show(&o));
+        size_t n = (size_t)o.M * o.N;
+        uint32_t *want = malloc(n * 4), *got = malloc(n * 4);
+        assert_non_null(want);
+        assert_non_null(got);
+        for (int acc = 0; acc < 2; acc++) {
+            reference(&o, acc, 0, want);
+            for (int k = 0; k < NX_PE_KERNEL_COUNT; k++) {
+                if (!nx_pe_kernel_available((nx_pe_kernel)k)) continue;
+                for (unsigned t = 1; t <= 4; t++) {
+                    run_kernel_on((nx_pe_kernel)k, pools[t], &o, acc, cases[c].lay, got);
+                    char what[64];
+                    snprintf(what, sizeof what, "%u thread%s, accumulate %d", t, t == 1 ? "" : "s", acc);
+                    expect_bits(what, (nx_pe_kernel)k, &o, got, want);
+                }
+            }
+        }
+        free(want);
+        free(got);
+        free_operands(&o);
+    }
+    for (unsigned t = 2; t <= 4; t++) nx_workers_destroy(pools[t]);
+}
+
 /* multiply_moving itself under NXSIM_MM_KERNEL = each available kernel:
  * the reference's bits; an unknown name fails the instruction. */
 static void instruction_under_each_kernel(void **state) {
@@ -532,6 +597,7 @@ int main(void) {
         cmocka_unit_test(special_values),
         cmocka_unit_test(strided_operands),
         cmocka_unit_test(convert_every_kernel),
+        cmocka_unit_test(every_thread_count),
         cmocka_unit_test(instruction_under_each_kernel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

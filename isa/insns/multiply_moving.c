@@ -10,7 +10,8 @@
  * The arithmetic is the PE datapath's (isa/pe/datapath.h): SIMD kernels
  * chosen at run time (NXSIM_MM_KERNEL), each giving exactly these bits; a
  * kernel may fuse a multiply-add only where the product is exact, where
- * fusing changes no bit. */
+ * fusing changes no bit. With the state's worker threads (isa/workers.h) a
+ * large multiply's output tiles are shared out: the same bits. */
 #include "insn_impl.h"
 
 #include "../pe/datapath.h"
@@ -64,6 +65,6 @@ int nx_exec_MULTIPLY_MOVING(const nx_exec_ctx *ctx, const nx_insn *insn) {
     nx_view_init(&dst, ctx, dop);
     nx_view_init(&mv, ctx, mop);
     nx_pe_matmul mm = {cs->stationary, ctx->state->geo.pe_cols, (nx_dtype)cs->stationary_dtype, &mv, &dst,
-                       (insn->flags & NX_FLAG_ACCUMULATE) != 0};
+                       (insn->flags & NX_FLAG_ACCUMULATE) != 0, ctx->state->workers};
     return nx_pe_matmul_run(kernel, &mm, ctx->err);
 }

@@ -65,14 +65,17 @@ typedef struct nx_pe_matmul {
     const nx_view *moving;      /* K partitions x N elements, a PE input dtype */
     const nx_view *dst;         /* M partitions x N elements, fp32 (any access pattern) */
     int accumulate;             /* dst = dst + partial instead of dst = partial */
+    struct nx_workers *workers; /* NULL, or threads that share out the output tiles (isa/workers.h) */
 } nx_pe_matmul;
 
 /* dst[m][n] = (accumulate ? dst[m][n] + : ) sum_k stationary[k][m] *
  * moving[k][n] in multiply_moving's order and roundings, NaN results as the
  * canonical quiet NaN, computed by `kernel` (which must be available).
- * Every kernel gives the same bits. Returns 0, or -1 with err when the
+ * Every kernel gives the same bits, and so does every number of workers: a
+ * large multiply's panels of output columns are shared out over them, each
+ * output element being computed by one thread exactly as by one. Returns 0, or -1 with err when the
  * scratch buffer (about 4 x K x (N + M + 80) bytes, plus 4 x M x N when
- * dst rows are not contiguous) cannot be allocated; dst is then
+ * dst rows are not contiguous, plus 4 x K x 32 per worker thread) cannot be allocated; dst is then
  * unchanged. */
 int nx_pe_matmul_run(nx_pe_kernel kernel, const nx_pe_matmul *mm, nx_error *err);
 
