@@ -2,7 +2,7 @@
 # nxsim-bench's command line (ctest bench_args): options, one-line errors with
 # exit status 2 before any case runs, --trace-dir creating its directory,
 # NXSIM_MM_KERNEL forcing (or refusing) a PE matmul kernel, the header naming
-# the kernel and the build.
+# the kernel and the build; --threads and NXSIM_THREADS.
 # Usage: test_args.sh NXSIM_BENCH TMPDIR
 source "$(dirname "$0")/../tests/cli/lib.sh" "$@"
 export OPENBLAS_NUM_THREADS=1
@@ -52,6 +52,22 @@ grep -q '^build: ' "$T/out" && pass || fail "header lacks the build"
 grep -q '"pe_kernel":[[:space:]]*"scalar"' "$T/scalar.json" && pass || fail "JSON lacks the kernel"
 expect 0 "default kernel" "${SMALL[@]}"
 grep -q '^PE matmul kernel: [a-z0-9]* (NXSIM_MM_KERNEL=unset)$' "$T/out" && pass || fail "header lacks the kernel"
+
+# --threads / NXSIM_THREADS: bad counts refused before any case; the header
+# names the count and OpenBLAS runs as many threads; the same values
+expect_error "--threads 0" \
+    "nxsim-bench: --threads '0': must be a thread count in [1, 64] (nxsim-bench --help lists the options)" \
+    "${SMALL[@]}" --threads 0
+NXSIM_THREADS=two expect_error "NXSIM_THREADS=two" \
+    "nxsim-bench: NXSIM_THREADS 'two': must be a thread count in [1, 64] (nxsim-bench --help lists the options)" \
+    "${SMALL[@]}"
+expect 0 "--threads 2" "${SMALL[@]}" --threads 2 --json "$T/threads.json"
+grep -q '^threads: 2 for the model' "$T/out" && pass || fail "header lacks the thread count"
+grep -q '^OpenBLAS .*, 2 threads (as --threads' "$T/out" && pass || fail "OpenBLAS not on 2 threads"
+grep -q '"threads":[[:space:]]*2' "$T/threads.json" && pass || fail "JSON lacks the thread count"
+grep -q 'values: .*: right$' "$T/out" && pass || fail "values on 2 threads"
+NXSIM_THREADS=3 expect 0 "NXSIM_THREADS=3" "${SMALL[@]}"
+grep -q '^threads: 3 for the model.*NXSIM_THREADS=3)$' "$T/out" && pass || fail "header lacks NXSIM_THREADS"
 
 echo "bench_args: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
