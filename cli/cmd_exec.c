@@ -19,6 +19,8 @@
 #include "isa/tensor_random.h"
 #include "options.h"
 #include "outputs.h"
+#include "paths.h"
+#include "sim/model.h"
 #include "registry/run/run.h"
 #include "tensors.h"
 
@@ -127,13 +129,9 @@ static int parse_args(int argc, char **argv, exec_args *a) {
             break;
         case 'o':
             if (split_binding("--out", optarg, &a->outs[a->n_out]) != 0) return CLI_EXIT_USAGE;
-            for (int k = 0; k < a->n_out; k++) {
+            for (int k = 0; k < a->n_out; k++)
                 if (strcmp(a->outs[k].name, optarg) == 0)
                     return cli_usage_error("exec", "--out %s is given twice", optarg);
-                if (strcmp(a->outs[k].path, a->outs[a->n_out].path) == 0)
-                    return cli_usage_error("exec", "--out %s and --out %s name the same file '%s'",
-                                           a->outs[k].name, optarg, a->outs[k].path);
-            }
             a->n_out++;
             break;
         case 'm': a->machine = optarg; break;
@@ -207,14 +205,12 @@ static int load_inputs(const nx_program *p, const exec_args *a, nx_state *st) {
 
 /* Serialises every --out, prints the summaries, then writes the files
  * (cli/outputs.h: nothing is left half written). */
-static int write_outputs(const nx_program *p, const exec_args *a, const nx_state *st) {
-    cli_outputs outs;
-    if (cli_outputs_init(&outs, a->n_out) != 0) return CLI_EXIT_RUNTIME;
+static int write_outputs(const nx_program *p, const exec_args *a, const nx_state *st, cli_outputs *outs) {
     for (int k = 0; k < a->n_out; k++) {
         const nx_tensor_decl *t = &p->tensors[a->outs[k].tensor];
-        cli_outputs_add(&outs, a->outs[k].path, t, st->hbm + t->offset);
+        cli_outputs_add(outs, a->outs[k].path, t, st->hbm + t->offset);
     }
-    int status = cli_outputs_serialize(&outs) == 0 ? CLI_EXIT_OK : CLI_EXIT_RUNTIME;
+    int status = cli_outputs_serialize(outs) == 0 ? CLI_EXIT_OK : CLI_EXIT_RUNTIME;
     for (uint32_t i = 0; i < p->tensor_count && status == CLI_EXIT_OK; i++) {
         const nx_tensor_decl *t = &p->tensors[i];
         if (t->role != NX_ROLE_OUTPUT) continue;
@@ -230,8 +226,23 @@ static int write_outputs(const nx_program *p, const exec_args *a, const nx_state
         cli_message("cannot write to standard output");
         status = CLI_EXIT_RUNTIME;
     }
-    if (status == CLI_EXIT_OK && cli_outputs_write(&outs) != 0) status = CLI_EXIT_RUNTIME;
-    cli_outputs_free(&outs);
+    if (status == CLI_EXIT_OK && cli_outputs_write(outs) != 0) status = CLI_EXIT_RUNTIME;
+    return status;
+}
+
+/* Every file the command line names: no output may be an input or another
+ * output (cli/paths.h). The waveforms are one file per core of the program. */
+static int check_paths(const nx_program *p, const exec_args *a) {
+    cli_paths ps = CLI_PATHS_INIT;
+    cli_paths_input(&ps, a->program, "the program");
+    cli_paths_machine(&ps, a->machine);
+    for (int k = 0; k < a->n_in; k++) cli_paths_input(&ps, a->ins[k].path, "--in %s", a->ins[k].name);
+    for (int k = 0; k < a->n_out; k++) cli_paths_output(&ps, a->outs[k].path, "--out %s", a->outs[k].name);
+    char vcd[NX_MAX_CORES][4096];
+    for (uint32_t c = 0; a->backend.vcd && c < p->cores && c < NX_MAX_CORES; c++)
+        cli_paths_output(&ps, nx_sim_vcd_path(a->backend.vcd, c, vcd[c], sizeof vcd[c]), "--vcd");
+    int status = cli_paths_check("exec", &ps);
+    cli_paths_free(&ps);
     return status;
 }
 
@@ -242,11 +253,15 @@ static int run(exec_args *a) {
         cli_message("%s", err.msg);
         return CLI_EXIT_INPUT;
     }
-    int status = CLI_EXIT_OK;
+    int status = check_paths(&prog, a);
     nx_machine m;
     nx_state st;
     int have_state = 0;
-    if (cli_load_machine(a->machine, &prog, a->program, &m, &err) != 0) {
+    cli_outputs outs;
+    memset(&outs, 0, sizeof outs);
+    if (status != CLI_EXIT_OK) {
+        /* printed */
+    } else if (cli_load_machine(a->machine, &prog, a->program, &m, &err) != 0) {
         cli_message("%s", err.msg);
         status = CLI_EXIT_INPUT;
     } else if (nx_program_validate(&prog, &m.geo, &err) != 0) {
@@ -265,7 +280,10 @@ static int run(exec_args *a) {
         nx_run_trace trace;
         memset(&trace, 0, sizeof trace);
         nx_run_failure why = NX_RUN_OK;
-        if (load_inputs(&prog, a, &st) != 0) {
+        if (cli_outputs_init(&outs, a->n_out + NX_MAX_CORES) != 0 ||
+            cli_stage_vcd(&outs, a->backend.vcd, prog.cores, &opt) != 0) {
+            status = CLI_EXIT_RUNTIME;
+        } else if (load_inputs(&prog, a, &st) != 0) {
             status = CLI_EXIT_INPUT;
         } else if (nx_run_program(&m, &prog, &st, &opt, &trace, &why, &err) != 0) {
             cli_message("%s: %s", a->program, err.msg);
@@ -273,10 +291,11 @@ static int run(exec_args *a) {
         } else {
             if (trace.race_checked)
                 cli_message("note: race check: no race in %zu log records", trace.sim.log_count);
-            status = write_outputs(&prog, a, &st);
+            status = write_outputs(&prog, a, &st, &outs);
         }
         nx_run_trace_free(&trace);
     }
+    cli_outputs_free(&outs); /* a failed run leaves no waveform behind */
     if (have_state) nx_state_free(&st);
     nx_program_free(&prog);
     return status;

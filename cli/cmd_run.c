@@ -14,6 +14,9 @@
 #include "cli.h"
 #include "options.h"
 #include "outputs.h"
+#include "paths.h"
+#include "io.h"
+#include "sim/model.h"
 #include "run_cmd.h"
 #include "sim/profile.h"
 
@@ -158,9 +161,6 @@ static int parse_args(int argc, char **argv, run_args *a) {
     if (a->n_in > NX_OP_MAX_TENSORS || a->n_out > NX_OP_MAX_TENSORS)
         return cli_usage_error("run", "at most %d operands and %d results", NX_OP_MAX_TENSORS,
                                NX_OP_MAX_TENSORS);
-    for (int k = 0; a->profile && k < a->n_out; k++)
-        if (strcmp(a->outs[k], a->profile) == 0)
-            return cli_usage_error("run", "--profile and -o name the same file '%s'", a->profile);
     return CLI_EXIT_OK;
 }
 
@@ -170,16 +170,29 @@ static int exit_status(nx_run_failure f) {
     return f == NX_RUN_BAD_INPUT ? CLI_EXIT_INPUT : CLI_EXIT_RUNTIME;
 }
 
-/* The report, the check verdict, then the files: results, then the trace. */
-static int report_and_write(const run_args *a, const run_op *r, const nx_machine *m, const nx_run_result *res) {
+/* The profile trace as a streamed output (cli/outputs.h). */
+typedef struct trace_ctx {
+    const nx_machine *m;
+    const nx_run_result *res;
+} trace_ctx;
+
+static int write_trace(FILE *f, const char *path, const void *ctx, nx_error *err) {
+    const trace_ctx *t = ctx;
+    return nx_profile_write_trace_to(f, path, t->m, t->res->prog, &t->res->trace.sim, err);
+}
+
+/* The report, the check verdict, then the files: results, the trace and the
+ * waveforms, committed together (cli/outputs.h). */
+static int report_and_write(const run_args *a, const run_op *r, const nx_machine *m, const nx_run_result *res,
+                            cli_outputs *outs) {
     const nx_macro_op *op = &r->op;
-    cli_outputs outs;
-    if (cli_outputs_init(&outs, (int)op->n_results) != 0) return CLI_EXIT_RUNTIME;
     for (uint32_t j = 0; j < op->n_results; j++)
         if (r->out_path[j])
-            cli_outputs_add(&outs, r->out_path[j], &res->prog->tensors[res->result_tensor[j]], res->results[j]);
+            cli_outputs_add(outs, r->out_path[j], &res->prog->tensors[res->result_tensor[j]], res->results[j]);
+    trace_ctx tc = {m, res};
+    if (a->profile) cli_outputs_add_stream(outs, a->profile, write_trace, &tc);
     int status = CLI_EXIT_OK;
-    if (cli_outputs_serialize(&outs) != 0) {
+    if (cli_outputs_serialize(outs) != 0) {
         status = CLI_EXIT_RUNTIME;
     } else if ((a->json ? cli_run_print_json(a, r, m, res) : cli_run_print_text(a, r, m, res)) != 0 ||
                fflush(stdout) != 0) {
@@ -189,17 +202,29 @@ static int report_and_write(const run_args *a, const run_op *r, const nx_machine
         cli_message("%s: --check failed: results differ from %s beyond the tolerance; no output written",
                     op->func_name, res->target.rules->reference_name);
         status = CLI_EXIT_RUNTIME;
-    } else if (cli_outputs_write(&outs) != 0) {
+    } else if (cli_outputs_write(outs) != 0) {
         status = CLI_EXIT_RUNTIME;
-    } else if (a->profile) {
-        nx_error err;
-        if (nx_profile_write_trace(a->profile, m, res->prog, &res->trace.sim, &err) != 0) {
-            cli_message("%s", err.msg);
-            cli_outputs_undo(&outs);
-            status = CLI_EXIT_RUNTIME;
-        }
     }
-    cli_outputs_free(&outs);
+    return status;
+}
+
+/* Every file the run reads or writes: no output may be an input or another
+ * output (cli/paths.h). `cores`: the waveforms are one file per core. */
+static int check_paths(const run_args *a, const run_op *r, uint32_t cores) {
+    cli_paths ps = CLI_PATHS_INIT;
+    cli_paths_input(&ps, a->op_file, "--op");
+    cli_paths_machine(&ps, a->machine);
+    const char *where = a->op_file ? a->op_file : "-o";
+    for (uint32_t i = 0; i < r->op.n_operands; i++)
+        if (r->in_path[i]) cli_paths_input(&ps, r->in_path[i], "operand %u (%s)", i, r->op.operands[i].name);
+    for (uint32_t j = 0; j < r->op.n_results; j++)
+        if (r->out_path[j]) cli_paths_output(&ps, r->out_path[j], "%s: result %u (%s)", where, j, r->op.results[j].name);
+    cli_paths_output(&ps, a->profile, "--profile");
+    char vcd[NX_MAX_CORES][4096];
+    for (uint32_t c = 0; a->backend.vcd && c < cores && c < NX_MAX_CORES; c++)
+        cli_paths_output(&ps, nx_sim_vcd_path(a->backend.vcd, c, vcd[c], sizeof vcd[c]), "--vcd");
+    int status = cli_paths_check("run", &ps);
+    cli_paths_free(&ps);
     return status;
 }
 
@@ -220,22 +245,32 @@ static int execute(const run_args *a, const nx_kernel_registry *reg, const nx_co
     memset(&r, 0, sizeof r);
     nx_macro_op_init(&r.op);
     nx_kernel_target target;
+    memset(&target, 0, sizeof target);
     nx_run_result res;
     memset(&res, 0, sizeof res);
+    cli_outputs outs;
+    memset(&outs, 0, sizeof outs);
     int status = cli_run_build_op(a, L, &r, &target);
+    uint32_t cores = target.config && target.config->requires_multicore_grid ? NX_VNC_GRID : 1;
+    if (status == CLI_EXIT_OK) status = check_paths(a, &r, cores);
+    nx_run_options opt = cli_backend_run_options(&a->backend);
+    if (status == CLI_EXIT_OK &&
+        (cli_outputs_init(&outs, (int)r.op.n_results + 1 + NX_MAX_CORES) != 0 ||
+         cli_stage_vcd(&outs, a->backend.vcd, cores, &opt) != 0))
+        status = CLI_EXIT_RUNTIME;
     if (status == CLI_EXIT_OK) {
         const void *inputs[NX_OP_MAX_TENSORS] = {0};
         for (uint32_t i = 0; i < r.op.n_operands; i++) inputs[i] = r.in[i].data;
-        nx_run_options opt = cli_backend_run_options(&a->backend);
         opt.keep_log = a->profile != NULL;
         opt.check = a->check;
         if (nx_run_op(L, &m, &r.op, inputs, &opt, &res, &err) != 0) {
             cli_message("%s", err.msg);
             status = exit_status(res.failure);
         } else {
-            status = report_and_write(a, &r, &m, &res);
+            status = report_and_write(a, &r, &m, &res, &outs);
         }
     }
+    cli_outputs_free(&outs); /* a failed run leaves no output behind */
     nx_run_result_free(&res);
     cli_run_op_free(&r);
     nx_lowerer_free(L);

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "outputs.h"
+#include "sim/model.h"
 
 static int is_hex_digit(char c) {
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
@@ -67,4 +69,18 @@ nx_run_options cli_backend_run_options(const cli_backend *b) {
         .progress = isatty(2),
     };
     return opt;
+}
+
+int cli_stage_vcd(cli_outputs *o, const char *vcd, uint32_t cores, nx_run_options *opt) {
+    if (!vcd) return 0;
+    const char *tmp0 = cli_outputs_stage(o, vcd, NULL);
+    if (!tmp0) return -1;
+    opt->vcd_path = tmp0;
+    for (uint32_t c = 1; c < cores && c < NX_MAX_CORES; c++) {
+        char target[4096], tmp[4096];
+        nx_sim_vcd_path(vcd, c, target, sizeof target);
+        nx_sim_vcd_path(tmp0, c, tmp, sizeof tmp);
+        if (!cli_outputs_stage(o, target, tmp)) return -1;
+    }
+    return 0;
 }

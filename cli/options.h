@@ -46,4 +46,12 @@ int cli_backend_validate(const char *cmd, const cli_backend *b);
  * on a terminal). */
 nx_run_options cli_backend_run_options(const cli_backend *b);
 
+/* --vcd: stages the waveform of every core of a `cores`-core program
+ * (sim/model.h nx_sim_vcd_path) as outputs of o, and points opt->vcd_path at
+ * core 0's temporary, so the waveforms appear only when the run's outputs
+ * are committed and a failed run leaves none. No-op without --vcd. 0, or -1
+ * with the message printed. */
+struct cli_outputs;
+int cli_stage_vcd(struct cli_outputs *o, const char *vcd, uint32_t cores, nx_run_options *opt);
+
 #endif

@@ -165,10 +165,10 @@ static int cli_attrs(const run_args *a, run_op *r) {
     return CLI_EXIT_OK;
 }
 
-/* Where each result goes: -o in order, or the op file's "file"s; never the
- * same file twice, never the --profile file. */
+/* Where each result goes: -o in order, or the op file's "file"s (that no
+ * two outputs are one file, and none is an input, cmd_run checks with
+ * cli/paths.h). */
 static int result_paths(const run_args *a, run_op *r) {
-    const char *where = a->op_file ? a->op_file : "-o";
     for (uint32_t j = 0; j < r->op.n_results; j++) {
         const char *p = a->op_file ? r->files.result[j] : (int)j < a->n_out ? a->outs[j] : NULL;
         if (!p) continue;
@@ -176,16 +176,6 @@ static int result_paths(const run_args *a, run_op *r) {
         if (!r->out_path[j]) {
             cli_message("out of memory");
             return CLI_EXIT_RUNTIME;
-        }
-        if (a->profile && strcmp(r->out_path[j], a->profile) == 0) {
-            cli_message("%s: result %u and --profile name the same file '%s'", where, j, a->profile);
-            return CLI_EXIT_USAGE;
-        }
-        for (uint32_t k = 0; k < j; k++) {
-            if (r->out_path[k] && strcmp(r->out_path[k], r->out_path[j]) == 0) {
-                cli_message("%s: results %u and %u name the same file '%s'", where, k, j, r->out_path[j]);
-                return CLI_EXIT_USAGE;
-            }
         }
     }
     return CLI_EXIT_OK;

@@ -42,6 +42,13 @@ void nx_program_free(nx_program *p) {
     nx_program_init(p);
 }
 
+uint64_t nx_program_insn_count(const nx_program *p) {
+    uint64_t n = 0;
+    for (uint32_t c = 0; c < NX_MAX_CORES; c++)
+        for (unsigned e = 0; e < NX_ENG_COUNT; e++) n += p->stream[c][e].count;
+    return n;
+}
+
 int nx_program_append(nx_program *p, uint32_t core, nx_engine engine, const nx_insn *insn,
                       nx_error *err) {
     if (core >= NX_MAX_CORES || (unsigned)engine >= NX_ENG_COUNT)
