@@ -403,6 +403,15 @@ static int decode_body(const uint8_t *buf, size_t len, nx_program *p, nx_error *
                                        at, c, nx_engine_name((nx_engine)e), i);
                     return -1;
                 }
+                /* the assembler takes only semaphores below .semaphores */
+                const char *bad = insn.wait_sem != NX_SEM_NONE && insn.wait_sem >= p->sem_count ? "wait_sem"
+                                  : insn.inc_sem != NX_SEM_NONE && insn.inc_sem >= p->sem_count ? "inc_sem"
+                                                                                                 : NULL;
+                if (bad)
+                    return nx_fail(err, "nxb: byte %" PRIu64 " (core %" PRIu32 " %s instruction %" PRIu32
+                                        " %s): semaphore %u, the program has %" PRIu32,
+                                   at + (bad[0] == 'w' ? 6 : 7) /* word bytes 6, 7 */, c, nx_engine_name((nx_engine)e), i, bad,
+                                   bad[0] == 'w' ? insn.wait_sem : insn.inc_sem, p->sem_count);
                 if (nx_program_append(p, c, (nx_engine)e, &insn, err) != 0) return -1;
             }
         }
