@@ -264,7 +264,13 @@ static int execute(const run_args *a, const nx_kernel_registry *reg, const nx_co
         opt.keep_log = a->profile != NULL;
         opt.check = a->check;
         if (nx_run_op(L, &m, &r.op, inputs, &opt, &res, &err) != 0) {
-            cli_message("%s", err.msg);
+            /* what the op says is wrong (an attribute, a shape a leaf
+             * refuses): name the op file it came from */
+            nx_quoted q;
+            if (a->op_file && res.failure == NX_RUN_BAD_INPUT)
+                cli_message("%s: %s", nx_quote(&q, a->op_file, NX_QUOTE_PATH), err.msg);
+            else
+                cli_message("%s", err.msg);
             status = exit_status(res.failure);
         } else {
             status = report_and_write(a, &r, &m, &res, &outs);

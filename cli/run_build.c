@@ -201,6 +201,15 @@ int cli_run_build_op(const run_args *a, const nx_lowerer *L, run_op *r, nx_kerne
         status = default_operands(target, r);
     if (status == CLI_EXIT_OK) status = cli_attrs(a, r);
     if (status != CLI_EXIT_OK) return status;
+    /* before the rules read them: a typo is named as one */
+    if (nx_op_rules_check_attrs(target->rules, target->key, &r->op.attrs, &err) != 0) {
+        nx_quoted q;
+        if (a->op_file)
+            cli_message("%s: %s", nx_quote(&q, a->op_file, NX_QUOTE_PATH), err.msg);
+        else
+            cli_message("%s", err.msg);
+        return CLI_EXIT_INPUT;
+    }
     if (nx_op_rules_apply_results(target->rules, target->key, a->op_file, &r->op, &err) != 0) {
         cli_message("%s", err.msg);
         return CLI_EXIT_INPUT;

@@ -87,6 +87,9 @@ int nx_run_op(nx_lowerer *L, const nx_machine *m, const nx_macro_op *op, const v
     memset(out, 0, sizeof *out);
     if (nx_lowerer_lookup(L, op->func_name, &out->target, err) != 0)
         return fail_as(out, NX_RUN_BAD_INPUT, -1);
+    /* a typo ("stide") is an error, not a silent default */
+    if (nx_op_rules_check_attrs(out->target.rules, out->target.key, &op->attrs, err) != 0)
+        return fail_as(out, NX_RUN_BAD_INPUT, -1);
     if (opt->check && (!out->target.rules || !out->target.rules->reference))
         return fail_as(out, NX_RUN_BAD_INPUT,
                        nx_fail(err, "%s: no reference implementation to check against yet", out->target.key));
