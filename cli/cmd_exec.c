@@ -230,6 +230,44 @@ static int write_outputs(const nx_program *p, const exec_args *a, const nx_state
     return status;
 }
 
+/* Before anything is allocated or filled: what the run will hold within
+ * --max-memory (the state, the log, each --in file while it loads, the
+ * serialised --out files) and the inputs left pseudo-random within
+ * --max-fill. */
+static int check_limits(const nx_machine *m, const nx_program *p, const exec_args *a) {
+    nx_run_options opt = cli_backend_run_options(&a->backend);
+    uint64_t largest_in = 0, outs = 0, filled = 0;
+    for (int k = 0; k < a->n_in; k++) {
+        uint64_t b = nx_tensor_bytes(&p->tensors[a->ins[k].tensor]);
+        if (b > largest_in) largest_in = b;
+    }
+    for (int k = 0; k < a->n_out; k++) outs += nx_tensor_bytes(&p->tensors[a->outs[k].tensor]);
+    opt.held_bytes = 2 * largest_in + outs; /* a .npy is read whole, then parsed */
+    nx_strbuf names = NX_STRBUF_INIT;
+    int n = 0;
+    for (uint32_t i = 0; i < p->tensor_count; i++) {
+        const nx_tensor_decl *t = &p->tensors[i];
+        int given = t->role != NX_ROLE_INPUT;
+        for (int k = 0; k < a->n_in && !given; k++) given = a->ins[k].tensor == (int)i;
+        if (given) continue;
+        filled += nx_tensor_bytes(t);
+        nx_sb_printf(&names, "%s%s", n++ ? ", " : "", t->name);
+    }
+    nx_run_memory mem;
+    nx_run_memory_of_program(m, p, &opt, &mem);
+    nx_error err;
+    nx_strbuf what = NX_STRBUF_INIT;
+    nx_sb_printf(&what, "%s %s not given with --in", n == 1 ? "input" : "inputs",
+                 names.failed ? "..." : nx_sb_str(&names));
+    int rc = 0;
+    if (nx_run_memory_check(&mem, &opt, &err) != 0 ||
+        nx_run_fill_check(filled, what.failed ? "inputs" : nx_sb_str(&what), &opt, &err) != 0)
+        rc = cli_limit_error(&a->backend, a->program, err.msg) == CLI_EXIT_OK ? 0 : -1;
+    nx_sb_free(&names);
+    nx_sb_free(&what);
+    return rc;
+}
+
 /* Every file the command line names: no output may be an input or another
  * output (cli/paths.h). The waveforms are one file per core of the program. */
 static int check_paths(const nx_program *p, const exec_args *a) {
@@ -268,6 +306,8 @@ static int run(exec_args *a) {
         cli_message("%s: %s", a->program, err.msg);
         status = CLI_EXIT_INPUT;
     } else if (resolve_bindings(&prog, a) != 0) {
+        status = CLI_EXIT_INPUT;
+    } else if (check_limits(&m, &prog, a) != 0) {
         status = CLI_EXIT_INPUT;
     } else if (nx_state_init(&st, &m.geo, prog.cores, prog.hbm_bytes, prog.sem_count, &err) != 0) {
         cli_message("%s: %s", a->program, err.msg);

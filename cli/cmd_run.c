@@ -167,7 +167,7 @@ static int parse_args(int argc, char **argv, run_args *a) {
 /* ---- the run ------------------------------------------------------------------- */
 
 static int exit_status(nx_run_failure f) {
-    return f == NX_RUN_BAD_INPUT ? CLI_EXIT_INPUT : CLI_EXIT_RUNTIME;
+    return f == NX_RUN_BAD_INPUT || f == NX_RUN_LIMIT ? CLI_EXIT_INPUT : CLI_EXIT_RUNTIME;
 }
 
 /* The profile trace as a streamed output (cli/outputs.h). */
@@ -263,11 +263,24 @@ static int execute(const run_args *a, const nx_kernel_registry *reg, const nx_co
         for (uint32_t i = 0; i < r.op.n_operands; i++) inputs[i] = r.in[i].data;
         opt.keep_log = a->profile != NULL;
         opt.check = a->check;
+        /* what this command holds for the run: the loaded operands and the
+         * results it serialises */
+        for (uint32_t i = 0; i < r.op.n_operands; i++) opt.held_bytes += r.in[i].nbytes;
+        for (uint32_t j = 0; j < r.op.n_results; j++) {
+            if (!r.out_path[j]) continue;
+            uint64_t b = nx_dtype_size(r.op.results[j].dtype);
+            for (uint32_t d = 0; d < r.op.results[j].ndims; d++)
+                b = b > UINT64_MAX / r.op.results[j].shape[d] ? UINT64_MAX : b * r.op.results[j].shape[d];
+            if (opt.held_bytes > UINT64_MAX - b) b = UINT64_MAX - opt.held_bytes;
+            opt.held_bytes += b;
+        }
         if (nx_run_op(L, &m, &r.op, inputs, &opt, &res, &err) != 0) {
             /* what the op says is wrong (an attribute, a shape a leaf
              * refuses): name the op file it came from */
             nx_quoted q;
-            if (a->op_file && res.failure == NX_RUN_BAD_INPUT)
+            if (res.failure == NX_RUN_LIMIT)
+                cli_limit_error(&a->backend, a->op_file, err.msg);
+            else if (a->op_file && res.failure == NX_RUN_BAD_INPUT)
                 cli_message("%s: %s", nx_quote(&q, a->op_file, NX_QUOTE_PATH), err.msg);
             else
                 cli_message("%s", err.msg);

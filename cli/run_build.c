@@ -18,8 +18,10 @@ void cli_run_op_free(run_op *r) {
 }
 
 /* Loads an operand .npy and checks it can be a tensor. */
-static int load_operand(const char *path, uint32_t index, nx_npy *out, nx_error *err) {
-    if (nx_npy_load(path, out, err) != 0) return -1;
+static int load_operand(const run_args *a, const char *path, uint32_t index, nx_npy *out, nx_error *err) {
+    nx_run_options opt = cli_backend_run_options(&a->backend);
+    if (nx_npy_load_max(path, opt.max_memory / 2, "half the memory limit: the file and its array", out, err) != 0)
+        return -1;
     if (out->ndims < 1 || out->ndims > NX_KERNEL_MAX_DIMS) {
         nx_fail(err, "%s: operand %u has %u dims, a tensor has 1..%d", path, index, out->ndims,
                 NX_KERNEL_MAX_DIMS);
@@ -87,7 +89,7 @@ static int file_operands(const run_args *a, run_op *r) {
         free(r->files.operand[i]);
         r->files.operand[i] = path;
         r->in_path[i] = path;
-        if (load_operand(path, i, &r->in[i], &err) != 0) {
+        if (load_operand(a, path, i, &r->in[i], &err) != 0) {
             cli_message("%s", err.msg);
             return CLI_EXIT_INPUT;
         }
@@ -115,7 +117,7 @@ static int file_operands(const run_args *a, run_op *r) {
 static int cli_operands(const run_args *a, run_op *r) {
     nx_error err;
     for (int i = 0; i < a->n_in; i++) {
-        if (load_operand(a->ins[i], (uint32_t)i, &r->in[i], &err) != 0) {
+        if (load_operand(a, a->ins[i], (uint32_t)i, &r->in[i], &err) != 0) {
             cli_message("%s", err.msg);
             return CLI_EXIT_INPUT;
         }
