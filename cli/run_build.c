@@ -59,7 +59,8 @@ static int read_source(const run_args *a, run_op *r) {
         return CLI_EXIT_RUNTIME;
     }
     size_t len;
-    if (nx_read_file(a->op_file, (uint8_t **)&r->op_text, &len, &err) != 0) {
+    if (nx_read_file_max(a->op_file, NX_OP_FILE_MAX, "the limit for an op file", (uint8_t **)&r->op_text, &len,
+                         &err) != 0) {
         cli_message("%s", err.msg);
         return CLI_EXIT_INPUT;
     }
