@@ -147,7 +147,7 @@ static int run_case(const nx_machine *m, const leaf_desc *ld, const conv_shape *
             return -1;
         }
     }
-    nx_kernel_call call = {args, 3, 2, &attrs};
+    nx_kernel_call call = {.args = args, .nargs = 3, .n_inputs = 2, .additional_args = &attrs};
     double t0 = now_s();
     nx_kctx *k = nx_kctx_new(b, 0, 1);
     int rc = k ? ld->fn(k, &call, err) : nx_fail(err, "out of memory");

@@ -98,9 +98,10 @@ int nx_operand_is_memory(const nx_operand *op);
 /* ALU operations (tensor_tensor, tensor_scalar, scalar_tensor_tensor,
  * tensor_reduce, tensor_tensor_scan, affine_select compare, partition reduce,
  * activation accumulate). Codes are encoded. Arithmetic ops round inputs and
- * result to fp32; bitwise ops and shifts work on the exact 32-bit integer value
- * (inputs converted to int32 by the float->int rule when they are not integers);
- * comparisons give 1.0 or 0.0. */
+ * result to fp32; bitwise ops and shifts (the "bitvec" ops) work on 32-bit
+ * patterns of the exact integer values (a float input is first rounded to an
+ * integer and saturated), shift_right is logical; comparisons give 1.0 or
+ * 0.0. Contract: docs/parts/insns-dve.md, "The ALU". */
 #define NX_ALU_OPS(X)                \
     X(BYPASS, "bypass")              \
     X(ADD, "add")                    \
@@ -132,6 +133,21 @@ const char *nx_alu_name(nx_alu_op op);
 int nx_alu_from_name(const char *name, nx_alu_op *out);
 /* a op b on engine values. BYPASS returns a. */
 double nx_alu_apply(nx_alu_op op, double a, double b);
+/* 1 for the bitvec ops (bitwise_and/or/xor, shift_left/right), whose result
+ * is a 32-bit pattern; 0 otherwise. */
+int nx_alu_is_bitvec(nx_alu_op op);
+/* The op whose result `t = x op0 s0; t = t op1 s1` leaves in t: op1, or op0
+ * when op1 is bypass (which passes t through unchanged). */
+static inline nx_alu_op nx_alu_last(nx_alu_op op0, nx_alu_op op1) {
+    return op1 == NX_ALU_BYPASS ? op0 : op1;
+}
+/* Turns n bitvec results into the values that store their bit patterns into
+ * dtype dt: for an integer dt, the pattern's low 8/16/32 bits read as dt
+ * (two's-complement wrap, where the store would saturate); a float dt keeps
+ * the values (the store's rounding rule applies). Call it on an
+ * instruction's output row when its last op was a bitvec op, right before
+ * nx_view_store (docs/parts/insns-dve.md, "Bitvec ops"). */
+void nx_alu_bits_for_dtype(nx_dtype dt, double *v, uint64_t n);
 /* The value a reduction with `op` starts from, so that folding x0 into it
  * normalises x0 exactly as the binary op would (fp32 rounding, |x0| for
  * abs_max, the 32-bit value for bitwise ops): add -0 (so a lone -0 stays -0),

@@ -138,6 +138,11 @@ int nx_kctx_dma_on(nx_kctx *k, uint32_t lane, const nx_operand *dst, const nx_op
  * counts on lanes first_lane, first_lane + 1, ... (mod lanes). */
 int nx_kctx_dma_split(nx_kctx *k, uint32_t first_lane, uint32_t pieces, const nx_operand *dst,
                       const nx_operand *src, nx_error *err);
+/* A DMA instruction the caller built (dma_copy with offsets, bound and the
+ * acc / scatter / oob_skip flags, e.g. an indirect gather; or
+ * dma_transpose), on lane `lane % lanes`: the helper sets its queue
+ * (iparam[0]). It must carry no semaphore wait or increment. */
+int nx_kctx_dma_insn(nx_kctx *k, uint32_t lane, const nx_insn *insn, nx_error *err);
 /* dma_transpose (2-byte dtypes) on lane `lane % lanes`. */
 int nx_kctx_dma_transpose(nx_kctx *k, uint32_t lane, const nx_operand *dst,
                           const nx_operand *src, nx_error *err);
@@ -164,6 +169,16 @@ int nx_kctx_memset(nx_kctx *k, nx_engine engine, const nx_operand *dst, double v
 int nx_kctx_iota(nx_kctx *k, const nx_operand *dst, const nx_operand *pattern, nx_error *err);
 int nx_kctx_tensor_tensor(nx_kctx *k, nx_engine engine, nx_alu_op op, const nx_operand *dst,
                           const nx_operand *in0, const nx_operand *in1, nx_error *err);
+/* tensor_scalar dst = (in op0 s0) op1 s1 on DVE or POOL; s0, s1 immediates
+ * (nx_imm) or per-partition scalars; s1 NULL = no second op (op1 must be
+ * bypass). */
+int nx_kctx_tensor_scalar(nx_kctx *k, nx_engine engine, const nx_operand *dst, const nx_operand *in,
+                          nx_alu_op op0, const nx_operand *s0, nx_alu_op op1, const nx_operand *s1,
+                          nx_error *err);
+/* scalar_tensor_tensor dst = (in0 op0 s) op1 in1 on DVE or POOL. */
+int nx_kctx_scalar_tensor_tensor(nx_kctx *k, nx_engine engine, const nx_operand *dst,
+                                 const nx_operand *in0, nx_alu_op op0, const nx_operand *s,
+                                 nx_alu_op op1, const nx_operand *in1, nx_error *err);
 /* activation dst = func(in * scale + bias) on ACT, scale and bias immediates. */
 int nx_kctx_activation(nx_kctx *k, nx_act_func func, const nx_operand *dst, const nx_operand *in,
                        double scale, double bias, nx_error *err);

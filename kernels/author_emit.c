@@ -1,5 +1,7 @@
 /* Emit helpers: build one instruction and hand it to k_emit, which adds the
  * synchronisation. */
+#include <stdint.h>
+
 #include "author_impl.h"
 #include "isa/opcodes.h"
 
@@ -40,6 +42,15 @@ int nx_kctx_dma_split(nx_kctx *k, uint32_t first_lane, uint32_t pieces, const nx
         r0 += n;
     }
     return 0;
+}
+
+int nx_kctx_dma_insn(nx_kctx *k, uint32_t lane, const nx_insn *insn, nx_error *err) {
+    if (insn->opcode != NX_OP_DMA_COPY && insn->opcode != NX_OP_DMA_TRANSPOSE)
+        return nx_fail(err, "nx_kctx_dma_insn: opcode %u is not a DMA instruction", (unsigned)insn->opcode);
+    lane %= k->nlanes;
+    nx_insn in = *insn;
+    in.iparam[0] = (int32_t)nx_kctx_lane_queue(k, lane);
+    return k_emit(k, NX_ENG_SP, (int)lane, &in, NULL, err);
 }
 
 int nx_kctx_dma_transpose(nx_kctx *k, uint32_t lane, const nx_operand *dst,
@@ -116,6 +127,32 @@ int nx_kctx_tensor_tensor(nx_kctx *k, nx_engine engine, nx_alu_op op, const nx_o
     in.op[1] = *in0;
     in.op[2] = *in1;
     return nx_kctx_emit(k, engine, &in, err);
+}
+
+int nx_kctx_tensor_scalar(nx_kctx *k, nx_engine engine, const nx_operand *dst, const nx_operand *in,
+                          nx_alu_op op0, const nx_operand *s0, nx_alu_op op1, const nx_operand *s1,
+                          nx_error *err) {
+    nx_insn t = nx_insn_make(NX_OP_TENSOR_SCALAR);
+    t.alu0 = (uint8_t)op0;
+    t.alu1 = (uint8_t)op1;
+    t.op[0] = *dst;
+    t.op[1] = *in;
+    t.op[2] = *s0;
+    if (s1) t.op[3] = *s1;
+    return nx_kctx_emit(k, engine, &t, err);
+}
+
+int nx_kctx_scalar_tensor_tensor(nx_kctx *k, nx_engine engine, const nx_operand *dst,
+                                 const nx_operand *in0, nx_alu_op op0, const nx_operand *s,
+                                 nx_alu_op op1, const nx_operand *in1, nx_error *err) {
+    nx_insn t = nx_insn_make(NX_OP_SCALAR_TENSOR_TENSOR);
+    t.alu0 = (uint8_t)op0;
+    t.alu1 = (uint8_t)op1;
+    t.op[0] = *dst;
+    t.op[1] = *in0;
+    t.op[2] = *s;
+    t.op[3] = *in1;
+    return nx_kctx_emit(k, engine, &t, err);
 }
 
 int nx_kctx_activation(nx_kctx *k, nx_act_func func, const nx_operand *dst, const nx_operand *in,

@@ -69,6 +69,11 @@ typedef struct nx_kernel_call {
     uint32_t nargs;
     uint32_t n_inputs;       /* args[0 .. n_inputs) are inputs, the rest outputs */
     const nx_attrs *additional_args; /* from the config's args builder (may be empty) */
+    /* The op's own attribute dictionary (what the seed's get_attrs_dict()
+     * returns), or NULL. nxsim addition: a leaf whose seed config passes no
+     * arguments (SelectAndScatter has no args builder) still reads its
+     * attributes here. */
+    const nx_attrs *attrs;
 } nx_kernel_call;
 
 struct nx_kctx; /* kernels/author.h */

@@ -8,7 +8,11 @@
  * Seed traps kept on purpose: key #4 has no "_kernel", its function does;
  * keys #3-#6 are capitalised, their functions are not; there is no MLP
  * entry (MLP is inlined by name elsewhere in the seed's compiler). */
+#include "kernels/blockwise_mm.h"
 #include "kernels/conv/conv2d_pbp.h"
+#include "kernels/conv/depthwise.h"
+#include "kernels/resize_nearest.h"
+#include "kernels/select_and_scatter/select_and_scatter.h"
 #include "kernels/transpose.h"
 #include "registry.h"
 #include "registry/families/families.h"
@@ -16,17 +20,17 @@
 /* The leaves by their true names (never derived from the key); fn NULL while
  * the leaf is not implemented. */
 #define LEAF(fname, fnptr) static const nx_leaf leaf_##fname = {#fname, fnptr}
-LEAF(select_and_scatter_kernel, NULL);
-LEAF(resize_nearest_fixed_dma_kernel, NULL);
+LEAF(select_and_scatter_kernel, select_and_scatter_kernel);
+LEAF(resize_nearest_fixed_dma_kernel, resize_nearest_fixed_dma_kernel);
 LEAF(conv2d_pbp_0f1b_0i1o_01fb_experimental_1, conv2d_pbp_0f1b_0i1o_01fb_experimental_1);
 LEAF(conv2d_pbp_fb01_io01_01bf_kernel_experimental_1, conv2d_pbp_fb01_io01_01bf_kernel_experimental_1);
 LEAF(conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh, NULL);
-LEAF(conv1d_depthwise_bf01_oi01_bf01, NULL);
+LEAF(conv1d_depthwise_bf01_oi01_bf01, conv1d_depthwise_bf01_oi01_bf01);
 LEAF(conv2d_column_packing, NULL);
 LEAF(conv2d_column_packing_io10, NULL);
-LEAF(conv2d_column_packing_1, NULL);
-LEAF(blockwise_mm, NULL);
-LEAF(conv2d_depthwise_f01b_o01i_bf01, NULL);
+LEAF(conv2d_column_packing_1, conv2d_column_packing_1);
+LEAF(blockwise_mm, blockwise_mm);
+LEAF(conv2d_depthwise_f01b_o01i_bf01, conv2d_depthwise_f01b_o01i_bf01);
 LEAF(tiled_pf_transpose, tiled_pf_transpose);
 LEAF(tiled_dve_transpose_10, tiled_dve_transpose_10);
 #undef LEAF
@@ -41,9 +45,9 @@ LEAF(tiled_dve_transpose_10, tiled_dve_transpose_10);
 
 static const nx_registry_entry seed_catalogue[] = {
     {.seed_index = 1, .key = "SelectAndScatter", .family = "select_and_scatter",
-     .config = CONFIG(select_and_scatter_kernel, 2, NULL, false)},
+     .config = CONFIG(select_and_scatter_kernel, 2, NULL, false), .rules = &nx_rules_select_and_scatter},
     {.seed_index = 2, .key = "ResizeNearest", .family = "resize",
-     .config = CONFIG(resize_nearest_fixed_dma_kernel, 1, &nx_args_resize, false)},
+     .config = CONFIG(resize_nearest_fixed_dma_kernel, 1, &nx_args_resize, false), .rules = &nx_rules_resize},
     {.seed_index = 3, .key = "Conv2d_pbp_0f1b_0i1o_01fb_experimental_1", .family = "conv",
      .config = CONFIG(conv2d_pbp_0f1b_0i1o_01fb_experimental_1, ALL, &nx_args_attrs, false),
      .rules = &nx_rules_conv_pbp_0f1b},
@@ -53,17 +57,20 @@ static const nx_registry_entry seed_catalogue[] = {
     {.seed_index = 5, .key = "Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh", .family = "conv",
      .config = CONFIG(conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh, 2, &nx_args_conv_attrs_out_shape, false)},
     {.seed_index = 6, .key = "Conv1d_depthwise_bf01_oi01_bf01", .family = "conv",
-     .config = CONFIG(conv1d_depthwise_bf01_oi01_bf01, 2, &nx_args_conv_attrs_out_shape, false)},
+     .config = CONFIG(conv1d_depthwise_bf01_oi01_bf01, 2, &nx_args_conv_attrs_out_shape, false),
+     .rules = &nx_rules_conv1d_depthwise},
     {.seed_index = 7, .key = "conv2d_column_packing", .family = "conv",
      .config = CONFIG(conv2d_column_packing, 2, &nx_args_conv_attrs_out_shape, false)},
     {.seed_index = 8, .key = "conv2d_column_packing_io10", .family = "conv",
      .config = CONFIG(conv2d_column_packing_io10, 2, &nx_args_conv_attrs_out_shape, false)},
     {.seed_index = 9, .key = "conv2d_column_packing_1", .family = "conv",
-     .config = CONFIG(conv2d_column_packing_1, 2, &nx_args_conv_attrs_out_shape, false)},
+     .config = CONFIG(conv2d_column_packing_1, 2, &nx_args_conv_attrs_out_shape, false),
+     .rules = &nx_rules_conv2d_column_packing_1},
     {.seed_index = 10, .key = "blockwise_mm", .family = "blockwise_mm",
-     .config = CONFIG(blockwise_mm, ALL, &nx_args_attrs, false)},
+     .config = CONFIG(blockwise_mm, ALL, &nx_args_attrs, false), .rules = &nx_rules_blockwise_mm},
     {.seed_index = 11, .key = "conv2d_depthwise_f01b_o01i_bf01", .family = "conv",
-     .config = CONFIG(conv2d_depthwise_f01b_o01i_bf01, 2, &nx_args_conv_attrs_out_shape, false)},
+     .config = CONFIG(conv2d_depthwise_f01b_o01i_bf01, 2, &nx_args_conv_attrs_out_shape, false),
+     .rules = &nx_rules_conv2d_depthwise_f01b},
     {.seed_index = 12, .key = "tiled_pf_transpose", .family = "transpose",
      .config = CONFIG(tiled_pf_transpose, ALL, &nx_args_attrs, true), .rules = &nx_rules_transpose},
     {.seed_index = 13, .key = "tiled_dve_transpose_10", .family = "transpose",

@@ -19,7 +19,10 @@ static const struct {
     const char *family;
 } references[] = {
     {"nx_ref_transpose", "transpose"},
+    {"nx_ref_select_and_scatter", "select_and_scatter"},
+    {"nx_ref_resize_nearest", "resize"},
     {"nx_ref_conv", "conv"},
+    {"nx_ref_blockwise_mm", "blockwise_mm"},
 };
 
 uint32_t nx_kernel_inventory(nx_inventory_item *out, uint32_t max) {

@@ -164,6 +164,7 @@ static int trace(const nx_lowerer *L, const nx_macro_op *op, nx_resolved *r, uin
     call.nargs = r->nargs;
     call.n_inputs = r->n_inputs;
     call.additional_args = &r->additional_args;
+    call.attrs = &op->attrs;
     for (uint32_t pid = 0; pid < grid; pid++) {
         nx_kctx *k = nx_kctx_new(b, pid, grid);
         if (!k) {

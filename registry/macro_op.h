@@ -74,6 +74,8 @@ const nx_value *nx_attrs_get(const nx_attrs *a, const char *name);
  * if `name` exists, else appends. The value is moved in (*value becomes
  * NX_VAL_NONE) on success; on failure it is left untouched. */
 int nx_attrs_set(nx_attrs *a, const char *name, nx_value *value, nx_error *err);
+/* nx_attrs_set of a list of INTs (a shape, a window, a permutation). */
+int nx_attrs_set_int_list(nx_attrs *a, const char *name, const uint64_t *items, uint32_t count, nx_error *err);
 
 /* Parses one attribute value from JSON text (`source` names it in errors,
  * e.g. "-a permutation"). */

@@ -131,6 +131,16 @@ int nx_attrs_set(nx_attrs *a, const char *name, nx_value *value, nx_error *err) 
     return 0;
 }
 
+int nx_attrs_set_int_list(nx_attrs *a, const char *name, const uint64_t *items, uint32_t count, nx_error *err) {
+    nx_value v;
+    if (nx_value_int_list(&v, items, count, err) != 0) return -1;
+    if (nx_attrs_set(a, name, &v, err) != 0) {
+        nx_value_free(&v);
+        return -1;
+    }
+    return 0;
+}
+
 int nx_attrs_copy(nx_attrs *dst, const nx_attrs *src, nx_error *err) {
     nx_attrs out;
     nx_attrs_init(&out);

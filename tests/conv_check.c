@@ -131,14 +131,14 @@ double conv_tiny(nx_dtype dt) {
 }
 
 static void compare(const conv_setup *s, nx_dtype dt, const uint8_t *got, const uint8_t *want, const float *mag,
-                    uint64_t n, uint64_t K, const char *backend) {
+                    uint64_t n, uint64_t K, double product_rounding, const char *backend) {
     size_t es = nx_dtype_size(dt);
     double e = conv_half_ulp(dt);
     uint64_t bad = 0, first = 0;
     double worst = 0, first_got = 0, first_want = 0, first_tol = 0;
     for (uint64_t i = 0; i < n; i++) {
         double g = nx_dtype_load(dt, got + i * es), w = nx_dtype_load(dt, want + i * es);
-        double sum_err = 2.0 * (double)K * 0x1p-24 * (double)mag[i] * (1 + 2 * e);
+        double sum_err = (2.0 * (double)K * 0x1p-24 + product_rounding) * (double)mag[i] * (1 + 2 * e);
         double tol = sum_err + 2 * e * fabs(w) + conv_tiny(dt);
         double d = fabs(g - w);
         if (!(d <= tol)) {
@@ -160,9 +160,18 @@ static void compare(const conv_setup *s, nx_dtype dt, const uint8_t *got, const 
 }
 
 void conv_check_leaf(nx_leaf_fn leaf, const char *leaf_name, const conv_case *c, int run_model) {
+    conv_check_opts o;
+    memset(&o, 0, sizeof o);
+    o.filt_dtype = -1;
+    conv_check_leaf_opts(leaf, leaf_name, c, run_model, &o);
+}
+
+void conv_check_leaf_opts(nx_leaf_fn leaf, const char *leaf_name, const conv_case *c, int run_model,
+                          const conv_check_opts *o) {
+    const char *machine = o->machine ? o->machine : "trn2";
     conv_setup s;
     setup(c, &s, 0);
-    nx_geometry geo = test_geometry("trn2");
+    nx_geometry geo = test_geometry(machine);
     nx_builder *b = nx_builder_new(&geo, 1);
     assert_non_null(b);
     nx_error err;
@@ -200,11 +209,11 @@ void conv_check_leaf(nx_leaf_fn leaf, const char *leaf_name, const conv_case *c,
     memcpy(st.hbm + s.args[0].hbm_offset, x, nl * es);
     memcpy(st.hbm + s.args[1].hbm_offset, w, nr * es);
     if (nx_exec_program(&prog, &st, &err) != 0) fail_msg("%s %s: exec: %s", leaf_name, s.what, err.msg);
-    compare(&s, c->dtype, st.hbm + s.args[2].hbm_offset, want, mag, no, K, "executor");
+    compare(&s, c->dtype, st.hbm + s.args[2].hbm_offset, want, mag, no, K, o->product_rounding, "executor");
 
     if (run_model) {
         nx_machine m;
-        if (nx_machine_load("trn2", &m, &err) != 0) fail_msg("machine: %s", err.msg);
+        if (nx_machine_load(machine, &m, &err) != 0) fail_msg("machine: %s", err.msg);
         nx_state_reset(&st);
         memcpy(st.hbm + s.args[0].hbm_offset, x, nl * es);
         memcpy(st.hbm + s.args[1].hbm_offset, w, nr * es);
@@ -215,7 +224,7 @@ void conv_check_leaf(nx_leaf_fn leaf, const char *leaf_name, const conv_case *c,
         if (nx_race_check(&prog, res.log, res.log_count, &err) != 0)
             fail_msg("%s %s: race detector: %s", leaf_name, s.what, err.msg);
         nx_sim_result_free(&res);
-        compare(&s, c->dtype, st.hbm + s.args[2].hbm_offset, want, mag, no, K, "model");
+        compare(&s, c->dtype, st.hbm + s.args[2].hbm_offset, want, mag, no, K, o->product_rounding, "model");
     }
     nx_state_free(&st);
     nx_program_free(&prog);
@@ -230,12 +239,21 @@ void conv_check_leaf(nx_leaf_fn leaf, const char *leaf_name, const conv_case *c,
 
 void conv_expect_refusal(nx_leaf_fn leaf, const conv_case *c, const uint64_t *out_shape_override,
                          const char *msg) {
+    conv_check_opts o;
+    memset(&o, 0, sizeof o);
+    o.filt_dtype = -1;
+    conv_expect_refusal_opts(leaf, c, out_shape_override, msg, &o);
+}
+
+void conv_expect_refusal_opts(nx_leaf_fn leaf, const conv_case *c, const uint64_t *out_shape_override,
+                              const char *msg, const conv_check_opts *o) {
     conv_setup s;
     setup(c, &s, 1);
+    if (o->filt_dtype >= 0) s.args[1].dtype = (nx_dtype)o->filt_dtype;
     if (out_shape_override) memcpy(s.args[2].shape, out_shape_override, s.nd * sizeof(uint64_t));
     for (uint32_t i = 0; i < s.nd; i++)
         if (s.args[2].shape[i] == 0) s.args[2].shape[i] = 1;
-    nx_geometry geo = test_geometry("trn2");
+    nx_geometry geo = test_geometry(o->machine ? o->machine : "trn2");
     nx_builder *b = nx_builder_new(&geo, 1);
     assert_non_null(b);
     nx_error err;

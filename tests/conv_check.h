@@ -10,6 +10,7 @@
  * reference on pseudo-random inputs in [-1, 1) within
  *
  *   |got - ref| <= 2 K 2^-24 S (1 + 2e) + 2 e |ref| + tiny(out dtype)
+ *                  (+ p S for a leaf that rounds its products: conv_check_opts)
  *
  * where K is the contraction length (in-features x taps), S the same
  * convolution of |img| and |filt| (the sum of |terms| of each output), e
@@ -37,10 +38,25 @@ typedef struct conv_case {
 /* Full check of one case; fails the cmocka test on any mismatch. */
 void conv_check_leaf(nx_leaf_fn leaf, const char *leaf_name, const conv_case *c, int run_model);
 
+/* Options of conv_check_leaf_opts / conv_expect_refusal_opts (zeroed = the
+ * defaults of conv_check_leaf). */
+typedef struct conv_check_opts {
+    const char *machine;     /* machine preset for geometry and model; NULL = "trn2" */
+    double product_rounding; /* the leaf rounds each product to a dtype of this unit
+                              * roundoff before summing (0: exact products): adds
+                              * product_rounding x S to the tolerance */
+    int filt_dtype;          /* refusals only: the filter's dtype if >= 0 (else c->dtype) */
+} conv_check_opts;
+
+void conv_check_leaf_opts(nx_leaf_fn leaf, const char *leaf_name, const conv_case *c, int run_model,
+                          const conv_check_opts *o);
+
 /* Expects the leaf to refuse the case with exactly msg (out gets the
  * shape the reference would give, or out_shape_override if non-NULL). */
 void conv_expect_refusal(nx_leaf_fn leaf, const conv_case *c, const uint64_t *out_shape_override,
                          const char *msg);
+void conv_expect_refusal_opts(nx_leaf_fn leaf, const conv_case *c, const uint64_t *out_shape_override,
+                              const char *msg, const conv_check_opts *o);
 
 /* Traces the case and returns the number of instructions of each engine
  * (PE, DVE, ACT, POOL, SP) in counts[] (tests of the tiling). */

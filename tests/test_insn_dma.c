@@ -235,6 +235,42 @@ static void test_dma_accumulate(void **state) {
     nx_state_free(&st);
 }
 
+/* acc on integer dtypes goes through fp32: both operands are rounded to
+ * fp32 and the sum is rounded once to fp32 before the store converts it, so
+ * it is exact only while the operands and the sum fit in 24 bits: int32
+ * 2^24 + 1 is 2^24, 2^24 + 2 + 1 rounds to even 2^24 + 4, 2147483647 + 0 is
+ * 2^31 saturated to 2147483647, -2^24 - 1 is -2^24; small sums are exact and
+ * a uint8 sum saturates at 255. */
+static void test_dma_accumulate_integers(void **state) {
+    (void)state;
+    nx_state st;
+    test_state(&st, 1, HBM, 0);
+    enum { F = 6 };
+    const double d[F] = {16777216.0, 16777218.0, 2147483647.0, -16777217.0, 1000, 16777215.0};
+    const double s[F] = {1, 1, 0, 0, -2000, 1};
+    const double want[F] = {16777216.0, 16777220.0, 2147483647.0, -16777216.0, -1000,
+                            16777216.0};
+    test_sbuf_put(&st, 0, NX_DT_INT32, 0, 0, F, d);
+    test_sbuf_put(&st, 0, NX_DT_INT32, 1, 0, F, s);
+    nx_insn insn = dma(test_sb(NX_DT_INT32, 0, 1, 0, F), test_sb(NX_DT_INT32, 1, 1, 0, F));
+    insn.flags = NX_FLAG_ACCUMULATE;
+    test_run_ok(&st, NX_ENG_SP, &insn);
+    double got[F];
+    test_sbuf_get(&st, 0, NX_DT_INT32, 0, 0, F, got);
+    for (int i = 0; i < F; i++)
+        if (got[i] != want[i]) fail_msg("int32 acc %d: got %.0f, want %.0f", i, got[i], want[i]);
+    const double u8d[2] = {200, 3}, u8s[2] = {100, 4}, u8w[2] = {255, 7};
+    test_sbuf_put(&st, 0, NX_DT_UINT8, 0, 64, 2, u8d);
+    test_sbuf_put(&st, 0, NX_DT_UINT8, 1, 64, 2, u8s);
+    insn = dma(test_sb(NX_DT_UINT8, 0, 1, 64, 2), test_sb(NX_DT_UINT8, 1, 1, 64, 2));
+    insn.flags = NX_FLAG_ACCUMULATE;
+    test_run_ok(&st, NX_ENG_SP, &insn);
+    test_sbuf_get(&st, 0, NX_DT_UINT8, 0, 64, 2, got);
+    for (int i = 0; i < 2; i++)
+        if (got[i] != u8w[i]) fail_msg("uint8 acc %d: got %.0f, want %.0f", i, got[i], u8w[i]);
+    nx_state_free(&st);
+}
+
 /* Overlapping source and destination: the source is read first. */
 static void test_dma_overlap(void **state) {
     (void)state;
@@ -395,7 +431,6 @@ static void test_dma_scatter_add_duplicates(void **state) {
         }
     nx_insn insn = dma_indirect(hbm_rows(NX_DT_FP32, 0, 6, 3, 3), test_sb(NX_DT_FP32, 0, 6, 0, 3),
                                 test_sb(NX_DT_INT32, 0, 6, 2048, 1), 3, NX_FLAG_SCATTER | NX_FLAG_ACCUMULATE);
-    /* the indexed dst has 6 rows of pitch 3 in its AP: HBM must hold them */
     test_run_ok(&st, NX_ENG_SP, &insn);
     for (uint32_t p = 0; p < 6; p++)
         for (uint32_t f = 0; f < 3; f++) {
@@ -464,6 +499,23 @@ static void test_dma_indirect_validation(void **state) {
     /* with scatter the dst is the indexed operand */
     insn = dma_indirect(test_sb(NX_DT_FP32, 120, 4, 0, 8), src, off, 9, NX_FLAG_SCATTER);
     test_invalid(&st, NX_ENG_SP, &insn, "bound 9: dst rows [0, 9) are partitions 120..128");
+    /* the indexed operand's own partition count does not address it: 8 rows
+     * scatter into a 3-row table at the very end of HBM (8 rows of its
+     * pitch would pass the end; rows [0, 3) do not) */
+    nx_operand table = hbm_rows(NX_DT_FP32, HBM - 3 * 16, 8, 4, 4);
+    for (uint32_t p = 0; p < 8; p++) {
+        put_i32(&st, p, 4000, p < 3 ? (int32_t)(2 - p) : -1);
+        for (uint32_t f = 0; f < 4; f++) set_f32(nx_sbuf_at(&st, 0, p, 4 * f), (float)(10 * p + f));
+    }
+    insn = dma_indirect(table, test_sb(NX_DT_FP32, 0, 8, 0, 4), test_sb(NX_DT_INT32, 0, 8, 4000, 1), 3,
+                        NX_FLAG_SCATTER | NX_FLAG_OOB_SKIP);
+    test_run_ok(&st, NX_ENG_SP, &insn);
+    for (uint32_t row = 0; row < 3; row++)
+        for (uint32_t f = 0; f < 4; f++)
+            assert_true(get_f32(st.hbm + HBM - 3 * 16 + 16 * row + 4 * f) == (float)(10 * (2 - row) + f));
+    /* a direct transfer of the same pattern is still refused */
+    insn = dma(table, test_sb(NX_DT_FP32, 0, 8, 0, 4));
+    test_invalid(&st, NX_ENG_SP, &insn, "outside the program's HBM");
     nx_state_free(&st);
 }
 
@@ -562,6 +614,7 @@ int main(void) {
         cmocka_unit_test(test_dma_strided_negative_hbm),
         cmocka_unit_test(test_dma_broadcast_source),
         cmocka_unit_test(test_dma_accumulate),
+        cmocka_unit_test(test_dma_accumulate_integers),
         cmocka_unit_test(test_dma_overlap),
         cmocka_unit_test(test_dma_large_copy),
         cmocka_unit_test(test_dma_gather_hbm),

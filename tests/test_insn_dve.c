@@ -395,8 +395,9 @@ static void test_shifts(void **state) {
         double count;
         double want[N];
     } cases[] = {
-        {NX_ALU_SHIFT_RIGHT, NX_DT_UINT32, 0, 4, {134217728.0, 0, 268435455.0}}, /* logical */
-        {NX_ALU_SHIFT_RIGHT, NX_DT_INT32, 64, 4, {-16, 16, -1}},                 /* arithmetic */
+        {NX_ALU_SHIFT_RIGHT, NX_DT_UINT32, 0, 4, {134217728.0, 0, 268435455.0}},
+        /* logical also on int32: -256 = 0xFFFFFF00 -> 0x0FFFFFF0, -1 -> 0x0FFFFFFF */
+        {NX_ALU_SHIFT_RIGHT, NX_DT_INT32, 64, 4, {268435440.0, 16, 268435455.0}},
         {NX_ALU_SHIFT_LEFT, NX_DT_UINT32, 128, 31, {2147483648.0, 2147483648.0, 2147483648.0}},
         {NX_ALU_SHIFT_LEFT, NX_DT_UINT32, 128, 33, {2, 6, 4294967294.0}}, /* count & 31 */
         {NX_ALU_SHIFT_LEFT, NX_DT_INT32, 64, 4, {-4096, 4096, -16}},

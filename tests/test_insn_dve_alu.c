@@ -93,6 +93,33 @@ static void test_alu_pow(void **state) {
     check_cases(c, sizeof c / sizeof c[0]);
 }
 
+/* pow is the host libm's powf: within 1 ulp of the exact power, not always
+ * correctly rounded. Over integer powers b^e (b <= 400, e <= 5, below 2^31)
+ * the result is one of the two fp32 neighbours of the exact value, and an
+ * exact halfway case may go to either: 65^4 = 17850625 lies halfway between
+ * 17850624 and 17850626 (and 142^4 = 406586896 halfway between 406586880 and
+ * 406586912). */
+static void test_alu_pow_within_one_ulp(void **state) {
+    (void)state;
+    for (int b = 2; b <= 400; b++)
+        for (int e = 2; e <= 5; e++) {
+            double exact = 1.0;
+            for (int k = 0; k < e; k++) exact *= b; /* exact: < 2^53 */
+            if (exact >= 2147483648.0) continue;
+            double got = nx_alu_apply(NX_ALU_POW, b, e);
+            float lo = (float)exact;            /* RNE: one neighbour */
+            if ((double)lo > exact) lo = nextafterf(lo, 0.0f);
+            float hi = (double)lo == exact ? lo : nextafterf(lo, INFINITY);
+            if (got != (double)lo && got != (double)hi)
+                fail_msg("pow(%d, %d) = %.1f, not a neighbour of %.1f", b, e, got, exact);
+        }
+    const double halfway[2][3] = {{65, 17850624.0, 17850626.0}, {142, 406586880.0, 406586912.0}};
+    for (int i = 0; i < 2; i++) {
+        double got = nx_alu_apply(NX_ALU_POW, halfway[i][0], 4);
+        assert_true(got == halfway[i][1] || got == halfway[i][2]);
+    }
+}
+
 static void test_alu_compare(void **state) {
     (void)state;
     const alu_case c[] = {
@@ -134,10 +161,12 @@ static void test_alu_bitwise(void **state) {
 static void test_alu_shifts(void **state) {
     (void)state;
     const alu_case c[] = {
-        {NX_ALU_SHIFT_RIGHT, -1, 31, -1},
+        /* shift_right is logical: zeros shift in, also for negative a */
+        {NX_ALU_SHIFT_RIGHT, -1, 31, 1},
+        {NX_ALU_SHIFT_RIGHT, -1, 0, -1}, /* count 0: the pattern, read back signed */
         {NX_ALU_SHIFT_RIGHT, 4294967295.0, 31, 1},
-        {NX_ALU_SHIFT_RIGHT, -8, 1, -4},
-        {NX_ALU_SHIFT_RIGHT, -2147483648.0, 4, -134217728.0},
+        {NX_ALU_SHIFT_RIGHT, -8, 1, 2147483644.0},
+        {NX_ALU_SHIFT_RIGHT, -2147483648.0, 4, 134217728.0},
         {NX_ALU_SHIFT_RIGHT, 2147483648.0, 4, 134217728.0},
         {NX_ALU_SHIFT_LEFT, 1, 31, 2147483648.0},
         {NX_ALU_SHIFT_LEFT, 1, -1, -2147483648.0}, /* count 31; b negative: int32 */
@@ -154,6 +183,7 @@ int main(void) {
         cmocka_unit_test(test_alu_arithmetic_rounding),
         cmocka_unit_test(test_alu_max_min_abs_max),
         cmocka_unit_test(test_alu_pow),
+        cmocka_unit_test(test_alu_pow_within_one_ulp),
         cmocka_unit_test(test_alu_compare),
         cmocka_unit_test(test_alu_bitwise),
         cmocka_unit_test(test_alu_shifts),

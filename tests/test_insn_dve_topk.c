@@ -144,8 +144,10 @@ static nx_insn find_insn(nx_operand dst, nx_operand in, nx_operand values) {
     return insn;
 }
 
-/* max8 then find_index8 on random rows: each index is the first position of
- * that value (checked by a scan here). */
+/* max8 then find_index8 on random rows of few distinct values (so the top 8
+ * hold ties): each index is the first position of that value not taken by
+ * an earlier one, i.e. tied values get successive occurrences in ascending
+ * order (checked by a scan here). */
 static void test_find_index8_after_max8(void **state) {
     (void)state;
     enum { P = 64, N = 300 };
@@ -166,12 +168,17 @@ static void test_find_index8_after_max8(void **state) {
         double vals[8], idx[8];
         test_sbuf_get(&st, 0, NX_DT_FP32, 64 + p, 2048, 8, vals);
         test_psum_get(&st, 0, NX_DT_UINT32, 64 + p, 0, 8, idx);
+        int taken[8];
         for (int j = 0; j < 8; j++) {
             int first = -1;
-            for (int e = 0; e < N && first < 0; e++)
-                if (x[p][e] == vals[j]) first = e;
+            for (int e = 0; e < N && first < 0; e++) {
+                int seen = 0;
+                for (int t = 0; t < j; t++) seen |= taken[t] == e;
+                if (x[p][e] == vals[j] && !seen) first = e;
+            }
             assert_true(first >= 0);
             assert_int_equal((int)idx[j], first);
+            taken[j] = first;
         }
     }
     nx_state_free(&st);
@@ -189,12 +196,14 @@ static void test_find_index8_special(void **state) {
                           test_sb(NX_DT_FP32, 0, 1, 64, 8));
     test_run_ok(&st, NX_ENG_DVE, &f);
     double got[8];
-    const double wu[8] = {0, 1, 2, 3, 4294967295.0, 5, 4294967295.0, 1};
+    /* -0.0 (j = 7) equals +0.0 (j = 1), which already took element 1: as a
+     * duplicate it needs another zero, and there is none. */
+    const double wu[8] = {0, 1, 2, 3, 4294967295.0, 5, 4294967295.0, 4294967295.0};
     test_sbuf_get(&st, 0, NX_DT_UINT32, 0, 128, 8, got);
     test_assert_values(got, wu, 8);
     f.op[0] = test_sb(NX_DT_INT32, 0, 1, 128, 8);
     test_run_ok(&st, NX_ENG_DVE, &f);
-    const double wi[8] = {0, 1, 2, 3, -1, 5, -1, 1};
+    const double wi[8] = {0, 1, 2, 3, -1, 5, -1, -1};
     test_sbuf_get(&st, 0, NX_DT_INT32, 0, 128, 8, got);
     test_assert_values(got, wi, 8);
     /* Exact comparison of engine values: int32 2^24+1 is not 2^24. */
@@ -241,9 +250,10 @@ static void test_match_replace8_duplicates(void **state) {
     (void)state;
     nx_state st;
     test_state(&st, 1, 4096, 1);
-    /* values 7 three times: replaces successive occurrences; 2 twice but only
-     * one 2 in the row; 99 absent; -inf (the replacement) absent at first and
-     * a replaced element is never matched again. */
+    /* values are taken j = 7 .. 0: 7 three times replaces successive
+     * occurrences, the first one going to the highest j (5, then 1, then 0);
+     * 2 twice but only one 2 in the row (j = 3 gets it, j = 2 none); 99
+     * absent; -0 matches 0; NaN matches NaN. */
     const double in[10] = {7, 2, 7, 5, 7, 7, -0.0, NAN, 1, 3};
     const double vals[8] = {7, 7, 2, 2, 99, 7, 0.0, NAN};
     test_sbuf_put(&st, 0, NX_DT_FP32, 0, 0, 10, in);
@@ -257,11 +267,11 @@ static void test_match_replace8_duplicates(void **state) {
                            7,         -INFINITY, -INFINITY, 1,         3};
     test_sbuf_get(&st, 0, NX_DT_FP32, 0, 192, 10, got);
     test_assert_values(got, wd, 10);
-    const double wi[8] = {0, 2, 1, -1, -1, 4, 6, 7};
+    const double wi[8] = {4, 2, -1, 1, -1, 0, 6, 7};
     test_sbuf_get(&st, 0, NX_DT_INT32, 0, 128, 8, got);
     test_assert_values(got, wi, 8);
     /* uint32 indices, dst aliases in, replacement equal to a searched value:
-     * the 4 replaced first is not matched by the later 4. */
+     * the 1 replaced by 4 (j = 4) is not matched by the 4 of j = 0. */
     const double in2[9] = {4, 1, 4, 0, 0, 0, 0, 0, 0};
     const double v2[8] = {4, 4, 4, 1, 1, 8, 8, 8};
     test_sbuf_put(&st, 0, NX_DT_FP32, 0, 256, 9, in2);
@@ -273,15 +283,52 @@ static void test_match_replace8_duplicates(void **state) {
     const double wd2[9] = {4, 4, 4, 0, 0, 0, 0, 0, 0};
     test_sbuf_get(&st, 0, NX_DT_FP32, 0, 256, 9, got);
     test_assert_values(got, wd2, 9);
-    const double wi2[8] = {0, 2, 4294967295.0, 1, 4294967295.0, 4294967295.0, 4294967295.0,
+    const double wi2[8] = {4294967295.0, 2, 0, 4294967295.0, 1, 4294967295.0, 4294967295.0,
                            4294967295.0};
     test_psum_get(&st, 0, NX_DT_UINT32, 0, 0, 8, got);
     test_assert_values(got, wi2, 8);
     nx_state_free(&st);
 }
 
-/* The scanning top-k loop (docs/parts/insns-dve.md, match_replace8): max8 + match_replace8(-inf) twice
- * gives the top 16 and their indices, checked against a reference scan. */
+/* The example of the NKI nc_match_replace8 documentation: data
+ * [1,2,3,4,8,8,8,8,8,8,8], vals [3,8,8,8,8,8,8,8] gives the indices
+ * [2,10,9,8,7,6,5,4] (vals taken in reverse order), while find_index8 on the
+ * same operands pairs the duplicates in ascending order, [2,4,5,..,10]. */
+static void test_match_replace8_nki_example(void **state) {
+    (void)state;
+    nx_state st;
+    test_state(&st, 1, 4096, 1);
+    const double data[11] = {1, 2, 3, 4, 8, 8, 8, 8, 8, 8, 8};
+    const double vals[8] = {3, 8, 8, 8, 8, 8, 8, 8};
+    test_sbuf_put(&st, 0, NX_DT_FP32, 0, 0, 11, data);
+    test_sbuf_put(&st, 0, NX_DT_FP32, 0, 64, 8, vals);
+    nx_operand idx = test_sb(NX_DT_UINT32, 0, 1, 128, 8);
+    nx_insn m = mr_insn(test_sb(NX_DT_FP32, 0, 1, 192, 11), test_sb(NX_DT_FP32, 0, 1, 0, 11),
+                        test_sb(NX_DT_FP32, 0, 1, 64, 8), 0.0, &idx);
+    test_run_ok(&st, NX_ENG_DVE, &m);
+    double got[11];
+    const double wi[8] = {2, 10, 9, 8, 7, 6, 5, 4};
+    test_sbuf_get(&st, 0, NX_DT_UINT32, 0, 128, 8, got);
+    test_assert_values(got, wi, 8);
+    const double wd[11] = {1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0};
+    test_sbuf_get(&st, 0, NX_DT_FP32, 0, 192, 11, got);
+    test_assert_values(got, wd, 11);
+    nx_insn f = nx_insn_make(NX_OP_FIND_INDEX8);
+    f.op[0] = test_sb(NX_DT_UINT32, 0, 1, 256, 8);
+    f.op[1] = test_sb(NX_DT_FP32, 0, 1, 0, 11);
+    f.op[2] = test_sb(NX_DT_FP32, 0, 1, 64, 8);
+    test_run_ok(&st, NX_ENG_DVE, &f);
+    const double wf[8] = {2, 4, 5, 6, 7, 8, 9, 10};
+    test_sbuf_get(&st, 0, NX_DT_UINT32, 0, 256, 8, got);
+    test_assert_values(got, wf, 8);
+    nx_state_free(&st);
+}
+
+/* The scanning top-k loop: max8 + match_replace8(-inf) twice gives the top
+ * 16 and their indices, checked against a reference scan. Within one round,
+ * equal values come back with their indices in descending order (the
+ * reverse order of match_replace8); a kernel that wants ascending ties
+ * reverses each run of equal values. */
 static void test_topk_scanning_loop(void **state) {
     (void)state;
     enum { P = 32, N = 200 };
@@ -307,16 +354,29 @@ static void test_topk_scanning_loop(void **state) {
         test_sbuf_get(&st, 0, NX_DT_FP32, p, 1024, 16, vals);
         test_sbuf_get(&st, 0, NX_DT_UINT32, p, 1280, 16, idx);
         /* Reference: repeatedly take the first maximum of what is left. */
-        int used[N] = {0};
+        int used[N] = {0}, want[16];
         for (int k = 0; k < 16; k++) {
             int best = -1;
             for (int e = 0; e < N; e++)
                 if (!used[e] && (best < 0 || x[p][e] > x[p][best])) best = e;
             used[best] = 1;
-            if (vals[k] != x[p][best] || (int)idx[k] != best)
-                fail_msg("partition %d rank %d: got %g@%d, want %g@%d", p, k, vals[k],
-                         (int)idx[k], x[p][best], best);
+            want[k] = best;
         }
+        /* Reverse every run of equal values inside each round of 8. */
+        for (int k0 = 0; k0 < 16;) {
+            int k1 = k0 + 1;
+            while (k1 < 16 && k1 % 8 != 0 && x[p][want[k1]] == x[p][want[k0]]) k1++;
+            for (int a = k0, b = k1 - 1; a < b; a++, b--) {
+                int t = want[a];
+                want[a] = want[b];
+                want[b] = t;
+            }
+            k0 = k1;
+        }
+        for (int k = 0; k < 16; k++)
+            if (vals[k] != x[p][want[k]] || (int)idx[k] != want[k])
+                fail_msg("partition %d rank %d: got %g@%d, want %g@%d", p, k, vals[k],
+                         (int)idx[k], x[p][want[k]], want[k]);
     }
     nx_state_free(&st);
 }
@@ -352,6 +412,7 @@ int main(void) {
         cmocka_unit_test(test_find_index8_after_max8),
         cmocka_unit_test(test_find_index8_special),
         cmocka_unit_test(test_match_replace8_duplicates),
+        cmocka_unit_test(test_match_replace8_nki_example),
         cmocka_unit_test(test_topk_scanning_loop),
         cmocka_unit_test(test_match_replace8_errors),
     };

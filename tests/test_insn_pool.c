@@ -527,6 +527,57 @@ static void partition_broadcast_validation(void **state) {
     test_run_fails(st, NX_ENG_POOL, &insn, "in: has 2 partitions, must have exactly 1");
     insn.op[1] = test_sb(NX_DT_FP32, 0, 1, 0, 4);
     test_run_fails(st, NX_ENG_POOL, &insn, "dst: has 7 elements per partition but in has 4");
+    /* The one source partition obeys the start-partition rule of a 1-partition
+     * operand: 0, 32, 64 or 96 (any other partition needs a DMA or a PE/DVE
+     * move first). */
+    const uint32_t ok[4] = {0, 32, 64, 96};
+    for (int i = 0; i < 4; i++) {
+        insn.op[1] = test_sb(NX_DT_FP32, ok[i], 1, 0, 7);
+        test_run_ok(st, NX_ENG_POOL, &insn);
+    }
+    insn.op[1] = test_sb(NX_DT_FP32, 5, 1, 0, 7);
+    test_run_fails(st, NX_ENG_POOL, &insn,
+                   "in: start partition 5 not allowed for 1 partitions (> 64 partitions: 0; "
+                   "> 32: a multiple of 64; else a multiple of 32)");
+}
+
+/* The p of an index pattern counts from dst's start partition: iota into
+ * partitions 96..127 with channel multiplier 10 writes 0 at partition 96;
+ * affine_select's causal mask at partitions 64..95 keeps e <= p - 64. */
+static void pattern_p_relative_to_dst_start(void **state) {
+    nx_state *st = *state;
+    const int32_t one = 1;
+    const uint32_t two = 2;
+    nx_insn insn = test_insn2(NX_OP_IOTA, test_sb(NX_DT_INT32, 96, 32, 0, 2),
+                              nx_pattern(0, 10, 32, 1, &one, &two));
+    test_run_ok(st, NX_ENG_POOL, &insn);
+    for (uint32_t p = 96; p < 128; p++) {
+        double got[2];
+        test_sbuf_get(st, 0, NX_DT_INT32, p, 0, 2, got);
+        assert_true(got[0] == 10.0 * (p - 96) && got[1] == 10.0 * (p - 96) + 1);
+    }
+    for (uint32_t p = 64; p < 96; p++) {
+        double row[32];
+        for (int e = 0; e < 32; e++) row[e] = 1.0 + e;
+        test_sbuf_put(st, 0, NX_DT_FP32, p, 64, 32, row);
+    }
+    const int32_t neg = -1;
+    const uint32_t n = 32;
+    nx_insn sel = nx_insn_make(NX_OP_AFFINE_SELECT);
+    sel.alu0 = NX_ALU_IS_GE;
+    sel.op[0] = test_sb(NX_DT_FP32, 64, 32, 256, 32);
+    sel.op[1] = nx_pattern(0, 1, 32, 1, &neg, &n);
+    sel.op[2] = test_sb(NX_DT_FP32, 64, 32, 64, 32);
+    sel.op[3] = nx_imm(0.0, NX_DT_FP32);
+    test_run_ok(st, NX_ENG_POOL, &sel);
+    for (uint32_t p = 64; p < 96; p++) {
+        double got[32];
+        test_sbuf_get(st, 0, NX_DT_FP32, p, 256, 32, got);
+        for (uint32_t e = 0; e < 32; e++) {
+            double want = e <= p - 64 ? 1.0 + e : 0.0;
+            if (got[e] != want) fail_msg("[%u, %u] = %g, want %g", p, e, got[e], want);
+        }
+    }
 }
 
 int main(void) {
@@ -548,6 +599,7 @@ int main(void) {
         T(partition_all_reduce_validation),
         T(partition_broadcast_rows),
         T(partition_broadcast_validation),
+        T(pattern_p_relative_to_dst_start),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

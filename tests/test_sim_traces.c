@@ -4,7 +4,9 @@
  * on the model with the RTL PE array (--pe rtl), each with the trace's own
  * inputs (in_TENSOR.npy); the memories must be byte-identical to the
  * functional executor's afterwards, or both runs must fail with the same
- * message. (The traces' expected outputs are checked against `nxsim exec`
+ * message, and the model's log of the run has no race (sim/race.h: equal
+ * bytes are the contract only for race-free programs). (The traces'
+ * expected outputs are checked against `nxsim exec`
  * on each backend by the conformance tests, tests/conformance/; this pins
  * backend == functional on the whole machine state.) The traces together
  * must also cover the opcode table (test_coverage_check): a new opcode needs
@@ -23,6 +25,7 @@
 #include "isa/exec.h"
 #include "isa/npy.h"
 #include "sim/model.h"
+#include "sim/race.h"
 #include "support.h"
 
 /* traces/ beside tests/, found from this file's path. */
@@ -110,6 +113,9 @@ static int run_trace(const char *dir, backend b) {
             if (memcmp(model.core[c].sems, ref.core[c].sems, (p.sem_count ? p.sem_count : 1) * sizeof(uint32_t)))
                 fail_msg("%s: %s core %u semaphores differ", dir, backend_names[b], c);
         }
+        /* Equal bytes are only the contract for race-free programs: pin it. */
+        int race = nx_race_check(&p, r.log, r.log_count, &merr);
+        if (race != 0) fail_msg("%s: %s", dir, merr.msg);
         nx_sim_result_free(&r);
     }
     nx_state_free(&model);

@@ -1,7 +1,9 @@
-/* find_index8: for each of the 8 values of a partition, the index of the
- * first element of in equal to it (numeric equality, -0 == +0, NaN matches
- * NaN), or 0xFFFFFFFF (uint32 dst) / -1 (int32 dst) if none.
- * docs/parts/insns-dve.md. */
+/* find_index8: for each of the 8 values of a partition, in order j = 0..7,
+ * the index of the first element of in equal to it (numeric equality, -0 ==
+ * +0, NaN matches NaN) that no earlier value already took, or 0xFFFFFFFF
+ * (uint32 dst) / -1 (int32 dst) if none: duplicated values pair with
+ * successive occurrences in ascending order, so max8 then find_index8 gives
+ * tied values distinct indices, lowest first. docs/parts/insns-dve.md. */
 #include <inttypes.h>
 
 #include "insn_impl.h"
@@ -45,14 +47,19 @@ int nx_exec_FIND_INDEX8(const nx_exec_ctx *ctx, const nx_insn *insn) {
         double v[FIND_K], idx[FIND_K];
         nx_view_load(&in, p, x);
         nx_view_load(&values, p, v);
+        uint64_t taken[FIND_K];
+        int ntaken = 0;
         for (int j = 0; j < FIND_K; j++) {
             idx[j] = none;
             int nan = isnan(v[j]);
             for (uint64_t e = 0; e < n; e++) {
-                if (x[e] == v[j] || (nan && isnan(x[e]))) {
-                    idx[j] = (double)e;
-                    break;
-                }
+                if (!(x[e] == v[j] || (nan && isnan(x[e])))) continue;
+                int seen = 0;
+                for (int t = 0; t < ntaken && !seen; t++) seen = taken[t] == e;
+                if (seen) continue;
+                idx[j] = (double)e;
+                taken[ntaken++] = e;
+                break;
             }
         }
         nx_view_store(&dst, p, idx);

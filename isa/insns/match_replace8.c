@@ -1,7 +1,10 @@
-/* match_replace8: dst = in where, for j = 0..7 in order, the first element
- * equal to values[j] (find_index8's equality) that has not been replaced yet
- * becomes `replacement`; the optional `indices` gets each replaced index, or
- * 0xFFFFFFFF (uint32) / -1 (int32) when values[j] matched nothing.
+/* match_replace8: dst = in where, for j = 7, 6, .., 0 in that order, the
+ * first element equal to values[j] (find_index8's equality) that has not
+ * been matched yet becomes `replacement`; the optional `indices` gets each
+ * replaced index, or 0xFFFFFFFF (uint32) / -1 (int32) when values[j]
+ * matched nothing. The reverse order is the one the NKI documentation of
+ * nc_match_replace8 gives: duplicated values pair the first occurrence with
+ * the highest j (find_index8 searches every value from the start instead).
  * docs/parts/insns-dve.md. */
 #include <inttypes.h>
 
@@ -59,7 +62,7 @@ int nx_exec_MATCH_REPLACE8(const nx_exec_ctx *ctx, const nx_insn *insn) {
         int hits = 0;
         nx_view_load(&in, p, x);
         nx_view_load(&values, p, v);
-        for (int j = 0; j < MATCH_K; j++) {
+        for (int j = MATCH_K - 1; j >= 0; j--) {
             idx[j] = none;
             int nan = isnan(v[j]);
             for (uint64_t e = 0; e < n; e++) {

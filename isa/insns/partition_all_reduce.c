@@ -4,7 +4,8 @@
  *   dst[p, e] = r[e] for every partition p of dst
  * op0 is add, multiply, max, min, abs_max, bitwise_and, bitwise_or or
  * bitwise_xor (each step through nx_alu_apply, so fp32 rounding at every step
- * for the arithmetic ops). dst and in have the same partition count and
+ * for the arithmetic ops; a bitwise result stores its bit pattern,
+ * nx_alu_bits_for_dtype). dst and in have the same partition count and
  * elements per partition. Contract: docs/parts/insns-act-pool.md. */
 #include "insn_impl.h"
 
@@ -49,6 +50,7 @@ int nx_exec_PARTITION_ALL_REDUCE(const nx_exec_ctx *ctx, const nx_insn *insn) {
         nx_view_load(&in, q, row);
         for (uint64_t e = 0; e < n; e++) acc[e] = nx_alu_apply(op, acc[e], row[e]);
     }
+    if (nx_alu_is_bitvec(op)) nx_alu_bits_for_dtype((nx_dtype)dst.dtype, acc, n);
     for (uint32_t p = 0; p < dst.partitions; p++) nx_view_store(&dst, p, acc);
     free(acc);
     return 0;

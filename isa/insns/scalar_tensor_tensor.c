@@ -1,5 +1,6 @@
 /* scalar_tensor_tensor: t = rev0 ? (s op0 in0) : (in0 op0 s); dst = t op1 in1,
- * s an immediate or a per-partition scalar. docs/parts/insns-dve.md. */
+ * s an immediate or a per-partition scalar; a bitvec last op stores its bit
+ * patterns (nx_alu_bits_for_dtype). docs/parts/insns-dve.md. */
 #include <inttypes.h>
 
 #include "insn_impl.h"
@@ -29,6 +30,7 @@ int nx_exec_SCALAR_TENSOR_TENSOR(const nx_exec_ctx *ctx, const nx_insn *insn) {
     nx_view_init(&in1, ctx, &insn->op[3]);
     nx_alu_op op0 = (nx_alu_op)insn->alu0, op1 = (nx_alu_op)insn->alu1;
     int rev0 = (insn->flags & NX_FLAG_REVERSE0) != 0;
+    int bits = nx_alu_is_bitvec(nx_alu_last(op0, op1));
     uint64_t n = dst.free_elems;
     double *a = nx_buf_alloc(2 * n);
     if (!a) return nx_fail(ctx->err, "out of memory for %" PRIu64 " elements", 2 * n);
@@ -41,6 +43,7 @@ int nx_exec_SCALAR_TENSOR_TENSOR(const nx_exec_ctx *ctx, const nx_insn *insn) {
             double t = rev0 ? nx_alu_apply(op0, s, a[e]) : nx_alu_apply(op0, a[e], s);
             a[e] = nx_alu_apply(op1, t, b[e]);
         }
+        if (bits) nx_alu_bits_for_dtype((nx_dtype)dst.dtype, a, n);
         nx_view_store(&dst, p, a);
     }
     free(a);

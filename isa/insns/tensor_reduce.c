@@ -2,7 +2,8 @@
  * dim k, dim 0 outermost) with alu0; dst holds the kept dims row-major.
  * Each output is r = identity; r = r op x for the reduced elements in
  * row-major order (= x0 normalised, then sequential fp32 steps); `negate`
- * stores -r. docs/parts/insns-dve.md. */
+ * stores -r (for the bitwise ops an integer negation, so 0 stays +0, and dst
+ * gets the bit pattern: nx_alu_bits_for_dtype). docs/parts/insns-dve.md. */
 #include <inttypes.h>
 
 #include "insn_impl.h"
@@ -53,6 +54,7 @@ int nx_exec_TENSOR_REDUCE(const nx_exec_ctx *ctx, const nx_insn *insn) {
     uint32_t axes = (uint32_t)insn->iparam[0];
     int negate = (insn->flags & NX_FLAG_NEGATE) != 0;
     double identity = nx_alu_reduce_identity(op);
+    int bits = nx_alu_is_bitvec(op);
 
     /* Output index step per input dim: 0 for reduced dims, else the number of
      * kept elements inside it. */
@@ -82,8 +84,11 @@ int nx_exec_TENSOR_REDUCE(const nx_exec_ctx *ctx, const nx_insn *insn) {
                 idx[k] = 0;
             }
         }
-        if (negate)
+        if (negate && bits) /* integer negation: 0 stays +0, integers have no -0 */
+            for (uint64_t i = 0; i < m; i++) r[i] = 0.0 - r[i];
+        else if (negate)
             for (uint64_t i = 0; i < m; i++) r[i] = -r[i];
+        if (bits) nx_alu_bits_for_dtype((nx_dtype)dst.dtype, r, m);
         nx_view_store(&dst, p, r);
     }
     free(x);

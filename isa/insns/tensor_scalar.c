@@ -1,6 +1,8 @@
 /* tensor_scalar: two chained ALU ops against per-partition scalars:
  *   t = rev0 ? (s0 op0 x) : (x op0 s0);  dst = rev1 ? (s1 op1 t) : (t op1 s1)
- * (the second step only when scalar1 is present). docs/parts/insns-dve.md. */
+ * (the second step only when scalar1 is present). When the last op that
+ * produced t is a bitvec op, dst gets its bit patterns (nx_alu_bits_for_dtype).
+ * docs/parts/insns-dve.md. */
 #include <inttypes.h>
 
 #include "insn_impl.h"
@@ -32,6 +34,7 @@ int nx_exec_TENSOR_SCALAR(const nx_exec_ctx *ctx, const nx_insn *insn) {
     nx_alu_op op0 = (nx_alu_op)insn->alu0, op1 = (nx_alu_op)insn->alu1;
     int rev0 = (insn->flags & NX_FLAG_REVERSE0) != 0;
     int rev1 = (insn->flags & NX_FLAG_REVERSE1) != 0;
+    int bits = nx_alu_is_bitvec(two ? nx_alu_last(op0, op1) : op0);
     uint64_t n = dst.free_elems;
     double *x = nx_buf_alloc(n);
     if (!x) return nx_fail(ctx->err, "out of memory for %" PRIu64 " elements", n);
@@ -44,6 +47,7 @@ int nx_exec_TENSOR_SCALAR(const nx_exec_ctx *ctx, const nx_insn *insn) {
             if (two) t = rev1 ? nx_alu_apply(op1, s1, t) : nx_alu_apply(op1, t, s1);
             x[e] = t;
         }
+        if (bits) nx_alu_bits_for_dtype((nx_dtype)dst.dtype, x, n);
         nx_view_store(&dst, p, x);
     }
     free(x);

@@ -1,4 +1,5 @@
-/* tensor_tensor: dst[p,e] = in0[p,e] op0 in1[p,e] (docs/parts/insns-dve.md). */
+/* tensor_tensor: dst[p,e] = in0[p,e] op0 in1[p,e]; a bitvec op0 stores its
+ * bit patterns (nx_alu_bits_for_dtype). docs/parts/insns-dve.md. */
 #include <inttypes.h>
 
 #include "insn_impl.h"
@@ -22,10 +23,12 @@ int nx_exec_TENSOR_TENSOR(const nx_exec_ctx *ctx, const nx_insn *insn) {
     if (!a) return nx_fail(ctx->err, "out of memory for %" PRIu64 " elements", 2 * n);
     double *b = a + n;
     nx_alu_op op = (nx_alu_op)insn->alu0;
+    int bits = nx_alu_is_bitvec(op);
     for (uint32_t p = 0; p < dst.partitions; p++) {
         nx_view_load(&in0, p, a);
         nx_view_load(&in1, p, b);
         for (uint64_t e = 0; e < n; e++) a[e] = nx_alu_apply(op, a[e], b[e]);
+        if (bits) nx_alu_bits_for_dtype((nx_dtype)dst.dtype, a, n);
         nx_view_store(&dst, p, a);
     }
     free(a);

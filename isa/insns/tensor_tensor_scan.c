@@ -1,6 +1,6 @@
 /* tensor_tensor_scan: per partition, acc = initial; for each element e in
- * order: acc = (acc op0 in0[e]) op1 in1[e]; dst[e] = acc.
- * docs/parts/insns-dve.md. */
+ * order: acc = (acc op0 in0[e]) op1 in1[e]; dst[e] = acc (its bit patterns
+ * when the last op is a bitvec op). docs/parts/insns-dve.md. */
 #include <inttypes.h>
 
 #include "insn_impl.h"
@@ -30,6 +30,7 @@ int nx_exec_TENSOR_TENSOR_SCAN(const nx_exec_ctx *ctx, const nx_insn *insn) {
     nx_view_init(&in1, ctx, &insn->op[2]);
     nx_view_init(&init, ctx, &insn->op[3]);
     nx_alu_op op0 = (nx_alu_op)insn->alu0, op1 = (nx_alu_op)insn->alu1;
+    int bits = nx_alu_is_bitvec(nx_alu_last(op0, op1));
     uint64_t n = dst.free_elems;
     double *a = nx_buf_alloc(2 * n);
     if (!a) return nx_fail(ctx->err, "out of memory for %" PRIu64 " elements", 2 * n);
@@ -42,6 +43,7 @@ int nx_exec_TENSOR_TENSOR_SCAN(const nx_exec_ctx *ctx, const nx_insn *insn) {
             acc = nx_alu_apply(op1, nx_alu_apply(op0, acc, a[e]), b[e]);
             a[e] = acc;
         }
+        if (bits) nx_alu_bits_for_dtype((nx_dtype)dst.dtype, a, n);
         nx_view_store(&dst, p, a);
     }
     free(a);

@@ -340,7 +340,7 @@ static int transpose_result(nx_kctx *k, const nx_conv_pbp *pb, uint64_t src, con
     attr.value.items = items;
     attr.value.count = 4;
     nx_attrs attrs = {&attr, 1};
-    nx_kernel_call call = {args, 2, 1, &attrs};
+    nx_kernel_call call = {.args = args, .nargs = 2, .n_inputs = 1, .additional_args = &attrs};
     /* whole [O, N] matrices per partition when they are small: the DVE leaf
      * moves them with contiguous transfers; large ones through the PE */
     const nx_geometry *geo = nx_kctx_geometry(k);

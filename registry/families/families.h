@@ -9,9 +9,23 @@
 /* transpose.c: tiled_pf_transpose (#12) and tiled_dve_transpose_10 (#13). */
 extern const nx_op_rules nx_rules_transpose;
 
+/* select_and_scatter.c: SelectAndScatter (#1). */
+extern const nx_op_rules nx_rules_select_and_scatter;
+
+/* resize.c: ResizeNearest (#2). */
+extern const nx_op_rules nx_rules_resize;
+
+/* blockwise_mm.c: blockwise_mm (#10). */
+extern const nx_op_rules nx_rules_blockwise_mm;
 /* conv_pbp.c: the dense PE convolutions #3 (0f1b_0i1o->01fb) and #4
  * (fb01_io01->01bf). */
 extern const nx_op_rules nx_rules_conv_pbp_0f1b;
 extern const nx_op_rules nx_rules_conv_pbp_fb01;
+
+/* conv_depthwise.c: the depthwise forward convs Conv1d_depthwise_bf01_oi01_bf01
+ * (#6), conv2d_column_packing_1 (#9), conv2d_depthwise_f01b_o01i_bf01 (#11). */
+extern const nx_op_rules nx_rules_conv1d_depthwise;
+extern const nx_op_rules nx_rules_conv2d_column_packing_1;
+extern const nx_op_rules nx_rules_conv2d_depthwise_f01b;
 
 #endif

@@ -46,14 +46,8 @@ static int transpose_reference(const nx_macro_op *op, const void *const *inputs,
 static int transpose_default(nx_macro_op *op, nx_error *err) {
     static const uint64_t shape[2] = {512, 384};
     static const uint64_t perm[2] = {1, 0};
-    nx_value v;
     if (nx_macro_op_add_operand(op, "in0", NX_DT_FP32, 2, shape, err) != 0) return -1;
-    if (nx_value_int_list(&v, perm, 2, err) != 0) return -1;
-    if (nx_attrs_set(&op->attrs, "permutation", &v, err) != 0) {
-        nx_value_free(&v);
-        return -1;
-    }
-    return 0;
+    return nx_attrs_set_int_list(&op->attrs, "permutation", perm, 2, err);
 }
 
 /* A transpose moves bits: exact. */

@@ -40,6 +40,20 @@ expect() {
     if [ "$rc" -eq "$want" ]; then pass; else fail "$what: exit $rc, expected $want"; fi
 }
 
+# The last run printed exactly the one stderr line $1.
+stderr_is() {
+    if [ "$(cat "$T/err")" = "$1" ]; then pass; else fail "stderr is '$(cat "$T/err")', expected '$1'"; fi
+}
+
+# The last run's stdout holds the line $1 exactly.
+stdout_has_line() {
+    if grep -qxF -- "$1" "$T/out"; then pass; else fail "stdout lacks the line '$1'"; fi
+}
+
+absent() {
+    if [ -e "$1" ]; then fail "$1 exists but must not"; else pass; fi
+}
+
 same_file() {
     if cmp -s "$1" "$2"; then pass; else fail "$1 and $2 differ"; fi
 }

@@ -23,10 +23,6 @@ one_line_error() {
     fi
 }
 
-absent() {
-    if [ -e "$1" ]; then fail "$1 exists but must not"; else pass; fi
-}
-
 
 
 # x = [[1, 2, -1.5, 0.25], [3, -4, 0.5, 100]] and y = 2x, as fp32 bytes.

@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import formats  # noqa: E402
 from formats import BF16, E4M3, FP16, r32, round_to  # noqa: E402
-from semantics import REDUCE_IDENTITY, act, alu, fold, ieee_max, pe_matmul  # noqa: E402
+from semantics import REDUCE_IDENTITY, act, alu, bits_to, fold, ieee_max, pe_matmul  # noqa: E402
 from tracekit import Trace  # noqa: E402
 
 NAN, INF = math.nan, math.inf
@@ -452,8 +452,8 @@ def tensor_tensor():
     insns-dve.md: arithmetic ops round inputs and result to fp32 (x/0 = Inf,
     0/0 = NaN); max/min propagate NaN and order -0 < +0; abs_max =
     max(|a|, |b|); comparisons give 1.0/0.0 (NaN compares false, -0 == +0);
-    bitwise ops and shifts act on 32-bit patterns, shift_right is arithmetic
-    for negative values. pow uses operands whose result is exact. One op on
+    bitwise ops and shifts act on 32-bit patterns, shift_right is logical,
+    and an int32 dst gets the result's 32 bits. pow uses operands whose result is exact. One op on
     POOL (same semantics), writing bf16 at partitions 64..95."""
     t = Trace("tensor_tensor")
     a = t.normal((32, 16), 3.0)
@@ -535,7 +535,8 @@ def tensor_tensor():
     with np.errstate(all="ignore"):
         exact_pow = np.power(pa, pb)  # float64: exact for these pairs
     assert np.array_equal(y[:, 7, :], exact_pow, equal_nan=True)
-    yi = np.stack([alu(op, ai, sh if op.startswith("shift") else bi) for op in TT_INT_OPS], axis=1)
+    yi = np.stack([bits_to("int32", alu(op, ai, sh if op.startswith("shift") else bi))
+                   for op in TT_INT_OPS], axis=1)
     # spot checks written out by hand
     # y[p, op, e] with op 3 = divide, 4 = max, 5 = min, 7 = pow
     assert np.isnan(y[0, 3, 3]) and y[0, 3, 5] == INF and np.isnan(y[0, 3, 6]) and y[0, 3, 7] == INF
@@ -544,7 +545,8 @@ def tensor_tensor():
     assert y[0, 7, 0] == -8.0 and math.isnan(y[0, 7, 1])
     # yi[p, op, e] with op 0 and, 1 or, 2 xor, 3 shl, 4 shr
     assert yi[0, 0, 0] == 5 and yi[0, 1, 1] == -5 and yi[0, 2, 3] == -6
-    assert yi[0, 3, 0] == -1 and yi[0, 3, 3] == 40 and yi[0, 4, 2] == -4 and yi[0, 4, 1] == -4
+    assert yi[0, 3, 0] == -1 and yi[0, 3, 3] == 40
+    assert yi[0, 4, 2] == 0x3FFFFFFC and yi[0, 4, 1] == 0x7FFFFFFC  # -16 >> 2, -8 >> 1: logical
     t.expect("y", "fp32", y)
     t.expect("yi", "int32", yi)
     t.expect("y_pool", "bf16", alu("subtract", a, b))
@@ -611,7 +613,7 @@ def tensor_scalar():
     t.expect("r_muladd", "fp32", alu("add", alu("multiply", x, s), 0.5))
     t.expect("r_recip", "fp32", alu("divide", 1.0, alu("subtract", s_far, x)))
     t.expect("r_relu6", "bf16", alu("min", alu("max", x, 0.0), 6.0))
-    t.expect("r_bits", "int32", alu("shift_right", alu("bitwise_and", xi, 255.0), 2.0))
+    t.expect("r_bits", "int32", bits_to("int32", alu("shift_right", alu("bitwise_and", xi, 255.0), 2.0)))
     t.expect("r_gt", "fp32", alu("is_gt", x, s2))
     t.expect("r_e5m2", "fp8_e5m2", alu("divide", x, 3.0))
 
@@ -748,9 +750,9 @@ def tensor_reduce():
     """)
     for name, v in res.items():
         t.expect(name, "fp32", v)
-    t.expect("r_and", "int32", ints["bitwise_and"])
-    t.expect("r_or", "int32", ints["bitwise_or"])
-    t.expect("r_xor", "int32", ints["bitwise_xor"])
+    t.expect("r_and", "int32", bits_to("int32", ints["bitwise_and"]))
+    t.expect("r_or", "int32", bits_to("int32", ints["bitwise_or"]))
+    t.expect("r_xor", "int32", bits_to("int32", ints["bitwise_xor"]))
     t.expect("r_bf16", "bf16", rb)
 
 
@@ -1034,11 +1036,25 @@ def _first_match(row, v, taken=()):
     return None
 
 
+def _find_index8_ref(row, vals):
+    """find_index8's pairing (insns-dve.md): values j = 0..7 in ascending
+    order, each taking the first equal element no earlier value took."""
+    taken, out = [], []
+    for v in vals:
+        e = _first_match(row, v, taken)
+        if e is not None:
+            taken.append(e)
+        out.append(e)
+    return out
+
+
 def find_index8():
     """find_index8 (insns-dve.md): for each of the 8 values of a partition,
     the index of the first element of in equal to it (numeric equality:
     -0 == +0; NaN matches NaN), or -1 (int32 dst) / 0xFFFFFFFF (uint32 dst)
-    when there is none. Duplicated values give the same first index."""
+    when there is none. The values are taken in ascending order j = 0..7 and
+    an element taken by an earlier value is skipped, so duplicated values
+    pair with successive occurrences (the lowest index to the lowest j)."""
     t = Trace("find_index8")
     x = t.ints((16, 24), -20, 20)
     x[0, [4, 9]] = [NAN, 0.0]
@@ -1069,20 +1085,21 @@ def find_index8():
             dma_copy dst=hbm:int32[16/8]@idx{1:8} src=sbuf:int32[0:16]@256{1:8} queue=0 bound=0 wait=sem1>=1
             dma_copy dst=hbm:uint32[16/8]@uidx{1:8} src=sbuf:uint32[0:16]@288{1:8} queue=1 bound=0
     """)
-    idx = np.array([[_first_match(list(x[p]), vals[p, j]) for j in range(8)] for p in range(16)],
-                   dtype=object)
+    idx = np.array([_find_index8_ref(list(x[p]), list(vals[p])) for p in range(16)], dtype=object)
     assert idx[0, 7] == 4
     t.expect("idx", "int32", np.where(idx == None, -1, idx).astype(np.float64))  # noqa: E711
     t.expect("uidx", "uint32", np.where(idx == None, 4294967295, idx).astype(np.float64))  # noqa: E711
 
 
 def match_replace8():
-    """match_replace8 (insns-dve.md): for j = 0..7 in order, the first element
-    equal to values[j] that has not been replaced yet is replaced by the
-    immediate; duplicated values therefore replace successive occurrences.
-    The optional indices output gets each replaced index, or -1 (int32) /
-    0xFFFFFFFF (uint32) when values[j] matched nothing. Replacement happens
-    after all matching (a replacement never matches a later value)."""
+    """match_replace8 (insns-dve.md): for j = 7, 6, .., 0 (the reverse order
+    of the NKI nc_match_replace8 documentation), the first element equal to
+    values[j] that has not been matched yet is replaced by the immediate;
+    duplicated values therefore replace successive occurrences, the first
+    occurrence going to the highest j. The optional indices output gets each
+    replaced index, or -1 (int32) / 0xFFFFFFFF (uint32) when values[j]
+    matched nothing. Replacement happens after all matching (a replacement
+    never matches a later value)."""
     t = Trace("match_replace8")
     x = t.ints((16, 24), 0, 9)
     vals = np.zeros((16, 8))
@@ -1130,7 +1147,7 @@ def match_replace8():
         idx = np.full(values.shape, float(none))
         for p in range(rows.shape[0]):
             taken = []
-            for j in range(8):
+            for j in range(7, -1, -1):
                 e = _first_match(list(rows[p]), values[p, j], taken)
                 if e is not None:
                     taken.append(e)
@@ -1637,11 +1654,11 @@ def partition_all_reduce():
     t.expect("r_max", "fp32", red("max", x))
     t.expect("r_absmax", "bf16", red("abs_max", x))
     t.expect("r_mul", "fp32", red("multiply", m))
-    t.expect("r_and", "int32", red("bitwise_and", xi))
-    t.expect("r_or", "int32", red("bitwise_or", xi))
+    t.expect("r_and", "int32", bits_to("int32", red("bitwise_and", xi)))
+    t.expect("r_or", "int32", bits_to("int32", red("bitwise_or", xi)))
     xor = np.bitwise_xor.reduce(xi.astype(np.int64), axis=0)  # two's complement check
     assert np.array_equal(red("bitwise_xor", xi)[0], xor.astype(np.float64))
-    t.expect("r_xor", "int32", red("bitwise_xor", xi))
+    t.expect("r_xor", "int32", bits_to("int32", red("bitwise_xor", xi)))
 
 
 def partition_broadcast():
@@ -1811,13 +1828,517 @@ def errors():
             dma_copy dst=hbm:fp32[4/4]@y{1:4} src=sbuf:fp32[0:4]@16{1:4} queue=1 bound=0
     """)
     t.expected_error("nxsim: program.nxs: core 0 sp #1 (dma_copy): offsets[2] = 8 is out of bounds [0, 8)")
+    t = Trace("errors/partition_broadcast_start")
+    t.input("v", "fp32", t.normal((1, 8)))
+    t.program("""
+        ; partition_broadcast's one source partition obeys the start-partition
+        ; rule of a 1-partition operand (0, 32, 64 or 96): partition 5 is a
+        ; validation error; the data must first move to one of those by DMA
+        .machine trn2
+        .semaphores 1
+        .tensor v input fp32 [1,8]
+        .tensor y output fp32 [16,8]
+        .engine pool
+            partition_broadcast dst=sbuf:fp32[0:16]@64{1:8} in=sbuf:fp32[5:6]@0{1:8} wait=sem0>=1 inc=sem0
+        .engine sp
+            dma_copy dst=sbuf:fp32[5:6]@0{1:8} src=hbm:fp32[1/8]@v{1:8} queue=0 bound=0 inc=sem0
+            dma_copy dst=hbm:fp32[16/8]@y{1:8} src=sbuf:fp32[0:16]@64{1:8} queue=0 bound=0 wait=sem0>=2
+    """)
+    t.expected_error("nxsim: program.nxs: core 0 pool #0 (partition_broadcast): in: start partition 5 "
+                     "not allowed for 1 partitions (> 64 partitions: 0; > 32: a multiple of 64; "
+                     "else a multiple of 32)")
+
+
+
+# ---------------------------------------------------------------- issue-8 rules
+
+def _f32_bits_to_values(bits):
+    """Engine values of raw fp32 bit patterns (NaN keeps its sign)."""
+    with np.errstate(invalid="ignore"):  # signalling NaNs widen quietly, sign kept
+        return np.asarray(bits, dtype=np.uint32).view(np.float32).astype(np.float64)
+
+
+def _canonical_f32(bits):
+    """The fp32 store rule on raw bits: a NaN becomes the canonical quiet NaN
+    of its sign (dtypes.md), everything else is kept."""
+    bits = np.asarray(bits, dtype=np.uint32)
+    nan = (bits & 0x7FFFFFFF) > 0x7F800000
+    return np.where(nan, (bits & 0x80000000) | 0x7FC00000, bits).astype(np.uint32)
+
+
+def fp32_nan():
+    """The NaN rules, compared bit for bit (tolerance `bits`). dtypes.md: a
+    store of an engine value to fp32 writes the canonical quiet NaN of the
+    NaN's sign, 0x7fc00000 / 0xffc00000, whatever the payload (signalling,
+    quiet with payload bits): tensor_copy on DVE (SBUF and PSUM), ACT and
+    POOL, activation identity with scale 1 and bias -0 (x * 1 + -0 is x for
+    every x, -0 included; a NaN passes with its sign), tensor_scalar add 0 and
+    max -inf. A DMA between
+    equal dtypes is a bit copy and keeps the payload. insns-dve.md "The ALU":
+    an arithmetic op returns a's NaN if a is NaN, else b's, and an invalid
+    operation on non-NaN operands (0/0, Inf - Inf, 0 * Inf) the positive NaN;
+    max/min propagate a's NaN first; abs_max drops the sign."""
+    t = Trace("fp32_nan")
+    special = np.array([0x7F812345, 0xFF812345, 0x7FC12345, 0xFFC00001, 0x7FA00000, 0xFFC00000,
+                        0x7FC00000, 0x7F800000, 0xFF800000, 0x00000000, 0x80000000, 0x3F800000,
+                        0xBF800000, 0x40490FDB, 0x00000001, 0x7F7FFFFF], dtype=np.uint32)
+    # a: every special value in every column position over 16 partitions; b:
+    # the same set rotated, so every pair (NaN, NaN), (NaN, x), (x, NaN),
+    # (0, 0), (Inf, Inf), (0, Inf) ... occurs
+    a_bits = np.array([np.roll(special, p) for p in range(16)], dtype=np.uint32)
+    b_bits = np.array([np.roll(special[::-1], 3 * p) for p in range(16)], dtype=np.uint32)
+    t.input_raw("a", a_bits.view("<f4"))
+    t.input_raw("b", b_bits.view("<f4"))
+    a, b = _f32_bits_to_values(a_bits), _f32_bits_to_values(b_bits)
+    ops = ["add", "subtract", "multiply", "divide", "max", "min", "abs_max"]
+    lines = [f"    tensor_tensor dst=sbuf:fp32[0:16]@{512 + 64 * k}{{1:16}} in0=sbuf:fp32[0:16]@0{{1:16}} "
+             f"in1=sbuf:fp32[0:16]@64{{1:16}} op0={op}" for k, op in enumerate(ops)]
+    body = "\n".join("        " + ln for ln in lines)
+    t.program(f"""
+        ; SBUF per partition: a @0, b @64; copies @128.. ; ALU results @512 + 64k
+        .machine trn2
+        .semaphores 4
+        .tensor a input fp32 [16,16]
+        .tensor b input fp32 [16,16]
+        .tensor y_copy_dve output fp32 [16,16]
+        .tensor y_copy_psum output fp32 [16,16]
+        .tensor y_copy_act output fp32 [16,16]
+        .tensor y_copy_pool output fp32 [16,16]
+        .tensor y_act output fp32 [16,16]
+        .tensor y_add0 output fp32 [16,16]
+        .tensor y_max output fp32 [16,16]
+        .tensor y_dma output fp32 [16,16]
+        .tensor y_alu output fp32 [16,{len(ops)},16]
+        .engine dve
+            tensor_copy dst=sbuf:fp32[0:16]@128{{1:16}} in=sbuf:fp32[0:16]@0{{1:16}} wait=sem0>=2
+            tensor_copy dst=psum:fp32[0:16]@0{{1:16}} in=sbuf:fp32[0:16]@0{{1:16}}
+            tensor_copy dst=sbuf:fp32[0:16]@384{{1:16}} in=psum:fp32[0:16]@0{{1:16}}
+            tensor_scalar dst=sbuf:fp32[0:16]@320{{1:16}} in=sbuf:fp32[0:16]@0{{1:16}} scalar0=#0 op0=add
+{body}
+            nop inc=sem1
+        .engine act
+            tensor_copy dst=sbuf:fp32[0:16]@192{{1:16}} in=sbuf:fp32[0:16]@0{{1:16}} wait=sem0>=2
+            activation dst=sbuf:fp32[0:16]@256{{1:16}} in=sbuf:fp32[0:16]@0{{1:16}} scale=#1 bias=#-0 func=identity inc=sem2
+        .engine pool
+            tensor_copy dst=sbuf:fp32[32:48]@128{{1:16}} in=sbuf:fp32[0:16]@0{{1:16}} wait=sem0>=2
+            tensor_scalar dst=sbuf:fp32[32:48]@192{{1:16}} in=sbuf:fp32[0:16]@0{{1:16}} scalar0=#-inf op0=max inc=sem3
+        .engine sp
+            dma_copy dst=sbuf:fp32[0:16]@0{{1:16}} src=hbm:fp32[16/16]@a{{1:16}} queue=0 bound=0 inc=sem0
+            dma_copy dst=sbuf:fp32[0:16]@64{{1:16}} src=hbm:fp32[16/16]@b{{1:16}} queue=1 bound=0 inc=sem0
+            ; an equal-dtype DMA is a bit copy: payloads kept
+            dma_copy dst=hbm:fp32[16/16]@y_dma{{1:16}} src=sbuf:fp32[0:16]@0{{1:16}} queue=2 bound=0 wait=sem0>=2
+            dma_copy dst=hbm:fp32[16/16]@y_copy_dve{{1:16}} src=sbuf:fp32[0:16]@128{{1:16}} queue=0 bound=0 wait=sem1>=1
+            dma_copy dst=hbm:fp32[16/16]@y_add0{{1:16}} src=sbuf:fp32[0:16]@320{{1:16}} queue=1 bound=0
+            dma_copy dst=hbm:fp32[16/16]@y_copy_psum{{1:16}} src=sbuf:fp32[0:16]@384{{1:16}} queue=1 bound=0
+            dma_copy dst=hbm:fp32[16/{16 * len(ops)}]@y_alu{{1:{16 * len(ops)}}} src=sbuf:fp32[0:16]@512{{1:{16 * len(ops)}}} queue=2 bound=0
+            dma_copy dst=hbm:fp32[16/16]@y_copy_act{{1:16}} src=sbuf:fp32[0:16]@192{{1:16}} queue=3 bound=0 wait=sem2>=1
+            dma_copy dst=hbm:fp32[16/16]@y_act{{1:16}} src=sbuf:fp32[0:16]@256{{1:16}} queue=3 bound=0
+            dma_copy dst=hbm:fp32[16/16]@y_copy_pool{{1:16}} src=sbuf:fp32[32:48]@128{{1:16}} queue=4 bound=0 wait=sem3>=1
+            dma_copy dst=hbm:fp32[16/16]@y_max{{1:16}} src=sbuf:fp32[32:48]@192{{1:16}} queue=4 bound=0
+    """)
+    canon = _canonical_f32(a_bits).view("<f4")
+    for name in ("y_copy_dve", "y_copy_psum", "y_copy_act", "y_copy_pool", "y_act"):
+        t.expect_raw(name, canon)
+    t.expect("y_add0", "fp32", alu("add", a, 0.0))
+    t.expect("y_max", "fp32", alu("max", a, -INF))
+    t.expect_raw("y_dma", a_bits.view("<f4"))
+    y = np.stack([alu(op, a, b) for op in ops], axis=1)
+    # spot checks of the rule, by hand: a = +NaN payload (col 0 of row 0),
+    # b = special[::-1] rolled: row 0 col 0 is 0x7F7FFFFF (max finite)
+    assert not np.signbit(y[0, 0, 0]) and np.isnan(y[0, 0, 0])
+    assert np.signbit(y[0, 0, 1]) and np.isnan(y[0, 0, 1])  # -NaN payload + x
+    t.expect("y_alu", "fp32", y)
+    t.tolerance("""
+        # Bit for bit: the NaN sign and the canonical payload are the rule
+        # under test (dtypes.md, insns-dve.md "The ALU").
+        * bits
+    """)
+
+
+def bitvec():
+    """The bitvec ops (insns-dve.md "Bitvec ops"): bitwise_and/or/xor,
+    shift_left, shift_right work on 32-bit patterns (an integer input's
+    two's-complement bits widened to 32, a float input rounded to an integer
+    and saturated first); the shift count is the count's pattern & 31;
+    shift_right is logical; the result reads back as int32 if an input was
+    negative, else uint32; a store of the result into an integer dtype keeps
+    the pattern's low 8/16/32 bits (no saturation), into a float dtype takes
+    the value. Full-range int32/uint32 operands on DVE and POOL; masks with
+    two ops; xorshift32; scalar_tensor_tensor; a running xor scan; reductions
+    over uint32 into int32; 8/16-bit and fp32 destinations."""
+    t = Trace("bitvec")
+    ai = t.ints((32, 16), -2 ** 31, 2 ** 31 - 1)
+    bi = t.ints((32, 16), -2 ** 31, 2 ** 31 - 1)
+    ui = t.ints((32, 16), 0, 2 ** 32 - 1)
+    sh = t.ints((32, 16), 0, 40)  # counts past 31 wrap (& 31)
+    ai[0, :4], sh[0, :4] = [1, 0x40000000, -1, 0x7FFFFFFF], [31, 1, 0, 1]  # the issue's example
+    ai[1, :4], sh[1, :4] = [-256, -2 ** 31, -1, 5], [4, 31, 0, 1]
+    u8 = t.ints((32, 16), 0, 255)
+    seed = t.ints((32, 16), 1, 2 ** 32 - 1)
+    for n, dt, v in (("ai", "int32", ai), ("bi", "int32", bi), ("ui", "uint32", ui),
+                     ("sh", "int32", sh), ("u8", "uint8", u8), ("seed", "uint32", seed)):
+        t.input(n, dt, v)
+    ops = ["bitwise_and", "bitwise_or", "bitwise_xor", "shift_left", "shift_right"]
+    lines = []
+    for k, op in enumerate(ops):
+        in1 = "@192" if op.startswith("shift") else "@64"
+        lines.append(f"    tensor_tensor dst=sbuf:int32[0:32]@{1024 + 64 * k}{{1:16}} in0=sbuf:int32[0:32]@0{{1:16}} "
+                     f"in1=sbuf:int32[0:32]{in1}{{1:16}} op0={op}")
+    lines[0] += " wait=sem0>=6"
+    body = "\n".join("        " + ln for ln in lines)
+    pool_lines = []
+    for k, op in enumerate(ops):
+        in1 = "sbuf:int32[0:32]@192{1:16}" if op.startswith("shift") else "sbuf:uint32[0:32]@128{1:16}"
+        pool_lines.append(f"    tensor_tensor dst=sbuf:uint32[32:64]@{64 * k}{{1:16}} in0=sbuf:uint32[0:32]@128{{1:16}} "
+                          f"in1={in1} op0={op}")
+    pool_lines[0] += " wait=sem0>=6"
+    pool_body = "\n".join("        " + ln for ln in pool_lines)
+    # xorshift32 (x ^= x << 13; x ^= x >> 17; x ^= x << 5), two steps, on the
+    # uint32 seed at @384 and the same bits read as int32 at @448
+    rng = []
+    for step in range(2):
+        for op, c in (("shift_left", 13), ("shift_right", 17), ("shift_left", 5)):
+            for dt, off in (("uint32", 384), ("int32", 448)):
+                rng.append(f"    tensor_scalar dst=sbuf:{dt}[0:32]@512{{1:16}} in=sbuf:{dt}[0:32]@{off}{{1:16}} scalar0=#{c}:int32 op0={op}")
+                rng.append(f"    tensor_tensor dst=sbuf:{dt}[0:32]@{off}{{1:16}} in0=sbuf:{dt}[0:32]@{off}{{1:16}} in1=sbuf:{dt}[0:32]@512{{1:16}} op0=bitwise_xor")
+    rng_body = "\n".join("        " + ln for ln in rng)
+    t.program(f"""
+        ; SBUF partitions 0..31: ai @0, bi @64, ui @128, sh @192, u8 @256,
+        ; seed @384 (and a copy @448 read as int32), scratch @512;
+        ; int32 results of op k @1024 + 64k; other results @1536..
+        .machine trn2
+        .semaphores 3
+        .tensor ai input int32 [32,16]
+        .tensor bi input int32 [32,16]
+        .tensor ui input uint32 [32,16]
+        .tensor sh input int32 [32,16]
+        .tensor u8 input uint8 [32,16]
+        .tensor seed input uint32 [32,16]
+        .tensor y_tt output int32 [32,{len(ops)},16]
+        .tensor y_pool output uint32 [32,{len(ops)},16]
+        .tensor y_byte output int32 [32,16]
+        .tensor y_low24 output int32 [32,16]
+        .tensor y_rng_u output uint32 [32,16]
+        .tensor y_rng_i output int32 [32,16]
+        .tensor y_stt output int32 [32,16]
+        .tensor y_scan output int32 [32,16]
+        .tensor y_red_or output int32 [32,1]
+        .tensor y_red_xor output int32 [32,1]
+        .tensor y_u8 output uint8 [32,16]
+        .tensor y_i8 output int8 [32,16]
+        .tensor y_i16 output int16 [32,16]
+        .tensor y_f32 output fp32 [32,16]
+        .tensor y_f32_or output fp32 [32,16]
+        .tensor y_all_xor output int32 [32,16]
+        .engine dve
+{body}
+            tensor_scalar dst=sbuf:int32[0:32]@1536{{1:16}} in=sbuf:int32[0:32]@0{{1:16}} scalar0=#24:int32 scalar1=#255:int32 op0=shift_right op1=bitwise_and
+            tensor_scalar dst=sbuf:int32[0:32]@1600{{1:16}} in=sbuf:int32[0:32]@0{{1:16}} scalar0=#8:int32 scalar1=#8:int32 op0=shift_left op1=shift_right
+            tensor_copy dst=sbuf:uint32[0:32]@448{{1:16}} in=sbuf:uint32[0:32]@384{{1:16}}
+{rng_body}
+            scalar_tensor_tensor dst=sbuf:int32[0:32]@1664{{1:16}} in0=sbuf:int32[0:32]@0{{1:16}} scalar=#31:int32 in1=sbuf:int32[0:32]@64{{1:16}} op0=shift_left op1=bitwise_or
+            tensor_tensor_scan dst=sbuf:int32[0:32]@1728{{1:16}} in0=sbuf:uint32[0:32]@128{{1:16}} in1=sbuf:uint32[0:32]@128{{1:16}} initial=#0:int32 op0=bitwise_xor op1=bypass
+            tensor_reduce dst=sbuf:int32[0:32]@1792{{1:1}} in=sbuf:uint32[0:32]@128{{1:16}} op0=bitwise_or axes=1
+            tensor_reduce dst=sbuf:int32[0:32]@1796{{1:1}} in=sbuf:uint32[0:32]@128{{1:16}} op0=bitwise_xor axes=1
+            tensor_scalar dst=sbuf:uint8[0:32]@1856{{1:16}} in=sbuf:uint8[0:32]@256{{1:16}} scalar0=#1:int32 op0=shift_left
+            tensor_scalar dst=sbuf:int8[0:32]@1872{{1:16}} in=sbuf:uint8[0:32]@256{{1:16}} scalar0=#1:int32 op0=shift_left
+            tensor_scalar dst=sbuf:int16[0:32]@1888{{1:16}} in=sbuf:uint8[0:32]@256{{1:16}} scalar0=#1:int32 op0=shift_left
+            tensor_scalar dst=sbuf:fp32[0:32]@1920{{1:16}} in=sbuf:int32[0:32]@0{{1:16}} scalar0=#4:int32 op0=shift_right
+            tensor_tensor dst=sbuf:fp32[0:32]@1984{{1:16}} in0=sbuf:uint32[0:32]@128{{1:16}} in1=sbuf:int32[0:32]@192{{1:16}} op0=bitwise_or inc=sem1
+        .engine pool
+{pool_body}
+            partition_all_reduce dst=sbuf:int32[32:64]@320{{1:16}} in=sbuf:uint32[0:32]@128{{1:16}} op0=bitwise_xor inc=sem2
+        .engine sp
+            dma_copy dst=sbuf:int32[0:32]@0{{1:16}} src=hbm:int32[32/16]@ai{{1:16}} queue=0 bound=0 inc=sem0
+            dma_copy dst=sbuf:int32[0:32]@64{{1:16}} src=hbm:int32[32/16]@bi{{1:16}} queue=1 bound=0 inc=sem0
+            dma_copy dst=sbuf:uint32[0:32]@128{{1:16}} src=hbm:uint32[32/16]@ui{{1:16}} queue=2 bound=0 inc=sem0
+            dma_copy dst=sbuf:int32[0:32]@192{{1:16}} src=hbm:int32[32/16]@sh{{1:16}} queue=3 bound=0 inc=sem0
+            dma_copy dst=sbuf:uint8[0:32]@256{{1:16}} src=hbm:uint8[32/16]@u8{{1:16}} queue=4 bound=0 inc=sem0
+            dma_copy dst=sbuf:uint32[0:32]@384{{1:16}} src=hbm:uint32[32/16]@seed{{1:16}} queue=5 bound=0 inc=sem0
+            dma_copy dst=hbm:int32[32/{16 * len(ops)}]@y_tt{{1:{16 * len(ops)}}} src=sbuf:int32[0:32]@1024{{1:{16 * len(ops)}}} queue=0 bound=0 wait=sem1>=1
+            dma_copy dst=hbm:int32[32/16]@y_byte{{1:16}} src=sbuf:int32[0:32]@1536{{1:16}} queue=1 bound=0
+            dma_copy dst=hbm:int32[32/16]@y_low24{{1:16}} src=sbuf:int32[0:32]@1600{{1:16}} queue=1 bound=0
+            dma_copy dst=hbm:uint32[32/16]@y_rng_u{{1:16}} src=sbuf:uint32[0:32]@384{{1:16}} queue=2 bound=0
+            dma_copy dst=hbm:int32[32/16]@y_rng_i{{1:16}} src=sbuf:int32[0:32]@448{{1:16}} queue=2 bound=0
+            dma_copy dst=hbm:int32[32/16]@y_stt{{1:16}} src=sbuf:int32[0:32]@1664{{1:16}} queue=3 bound=0
+            dma_copy dst=hbm:int32[32/16]@y_scan{{1:16}} src=sbuf:int32[0:32]@1728{{1:16}} queue=3 bound=0
+            dma_copy dst=hbm:int32[32/1]@y_red_or{{1:1}} src=sbuf:int32[0:32]@1792{{1:1}} queue=4 bound=0
+            dma_copy dst=hbm:int32[32/1]@y_red_xor{{1:1}} src=sbuf:int32[0:32]@1796{{1:1}} queue=4 bound=0
+            dma_copy dst=hbm:uint8[32/16]@y_u8{{1:16}} src=sbuf:uint8[0:32]@1856{{1:16}} queue=5 bound=0
+            dma_copy dst=hbm:int8[32/16]@y_i8{{1:16}} src=sbuf:int8[0:32]@1872{{1:16}} queue=5 bound=0
+            dma_copy dst=hbm:int16[32/16]@y_i16{{1:16}} src=sbuf:int16[0:32]@1888{{1:16}} queue=6 bound=0
+            dma_copy dst=hbm:fp32[32/16]@y_f32{{1:16}} src=sbuf:fp32[0:32]@1920{{1:16}} queue=6 bound=0
+            dma_copy dst=hbm:fp32[32/16]@y_f32_or{{1:16}} src=sbuf:fp32[0:32]@1984{{1:16}} queue=7 bound=0
+            dma_copy dst=hbm:uint32[32/{16 * len(ops)}]@y_pool{{1:{16 * len(ops)}}} src=sbuf:uint32[32:64]@0{{1:{16 * len(ops)}}} queue=8 bound=0 wait=sem2>=1
+            dma_copy dst=hbm:int32[32/16]@y_all_xor{{1:16}} src=sbuf:int32[32:64]@320{{1:16}} queue=9 bound=0
+    """)
+    y_tt = np.stack([bits_to("int32", alu(op, ai, sh if op.startswith("shift") else bi)) for op in ops], axis=1)
+    # the issue's example, by hand: 1 << 31, 0x40000000 << 1, -1 << 0, 0x7fffffff << 1
+    assert list(y_tt[0, 3, :4]) == [-2 ** 31, -2 ** 31, -1, -2]  # 0x80000000 0x80000000 0xffffffff 0xfffffffe
+    assert list(y_tt[1, 4, :4]) == [0x0FFFFFF0, 1, -1, 2]  # logical shift right
+    t.expect("y_tt", "int32", y_tt)
+    t.expect("y_pool", "uint32", np.stack(
+        [bits_to("uint32", alu(op, ui, sh if op.startswith("shift") else ui)) for op in ops], axis=1))
+    t.expect("y_byte", "int32", bits_to("int32", alu("bitwise_and", alu("shift_right", ai, 24.0), 255.0)))
+    t.expect("y_low24", "int32", bits_to("int32", alu("shift_right", alu("shift_left", ai, 8.0), 8.0)))
+    xu = seed.astype(np.uint64)
+    for _ in range(2):  # xorshift32 in numpy uint64 masked to 32 bits
+        xu ^= (xu << np.uint64(13)) & np.uint64(0xFFFFFFFF)
+        xu ^= xu >> np.uint64(17)
+        xu ^= (xu << np.uint64(5)) & np.uint64(0xFFFFFFFF)
+    t.expect("y_rng_u", "uint32", xu.astype(np.float64))
+    t.expect("y_rng_i", "int32", bits_to("int32", xu.astype(np.float64)))
+    t.expect("y_stt", "int32", bits_to("int32", alu("bitwise_or", alu("shift_left", ai, 31.0), bi)))
+    acc = np.zeros(32)
+    scan = np.zeros((32, 16))
+    for e in range(16):
+        acc = alu("bitwise_xor", acc, ui[:, e])
+        scan[:, e] = acc
+    t.expect("y_scan", "int32", bits_to("int32", scan))
+    t.expect("y_red_or", "int32", bits_to("int32", fold("bitwise_or", [ui[:, e] for e in range(16)], 0.0)).reshape(32, 1))
+    t.expect("y_red_xor", "int32", bits_to("int32", fold("bitwise_xor", [ui[:, e] for e in range(16)], 0.0)).reshape(32, 1))
+    shl8 = alu("shift_left", u8, 1.0)
+    t.expect("y_u8", "uint8", bits_to("uint8", shl8))
+    t.expect("y_i8", "int8", bits_to("int8", shl8))
+    t.expect("y_i16", "int16", bits_to("int16", shl8))
+    t.expect("y_f32", "fp32", alu("shift_right", ai, 4.0))  # a value: rounded to fp32 by the store
+    t.expect("y_f32_or", "fp32", alu("bitwise_or", ui, sh))
+    allx = fold("bitwise_xor", [ui[q] for q in range(32)], 0.0)
+    t.expect("y_all_xor", "int32", bits_to("int32", np.repeat(allx[None, :], 32, axis=0)))
+
+
+def reduce_negate_int():
+    """tensor_reduce with negate=1 (insns-dve.md): -r. For the bitwise ops
+    the result is an integer and the negation is an integer one, 0 - r: a
+    result of 0 stores +0 into fp32 and bf16 (integers have no -0), 0x80000000
+    (read signed, -2^31) negates to 2^31, which an int32 dst holds as the
+    pattern 0x80000000. For add the result is an fp32 value and -(+0) is -0
+    (IEEE), so the add row of zeros stores -0."""
+    t = Trace("reduce_negate_int")
+    xi = t.ints((32, 8), -2 ** 31, 2 ** 31 - 1)
+    xi[0] = [6, 9, 0, 0, 0, 0, 0, 0]   # and = 0
+    xi[1] = [7, 7, 0, 0, 0, 0, 0, 0]   # xor = 0
+    xi[2] = [-2 ** 31, 0, 0, 0, 0, 0, 0, 0]  # xor = 0x80000000
+    xi[3] = 0                          # everything 0; add gives +0, negated -0
+    t.input("xi", "int32", xi)
+    t.program("""
+        .machine trn2
+        .semaphores 3
+        .tensor xi input int32 [32,8]
+        .tensor y_and_f32 output fp32 [32,1]
+        .tensor y_xor_f32 output fp32 [32,1]
+        .tensor y_and_bf16 output bf16 [32,1]
+        .tensor y_xor_bf16 output bf16 [32,1]
+        .tensor y_xor_i32 output int32 [32,1]
+        .tensor y_or_u32 output uint32 [32,1]
+        .tensor y_add_f32 output fp32 [32,1]
+        .engine dve
+            tensor_reduce dst=sbuf:fp32[0:32]@64{1:1} in=sbuf:int32[0:32]@0{1:8} op0=bitwise_and negate=1 axes=1 wait=sem0>=1
+            tensor_reduce dst=sbuf:fp32[0:32]@68{1:1} in=sbuf:int32[0:32]@0{1:8} op0=bitwise_xor negate=1 axes=1
+            tensor_reduce dst=psum:int32[0:32]@0{1:1} in=sbuf:int32[0:32]@0{1:8} op0=bitwise_xor negate=1 axes=1
+            tensor_copy dst=sbuf:int32[0:32]@72{1:1} in=psum:int32[0:32]@0{1:1}
+            tensor_reduce dst=sbuf:uint32[0:32]@76{1:1} in=sbuf:int32[0:32]@0{1:8} op0=bitwise_or negate=1 axes=1
+            tensor_reduce dst=sbuf:fp32[0:32]@80{1:1} in=sbuf:int32[0:32]@0{1:8} op0=add negate=1 axes=1 inc=sem1
+        .engine pool
+            tensor_reduce dst=sbuf:bf16[32:64]@0{1:1} in=sbuf:int32[0:32]@0{1:8} op0=bitwise_and negate=1 axes=1 wait=sem0>=1
+            tensor_reduce dst=sbuf:bf16[32:64]@2{1:1} in=sbuf:int32[0:32]@0{1:8} op0=bitwise_xor negate=1 axes=1 inc=sem2
+        .engine sp
+            dma_copy dst=sbuf:int32[0:32]@0{1:8} src=hbm:int32[32/8]@xi{1:8} queue=0 bound=0 inc=sem0
+            dma_copy dst=hbm:fp32[32/1]@y_and_f32{1:1} src=sbuf:fp32[0:32]@64{1:1} queue=0 bound=0 wait=sem1>=1
+            dma_copy dst=hbm:fp32[32/1]@y_xor_f32{1:1} src=sbuf:fp32[0:32]@68{1:1} queue=1 bound=0
+            dma_copy dst=hbm:int32[32/1]@y_xor_i32{1:1} src=sbuf:int32[0:32]@72{1:1} queue=2 bound=0
+            dma_copy dst=hbm:uint32[32/1]@y_or_u32{1:1} src=sbuf:uint32[0:32]@76{1:1} queue=3 bound=0
+            dma_copy dst=hbm:fp32[32/1]@y_add_f32{1:1} src=sbuf:fp32[0:32]@80{1:1} queue=4 bound=0
+            dma_copy dst=hbm:bf16[32/1]@y_and_bf16{1:1} src=sbuf:bf16[32:64]@0{1:1} queue=5 bound=0 wait=sem2>=1
+            dma_copy dst=hbm:bf16[32/1]@y_xor_bf16{1:1} src=sbuf:bf16[32:64]@2{1:1} queue=6 bound=0
+    """)
+    cols = [xi[:, e] for e in range(8)]
+
+    def neg_int(op):
+        return (0.0 - fold(op, cols, REDUCE_IDENTITY[op])).reshape(32, 1)  # 0 - 0 = +0
+
+    r_and, r_xor, r_or = neg_int("bitwise_and"), neg_int("bitwise_xor"), neg_int("bitwise_or")
+    assert r_and[0, 0] == 0 and not np.signbit(r_and[0, 0]) and r_xor[1, 0] == 0
+    assert r_xor[2, 0] == 2 ** 31
+    t.expect("y_and_f32", "fp32", r_and)
+    t.expect("y_xor_f32", "fp32", r_xor)
+    t.expect("y_and_bf16", "bf16", r_and)
+    t.expect("y_xor_bf16", "bf16", r_xor)
+    t.expect("y_xor_i32", "int32", bits_to("int32", r_xor))
+    t.expect("y_or_u32", "uint32", bits_to("uint32", r_or))
+    r_add = -fold("add", cols, -0.0).reshape(32, 1)
+    assert np.signbit(r_add[3, 0])  # -(+0): -0 for an fp32 result
+    t.expect("y_add_f32", "fp32", r_add)
+
+
+def match_replace8_order():
+    """match_replace8 takes the 8 values in reverse order, j = 7 .. 0 (the
+    NKI nc_match_replace8 documentation): with duplicated values the first
+    occurrence goes to the highest j. The document's example, data
+    [1,2,3,4,8,8,8,8,8,8,8] and vals [3,8,8,8,8,8,8,8], gives the indices
+    [2,10,9,8,7,6,5,4]; the replaced set is the same as in any order.
+    find_index8 on the same operands pairs the duplicates in ascending
+    order ([2,4,5,6,7,8,9,10]). Random rows of few distinct values check the rule
+    more widely."""
+    t = Trace("match_replace8_order")
+    x = t.ints((16, 11), 0, 3)
+    x[0] = [1, 2, 3, 4, 8, 8, 8, 8, 8, 8, 8]
+    vals = t.ints((16, 8), 0, 4)  # 4 is absent: no match
+    vals[0] = [3, 8, 8, 8, 8, 8, 8, 8]
+    t.input("x", "fp32", x)
+    t.input("vals", "fp32", vals)
+    t.program("""
+        .machine trn2
+        .semaphores 2
+        .tensor x input fp32 [16,11]
+        .tensor vals input fp32 [16,8]
+        .tensor y output fp32 [16,11]
+        .tensor y_idx output uint32 [16,8]
+        .tensor y_first output int32 [16,8]
+        .engine dve
+            match_replace8 dst=sbuf:fp32[0:16]@128{1:11} in=sbuf:fp32[0:16]@0{1:11} values=sbuf:fp32[0:16]@64{1:8} replacement=#-1 indices=sbuf:uint32[0:16]@192{1:8} wait=sem0>=2
+            find_index8 dst=sbuf:int32[0:16]@224{1:8} in=sbuf:fp32[0:16]@0{1:11} values=sbuf:fp32[0:16]@64{1:8} inc=sem1
+        .engine sp
+            dma_copy dst=sbuf:fp32[0:16]@0{1:11} src=hbm:fp32[16/11]@x{1:11} queue=0 bound=0 inc=sem0
+            dma_copy dst=sbuf:fp32[0:16]@64{1:8} src=hbm:fp32[16/8]@vals{1:8} queue=1 bound=0 inc=sem0
+            dma_copy dst=hbm:fp32[16/11]@y{1:11} src=sbuf:fp32[0:16]@128{1:11} queue=0 bound=0 wait=sem1>=1
+            dma_copy dst=hbm:uint32[16/8]@y_idx{1:8} src=sbuf:uint32[0:16]@192{1:8} queue=1 bound=0
+            dma_copy dst=hbm:int32[16/8]@y_first{1:8} src=sbuf:int32[0:16]@224{1:8} queue=2 bound=0
+    """)
+    y = np.array(x)
+    idx = np.full((16, 8), 4294967295.0)
+    first = np.full((16, 8), -1.0)
+    for p in range(16):
+        taken = []
+        for j in range(7, -1, -1):
+            e = _first_match(list(x[p]), vals[p, j], taken)
+            if e is not None:
+                taken.append(e)
+                idx[p, j] = e
+        y[p, taken] = -1.0
+        for j, e in enumerate(_find_index8_ref(list(x[p]), list(vals[p]))):
+            if e is not None:
+                first[p, j] = e
+    assert list(idx[0]) == [2, 10, 9, 8, 7, 6, 5, 4]  # the NKI document's example
+    assert list(first[0]) == [2, 4, 5, 6, 7, 8, 9, 10]
+    t.expect("y", "fp32", y)
+    t.expect("y_idx", "uint32", idx)
+    t.expect("y_first", "int32", first)
+
+
+def dma_acc_int():
+    """DMA accumulate on integer dtypes (insns-pe-dma.md): dst =
+    store(fp32(fp32(dst) + fp32(src))): both operands rounded to fp32, the
+    sum rounded to fp32, then converted (RNE, saturation) to dst's dtype, so
+    it is exact only while operands and sum stay within 2^24: int32 around
+    2^24 and 2^31 (2147483647 + 0 saturates back), int16 and uint8 sums that
+    saturate, a scatter-add of int32 rows with duplicate indices."""
+    t = Trace("dma_acc_int")
+    d = t.ints((8, 8), -2 ** 31, 2 ** 31 - 1)
+    s = t.ints((8, 8), -2 ** 20, 2 ** 20)
+    # 2^25 + 1 rounds to 2^25 first; 2^25 + 2 is then a tie, to even 2^25
+    d[0] = [2 ** 24, 2 ** 24 + 2, 2 ** 31 - 1, -2 ** 24 - 1, 1000, 2 ** 24 - 1, 2 ** 25 + 1, 7]
+    s[0] = [1, 1, 0, 0, -2000, 1, 2, -7]
+    d16 = t.ints((8, 8), -32768, 32767)
+    s16 = t.ints((8, 8), -32768, 32767)
+    u8d = t.ints((8, 8), 0, 255)
+    u8s = t.ints((8, 8), 0, 255)
+    rows = t.ints((4, 8), -2 ** 26, 2 ** 26)
+    idx = np.array([[1], [3], [1], [0]], dtype=np.float64)
+    for n, dt, v in (("d", "int32", d), ("s", "int32", s), ("d16", "int16", d16), ("s16", "int16", s16),
+                     ("u8d", "uint8", u8d), ("u8s", "uint8", u8s), ("rows", "int32", rows),
+                     ("idx", "int32", idx)):
+        t.input(n, dt, v)
+    t.program("""
+        .machine trn2
+        .semaphores 1
+        .tensor d input int32 [8,8]
+        .tensor s input int32 [8,8]
+        .tensor d16 input int16 [8,8]
+        .tensor s16 input int16 [8,8]
+        .tensor u8d input uint8 [8,8]
+        .tensor u8s input uint8 [8,8]
+        .tensor rows input int32 [4,8]
+        .tensor idx input int32 [4,1]
+        .tensor y output int32 [8,8]
+        .tensor y16 output int16 [8,8]
+        .tensor y8 output uint8 [8,8]
+        .tensor y_scatter output int32 [4,8]
+        .engine sp
+            dma_copy dst=sbuf:int32[0:8]@0{1:8} src=hbm:int32[8/8]@d{1:8} queue=0 bound=0 inc=sem0
+            dma_copy dst=sbuf:int16[0:8]@64{1:8} src=hbm:int16[8/8]@d16{1:8} queue=1 bound=0 inc=sem0
+            dma_copy dst=sbuf:uint8[0:8]@96{1:8} src=hbm:uint8[8/8]@u8d{1:8} queue=2 bound=0 inc=sem0
+            dma_copy dst=sbuf:int32[0:4]@128{1:1} src=hbm:int32[4/1]@idx{1:1} queue=3 bound=0 inc=sem0
+            dma_copy dst=hbm:int32[4/8]@y_scatter{1:8} src=hbm:int32[4/8]@rows{1:8} queue=4 bound=0 inc=sem0
+            dma_copy dst=sbuf:int32[0:8]@0{1:8} src=hbm:int32[8/8]@s{1:8} queue=0 bound=0 acc=1 wait=sem0>=5 inc=sem0
+            dma_copy dst=sbuf:int16[0:8]@64{1:8} src=hbm:int16[8/8]@s16{1:8} queue=1 bound=0 acc=1 inc=sem0
+            dma_copy dst=sbuf:uint8[0:8]@96{1:8} src=hbm:uint8[8/8]@u8s{1:8} queue=2 bound=0 acc=1 inc=sem0
+            dma_copy dst=hbm:int32[4/8]@y_scatter{1:8} src=hbm:int32[4/8]@rows{1:8} offsets=sbuf:int32[0:4]@128{1:1} queue=4 bound=4 acc=1 scatter=1 inc=sem0
+            dma_copy dst=hbm:int32[8/8]@y{1:8} src=sbuf:int32[0:8]@0{1:8} queue=0 bound=0 wait=sem0>=9
+            dma_copy dst=hbm:int16[8/8]@y16{1:8} src=sbuf:int16[0:8]@64{1:8} queue=1 bound=0
+            dma_copy dst=hbm:uint8[8/8]@y8{1:8} src=sbuf:uint8[0:8]@96{1:8} queue=2 bound=0
+    """)
+
+    def acc(a, b):
+        with np.errstate(over="ignore"):
+            return (a.astype(np.float32) + b.astype(np.float32)).astype(np.float64)
+
+    y = acc(d, s)
+    assert list(formats.round_to("int32", y[0])) == [2 ** 24, 2 ** 24 + 4, 2 ** 31 - 1, -2 ** 24, -1000,
+                                                     2 ** 24, 2 ** 25, 0]
+    t.expect("y", "int32", y)
+    t.expect("y16", "int16", acc(d16, s16))
+    t.expect("y8", "uint8", acc(u8d, u8s))
+    ys = rows.copy()  # the plain copy first, then row p added into row idx[p], p in order
+    for p in range(4):
+        r = int(idx[p, 0])
+        ys[r] = formats.round_to("int32", acc(ys[r], rows[p]))
+    t.expect("y_scatter", "int32", ys)
+
+
+def pow_ulp():
+    """pow (insns-dve.md "The ALU"): the host libm's powf of the fp32-rounded
+    operands, within 1 ulp of the exact power but not always correctly
+    rounded: exact halfway cases such as 65^4 = 17850625 (between 17850624
+    and 17850626) and 142^4 = 406586896 may go to either neighbour. Integer
+    bases to the powers 2..5 below 2^31; expected is the exact power rounded
+    to nearest even, compared within 1 ulp."""
+    t = Trace("pow_ulp")
+    base = np.arange(2, 2 + 32 * 16, dtype=np.float64).reshape(32, 16)
+    ex = np.tile(np.array([2, 3, 4, 5], dtype=np.float64), (32, 4))
+    base[0, :2], ex[0, :2] = [65, 142], [4, 4]
+    exact = np.power(base, ex)
+    ex = np.where(exact < 2 ** 31, ex, 2.0)
+    exact = np.power(base, ex)  # exact in float64 (< 2^53)
+    t.input("base", "fp32", base)
+    t.input("ex", "fp32", ex)
+    t.program("""
+        .machine trn2
+        .semaphores 2
+        .tensor base input fp32 [32,16]
+        .tensor ex input fp32 [32,16]
+        .tensor y output fp32 [32,16]
+        .engine dve
+            tensor_tensor dst=sbuf:fp32[0:32]@128{1:16} in0=sbuf:fp32[0:32]@0{1:16} in1=sbuf:fp32[0:32]@64{1:16} op0=pow wait=sem0>=2 inc=sem1
+        .engine sp
+            dma_copy dst=sbuf:fp32[0:32]@0{1:16} src=hbm:fp32[32/16]@base{1:16} queue=0 bound=0 inc=sem0
+            dma_copy dst=sbuf:fp32[0:32]@64{1:16} src=hbm:fp32[32/16]@ex{1:16} queue=1 bound=0 inc=sem0
+            dma_copy dst=hbm:fp32[32/16]@y{1:16} src=sbuf:fp32[0:32]@128{1:16} queue=0 bound=0 wait=sem1>=1
+    """)
+    t.expect("y", "fp32", r32(exact))
+    t.tolerance("""
+        # pow is within 1 ulp of the exact power (insns-dve.md "The ALU"): the
+        # host's powf is not correctly rounded on exact halfway cases.
+        y ulp 1
+    """)
 
 
 TRACES = [dma_cast, dma_gather, dma_scatter_acc, dma_transpose, matmul, transpose,
           tensor_tensor, tensor_scalar, scalar_tensor_tensor, tensor_reduce, tensor_copy,
           tensor_tensor_scan, select, memset, max8, find_index8, match_replace8,
           bn_stats_aggr, act_exact, act_transcendental, iota, affine_select, local_gather,
-          partition_all_reduce, partition_broadcast, sem_pipeline, two_core_barrier, errors]
+          partition_all_reduce, partition_broadcast, sem_pipeline, two_core_barrier,
+          fp32_nan, bitvec, reduce_negate_int, match_replace8_order, dma_acc_int, pow_ulp, errors]
 
 
 def main(argv):

@@ -58,6 +58,14 @@ def _from_pattern(bits, signed):
     return np.where(signed & (bits >= 2 ** 31), bits - 2 ** 32, bits).astype(F64)
 
 
+def nan_result(r, a, b):
+    """The NaN rule of the arithmetic ALU ops (insns-dve.md, "The ALU"): a NaN
+    result is a if a is NaN, else b if b is NaN, else (an invalid operation:
+    0/0, Inf - Inf, 0 * Inf, ...) the positive quiet NaN. Only the sign
+    survives a store (the payload becomes the canonical one)."""
+    return np.where(np.isnan(r), np.where(np.isnan(a), a, np.where(np.isnan(b), b, np.nan)), r)
+
+
 def alu(op, a, b):
     """nx_alu_apply: a op b on engine values (broadcasting)."""
     a = np.asarray(a, F64)
@@ -69,11 +77,12 @@ def alu(op, a, b):
             A, B = _f(a), _f(b)
             r = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply,
                  "divide": np.divide}[op](A, B)
-            return _d(r)
+            return nan_result(_d(r), a, b)
         if op == "pow":
             # fp32(a^b) of the fp32-rounded inputs, evaluated in double; the
             # traces only use operands whose exact result is an fp32 number
-            return r32(np.power(r32(a), r32(b)))
+            # or an exact halfway case with a 1-ulp tolerance
+            return nan_result(r32(np.power(r32(a), r32(b))), a, b)
         if op == "max":
             return ieee_max(r32(a), r32(b))
         if op == "min":
@@ -96,12 +105,33 @@ def alu(op, a, b):
         elif op == "shift_left":
             r = (pa << (pb & 31)) & 0xFFFFFFFF
         elif op == "shift_right":
-            # arithmetic for a negative a: ~(~a >> c)
-            c = pb & 31
-            r = np.where(na, (~((~pa & 0xFFFFFFFF) >> c)) & 0xFFFFFFFF, pa >> c)
+            # logical: zeros shift in, also for a negative a
+            r = pa >> (pb & 31)
         else:
             raise ValueError(op)
         return _from_pattern(r, signed)
+
+
+BITVEC_OPS = ("bitwise_and", "bitwise_or", "bitwise_xor", "shift_left", "shift_right")
+
+
+def bits_to(dt, v):
+    """What the store of a bitvec result into dt holds, as an engine value
+    (insns-dve.md, "Bitvec ops"): for an integer dt the low 8/16/32 bits of
+    the result's pattern read as dt (two's-complement wrap, not
+    saturation); a float dt takes the value (rounded by the store)."""
+    v = np.asarray(v, F64)
+    if dt not in INT_BITS:
+        return v
+    bits, signed = INT_BITS[dt]
+    w = np.asarray(v, np.int64) & ((1 << bits) - 1)
+    if signed:
+        w = np.where(w >= 1 << (bits - 1), w - (1 << bits), w)
+    return w.astype(F64)
+
+
+INT_BITS = {"int8": (8, True), "uint8": (8, False), "int16": (16, True),
+            "uint16": (16, False), "int32": (32, True), "uint32": (32, False)}
 
 
 REDUCE_IDENTITY = {"add": -0.0, "multiply": 1.0, "max": -np.inf, "min": np.inf,

@@ -1,0 +1,14 @@
+/* Wall-clock seconds for the benches (CLOCK_MONOTONIC): one home for the
+ * timer every bench prints its wall times with. */
+#ifndef NXSIM_BENCH_WALL_CLOCK_H
+#define NXSIM_BENCH_WALL_CLOCK_H
+
+#include <time.h>
+
+static inline double nx_bench_now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+#endif
