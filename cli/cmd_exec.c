@@ -22,13 +22,15 @@
 #include "paths.h"
 #include "sim/model.h"
 #include "registry/run/run.h"
+#include "sim/profile.h"
 #include "tensors.h"
 
 void cmd_exec_help(FILE *f) {
     fputs("Usage: nxsim exec PROGRAM [--in NAME=FILE.npy]... [--out NAME=FILE.npy]...\n"
           "                  [--machine NAME|FILE.json] [--seed N] [--functional]\n"
           "                  [--pe model|rtl] [--vcd FILE.vcd] [--race-check]\n"
-          "                  [--max-memory SIZE] [--max-fill SIZE]\n"
+          "                  [--profile FILE.json] [--timeline FILE.svg] [--by-source]\n"
+          "                  [--quiet] [--max-memory SIZE] [--max-fill SIZE]\n"
           "\n"
           "Runs PROGRAM, a .nxb binary or .nxs text program (recognised by the .nxb\n"
           "magic, not by the file name), on the machine it targets.\n"
@@ -41,8 +43,9 @@ void cmd_exec_help(FILE *f) {
           "after the run; every output tensor not named with --out is summarised on\n"
           "standard output as\n"
           "  NAME DTYPE [SHAPE] checksum=SUM min=MIN max=MAX first=[V0, V1, ...]\n"
-          "If anything fails, no --out file is written. An --out that is one of the\n"
-          "inputs (the program, an --in file) or another --out is refused (exit 2).\n"
+          "If anything fails, no --out, --profile, --timeline or --vcd file is\n"
+          "written. An output that is one of the inputs (the program, an --in file,\n"
+          "the machine file) or another output is refused (exit 2).\n"
           "\n"
           "Options:\n"
           "  -i, --in NAME=FILE.npy    load input tensor NAME from FILE.npy\n"
@@ -70,6 +73,15 @@ void cmd_exec_help(FILE *f) {
           "                            error (exit 1, no --out written). Off by\n"
           "                            default: it keeps the model's per-instruction\n"
           "                            log and scans it (needs the SystemC model)\n"
+          "  -p, --profile FILE.json   write a Chrome/Perfetto trace of the run\n"
+          "  -t, --timeline FILE.svg   write a picture of the run: a lane per engine\n"
+          "                            and DMA queue of each core, time in us and cycles\n"
+          "  -b, --by-source           print the profile summary and the busy time\n"
+          "                            grouped by the source line that emitted each\n"
+          "                            instruction (programs built through the kernel\n"
+          "                            authoring layer; a .nxs/.nxb file has none)\n"
+          "  -q, --quiet               no progress line (shown on a terminal for runs\n"
+          "                            longer than a second)\n"
           "      --max-memory SIZE     the most memory the run may hold (HBM, on-chip\n"
           "                            memories, log, loaded and written tensors),\n"
           "                            checked before anything is allocated; SIZE in\n"
@@ -97,6 +109,8 @@ typedef struct exec_args {
     const char *machine;
     binding *ins, *outs;
     int n_in, n_out;
+    const char *profile, *timeline;
+    int by_source;
     cli_backend backend; /* seed, --functional, --pe, --vcd, --race-check */
 } exec_args;
 
@@ -117,13 +131,16 @@ static int parse_args(int argc, char **argv, exec_args *a) {
         {"in", required_argument, NULL, 'i'},
         {"out", required_argument, NULL, 'o'},
         {"machine", required_argument, NULL, 'm'},
+        {"profile", required_argument, NULL, 'p'},
+        {"timeline", required_argument, NULL, 't'},
+        {"by-source", no_argument, NULL, 'b'},
         CLI_BACKEND_LONGOPTS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int c, status = CLI_EXIT_OK;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":i:o:m:s:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":i:o:m:p:t:bs:qh", longopts, NULL)) != -1) {
         if (cli_backend_option("exec", c, optarg, &a->backend, &status)) {
             if (status != CLI_EXIT_OK) return status;
             continue;
@@ -144,12 +161,18 @@ static int parse_args(int argc, char **argv, exec_args *a) {
             a->n_out++;
             break;
         case 'm': a->machine = optarg; break;
+        case 'p': a->profile = optarg; break;
+        case 't': a->timeline = optarg; break;
+        case 'b': a->by_source = 1; break;
         case 'h': cmd_exec_help(stdout); return -1;
         default: return cli_option_error("exec", c, argc, argv);
         }
     }
     status = cli_backend_validate("exec", &a->backend);
     if (status != CLI_EXIT_OK) return status;
+    if (a->backend.functional && (a->profile || a->timeline || a->by_source))
+        return cli_usage_error("exec", "%s needs the SystemC model: drop --functional",
+                               a->profile ? "--profile" : a->timeline ? "--timeline" : "--by-source");
     if (optind >= argc) return cli_usage_error("exec", "no program given");
     if (argc - optind > 1) return cli_usage_error("exec", "expected one program, got %d", argc - optind);
     a->program = argv[optind];
@@ -214,11 +237,14 @@ static int load_inputs(const nx_program *p, const exec_args *a, nx_state *st) {
 
 /* Serialises every --out, prints the summaries, then writes the files
  * (cli/outputs.h: nothing is left half written). */
-static int write_outputs(const nx_program *p, const exec_args *a, const nx_state *st, cli_outputs *outs) {
+static int write_outputs(const nx_program *p, const exec_args *a, const nx_state *st, const nx_machine *m,
+                         const nx_run_trace *trace, cli_outputs *outs) {
     for (int k = 0; k < a->n_out; k++) {
         const nx_tensor_decl *t = &p->tensors[a->outs[k].tensor];
         cli_outputs_add(outs, a->outs[k].path, t, st->hbm + t->offset);
     }
+    cli_profile_src src = {m, p, &trace->sim};
+    if (trace->on_model) cli_outputs_add_profile(outs, a->profile, a->timeline, &src);
     int status = cli_outputs_serialize(outs) == 0 ? CLI_EXIT_OK : CLI_EXIT_RUNTIME;
     for (uint32_t i = 0; i < p->tensor_count && status == CLI_EXIT_OK; i++) {
         const nx_tensor_decl *t = &p->tensors[i];
@@ -227,6 +253,14 @@ static int write_outputs(const nx_program *p, const exec_args *a, const nx_state
         for (int k = 0; k < a->n_out && !named; k++) named = a->outs[k].tensor == (int)i;
         if (named) continue;
         if (cli_tensor_summary(stdout, t, st->hbm + t->offset) != 0) {
+            cli_message("cannot write to standard output");
+            status = CLI_EXIT_RUNTIME;
+        }
+    }
+    if (status == CLI_EXIT_OK && a->by_source && trace->on_model) {
+        nx_error err;
+        if (nx_profile_summary(stdout, m, p, &trace->sim) != 0 ||
+            nx_profile_by_source(stdout, p, &trace->sim, 0, &err) != 0) {
             cli_message("cannot write to standard output");
             status = CLI_EXIT_RUNTIME;
         }
@@ -245,6 +279,7 @@ static int write_outputs(const nx_program *p, const exec_args *a, const nx_state
  * --max-fill. */
 static int check_limits(const nx_machine *m, const nx_program *p, const exec_args *a) {
     nx_run_options opt = cli_backend_run_options(&a->backend);
+    opt.keep_log = a->profile || a->timeline || a->by_source;
     uint64_t largest_in = 0, outs = 0, filled = 0;
     for (int k = 0; k < a->n_in; k++) {
         uint64_t b = nx_tensor_bytes(&p->tensors[a->ins[k].tensor]);
@@ -285,6 +320,8 @@ static int check_paths(const nx_program *p, const exec_args *a) {
     cli_paths_machine(&ps, a->machine);
     for (int k = 0; k < a->n_in; k++) cli_paths_input(&ps, a->ins[k].path, "--in %s", a->ins[k].name);
     for (int k = 0; k < a->n_out; k++) cli_paths_output(&ps, a->outs[k].path, "--out %s", a->outs[k].name);
+    cli_paths_output(&ps, a->profile, "--profile");
+    cli_paths_output(&ps, a->timeline, "--timeline");
     char vcd[NX_MAX_CORES][4096];
     for (uint32_t c = 0; a->backend.vcd && c < p->cores && c < NX_MAX_CORES; c++)
         cli_paths_output(&ps, nx_sim_vcd_path(a->backend.vcd, c, vcd[c], sizeof vcd[c]), "--vcd");
@@ -329,7 +366,8 @@ static int run(exec_args *a) {
         nx_run_trace trace;
         memset(&trace, 0, sizeof trace);
         nx_run_failure why = NX_RUN_OK;
-        if (cli_outputs_init(&outs, a->n_out + NX_MAX_CORES) != 0 ||
+        opt.keep_log = a->profile || a->timeline || a->by_source;
+        if (cli_outputs_init(&outs, a->n_out + 2 + NX_MAX_CORES) != 0 ||
             cli_stage_vcd(&outs, a->backend.vcd, prog.cores, &opt) != 0) {
             status = CLI_EXIT_RUNTIME;
         } else if (load_inputs(&prog, a, &st) != 0) {
@@ -340,7 +378,7 @@ static int run(exec_args *a) {
         } else {
             if (trace.race_checked)
                 cli_message("note: race check: no race in %zu log records", trace.sim.log_count);
-            status = write_outputs(&prog, a, &st, &outs);
+            status = write_outputs(&prog, a, &st, &m, &trace, &outs);
         }
         nx_run_trace_free(&trace);
     }

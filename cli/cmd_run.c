@@ -24,7 +24,8 @@ void cmd_run_help(FILE *f) {
     fputs("Usage: nxsim run KEY [-i FILE.npy]... [-o FILE.npy]... [-a NAME=JSON]...\n"
           "                 [--machine NAME|FILE] [--profile FILE.json] [--check] [--json]\n"
           "                 [--seed N] [--functional] [--race-check] [--pe model|rtl]\n"
-          "                 [--vcd FILE.vcd] [--max-memory SIZE] [--max-fill SIZE]\n"
+          "                 [--vcd FILE.vcd] [--timeline FILE.svg] [--by-source] [--quiet]\n"
+          "                 [--max-memory SIZE] [--max-fill SIZE]\n"
           "       nxsim run --op FILE.json [options as above but -i, -o, -a]\n"
           "\n"
           "Runs the kernel KEY (a macro-op func_name): a key of the internal kernel\n"
@@ -61,7 +62,14 @@ void cmd_run_help(FILE *f) {
           "  -a, --attr NAME=JSON     set attribute NAME to a JSON value\n"
           "      --op FILE.json       the op as a JSON document\n"
           "  -m, --machine SPEC       a preset (trn1, trn2; default trn2) or a JSON file\n"
-          "  -p, --profile FILE.json  write a Chrome/Perfetto trace of the run\n"
+          "  -p, --profile FILE.json  write a Chrome/Perfetto trace of the run (each\n"
+          "                           slice names the kernel line that emitted it)\n"
+          "  -t, --timeline FILE.svg  write a picture of the run: a lane per engine and\n"
+          "                           DMA queue of each core, time in us and cycles\n"
+          "  -b, --by-source          after the summary, the busy time of every engine\n"
+          "                           and DMA queue grouped by the kernel source line\n"
+          "                           that emitted the instructions (with --json: key\n"
+          "                           by_source)\n"
           "  -c, --check              compare every result with the kernel's reference\n"
           "                           (kernels/ref): print the max abs and rel error,\n"
           "                           exit 1 beyond the tolerance (transposes: exact)\n"
@@ -79,6 +87,9 @@ void cmd_run_help(FILE *f) {
           "                           model; rtl: matmuls through the Verilated RTL PE\n"
           "                           array, exact, about 1 ms per array cycle)\n"
           "      --vcd FILE.vcd       with --pe rtl: the RTL waveform of the run\n"
+          "  -q, --quiet              no progress line (shown on a terminal for runs\n"
+          "                           longer than a second: simulated time,\n"
+          "                           instructions retired, wall time)\n"
           "      --max-memory SIZE    the most memory the run may hold, checked before\n"
           "                           anything is traced or allocated (4G, 512MiB;\n"
           "                           default: half of what this process may use)\n"
@@ -108,13 +119,15 @@ static int parse_args(int argc, char **argv, run_args *a) {
         {"profile", required_argument, NULL, 'p'},
         {"check", no_argument, NULL, 'c'},
         {"json", no_argument, NULL, 'j'},
+        {"timeline", required_argument, NULL, 't'},
+        {"by-source", no_argument, NULL, 'b'},
         CLI_BACKEND_LONGOPTS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int c, status = CLI_EXIT_OK;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":i:o:a:m:p:cjs:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":i:o:a:m:p:t:bcjs:qh", longopts, NULL)) != -1) {
         if (cli_backend_option("run", c, optarg, &a->backend, &status)) {
             if (status != CLI_EXIT_OK) return status;
             continue;
@@ -141,6 +154,8 @@ static int parse_args(int argc, char **argv, run_args *a) {
         case OPT_OP: a->op_file = optarg; break;
         case 'm': a->machine = optarg; break;
         case 'p': a->profile = optarg; break;
+        case 't': a->timeline = optarg; break;
+        case 'b': a->by_source = 1; break;
         case 'c': a->check = 1; break;
         case 'j': a->json = 1; break;
         case 'h': cmd_run_help(stdout); return -1;
@@ -160,8 +175,9 @@ static int parse_args(int argc, char **argv, run_args *a) {
         if (positional > 1) return cli_usage_error("run", "expected one kernel, got %d arguments", positional);
         a->key = argv[optind];
     }
-    if (a->backend.functional && a->profile)
-        return cli_usage_error("run", "--profile needs the SystemC model: drop --functional");
+    if (a->backend.functional && (a->profile || a->timeline || a->by_source))
+        return cli_usage_error("run", "%s needs the SystemC model: drop --functional",
+                               a->profile ? "--profile" : a->timeline ? "--timeline" : "--by-source");
     status = cli_backend_validate("run", &a->backend);
     if (status != CLI_EXIT_OK) return status;
     if (a->n_in > NX_OP_MAX_TENSORS || a->n_out > NX_OP_MAX_TENSORS)
@@ -176,27 +192,16 @@ static int exit_status(nx_run_failure f) {
     return f == NX_RUN_BAD_INPUT || f == NX_RUN_LIMIT ? CLI_EXIT_INPUT : CLI_EXIT_RUNTIME;
 }
 
-/* The profile trace as a streamed output (cli/outputs.h). */
-typedef struct trace_ctx {
-    const nx_machine *m;
-    const nx_run_result *res;
-} trace_ctx;
-
-static int write_trace(FILE *f, const char *path, const void *ctx, nx_error *err) {
-    const trace_ctx *t = ctx;
-    return nx_profile_write_trace_to(f, path, t->m, t->res->prog, &t->res->trace.sim, err);
-}
-
-/* The report, the check verdict, then the files: results, the trace and the
- * waveforms, committed together (cli/outputs.h). */
+/* The report, the check verdict, then the files: results, the trace, the
+ * timeline and the waveforms, committed together (cli/outputs.h). */
 static int report_and_write(const run_args *a, const run_op *r, const nx_machine *m, const nx_run_result *res,
                             cli_outputs *outs) {
     const nx_macro_op *op = &r->op;
     for (uint32_t j = 0; j < op->n_results; j++)
         if (r->out_path[j])
             cli_outputs_add(outs, r->out_path[j], &res->prog->tensors[res->result_tensor[j]], res->results[j]);
-    trace_ctx tc = {m, res};
-    if (a->profile) cli_outputs_add_stream(outs, a->profile, write_trace, &tc);
+    cli_profile_src src = {m, res->prog, &res->trace.sim};
+    cli_outputs_add_profile(outs, a->profile, a->timeline, &src);
     int status = CLI_EXIT_OK;
     if (cli_outputs_serialize(outs) != 0) {
         status = CLI_EXIT_RUNTIME;
@@ -226,6 +231,7 @@ static int check_paths(const run_args *a, const run_op *r, uint32_t cores) {
     for (uint32_t j = 0; j < r->op.n_results; j++)
         if (r->out_path[j]) cli_paths_output(&ps, r->out_path[j], "%s: result %u (%s)", where, j, r->op.results[j].name);
     cli_paths_output(&ps, a->profile, "--profile");
+    cli_paths_output(&ps, a->timeline, "--timeline");
     char vcd[NX_MAX_CORES][4096];
     for (uint32_t c = 0; a->backend.vcd && c < cores && c < NX_MAX_CORES; c++)
         cli_paths_output(&ps, nx_sim_vcd_path(a->backend.vcd, c, vcd[c], sizeof vcd[c]), "--vcd");
@@ -261,13 +267,13 @@ static int execute(const run_args *a, const nx_kernel_registry *reg, const nx_co
     if (status == CLI_EXIT_OK) status = check_paths(a, &r, cores);
     nx_run_options opt = cli_backend_run_options(&a->backend);
     if (status == CLI_EXIT_OK &&
-        (cli_outputs_init(&outs, (int)r.op.n_results + 1 + NX_MAX_CORES) != 0 ||
+        (cli_outputs_init(&outs, (int)r.op.n_results + 2 + NX_MAX_CORES) != 0 ||
          cli_stage_vcd(&outs, a->backend.vcd, cores, &opt) != 0))
         status = CLI_EXIT_RUNTIME;
     if (status == CLI_EXIT_OK) {
         const void *inputs[NX_OP_MAX_TENSORS] = {0};
         for (uint32_t i = 0; i < r.op.n_operands; i++) inputs[i] = r.in[i].data;
-        opt.keep_log = a->profile != NULL;
+        opt.keep_log = a->profile || a->timeline || a->by_source;
         opt.check = a->check;
         /* what this command holds for the run: the loaded operands and the
          * results it serialises */

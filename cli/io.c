@@ -14,7 +14,6 @@
 #include "isa/asm.h"
 #include "isa/encode.h"
 #include "isa/strbuf.h"
-#include "paths.h"
 
 int cli_is_nxb(const uint8_t *buf, size_t len) {
     return len >= 4 && memcmp(buf, NX_NXB_MAGIC, 4) == 0;
@@ -40,10 +39,6 @@ int cli_is_machine_preset(const char *name) {
     for (const char *const *p = nx_machine_presets(); *p; p++)
         if (strcmp(*p, name) == 0) return 1;
     return 0;
-}
-
-void cli_paths_machine(cli_paths *ps, const char *spec) {
-    if (spec && !cli_is_machine_preset(spec)) cli_paths_input(ps, spec, "--machine");
 }
 
 int cli_load_machine(const char *spec, const nx_program *p, const char *prog_path, nx_machine *out,

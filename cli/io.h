@@ -22,10 +22,6 @@ int cli_load_program(const char *path, nx_program *out, nx_error *err);
 /* 1 if `spec` (a --machine argument) is a preset name rather than a file. */
 int cli_is_machine_preset(const char *spec);
 
-/* Adds `spec` to ps as the input "--machine" if it names a file. */
-struct cli_paths;
-void cli_paths_machine(struct cli_paths *ps, const char *spec);
-
 /* Loads the machine to validate/run `p` against: `spec` (a preset name or a
  * JSON file, from --machine) if non-NULL, else the program's .machine, which
  * must then be a preset (a custom machine needs --machine FILE.json).

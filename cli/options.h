@@ -31,7 +31,8 @@ uint64_t cli_default_max_memory(const char **from, uint64_t *of);
 /* getopt_long codes of the backend options (above any character). */
 enum { CLI_OPT_FUNCTIONAL = 0x200, CLI_OPT_PE, CLI_OPT_VCD, CLI_OPT_RACE_CHECK, CLI_OPT_MAX_MEMORY, CLI_OPT_MAX_FILL };
 
-/* Their struct option rows (with 's' for --seed), for a longopts table. */
+/* Their struct option rows (with 's' for --seed and 'q' for --quiet: a
+ * command's optstring lists "s:q"), for a longopts table. */
 #define CLI_BACKEND_LONGOPTS                                        \
     {"seed", required_argument, NULL, 's'},                         \
         {"functional", no_argument, NULL, CLI_OPT_FUNCTIONAL},      \
@@ -39,7 +40,8 @@ enum { CLI_OPT_FUNCTIONAL = 0x200, CLI_OPT_PE, CLI_OPT_VCD, CLI_OPT_RACE_CHECK, 
         {"vcd", required_argument, NULL, CLI_OPT_VCD},              \
         {"race-check", no_argument, NULL, CLI_OPT_RACE_CHECK},      \
         {"max-memory", required_argument, NULL, CLI_OPT_MAX_MEMORY}, \
-        {"max-fill", required_argument, NULL, CLI_OPT_MAX_FILL}
+        {"max-fill", required_argument, NULL, CLI_OPT_MAX_FILL},     \
+        {"quiet", no_argument, NULL, 'q'}
 
 typedef struct cli_backend {
     uint64_t seed;    /* default 1 */
@@ -47,11 +49,12 @@ typedef struct cli_backend {
     int pe_rtl;       /* --pe rtl */
     const char *vcd;  /* --vcd FILE */
     int race_check;   /* --race-check */
+    int quiet;        /* -q, --quiet: no progress line */
     uint64_t max_memory; /* --max-memory; 0: the default (cli_default_max_memory) */
     uint64_t max_fill;   /* --max-fill; 0: CLI_DEFAULT_MAX_FILL */
 } cli_backend;
 
-#define CLI_BACKEND_INIT {1, 0, 0, NULL, 0, 0, 0}
+#define CLI_BACKEND_INIT {1, 0, 0, NULL, 0, 0, 0, 0}
 
 /* Handles getopt_long's code c if it is a backend option: returns 1 (with
  * *status CLI_EXIT_USAGE after printing the error for a bad value, else
@@ -61,7 +64,7 @@ int cli_backend_option(const char *cmd, int c, const char *arg, cli_backend *b, 
  * --race-check with --functional. CLI_EXIT_OK or the usage error's code. */
 int cli_backend_validate(const char *cmd, const cli_backend *b);
 /* The run options they give (seed, backend, PE, VCD, race check, the
- * limits, progress on a terminal). */
+ * limits, and progress when stderr is a terminal and not --quiet). */
 nx_run_options cli_backend_run_options(const cli_backend *b);
 /* Prints a limit refusal (NX_RUN_LIMIT's message, prefixed by `prefix` if
  * non-NULL) with how to allow more; returns CLI_EXIT_INPUT. */

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "isa/npy.h"
+#include "sim/profile.h"
 #include "tensors.h"
 
 int cli_outputs_init(cli_outputs *o, int max) {
@@ -35,11 +36,28 @@ void cli_outputs_add(cli_outputs *o, const char *path, const nx_tensor_decl *dec
     it->data = data;
 }
 
-void cli_outputs_add_stream(cli_outputs *o, const char *path, cli_stream_fn fn, const void *ctx) {
+void cli_outputs_add_stream(cli_outputs *o, const char *path, const char *what, cli_stream_fn fn,
+                            const void *ctx) {
     cli_output *it = next_item(o, path);
     if (!it) return;
+    it->what = what;
     it->stream = fn;
     it->ctx = ctx;
+}
+
+static int write_trace(FILE *f, const char *path, const void *ctx, nx_error *err) {
+    const cli_profile_src *s = ctx;
+    return nx_profile_write_trace_to(f, path, s->m, s->prog, s->sim, err);
+}
+
+static int write_timeline(FILE *f, const char *path, const void *ctx, nx_error *err) {
+    const cli_profile_src *s = ctx;
+    return nx_profile_write_timeline_to(f, path, s->m, s->prog, s->sim, err);
+}
+
+void cli_outputs_add_profile(cli_outputs *o, const char *trace, const char *timeline, const cli_profile_src *src) {
+    if (trace) cli_outputs_add_stream(o, trace, "profile", write_trace, src);
+    if (timeline) cli_outputs_add_stream(o, timeline, "timeline", write_timeline, src);
 }
 
 const char *cli_outputs_stage(cli_outputs *o, const char *path, const char *tmp) {
@@ -88,10 +106,18 @@ static void abort_open(cli_outputs *o) {
     }
 }
 
+/* A file's own message ("PATH: cannot create: ...") prefixed by what the
+ * output is ("timeline PATH: ..."), as the profile writers say it. */
+static int file_error(const cli_output *it, nx_error *err) {
+    if (!it->what) return -1;
+    nx_error own = *err;
+    return nx_fail(err, "%s %s", it->what, own.msg);
+}
+
 /* One output into its temporary. */
 static int stage(cli_output *it, nx_error *err) {
     if (!it->open) {
-        if (nx_atomic_open(&it->af, it->path, err) != 0) return -1;
+        if (nx_atomic_open(&it->af, it->path, err) != 0) return file_error(it, err);
         it->open = 1;
     }
     if (it->stream) return it->stream(it->af.f, it->path, it->ctx, err);
@@ -109,7 +135,7 @@ int cli_outputs_write(cli_outputs *o) {
      * replaced file (write, flush, fsync) happens here */
     for (int k = 0; k < o->count; k++) {
         cli_output *it = &o->items[k];
-        if (stage(it, &err) != 0 || nx_atomic_sync(&it->af, &err) != 0) {
+        if (stage(it, &err) != 0 || (nx_atomic_sync(&it->af, &err) != 0 && file_error(it, &err))) {
             if (!it->af.f) it->open = 0; /* sync aborted it */
             cli_message("%s", err.msg);
             abort_open(o);
@@ -124,6 +150,7 @@ int cli_outputs_write(cli_outputs *o) {
             if (!it->open || it->af.through != (pass == 0)) continue;
             it->open = 0;
             if (nx_atomic_commit(&it->af, &err) != 0) {
+                file_error(it, &err);
                 cli_message("%s", err.msg);
                 abort_open(o);
                 return -1;

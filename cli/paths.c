@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "cli.h"
+#include "io.h"
 #include "isa/fileio.h"
 #include "isa/strbuf.h"
 
@@ -43,6 +44,10 @@ void cli_paths_output(cli_paths *ps, const char *path, const char *label, ...) {
     va_start(ap, label);
     add(ps, path, 1, label, ap);
     va_end(ap);
+}
+
+void cli_paths_machine(cli_paths *ps, const char *spec) {
+    if (spec && !cli_is_machine_preset(spec)) cli_paths_input(ps, spec, "--machine");
 }
 
 int cli_paths_check(const char *cmd, const cli_paths *ps) {

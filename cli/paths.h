@@ -34,6 +34,9 @@ void cli_paths_output(cli_paths *ps, const char *path, const char *label, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+/* Adds `spec` (a --machine argument) as the input "--machine" if it names
+ * a file rather than a preset. */
+void cli_paths_machine(cli_paths *ps, const char *spec);
 /* CLI_EXIT_OK, or the usage error printed ("nxsim: CMD: -o 'p.nxs' is the
  * input 'p.nxs': refusing to overwrite it") and CLI_EXIT_USAGE. */
 int cli_paths_check(const char *cmd, const cli_paths *ps);
