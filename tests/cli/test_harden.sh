@@ -108,6 +108,68 @@ expect 2 "--op result file = --profile" run --op "$T/prof.json" --profile "$T/./
 expect 2 "-o the -i file" run tiled_pf_transpose -i "$T/x.npy" -o "$T/x.npy"
 same_file "$T/x.npy" "$T/x_orig.npy"
 
+# ---- 1+2 for the profile files: --timeline and exec's --profile are outputs
+# of the run like -o/--out: refused when they are an input or another
+# output, written through links and devices, staged with the results
+expect 2 "run --timeline = -o" run tiled_pf_transpose -o "$T/t.svg" --timeline "$T/./t.svg"
+has "$T/err" "name the same file"
+ln -s tp.json "$T/tp_link.json"
+expect 2 "run --timeline = --profile (by a link)" run tiled_pf_transpose --profile "$T/tp.json" --timeline "$T/tp_link.json"
+printf '{"func_name": "tiled_pf_transpose", "operands": [{"name": "x", "shape": [4, 4], "dtype": "fp32"}]}' >"$T/tl_op.json"
+cp "$T/tl_op.json" "$T/tl_op_orig.json"
+expect 2 "run --timeline = the --op file" run --op "$T/tl_op.json" --timeline "$T/./tl_op.json"
+has "$T/err" "refusing to overwrite an input"
+same_file "$T/tl_op.json" "$T/tl_op_orig.json"
+expect 2 "run --timeline = an -i file" run tiled_pf_transpose -i "$T/x.npy" --timeline "$T/x.npy"
+same_file "$T/x.npy" "$T/x_orig.npy"
+expect 2 "exec --timeline = the program" exec "$T/prog.nxb" --timeline "$T/prog.nxb"
+same_file "$T/prog.nxb" "$T/want.nxb"
+expect 2 "exec --profile = the program (hard link)" exec "$T/p.nxs" --profile "$T/hard.nxs"
+same_file "$T/p.nxs" "$T/orig.nxs"
+expect 2 "exec --profile = an --in file" exec "$T/copy.nxs" --in "x=$T/y.npy" --profile "$T/y.npy"
+expect 2 "exec --profile = --out" exec "$T/copy.nxs" --out "y=$T/py.npy" --profile "$T/./py.npy"
+expect 2 "exec --timeline = --profile" exec "$T/copy.nxs" --profile "$T/pt" --timeline "$T/./pt"
+expect 2 "exec --timeline --functional" exec "$T/copy.nxs" --functional --timeline "$T/f.svg"
+# through a link and a FIFO
+mkdir -p "$T/svgs"
+echo old >"$T/svgs/target.svg"
+ln -s svgs/target.svg "$T/tl_link.svg"
+expect 0 "exec --timeline through a symlink" exec "$T/copy.nxs" --timeline "$T/tl_link.svg"
+if [ -L "$T/tl_link.svg" ] && grep -q '</svg>' "$T/svgs/target.svg"; then pass; else fail "--timeline through a link"; fi
+mkfifo "$T/tl_fifo"
+timeout 20 cat "$T/tl_fifo" >"$T/from_tl_fifo" &
+reader=$!
+expect 0 "exec --profile into a FIFO" exec "$T/copy.nxs" --profile "$T/tl_fifo"
+wait $reader
+if [ -p "$T/tl_fifo" ] && grep -q traceEvents "$T/from_tl_fifo"; then pass; else fail "exec --profile into a FIFO"; fi
+# a failed run writes neither, and keeps old ones
+echo "old profile" >"$T/old.json"; echo "old timeline" >"$T/old.svg"
+expect 1 "deadlock with --profile and --timeline" exec "$HERE/deadlock.nxs" --profile "$T/old.json" --timeline "$T/old.svg"
+if [ "$(cat "$T/old.json")" = "old profile" ] && [ "$(cat "$T/old.svg")" = "old timeline" ]; then pass
+else fail "a failed run touched --profile or --timeline"; fi
+expect 1 "deadlock, new --timeline" exec "$HERE/deadlock.nxs" --timeline "$T/new.svg"
+if [ -z "$(find "$T" -maxdepth 1 -name 'new.svg*')" ]; then pass; else fail "a failed run left a timeline"; fi
+# an unwritable --timeline leaves the results and the profile as they were
+echo keep >"$T/kept.npy"; echo keep >"$T/kept.json"
+expect 1 "run --timeline into a missing directory" run tiled_pf_transpose -o "$T/kept.npy" --profile "$T/kept.json" \
+    --timeline "$T/nodir/t.svg"
+one_line "unwritable --timeline"
+has "$T/err" "timeline "
+if [ "$(cat "$T/kept.npy")" = keep ] && [ "$(cat "$T/kept.json")" = keep ]; then pass
+else fail "a failed --timeline let the results or the profile through"; fi
+expect 1 "exec --timeline into a missing directory" exec "$T/copy.nxs" --out "y=$T/kept.npy" --profile "$T/kept.json" \
+    --timeline "$T/nodir/t.svg"
+if [ "$(cat "$T/kept.npy")" = keep ] && [ "$(cat "$T/kept.json")" = keep ]; then pass
+else fail "exec: a failed --timeline let the results or the profile through"; fi
+if [ "$(id -u)" -eq 0 ] && [ -c "$T/null" ] && [ -c "$T/full" ]; then
+    expect 0 "--timeline into a null device" run tiled_pf_transpose --timeline "$T/null" --profile "$T/null2.json"
+    if [ -c "$T/null" ]; then pass; else fail "--timeline replaced the null device"; fi
+    expect 1 "exec --profile into a full device" exec "$T/copy.nxs" --out "y=$T/kept.npy" --profile "$T/full"
+    has "$T/err" "No space left on device"
+    if [ -c "$T/full" ] && [ "$(cat "$T/kept.npy")" = keep ]; then pass
+    else fail "exec --profile into a full device: device replaced or --out written"; fi
+fi
+
 # ---- 3. index patterns that would overflow int64 do not validate
 printf '.engine pool\n    iota dst=sbuf:int32[0:1]@0{1:2} pattern=pat:int32[1](-9223372036854775808,0){-1:2}\n' >"$T/overflow.nxs"
 expect 3 "pattern past int64" asm "$T/overflow.nxs" -o "$T/overflow.nxb"
