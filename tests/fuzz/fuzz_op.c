@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (nx_macro_op_parse("fuzz.json", text, &op, &files, &err) != 0) {
         nx_fuzz_check_message("parse (file mode)", err.msg);
     } else {
-        nx_fuzz_lower_and_run(&op);
+        nx_fuzz_lower_and_run(&op, NX_FUZZ_LOWER_MAX_BYTES);
         nx_macro_op_free(&op);
         nx_op_files_free(&files);
     }
@@ -39,7 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     free(j1);
     free(j2);
     nx_macro_op_free(&back);
-    nx_fuzz_lower_and_run(&op);
+    nx_fuzz_lower_and_run(&op, NX_FUZZ_LOWER_MAX_BYTES);
     nx_macro_op_free(&op);
     free(text);
     return 0;

@@ -18,31 +18,31 @@ static uint64_t tensor_bytes(const nx_op_tensor *t) {
 
 static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
-void nx_fuzz_lower_and_run(nx_macro_op *op) {
+uint64_t nx_fuzz_lower_and_run(nx_macro_op *op, uint64_t max_bytes) {
     nx_error err;
     nx_kernel_target t;
     if (nx_kernel_lookup(NULL, NULL, op->func_name, &t, &err) != 0) {
         nx_fuzz_check_message("lookup", err.msg);
-        return;
+        return UINT64_MAX;
     }
     if (nx_op_rules_check_attrs(t.rules, t.key, &op->attrs, &err) != 0) {
         nx_fuzz_check_message("attributes", err.msg);
-        return;
+        return UINT64_MAX;
     }
     for (uint32_t i = 0; i < op->n_operands; i++)
-        if (op->operands[i].dtype == NX_OP_DTYPE_UNSET || op->operands[i].ndims == 0) return; /* file mode */
+        if (op->operands[i].dtype == NX_OP_DTYPE_UNSET || op->operands[i].ndims == 0) return UINT64_MAX; /* file mode */
     if (nx_op_rules_apply_results(t.rules, t.key, "fuzz.json", op, &err) != 0) {
         nx_fuzz_check_message("results", err.msg);
-        return;
+        return UINT64_MAX;
     }
     if (nx_macro_op_check(op, &err) != 0) {
         nx_fuzz_check_message("check", err.msg);
-        return;
+        return UINT64_MAX;
     }
     uint64_t bytes = 0;
     for (uint32_t i = 0; i < op->n_operands; i++) bytes = sat_add(bytes, tensor_bytes(&op->operands[i]));
     for (uint32_t j = 0; j < op->n_results; j++) bytes = sat_add(bytes, tensor_bytes(&op->results[j]));
-    if (bytes > ((uint64_t)2 << 20)) return; /* 2 MiB of tensors (the default ops): traced in milliseconds */
+    if (bytes > max_bytes) return bytes;
     const nx_geometry *geo = nx_fuzz_geometry("trn2");
     nx_lowerer *L = nx_lowerer_new(geo, NULL);
     if (!L) nx_fuzz_fail("out of memory");
@@ -53,4 +53,5 @@ void nx_fuzz_lower_and_run(nx_macro_op *op) {
     else
         nx_fuzz_exec_small(prog, geo);
     nx_lowerer_free(L);
+    return bytes;
 }

@@ -7,10 +7,13 @@
 #   NAME     harnesses to run (default: all of tests/fuzz/CMakeLists.txt's)
 # Each harness starts from its seed corpus (tests/fuzz/seeds.txt in BUILD)
 # plus what earlier runs in BUILD found, with its dictionary. A crash, a
-# sanitizer report, a timeout or an out-of-memory is a failure: the report's
-# tail and every reproducer (path, hex dump, base64, and the command that
-# replays it) are printed, and the script exits 1 after the other harnesses
-# ran. Environment: NXSIM_FUZZ_RSS_MB (default 2048), NXSIM_FUZZ_JOBS
+# sanitizer report, a timeout (one input over 20 s: a hang) or an
+# out-of-memory is a failure: the report's tail and every reproducer (path,
+# hex dump, base64, and the command that replays it) are printed, and the
+# script exits 1 after the other harnesses ran. A slow input (over 10 s, under
+# the timeout: libFuzzer's slow-unit-*) is printed the same way as a warning,
+# not a failure: how long an input takes under the instrumentation depends on
+# the host's load. Environment: NXSIM_FUZZ_RSS_MB (default 2048), NXSIM_FUZZ_JOBS
 # (parallel libFuzzer jobs per harness, default 1).
 set -uo pipefail
 
@@ -70,20 +73,30 @@ for name in "${names[@]}"; do
     rc=$?
     runs=$(grep -h 'stat::number_of_executed_units' "$work/log" "$work"/fuzz-*.log 2>/dev/null | awk '{s += $2} END {print s + 0}')
     summary+=("fuzz_$name: $runs executions, corpus $(ls "$work/corpus" | wc -l)")
-    artifacts=("$work"/artifacts/*)
-    if [ $rc -ne 0 ] || [ -e "${artifacts[0]}" ]; then
-        status=1
-        echo "FAIL: fuzz_$name exited $rc; the end of its report:"
-        tail -n 40 "$work/log" "$work"/fuzz-*.log 2>/dev/null | sed 's/^/    /'
-        for a in "${artifacts[@]}"; do
-            [ -e "$a" ] || continue
+    findings=() slow=()
+    for a in "$work"/artifacts/*; do
+        [ -e "$a" ] || continue
+        case $(basename "$a") in slow-unit-*) slow+=("$a") ;; *) findings+=("$a") ;; esac
+    done
+    show() {
+        for a in "$@"; do
             echo "  reproducer $a ($(wc -c <"$a") bytes):"
             od -A d -t x1z "$a" | head -n 40 | sed 's/^/    /'
             echo "    base64: $(base64 -w0 "$a")"
             echo "    replay: $fuzz/fuzz_${name}_replay $a   (or $bins/fuzz_$name $a)"
         done
+    }
+    if [ $rc -ne 0 ] || [ ${#findings[@]} -gt 0 ]; then
+        status=1
+        echo "FAIL: fuzz_$name exited $rc; the end of its report:"
+        tail -n 40 "$work/log" "$work"/fuzz-*.log 2>/dev/null | sed 's/^/    /'
+        show ${findings[@]+"${findings[@]}"}
     else
         echo "   ok: $runs executions"
+    fi
+    if [ ${#slow[@]} -gt 0 ]; then
+        echo "   warning: fuzz_$name: ${#slow[@]} slow input(s) (over 10 s, under the 20 s timeout):"
+        show "${slow[@]}"
     fi
 done
 echo "== fuzzing summary (${seconds} s each)"
