@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "io.h"
+#include "paths.h"
 #include "isa/asm.h"
 #include "isa/encode.h"
 
@@ -48,11 +49,18 @@ int cmd_asm(int argc, char **argv) {
     if (argc - optind > 1) return cli_usage_error("asm", "expected one input file, got %d", argc - optind);
     if (!output) return cli_usage_error("asm", "no output file given (-o FILE.nxb)");
     const char *input = argv[optind];
+    cli_paths paths = CLI_PATHS_INIT;
+    cli_paths_input(&paths, input, "the input");
+    cli_paths_machine(&paths, machine);
+    cli_paths_output(&paths, output, "-o");
+    int checked = cli_paths_check("asm", &paths);
+    cli_paths_free(&paths);
+    if (checked != CLI_EXIT_OK) return checked;
 
     nx_error err;
     uint8_t *text = NULL;
     size_t len = 0;
-    if (nx_read_file(input, &text, &len, &err) != 0) {
+    if (nx_read_file_max(input, NX_PROGRAM_FILE_MAX, "the limit for a program file", &text, &len, &err) != 0) {
         cli_message("%s", err.msg);
         return CLI_EXIT_INPUT;
     }

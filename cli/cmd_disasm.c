@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "io.h"
+#include "paths.h"
 #include "isa/asm.h"
 #include "isa/encode.h"
 
@@ -60,6 +61,12 @@ int cmd_disasm(int argc, char **argv) {
     if (argc - optind > 1)
         return cli_usage_error("disasm", "expected one input file, got %d", argc - optind);
     const char *input = argv[optind];
+    cli_paths paths = CLI_PATHS_INIT;
+    cli_paths_input(&paths, input, "the input");
+    cli_paths_output(&paths, output, "-o");
+    int checked = cli_paths_check("disasm", &paths);
+    cli_paths_free(&paths);
+    if (checked != CLI_EXIT_OK) return checked;
 
     nx_error err;
     nx_program prog;

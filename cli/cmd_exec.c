@@ -10,7 +10,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "io.h"
@@ -20,6 +19,8 @@
 #include "isa/tensor_random.h"
 #include "options.h"
 #include "outputs.h"
+#include "paths.h"
+#include "sim/model.h"
 #include "registry/run/run.h"
 #include "sim/profile.h"
 #include "tensors.h"
@@ -29,7 +30,7 @@ void cmd_exec_help(FILE *f) {
           "                  [--machine NAME|FILE.json] [--seed N] [--functional]\n"
           "                  [--pe model|rtl] [--vcd FILE.vcd] [--race-check]\n"
           "                  [--profile FILE.json] [--timeline FILE.svg] [--by-source]\n"
-          "                  [--quiet] [--threads N]\n"
+          "                  [--quiet] [--threads N] [--max-memory SIZE] [--max-fill SIZE]\n"
           "\n"
           "Runs PROGRAM, a .nxb binary or .nxs text program (recognised by the .nxb\n"
           "magic, not by the file name), on the machine it targets.\n"
@@ -42,7 +43,9 @@ void cmd_exec_help(FILE *f) {
           "after the run; every output tensor not named with --out is summarised on\n"
           "standard output as\n"
           "  NAME DTYPE [SHAPE] checksum=SUM min=MIN max=MAX first=[V0, V1, ...]\n"
-          "If anything fails, no --out file is written.\n"
+          "If anything fails, no --out, --profile, --timeline or --vcd file is\n"
+          "written. An output that is one of the inputs (the program, an --in file,\n"
+          "the machine file) or another output is refused (exit 2).\n"
           "\n"
           "Options:\n"
           "  -i, --in NAME=FILE.npy    load input tensor NAME from FILE.npy\n"
@@ -82,6 +85,13 @@ void cmd_exec_help(FILE *f) {
           "                            authoring layer; a .nxs/.nxb file has none)\n"
           "  -q, --quiet               no progress line (shown on a terminal for runs\n"
           "                            longer than a second)\n"
+          "      --max-memory SIZE     the most memory the run may hold (HBM, on-chip\n"
+          "                            memories, log, loaded and written tensors),\n"
+          "                            checked before anything is allocated; SIZE in\n"
+          "                            bytes or with K/M/G/T (4G, 512MiB); default:\n"
+          "                            half of what this process may use\n"
+          "      --max-fill SIZE       the most pseudo-random input values the run may\n"
+          "                            make (default 1G)\n"
           "  -h, --help                show this help and exit\n"
           "\n"
           "Exit status: 0 ok; 1 fault or deadlock during the run, a race found by\n"
@@ -148,13 +158,9 @@ static int parse_args(int argc, char **argv, exec_args *a) {
             break;
         case 'o':
             if (split_binding("--out", optarg, &a->outs[a->n_out]) != 0) return CLI_EXIT_USAGE;
-            for (int k = 0; k < a->n_out; k++) {
+            for (int k = 0; k < a->n_out; k++)
                 if (strcmp(a->outs[k].name, optarg) == 0)
                     return cli_usage_error("exec", "--out %s is given twice", optarg);
-                if (strcmp(a->outs[k].path, a->outs[a->n_out].path) == 0)
-                    return cli_usage_error("exec", "--out %s and --out %s name the same file '%s'",
-                                           a->outs[k].name, optarg, a->outs[k].path);
-            }
             a->n_out++;
             break;
         case 'm': a->machine = optarg; break;
@@ -170,14 +176,6 @@ static int parse_args(int argc, char **argv, exec_args *a) {
     if (a->backend.functional && (a->profile || a->timeline || a->by_source))
         return cli_usage_error("exec", "%s needs the SystemC model: drop --functional",
                                a->profile ? "--profile" : a->timeline ? "--timeline" : "--by-source");
-    if (a->profile && a->timeline && strcmp(a->profile, a->timeline) == 0)
-        return cli_usage_error("exec", "--timeline and --profile name the same file '%s'", a->profile);
-    for (int k = 0; k < a->n_out; k++)
-        if ((a->profile && strcmp(a->outs[k].path, a->profile) == 0) ||
-            (a->timeline && strcmp(a->outs[k].path, a->timeline) == 0))
-            return cli_usage_error("exec", "--out %s and --%s name the same file '%s'", a->outs[k].name,
-                                   a->profile && strcmp(a->outs[k].path, a->profile) == 0 ? "profile" : "timeline",
-                                   a->outs[k].path);
     if (optind >= argc) return cli_usage_error("exec", "no program given");
     if (argc - optind > 1) return cli_usage_error("exec", "expected one program, got %d", argc - optind);
     a->program = argv[optind];
@@ -243,14 +241,14 @@ static int load_inputs(const nx_program *p, const exec_args *a, nx_state *st) {
 /* Serialises every --out, prints the summaries, then writes the files
  * (cli/outputs.h: nothing is left half written). */
 static int write_outputs(const nx_program *p, const exec_args *a, const nx_state *st, const nx_machine *m,
-                         const nx_run_trace *trace) {
-    cli_outputs outs;
-    if (cli_outputs_init(&outs, a->n_out) != 0) return CLI_EXIT_RUNTIME;
+                         const nx_run_trace *trace, cli_outputs *outs) {
     for (int k = 0; k < a->n_out; k++) {
         const nx_tensor_decl *t = &p->tensors[a->outs[k].tensor];
-        cli_outputs_add(&outs, a->outs[k].path, t, st->hbm + t->offset);
+        cli_outputs_add(outs, a->outs[k].path, t, st->hbm + t->offset);
     }
-    int status = cli_outputs_serialize(&outs) == 0 ? CLI_EXIT_OK : CLI_EXIT_RUNTIME;
+    cli_profile_src src = {m, p, &trace->sim};
+    if (trace->on_model) cli_outputs_add_profile(outs, a->profile, a->timeline, &src);
+    int status = cli_outputs_serialize(outs) == 0 ? CLI_EXIT_OK : CLI_EXIT_RUNTIME;
     for (uint32_t i = 0; i < p->tensor_count && status == CLI_EXIT_OK; i++) {
         const nx_tensor_decl *t = &p->tensors[i];
         if (t->role != NX_ROLE_OUTPUT) continue;
@@ -274,21 +272,64 @@ static int write_outputs(const nx_program *p, const exec_args *a, const nx_state
         cli_message("cannot write to standard output");
         status = CLI_EXIT_RUNTIME;
     }
-    if (status == CLI_EXIT_OK && cli_outputs_write(&outs) != 0) status = CLI_EXIT_RUNTIME;
-    if (status == CLI_EXIT_OK && trace->on_model) {
-        nx_error err;
-        if (a->profile && nx_profile_write_trace(a->profile, m, p, &trace->sim, &err) != 0) {
-            cli_message("%s", err.msg);
-            cli_outputs_undo(&outs);
-            status = CLI_EXIT_RUNTIME;
-        } else if (a->timeline && nx_profile_write_timeline(a->timeline, m, p, &trace->sim, &err) != 0) {
-            cli_message("%s", err.msg);
-            cli_outputs_undo(&outs);
-            if (a->profile) unlink(a->profile);
-            status = CLI_EXIT_RUNTIME;
-        }
+    if (status == CLI_EXIT_OK && cli_outputs_write(outs) != 0) status = CLI_EXIT_RUNTIME;
+    return status;
+}
+
+/* Before anything is allocated or filled: what the run will hold within
+ * --max-memory (the state, the log, each --in file while it loads, the
+ * serialised --out files) and the inputs left pseudo-random within
+ * --max-fill. */
+static int check_limits(const nx_machine *m, const nx_program *p, const exec_args *a) {
+    nx_run_options opt = cli_backend_run_options(&a->backend);
+    opt.keep_log = a->profile || a->timeline || a->by_source;
+    uint64_t largest_in = 0, outs = 0, filled = 0;
+    for (int k = 0; k < a->n_in; k++) {
+        uint64_t b = nx_tensor_bytes(&p->tensors[a->ins[k].tensor]);
+        if (b > largest_in) largest_in = b;
     }
-    cli_outputs_free(&outs);
+    for (int k = 0; k < a->n_out; k++) outs += nx_tensor_bytes(&p->tensors[a->outs[k].tensor]);
+    opt.held_bytes = 2 * largest_in + outs; /* a .npy is read whole, then parsed */
+    nx_strbuf names = NX_STRBUF_INIT;
+    int n = 0;
+    for (uint32_t i = 0; i < p->tensor_count; i++) {
+        const nx_tensor_decl *t = &p->tensors[i];
+        int given = t->role != NX_ROLE_INPUT;
+        for (int k = 0; k < a->n_in && !given; k++) given = a->ins[k].tensor == (int)i;
+        if (given) continue;
+        filled += nx_tensor_bytes(t);
+        nx_sb_printf(&names, "%s%s", n++ ? ", " : "", t->name);
+    }
+    nx_run_memory mem;
+    nx_run_memory_of_program(m, p, &opt, &mem);
+    nx_error err;
+    nx_strbuf what = NX_STRBUF_INIT;
+    nx_sb_printf(&what, "%s %s not given with --in", n == 1 ? "input" : "inputs",
+                 names.failed ? "..." : nx_sb_str(&names));
+    int rc = 0;
+    if (nx_run_memory_check(&mem, &opt, &err) != 0 ||
+        nx_run_fill_check(filled, what.failed ? "inputs" : nx_sb_str(&what), &opt, &err) != 0)
+        rc = cli_limit_error(&a->backend, a->program, err.msg) == CLI_EXIT_OK ? 0 : -1;
+    nx_sb_free(&names);
+    nx_sb_free(&what);
+    return rc;
+}
+
+/* Every file the command line names: no output may be an input or another
+ * output (cli/paths.h). The waveforms are one file per core of the program. */
+static int check_paths(const nx_program *p, const exec_args *a) {
+    cli_paths ps = CLI_PATHS_INIT;
+    cli_paths_input(&ps, a->program, "the program");
+    cli_paths_machine(&ps, a->machine);
+    for (int k = 0; k < a->n_in; k++) cli_paths_input(&ps, a->ins[k].path, "--in %s", a->ins[k].name);
+    for (int k = 0; k < a->n_out; k++) cli_paths_output(&ps, a->outs[k].path, "--out %s", a->outs[k].name);
+    cli_paths_output(&ps, a->profile, "--profile");
+    cli_paths_output(&ps, a->timeline, "--timeline");
+    char vcd[NX_MAX_CORES][4096];
+    for (uint32_t c = 0; a->backend.vcd && c < p->cores && c < NX_MAX_CORES; c++)
+        cli_paths_output(&ps, nx_sim_vcd_path(a->backend.vcd, c, vcd[c], sizeof vcd[c]), "--vcd");
+    int status = cli_paths_check("exec", &ps);
+    cli_paths_free(&ps);
     return status;
 }
 
@@ -299,17 +340,23 @@ static int run(exec_args *a) {
         cli_message("%s", err.msg);
         return CLI_EXIT_INPUT;
     }
-    int status = CLI_EXIT_OK;
+    int status = check_paths(&prog, a);
     nx_machine m;
     nx_state st;
     int have_state = 0;
-    if (cli_load_machine(a->machine, &prog, a->program, &m, &err) != 0) {
+    cli_outputs outs;
+    memset(&outs, 0, sizeof outs);
+    if (status != CLI_EXIT_OK) {
+        /* printed */
+    } else if (cli_load_machine(a->machine, &prog, a->program, &m, &err) != 0) {
         cli_message("%s", err.msg);
         status = CLI_EXIT_INPUT;
     } else if (nx_program_validate(&prog, &m.geo, &err) != 0) {
         cli_message("%s: %s", a->program, err.msg);
         status = CLI_EXIT_INPUT;
     } else if (resolve_bindings(&prog, a) != 0) {
+        status = CLI_EXIT_INPUT;
+    } else if (check_limits(&m, &prog, a) != 0) {
         status = CLI_EXIT_INPUT;
     } else if (nx_state_init(&st, &m.geo, prog.cores, prog.hbm_bytes, prog.sem_count, &err) != 0) {
         cli_message("%s: %s", a->program, err.msg);
@@ -319,11 +366,14 @@ static int run(exec_args *a) {
         /* The SystemC model (sim/model.h) by default, the functional executor
          * with --functional: the same results, the same error messages. */
         nx_run_options opt = cli_backend_run_options(&a->backend);
-        opt.keep_log = a->profile || a->timeline || a->by_source;
         nx_run_trace trace;
         memset(&trace, 0, sizeof trace);
         nx_run_failure why = NX_RUN_OK;
-        if (load_inputs(&prog, a, &st) != 0) {
+        opt.keep_log = a->profile || a->timeline || a->by_source;
+        if (cli_outputs_init(&outs, a->n_out + 2 + NX_MAX_CORES) != 0 ||
+            cli_stage_vcd(&outs, a->backend.vcd, prog.cores, &opt) != 0) {
+            status = CLI_EXIT_RUNTIME;
+        } else if (load_inputs(&prog, a, &st) != 0) {
             status = CLI_EXIT_INPUT;
         } else if (nx_run_program(&m, &prog, &st, &opt, &trace, &why, &err) != 0) {
             cli_message("%s: %s", a->program, err.msg);
@@ -331,10 +381,11 @@ static int run(exec_args *a) {
         } else {
             if (trace.race_checked)
                 cli_message("note: race check: no race in %zu log records", trace.sim.log_count);
-            status = write_outputs(&prog, a, &st, &m, &trace);
+            status = write_outputs(&prog, a, &st, &m, &trace, &outs);
         }
         nx_run_trace_free(&trace);
     }
+    cli_outputs_free(&outs); /* a failed run leaves no waveform behind */
     if (have_state) nx_state_free(&st);
     nx_program_free(&prog);
     return status;

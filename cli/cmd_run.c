@@ -10,11 +10,13 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "options.h"
 #include "outputs.h"
+#include "paths.h"
+#include "io.h"
+#include "sim/model.h"
 #include "run_cmd.h"
 #include "sim/profile.h"
 
@@ -23,7 +25,7 @@ void cmd_run_help(FILE *f) {
           "                 [--machine NAME|FILE] [--profile FILE.json] [--check] [--json]\n"
           "                 [--seed N] [--functional] [--race-check] [--pe model|rtl]\n"
           "                 [--vcd FILE.vcd] [--timeline FILE.svg] [--by-source] [--quiet]\n"
-          "                 [--threads N]\n"
+          "                 [--threads N] [--max-memory SIZE] [--max-fill SIZE]\n"
           "       nxsim run --op FILE.json [options as above but -i, -o, -a]\n"
           "\n"
           "Runs the kernel KEY (a macro-op func_name): a key of the internal kernel\n"
@@ -95,13 +97,19 @@ void cmd_run_help(FILE *f) {
           "  -q, --quiet              no progress line (shown on a terminal for runs\n"
           "                           longer than a second: simulated time,\n"
           "                           instructions retired, wall time)\n"
+          "      --max-memory SIZE    the most memory the run may hold, checked before\n"
+          "                           anything is traced or allocated (4G, 512MiB;\n"
+          "                           default: half of what this process may use)\n"
+          "      --max-fill SIZE      the most pseudo-random operand values (default 1G)\n"
           "  -h, --help               show this help and exit\n"
           "\n"
           "Exit status: 0 ok; 1 fault or deadlock during the run, a race found by\n"
-          "--race-check, a failed --check, or an output could not be written; 2 usage error (options, -a syntax or\n"
-          "JSON); 3 bad input: an unknown KEY (the registry's 'is not\n"
-          "registered' error), a malformed .npy or op file, an operand the leaf\n"
-          "cannot take (the leaf's rule), an unknown machine. No output file is\n"
+          "--race-check, a failed --check, or an output could not be written; 2 usage\n"
+          "error (options, -a syntax or JSON, an output that is an input or another\n"
+          "output); 3 bad input: an unknown KEY (the registry's 'is not registered'\n"
+          "error), a malformed .npy or op file, an attribute the kernel does not\n"
+          "read, an operand the leaf cannot take (the leaf's rule), an unknown\n"
+          "machine, a run past --max-memory or --max-fill. No output file is\n"
           "written unless the whole run succeeds.\n",
           f);
 }
@@ -182,33 +190,27 @@ static int parse_args(int argc, char **argv, run_args *a) {
     if (a->n_in > NX_OP_MAX_TENSORS || a->n_out > NX_OP_MAX_TENSORS)
         return cli_usage_error("run", "at most %d operands and %d results", NX_OP_MAX_TENSORS,
                                NX_OP_MAX_TENSORS);
-    for (int k = 0; a->profile && k < a->n_out; k++)
-        if (strcmp(a->outs[k], a->profile) == 0)
-            return cli_usage_error("run", "--profile and -o name the same file '%s'", a->profile);
-    for (int k = 0; a->timeline && k < a->n_out; k++)
-        if (strcmp(a->outs[k], a->timeline) == 0)
-            return cli_usage_error("run", "--timeline and -o name the same file '%s'", a->timeline);
-    if (a->timeline && a->profile && strcmp(a->timeline, a->profile) == 0)
-        return cli_usage_error("run", "--timeline and --profile name the same file '%s'", a->profile);
     return CLI_EXIT_OK;
 }
 
 /* ---- the run ------------------------------------------------------------------- */
 
 static int exit_status(nx_run_failure f) {
-    return f == NX_RUN_BAD_INPUT ? CLI_EXIT_INPUT : CLI_EXIT_RUNTIME;
+    return f == NX_RUN_BAD_INPUT || f == NX_RUN_LIMIT ? CLI_EXIT_INPUT : CLI_EXIT_RUNTIME;
 }
 
-/* The report, the check verdict, then the files: results, then the trace. */
-static int report_and_write(const run_args *a, const run_op *r, const nx_machine *m, const nx_run_result *res) {
+/* The report, the check verdict, then the files: results, the trace, the
+ * timeline and the waveforms, committed together (cli/outputs.h). */
+static int report_and_write(const run_args *a, const run_op *r, const nx_machine *m, const nx_run_result *res,
+                            cli_outputs *outs) {
     const nx_macro_op *op = &r->op;
-    cli_outputs outs;
-    if (cli_outputs_init(&outs, (int)op->n_results) != 0) return CLI_EXIT_RUNTIME;
     for (uint32_t j = 0; j < op->n_results; j++)
         if (r->out_path[j])
-            cli_outputs_add(&outs, r->out_path[j], &res->prog->tensors[res->result_tensor[j]], res->results[j]);
+            cli_outputs_add(outs, r->out_path[j], &res->prog->tensors[res->result_tensor[j]], res->results[j]);
+    cli_profile_src src = {m, res->prog, &res->trace.sim};
+    cli_outputs_add_profile(outs, a->profile, a->timeline, &src);
     int status = CLI_EXIT_OK;
-    if (cli_outputs_serialize(&outs) != 0) {
+    if (cli_outputs_serialize(outs) != 0) {
         status = CLI_EXIT_RUNTIME;
     } else if ((a->json ? cli_run_print_json(a, r, m, res) : cli_run_print_text(a, r, m, res)) != 0 ||
                fflush(stdout) != 0) {
@@ -218,23 +220,30 @@ static int report_and_write(const run_args *a, const run_op *r, const nx_machine
         cli_message("%s: --check failed: results differ from %s beyond the tolerance; no output written",
                     op->func_name, res->target.rules->reference_name);
         status = CLI_EXIT_RUNTIME;
-    } else if (cli_outputs_write(&outs) != 0) {
+    } else if (cli_outputs_write(outs) != 0) {
         status = CLI_EXIT_RUNTIME;
-    } else {
-        nx_error err;
-        if (a->profile && nx_profile_write_trace(a->profile, m, res->prog, &res->trace.sim, &err) != 0) {
-            cli_message("%s", err.msg);
-            cli_outputs_undo(&outs);
-            status = CLI_EXIT_RUNTIME;
-        } else if (a->timeline &&
-                   nx_profile_write_timeline(a->timeline, m, res->prog, &res->trace.sim, &err) != 0) {
-            cli_message("%s", err.msg);
-            cli_outputs_undo(&outs);
-            if (a->profile) unlink(a->profile);
-            status = CLI_EXIT_RUNTIME;
-        }
     }
-    cli_outputs_free(&outs);
+    return status;
+}
+
+/* Every file the run reads or writes: no output may be an input or another
+ * output (cli/paths.h). `cores`: the waveforms are one file per core. */
+static int check_paths(const run_args *a, const run_op *r, uint32_t cores) {
+    cli_paths ps = CLI_PATHS_INIT;
+    cli_paths_input(&ps, a->op_file, "--op");
+    cli_paths_machine(&ps, a->machine);
+    const char *where = a->op_file ? a->op_file : "-o";
+    for (uint32_t i = 0; i < r->op.n_operands; i++)
+        if (r->in_path[i]) cli_paths_input(&ps, r->in_path[i], "operand %u (%s)", i, r->op.operands[i].name);
+    for (uint32_t j = 0; j < r->op.n_results; j++)
+        if (r->out_path[j]) cli_paths_output(&ps, r->out_path[j], "%s: result %u (%s)", where, j, r->op.results[j].name);
+    cli_paths_output(&ps, a->profile, "--profile");
+    cli_paths_output(&ps, a->timeline, "--timeline");
+    char vcd[NX_MAX_CORES][4096];
+    for (uint32_t c = 0; a->backend.vcd && c < cores && c < NX_MAX_CORES; c++)
+        cli_paths_output(&ps, nx_sim_vcd_path(a->backend.vcd, c, vcd[c], sizeof vcd[c]), "--vcd");
+    int status = cli_paths_check("run", &ps);
+    cli_paths_free(&ps);
     return status;
 }
 
@@ -255,22 +264,51 @@ static int execute(const run_args *a, const nx_kernel_registry *reg, const nx_co
     memset(&r, 0, sizeof r);
     nx_macro_op_init(&r.op);
     nx_kernel_target target;
+    memset(&target, 0, sizeof target);
     nx_run_result res;
     memset(&res, 0, sizeof res);
+    cli_outputs outs;
+    memset(&outs, 0, sizeof outs);
     int status = cli_run_build_op(a, L, &r, &target);
+    uint32_t cores = target.config && target.config->requires_multicore_grid ? NX_VNC_GRID : 1;
+    if (status == CLI_EXIT_OK) status = check_paths(a, &r, cores);
+    nx_run_options opt = cli_backend_run_options(&a->backend);
+    if (status == CLI_EXIT_OK &&
+        (cli_outputs_init(&outs, (int)r.op.n_results + 2 + NX_MAX_CORES) != 0 ||
+         cli_stage_vcd(&outs, a->backend.vcd, cores, &opt) != 0))
+        status = CLI_EXIT_RUNTIME;
     if (status == CLI_EXIT_OK) {
         const void *inputs[NX_OP_MAX_TENSORS] = {0};
         for (uint32_t i = 0; i < r.op.n_operands; i++) inputs[i] = r.in[i].data;
-        nx_run_options opt = cli_backend_run_options(&a->backend);
         opt.keep_log = a->profile || a->timeline || a->by_source;
         opt.check = a->check;
+        /* what this command holds for the run: the loaded operands and the
+         * results it serialises */
+        for (uint32_t i = 0; i < r.op.n_operands; i++) opt.held_bytes += r.in[i].nbytes;
+        for (uint32_t j = 0; j < r.op.n_results; j++) {
+            if (!r.out_path[j]) continue;
+            uint64_t b = nx_dtype_size(r.op.results[j].dtype);
+            for (uint32_t d = 0; d < r.op.results[j].ndims; d++)
+                b = b > UINT64_MAX / r.op.results[j].shape[d] ? UINT64_MAX : b * r.op.results[j].shape[d];
+            if (opt.held_bytes > UINT64_MAX - b) b = UINT64_MAX - opt.held_bytes;
+            opt.held_bytes += b;
+        }
         if (nx_run_op(L, &m, &r.op, inputs, &opt, &res, &err) != 0) {
-            cli_message("%s", err.msg);
+            /* what the op says is wrong (an attribute, a shape a leaf
+             * refuses): name the op file it came from */
+            nx_quoted q;
+            if (res.failure == NX_RUN_LIMIT)
+                cli_limit_error(&a->backend, a->op_file, err.msg);
+            else if (a->op_file && res.failure == NX_RUN_BAD_INPUT)
+                cli_message("%s: %s", nx_quote(&q, a->op_file, NX_QUOTE_PATH), err.msg);
+            else
+                cli_message("%s", err.msg);
             status = exit_status(res.failure);
         } else {
-            status = report_and_write(a, &r, &m, &res);
+            status = report_and_write(a, &r, &m, &res, &outs);
         }
     }
+    cli_outputs_free(&outs); /* a failed run leaves no output behind */
     nx_run_result_free(&res);
     cli_run_op_free(&r);
     nx_lowerer_free(L);

@@ -22,7 +22,8 @@ int cli_is_nxb(const uint8_t *buf, size_t len) {
 int cli_load_program(const char *path, nx_program *out, nx_error *err) {
     uint8_t *buf = NULL;
     size_t len = 0;
-    if (nx_read_file(path, &buf, &len, err) != 0) return -1;
+    if (nx_read_file_max(path, NX_PROGRAM_FILE_MAX, "the limit for a program file", &buf, &len, err) != 0)
+        return -1;
     int rc;
     if (cli_is_nxb(buf, len)) {
         rc = nx_program_decode(buf, len, out, err);
@@ -34,7 +35,7 @@ int cli_load_program(const char *path, nx_program *out, nx_error *err) {
     return rc;
 }
 
-static int is_preset(const char *name) {
+int cli_is_machine_preset(const char *name) {
     for (const char *const *p = nx_machine_presets(); *p; p++)
         if (strcmp(*p, name) == 0) return 1;
     return 0;
@@ -44,7 +45,7 @@ int cli_load_machine(const char *spec, const nx_program *p, const char *prog_pat
                      nx_error *err) {
     if (spec) return nx_machine_load(spec, out, err);
     const char *name = p->machine[0] ? p->machine : nx_machine_default();
-    if (!is_preset(name)) {
+    if (!cli_is_machine_preset(name)) {
         nx_strbuf list = NX_STRBUF_INIT;
         for (const char *const *q = nx_machine_presets(); *q; q++) {
             if (q != nx_machine_presets()) nx_sb_puts(&list, ", ");

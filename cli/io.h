@@ -19,6 +19,9 @@ int cli_is_nxb(const uint8_t *buf, size_t len);
  * .nxs text file. On success the caller frees with nx_program_free. */
 int cli_load_program(const char *path, nx_program *out, nx_error *err);
 
+/* 1 if `spec` (a --machine argument) is a preset name rather than a file. */
+int cli_is_machine_preset(const char *spec);
+
 /* Loads the machine to validate/run `p` against: `spec` (a preset name or a
  * JSON file, from --machine) if non-NULL, else the program's .machine, which
  * must then be a preset (a custom machine needs --machine FILE.json).

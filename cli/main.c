@@ -54,7 +54,8 @@ static void global_help(FILE *f) {
           "\n"
           "Errors are one line on stderr starting with 'nxsim: '. No command leaves a\n"
           "partial output file behind: outputs are written to a temporary file and\n"
-          "renamed into place.\n"
+          "renamed into place (devices, FIFOs and /dev/stdout are written through),\n"
+          "and an output that is one of the inputs is refused.\n"
           "\n"
           "Run 'nxsim COMMAND --help' for a command's options.\n",
           f);

@@ -18,8 +18,10 @@ void cli_run_op_free(run_op *r) {
 }
 
 /* Loads an operand .npy and checks it can be a tensor. */
-static int load_operand(const char *path, uint32_t index, nx_npy *out, nx_error *err) {
-    if (nx_npy_load(path, out, err) != 0) return -1;
+static int load_operand(const run_args *a, const char *path, uint32_t index, nx_npy *out, nx_error *err) {
+    nx_run_options opt = cli_backend_run_options(&a->backend);
+    if (nx_npy_load_max(path, opt.max_memory / 2, "half the memory limit: the file and its array", out, err) != 0)
+        return -1;
     if (out->ndims < 1 || out->ndims > NX_KERNEL_MAX_DIMS) {
         nx_fail(err, "%s: operand %u has %u dims, a tensor has 1..%d", path, index, out->ndims,
                 NX_KERNEL_MAX_DIMS);
@@ -57,7 +59,8 @@ static int read_source(const run_args *a, run_op *r) {
         return CLI_EXIT_RUNTIME;
     }
     size_t len;
-    if (nx_read_file(a->op_file, (uint8_t **)&r->op_text, &len, &err) != 0) {
+    if (nx_read_file_max(a->op_file, NX_OP_FILE_MAX, "the limit for an op file", (uint8_t **)&r->op_text, &len,
+                         &err) != 0) {
         cli_message("%s", err.msg);
         return CLI_EXIT_INPUT;
     }
@@ -87,7 +90,7 @@ static int file_operands(const run_args *a, run_op *r) {
         free(r->files.operand[i]);
         r->files.operand[i] = path;
         r->in_path[i] = path;
-        if (load_operand(path, i, &r->in[i], &err) != 0) {
+        if (load_operand(a, path, i, &r->in[i], &err) != 0) {
             cli_message("%s", err.msg);
             return CLI_EXIT_INPUT;
         }
@@ -115,7 +118,7 @@ static int file_operands(const run_args *a, run_op *r) {
 static int cli_operands(const run_args *a, run_op *r) {
     nx_error err;
     for (int i = 0; i < a->n_in; i++) {
-        if (load_operand(a->ins[i], (uint32_t)i, &r->in[i], &err) != 0) {
+        if (load_operand(a, a->ins[i], (uint32_t)i, &r->in[i], &err) != 0) {
             cli_message("%s", err.msg);
             return CLI_EXIT_INPUT;
         }
@@ -165,10 +168,10 @@ static int cli_attrs(const run_args *a, run_op *r) {
     return CLI_EXIT_OK;
 }
 
-/* Where each result goes: -o in order, or the op file's "file"s; never the
- * same file twice, never the --profile file. */
+/* Where each result goes: -o in order, or the op file's "file"s (that no
+ * two outputs are one file, and none is an input, cmd_run checks with
+ * cli/paths.h). */
 static int result_paths(const run_args *a, run_op *r) {
-    const char *where = a->op_file ? a->op_file : "-o";
     for (uint32_t j = 0; j < r->op.n_results; j++) {
         const char *p = a->op_file ? r->files.result[j] : (int)j < a->n_out ? a->outs[j] : NULL;
         if (!p) continue;
@@ -176,16 +179,6 @@ static int result_paths(const run_args *a, run_op *r) {
         if (!r->out_path[j]) {
             cli_message("out of memory");
             return CLI_EXIT_RUNTIME;
-        }
-        if (a->profile && strcmp(r->out_path[j], a->profile) == 0) {
-            cli_message("%s: result %u and --profile name the same file '%s'", where, j, a->profile);
-            return CLI_EXIT_USAGE;
-        }
-        for (uint32_t k = 0; k < j; k++) {
-            if (r->out_path[k] && strcmp(r->out_path[k], r->out_path[j]) == 0) {
-                cli_message("%s: results %u and %u name the same file '%s'", where, k, j, r->out_path[j]);
-                return CLI_EXIT_USAGE;
-            }
         }
     }
     return CLI_EXIT_OK;
@@ -211,6 +204,15 @@ int cli_run_build_op(const run_args *a, const nx_lowerer *L, run_op *r, nx_kerne
         status = default_operands(target, r);
     if (status == CLI_EXIT_OK) status = cli_attrs(a, r);
     if (status != CLI_EXIT_OK) return status;
+    /* before the rules read them: a typo is named as one */
+    if (nx_op_rules_check_attrs(target->rules, target->key, &r->op.attrs, &err) != 0) {
+        nx_quoted q;
+        if (a->op_file)
+            cli_message("%s: %s", nx_quote(&q, a->op_file, NX_QUOTE_PATH), err.msg);
+        else
+            cli_message("%s", err.msg);
+        return CLI_EXIT_INPUT;
+    }
     if (nx_op_rules_apply_results(target->rules, target->key, a->op_file, &r->op, &err) != 0) {
         cli_message("%s", err.msg);
         return CLI_EXIT_INPUT;

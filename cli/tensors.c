@@ -23,7 +23,9 @@ void cli_format_decl_type(char *buf, size_t len, const nx_tensor_decl *t) {
 
 int cli_tensor_load(const char *path, const nx_tensor_decl *t, uint8_t *data, nx_error *err) {
     nx_npy a;
-    if (nx_npy_load(path, &a, err) != 0) return -1;
+    /* never more than the tensor and a generous header */
+    uint64_t cap = nx_tensor_bytes(t) + ((uint64_t)1 << 20);
+    if (nx_npy_load_max(path, cap, "the size of its tensor plus 1 MiB of header", &a, err) != 0) return -1;
     int same = a.dtype == (nx_dtype)t->dtype && a.ndims == t->ndims;
     for (uint32_t i = 0; same && i < a.ndims; i++) same = a.shape[i] == t->shape[i];
     if (!same) {

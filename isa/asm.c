@@ -732,6 +732,8 @@ static int parse_insn(asm_state *s) {
         if (row->slot[i].name && row->slot[i].required && !(seen & (1ull << (KEY_SLOT0 + i))))
             return fail_at(s, mn_at, "'%s' is missing required slot '%s'", row->mnemonic,
                            row->slot[i].name);
+    if (nx_program_insn_count(s->prog) >= NX_PROGRAM_MAX_INSNS)
+        return fail_at(s, mn_at, "too many instructions (a program holds at most %u)", NX_PROGRAM_MAX_INSNS);
     if (nx_program_append(s->prog, s->core, (nx_engine)s->engine, &insn, s->err) != 0)
         return nx_fail_prefix(s->err, "%s:%zu:%zu", s->file, s->line_no,
                               (size_t)(mn_at - s->line) + 1);
@@ -970,7 +972,8 @@ int nx_assemble_file(const char *path, nx_program *out, nx_error *err) {
     nx_program_init(out);
     uint8_t *buf;
     size_t len;
-    if (nx_read_file(path, &buf, &len, err) != 0) return -1;
+    if (nx_read_file_max(path, NX_PROGRAM_FILE_MAX, "the limit for a program file", &buf, &len, err) != 0)
+        return -1;
     int rc = nx_assemble(path, (const char *)buf, len, out, err);
     free(buf);
     return rc;

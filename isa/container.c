@@ -378,6 +378,9 @@ static int decode_body(const uint8_t *buf, size_t len, nx_program *p, nx_error *
     if ((uint64_t)len > expected)
         return nx_fail(err, "nxb: size: %zu bytes, but %" PRIu32 " tensors and %" PRIu64 " instructions need exactly %" PRIu64 " (trailing bytes)",
                        len, tensor_count, total, expected);
+    if (total > NX_PROGRAM_MAX_INSNS)
+        return nx_fail(err, "nxb: byte %d (stream table): %" PRIu64 " instructions, a program holds at most %u",
+                       STREAM_TABLE, total, NX_PROGRAM_MAX_INSNS);
 
     for (uint32_t i = 0; i < tensor_count; i++) {
         uint64_t at = tensor_entry_at(p->cores, i);
@@ -400,6 +403,15 @@ static int decode_body(const uint8_t *buf, size_t len, nx_program *p, nx_error *
                                        at, c, nx_engine_name((nx_engine)e), i);
                     return -1;
                 }
+                /* the assembler takes only semaphores below .semaphores */
+                const char *bad = insn.wait_sem != NX_SEM_NONE && insn.wait_sem >= p->sem_count ? "wait_sem"
+                                  : insn.inc_sem != NX_SEM_NONE && insn.inc_sem >= p->sem_count ? "inc_sem"
+                                                                                                 : NULL;
+                if (bad)
+                    return nx_fail(err, "nxb: byte %" PRIu64 " (core %" PRIu32 " %s instruction %" PRIu32
+                                        " %s): semaphore %u, the program has %" PRIu32,
+                                   at + (bad[0] == 'w' ? 6 : 7) /* word bytes 6, 7 */, c, nx_engine_name((nx_engine)e), i, bad,
+                                   bad[0] == 'w' ? insn.wait_sem : insn.inc_sem, p->sem_count);
                 if (nx_program_append(p, c, (nx_engine)e, &insn, err) != 0) return -1;
             }
         }
@@ -428,7 +440,8 @@ int nx_program_load_file(const char *path, nx_program *out, nx_error *err) {
     nx_program_init(out);
     uint8_t *buf;
     size_t len;
-    if (nx_read_file(path, &buf, &len, err) != 0) return -1;
+    if (nx_read_file_max(path, NX_PROGRAM_FILE_MAX, "the limit for a program file", &buf, &len, err) != 0)
+        return -1;
     int rc = 0;
     if (nx_program_decode(buf, len, out, err) != 0) {
         if (err != NULL) nx_fail_prefix(err, "%s", path);

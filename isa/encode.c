@@ -233,6 +233,17 @@ static int decode_operand(const slot_ctx *s, const nx_slot_spec *spec, nx_operan
                            " is not canonical (0x7ff8000000000000 or 0xfff8000000000000)",
                            s->base + O_VALUE, s->label, value);
         op->imm = nx_f64_from_bits(value);
+        /* Only values of the dtype, as the assembler converts them (a store
+         * to the dtype then a load gives the same bits): no 1.5 or -0.0 for
+         * an integer, no 0.1 as a double for fp32. */
+        int nan = bits_are_nan(value);
+        unsigned char as_dtype[8];
+        nx_dtype_store((nx_dtype)op->dtype, as_dtype, op->imm);
+        double back = nx_dtype_load((nx_dtype)op->dtype, as_dtype);
+        if (nan ? !nx_dtype_is_float((nx_dtype)op->dtype) : nx_f64_bits(back) != value)
+            return nx_fail(err, "instruction word: byte %u (%s.value): %.17g is not a value of %s "
+                           "(the nearest is %.17g)",
+                           s->base + O_VALUE, s->label, op->imm, nx_dtype_name((nx_dtype)op->dtype), back);
         op->partition_count = 1; /* insn.h: an immediate is one value per partition */
         return 0;
     }

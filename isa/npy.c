@@ -401,7 +401,8 @@ void nx_npy_free(nx_npy *a) {
 
 int nx_npy_parse(const char *name, const uint8_t *buf, size_t len, nx_npy *out, nx_error *err) {
     memset(out, 0, sizeof *out);
-    if (!name) name = "<npy>";
+    nx_quoted qname; /* a name (a path from an op file) is echoed in every message */
+    name = nx_quote(&qname, name ? name : "<npy>", NX_QUOTE_PATH);
     if (len < NPY_MAGIC_LEN || memcmp(buf, NPY_MAGIC, NPY_MAGIC_LEN) != 0)
         return nx_fail(err, "%s: not a .npy file (bad magic)", name);
     if (len < 8) return nx_fail(err, "%s: truncated: file ends inside the .npy version bytes", name);
@@ -451,14 +452,18 @@ int nx_npy_parse(const char *name, const uint8_t *buf, size_t len, nx_npy *out, 
     return 0;
 }
 
-int nx_npy_load(const char *path, nx_npy *out, nx_error *err) {
+int nx_npy_load_max(const char *path, uint64_t max, const char *what, nx_npy *out, nx_error *err) {
     memset(out, 0, sizeof *out);
     uint8_t *buf = NULL;
     size_t len = 0;
-    if (nx_read_file(path, &buf, &len, err) != 0) return -1;
+    if (nx_read_file_max(path, max, what, &buf, &len, err) != 0) return -1;
     int rc = nx_npy_parse(path, buf, len, out, err);
     free(buf);
     return rc;
+}
+
+int nx_npy_load(const char *path, nx_npy *out, nx_error *err) {
+    return nx_npy_load_max(path, NX_READ_MAX_DEFAULT, "the read limit", out, err);
 }
 
 /* ---- serialize -------------------------------------------------------------- */

@@ -33,6 +33,10 @@ typedef struct nx_npy {
 /* Parses a whole .npy file image. Errors name `name` (the path) and what is
  * wrong (bad magic, unsupported descr, fortran_order, size mismatch...). */
 int nx_npy_parse(const char *name, const uint8_t *buf, size_t len, nx_npy *out, nx_error *err);
+/* Loads a file of at most `max` bytes (`what` names the limit in the
+ * message: fileio.h); nx_npy_load's limit is NX_READ_MAX_DEFAULT. The file
+ * image and the array are both held while parsing: twice the data. */
+int nx_npy_load_max(const char *path, uint64_t max, const char *what, nx_npy *out, nx_error *err);
 int nx_npy_load(const char *path, nx_npy *out, nx_error *err);
 /* Serialises to a malloc'd buffer. */
 int nx_npy_serialize(const nx_npy *a, uint8_t **out, size_t *len, nx_error *err);

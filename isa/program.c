@@ -53,6 +53,13 @@ void nx_program_free(nx_program *p) {
     nx_program_init(p);
 }
 
+uint64_t nx_program_insn_count(const nx_program *p) {
+    uint64_t n = 0;
+    for (uint32_t c = 0; c < NX_MAX_CORES; c++)
+        for (unsigned e = 0; e < NX_ENG_COUNT; e++) n += p->stream[c][e].count;
+    return n;
+}
+
 int nx_program_add_tensor(nx_program *p, const nx_tensor_decl *t, nx_error *err) {
     if (p->tensor_count == p->tensor_capacity) {
         uint32_t cap = p->tensor_capacity ? p->tensor_capacity * 2 : 8;

@@ -105,7 +105,19 @@ typedef struct nx_program {
     uint32_t src_capacity;
 } nx_program;
 
+/* Limits on untrusted programs (docs/parts/security.md). A .nxs or .nxb
+ * program holds at most NX_PROGRAM_MAX_INSNS instructions in all its streams
+ * together (88 MiB of 44-byte records, plus an operand pool of at most five
+ * distinct 72-byte operands per instruction and its hash: about 0.9 GiB when
+ * every operand differs): the assembler and the decoder refuse more before
+ * the memory is taken. A program file is at most
+ * NX_PROGRAM_FILE_MAX bytes (a .nxb of the most instructions is 640 MiB). */
+#define NX_PROGRAM_MAX_INSNS (1u << 21)
+#define NX_PROGRAM_FILE_MAX ((uint64_t)1 << 30)
+
 void nx_program_init(nx_program *p);
+/* Instructions in all streams. */
+uint64_t nx_program_insn_count(const nx_program *p);
 void nx_program_free(nx_program *p);
 /* ---- instructions (isa/program_store.c) ---- */
 

@@ -10,6 +10,23 @@
 
 typedef __int128 wide;
 
+/* Decimal text of a wide integer (messages: spans of a bad access pattern
+ * can pass 64 bits). */
+static const char *wide_text(wide v, char buf[48]) {
+    char tmp[48];
+    int neg = v < 0, n = 0;
+    unsigned __int128 u = neg ? -(unsigned __int128)v : (unsigned __int128)v;
+    do {
+        tmp[n++] = (char)('0' + (int)(u % 10));
+        u /= 10;
+    } while (u && n < 47);
+    int o = 0;
+    if (neg) buf[o++] = '-';
+    while (n) buf[o++] = tmp[--n];
+    buf[o] = '\0';
+    return buf;
+}
+
 /* Element-index extent of the free dims: [min, max] over all iterations. */
 static void free_extent(const nx_operand *op, wide *min, wide *max) {
     *min = 0;
@@ -84,9 +101,10 @@ int nx_check_access(const nx_operand *op, nx_engine engine, const nx_geometry *g
         if (op->start_partition != 0)
             return nx_fail(err, "%s: HBM access patterns have no start partition (got %u)", what,
                            op->start_partition);
+        char lo_s[48], hi_s[48];
         if (lo < 0 || hi > (wide)hbm_bytes)
-            return nx_fail(err, "%s: HBM bytes [%lld, %lld) outside the program's HBM [0, %llu)",
-                           what, (long long)lo, (long long)hi, (unsigned long long)hbm_bytes);
+            return nx_fail(err, "%s: HBM bytes [%s, %s) outside the program's HBM [0, %llu)", what,
+                           wide_text(lo, lo_s), wide_text(hi, hi_s), (unsigned long long)hbm_bytes);
         return 0;
     }
     int sbuf = op->kind == NX_OPK_SBUF;
@@ -105,9 +123,10 @@ int nx_check_access(const nx_operand *op, nx_engine engine, const nx_geometry *g
                        "> %u: a multiple of %u; else a multiple of %u)",
                        what, op->start_partition, op->partition_count, geo->partitions / 2,
                        geo->partitions / 4, geo->partitions / 2, geo->partitions / 4);
+    char lo_s[48], hi_s[48];
     if (lo < 0 || hi > (wide)partition_bytes)
-        return nx_fail(err, "%s: bytes [%lld, %lld) of each partition outside %s's %llu bytes per partition",
-                       what, (long long)lo, (long long)hi, mem, (unsigned long long)partition_bytes);
+        return nx_fail(err, "%s: bytes [%s, %s) of each partition outside %s's %llu bytes per partition", what,
+                       wide_text(lo, lo_s), wide_text(hi, hi_s), mem, (unsigned long long)partition_bytes);
     uint64_t free_max = sbuf ? geo->sbuf_free_elems_max : geo->psum_free_elems_max;
     if (compute && free_elems > free_max)
         return nx_fail(err, "%s: %llu elements per partition exceed the %s free-size limit of %llu",
@@ -180,6 +199,19 @@ static int check_slot(const nx_insn *insn, const nx_opcode_info *info, unsigned 
         for (unsigned k = 0; k < op->ndims; k++)
             if (op->count[k] == 0)
                 return nx_fail(err, "operand '%s': free dim %u has count 0", spec->name, k);
+        /* Its values are computed in 64-bit integer arithmetic
+         * (isa/access.c): every value, and so every partial sum on the way
+         * to one, must lie in the int64 range. */
+        wide mn, mx;
+        free_extent(op, &mn, &mx);
+        wide cm = (wide)op->partition_stride * (wide)(op->partition_count - 1);
+        wide lo = (wide)op->pattern_base + mn + (cm < 0 ? cm : 0);
+        wide hi = (wide)op->pattern_base + mx + (cm > 0 ? cm : 0);
+        if (lo < (wide)INT64_MIN || hi > (wide)INT64_MAX) {
+            char lo_s[48], hi_s[48];
+            return nx_fail(err, "operand '%s': pattern values [%s, %s] leave the signed 64-bit range",
+                           spec->name, wide_text(lo, lo_s), wide_text(hi, hi_s));
+        }
     }
     return 0;
 }

@@ -89,20 +89,53 @@ const nx_json_number *nx_json_number_of(const nx_json_numbers *t, const cJSON *n
     return bsearch(&key, t->items, t->count, sizeof *t->items, cmp_num_node);
 }
 
+/* Line and column (1-based) of byte `at` of text. */
+static void line_col(const char *text, size_t at, size_t *line, size_t *col) {
+    *line = *col = 1;
+    for (size_t i = 0; i < at && text[i]; i++) {
+        if (text[i] == '\n') {
+            (*line)++;
+            *col = 1;
+        } else {
+            (*col)++;
+        }
+    }
+}
+
+/* Byte offset of the first "\u0000" escape inside a string, or -1: cJSON
+ * would end the C string there, so "a\u0000b" would read as "a". */
+static long find_nul_escape(const char *text) {
+    int in_string = 0;
+    for (size_t i = 0; text[i]; i++) {
+        if (!in_string) {
+            in_string = text[i] == '"';
+            continue;
+        }
+        if (text[i] == '"') {
+            in_string = 0;
+        } else if (text[i] == '\\' && text[i + 1]) {
+            if (text[i + 1] == 'u' && strncmp(text + i + 2, "0000", 4) == 0) return (long)i;
+            i++;
+        }
+    }
+    return -1;
+}
+
 cJSON *nx_json_read(const char *source, const char *json, nx_json_numbers *nums, nx_error *err) {
+    long nul = find_nul_escape(json);
+    if (nul >= 0) {
+        size_t line, col;
+        line_col(json, (size_t)nul, &line, &col);
+        nx_fail(err, "%s: line %zu, column %zu: a string holds \\u0000 (NUL), which no name or value may hold",
+                source, line, col);
+        return NULL;
+    }
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithOpts(json, &end, 1);
     if (!root) {
         size_t at = end && end >= json ? (size_t)(end - json) : 0;
-        size_t line = 1, col = 1;
-        for (size_t i = 0; i < at && json[i]; i++) {
-            if (json[i] == '\n') {
-                line++;
-                col = 1;
-            } else {
-                col++;
-            }
-        }
+        size_t line, col;
+        line_col(json, at, &line, &col);
         nx_fail(err, "%s: invalid JSON at line %zu, column %zu", source, line, col);
         return NULL;
     }

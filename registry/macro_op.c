@@ -29,9 +29,10 @@ int nx_macro_op_set_func_name(nx_macro_op *op, const char *name, nx_error *err) 
 
 int nx_op_tensor_name_check(const char *what, const char *name, nx_error *err) {
     size_t n = strlen(name);
+    nx_quoted q;
     if (n == 0) return nx_fail(err, "%s: the name is empty", what);
     if (n >= NX_TENSOR_NAME_MAX)
-        return nx_fail(err, "%s: name '%.40s...' is longer than %d characters", what, name,
+        return nx_fail(err, "%s: name '%s' is longer than %d characters", what, nx_quote(&q, name, 40),
                        NX_TENSOR_NAME_MAX - 1);
     for (size_t i = 0; i < n; i++) {
         char c = name[i];
@@ -39,7 +40,7 @@ int nx_op_tensor_name_check(const char *what, const char *name, nx_error *err) {
                  (i > 0 && ((c >= '0' && c <= '9') || c == '.'));
         if (!ok)
             return nx_fail(err, "%s: name '%s' is not of the form [A-Za-z_][A-Za-z0-9_.]*", what,
-                           name);
+                           nx_quote(&q, name, NX_QUOTE_NAME));
     }
     return 0;
 }

@@ -31,6 +31,7 @@
 
 #define NX_OP_MAX_TENSORS NX_KERNEL_MAX_ARGS /* operands (and results) per op */
 #define NX_OP_DTYPE_UNSET NX_DT_COUNT        /* see nx_macro_op_parse(files) */
+#define NX_OP_FILE_MAX ((uint64_t)16 << 20)  /* bytes of an op document read from a file */
 
 /* One operand or result. ndims == 0 and dtype == NX_OP_DTYPE_UNSET only
  * while a parser in file mode leaves them to be filled (see below). */

@@ -64,7 +64,8 @@ static int attrs_from_json(const cJSON *obj, const char *path, const nx_json_num
     nx_attrs_init(&a);
     for (const cJSON *c = obj->child; c; c = c->next) {
         char sub[512];
-        snprintf(sub, sizeof sub, "%.240s.%.240s", path, c->string);
+        nx_quoted q;
+        snprintf(sub, sizeof sub, "%.240s.%s", path, nx_quote(&q, c->string, NX_QUOTE_NAME));
         if (nx_attrs_get(&a, c->string)) {
             nx_attrs_free(&a);
             return nx_fail(err, "%s is given twice", sub);
@@ -107,11 +108,15 @@ static int check_members(const cJSON *obj, const char *path, const char *const *
                 strncat(list, k ? ", " : "", sizeof list - strlen(list) - 1);
                 strncat(list, allowed[k], sizeof list - strlen(list) - 1);
             }
-            return nx_fail(err, "%s: unknown key '%s' (expected %s)", path, c->string, list);
+            nx_quoted q;
+            return nx_fail(err, "%s: unknown key '%s' (expected %s)", path,
+                           nx_quote(&q, c->string, NX_QUOTE_NAME), list);
         }
         for (const cJSON *d = obj->child; d != c; d = d->next)
-            if (strcmp(d->string, c->string) == 0)
-                return nx_fail(err, "%s: key '%s' is given twice", path, c->string);
+            if (strcmp(d->string, c->string) == 0) {
+                nx_quoted q;
+                return nx_fail(err, "%s: key '%s' is given twice", path, nx_quote(&q, c->string, NX_QUOTE_NAME));
+            }
     }
     return 0;
 }

@@ -80,8 +80,10 @@ void nx_registry_keys_repr(const nx_kernel_registry *reg, char *buf, size_t len)
 int nx_registry_miss(const nx_kernel_registry *reg, const char *func_name, nx_error *err) {
     char keys[NX_ERROR_MAX];
     nx_registry_keys_repr(reg, keys, sizeof keys);
+    /* the name is echoed escaped: one line whatever it holds */
+    nx_quoted q;
     return nx_fail(err, "Internal NKI kernel '%s' is not registered. Available kernels: %s",
-                   func_name ? func_name : "None", keys);
+                   func_name ? nx_quote(&q, func_name, NX_QUOTE_NAME) : "None", keys);
 }
 
 const char *nx_operand_count_text(int32_t operand_count, char *buf, size_t len) {

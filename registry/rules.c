@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "isa/strbuf.h"
 #include "isa/tensor_random.h"
 
 double nx_dtype_epsilon(nx_dtype dt) {
@@ -87,6 +88,54 @@ int nx_op_rules_apply_results(const nx_op_rules *rules, const char *key, const c
     }
     if (rc != 0 && source) nx_fail_prefix(err, "%s", source);
     return rc;
+}
+
+/* Edit distance of a and b (insertions, deletions, substitutions), capped:
+ * only small distances matter for a suggestion. */
+static size_t edit_distance(const char *a, const char *b) {
+    size_t n = strlen(a), m = strlen(b);
+    if (n > 63 || m > 63) return 64;
+    size_t row[64];
+    for (size_t j = 0; j <= m; j++) row[j] = j;
+    for (size_t i = 1; i <= n; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= m; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[m];
+}
+
+int nx_op_rules_check_attrs(const nx_op_rules *rules, const char *key, const nx_attrs *attrs, nx_error *err) {
+    if (!rules || !attrs) return 0;
+    for (uint32_t i = 0; i < attrs->count; i++) {
+        const char *name = attrs->items[i].name;
+        if (nx_op_rules_reads_attr(rules, name)) continue;
+        nx_strbuf known = NX_STRBUF_INIT;
+        const char *closest = NULL;
+        size_t best = 3; /* a suggestion within 2 edits */
+        for (const char *const *a = rules->attrs; a && *a; a++) {
+            nx_sb_printf(&known, "%s%s", a == rules->attrs ? "" : ", ", *a);
+            size_t d = edit_distance(name, *a);
+            if (d < best && d < strlen(*a)) {
+                best = d;
+                closest = *a;
+            }
+        }
+        nx_quoted q;
+        nx_fail(err, "%s: unknown attribute '%s'%s%s%s; %s %s%s", key, nx_quote(&q, name, NX_QUOTE_NAME),
+                closest ? " (did you mean '" : "", closest ? closest : "", closest ? "'?)" : "", key,
+                known.len ? "reads: " : "reads no attributes", known.failed ? "..." : nx_sb_str(&known));
+        nx_sb_free(&known);
+        return -1;
+    }
+    return 0;
 }
 
 int nx_op_rules_builtin_values(const nx_op_rules *rules, const nx_macro_op *op, uint32_t i) {

@@ -72,9 +72,9 @@ typedef int (*nx_explain_fn)(const nx_macro_op *op, const nx_geometry *geo, char
                              nx_error *err);
 
 typedef struct nx_op_rules {
-    /* The attribute names the leaf reads, NULL-terminated. Today only
-     * documentation and `nxsim list`-style listings use it; a later check
-     * can refuse an op carrying any other name. */
+    /* The attribute names the leaf reads, NULL-terminated (NULL: none).
+     * The run path refuses an op carrying any other name
+     * (nx_op_rules_check_attrs), so a typo is an error, not a default. */
     const char *const *attrs;
     nx_infer_results_fn infer_results; /* NULL: results must be declared (--op) */
     nx_default_op_fn default_op;       /* NULL: operands must be given */
@@ -113,6 +113,12 @@ int nx_op_rules_tolerance(const nx_op_rules *rules, const nx_macro_op *op, uint3
  * fp32[2,4], but KEY produces fp32[4,2]". */
 int nx_op_rules_apply_results(const nx_op_rules *rules, const char *key, const char *source,
                               nx_macro_op *op, nx_error *err);
+
+/* Every attribute of `attrs` must be one rules->attrs names: otherwise
+ * "KEY: unknown attribute 'stide' (did you mean 'stride'?); KEY reads:
+ * stride, padding, ..." (or "KEY reads no attributes"). NULL rules (nothing
+ * is known about the kernel) check nothing. */
+int nx_op_rules_check_attrs(const nx_op_rules *rules, const char *key, const nx_attrs *attrs, nx_error *err);
 
 /* The bytes of operand i of op (tensor t, at position `index` of its
  * program's table) when no file gives them: rules->default_values' built-in

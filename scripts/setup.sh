@@ -8,7 +8,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${NXSIM_BUILD_DIR:-$root/build}
 packages=(build-essential cmake pkg-config libsystemc-dev verilator libcmocka-dev
           libopenblas-dev libcjson-dev
-          python3-numpy librsvg2-bin)  # the Python package and its tests; timeline PNGs
+          python3-numpy librsvg2-bin  # the Python package and its tests; timeline PNGs
+          clang libclang-rt-14-dev)   # libFuzzer harnesses (tests/fuzz/, docs/parts/security.md)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -143,19 +143,9 @@ static const relation relations[] = {
 
 /* ---- small helpers ---------------------------------------------------- */
 
-/* A JSON string made safe for a one-line message: control characters become
- * '?', long strings are cut with "...". */
-static const char *clip(const char *s, char out[48]) {
-    size_t n = 0;
-    for (; s[n] != '\0' && n < 40; n++)
-        out[n] = ((unsigned char)s[n] < 0x20 || s[n] == 0x7f) ? '?' : s[n];
-    if (s[n] != '\0') {
-        memcpy(out + n, "...", 3);
-        n += 3;
-    }
-    out[n] = '\0';
-    return out;
-}
+/* A JSON string made safe for a one-line message (isa/error.h
+ * nx_msg_quote: control bytes escaped, cut after 40 bytes with "..."). */
+static const char *clip(const char *s, char out[200]) { return nx_msg_quote(s, 40, out, 200); }
 
 /* The shortest %g form that reads back as the same double (2.4, not
  * 2.3999999999999999), so messages show the value the file wrote. */
@@ -241,7 +231,7 @@ static int set_value(const char *source, const param *p, const cJSON *item, nx_m
 }
 
 static int set_name(const char *source, const cJSON *item, nx_machine *m, nx_error *err) {
-    char s[48];
+    char s[200];
     if (!cJSON_IsString(item)) return nx_fail(err, "%s: 'name' must be a string", source);
     const char *name = item->valuestring;
     size_t n = strlen(name);
@@ -312,7 +302,7 @@ static int load_preset(int index, nx_machine *out, nx_error *err) {
 /* Starts from "base" if the file names one; otherwise from all-zero. */
 static int apply_base(const char *source, const cJSON *root, int allow_base, nx_machine *m,
                       int *has_base, nx_error *err) {
-    char s[48], list[128];
+    char s[200], list[128];
     const cJSON *base = cJSON_GetObjectItemCaseSensitive(root, "base");
     memset(m, 0, sizeof *m);
     *has_base = base != NULL;
@@ -330,7 +320,7 @@ static int apply_base(const char *source, const cJSON *root, int allow_base, nx_
 
 static int apply_group(const char *source, const cJSON *group, nx_machine *m,
                        unsigned char seen[PARAM_COUNT], nx_error *err) {
-    char s[48];
+    char s[200];
     const char *g = group->string;
     for (const cJSON *member = group->child; member != NULL; member = member->next) {
         const char *key = member->string;
@@ -351,7 +341,7 @@ static int apply_group(const char *source, const cJSON *group, nx_machine *m,
 
 static int apply_members(const char *source, const cJSON *root, nx_machine *m,
                          unsigned char seen[PARAM_COUNT], int *has_name, nx_error *err) {
-    char s[48];
+    char s[200];
     for (const cJSON *member = root->child; member != NULL; member = member->next) {
         const char *key = member->string;
         if (repeats_earlier_key(root, member))

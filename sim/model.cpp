@@ -8,7 +8,9 @@
 // callers are safe and serialised.
 #include <systemc>
 
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <new>
@@ -87,6 +89,18 @@ extern "C" int nx_sim_run_pe(const nx_machine *m, const nx_program *prog, nx_sta
     } catch (...) {
         return broken(h, err, "unknown C++ exception");
     }
+}
+
+extern "C" const char *nx_sim_vcd_path(const char *vcd_path, uint32_t core, char *buf, size_t len) {
+    if (len == 0) return buf;
+    size_t n = std::strlen(vcd_path);
+    if (core == 0) {
+        std::snprintf(buf, len, "%s", vcd_path);
+        return buf;
+    }
+    if (n >= 4 && std::strcmp(vcd_path + n - 4, ".vcd") == 0) n -= 4;
+    std::snprintf(buf, len, "%.*s.core%u.vcd", (int)n, vcd_path, (unsigned)core);
+    return buf;
 }
 
 extern "C" void nx_sim_result_free(nx_sim_result *r) {

@@ -123,6 +123,10 @@ int nx_sim_run(const nx_machine *m, const nx_program *prog, nx_state *st,
 int nx_sim_run_pe(const nx_machine *m, const nx_program *prog, nx_state *st,
                   const nx_sim_options *opt, const nx_sim_pe_options *pe, nx_sim_result *out,
                   nx_error *err);
+/* The waveform file of `core` for vcd_path (above): vcd_path itself for
+ * core 0, "<vcd_path without .vcd>.core<N>.vcd" for core N > 0. Writes into
+ * buf (cut to len) and returns buf. */
+const char *nx_sim_vcd_path(const char *vcd_path, uint32_t core, char *buf, size_t len);
 /* Frees what the result owns (log, queue statistics); safe on a zeroed result. */
 void nx_sim_result_free(nx_sim_result *r);
 /* Bytes / transfers of DMA queue `queue` of `core` in r (0 outside the range). */

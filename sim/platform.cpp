@@ -218,12 +218,8 @@ void Platform::print_progress(double now) {
 // run of the process since) and another file is an error.
 int Platform::trace_rtl(const char *path, uint32_t cores, nx_error *err) {
     for (uint32_t c = 0; c < cores && c < NX_MAX_CORES; c++) {
-        std::string file = path;
-        if (c > 0) {
-            size_t n = file.size();
-            if (n >= 4 && file.compare(n - 4, 4, ".vcd") == 0) file.resize(n - 4);
-            file += ".core" + std::to_string(c) + ".vcd";
-        }
+        std::string file(std::strlen(path) + 32, '\0');
+        file.resize(std::strlen(nx_sim_vcd_path(path, c, &file[0], file.size())));
         if (rtl_vcd_[c] == file) continue;
         if (rtl_pe_[c]->trace_vcd(file.c_str(), err) != 0) return -1;
         rtl_vcd_[c] = file;

@@ -53,6 +53,10 @@ extern "C" {
  * O(file size). */
 int nx_profile_write_trace(const char *path, const nx_machine *m, const nx_program *prog,
                            const nx_sim_result *r, nx_error *err);
+/* The same trace written to an open stream f (`path` names it in messages),
+ * for a caller that stages several outputs together (cli/outputs.h). */
+int nx_profile_write_trace_to(FILE *f, const char *path, const nx_machine *m, const nx_program *prog,
+                              const nx_sim_result *r, nx_error *err);
 
 /* Peak PE throughput the summary compares against: pe_rows * pe_cols * 2
  * FLOP per PE cycle per core, times the cores of the program, divided by
@@ -87,6 +91,11 @@ int nx_profile_summary_json(FILE *out, const nx_machine *m, const nx_program *pr
  * with a message naming the path. */
 int nx_profile_write_timeline(const char *path, const nx_machine *m, const nx_program *prog,
                               const nx_sim_result *r, nx_error *err);
+/* The same picture written to an open stream f (`path` names it in
+ * messages), for a caller that stages several outputs together
+ * (cli/outputs.h). */
+int nx_profile_write_timeline_to(FILE *f, const char *path, const nx_machine *m, const nx_program *prog,
+                                 const nx_sim_result *r, nx_error *err);
 
 /* ---- busy time by source line (sim/profile_source.c) ----
  * Groups the log's busy time by the source location that emitted each

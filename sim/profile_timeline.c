@@ -463,8 +463,8 @@ static int write_svg(tl *t) {
     return ferror(f) ? -1 : 0;
 }
 
-int nx_profile_write_timeline(const char *path, const nx_machine *m, const nx_program *prog,
-                              const nx_sim_result *r, nx_error *err) {
+int nx_profile_write_timeline_to(FILE *f, const char *path, const nx_machine *m, const nx_program *prog,
+                                 const nx_sim_result *r, nx_error *err) {
     if (!r->log && (r->log_count > 0 || r->instructions > 0))
         return nx_fail(err, "timeline %s: the run kept no log (run with keep_log = 1)", path);
     if (r->log_count >= NO_LANE) return nx_fail(err, "timeline %s: %zu records is too many", path, r->log_count);
@@ -485,24 +485,29 @@ int nx_profile_write_timeline(const char *path, const nx_machine *m, const nx_pr
     if (build_lanes(t) != 0) {
         nx_fail(err, "timeline %s: out of memory", path);
     } else {
-        nx_atomic_file af;
-        nx_error ferr;
-        if (nx_atomic_open(&af, path, &ferr) != 0) {
-            nx_fail(err, "timeline %s", ferr.msg);
+        t->f = f;
+        errno = 0;
+        if (write_svg(t) != 0) {
+            int e = errno;
+            nx_fail(err, "timeline %s: cannot write: %s", path, strerror(e ? e : EIO));
         } else {
-            t->f = af.f;
-            if (write_svg(t) != 0) {
-                int e = errno;
-                nx_atomic_abort(&af);
-                nx_fail(err, "timeline %s: cannot write: %s", path, strerror(e ? e : EIO));
-            } else if (nx_atomic_commit(&af, &ferr) != 0) {
-                nx_fail(err, "timeline %s", ferr.msg);
-            } else {
-                status = 0;
-            }
+            status = 0;
         }
     }
     lanes_free(t);
     free(t);
     return status;
+}
+
+int nx_profile_write_timeline(const char *path, const nx_machine *m, const nx_program *prog,
+                              const nx_sim_result *r, nx_error *err) {
+    nx_atomic_file af;
+    nx_error ferr;
+    if (nx_atomic_open(&af, path, &ferr) != 0) return nx_fail(err, "timeline %s", ferr.msg);
+    if (nx_profile_write_timeline_to(af.f, path, m, prog, r, err) != 0) {
+        nx_atomic_abort(&af);
+        return -1;
+    }
+    if (nx_atomic_commit(&af, &ferr) != 0) return nx_fail(err, "timeline %s", ferr.msg);
+    return 0;
 }

@@ -519,8 +519,8 @@ static int write_events(wbuf *w, const nx_machine *m, const nx_program *prog, co
     return w->bad || ferror(w->f) ? -1 : 0;
 }
 
-int nx_profile_write_trace(const char *path, const nx_machine *m, const nx_program *prog,
-                           const nx_sim_result *r, nx_error *err) {
+int nx_profile_write_trace_to(FILE *f, const char *path, const nx_machine *m, const nx_program *prog,
+                              const nx_sim_result *r, nx_error *err) {
     if (!r->log && (r->log_count > 0 || r->instructions > 0))
         return nx_fail(err, "profile %s: the run kept no log (run with keep_log = 1)", path);
     if (r->log_count >= NONE) return nx_fail(err, "profile %s: %zu records is too many", path, r->log_count);
@@ -545,22 +545,16 @@ int nx_profile_write_trace(const char *path, const nx_machine *m, const nx_progr
         if (!nx_sim_record_is_blank(rec)) used[(size_t)rec->core * tids + track_tid(rec)] = 1; /* checked above */
     }
     int status = -1;
-    nx_atomic_file af;
-    nx_error ferr; /* the file's own message ("PATH: ..."), prefixed below */
     wbuf *w = malloc(sizeof *w);
     if (!w) {
         nx_fail(err, "profile %s: out of memory", path);
-    } else if (nx_atomic_open(&af, path, &ferr) != 0) {
-        nx_fail(err, "profile %s", ferr.msg);
     } else {
         memset(w, 0, sizeof *w);
-        w->f = af.f;
+        w->f = f;
+        errno = 0;
         if (write_events(w, m, prog, r, &L, &fl, used, tids) != 0) {
             int e = errno;
-            nx_atomic_abort(&af);
             nx_fail(err, "profile %s: cannot write: %s", path, strerror(e ? e : EIO));
-        } else if (nx_atomic_commit(&af, &ferr) != 0) {
-            nx_fail(err, "profile %s", ferr.msg);
         } else {
             status = 0;
         }
@@ -570,4 +564,17 @@ int nx_profile_write_trace(const char *path, const nx_machine *m, const nx_progr
     layout_free(&L);
     free(fl.v);
     return status;
+}
+
+int nx_profile_write_trace(const char *path, const nx_machine *m, const nx_program *prog,
+                           const nx_sim_result *r, nx_error *err) {
+    nx_atomic_file af;
+    nx_error ferr; /* the file's own message ("PATH: ..."), prefixed below */
+    if (nx_atomic_open(&af, path, &ferr) != 0) return nx_fail(err, "profile %s", ferr.msg);
+    if (nx_profile_write_trace_to(af.f, path, m, prog, r, err) != 0) {
+        nx_atomic_abort(&af);
+        return -1;
+    }
+    if (nx_atomic_commit(&af, &ferr) != 0) return nx_fail(err, "profile %s", ferr.msg);
+    return 0;
 }

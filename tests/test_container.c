@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "isa/asm.h"
 #include "isa/encode.h"
 #include "isa/opcodes.h"
 #include "support.h"
@@ -421,6 +422,40 @@ static void test_huge_counts_fail_fast(void **state) {
     expect_decode_error(big, sizeof big, "truncated", "42949672950 instructions");
 }
 
+/* Only what the assembler can write decodes: a semaphore past the
+ * program's count (wait=sem127 with .semaphores 3) is refused, by the wait
+ * or the increment, and so is lowering the header's count under one used. */
+static void test_semaphores_past_the_count(void **state) {
+    (void)state;
+    const char *text = ".semaphores 3\n.engine dve\n"
+                       "    memset dst=sbuf:fp32[0:1]@0{1:4} value=#1 inc=sem2\n"
+                       "    memset dst=sbuf:fp32[0:1]@16{1:4} value=#2 wait=sem2>=1\n";
+    nx_program p;
+    nx_error err;
+    if (nx_assemble("sems.nxs", text, strlen(text), &p, &err) != 0) fail_msg("%s", err.msg);
+    uint8_t *buf;
+    size_t len;
+    if (nx_program_encode(&p, &buf, &len, &err) != 0) fail_msg("%s", err.msg);
+    nx_program_free(&p);
+    size_t words = 64 + 20; /* one core, no tensors */
+    assert_int_equal(len, words + 2 * 320);
+    nx_program q;
+    assert_int_equal(nx_program_decode(buf, len, &q, &err), 0);
+    nx_program_free(&q);
+    uint8_t *w = malloc(len);
+    memcpy(w, buf, len);
+    w[words + 7] = 127; /* inc_sem of the first */
+    expect_decode_error(w, len, "inc_sem): semaphore 127, the program has 3", NULL);
+    memcpy(w, buf, len);
+    w[words + 320 + 6] = 3; /* wait_sem of the second */
+    expect_decode_error(w, len, "wait_sem): semaphore 3, the program has 3", NULL);
+    memcpy(w, buf, len);
+    w[26] = 2; /* sem_count */
+    expect_decode_error(w, len, "semaphore 2, the program has 2", NULL);
+    free(w);
+    free(buf);
+}
+
 static void test_bad_tensor_table(void **state) {
     (void)state;
     uint8_t *buf;
@@ -634,6 +669,7 @@ int main(void) {
         cmocka_unit_test(test_random_corruption),
         cmocka_unit_test(test_bad_headers),
         cmocka_unit_test(test_huge_counts_fail_fast),
+        cmocka_unit_test(test_semaphores_past_the_count),
         cmocka_unit_test(test_bad_tensor_table),
         cmocka_unit_test(test_encode_refuses),
         cmocka_unit_test(test_files),

@@ -100,10 +100,15 @@ static nx_operand random_operand(test_rng *r, nx_operand_kind kind) {
     op.dtype = (uint8_t)rnd(r, NX_DT_COUNT);
     switch (kind) {
     case NX_OPK_NONE: op.dtype = 0; break;
-    case NX_OPK_IMM:
-        op.imm = random_imm(r);
+    case NX_OPK_IMM: {
+        /* a value of its dtype, as the assembler makes it (the decoder takes
+         * no other) */
+        unsigned char as_dtype[8];
+        nx_dtype_store((nx_dtype)op.dtype, as_dtype, random_imm(r));
+        op.imm = nx_dtype_load((nx_dtype)op.dtype, as_dtype);
         op.partition_count = 1; /* insn.h: 1 for IMM */
         break;
+    }
     case NX_OPK_PATTERN:
         op.dtype = (uint8_t)(NX_DT_INT8 + rnd(r, NX_DT_COUNT - NX_DT_INT8));
         op.partition_count = (uint8_t)(1 + rnd(r, 128));
@@ -553,6 +558,41 @@ static void test_reject_immediates(void **state) {
         memcpy(w, b, sizeof w); test_le_put(w + OPERAND(2) + 16, bad_nans[i], 8);
         snprintf(needle, sizeof needle, "byte %d (scalar0.value)", OPERAND(2) + 16);
         expect_reject(w, needle, "not canonical");
+    }
+    /* a value that is not one of its dtype's: the assembler never writes
+     * it, so the decoder refuses it (asm would reject disasm's text) */
+    const struct { uint8_t dtype; double v; } not_of_dtype[] = {
+        {NX_DT_INT32, 1.5}, {NX_DT_INT32, 1e300}, {NX_DT_INT32, -0.0}, {NX_DT_INT32, INFINITY},
+        {NX_DT_INT8, 128.0}, {NX_DT_INT8, NAN}, {NX_DT_UINT16, -1.0}, {NX_DT_FP32, 0.1},
+        {NX_DT_BF16, 1.0 + 1.0 / 512}, {NX_DT_FP8_E4M3, 1000.0}, {NX_DT_FP16, 1e6},
+    };
+    for (size_t i = 0; i < sizeof not_of_dtype / sizeof not_of_dtype[0]; i++) {
+        memcpy(w, b, sizeof w);
+        w[OPERAND(2) + 1] = not_of_dtype[i].dtype;
+        double v = not_of_dtype[i].v;
+        uint64_t bits;
+        memcpy(&bits, &v, sizeof bits);
+        if (isnan(v)) bits = 0x7ff8000000000000ull;
+        test_le_put(w + OPERAND(2) + 16, bits, 8);
+        snprintf(needle, sizeof needle, "byte %d (scalar0.value)", OPERAND(2) + 16);
+        expect_reject(w, needle, "is not a value of");
+    }
+    /* and its values are accepted: 0.1 rounded to fp32, -0 as a float */
+    const struct { uint8_t dtype; double v; } of_dtype[] = {
+        {NX_DT_FP32, (double)0.1f}, {NX_DT_FP32, -0.0}, {NX_DT_INT32, -2147483648.0}, {NX_DT_UINT8, 255.0},
+        {NX_DT_FP8_E4M3, 448.0}, {NX_DT_FP16, 65504.0}, {NX_DT_FP16, INFINITY},
+    };
+    for (size_t i = 0; i < sizeof of_dtype / sizeof of_dtype[0]; i++) {
+        memcpy(w, b, sizeof w);
+        w[OPERAND(2) + 1] = of_dtype[i].dtype;
+        double v = of_dtype[i].v;
+        uint64_t bits;
+        memcpy(&bits, &v, sizeof bits);
+        test_le_put(w + OPERAND(2) + 16, bits, 8);
+        nx_insn out;
+        nx_error err;
+        if (nx_insn_decode(w, &out, &err) != 0) fail_msg("%g as %u: %s", v, of_dtype[i].dtype, err.msg);
+        assert_int_equal(double_bits(out.op[2].imm), bits);
     }
     /* infinities and the two canonical NaNs are accepted */
     const uint64_t ok[] = {0x7ff0000000000000ull, 0xfff0000000000000ull, 0x7ff8000000000000ull,

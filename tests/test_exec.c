@@ -239,6 +239,42 @@ static void test_generic_validation(void **state) {
     expect_invalid(negative, NX_ENG_DVE, 0, "in: bytes [-28, 4) of each partition outside SBUF's 229376 bytes per partition");
 }
 
+/* Index patterns are computed in 64-bit integers: a pattern whose values
+ * leave the int64 range is invalid (it would overflow, undefined behaviour,
+ * in isa/access.c), one that reaches the range's ends is fine; and a span
+ * past 64 bits is printed whole, not cut to 64 bits. */
+static void test_pattern_and_wide_bounds(void **state) {
+    (void)state;
+    nx_insn iota = nx_insn_make(NX_OP_IOTA);
+    iota.op[0] = nx_ap_tile(NX_OPK_SBUF, NX_DT_INT32, 0, 1, 0, 2);
+    int32_t down = -1;
+    uint32_t two = 2;
+    iota.op[1] = nx_pattern(INT64_MIN, 0, 1, 1, &down, &two);
+    expect_invalid(iota, NX_ENG_POOL, 0,
+                   "operand 'pattern': pattern values [-9223372036854775809, -9223372036854775808] "
+                   "leave the signed 64-bit range");
+    iota.op[1].pattern_base = INT64_MIN + 1; /* reaches INT64_MIN exactly */
+    nx_geometry geo = test_geometry("trn2");
+    nx_error err;
+    if (nx_insn_validate(&iota, NX_ENG_POOL, &geo, 0, 2, &err) != 0) fail_msg("%s", err.msg);
+    /* the channel multiplier counts too: p = 127 of cm = 2^31 - 1 */
+    int32_t up = 1;
+    iota.op[0] = nx_ap_tile(NX_OPK_SBUF, NX_DT_INT32, 0, 128, 0, 2);
+    iota.op[1] = nx_pattern(INT64_MAX - 127 * (int64_t)INT32_MAX, INT32_MAX, 128, 1, &up, &two);
+    expect_invalid(iota, NX_ENG_POOL, 0,
+                   "operand 'pattern': pattern values [9223371764124352638, 9223372036854775808] "
+                   "leave the signed 64-bit range");
+    iota.op[1].pattern_base -= 1;
+    if (nx_insn_validate(&iota, NX_ENG_POOL, &geo, 0, 2, &err) != 0) fail_msg("%s", err.msg);
+
+    nx_insn far = test_dma(nx_ap_hbm_rows(NX_DT_FP32, 0, 1, 0, 4), sbuf_row(0, 1, 0, 4), 0);
+    far.op[0].offset = 4294967296ull;
+    far.op[0].stride[0] = INT32_MIN;
+    far.op[0].count[0] = INT32_MAX;
+    expect_invalid(far, NX_ENG_SP, 64,
+                   "dst: HBM bytes [-18446744052234715136, 4294967300) outside the program's HBM [0, 64)");
+}
+
 /* nx_program_validate names core, engine, index and mnemonic. */
 static void test_program_validate_names_instruction(void **state) {
     (void)state;
@@ -315,6 +351,7 @@ int main(void) {
         cmocka_unit_test(test_barrier_deadlock),
         cmocka_unit_test(test_end_must_be_last),
         cmocka_unit_test(test_generic_validation),
+        cmocka_unit_test(test_pattern_and_wide_bounds),
         cmocka_unit_test(test_program_validate_names_instruction),
         cmocka_unit_test(test_builder_allocators),
         cmocka_unit_test(test_footprint),

@@ -63,6 +63,11 @@ typedef struct nx_run_options {
     uint32_t threads;     /* host threads for the functional work of large instructions
                            * (isa/workers.h): 0 = NXSIM_THREADS (unset: 1). Results and
                            * simulated times are the same for every count */
+    uint64_t max_memory;  /* bytes a run may hold at its peak (nx_run_memory); 0: no limit */
+    uint64_t max_fill;    /* bytes of pseudo-random operand values a run may make; 0: no limit */
+    uint64_t held_bytes;  /* nx_run_op: what the caller holds for this run besides the run's
+                           * own memory (loaded operands, serialised results), counted
+                           * against max_memory */
 } nx_run_options;
 
 /* Which stage refused (with -1). */
@@ -73,7 +78,39 @@ typedef enum nx_run_failure {
     NX_RUN_FAULT,     /* the program faulted or deadlocked; the state or a reference could
                        * not be allocated; a reference failed */
     NX_RUN_RACE,      /* the race check found a race: err is its one-line report */
+    NX_RUN_LIMIT,     /* the run would pass max_memory or max_fill (checked before anything
+                       * is allocated or filled) */
 } nx_run_failure;
+
+/* ---- resources: what a run will hold, checked before anything is taken ---------- */
+
+/* The peak memory of a run, in bytes, by part. */
+typedef struct nx_run_memory {
+    uint64_t hbm;     /* the program's HBM extent (or, before lowering, the op's tensors) */
+    uint64_t onchip;  /* SBUF, PSUM and the PE's stationary tile of every core */
+    uint64_t log;     /* the model's per-instruction log and its readers (keep_log,
+                       * race_check): 2 records of 80 bytes per instruction, twice */
+    uint64_t check;   /* --check: the reference's copies of the operands and results */
+    uint64_t held;    /* opt->held_bytes */
+    uint64_t total;
+    const char *largest;        /* the largest tensor's name (borrowed), or NULL */
+    uint64_t largest_bytes;
+} nx_run_memory;
+
+/* What running prog on m with opt holds (check: 0; nx_run_op adds it). */
+void nx_run_memory_of_program(const nx_machine *m, const nx_program *prog, const nx_run_options *opt,
+                              nx_run_memory *out);
+/* The same for an op before it is lowered: its operands and results stand
+ * for the HBM, plus the reference's copies with opt->check. */
+void nx_run_memory_of_op(const nx_machine *m, const nx_macro_op *op, const nx_run_options *opt,
+                         nx_run_memory *out);
+/* 0, or -1 when mem->total passes opt->max_memory: "the run needs about
+ * 4.0 GiB (HBM 4.0 GiB, the largest tensor 'x' 4.0 GiB; ...), more than
+ * the memory limit of 2.0 GiB". */
+int nx_run_memory_check(const nx_run_memory *mem, const nx_run_options *opt, nx_error *err);
+/* 0, or -1 when `bytes` of pseudo-random values (for `what`, e.g. "input
+ * x") pass opt->max_fill. */
+int nx_run_fill_check(uint64_t bytes, const char *what, const nx_run_options *opt, nx_error *err);
 
 /* What the backend reports about one run of a program. */
 typedef struct nx_run_trace {

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "isa/strbuf.h"
 #include "run.h"
 
 static int fail_as(nx_run_result *out, nx_run_failure why, int rc) {
@@ -23,6 +24,38 @@ static void place_operands(const nx_macro_op *op, const void *const *inputs, uin
         else
             nx_op_rules_fill_operand(out->target.rules, op, i, t, at, seed, (uint32_t)out->operand_tensor[i]);
     }
+}
+
+/* The pseudo-random operands (those without bytes) within opt->max_fill. */
+static int fill_check(const nx_macro_op *op, const void *const *inputs, const nx_run_options *opt,
+                      nx_error *err) {
+    uint64_t bytes = 0;
+    uint32_t n = 0;
+    nx_strbuf names = NX_STRBUF_INIT;
+    for (uint32_t i = 0; i < op->n_operands; i++) {
+        if (inputs && inputs[i]) continue;
+        const nx_op_tensor *t = &op->operands[i];
+        uint64_t b = nx_dtype_size(t->dtype);
+        for (uint32_t d = 0; d < t->ndims; d++) b = t->shape[d] && b > UINT64_MAX / t->shape[d] ? UINT64_MAX : b * t->shape[d];
+        bytes = bytes > UINT64_MAX - b ? UINT64_MAX : bytes + b;
+        nx_sb_printf(&names, "%s%s", n++ ? ", " : "", t->name);
+    }
+    nx_strbuf what = NX_STRBUF_INIT;
+    nx_sb_printf(&what, "%s %s", n == 1 ? "operand" : "operands", names.failed ? "..." : nx_sb_str(&names));
+    int rc = nx_run_fill_check(bytes, what.failed ? "operands" : nx_sb_str(&what), opt, err);
+    nx_sb_free(&names);
+    nx_sb_free(&what);
+    return rc;
+}
+
+/* --check's copies: operands made again (those without bytes) and results. */
+static uint64_t check_bytes(const nx_macro_op *op, const nx_program *prog, const nx_run_options *opt,
+                            const nx_run_result *out) {
+    if (!opt->check) return 0;
+    uint64_t b = 0;
+    for (uint32_t i = 0; i < op->n_operands; i++) b += nx_tensor_bytes(&prog->tensors[out->operand_tensor[i]]);
+    for (uint32_t j = 0; j < op->n_results; j++) b += nx_tensor_bytes(&prog->tensors[out->result_tensor[j]]);
+    return b;
 }
 
 /* --check: the reference on the operands as given (built-in or
@@ -87,6 +120,16 @@ int nx_run_op(nx_lowerer *L, const nx_machine *m, const nx_macro_op *op, const v
     memset(out, 0, sizeof *out);
     if (nx_lowerer_lookup(L, op->func_name, &out->target, err) != 0)
         return fail_as(out, NX_RUN_BAD_INPUT, -1);
+    /* a typo ("stide") is an error, not a silent default */
+    if (nx_op_rules_check_attrs(out->target.rules, out->target.key, &op->attrs, err) != 0)
+        return fail_as(out, NX_RUN_BAD_INPUT, -1);
+    /* the limits, before anything is traced, allocated or filled */
+    nx_run_memory mem;
+    nx_run_memory_of_op(m, op, opt, &mem);
+    if (nx_run_memory_check(&mem, opt, err) != 0 || fill_check(op, inputs, opt, err) != 0) {
+        nx_fail_prefix(err, "%s", op->func_name);
+        return fail_as(out, NX_RUN_LIMIT, -1);
+    }
     if (opt->check && (!out->target.rules || !out->target.rules->reference))
         return fail_as(out, NX_RUN_BAD_INPUT,
                        nx_fail(err, "%s: no reference implementation to check against yet", out->target.key));
@@ -101,6 +144,13 @@ int nx_run_op(nx_lowerer *L, const nx_machine *m, const nx_macro_op *op, const v
         out->operand_tensor[i] = nx_program_find_tensor(prog, op->operands[i].name);
     for (uint32_t j = 0; j < op->n_results; j++)
         out->result_tensor[j] = nx_program_find_tensor(prog, op->results[j].name);
+    nx_run_memory_of_program(m, prog, opt, &mem);
+    mem.check = check_bytes(op, prog, opt, out);
+    mem.total += mem.check;
+    if (nx_run_memory_check(&mem, opt, err) != 0) {
+        nx_fail_prefix(err, "%s", op->func_name);
+        return fail_as(out, NX_RUN_LIMIT, -1);
+    }
     if (nx_state_init(&out->state, &m->geo, prog->cores, prog->hbm_bytes, prog->sem_count, err) != 0) {
         nx_fail_prefix(err, "%s", op->func_name);
         return fail_as(out, NX_RUN_FAULT, -1);

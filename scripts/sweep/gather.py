@@ -22,8 +22,10 @@ One row per report; columns:
 import argparse
 import csv
 import glob
+import io
 import json
 import os
+import stat
 import sys
 
 ENGINES = ["pe", "dve", "act", "pool", "sp"]
@@ -99,6 +101,40 @@ LAST = (["total_ns", "instructions", "flops", "tflops_achieved", "tflops_peak"] 
            "check_max_rel_error", "check_tolerance"])
 
 
+def write_output(path, text, inputs):
+    """-o as nxsim writes its outputs (docs/parts/security.md): an output
+    that is one of the inputs is refused; a device, FIFO or stream is
+    written through; a link is followed and its target replaced; a regular
+    file is replaced by a temporary beside it renamed over it (never half a
+    CSV, the old mode kept)."""
+    target = os.path.realpath(path)
+    for p in inputs:
+        if os.path.exists(target) and os.path.samefile(target, p):
+            sys.exit("gather.py: -o %s is the input %s: refusing to overwrite it" % (path, p))
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        st = None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        sys.exit("gather.py: -o %s: is a directory" % path)
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        with open(path, "w", newline="") as f:
+            f.write(text)
+        return
+    tmp = "%s.tmp.%d" % (target, os.getpid())
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, st.st_mode & 0o7777 if st else 0o666)
+        with os.fdopen(fd, "w", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except OSError as e:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        sys.exit("gather.py: -o %s: %s" % (path, e.strerror or e))
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description="Gathers nxsim run --json reports into one CSV.")
     ap.add_argument("-o", "--output", help="CSV file (default: standard output)")
@@ -120,22 +156,15 @@ def main(argv):
             rows.append(error_row(path, "not a report: %s" % e))
     attrs = sorted({k for r in rows for k in r if k.startswith("attr.")})
     columns = FIRST + attrs + LAST
-    # -o: written beside the target and renamed over it (never half a CSV)
-    tmp = a.output + ".tmp.%d" % os.getpid() if a.output else None
-    out = open(tmp, "w", newline="") if a.output else sys.stdout
-    try:
-        w = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in columns})
-        if a.output:
-            out.close()
-            os.replace(tmp, a.output)
-    except BaseException:
-        if a.output:
-            out.close()
-            os.unlink(tmp)
-        raise
+    out = io.StringIO(newline="")
+    w = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in columns})
+    if a.output:
+        write_output(a.output, out.getvalue(), files)
+    else:
+        sys.stdout.write(out.getvalue())
     bad = sum(r["status"] != "ok" for r in rows)
     print("gather.py: %d rows (%d failed jobs) from %d files" % (len(rows), bad, len(files)), file=sys.stderr)
 

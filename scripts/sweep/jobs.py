@@ -62,6 +62,12 @@ def main(argv):
     if not isinstance(axes, dict) or not all(isinstance(v, list) and v for v in axes.values()):
         sys.exit("jobs.py: %s: \"axes\" must map names to non-empty lists" % a.spec)
     names = list(axes)
+    # the spec is an input: refuse to write a job file over it
+    spec_real = os.path.realpath(a.spec)
+    ops_real = os.path.realpath(os.path.join(a.outdir, "ops"))
+    if spec_real == os.path.realpath(os.path.join(a.outdir, "jobs.txt")) or \
+            os.path.dirname(spec_real) == ops_real:
+        sys.exit("jobs.py: %s is one of the files it writes in %s: refusing to overwrite it" % (a.spec, a.outdir))
     os.makedirs(os.path.join(a.outdir, "ops"), exist_ok=True)
     os.makedirs(os.path.join(a.outdir, "out"), exist_ok=True)
     lines = []

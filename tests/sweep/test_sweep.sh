@@ -33,6 +33,30 @@ while IFS= read -r line; do
   bash -c "$line" || true # a failed job leaves its .err; the sweep goes on
 done <"$T/sweep/jobs.txt"
 "$PY" "$scripts/gather.py" -o "$T/sweep.csv" "$T/sweep/out" || exit 1
+# -o as nxsim writes outputs (docs/parts/security.md): never over an input,
+# through a link (the link stays), into a FIFO (not replaced), one-line
+# errors and nothing left behind
+cp "$T/sweep/out/0001.json" "$T/0001.orig"
+if "$PY" "$scripts/gather.py" -o "$T/sweep/out/./0001.json" "$T/sweep/out" 2>"$T/gerr"; then
+  echo "FAIL: gather.py -o an input report succeeded"; exit 1; fi
+grep -q "refusing to overwrite it" "$T/gerr" && cmp -s "$T/0001.orig" "$T/sweep/out/0001.json" ||
+  { echo "FAIL: gather.py -o an input: $(cat "$T/gerr")"; exit 1; }
+ln -s sweep.csv "$T/link.csv"
+"$PY" "$scripts/gather.py" -o "$T/link.csv" "$T/sweep/out" 2>/dev/null && [ -L "$T/link.csv" ] &&
+  cmp -s "$T/link.csv" "$T/sweep.csv" || { echo "FAIL: gather.py -o through a symlink"; exit 1; }
+mkfifo "$T/fifo"
+timeout 20 cat "$T/fifo" >"$T/from_fifo" &
+"$PY" "$scripts/gather.py" -o "$T/fifo" "$T/sweep/out" 2>/dev/null; wait $!
+[ -p "$T/fifo" ] && cmp -s "$T/from_fifo" "$T/sweep.csv" || { echo "FAIL: gather.py -o into a FIFO"; exit 1; }
+if "$PY" "$scripts/gather.py" -o "$T/nodir/x.csv" "$T/sweep/out" 2>"$T/gerr"; then
+  echo "FAIL: gather.py -o into a missing directory succeeded"; exit 1; fi
+[ "$(wc -l <"$T/gerr")" -eq 1 ] && [ -z "$(find "$T" -maxdepth 2 -name '*.tmp.*')" ] ||
+  { echo "FAIL: gather.py -o into a missing directory: $(cat "$T/gerr")"; exit 1; }
+mkdir -p "$T/sweep2/ops" && cp "$T/spec.json" "$T/sweep2/ops/0001.json"
+if "$PY" "$scripts/jobs.py" "$T/sweep2/ops/0001.json" "$T/sweep2" 2>"$T/gerr"; then
+  echo "FAIL: jobs.py over its own spec succeeded"; exit 1; fi
+grep -q "refusing to overwrite it" "$T/gerr" && cmp -s "$T/spec.json" "$T/sweep2/ops/0001.json" ||
+  { echo "FAIL: jobs.py over its own spec: $(cat "$T/gerr")"; exit 1; }
 "$PY" - "$T/sweep.csv" "$T/sweep/out" <<'PY'
 import csv, json, os, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
