@@ -22,6 +22,7 @@ static const struct {
     {"nx_ref_select_and_scatter", "select_and_scatter"},
     {"nx_ref_resize_nearest", "resize"},
     {"nx_ref_conv", "conv"},
+    {"nx_ref_matmul_lhsT", "tutorial"},
 };
 
 uint32_t nx_kernel_inventory(nx_inventory_item *out, uint32_t max) {

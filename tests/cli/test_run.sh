@@ -74,7 +74,8 @@ else
     fail "kernels: conv2d_column_packing_io10 not marked 'not implemented'"
 fi
 if grep -qE '^leaf +tiled_dve_transpose_10 +transpose +tiled_dve_transpose_10 +registered' "$T/out"; then pass; else fail "kernels: dve row"; fi
-if grep -qE '^composite +\(none yet\)$' "$T/out"; then pass; else fail "kernels: composite tier"; fi
+if grep -qE '^composite +nx_tutorial_matmul_fully_optimized +tutorial +- +implemented +nxsim run nki_matmul_fully_optimized' "$T/out"; then
+    pass; else fail "kernels: composite tier (the tutorial matmuls)"; fi
 
 # ---- the miss error, verbatim ---------------------------------------------------------
 expect 3 "run NoSuchKernel" run NoSuchKernel
