@@ -89,6 +89,7 @@ int tut_init(tut *t, nx_kctx *k, const char *name, const nx_kernel_call *call, n
     if (t->engines > lanes) t->engines = lanes;
     t->groups = lanes / t->engines;
     if (t->groups == 0) t->groups = 1;
+    t->share = g->partitions / t->engines ? g->partitions / t->engines : 1;
     /* access-pattern row pitches are 32-bit element counts */
     if (t->M > INT32_MAX || t->N > INT32_MAX)
         return nx_fail(err, "%s: rows of %llu elements exceed 32-bit access-pattern strides", name,
@@ -131,7 +132,15 @@ nx_operand tut_cols(const nx_tile *tile, uint64_t c0, uint32_t n) {
 int tut_dma(tut *t, const nx_operand *dst, const nx_operand *src, nx_error *err) {
     uint32_t first = t->group * t->engines;
     t->group = (t->group + 1) % t->groups;
-    return nx_kctx_dma_split(t->k, first, t->engines, dst, src, err);
+    uint32_t rows = dst->partition_count;
+    if (src->partition_count != rows)
+        return nx_fail(err, "sp dma_copy: dst has %u partitions but src has %u", rows, (unsigned)src->partition_count);
+    for (uint32_t i = 0, r0 = 0; r0 < rows; i++, r0 += t->share) {
+        uint32_t n = rows - r0 < t->share ? rows - r0 : t->share;
+        nx_operand d = nx_operand_rows(dst, r0, n), s = nx_operand_rows(src, r0, n);
+        if (nx_kctx_dma_on(t->k, first + i, &d, &s, err) != 0) return -1;
+    }
+    return 0;
 }
 
 int tut_defer_store(tut *t, const nx_operand *dst, const nx_operand *src, nx_error *err) {

@@ -24,7 +24,8 @@ typedef struct tut {
     uint64_t lhsT, rhs, out;   /* HBM byte offsets */
     uint32_t tile_k, tile_m, tile_n; /* pmax, gemm_stationary_fmax, gemm_moving_fmax */
     uint64_t sbuf_bytes;       /* per partition */
-    uint32_t engines;          /* DMA engines: pieces of every transfer */
+    uint32_t engines;          /* DMA engines */
+    uint32_t share;            /* partitions per DMA engine (partitions / engines: 8) */
     uint32_t groups, group;    /* lane groups of `engines` lanes, the next one */
     tut_pending pending[TUT_MAX_PENDING];
     uint32_t npending;
@@ -54,9 +55,11 @@ nx_operand tut_result(const tut *t, uint64_t m0, uint32_t rows, uint64_t n0, uin
 nx_operand tut_cols(const nx_tile *tile, uint64_t c0, uint32_t n);
 
 /* One nl.load / nl.store: the transfer cut by partitions into one piece
- * per DMA engine (8 partitions each on 128), all pieces on the same queue
- * of every engine (the NKI DMA overview: a [128, 128] load runs as 16
- * transfers, one per engine), successive transfers on the next queue. */
+ * per DMA engine's share of them (partitions / engines = 8: piece i moves
+ * partitions [8i, 8i + 8) on engine i), all pieces on the same queue of
+ * their engines, successive transfers on the next queue. The NKI DMA
+ * overview's two examples: a [128, 128] load runs as 16 transfers of
+ * 8 rows, one per engine; a [4, 4096] load as one transfer on one engine. */
 int tut_dma(tut *t, const nx_operand *dst, const nx_operand *src, nx_error *err);
 
 /* Stores emitted later (tut_flush_stores), so that the SP, which issues
