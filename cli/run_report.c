@@ -29,7 +29,9 @@ int cli_run_print_text(const run_args *a, const run_op *r, const nx_machine *m, 
         if (r->in_path[i])
             printf("  operand %-10s %-20s from %s\n", op->operands[i].name, t, r->in_path[i]);
         else
-            printf("  operand %-10s %-20s pseudo-random (seed %" PRIu64 ")\n", op->operands[i].name, t, a->backend.seed);
+            printf("  operand %-10s %-20s %s (seed %" PRIu64 ")\n", op->operands[i].name, t,
+                   nx_op_rules_builtin_values(res->target.rules, op, i) ? "built-in values" : "pseudo-random",
+                   a->backend.seed);
     }
     for (uint32_t j = 0; j < op->n_results; j++) {
         nx_op_tensor_format(t, sizeof t, &op->results[j]);

@@ -153,6 +153,16 @@ static int check_slot(const nx_insn *insn, const nx_opcode_info *info, unsigned 
         if (!engine_allows(engine, op->kind, writes))
             return nx_fail(err, "operand '%s': engine %s cannot %s %s", spec->name,
                            nx_engine_name(engine), writes ? "write" : "read", kind_name(op->kind));
+        /* The operand an indirect DMA indexes is addressed by the offsets,
+         * not by its partition count: its rows [0, bound) are the opcode's
+         * check (nx_validate_DMA_COPY), so only one row is checked here (a
+         * tile of 128 tokens may scatter into a table of 7 rows). */
+        int indirect = insn->opcode == NX_OP_DMA_COPY && insn->op[2].kind != NX_OPK_NONE;
+        if (indirect && s == ((insn->flags & NX_FLAG_SCATTER) ? 0u : 1u)) {
+            nx_operand row = *op;
+            row.partition_count = 1;
+            return nx_check_access(&row, engine, geo, hbm_bytes, spec->name, err);
+        }
         return nx_check_access(op, engine, geo, hbm_bytes, spec->name, err);
     }
     if (!nx_dtype_is_valid(op->dtype))

@@ -1,5 +1,7 @@
 /* Emit helpers: build one instruction and hand it to k_emit, which adds the
  * synchronisation. */
+#include <stdint.h>
+
 #include "author_impl.h"
 #include "isa/opcodes.h"
 

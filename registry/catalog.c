@@ -8,6 +8,7 @@
  * Seed traps kept on purpose: key #4 has no "_kernel", its function does;
  * keys #3-#6 are capitalised, their functions are not; there is no MLP
  * entry (MLP is inlined by name elsewhere in the seed's compiler). */
+#include "kernels/blockwise_mm.h"
 #include "kernels/conv/conv2d_pbp.h"
 #include "kernels/conv/depthwise.h"
 #include "kernels/resize_nearest.h"
@@ -28,7 +29,7 @@ LEAF(conv1d_depthwise_bf01_oi01_bf01, conv1d_depthwise_bf01_oi01_bf01);
 LEAF(conv2d_column_packing, NULL);
 LEAF(conv2d_column_packing_io10, NULL);
 LEAF(conv2d_column_packing_1, conv2d_column_packing_1);
-LEAF(blockwise_mm, NULL);
+LEAF(blockwise_mm, blockwise_mm);
 LEAF(conv2d_depthwise_f01b_o01i_bf01, conv2d_depthwise_f01b_o01i_bf01);
 LEAF(tiled_pf_transpose, tiled_pf_transpose);
 LEAF(tiled_dve_transpose_10, tiled_dve_transpose_10);
@@ -66,7 +67,7 @@ static const nx_registry_entry seed_catalogue[] = {
      .config = CONFIG(conv2d_column_packing_1, 2, &nx_args_conv_attrs_out_shape, false),
      .rules = &nx_rules_conv2d_column_packing_1},
     {.seed_index = 10, .key = "blockwise_mm", .family = "blockwise_mm",
-     .config = CONFIG(blockwise_mm, ALL, &nx_args_attrs, false)},
+     .config = CONFIG(blockwise_mm, ALL, &nx_args_attrs, false), .rules = &nx_rules_blockwise_mm},
     {.seed_index = 11, .key = "conv2d_depthwise_f01b_o01i_bf01", .family = "conv",
      .config = CONFIG(conv2d_depthwise_f01b_o01i_bf01, 2, &nx_args_conv_attrs_out_shape, false),
      .rules = &nx_rules_conv2d_depthwise_f01b},

@@ -22,6 +22,7 @@ static const struct {
     {"nx_ref_select_and_scatter", "select_and_scatter"},
     {"nx_ref_resize_nearest", "resize"},
     {"nx_ref_conv", "conv"},
+    {"nx_ref_blockwise_mm", "blockwise_mm"},
     {"nx_ref_matmul_lhsT", "tutorial"},
 };
 

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "isa/tensor_random.h"
+
 double nx_dtype_epsilon(nx_dtype dt) {
     switch (dt) {
     case NX_DT_FP32: return ldexp(1.0, -23);
@@ -85,4 +87,14 @@ int nx_op_rules_apply_results(const nx_op_rules *rules, const char *key, const c
     }
     if (rc != 0 && source) nx_fail_prefix(err, "%s", source);
     return rc;
+}
+
+int nx_op_rules_builtin_values(const nx_op_rules *rules, const nx_macro_op *op, uint32_t i) {
+    return rules && rules->default_values && rules->default_values(op, i, NULL, 0) == 1;
+}
+
+void nx_op_rules_fill_operand(const nx_op_rules *rules, const nx_macro_op *op, uint32_t i,
+                              const nx_tensor_decl *t, uint8_t *data, uint64_t seed, uint32_t index) {
+    if (nx_op_rules_builtin_values(rules, op, i) && rules->default_values(op, i, data, seed) == 1) return;
+    nx_tensor_fill_random(t, data, seed, index);
 }

@@ -56,6 +56,14 @@ typedef int (*nx_reference_fn)(const nx_macro_op *op, const void *const *inputs,
 typedef int (*nx_tolerance_fn)(const nx_macro_op *op, uint32_t result, nx_tolerance *out,
                                nx_error *err);
 
+/* Values of operand `operand` of an op run without a file for it (the
+ * default op of `nxsim run KEY`, or an --op operand without "file"), for
+ * operands whose values must mean something (a routing: token ids and
+ * experts); data is the tensor's bytes in C order, filled deterministically
+ * from seed. Returns 1 when it takes the operand (data NULL: only says
+ * whether it would), 0 to leave the operand pseudo-random. */
+typedef int (*nx_default_values_fn)(const nx_macro_op *op, uint32_t operand, void *data, uint64_t seed);
+
 typedef struct nx_op_rules {
     /* The attribute names the leaf reads, NULL-terminated. Today only
      * documentation and `nxsim list`-style listings use it; a later check
@@ -66,6 +74,7 @@ typedef struct nx_op_rules {
     nx_reference_fn reference;         /* NULL: --check is refused */
     const char *reference_name;        /* "nx_ref_transpose" (with reference) */
     nx_tolerance_fn tolerance;         /* NULL with reference means exact */
+    nx_default_values_fn default_values; /* NULL: operands without a file are pseudo-random */
 } nx_op_rules;
 
 /* ---- tolerances ready to use -------------------------------------------- */
@@ -96,6 +105,14 @@ int nx_op_rules_tolerance(const nx_op_rules *rules, const nx_macro_op *op, uint3
  * fp32[2,4], but KEY produces fp32[4,2]". */
 int nx_op_rules_apply_results(const nx_op_rules *rules, const char *key, const char *source,
                               nx_macro_op *op, nx_error *err);
+
+/* The bytes of operand i of op (tensor t, at position `index` of its
+ * program's table) when no file gives them: rules->default_values' built-in
+ * values when it takes the operand, else isa/tensor_random.h's pseudo-random
+ * ones from seed. nx_op_rules_builtin_values says which (1: built-in). */
+void nx_op_rules_fill_operand(const nx_op_rules *rules, const nx_macro_op *op, uint32_t i,
+                              const nx_tensor_decl *t, uint8_t *data, uint64_t seed, uint32_t index);
+int nx_op_rules_builtin_values(const nx_op_rules *rules, const nx_macro_op *op, uint32_t i);
 
 /* 1 if `name` is one of rules->attrs. */
 int nx_op_rules_reads_attr(const nx_op_rules *rules, const char *name);

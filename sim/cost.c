@@ -234,6 +234,18 @@ void nx_cost_dma(const nx_machine *m, const nx_insn *insn, nx_dma_cost *out) {
     out->touches_hbm = dst->kind == NX_OPK_HBM || src->kind == NX_OPK_HBM;
 }
 
+void nx_cost_dma_skipped_rows(const nx_insn *insn, nx_state *st, uint32_t core, nx_dma_cost *out) {
+    const nx_operand *off = &insn->op[2];
+    uint32_t rows = insn->op[0].partition_count;
+    if (off->kind != NX_OPK_SBUF || !(insn->flags & NX_FLAG_OOB_SKIP) || rows == 0) return;
+    uint64_t moved = 0;
+    for (uint32_t p = 0; p < rows; p++) {
+        double idx = nx_dtype_load((nx_dtype)off->dtype, nx_sbuf_at(st, core, off->start_partition + p, off->offset));
+        if (idx >= 0 && idx < (double)insn->iparam[1]) moved++;
+    }
+    out->bytes = out->bytes / rows * moved;
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "../isa/insn.h"
+#include "../isa/state.h"
 #include "machine.h"
 
 #ifdef __cplusplus
@@ -71,6 +72,13 @@ typedef struct nx_dma_cost {
     uint8_t touches_hbm; /* src or dst is HBM: shares hbm_bytes_per_ns */
 } nx_dma_cost;
 void nx_cost_dma(const nx_machine *m, const nx_insn *insn, nx_dma_cost *out);
+
+/* An indirect transfer with oob_skip moves only its rows whose index lies
+ * in [0, bound): the others move nothing and cost no bandwidth (the fixed
+ * cost remains). Scales out->bytes to those rows, reading the indices from
+ * st's SBUF of `core` (called when the transfer is issued: the program's
+ * waits have made them final). Other transfers are left as they are. */
+void nx_cost_dma_skipped_rows(const nx_insn *insn, nx_state *st, uint32_t core, nx_dma_cost *out);
 
 /* One transfer in its data phase, for the bandwidth split. */
 typedef struct nx_dma_flow {

@@ -64,6 +64,7 @@ void DmaSystem::issue(uint32_t core, uint32_t queue, const nx_insn *insn, uint32
     Transfer &x = xfers_[(size_t)id];
     nx_dma_cost dc;
     nx_cost_dma(rs.m, insn, &dc);
+    nx_cost_dma_skipped_rows(insn, rs.st, core, &dc);
     x.insn = insn;
     x.rec = log_[core] ? &log_[core][k] : nullptr;
     x.t_issue = t_issue;

@@ -431,7 +431,6 @@ static void test_dma_scatter_add_duplicates(void **state) {
         }
     nx_insn insn = dma_indirect(hbm_rows(NX_DT_FP32, 0, 6, 3, 3), test_sb(NX_DT_FP32, 0, 6, 0, 3),
                                 test_sb(NX_DT_INT32, 0, 6, 2048, 1), 3, NX_FLAG_SCATTER | NX_FLAG_ACCUMULATE);
-    /* the indexed dst has 6 rows of pitch 3 in its AP: HBM must hold them */
     test_run_ok(&st, NX_ENG_SP, &insn);
     for (uint32_t p = 0; p < 6; p++)
         for (uint32_t f = 0; f < 3; f++) {
@@ -500,6 +499,23 @@ static void test_dma_indirect_validation(void **state) {
     /* with scatter the dst is the indexed operand */
     insn = dma_indirect(test_sb(NX_DT_FP32, 120, 4, 0, 8), src, off, 9, NX_FLAG_SCATTER);
     test_invalid(&st, NX_ENG_SP, &insn, "bound 9: dst rows [0, 9) are partitions 120..128");
+    /* the indexed operand's own partition count does not address it: 8 rows
+     * scatter into a 3-row table at the very end of HBM (8 rows of its
+     * pitch would pass the end; rows [0, 3) do not) */
+    nx_operand table = hbm_rows(NX_DT_FP32, HBM - 3 * 16, 8, 4, 4);
+    for (uint32_t p = 0; p < 8; p++) {
+        put_i32(&st, p, 4000, p < 3 ? (int32_t)(2 - p) : -1);
+        for (uint32_t f = 0; f < 4; f++) set_f32(nx_sbuf_at(&st, 0, p, 4 * f), (float)(10 * p + f));
+    }
+    insn = dma_indirect(table, test_sb(NX_DT_FP32, 0, 8, 0, 4), test_sb(NX_DT_INT32, 0, 8, 4000, 1), 3,
+                        NX_FLAG_SCATTER | NX_FLAG_OOB_SKIP);
+    test_run_ok(&st, NX_ENG_SP, &insn);
+    for (uint32_t row = 0; row < 3; row++)
+        for (uint32_t f = 0; f < 4; f++)
+            assert_true(get_f32(st.hbm + HBM - 3 * 16 + 16 * row + 4 * f) == (float)(10 * (2 - row) + f));
+    /* a direct transfer of the same pattern is still refused */
+    insn = dma(table, test_sb(NX_DT_FP32, 0, 8, 0, 4));
+    test_invalid(&st, NX_ENG_SP, &insn, "outside the program's HBM");
     nx_state_free(&st);
 }
 

@@ -1,11 +1,12 @@
 /* DMA on the model: the fixed latency from issue to start, per-engine
- * bandwidth, the small-row efficiency rule, round-robin sharing of an engine
- * by its queues, in-order queues (a queued transfer's fixed latency runs
- * under the transfer ahead of it), HBM bandwidth shared by the DMA engines of
- * both cores (two cores streaming at once contend), and the NKI DMA
- * overview's one-engine figure. Expected times are worked out by hand from
- * the machine figures (trn2: 23 B/ns per engine, 1300 ns from a transfer's
- * issue to its start, 2 KiB rows for full efficiency, 720 B/ns of HBM).
+ * bandwidth, the small-row efficiency rule, indirect rows skipped by
+ * oob_skip moving nothing, round-robin sharing of an engine by its queues,
+ * in-order queues (a queued transfer's fixed latency runs under the transfer
+ * ahead of it), HBM bandwidth shared by the DMA engines of both cores (two
+ * cores streaming at once contend), and the NKI DMA overview's one-engine
+ * figure. Expected times are worked out by hand from the machine figures
+ * (trn2: 23 B/ns per engine, 1300 ns from a transfer's issue to its start,
+ * 2 KiB rows for full efficiency, 720 B/ns of HBM).
  *
  * The SP issues one transfer per SP cycle; the tests give the SP a 10^6 GHz
  * clock so that every transfer of a burst starts within femtoseconds and the
@@ -160,6 +161,45 @@ static void small_rows_efficiency(void **state) {
     run(&m, &j, &o);
     assert_ns(o.r.total_ns, 1300.0 + ROWS * 1024 / 11.5);
     done_free(&o);
+}
+
+/* An indirect gather with oob_skip moves only its rows in [0, bound): of
+ * 128 rows with 32 in bounds the data phase is 32 rows' worth; with none,
+ * only the fixed cost remains. */
+static void skipped_rows_move_nothing(void **state) {
+    (void)state;
+    nx_machine m = machine();
+    for (int moved = 32; moved >= 0; moved -= 32) {
+        nx_error err;
+        nx_builder *b = nx_builder_new(&m.geo, 1);
+        uint64_t shape[2] = {ROWS, COLS}, src;
+        if (nx_builder_tensor(b, "src", NX_DT_FP32, 2, shape, NX_ROLE_INPUT, &src, &err) != 0) fail_msg("%s", err.msg);
+        nx_insn d = nx_insn_make(NX_OP_DMA_COPY);
+        d.op[0] = nx_ap_tile(NX_OPK_SBUF, NX_DT_FP32, 0, ROWS, 0, COLS);
+        d.op[1] = nx_ap_hbm_rows(NX_DT_FP32, src, ROWS, COLS, COLS);
+        d.op[2] = nx_ap_tile(NX_OPK_SBUF, NX_DT_INT32, 0, ROWS, COLS * 4, 1);
+        d.iparam[1] = ROWS;
+        d.flags = NX_FLAG_OOB_SKIP;
+        if (nx_builder_emit(b, 0, NX_ENG_SP, &d, NULL, &err) != 0) fail_msg("%s", err.msg);
+        nx_program p;
+        if (nx_builder_finish(b, &p, &err) != 0) fail_msg("%s", err.msg);
+        nx_builder_free(b);
+        nx_state st;
+        if (nx_state_init(&st, &m.geo, 1, p.hbm_bytes, p.sem_count, &err) != 0) fail_msg("%s", err.msg);
+        for (int32_t r = 0; r < ROWS; r++) {
+            int32_t idx = r < moved ? r : (r % 2 ? -1 : ROWS + r); /* below and beyond the bound */
+            memcpy(nx_sbuf_at(&st, 0, (uint32_t)r, COLS * 4), &idx, 4);
+        }
+        nx_sim_options opt = {1, 0};
+        nx_sim_result res;
+        memset(&res, 0, sizeof res);
+        if (nx_sim_run(&m, &p, &st, &opt, &res, &err) != 0) fail_msg("run: %s", err.msg);
+        assert_ns(res.total_ns, 1300.0 + (double)moved * COLS * 4 / 23.0);
+        assert_int_equal(nx_sim_queue_bytes(&res, 0, 0), (uint64_t)moved * COLS * 4);
+        nx_sim_result_free(&res);
+        nx_state_free(&st);
+        nx_program_free(&p);
+    }
 }
 
 static void queues_share_their_engine(void **state) {
@@ -318,6 +358,7 @@ int main(void) {
         cmocka_unit_test(one_engine_32k_micro_figure),
         cmocka_unit_test(single_transfer_bandwidth),
         cmocka_unit_test(small_rows_efficiency),
+        cmocka_unit_test(skipped_rows_move_nothing),
         cmocka_unit_test(queues_share_their_engine),
         cmocka_unit_test(hbm_contention_between_cores),
         cmocka_unit_test(completion_signals_semaphore),

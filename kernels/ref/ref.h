@@ -11,6 +11,7 @@
 
 #include "isa/dtype.h"
 #include "isa/error.h"
+#include "kernels/blockwise_mm_params.h"
 #include "kernels/conv/conv_params.h"
 #include "kernels/resize_rule.h"
 #include "kernels/select_and_scatter/params.h"
@@ -44,6 +45,18 @@ uint64_t nx_ref_resize_src(const nx_resize_axis *ax, uint64_t x);
 int nx_ref_select_and_scatter(const void *operand, const void *source, nx_dtype dtype, const uint64_t *shape,
                               const nx_sas_params *p, void *out, nx_error *err);
 
+/* blockwise_mm (MoE prefill; semantics: kernels/blockwise_mm_params.h):
+ * in[0..5] are the six operands in their order (hidden_states, affinities,
+ * gate_up_proj_weight, down_proj_weight, token_position_to_id,
+ * block_to_expert) with p's shapes and dtypes; out is (T+1, H) of
+ * p->dtype. Projections are OpenBLAS sgemms in fp32 over each block's
+ * valid tokens; x * a (PRE_SCALE) and h are rounded to p->dtype as the
+ * semantics says; contributions accumulate in fp32 and the output is
+ * rounded once. Allocates fp32 copies of one expert's weights and of one
+ * block's activations, freed before returning. Errors: zero sizes, sizes
+ * beyond a BLAS int, out of memory. */
+int nx_ref_blockwise_mm(const nx_bwmm_params *p, const void *const in[NX_BWMM_OPERANDS], void *out,
+                        nx_error *err);
 /* An input array of a reference: C-contiguous elements of `dtype` over
  * shape[0 .. ndims). Borrowed. */
 typedef struct nx_ref_operand {

@@ -15,6 +15,8 @@ extern const nx_op_rules nx_rules_select_and_scatter;
 /* resize.c: ResizeNearest (#2). */
 extern const nx_op_rules nx_rules_resize;
 
+/* blockwise_mm.c: blockwise_mm (#10). */
+extern const nx_op_rules nx_rules_blockwise_mm;
 /* conv_pbp.c: the dense PE convolutions #3 (0f1b_0i1o->01fb) and #4
  * (fb01_io01->01bf). */
 extern const nx_op_rules nx_rules_conv_pbp_0f1b;

@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "isa/tensor_random.h"
 #include "run.h"
 
 static int fail_as(nx_run_result *out, nx_run_failure why, int rc) {
@@ -11,7 +10,8 @@ static int fail_as(nx_run_result *out, nx_run_failure why, int rc) {
     return rc;
 }
 
-/* The operands in HBM: the given bytes, or pseudo-random ones. */
+/* The operands in HBM: the given bytes, or the rules' built-in values, or
+ * pseudo-random ones (nx_op_rules_fill_operand). */
 static void place_operands(const nx_macro_op *op, const void *const *inputs, uint64_t seed,
                            nx_run_result *out) {
     const nx_program *prog = out->prog;
@@ -21,12 +21,12 @@ static void place_operands(const nx_macro_op *op, const void *const *inputs, uin
         if (inputs && inputs[i])
             memcpy(at, inputs[i], nx_tensor_bytes(t));
         else
-            nx_tensor_fill_random(t, at, seed, (uint32_t)out->operand_tensor[i]);
+            nx_op_rules_fill_operand(out->target.rules, op, i, t, at, seed, (uint32_t)out->operand_tensor[i]);
     }
 }
 
-/* --check: the reference on the operands as given (pseudo-random ones made
- * again), each result compared under its tolerance. */
+/* --check: the reference on the operands as given (built-in or
+ * pseudo-random ones made again), each result compared under its tolerance. */
 static int check_results(const nx_macro_op *op, const void *const *inputs, const nx_run_options *opt,
                          nx_run_result *out, nx_error *err) {
     const nx_op_rules *rules = out->target.rules;
@@ -45,7 +45,7 @@ static int check_results(const nx_macro_op *op, const void *const *inputs, const
         uint8_t *b = malloc(nx_tensor_bytes(t) + 1);
         if (!b) goto oom;
         owned[n_owned++] = b;
-        nx_tensor_fill_random(t, b, opt->seed, (uint32_t)out->operand_tensor[i]);
+        nx_op_rules_fill_operand(rules, op, i, t, b, opt->seed, (uint32_t)out->operand_tensor[i]);
         ins[i] = b;
     }
     for (uint32_t j = 0; j < op->n_results; j++) {

@@ -27,7 +27,7 @@ make_npy "$T/c201_expected.npy" "'<i2'" "(3, 2, 1)" 3 '\x01\x00\x04\x00\x02\x00\
 # a [2,3,2] int8 tensor: no permutation of it that moves the middle dim first reduces
 make_npy "$T/d.npy" "'|i1'" "(2, 3, 2)" 2 '\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c'
 
-LIVE="dict_keys(['SelectAndScatter', 'ResizeNearest', 'Conv2d_pbp_0f1b_0i1o_01fb_experimental_1', 'Conv2d_pbp_fb01_io01_01bf_experimental_1', 'Conv1d_depthwise_bf01_oi01_bf01', 'conv2d_column_packing_1', 'conv2d_depthwise_f01b_o01i_bf01', 'tiled_pf_transpose', 'tiled_dve_transpose_10'])"
+LIVE="dict_keys(['SelectAndScatter', 'ResizeNearest', 'Conv2d_pbp_0f1b_0i1o_01fb_experimental_1', 'Conv2d_pbp_fb01_io01_01bf_experimental_1', 'Conv1d_depthwise_bf01_oi01_bf01', 'conv2d_column_packing_1', 'blockwise_mm', 'conv2d_depthwise_f01b_o01i_bf01', 'tiled_pf_transpose', 'tiled_dve_transpose_10'])"
 MISS="Internal NKI kernel 'NoSuchKernel' is not registered. Available kernels: $LIVE"
 
 # ---- nxsim list -------------------------------------------------------------------
@@ -40,6 +40,7 @@ want_rows="1 SelectAndScatter select_and_scatter_kernel 2 none 1 false
 4 Conv2d_pbp_fb01_io01_01bf_experimental_1 conv2d_pbp_fb01_io01_01bf_kernel_experimental_1 all attrs 1 false
 6 Conv1d_depthwise_bf01_oi01_bf01 conv1d_depthwise_bf01_oi01_bf01 2 conv attrs +
 9 conv2d_column_packing_1 conv2d_column_packing_1 2 conv attrs +
+10 blockwise_mm blockwise_mm all attrs 1 false
 11 conv2d_depthwise_f01b_o01i_bf01 conv2d_depthwise_f01b_o01i_bf01 2 conv attrs +
 12 tiled_pf_transpose tiled_pf_transpose all attrs VNC(2) false
 13 tiled_dve_transpose_10 tiled_dve_transpose_10 all attrs VNC(2) false"
@@ -94,6 +95,15 @@ for key in tiled_pf_transpose tiled_dve_transpose_10; do
     if grep -q "on VNC(2) (2 cores), machine trn2, SystemC model" "$T/out"; then pass; else fail "$key: header"; fi
     if [ -s "$T/$key.trace.json" ] && grep -q '"traceEvents"' "$T/$key.trace.json"; then pass; else fail "$key: no trace"; fi
 done
+# blockwise_mm on its built-in routing, model and functional, another seed too
+for args in "" "--functional" "--seed 5"; do
+    expect 0 "run blockwise_mm --check $args" run blockwise_mm --check $args
+    if grep -qE '^check: output vs nx_ref_blockwise_mm: .*\(tolerance: [0-9.]+ x eps\(fp32\): k=4, H\+I=448\): ok$' "$T/out"
+    then pass; else fail "blockwise_mm $args: check line"; fi
+    if grep -qE '^  operand token_position_to_id int32\[288\] +built-in values' "$T/out"; then pass; else fail "blockwise_mm: routing"; fi
+done
+expect 3 "blockwise_mm bad mode" run blockwise_mm -a 'expert_affinities_scaling_mode="MAYBE"'
+stderr_is 'nxsim: attribute expert_affinities_scaling_mode: "MAYBE" is not one of "POST_SCALE", "PRE_SCALE", "NO_SCALE"'
 expect 0 "run --json" run tiled_pf_transpose --json --check --seed 7
 if head -c 40 "$T/out" | grep -qF '{"kernel": "tiled_pf_transpose", "leaf"'; then pass; else fail "--json output"; fi
 if grep -qF '"new_nki_fe": 1' "$T/out" && grep -qF '"ok": true' "$T/out"; then pass; else fail "--json fields"; fi
