@@ -2,8 +2,9 @@
 # four kernels at the published size on trn1 (and trn2), beside the
 # published latencies. Included from bench/CMakeLists.txt; the smoke test
 # runs the small shape on trn1 (values only, never time).
-add_executable(nxsim-bench-tutorial ${CMAKE_CURRENT_LIST_DIR}/tutorial_bench.c)
-target_link_libraries(nxsim-bench-tutorial PRIVATE nxsim_run nxsim_registry nxsim_report nxsim_sim nxsim_machine)
+add_executable(nxsim-bench-tutorial ${CMAKE_CURRENT_LIST_DIR}/tutorial_bench.c ${CMAKE_CURRENT_LIST_DIR}/micro_figures.c)
+target_include_directories(nxsim-bench-tutorial PRIVATE ${PROJECT_SOURCE_DIR})
+target_link_libraries(nxsim-bench-tutorial PRIVATE nxsim_run nxsim_registry nxsim_kernels nxsim_report nxsim_sim nxsim_machine)
 set_target_properties(nxsim-bench-tutorial PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR})
 nxsim_warnings(nxsim-bench-tutorial)
 add_test(NAME bench_tutorial_smoke COMMAND nxsim-bench-tutorial --quick)
