@@ -43,7 +43,8 @@ static int usage(const char *why) {
     fprintf(stderr,
             "usage: nxsim-bench [--quick] [--case NAME]... [--machine trn1|trn2|FILE] [--json FILE]\n"
             "                   [--race-check] [--trace-dir DIR] [--summary] [--no-fork]\n"
-            "cases (a NAME may also be a prefix: gemm, dve-chain, dma-copy):\n");
+            "cases (a NAME may also be a prefix: gemm, dve-chain, dma-copy; 'tutorial', 'micro' and\n"
+            "nki_matmul... run nxsim-bench-tutorial, the NKI matmul tutorial and the micro-figures):\n");
     for (size_t i = 0; i < sizeof full_cases / sizeof *full_cases; i++) fprintf(stderr, "  %s\n", full_cases[i].name);
     fprintf(stderr, "  with --quick:");
     for (size_t i = 0; i < sizeof quick_cases / sizeof *quick_cases; i++) fprintf(stderr, " %s", quick_cases[i].name);
@@ -256,6 +257,50 @@ static int write_json(const char *path, const nx_machine *m, const case_result *
     return bad ? -1 : 0;
 }
 
+/* The NKI matmul tutorial kernels and the documented micro-figures live in
+ * nxsim-bench-tutorial (bench/tutorial_bench.c, docs/parts/fidelity.md):
+ * when every --case names them ("tutorial", "micro" or a prefix of a kernel,
+ * "nki_matmul..."), nxsim-bench runs that program, beside itself in the build
+ * root, with the same --case, --machine, --quick and --summary options.
+ * Returns only when the hand-off does not apply (or exec failed: 2). */
+static int tutorial_case(const char *name) {
+    return strcmp(name, "tutorial") == 0 || strcmp(name, "micro") == 0 || strncmp(name, "nki_matmul", 10) == 0;
+}
+
+static int run_tutorial_bench(int argc, char **argv, const char *const *names, int n_names) {
+    if (n_names == 0) return -1;
+    for (int i = 0; i < n_names; i++)
+        if (!tutorial_case(names[i])) return -1;
+    char exe[4096];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 32);
+    if (len <= 0) {
+        fprintf(stderr, "nxsim-bench: cannot find its own directory for nxsim-bench-tutorial: %s\n", strerror(errno));
+        return 2;
+    }
+    exe[len] = 0;
+    char *slash = strrchr(exe, '/');
+    snprintf(slash ? slash + 1 : exe, sizeof exe - (size_t)(slash ? slash + 1 - exe : 0), "nxsim-bench-tutorial");
+    char **args = calloc((size_t)argc + 1, sizeof *args);
+    if (!args) {
+        fprintf(stderr, "nxsim-bench: out of memory\n");
+        return 2;
+    }
+    int n = 0;
+    args[n++] = exe;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0 || strcmp(argv[i], "--summary") == 0) args[n++] = argv[i];
+        else if ((strcmp(argv[i], "--case") == 0 || strcmp(argv[i], "--machine") == 0) && i + 1 < argc) {
+            args[n++] = argv[i];
+            args[n++] = argv[++i];
+        }
+    }
+    fflush(NULL);
+    execv(exe, args);
+    fprintf(stderr, "nxsim-bench: cannot run %s: %s\n", exe, strerror(errno));
+    free(args);
+    return 2;
+}
+
 int main(int argc, char **argv) {
     const char *names[MAX_SELECT];
     int n_names = 0, quick = 0, fork_it = 1;
@@ -281,6 +326,8 @@ int main(int argc, char **argv) {
             return usage(why);
         }
     }
+    int handed = run_tutorial_bench(argc, argv, names, n_names);
+    if (handed >= 0) return handed;
     nx_machine m;
     nx_error err;
     if (nx_machine_load(machine ? machine : nx_machine_default(), &m, &err) != 0) {

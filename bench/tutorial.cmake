@@ -9,3 +9,7 @@ set_target_properties(nxsim-bench-tutorial PROPERTIES RUNTIME_OUTPUT_DIRECTORY $
 nxsim_warnings(nxsim-bench-tutorial)
 add_test(NAME bench_tutorial_smoke COMMAND nxsim-bench-tutorial --quick)
 set_tests_properties(bench_tutorial_smoke PROPERTIES ENVIRONMENT "OPENBLAS_NUM_THREADS=1")
+# `nxsim-bench --case tutorial|micro|nki_matmul...` runs this program.
+add_dependencies(nxsim_bench nxsim-bench-tutorial)
+add_test(NAME bench_tutorial_handoff COMMAND nxsim_bench --case micro)
+set_tests_properties(bench_tutorial_handoff PROPERTIES PASS_REGULAR_EXPRESSION "micro act-dependent-chain \\(trn1\\): simulated")
