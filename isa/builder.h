@@ -38,6 +38,11 @@ int nx_builder_tensor(nx_builder *b, const char *name, nx_dtype dtype, uint32_t 
                       const uint64_t *shape, nx_tensor_role role, uint64_t *offset_out,
                       nx_error *err);
 
+/* The byte offset of the declared tensor `name` in *offset_out: 0, or -1
+ * (nothing set) when no tensor has that name. Lets the programs of a grid
+ * share a scratch tensor that the first one declared. */
+int nx_builder_find_tensor(const nx_builder *b, const char *name, uint64_t *offset_out);
+
 /* Bump allocators, per core, in bytes per partition. align must be a power
  * of two. Overflow is an error naming the request and what is left. PSUM
  * allocations never straddle a bank when bytes <= bank size. */
@@ -52,6 +57,17 @@ int nx_builder_semaphore(nx_builder *b, uint32_t *sem_out, nx_error *err);
 /* Appends a copy of insn to (core, engine); *index_out gets its position. */
 int nx_builder_emit(nx_builder *b, uint32_t core, nx_engine engine, const nx_insn *insn,
                     uint32_t *index_out, nx_error *err);
+/* Where code emitted an instruction: __FILE__, __LINE__, __func__ of the
+ * call (borrowed for the call only; the program keeps copies). */
+typedef struct nx_src_here {
+    const char *file;
+    const char *func;
+    uint32_t line;
+} nx_src_here;
+/* nx_builder_emit, recording `at` (NULL: unknown) as the instruction's
+ * source location in the program (isa/program.h, nx_program_insn_src). */
+int nx_builder_emit_at(nx_builder *b, uint32_t core, nx_engine engine, const nx_insn *insn,
+                       const nx_src_here *at, uint32_t *index_out, nx_error *err);
 /* Pointer to an emitted instruction (valid until the next emit). */
 nx_insn *nx_builder_insn(nx_builder *b, uint32_t core, nx_engine engine, uint32_t index);
 uint32_t nx_builder_stream_len(const nx_builder *b, uint32_t core, nx_engine engine);
