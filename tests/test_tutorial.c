@@ -274,7 +274,9 @@ static void dma_structure(void **state) {
         const nx_stream *sp = &p.stream[0][NX_ENG_SP];
         uint32_t transfers = 0, engines_seen = 0;
         for (uint32_t i = 0; i < sp->count; i++) {
-            const nx_insn *in = &sp->insns[i];
+            nx_insn scratch;
+            const nx_insn *in = nx_program_insn(&p, 0, NX_ENG_SP, i, &scratch);
+            assert_non_null(in);
             if (in->opcode != NX_OP_DMA_COPY) continue;
             transfers++;
             assert_int_equal(in->op[0].partition_count * nx_operand_free_elems(&in->op[0]) * 2, ex ? 2048 : 32768);
