@@ -54,7 +54,8 @@ static int usage(const char *why) {
             "                   [--race-check] [--trace-dir DIR] [--summary] [--no-fork] [--threads N]\n"
             "--threads N: the model's large matmuls and DMA copies on N host threads (default\n"
             "NXSIM_THREADS, else 1), against OpenBLAS on N threads\n"
-            "cases (a NAME may also be a prefix: gemm, dve-chain, dma-copy):\n");
+            "cases (a NAME may also be a prefix: gemm, dve-chain, dma-copy; 'tutorial', 'micro' and\n"
+            "nki_matmul... run nxsim-bench-tutorial, the NKI matmul tutorial and the micro-figures):\n");
     for (size_t i = 0; i < sizeof full_cases / sizeof *full_cases; i++) fprintf(out, "  %s\n", full_cases[i].name);
     fprintf(out, "  with --quick:");
     for (size_t i = 0; i < sizeof quick_cases / sizeof *quick_cases; i++) fprintf(out, " %s", quick_cases[i].name);
@@ -298,6 +299,50 @@ static int write_json(const char *path, const nx_machine *m, const bench_host *h
     return bad ? -1 : 0;
 }
 
+/* The NKI matmul tutorial kernels and the documented micro-figures live in
+ * nxsim-bench-tutorial (bench/tutorial_bench.c, docs/parts/fidelity.md):
+ * when every --case names them ("tutorial", "micro" or a prefix of a kernel,
+ * "nki_matmul..."), nxsim-bench runs that program, beside itself in the build
+ * root, with the same --case, --machine, --quick and --summary options.
+ * Returns -1 when the hand-off does not apply, else only when exec failed
+ * (2). */
+static int tutorial_case(const char *name) {
+    return strcmp(name, "tutorial") == 0 || strcmp(name, "micro") == 0 || strncmp(name, "nki_matmul", 10) == 0;
+}
+
+static int run_tutorial_bench(const char *const *names, int n_names, const char *machine, int quick, int summary) {
+    if (n_names == 0) return -1;
+    for (int i = 0; i < n_names; i++)
+        if (!tutorial_case(names[i])) return -1;
+    char exe[4096];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 32);
+    if (len <= 0) {
+        fprintf(stderr, "nxsim-bench: cannot find its own directory for nxsim-bench-tutorial: %s\n", strerror(errno));
+        return 2;
+    }
+    exe[len] = 0;
+    char *slash = strrchr(exe, '/');
+    snprintf(slash ? slash + 1 : exe, sizeof exe - (size_t)(slash ? slash + 1 - exe : 0), "nxsim-bench-tutorial");
+    char *args[2 * MAX_SELECT + 6];
+    int n = 0;
+    args[n++] = exe;
+    for (int i = 0; i < n_names; i++) {
+        args[n++] = (char *)"--case";
+        args[n++] = (char *)names[i];
+    }
+    if (machine) {
+        args[n++] = (char *)"--machine";
+        args[n++] = (char *)machine;
+    }
+    if (quick) args[n++] = (char *)"--quick";
+    if (summary) args[n++] = (char *)"--summary";
+    args[n] = NULL;
+    fflush(NULL);
+    execv(exe, args);
+    fprintf(stderr, "nxsim-bench: cannot run %s: %s\n", exe, strerror(errno));
+    return 2;
+}
+
 /* --trace-dir DIR: DIR and any missing parents are created (mode 0777 less
  * the umask); it must end up a writable directory with room for the
  * longest case name. Returns 0 or -1 with a one-line message printed. */
@@ -382,6 +427,8 @@ int main(int argc, char **argv) {
         snprintf(why, sizeof why, "unexpected argument '%.60s'", argv[optind]);
         return usage(why);
     }
+    int handed = run_tutorial_bench(names, n_names, machine, quick, opt.summary);
+    if (handed >= 0) return handed;
     nx_machine m;
     nx_error err;
     if ((threads_arg ? nx_workers_parse_threads(threads_arg, "--threads", &opt.threads, &err)

@@ -80,11 +80,11 @@ static void dve_cost(const nx_machine *m, const nx_insn *insn, nx_insn_cost *out
     uint64_t per = inputs >= 2 ? m->dve_cycles_per_elem_two_inputs : m->dve_cycles_per_elem_one_input;
     uint64_t work = ceil_div(n * per, dve_perf_factor(m, insn, n));
     out->occupancy = max_u64(m->dve_min_ii, work) + m->dve_fixed_overhead;
-    /* results are visible after the read start-up, the instruction's own
-     * occupancy, and a write-back pass through SBUF/PSUM (its own start-up
-     * plus one minimum interval): 60 + 64 + 60 + 64 = 248 cycles for a
-     * one-element instruction on both presets */
-    out->latency = m->dve_access_startup + out->occupancy + m->dve_access_startup + m->dve_min_ii;
+    /* an instruction that reads this one's results starts dependency_overhead
+     * cycles after its last element (the architecture guide's static
+     * overhead of about 100 cycles for dependent instructions): 1 + 100 =
+     * 101 cycles apart for one-element instructions on both presets */
+    out->latency = max_u64(out->occupancy, work + m->dve_fixed_overhead + m->dve_dependency_overhead);
 }
 
 static int pe_fp32(const nx_pe_cost_state *pe, const nx_operand *moving) {
@@ -171,10 +171,12 @@ void nx_cost_insn(const nx_machine *m, nx_engine engine, const nx_insn *insn,
         return;
     case NX_ENG_ACT: {
         uint64_t n = nx_cost_stream_elems(insn);
-        out->occupancy = max_u64(m->act_min_cycles, n);
-        if (insn->opcode == NX_OP_ACTIVATION && insn->op[4].kind != NX_OPK_NONE)
-            out->occupancy += m->act_accumulate_extra;
-        out->latency = out->occupancy;
+        uint64_t extra = insn->opcode == NX_OP_ACTIVATION && insn->op[4].kind != NX_OPK_NONE ? m->act_accumulate_extra : 0;
+        out->occupancy = max_u64(m->act_min_cycles, n) + extra;
+        /* dependent instructions: dependency_overhead after the last element
+         * (the performance guide's 264-cycle interval of one-element
+         * dependent ScalarE instructions on v2: 1 + 263) */
+        out->latency = max_u64(out->occupancy, n + extra + m->act_dependency_overhead);
         return;
     }
     case NX_ENG_POOL:

@@ -47,6 +47,8 @@ void DmaSystem::prepare(const uint64_t transfers[NX_MAX_CORES],
     active_.reserve(nq);
     engines_per_core_ = rs.st->geo.dma_engines ? rs.st->geo.dma_engines : 1;
     engine_active_.assign((size_t)NX_MAX_CORES * engines_per_core_, 0);
+    engine_busy_.assign((size_t)NX_MAX_CORES * engines_per_core_, 0.0);
+    q_busy_.assign(nq, 0.0);
     flows_.reserve(nq);
     rates_.reserve(nq);
     scratch_.reserve(nq);
@@ -102,6 +104,9 @@ void DmaSystem::advance(fs_t now) {
         Transfer &x = xfers_[(size_t)id];
         if (x.phase == kData) x.remaining -= x.rate * dt_ns;
     }
+    // engine_active_ counts the data-phase transfers since the last change
+    for (size_t e = 0; e < engine_active_.size(); e++)
+        if (engine_active_[e]) engine_busy_[e] += dt_ns;
     t_last_ = now;
 }
 
@@ -121,6 +126,7 @@ void DmaSystem::complete(Transfer &x, fs_t now) {
         plat_.hub().push_sem(now + lat, x.core, insn->inc_sem, insn->inc_amount, x.rec, NX_ENG_SP, x.index);
     }
     q_bytes_[x.queue] += x.bytes;
+    q_busy_[x.queue] += fs_to_ns(now - x.t_data);
     q_count_[x.queue]++;
     if (x.rec) {
         nx_sim_record *r = x.rec;
@@ -131,9 +137,9 @@ void DmaSystem::complete(Transfer &x, fs_t now) {
         r->waited = 0;
         r->queue = (int32_t)(x.queue - x.core * queues_per_core_);
         r->t_ready_ns = fs_to_ns(x.t_head - rs.t0);
-        r->t_start_ns = r->t_ready_ns;
+        r->t_start_ns = fs_to_ns(x.t_data - rs.t0);
         r->t_end_ns = fs_to_ns(now - rs.t0);
-        r->busy_ns = fs_to_ns(now - x.t_head);
+        r->busy_ns = fs_to_ns(now - x.t_data);
         r->bytes = x.bytes;
         r->flops = 0;
         r->wait_seq = x.wait_seq; // ordered after its issue
@@ -162,8 +168,11 @@ void DmaSystem::start_heads(fs_t now, bool *changed) {
         }
         q_ready_[q] = 0;
         x.t_head = now;
-        x.t_data = now + fixed;
-        x.phase = fixed ? kFixed : kData;
+        // the fixed cost is the latency from the trigger to the start
+        // (docs/parts/model.md, "DMA"): it runs from the issue, under the
+        // transfers ahead of this one in its queue
+        x.t_data = std::max(now, x.t_issue + fixed);
+        x.phase = x.t_data > now ? kFixed : kData;
         active_.push_back(q_head_[q]);
         *changed = true;
     }

@@ -36,6 +36,9 @@ class DmaSystem : public sc_core::sc_module {
     // Bytes and transfers per queue (result statistics).
     const std::vector<uint64_t> &queue_bytes() const { return q_bytes_; }
     const std::vector<uint64_t> &queue_transfers() const { return q_count_; }
+    // Time each queue held a transfer; time each DMA engine had one flowing.
+    const std::vector<double> &queue_busy_ns() const { return q_busy_; }
+    const std::vector<double> &engine_busy_ns() const { return engine_busy_; }
     // Run aborted: drop everything at the next wake-up.
     void wake() { wake_.notify(sc_core::SC_ZERO_TIME); }
 
@@ -80,6 +83,7 @@ class DmaSystem : public sc_core::sc_module {
     std::vector<nx_dma_flow> flows_;
     std::vector<double> rates_, scratch_;
     std::vector<uint64_t> q_bytes_, q_count_;
+    std::vector<double> q_busy_, engine_busy_;
     fs_t t_last_ = 0;
     sc_core::sc_event wake_;
 };

@@ -87,12 +87,13 @@ static const param params[] = {
     {"dve.cycles_per_elem_one_input", PT_U32, FIELD(dve_cycles_per_elem_one_input), 1, 1024},
     {"dve.cycles_per_elem_two_inputs", PT_U32, FIELD(dve_cycles_per_elem_two_inputs), 1, 1024},
     {"dve.min_ii", PT_U32, FIELD(dve_min_ii), 1, 1000000},
-    {"dve.access_startup", PT_U32, FIELD(dve_access_startup), 0, 1000000},
+    {"dve.dependency_overhead", PT_U32, FIELD(dve_dependency_overhead), 0, 1000000},
     {"dve.fixed_overhead", PT_U32, FIELD(dve_fixed_overhead), 0, 1000000},
     {"dve.perf_modes", PT_FLAG, FIELD(dve_perf_modes), FLAG},
 
     {"act.min_cycles", PT_U32, FIELD(act_min_cycles), 1, 1000000},
     {"act.accumulate_extra", PT_U32, FIELD(act_accumulate_extra), 0, 1000000},
+    {"act.dependency_overhead", PT_U32, FIELD(act_dependency_overhead), 0, 1000000},
 
     {"pool.startup", PT_U32, FIELD(pool_startup), 0, 1000000},
 

@@ -40,13 +40,14 @@ typedef struct nx_machine {
     uint32_t dve_cycles_per_elem_one_input;  /* ~N (1) */
     uint32_t dve_cycles_per_elem_two_inputs; /* ~2N (2) */
     uint32_t dve_min_ii;              /* minimum initiation interval, cycles (64) */
-    uint32_t dve_access_startup;      /* SBUF/PSUM access start-up, cycles (60) */
+    uint32_t dve_dependency_overhead; /* a dependent instruction's extra wait, cycles (100) */
     uint32_t dve_fixed_overhead;      /* extra fixed cycles per instruction (0) */
     uint32_t dve_perf_modes;          /* 1: v3 2x/4x modes for bf16/fp16 */
 
     /* "act" */
     uint32_t act_min_cycles;          /* max(act_min_cycles, N) (64) */
     uint32_t act_accumulate_extra;    /* + with accumulate-reduce (64) */
+    uint32_t act_dependency_overhead; /* a dependent instruction's extra wait, cycles (263 / 265) */
 
     /* "pool" */
     uint32_t pool_startup;            /* 150 + N */

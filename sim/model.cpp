@@ -108,8 +108,11 @@ extern "C" void nx_sim_result_free(nx_sim_result *r) {
     std::free(r->log);
     std::free(r->dma_queue_bytes);
     std::free(r->dma_queue_transfers);
+    std::free(r->dma_queue_busy_ns);
+    std::free(r->dma_engine_busy_ns);
     r->log = nullptr;
     r->log_count = 0;
     r->dma_queue_bytes = r->dma_queue_transfers = nullptr;
-    r->dma_queues = 0;
+    r->dma_queue_busy_ns = r->dma_engine_busy_ns = nullptr;
+    r->dma_queues = r->dma_engines = 0;
 }

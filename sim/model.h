@@ -74,9 +74,10 @@ typedef struct nx_sim_record {
     uint8_t waited;      /* 1 if it had a semaphore wait or a barrier */
     int32_t queue;       /* DMA queue the transfer ran on (0 .. dma_queues - 1); -1 otherwise */
     double t_ready_ns;   /* reached the head of its stream (or queue) */
-    double t_start_ns;   /* started, after semaphore waits and structural stalls */
+    double t_start_ns;   /* started, after semaphore waits and structural stalls
+                            (a transfer: its data phase began, after its fixed latency) */
     double t_end_ns;     /* completed: results visible, semaphore incremented */
-    double busy_ns;      /* time it occupied its engine (or queue) */
+    double busy_ns;      /* time it occupied its engine (a transfer: its data phase) */
     uint64_t bytes;      /* bytes moved (DMA) */
     uint64_t flops;      /* 2*K*M*N for multiply_moving, 0 otherwise */
     /* Happens-before bookkeeping, in one global order of semaphore events
@@ -107,6 +108,13 @@ typedef struct nx_sim_result {
     uint32_t dma_queues;
     uint64_t *dma_queue_bytes;
     uint64_t *dma_queue_transfers;
+    /* ... and the time each queue had a transfer in its data phase, ns. */
+    double *dma_queue_busy_ns;
+    /* Per DMA engine of each core (entry [core * dma_engines + engine]): the
+     * time at least one of its queues was in its data phase, ns. Owned;
+     * NULL when dma_engines is 0. */
+    uint32_t dma_engines;
+    double *dma_engine_busy_ns;
     nx_sim_record *log;  /* owned; NULL unless options.keep_log */
     size_t log_count;
 } nx_sim_result;
@@ -129,10 +137,19 @@ int nx_sim_run_pe(const nx_machine *m, const nx_program *prog, nx_state *st,
 const char *nx_sim_vcd_path(const char *vcd_path, uint32_t core, char *buf, size_t len);
 /* Frees what the result owns (log, queue statistics); safe on a zeroed result. */
 void nx_sim_result_free(nx_sim_result *r);
-/* Bytes / transfers of DMA queue `queue` of `core` in r (0 outside the range). */
+/* Bytes / transfers / busy time of DMA queue `queue` of `core`, busy time of
+ * DMA engine `engine` of `core`, in r (0 outside the range). */
 static inline uint64_t nx_sim_queue_bytes(const nx_sim_result *r, uint32_t core, uint32_t queue) {
     if (!r->dma_queue_bytes || core >= NX_MAX_CORES || queue >= r->dma_queues) return 0;
     return r->dma_queue_bytes[(size_t)core * r->dma_queues + queue];
+}
+static inline double nx_sim_queue_busy_ns(const nx_sim_result *r, uint32_t core, uint32_t queue) {
+    if (!r->dma_queue_busy_ns || core >= NX_MAX_CORES || queue >= r->dma_queues) return 0;
+    return r->dma_queue_busy_ns[(size_t)core * r->dma_queues + queue];
+}
+static inline double nx_sim_dma_engine_busy_ns(const nx_sim_result *r, uint32_t core, uint32_t engine) {
+    if (!r->dma_engine_busy_ns || core >= NX_MAX_CORES || engine >= r->dma_engines) return 0;
+    return r->dma_engine_busy_ns[(size_t)core * r->dma_engines + engine];
 }
 static inline uint64_t nx_sim_queue_transfers(const nx_sim_result *r, uint32_t core, uint32_t queue) {
     if (!r->dma_queue_transfers || core >= NX_MAX_CORES || queue >= r->dma_queues) return 0;

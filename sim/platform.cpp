@@ -288,13 +288,22 @@ int Platform::collect(nx_sim_result *out, fs_t t_end) {
         }
     // every queue of the machine, core-major, as the DMA system keeps them
     const std::vector<uint64_t> &qb = dma_->queue_bytes(), &qn = dma_->queue_transfers();
+    const std::vector<double> &qt = dma_->queue_busy_ns(), &eb = dma_->engine_busy_ns();
     out->dma_queues = (uint32_t)(qb.size() / NX_MAX_CORES);
+    out->dma_engines = (uint32_t)(eb.size() / NX_MAX_CORES);
+    if (!eb.empty()) {
+        out->dma_engine_busy_ns = (double *)std::malloc(eb.size() * sizeof(double));
+        if (!out->dma_engine_busy_ns) return -1;
+        std::memcpy(out->dma_engine_busy_ns, eb.data(), eb.size() * sizeof(double));
+    }
     if (qb.empty()) return 0;
     out->dma_queue_bytes = (uint64_t *)std::malloc(qb.size() * sizeof(uint64_t));
     out->dma_queue_transfers = (uint64_t *)std::malloc(qn.size() * sizeof(uint64_t));
-    if (!out->dma_queue_bytes || !out->dma_queue_transfers) return -1;
+    out->dma_queue_busy_ns = (double *)std::malloc(qt.size() * sizeof(double));
+    if (!out->dma_queue_bytes || !out->dma_queue_transfers || !out->dma_queue_busy_ns) return -1;
     std::memcpy(out->dma_queue_bytes, qb.data(), qb.size() * sizeof(uint64_t));
     std::memcpy(out->dma_queue_transfers, qn.data(), qn.size() * sizeof(uint64_t));
+    std::memcpy(out->dma_queue_busy_ns, qt.data(), qt.size() * sizeof(double));
     return 0;
 }
 

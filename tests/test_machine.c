@@ -62,7 +62,7 @@ static nx_machine common_expected(void) {
     m.dve_cycles_per_elem_one_input = 1;
     m.dve_cycles_per_elem_two_inputs = 2;
     m.dve_min_ii = 64;
-    m.dve_access_startup = 60;
+    m.dve_dependency_overhead = 100;
     m.dve_fixed_overhead = 0;
     m.act_min_cycles = 64;
     m.act_accumulate_extra = 64;
@@ -77,7 +77,9 @@ static nx_machine common_expected(void) {
 /* docs/parts/hardware.md, v3 column: clocks PE 2.4, DVE 0.96, ACT 1.2, POOL 1.2 GHz;
  * SBUF 128 x 224 KiB; HBM 96 GiB for 8 cores (24 GiB per 2-core VNC) at
  * ~360 GB/s per core (720 for the pair); DMA 23 B/ns per engine (v3);
- * perf modes; v2 conflicts removed, PSUM same-bank conflicts only. */
+ * perf modes; v2 conflicts removed, PSUM same-bank conflicts only; dependent
+ * tiny ScalarE instructions 266 cycles apart on v3 (the NKI performance
+ * guide): 265 + the one streamed element. */
 static nx_machine trn2_expected(void) {
     nx_machine m = common_expected();
     strcpy(m.geo.name, "trn2");
@@ -90,6 +92,7 @@ static nx_machine trn2_expected(void) {
     m.clock_ghz[NX_ENG_SP] = 1.2;
     m.dve_perf_modes = 1;
     m.dma_engine_bytes_per_ns = 23;
+    m.act_dependency_overhead = 265;
     m.hbm_bytes_per_ns = 2 * 360;
     m.sbuf_dve_pool_conflict = 0;
     m.psum_dve_act_conflict = 0;
@@ -100,7 +103,8 @@ static nx_machine trn2_expected(void) {
 /* docs/parts/hardware.md, v2 column: clocks PE 2.8, DVE 1.12, ACT 1.4, POOL 1.4 GHz;
  * SBUF 128 x 192 KiB; HBM 32 GiB at 820 GB/s per device of 2 cores; DMA
  * 17 B/ns per engine (v2); no perf modes; DVE/POOL SBUF and DVE/ACT PSUM
- * conflicts. */
+ * conflicts; dependent tiny ScalarE instructions 264 cycles (189 ns) apart on
+ * v2 (the NKI performance guide): 263 + the one streamed element. */
 static nx_machine trn1_expected(void) {
     nx_machine m = common_expected();
     strcpy(m.geo.name, "trn1");
@@ -113,6 +117,7 @@ static nx_machine trn1_expected(void) {
     m.clock_ghz[NX_ENG_SP] = 1.4;
     m.dve_perf_modes = 0;
     m.dma_engine_bytes_per_ns = 17;
+    m.act_dependency_overhead = 263;
     m.hbm_bytes_per_ns = 820;
     m.sbuf_dve_pool_conflict = 1;
     m.psum_dve_act_conflict = 1;
@@ -154,11 +159,12 @@ static void assert_machine_equal(const nx_machine *got, const nx_machine *want) 
     EQ_U(dve_cycles_per_elem_one_input);
     EQ_U(dve_cycles_per_elem_two_inputs);
     EQ_U(dve_min_ii);
-    EQ_U(dve_access_startup);
+    EQ_U(dve_dependency_overhead);
     EQ_U(dve_fixed_overhead);
     EQ_U(dve_perf_modes);
     EQ_U(act_min_cycles);
     EQ_U(act_accumulate_extra);
+    EQ_U(act_dependency_overhead);
     EQ_U(pool_startup);
     EQ_D(dma_engine_bytes_per_ns);
     EQ_D(dma_fixed_ns);
@@ -382,8 +388,8 @@ static const char *complete_file(int flags_pattern, char *buf, size_t cap) {
              " \"pe\": {\"mm_init_latency\": 65, \"fp32_factor\": 3, \"fast_load_factor\": 5,\n"
              "  \"background_load\": %s, \"fill_latency\": 201, \"systolic_reference\": %s},\n"
              " \"dve\": {\"cycles_per_elem_one_input\": 6, \"cycles_per_elem_two_inputs\": 7,\n"
-             "  \"min_ii\": 66, \"access_startup\": 61, \"fixed_overhead\": 144, \"perf_modes\": %s},\n"
-             " \"act\": {\"min_cycles\": 67, \"accumulate_extra\": 68},\n"
+             "  \"min_ii\": 66, \"dependency_overhead\": 61, \"fixed_overhead\": 144, \"perf_modes\": %s},\n"
+             " \"act\": {\"min_cycles\": 67, \"accumulate_extra\": 68, \"dependency_overhead\": 69},\n"
              " \"pool\": {\"startup\": 151},\n"
              " \"dma\": {\"engines\": 12, \"queues_per_engine\": 5, \"engine_bytes_per_ns\": 27,\n"
              "  \"fixed_ns\": 1200.5, \"efficient_bytes_per_partition\": 4096},\n"
@@ -437,11 +443,12 @@ static void test_complete_file_without_base(void **state) {
         want.dve_cycles_per_elem_one_input = 6;
         want.dve_cycles_per_elem_two_inputs = 7;
         want.dve_min_ii = 66;
-        want.dve_access_startup = 61;
+        want.dve_dependency_overhead = 61;
         want.dve_fixed_overhead = 144;
         want.dve_perf_modes = (uint32_t)pattern;
         want.act_min_cycles = 67;
         want.act_accumulate_extra = 68;
+        want.act_dependency_overhead = 69;
         want.pool_startup = 151;
         want.geo.dma_engines = 12;
         want.geo.dma_queues_per_engine = 5;

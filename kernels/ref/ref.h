@@ -83,6 +83,16 @@ int nx_ref_conv(const char *labels, const nx_conv_params *p, const nx_ref_operan
                 const nx_ref_operand *rhs, void *out, nx_dtype out_dtype, uint32_t out_ndims,
                 const uint64_t *out_shape, nx_error *err);
 
+/* result[M, N] = lhsT[K, M]^T @ rhs[K, N] (the NKI matmul tutorial's
+ * operands: the left-hand side delivered transposed, K first): inputs of
+ * any dtype read exactly as fp32, OpenBLAS cblas_sgemm, stored as out_dtype
+ * (round-to-nearest-even). out holds M x N elements of out_dtype, row-major.
+ * Allocates fp32 copies of the three matrices (freed before returning).
+ * Errors: not 2-D, K differs, unknown dtype, sizes beyond a BLAS int, out of
+ * memory. */
+int nx_ref_matmul_lhsT(const nx_ref_operand *lhsT, const nx_ref_operand *rhs, void *out, nx_dtype out_dtype,
+                       nx_error *err);
+
 /* ONNX TopK (docs/parts/topk.md) of `in` (C-contiguous, `ndims` dims of
  * `shape`) along `axis` (negative counts from the end): for every line
  * along the axis, the k preferred elements in order (largest != 0: the

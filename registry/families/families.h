@@ -28,6 +28,13 @@ extern const nx_op_rules nx_rules_conv1d_depthwise;
 extern const nx_op_rules nx_rules_conv2d_column_packing_1;
 extern const nx_op_rules nx_rules_conv2d_depthwise_f01b;
 
+/* tutorial.c: the NKI matmul tutorial composites (registry/composites.c):
+ * nki_matmul_tiled, nki_matmul_hoist_load, nki_matmul_block_free_dimension
+ * share the first; nki_matmul_fully_optimized (SBUF accumulation,
+ * meta-parameter attributes) has its own tolerance. */
+extern const nx_op_rules nx_rules_tutorial_matmul;
+extern const nx_op_rules nx_rules_tutorial_matmul_fully_optimized;
+
 /* conv_wgrad.c: the weight-gradient convolutions #5
  * (Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh), #7 (conv2d_column_packing) and
  * #8 (conv2d_column_packing_io10). */

@@ -76,6 +76,8 @@ if grep -qE '^reference +nx_ref_transpose +transpose +- +implemented' "$T/out"; 
 if grep -qE '^leaf +naive_scanning_topk +topk +- +implemented' "$T/out"; then pass; else fail "kernels: top-k row"; fi
 if grep -qE '^leaf +conv2d_column_packing_io10 +conv +conv2d_column_packing_io10 +registered' "$T/out"; then pass; else fail "kernels: io10 row"; fi
 if grep -qE '^leaf +tiled_dve_transpose_10 +transpose +tiled_dve_transpose_10 +registered' "$T/out"; then pass; else fail "kernels: dve row"; fi
+if grep -qE '^composite +nx_tutorial_matmul_fully_optimized +tutorial +- +implemented +nxsim run nki_matmul_fully_optimized' "$T/out"; then
+    pass; else fail "kernels: composite tier (the tutorial matmuls)"; fi
 if grep -qE '^composite +topk +topk ' "$T/out"; then pass; else fail "kernels: composite tier"; fi
 
 # ---- the miss error, verbatim ---------------------------------------------------------
