@@ -71,11 +71,26 @@ KNOWN = {
 }
 
 
+def available_kernels():
+    """Registry keys and composites the built nxsim can run."""
+    out = nxnp.subprocess.run([NXSIM, "kernels"], capture_output=True, text=True, timeout=60).stdout
+    names = set()
+    for ln in out.splitlines():
+        f = ln.split()
+        if len(f) >= 4 and f[0] in ("leaf", "composite") and "not" not in f:
+            names.add(f[3] if f[0] == "leaf" else f[1])
+    return names
+
+
 class LeafCase(unittest.TestCase):
     """Runs cases through nxsim in every mode and collects disagreements."""
+    REQUIRES = ()        # keys that must be runnable (else the class is skipped)
 
     @classmethod
     def setUpClass(cls):
+        missing = [k for k in cls.REQUIRES if k not in available_kernels()]
+        if missing:
+            raise unittest.SkipTest("not in this build's `nxsim kernels`: %s" % ", ".join(missing))
         cls.runner = nxnp.Runner(NXSIM, os.path.join(WORKDIR, cls.__name__))
         cls.rng = np.random.default_rng([SEED, sum(map(ord, cls.__name__))])
 
@@ -795,6 +810,238 @@ class BlockwiseMM(LeafCase):
                      aff_dt=("fp32", "bf16", "fp16")[i % 3])
         self.bmm("all_padding_blocks", 4, 16, 8, 2, 3, [-1, 4, -1, 4, 4, -1], [0, 1], "fp32")
         self.bmm("same_token_twice_in_a_block", 6, 32, 16, 2, 4, [1, 1, 3, 1, 2, 2, 2, 5], [1, 1], "fp32")
+
+
+# ------------------------------------------------------ weight gradients
+class Wgrad(LeafCase):
+    """#5, #7, #8: weight gradients as convolutions (docs/parts/wgrad.md's
+    layouts; issue 11). Cases are made from a forward convolution: x
+    [B, Cin, H, W], forward stride s, dilation d, padding p, filter K, output
+    gradient g [B, Cout, OH, OW]; the weight gradient is the convolution of
+    x (fb01: the forward batch is the contraction) with g (io01) with
+    stride d, rhs_dilation s, padding [p_lo, the rest of the span]. Each is
+    checked against the conv model and, for some, by central differences of
+    L(W) = <forward conv(x, W), g>."""
+    REQUIRES = ("Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh", "conv2d_column_packing", "conv2d_column_packing_io10")
+    KEYS = {"#5": ("Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh", "fb01_io01->01bf"),
+            "#7": ("conv2d_column_packing", "fb01_io01->01bf"),
+            "#8": ("conv2d_column_packing_io10", "fb01_io10->01bf")}
+
+    def wg(self, tag, name, B, Cin, Cout, H, W, KH, KW, s=(1, 1), d=(1, 1), p=(0, 0), dt="fp32", fd=False,
+           x=None, g=None, pass_bgc=True):
+        key, labels = self.KEYS[tag]
+        depthwise = tag != "#5"
+        if depthwise:
+            Cout = Cin
+        OH = (H + 2 * p[0] - ((KH - 1) * d[0] + 1)) // s[0] + 1
+        OW = (W + 2 * p[1] - ((KW - 1) * d[1] + 1)) // s[1] + 1
+        assert OH >= 1 and OW >= 1, (name, OH, OW)
+        # the high padding that makes the gradient's window count K
+        hi = [(k - 1) * dd + (o - 1) * ss + 1 - n - pl for k, dd, o, ss, n, pl in
+              zip((KH, KW), d, (OH, OW), s, (H, W), p)]
+        pads = [[p[0], hi[0]], [p[1], hi[1]]]
+        rng = self.rng
+        if x is None:
+            x = nxnp.random_values(rng, (B, Cin, H, W), dt)
+        if g is None:
+            g = nxnp.random_values(rng, (B, Cout, OH, OW), dt)
+        filt = np.swapaxes(g, 2, 3) if tag == "#8" else g
+        bgc = Cin if depthwise else 1
+        kw = dict(stride=d, padding=pads, rhs_dilation=s, batch_group_count=bgc)
+        ref, absum = M.conv_and_bound(x, filt, labels, **kw)
+        assert ref.shape[:2] == (KH, KW), (ref.shape, KH, KW)
+        k = B * OH * OW
+        tol = check.sum_tolerance(ref, absum, k, dt)
+        want_fd = None
+        if fd:
+            # L(W) = <conv(x, W), g> with W [Cout, Cin/G, KH, KW] (forward
+            # labels bf01_oi01, feature groups Cin when depthwise): linear in
+            # W, so the central difference with h = 1 is exact up to the
+            # float64 rounding of L
+            G = Cin if depthwise else 1
+            wshape = (Cout, Cin // G, KH, KW)
+            grad = np.zeros(wshape)
+            w0 = np.zeros(wshape)
+            for idx in np.ndindex(*wshape):
+                e = np.zeros(wshape)
+                e[idx] = 1.0
+                lp = np.sum(M.conv_general(x, w0 + e, "bf01_oi01->bf01", stride=s, padding=[[p[0]] * 2, [p[1]] * 2],
+                                           rhs_dilation=d, feature_group_count=G) * g)
+                lm = np.sum(M.conv_general(x, w0 - e, "bf01_oi01->bf01", stride=s, padding=[[p[0]] * 2, [p[1]] * 2],
+                                           rhs_dilation=d, feature_group_count=G) * g)
+                grad[idx] = (lp - lm) / 2
+            # into the leaf's out layout 01bf: (KH, KW, Cin, Cout) or (KH, KW, 1, C)
+            want_fd = np.transpose(grad, (2, 3, 1, 0))
+        attrs = {}
+        if tuple(d) != (1, 1):
+            attrs["stride"] = list(d)
+        if tuple(s) != (1, 1):
+            attrs["rhs_dilation"] = list(s)
+        if pads != [[0, 0], [0, 0]]:
+            attrs["padding"] = pads
+        if depthwise and pass_bgc:
+            attrs["batch_group_count"] = Cin
+
+        def compare(outs):
+            got = outs[0]
+            if got is None or nxnp.dtype_name(got) != dt:
+                return "result %s, expected dtype %s" % (None if got is None else nxnp.dtype_name(got), dt)
+            msg = check.within(nxnp.decode(got), ref, tol, "dW (K=%d)" % k)
+            if msg is None and want_fd is not None:
+                msg = check.within(nxnp.decode(got), want_fd, tol + 1e-12 * absum, "dW by central differences")
+            return msg
+        self.run_case("%s %s %s" % (tag, name, dt), key, [nxnp.encode(x, dt), nxnp.encode(filt, dt)], attrs, compare)
+
+    def cases(self, tag):
+        rng = self.rng
+        fixed = [
+            # name, B, Cin, Cout, H, W, KH, KW, s, d, p
+            ("3x3_s1_p1", 2, 3, 5, 6, 7, 3, 3, (1, 1), (1, 1), (1, 1)),
+            ("1x1_N1", 1, 1, 4, 5, 4, 1, 1, (1, 1), (1, 1), (0, 0)),
+            ("stride2_crop", 3, 2, 3, 9, 8, 3, 2, (2, 2), (1, 1), (1, 0)),
+            ("stride3_dilated", 2, 3, 2, 11, 10, 2, 3, (3, 2), (2, 1), (2, 1)),
+            ("kernel_larger_than_gradient", 1, 2, 3, 4, 5, 4, 5, (1, 1), (1, 1), (2, 2)),
+            ("C130", 2, 130, 3, 4, 4, 2, 2, (1, 1), (1, 1), (0, 1)),
+            ("batch129", 129, 2, 3, 3, 3, 2, 2, (1, 1), (1, 1), (0, 0)),
+        ]
+        for i, (name, B, Cin, Cout, H, W, KH, KW, s, d, p) in enumerate(fixed):
+            dts = PE_DTYPES if i == 0 else [PE_DTYPES[i % 5]]
+            for dt in dts:
+                self.wg(tag, name, B, Cin, Cout, H, W, KH, KW, s, d, p, dt, pass_bgc=i % 2 == 0)
+        self.wg(tag, "finite_differences", 2, 3, 2, 7, 6, 3, 2, (2, 1), (1, 2), (1, 1), "fp32", fd=True)
+        for i in range(2 + SWEEP):
+            while True:
+                B, Cin, Cout = (int(rng.integers(1, 6)), int(rng.choice([1, 2, 3, 17, 130])),
+                                int(rng.choice([1, 3, 8, 129])))
+                H, W, KH, KW = (int(rng.integers(1, 14)), int(rng.integers(1, 14)), int(rng.integers(1, 5)),
+                                int(rng.integers(1, 5)))
+                s = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
+                d = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+                p = (int(rng.integers(0, 3)), int(rng.integers(0, 3)))
+                if (H + 2 * p[0] >= (KH - 1) * d[0] + 1) and (W + 2 * p[1] >= (KW - 1) * d[1] + 1):
+                    break
+            self.wg(tag, "random%d" % i, B, Cin, Cout, H, W, KH, KW, s, d, p, PE_DTYPES[i % 5])
+
+    def test_dw_pcinh(self):
+        self.cases("#5")
+        if SWEEP:
+            # the seed's example at full size: ResNet-50 conv1's weight gradient
+            self.wg("#5", "resnet50_conv1", 16, 3, 64, 224, 224, 7, 7, (2, 2), (1, 1), (3, 3), "bf16")
+
+    def test_column_packing(self):
+        self.cases("#7")
+
+    def test_column_packing_io10(self):
+        self.cases("#8")
+
+
+# ------------------------------------------------------------------ top-k
+class TopK(LeafCase):
+    """The `topk` composite (issue 14) and each method against ONNX TopK:
+    the k largest (or smallest) along an axis, sorted, ties to the lower
+    index; NaN as the largest value (docs/parts/topk.md's stated order)."""
+    KEY = "topk"
+    REQUIRES = ("topk",)
+    METHODS = ("SCANNING", "CASCADED", "ROTATIONAL", "AUTO")
+
+    def topk(self, name, x, dt, k, largest=True, axis=-1, method=None, expect=None):
+        vals, idx = M.topk(np.moveaxis(x, axis, -1), k, largest)
+        vals, idx = np.moveaxis(vals, -1, axis), np.moveaxis(idx, -1, axis)
+        attrs = {"k": k}
+        if not largest:
+            attrs["largest"] = False
+        if axis != -1:
+            attrs["axis"] = axis
+        if method:
+            attrs["method"] = method
+        xa = nxnp.encode(x, dt)
+
+        def compare(outs):
+            v, i = outs
+            if v is None or i is None:
+                return "missing output"
+            if nxnp.dtype_name(i) != "int32":
+                return "indices dtype %s, expected int32" % nxnp.dtype_name(i)
+            msg = check.within(nxnp.decode(i), idx, 0, "indices")
+            if msg is None:     # the selected elements, bit for bit (NaN: any NaN)
+                want = np.take_along_axis(nxnp.bits_of(xa), idx.astype(np.int64), axis)
+                got = nxnp.bits_of(v)
+                nan = np.isnan(vals)
+                bad = (got != want) & ~(nan & np.isnan(nxnp.decode(v)))
+                if got.shape != want.shape or bad.any():
+                    msg = check.bit_exact(v, nxnp.from_bits(want, dt), "values")
+            if msg is None and expect is not None:
+                msg = check.within(nxnp.decode(v), expect[0], 0, "published values") or \
+                    check.within(nxnp.decode(i), expect[1], 0, "published indices")
+            return msg
+        self.run_case("%s %s k=%d%s%s %s" % (name, dt, k, "" if largest else " smallest",
+                                            "" if axis == -1 else " axis=%d" % axis, method or "default"),
+                      self.KEY, [xa], attrs, compare, nouts=2)
+
+    def test_onnx_examples(self):
+        # onnx/onnx onnx/backend/test/case/node/topk.py
+        x = np.arange(12, dtype=float).reshape(3, 4)
+        for m in self.METHODS:
+            self.topk("onnx_top_k", x, "fp32", 3, method=m,
+                      expect=([[3, 2, 1], [7, 6, 5], [11, 10, 9]], [[3, 2, 1]] * 3))
+        self.topk("onnx_top_k_negative_axis", x, "fp32", 3, axis=-1,
+                  expect=([[3, 2, 1], [7, 6, 5], [11, 10, 9]], [[3, 2, 1]] * 3))
+        xs = np.array([[0, 1, 2, 3], [4, 5, 6, 7], [11, 10, 9, 8]], float)
+        for m in self.METHODS:
+            self.topk("onnx_top_k_smallest", xs, "fp32", 3, largest=False, method=m,
+                      expect=([[0, 1, 2], [4, 5, 6], [8, 9, 10]], [[0, 1, 2], [0, 1, 2], [3, 2, 1]]))
+
+    def test_methods_dtypes_k(self):
+        rng = self.rng
+        i = 0
+        for m in self.METHODS:
+            for n, ks in ((8, (1, 7, 8)), (9, (8, 9)), (300, (1, 9, 64, 300)), (4095, (50,))):
+                for k in ks:
+                    dt = nxnp.FLOATS[i % 5]
+                    i += 1
+                    rows = int(rng.choice([1, 3, 130]))
+                    x = nxnp.random_values(rng, (rows, n), dt)
+                    self.topk("random %dx%d" % (rows, n), x, dt, k, largest=bool(i % 3), method=m)
+
+    def test_ties_and_specials(self):
+        rng = self.rng
+        for m in self.METHODS:
+            for dt in ("fp32", "bf16", "fp8_e4m3"):
+                x = rng.integers(-2, 3, size=(5, 40)).astype(float)       # many ties
+                x[0] = 1.0                                                  # an all-equal row
+                x[1, [3, 17, 30]] = np.inf
+                x[2, [5, 6]] = -np.inf if dt != "fp8_e4m3" else -448
+                x[3, [0, 9, 39]] = np.nan
+                x[4, [1, 2]] = [-0.0, 0.0]
+                if dt == "fp8_e4m3":
+                    x = np.where(np.isinf(x), 448.0, x)
+                for k, largest in ((10, True), (12, False), (40, True)):
+                    self.topk("ties_specials", x, dt, k, largest, method=m)
+
+    def test_fp32_extremes(self):
+        """-inf and -FLT_MAX (and +inf, FLT_MAX) are distinct fp32 values."""
+        big = float(np.finfo(np.float32).max)
+        x = np.array([[-np.inf, -big, 1.0, -np.inf, -big, 2.0, 0.5, 0.25]])
+        self.topk("fp32_extremes", x, "fp32", 6)
+        self.topk("fp32_extremes", -x, "fp32", 6, largest=False)
+
+    def test_axes_ints_rows(self):
+        rng = self.rng
+        x = nxnp.random_values(rng, (4, 37, 3), "fp32")
+        self.topk("axis", x, "fp32", 5, axis=1)
+        self.topk("axis", x, "bf16", 2, axis=0, largest=False)
+        for dt in ("int8", "uint8", "int16", "uint16"):
+            xi = nxnp.random_values(rng, (7, 50), dt)
+            self.topk("ints", xi, dt, 9)
+        for i in range(SWEEP):
+            n = int(rng.choice([8, 9, 4095, 16384, 65536, 151936]))
+            k = int(min(n, rng.choice([1, 7, 8, 9, 64, 2048])))
+            rows = int(rng.choice([1, 2, 300]))
+            if rows * n > 2e6:
+                rows = 1
+            dt = nxnp.FLOATS[i % 5]
+            self.topk("sweep %dx%d" % (rows, n), nxnp.random_values(rng, (rows, n), dt), dt, k,
+                      largest=bool(i % 2), method=self.METHODS[i % 4])
 
 
 # ------------------------------------------------------- the command
