@@ -64,6 +64,15 @@ KNOWN = {
     # exact value lies within half an fp32 ulp of a rounding boundary the
     # fp32 value lands on it and the neighbouring pixel is taken. ONNX's
     # reference (float64) and exact arithmetic agree with numpy here.
+    # From out_shape the numerator x * a (a = in - 1, 2 in, in) is an fp32
+    # product, inexact once it passes 2^24: the exact ties and integers of
+    # the ONNX rules are missed (1023 of 8191 columns for 4096 -> 8191).
+    "exact boundary align_corners/round_prefer_floor 4096->8191 uint16":
+        "1023 of 8191 columns: t = x/2 exactly, nxsim rounds x * 4095 in fp32 and takes x/2 + 1/2 for odd x > 4097",
+    "exact boundary half_pixel/round_prefer_floor 3000->7001 uint16":
+        "x = 3500: t = 1499.5 exactly (a tie: floor), nxsim takes 1500",
+    "exact boundary asymmetric/ceil 8191->4096 uint16":
+        "x = 4095: t = 8189.00024 (ceil 8190), nxsim takes 8189",
     "scales half_pixel/round_prefer_ceil (2.5, 0.3) fp32":
         "fp32 coordinate: (1 + 0.5) / 0.3f - 0.5 = 4.4999998 exactly, fp32 gives 4.5: column 5 instead of 4",
     "onnx half_pixel/round_prefer_ceil (1, 1, 4097, 1)->1x4099 fp8_e5m2":
@@ -637,6 +646,19 @@ class ResizeNearest(LeafCase):
             self.resize("scales %s/%s %s" % (ct, nm, s), data, OH, OW,
                         {"scales": [1, s[0], s[1], 1], "coordinate_transformation_mode": ct, "nearest_mode": nm},
                         M.resize_src_onnx(OH, H, ct, nm, s[0]), M.resize_src_onnx(OW, W, ct, nm, s[1]))
+
+    def test_exact_boundaries_of_large_sizes(self):
+        """From out_shape the ONNX coordinates are exact rationals; exact
+        ties (x.5) and integers must be taken as ties and integers whatever
+        the sizes (docs/parts/data-movement.md claims exactly that)."""
+        rng = self.rng
+        for W, OW, ct, nm in [(4096, 8191, "align_corners", "round_prefer_floor"),   # t = x / 2
+                              (3000, 7001, "half_pixel", "round_prefer_floor"),      # x = 3500: t = 1499.5
+                              (8191, 4096, "asymmetric", "ceil")]:                   # x = 4095: t = 8189.0002..
+            data = nxnp.from_bits(nxnp.random_bits(rng, (1, 1, W, 1), "uint16"), "uint16")
+            self.resize("exact boundary %s/%s %d->%d" % (ct, nm, W, OW), data, 1, OW,
+                        {"out_shape": [1, 1, OW, 1], "coordinate_transformation_mode": ct, "nearest_mode": nm},
+                        M.resize_src_onnx(1, 1, ct, nm), M.resize_src_onnx(OW, W, ct, nm))
 
     def test_edges_and_random(self):
         rng = self.rng
