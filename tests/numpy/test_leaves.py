@@ -303,8 +303,46 @@ class ConvBase(LeafCase):
             for dt in ("fp32", "bf16"):
                 self.conv_run(tag, leaf, c, dt)
 
+    def exact_integers(self, tag, leaf):
+        """Small integers: every product and sum is exact in fp32 (and in
+        #11's product types), so the result must be the exact sum rounded
+        once to the output dtype (ties to even, fp16/e5m2 overflow to Inf,
+        e4m3 saturating at 448), bit for bit but the sign of zero."""
+        rng = self.rng
+        dw = leaf.kind != "dense"
+        for i, dt in enumerate(PE_DTYPES):
+            C = 3 if dw else 6
+            G = C if dw else (2 if i % 2 else 1)
+            O = C if dw else 4
+            H, W, KH = (1, 11, 1) if leaf.kind == "dw1d" else (6, 5, 3)
+            x = rng.integers(-8, 9, size=(1, C, H, W)).astype(float)
+            w = rng.integers(-8, 9, size=(O, C // G, KH, 3)).astype(float)
+            if i == 2:   # fp16: sums past 65504 -> Inf
+                x[:] = 8.0
+                w[:] = 8.0
+                C = 130 if not dw else C
+            if dt == "fp8_e4m3":    # sums past 448 saturate
+                x = np.abs(x)
+                w = np.abs(w)
+            if i == 2 and not dw:
+                x = np.full((1, 130, H, W), 8.0)
+                w = np.full((O, 130 // G, KH, 3), 8.0)
+            case = ConvCase("exact_integers", 1, x.shape[1], H, W, O, KH, 3, G=G,
+                            padding=((0, 0), (1, 1)) if leaf.kind == "dw1d" else ((1, 0), (0, 1)), x=x, w=w)
+            xl, wl = conv_inputs(leaf, rng, 1, x.shape[1], H, W, O, KH, 3, G, dt, x, w)
+            kw = dict(stride=case.stride, padding=case.padding, feature_group_count=G)
+            want = nxnp.round_to(M.conv_general(xl, wl, leaf.labels, **kw), dt)
+
+            def compare(outs, want=want):
+                if outs[0] is None:
+                    return "no output file"
+                return check.within(nxnp.decode(outs[0]), want, 0, "out (exact sums)")
+            self.run_case("%s exact_integers %s" % (tag, dt), leaf.key, [nxnp.encode(xl, dt), nxnp.encode(wl, dt)],
+                          case.attrs(), compare)
+
     def nonfinite(self, tag, leaf):
         self.conv_run(tag, leaf, nonfinite_case(leaf, self.rng), "fp32")
+        self.exact_integers(tag, leaf)
 
     def random_cases(self, tag, leaf, n):
         for i in range(n):
