@@ -128,6 +128,30 @@ class LeafCase(unittest.TestCase):
             if problems:
                 self.fail("%s:\n%s" % (name, "\n".join(problems)))
 
+    def refuse(self, name, key, inputs, attrs, codes, text, raw_inputs=None):
+        r = self.runner.run(key, inputs, attrs, mode="functional", raw=raw_inputs and {0: raw_inputs})
+        lines = r.stderr.strip().splitlines()
+        problems = []
+        if r.rc not in codes:
+            problems.append("exit %d, expected %s" % (r.rc, " or ".join(map(str, codes))))
+        if len(lines) != 1:
+            problems.append("%d lines on stderr, expected one" % len(lines))
+        elif not (lines[0].startswith("nxsim: ") and text in lines[0]):
+            problems.append("error %r does not start with 'nxsim: ' and name %r" % (lines[0], text))
+        if any(o is not None for o in r.outs):
+            problems.append("an output file was written")
+        with self.subTest(case=name):
+            if name in KNOWN:
+                if not problems:
+                    self.fail("%s: pinned as a known disagreement (%s) but now agrees: remove it from KNOWN"
+                              % (name, KNOWN[name]))
+                print("known disagreement %s (%s): %s" % (name, KNOWN[name], "; ".join(problems)),
+                      file=sys.stderr)
+                return
+            if problems:
+                self.fail("%s: %s\n  reproduce: %s" % (name, "; ".join(problems), r.describe()))
+            r.cleanup()
+
 
 # ------------------------------------------------------------------ conv
 def role_shape(label, sizes):
@@ -982,6 +1006,20 @@ class Wgrad(LeafCase):
                     break
             self.wg(tag, "random%d" % i, B, Cin, Cout, H, W, KH, KW, s, d, p, PE_DTYPES[i % 5])
 
+    def test_refusals(self):
+        z = (lambda *shape: zeros("fp32", *shape))
+        K5, K7, K8 = (self.KEYS[t][0] for t in ("#5", "#7", "#8"))
+        for name, key, inputs, attrs, text in [
+                ("lhs_dilation on #5", K5, [z(2, 3, 6, 6), z(2, 4, 4, 4)], {"lhs_dilation": [2, 1]}, "lhs_dilation"),
+                ("batch_group_count 2 on #7", K7, [z(2, 4, 6, 6), z(2, 4, 4, 4)], {"batch_group_count": 2},
+                 "batch_group_count"),
+                ("channels differ on #7", K7, [z(2, 4, 6, 6), z(2, 3, 4, 4)], {}, "operand 1"),
+                ("contraction differs on #5", K5, [z(2, 3, 6, 6), z(3, 4, 4, 4)], {}, "operand 1"),
+                ("int8 on #8", K8, [zeros("int8", 2, 4, 6, 6), zeros("int8", 2, 4, 4, 4)], {}, "int8"),
+                ("unknown attribute on #5", K5, [z(2, 3, 6, 6), z(2, 4, 4, 4)], {"strides": [1, 1]}, "strides"),
+                ("window larger than the image on #5", K5, [z(2, 3, 3, 3), z(2, 4, 4, 4)], {}, "window")]:
+            self.refuse(name, key, inputs, attrs, (3,), text)
+
     def test_dw_pcinh(self):
         self.cases("#5")
         if SWEEP:
@@ -1223,30 +1261,6 @@ class Cli(LeafCase):
     input gets a one-line error naming the input and the problem, the
     documented exit code, no output file; and every key's default op passes
     its own --check."""
-
-    def refuse(self, name, key, inputs, attrs, codes, text, raw_inputs=None):
-        r = self.runner.run(key, inputs, attrs, mode="functional", raw=raw_inputs and {0: raw_inputs})
-        lines = r.stderr.strip().splitlines()
-        problems = []
-        if r.rc not in codes:
-            problems.append("exit %d, expected %s" % (r.rc, " or ".join(map(str, codes))))
-        if len(lines) != 1:
-            problems.append("%d lines on stderr, expected one" % len(lines))
-        elif not (lines[0].startswith("nxsim: ") and text in lines[0]):
-            problems.append("error %r does not start with 'nxsim: ' and name %r" % (lines[0], text))
-        if any(o is not None for o in r.outs):
-            problems.append("an output file was written")
-        with self.subTest(case=name):
-            if name in KNOWN:
-                if not problems:
-                    self.fail("%s: pinned as a known disagreement (%s) but now agrees: remove it from KNOWN"
-                              % (name, KNOWN[name]))
-                print("known disagreement %s (%s): %s" % (name, KNOWN[name], "; ".join(problems)),
-                      file=sys.stderr)
-                return
-            if problems:
-                self.fail("%s: %s\n  reproduce: %s" % (name, "; ".join(problems), r.describe()))
-            r.cleanup()
 
     def test_bad_inputs(self):
         for name, key, inputs, attrs, codes, text in BAD_INPUTS:
