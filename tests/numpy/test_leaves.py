@@ -54,6 +54,11 @@ KNOWN = {
     # docs/parts/data-movement.md: "Values must be NaN-free (the leaf
     # selects by the window maximum)" - but NaN is not refused.
     "nan fp32": "SelectAndScatter with NaN operands: silently not XLA's selection (no refusal either)",
+    # docs/parts/topk.md "fp32 extremes": fp32 keys leave no value below
+    # -inf for the knock-out, so -inf ranks as -FLT_MAX (largest) and +inf
+    # and NaN as FLT_MAX (smallest); ONNX orders the distinct values.
+    "fp32_extremes fp32 k=6 default": "-FLT_MAX (index 1) and -inf (index 0) tie: -inf comes first",
+    "fp32_extremes fp32 k=6 smallest default": "FLT_MAX (index 1) and +inf (index 0) tie: +inf comes first",
     # Unknown attributes pass silently on every leaf but the convolutions
     # (issue 9's strict inputs, being added by helper harden).
     "sas unknown attribute": "accepted: exit 0, the misspelt window_strides ignored",
