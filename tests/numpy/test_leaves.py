@@ -1128,6 +1128,35 @@ class TopK(LeafCase):
         self.topk("fp32_extremes", x, "fp32", 6)
         self.topk("fp32_extremes", -x, "fp32", 6, largest=False)
 
+    def test_auto_picks_the_fastest(self):
+        """AUTO's choice is the method with the lowest simulated time
+        (issue 14): AUTO's run within 5% of the fastest forced method."""
+        rng = self.rng
+        for rows, n, k, dt in ((256, 128, 8, "bf16"), (4, 16384, 8, "bf16"), (1, 65536, 200, "bf16"),
+                               (4, 16384, 8, "fp32")):
+            xa = nxnp.encode(nxnp.random_values(rng, (rows, n), dt), dt)
+            times = {}
+            for m in self.METHODS:
+                r = self.runner.run(self.KEY, [xa], {"k": k, "method": m}, nouts=2, mode="model")
+                t = [float(ln.split()[1]) for ln in r.stdout.splitlines() if ln.startswith("simulated:")]
+                self.assertEqual(r.rc, 0, r.describe())
+                times[m] = t[0]
+                why = [ln.strip() for ln in r.stdout.splitlines() if "dispatch" in ln]
+                r.cleanup()
+            name = "auto %dx%d k=%d %s" % (rows, n, k, dt)
+            best = min(times[m] for m in self.METHODS[:3])
+            with self.subTest(case=name):
+                ok = times["AUTO"] <= 1.05 * best
+                msg = "%s: AUTO %.0f ns (%s), the fastest method %.0f ns (%s)" % (
+                    name, times["AUTO"], why[0] if why else "?", best,
+                    ", ".join("%s %.0f" % (m, times[m]) for m in self.METHODS[:3]))
+                if name in KNOWN:
+                    if ok:
+                        self.fail("%s: pinned (%s) but now agrees: remove it from KNOWN" % (name, KNOWN[name]))
+                    print("known disagreement %s" % msg, file=sys.stderr)
+                else:
+                    self.assertTrue(ok, msg)
+
     def test_axes_ints_rows(self):
         rng = self.rng
         x = nxnp.random_values(rng, (4, 37, 3), "fp32")
