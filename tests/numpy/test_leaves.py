@@ -17,6 +17,8 @@ e.g. ConvDense]. Environment:
   NXSIM_NUMPY_SEED=S    seed of the random cases (default 20240611)
   NXSIM_NUMPY_MODES=... comma list of run modes (default race,functional;
                         also model = SystemC without the race detector)
+  NXSIM_NUMPY_EXTRA=... more nxsim run options for every case (e.g.
+                        "--machine trn1")
   NXSIM_NUMPY_KEEP=1    keep every case's directory, not only failing ones
 A failing case keeps its .npy inputs and cmd.txt under the work directory
 and names them in the failure message.
@@ -38,6 +40,7 @@ WORKDIR = None
 SWEEP = int(os.environ.get("NXSIM_NUMPY_SWEEP", "0"))
 SEED = int(os.environ.get("NXSIM_NUMPY_SEED", "20240611"))
 MODES = os.environ.get("NXSIM_NUMPY_MODES", "race,functional").split(",")
+EXTRA = os.environ.get("NXSIM_NUMPY_EXTRA", "").split()
 PE_DTYPES = ["fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2"]
 
 # Disagreements found and reported, pinned so the suite stays green while
@@ -113,7 +116,7 @@ class LeafCase(unittest.TestCase):
         must disagree in at least one mode."""
         problems = []
         for mode in modes or MODES:
-            r = self.runner.run(key, inputs, attrs, nouts=nouts, mode=mode)
+            r = self.runner.run(key, inputs, attrs, nouts=nouts, mode=mode, extra=EXTRA)
             if r.rc != 0:
                 problems.append("[%s] nxsim failed: %s" % (mode, r.describe()))
                 continue
@@ -776,6 +779,8 @@ class Transposes(LeafCase):
         rng = self.rng
         for i in range(3 + SWEEP):
             shape = [int(rng.integers(1, 40)) for _ in range(int(rng.integers(2, 5)))]
+            if i % 4 == 3:
+                shape = [int(rng.integers(1, 1500)), int(rng.integers(1, 1500))]
             # a permutation that reduces to a swap of two groups: rotate
             r = len(shape)
             cut = int(rng.integers(1, r))
@@ -888,8 +893,10 @@ class BlockwiseMM(LeafCase):
             ("B_129", 150, 24, 16, 2, 129, 2),
         ]
         for i in range(1 + SWEEP):
-            cases.append(("random%d" % i, int(rng.integers(1, 60)), int(rng.integers(1, 200)),
-                          int(rng.integers(1, 100)), int(rng.integers(1, 5)), int(rng.integers(1, 20)),
+            big = i % 3 == 2
+            cases.append(("random%d" % i, int(rng.integers(1, 600 if big else 60)),
+                          int(rng.integers(1, 2200 if big else 200)), int(rng.integers(1, 400 if big else 100)),
+                          int(rng.integers(1, 9 if big else 5)), int(rng.integers(1, 300 if big else 20)),
                           int(rng.integers(1, 6))))
         for i, (name, T, H, I, E, B, NB) in enumerate(cases):
             ids = rng.integers(-1, T + 1, size=NB * B)                # repeats, -1 and T padding
@@ -898,6 +905,7 @@ class BlockwiseMM(LeafCase):
             self.bmm(name, T, H, I, E, B, ids, b2e, dt, (None, "PRE_SCALE", "NO_SCALE")[i % 3],
                      aff_dt=("fp32", "bf16", "fp16")[i % 3])
         self.bmm("all_padding_blocks", 4, 16, 8, 2, 3, [-1, 4, -1, 4, 4, -1], [0, 1], "fp32")
+        self.bmm("ids_and_experts_out_of_range", 5, 16, 8, 2, 2, [0, 99, -7, 2 ** 31 - 1, 3, 1], [0, 5, -3], "fp32")
         self.bmm("same_token_twice_in_a_block", 6, 32, 16, 2, 4, [1, 1, 3, 1, 2, 2, 2, 5], [1, 1], "fp32")
 
 
