@@ -241,7 +241,6 @@ def blockwise_mm(hs, aff, wgu, wd, tok_ids, b2e, block_size, mode="POST_SCALE"):
     T1, H = hs.shape
     T = T1 - 1
     E = wgu.shape[0]
-    I = wgu.shape[3]
     out = np.zeros((T1, H))
     parts = {}
     for n, e in enumerate(np.asarray(b2e).reshape(-1)):
