@@ -79,13 +79,22 @@ class TopK(LeafCase):
         rng = self.rng
         i = 0
         for m in self.METHODS:
-            for n, ks in ((8, (1, 7, 8)), (9, (8, 9)), (300, (1, 9, 64, 300)), (4095, (50,))):
+            for n, ks in ((8, (1, 7, 8)), (9, (8, 9)), (300, (1, 9, 64, 300)), (4095, (50, 4095))):
                 for k in ks:
                     dt = nxnp.FLOATS[i % 5]
                     i += 1
-                    rows = int(rng.choice([1, 3, 130]))
+                    rows = int(rng.choice([1, 3, 130])) if k * n < 10 ** 5 else 1
                     x = nxnp.random_values(rng, (rows, n), dt)
                     self.topk("random %dx%d" % (rows, n), x, dt, k, largest=bool(i % 3), method=m)
+
+    def test_large_k(self):
+        """docs/parts/topk.md: any 1 <= k <= n for rows up to max8's limit
+        (16384 elements), k <= 8184 for longer rows; issue 14: k = row
+        length."""
+        rng = self.rng
+        for rows, n, k, dt in ((1, 12000, 12000, "bf16"), (2, 16384, 16384, "bf16"), (1, 20000, 8184, "fp32")):
+            self.topk("large k %dx%d" % (rows, n), nxnp.random_values(rng, (rows, n), dt), dt, k,
+                      method="AUTO")
 
     def test_ties_and_specials(self):
         rng = self.rng
