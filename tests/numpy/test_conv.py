@@ -422,8 +422,26 @@ class Wgrad(LeafCase):
             return msg
         self.run_case("%s %s %s" % (tag, name, dt), key, [nxnp.encode(x, dt), nxnp.encode(filt, dt)], attrs, compare)
 
+    def wg_conv(self, tag, name, CI, N, H, W, FH, FW, stride, padding, rhs_dilation, dt):
+        """The leaf as the convolution itself (any padding, negative low
+        padding included), not built from a forward convolution."""
+        key, labels = self.KEYS[tag]
+        depthwise = tag != "#5"
+        CO = N if depthwise else 5
+        x = nxnp.random_values(self.rng, (CI, N, H, W), dt)
+        filt = nxnp.random_values(self.rng, (CI, CO, FW, FH) if tag == "#8" else (CI, CO, FH, FW), dt)
+        kw = dict(stride=stride, padding=padding, rhs_dilation=rhs_dilation, batch_group_count=N if depthwise else 1)
+        ref, absum = M.conv_and_bound(x, filt, labels, **kw)
+        tol = check.sum_tolerance(ref, absum, CI * FH * FW, dt)
+        attrs = {"stride": list(stride), "padding": [list(p) for p in padding], "rhs_dilation": list(rhs_dilation)}
+        self.run_case("%s %s %s" % (tag, name, dt), key, [nxnp.encode(x, dt), nxnp.encode(filt, dt)], attrs,
+                      lambda outs: check.within(nxnp.decode(outs[0]), ref, tol, "out") if outs[0] is not None
+                      else "no output file")
+
     def cases(self, tag):
         rng = self.rng
+        self.wg_conv(tag, "negative_low_padding", 3, 4, 12, 11, 4, 3, (1, 2), ((-2, 1), (-1, -1)), (2, 2), "fp32")
+        self.wg_conv(tag, "forward_rows_unused", 2, 3, 10, 11, 4, 3, (1, 1), ((0, -1), (0, -2)), (2, 3), "bf16")
         fixed = [
             # name, B, Cin, Cout, H, W, KH, KW, s, d, p
             ("3x3_s1_p1", 2, 3, 5, 6, 7, 3, 3, (1, 1), (1, 1), (1, 1)),
