@@ -195,6 +195,18 @@ class ConvBase(LeafCase):
             c = ConvCase(name, 1, 1, x.shape[2], x.shape[3], 1, 3, 3, 1, x=x, w=w, expect=expect, **attrs)
             self.conv_run(tag, leaf, c, ("fp32", "bf16", "fp16")[i % 3])
 
+    def run_leaf(self, tag, cases, first_in_every_dtype=True):
+        """A leaf's whole check: the published examples, its fixed cases
+        (dtypes rotating; the first in every dtype), random cases, Inf/NaN
+        and exact integer sums."""
+        leaf = CONV_LEAVES[tag]
+        self.public_cases(tag, leaf)
+        for i, c in enumerate(cases):
+            for dt in (PE_DTYPES if i == 0 and first_in_every_dtype else [PE_DTYPES[i % 5]]):
+                self.conv_run(tag, leaf, c, dt)
+        self.random_cases(tag, leaf, 3 + SWEEP)
+        self.nonfinite(tag, leaf)
+
     def exact_integers(self, tag, leaf):
         """Small integers: every product and sum is exact in fp32 (and in
         #11's product types), so the result must be the exact sum rounded
@@ -262,37 +274,27 @@ def nonfinite_case(leaf, rng):
 class ConvDense(ConvBase):
     """#3 and #4: dense and grouped convolutions on the PE."""
 
-    def edge_cases(self):
-        return [
-            ConvCase("1x1_kernel_C129", 3, 129, 4, 5, 7, 1, 1),
-            ConvCase("kernel_larger_than_image_padded", 1, 3, 2, 3, 4, 4, 5, padding=((2, 1), (3, 2))),
-            ConvCase("stride_gt_kernel", 2, 5, 9, 8, 3, 2, 2, stride=(3, 4)),
-            ConvCase("C1_N513", 513, 1, 3, 2, 2, 2, 2),
-            ConvCase("C300_O130_crop", 1, 300, 4, 4, 130, 3, 3, padding=((-1, 1), (1, -1))),
-            ConvCase("grouped_G3_dilated", 2, 6, 7, 9, 9, 2, 3, G=3, rhs_dilation=(2, 3), stride=(1, 2)),
-            ConvCase("depthwise_multiplier2", 3, 8, 6, 5, 16, 3, 3, G=8, padding=((1, 1), (1, 1))),
-        ]
+    EDGE_CASES = [
+        ConvCase("1x1_kernel_C129", 3, 129, 4, 5, 7, 1, 1),
+        ConvCase("kernel_larger_than_image_padded", 1, 3, 2, 3, 4, 4, 5, padding=((2, 1), (3, 2))),
+        ConvCase("stride_gt_kernel", 2, 5, 9, 8, 3, 2, 2, stride=(3, 4)),
+        ConvCase("C1_N513", 513, 1, 3, 2, 2, 2, 2),
+        ConvCase("C300_O130_crop", 1, 300, 4, 4, 130, 3, 3, padding=((-1, 1), (1, -1))),
+        ConvCase("grouped_G3_dilated", 2, 6, 7, 9, 9, 2, 3, G=3, rhs_dilation=(2, 3), stride=(1, 2)),
+        ConvCase("depthwise_multiplier2", 3, 8, 6, 5, 16, 3, 3, G=8, padding=((1, 1), (1, 1))),
+    ]
 
     def test_pbp_0f1b(self):
-        self.leaf_all("#3")
+        self.run_leaf("#3", self.EDGE_CASES, first_in_every_dtype=False)
 
     def test_pbp_fb01(self):
-        self.leaf_all("#4")
-
-    def leaf_all(self, tag):
-        leaf = CONV_LEAVES[tag]
-        self.public_cases(tag, leaf)
-        for i, c in enumerate(self.edge_cases()):
-            self.conv_run(tag, leaf, c, PE_DTYPES[i % len(PE_DTYPES)])
-        self.random_cases(tag, leaf, 3 + SWEEP)
-        self.nonfinite(tag, leaf)
+        self.run_leaf("#4", self.EDGE_CASES, first_in_every_dtype=False)
 
 
 class ConvDepthwise(ConvBase):
     """#6, #9, #11: depthwise forward convolutions."""
 
     def test_conv1d_depthwise(self):
-        leaf = CONV_LEAVES["#6"]
         cases = [
             ConvCase("causal_C160_N2", 2, 160, 1, 300, 160, 1, 4, G=160, padding=((0, 0), (3, 0))),
             ConvCase("stride3_dilated_crop", 3, 33, 1, 50, 33, 1, 5, G=33, stride=(1, 3), rhs_dilation=(1, 2),
@@ -300,15 +302,9 @@ class ConvDepthwise(ConvBase):
             ConvCase("kernel_longer_than_input", 1, 5, 1, 3, 5, 1, 7, G=5, padding=((0, 0), (2, 3))),
             ConvCase("C1_W1", 1, 1, 1, 1, 1, 1, 1, G=1),
         ]
-        for i, c in enumerate(cases):
-            for dt in (PE_DTYPES if i == 0 else [PE_DTYPES[i % 5]]):
-                self.conv_run("#6", leaf, c, dt)
-        self.random_cases("#6", leaf, 3 + SWEEP)
-        self.nonfinite("#6", leaf)
+        self.run_leaf("#6", cases)
 
     def test_column_packing_1(self):
-        leaf = CONV_LEAVES["#9"]
-        self.public_cases("#9", leaf)
         cases = [
             ConvCase("C48_28x28_pad1", 1, 48, 28, 28, 48, 3, 3, G=48, padding=((1, 1), (1, 1))),
             ConvCase("C129_stride2_dilated", 1, 129, 11, 10, 129, 3, 2, G=129, stride=(2, 2),
@@ -316,15 +312,9 @@ class ConvDepthwise(ConvBase):
             ConvCase("kernel_larger_than_image", 1, 3, 2, 2, 3, 4, 3, G=3, padding=((2, 1), (1, 1))),
             ConvCase("1x1", 1, 70, 1, 1, 70, 1, 1, G=70),
         ]
-        for i, c in enumerate(cases):
-            for dt in (PE_DTYPES if i == 0 else [PE_DTYPES[i % 5]]):
-                self.conv_run("#9", leaf, c, dt)
-        self.random_cases("#9", leaf, 3 + SWEEP)
-        self.nonfinite("#9", leaf)
+        self.run_leaf("#9", cases)
 
     def test_depthwise_f01b(self):
-        leaf = CONV_LEAVES["#11"]
-        self.public_cases("#11", leaf)
         cases = [
             ConvCase("input_gradient_3x3_s2", 2, 40, 14, 14, 40, 3, 3, G=40, lhs_dilation=(2, 2),
                      padding=((1, 2), (1, 2))),
@@ -333,13 +323,7 @@ class ConvDepthwise(ConvBase):
                      rhs_dilation=(1, 2), padding=((0, -1), (2, 1))),
             ConvCase("lhs3_crop", 1, 5, 4, 5, 5, 2, 3, G=5, lhs_dilation=(3, 2), padding=((-1, 0), (1, -2))),
         ]
-        for i, c in enumerate(cases):
-            for dt in (PE_DTYPES if i == 0 else [PE_DTYPES[i % 5]]):
-                self.conv_run("#11", leaf, c, dt)
-        self.random_cases("#11", leaf, 3 + SWEEP)
-        self.nonfinite("#11", leaf)
-
-
+        self.run_leaf("#11", cases)
 
 
 # ------------------------------------------------------ weight gradients
