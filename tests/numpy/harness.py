@@ -64,18 +64,26 @@ class LeafCase(unittest.TestCase):
                 problems.append("[%s] %s\n  reproduce: %s" % (mode, msg, r.describe()))
             else:
                 r.cleanup()
+        self.judge(name, problems)
+
+    def judge(self, name, problems):
+        """Reports a case: its problems (one message per failed run) fail it,
+        unless it is pinned in KNOWN; a pinned case must have problems."""
+        known = self.known()
         with self.subTest(case=name):      # a failing case does not stop the others
-            if name in self.known():
+            if name in known:
                 if not problems:
                     self.fail("%s: pinned as a known disagreement (%s) but now agrees: remove it from KNOWN"
-                              % (name, self.known()[name]))
-                print("known disagreement %s (%s): %s" % (name, self.known()[name], problems[0].splitlines()[0]),
+                              % (name, known[name]))
+                print("known disagreement %s (%s): %s" % (name, known[name], problems[0].splitlines()[0]),
                       file=sys.stderr)
-                return
-            if problems:
+            elif problems:
                 self.fail("%s:\n%s" % (name, "\n".join(problems)))
 
     def refuse(self, name, key, inputs, attrs, codes, text, raw_inputs=None):
+        """A bad input: exit code in codes, one line on stderr starting with
+        'nxsim: ' and containing text, no output file. raw_inputs: bytes
+        for the first input file instead of the array."""
         r = self.runner.run(key, inputs, attrs, mode="functional", raw=raw_inputs and {0: raw_inputs})
         lines = r.stderr.strip().splitlines()
         problems = []
@@ -87,17 +95,11 @@ class LeafCase(unittest.TestCase):
             problems.append("error %r does not start with 'nxsim: ' and name %r" % (lines[0], text))
         if any(o is not None for o in r.outs):
             problems.append("an output file was written")
-        with self.subTest(case=name):
-            if name in self.known():
-                if not problems:
-                    self.fail("%s: pinned as a known disagreement (%s) but now agrees: remove it from KNOWN"
-                              % (name, self.known()[name]))
-                print("known disagreement %s (%s): %s" % (name, self.known()[name], "; ".join(problems)),
-                      file=sys.stderr)
-                return
-            if problems:
-                self.fail("%s: %s\n  reproduce: %s" % (name, "; ".join(problems), r.describe()))
+        if problems:
+            problems = ["; ".join(problems) + "\n  reproduce: " + r.describe()]
+        else:
             r.cleanup()
+        self.judge(name, problems)
 
 
 def main(modules):
