@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "io.h"
@@ -20,12 +21,15 @@
 #include "options.h"
 #include "outputs.h"
 #include "registry/run/run.h"
+#include "sim/profile.h"
 #include "tensors.h"
 
 void cmd_exec_help(FILE *f) {
     fputs("Usage: nxsim exec PROGRAM [--in NAME=FILE.npy]... [--out NAME=FILE.npy]...\n"
           "                  [--machine NAME|FILE.json] [--seed N] [--functional]\n"
           "                  [--pe model|rtl] [--vcd FILE.vcd] [--race-check]\n"
+          "                  [--profile FILE.json] [--timeline FILE.svg] [--by-source]\n"
+          "                  [--quiet]\n"
           "\n"
           "Runs PROGRAM, a .nxb binary or .nxs text program (recognised by the .nxb\n"
           "magic, not by the file name), on the machine it targets.\n"
@@ -66,6 +70,15 @@ void cmd_exec_help(FILE *f) {
           "                            error (exit 1, no --out written). Off by\n"
           "                            default: it keeps the model's per-instruction\n"
           "                            log and scans it (needs the SystemC model)\n"
+          "  -p, --profile FILE.json   write a Chrome/Perfetto trace of the run\n"
+          "  -t, --timeline FILE.svg   write a picture of the run: a lane per engine\n"
+          "                            and DMA queue of each core, time in us and cycles\n"
+          "  -b, --by-source           print the profile summary and the busy time\n"
+          "                            grouped by the source line that emitted each\n"
+          "                            instruction (programs built through the kernel\n"
+          "                            authoring layer; a .nxs/.nxb file has none)\n"
+          "  -q, --quiet               no progress line (shown on a terminal for runs\n"
+          "                            longer than a second)\n"
           "  -h, --help                show this help and exit\n"
           "\n"
           "Exit status: 0 ok; 1 fault or deadlock during the run, a race found by\n"
@@ -86,6 +99,8 @@ typedef struct exec_args {
     const char *machine;
     binding *ins, *outs;
     int n_in, n_out;
+    const char *profile, *timeline;
+    int by_source;
     cli_backend backend; /* seed, --functional, --pe, --vcd, --race-check */
 } exec_args;
 
@@ -106,13 +121,16 @@ static int parse_args(int argc, char **argv, exec_args *a) {
         {"in", required_argument, NULL, 'i'},
         {"out", required_argument, NULL, 'o'},
         {"machine", required_argument, NULL, 'm'},
+        {"profile", required_argument, NULL, 'p'},
+        {"timeline", required_argument, NULL, 't'},
+        {"by-source", no_argument, NULL, 'b'},
         CLI_BACKEND_LONGOPTS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int c, status = CLI_EXIT_OK;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":i:o:m:s:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":i:o:m:p:t:bs:qh", longopts, NULL)) != -1) {
         if (cli_backend_option("exec", c, optarg, &a->backend, &status)) {
             if (status != CLI_EXIT_OK) return status;
             continue;
@@ -137,12 +155,26 @@ static int parse_args(int argc, char **argv, exec_args *a) {
             a->n_out++;
             break;
         case 'm': a->machine = optarg; break;
+        case 'p': a->profile = optarg; break;
+        case 't': a->timeline = optarg; break;
+        case 'b': a->by_source = 1; break;
         case 'h': cmd_exec_help(stdout); return -1;
         default: return cli_option_error("exec", c, argc, argv);
         }
     }
     status = cli_backend_validate("exec", &a->backend);
     if (status != CLI_EXIT_OK) return status;
+    if (a->backend.functional && (a->profile || a->timeline || a->by_source))
+        return cli_usage_error("exec", "%s needs the SystemC model: drop --functional",
+                               a->profile ? "--profile" : a->timeline ? "--timeline" : "--by-source");
+    if (a->profile && a->timeline && strcmp(a->profile, a->timeline) == 0)
+        return cli_usage_error("exec", "--timeline and --profile name the same file '%s'", a->profile);
+    for (int k = 0; k < a->n_out; k++)
+        if ((a->profile && strcmp(a->outs[k].path, a->profile) == 0) ||
+            (a->timeline && strcmp(a->outs[k].path, a->timeline) == 0))
+            return cli_usage_error("exec", "--out %s and --%s name the same file '%s'", a->outs[k].name,
+                                   a->profile && strcmp(a->outs[k].path, a->profile) == 0 ? "profile" : "timeline",
+                                   a->outs[k].path);
     if (optind >= argc) return cli_usage_error("exec", "no program given");
     if (argc - optind > 1) return cli_usage_error("exec", "expected one program, got %d", argc - optind);
     a->program = argv[optind];
@@ -207,7 +239,8 @@ static int load_inputs(const nx_program *p, const exec_args *a, nx_state *st) {
 
 /* Serialises every --out, prints the summaries, then writes the files
  * (cli/outputs.h: nothing is left half written). */
-static int write_outputs(const nx_program *p, const exec_args *a, const nx_state *st) {
+static int write_outputs(const nx_program *p, const exec_args *a, const nx_state *st, const nx_machine *m,
+                         const nx_run_trace *trace) {
     cli_outputs outs;
     if (cli_outputs_init(&outs, a->n_out) != 0) return CLI_EXIT_RUNTIME;
     for (int k = 0; k < a->n_out; k++) {
@@ -226,11 +259,32 @@ static int write_outputs(const nx_program *p, const exec_args *a, const nx_state
             status = CLI_EXIT_RUNTIME;
         }
     }
+    if (status == CLI_EXIT_OK && a->by_source && trace->on_model) {
+        nx_error err;
+        if (nx_profile_summary(stdout, m, p, &trace->sim) != 0 ||
+            nx_profile_by_source(stdout, p, &trace->sim, 0, &err) != 0) {
+            cli_message("cannot write to standard output");
+            status = CLI_EXIT_RUNTIME;
+        }
+    }
     if (status == CLI_EXIT_OK && fflush(stdout) != 0) {
         cli_message("cannot write to standard output");
         status = CLI_EXIT_RUNTIME;
     }
     if (status == CLI_EXIT_OK && cli_outputs_write(&outs) != 0) status = CLI_EXIT_RUNTIME;
+    if (status == CLI_EXIT_OK && trace->on_model) {
+        nx_error err;
+        if (a->profile && nx_profile_write_trace(a->profile, m, p, &trace->sim, &err) != 0) {
+            cli_message("%s", err.msg);
+            cli_outputs_undo(&outs);
+            status = CLI_EXIT_RUNTIME;
+        } else if (a->timeline && nx_profile_write_timeline(a->timeline, m, p, &trace->sim, &err) != 0) {
+            cli_message("%s", err.msg);
+            cli_outputs_undo(&outs);
+            if (a->profile) unlink(a->profile);
+            status = CLI_EXIT_RUNTIME;
+        }
+    }
     cli_outputs_free(&outs);
     return status;
 }
@@ -262,6 +316,7 @@ static int run(exec_args *a) {
         /* The SystemC model (sim/model.h) by default, the functional executor
          * with --functional: the same results, the same error messages. */
         nx_run_options opt = cli_backend_run_options(&a->backend);
+        opt.keep_log = a->profile || a->timeline || a->by_source;
         nx_run_trace trace;
         memset(&trace, 0, sizeof trace);
         nx_run_failure why = NX_RUN_OK;
@@ -273,7 +328,7 @@ static int run(exec_args *a) {
         } else {
             if (trace.race_checked)
                 cli_message("note: race check: no race in %zu log records", trace.sim.log_count);
-            status = write_outputs(&prog, a, &st);
+            status = write_outputs(&prog, a, &st, &m, &trace);
         }
         nx_run_trace_free(&trace);
     }

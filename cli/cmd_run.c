@@ -10,6 +10,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "options.h"
@@ -21,7 +22,7 @@ void cmd_run_help(FILE *f) {
     fputs("Usage: nxsim run KEY [-i FILE.npy]... [-o FILE.npy]... [-a NAME=JSON]...\n"
           "                 [--machine NAME|FILE] [--profile FILE.json] [--check] [--json]\n"
           "                 [--seed N] [--functional] [--race-check] [--pe model|rtl]\n"
-          "                 [--vcd FILE.vcd]\n"
+          "                 [--vcd FILE.vcd] [--timeline FILE.svg] [--by-source] [--quiet]\n"
           "       nxsim run --op FILE.json [options as above but -i, -o, -a]\n"
           "\n"
           "Runs the kernel KEY (a macro-op func_name): a key of the internal kernel\n"
@@ -58,7 +59,14 @@ void cmd_run_help(FILE *f) {
           "  -a, --attr NAME=JSON     set attribute NAME to a JSON value\n"
           "      --op FILE.json       the op as a JSON document\n"
           "  -m, --machine SPEC       a preset (trn1, trn2; default trn2) or a JSON file\n"
-          "  -p, --profile FILE.json  write a Chrome/Perfetto trace of the run\n"
+          "  -p, --profile FILE.json  write a Chrome/Perfetto trace of the run (each\n"
+          "                           slice names the kernel line that emitted it)\n"
+          "  -t, --timeline FILE.svg  write a picture of the run: a lane per engine and\n"
+          "                           DMA queue of each core, time in us and cycles\n"
+          "  -b, --by-source          after the summary, the busy time of every engine\n"
+          "                           and DMA queue grouped by the kernel source line\n"
+          "                           that emitted the instructions (with --json: key\n"
+          "                           by_source)\n"
           "  -c, --check              compare every result with the kernel's reference\n"
           "                           (kernels/ref): print the max abs and rel error,\n"
           "                           exit 1 beyond the tolerance (transposes: exact)\n"
@@ -76,6 +84,9 @@ void cmd_run_help(FILE *f) {
           "                           model; rtl: matmuls through the Verilated RTL PE\n"
           "                           array, exact, about 1 ms per array cycle)\n"
           "      --vcd FILE.vcd       with --pe rtl: the RTL waveform of the run\n"
+          "  -q, --quiet              no progress line (shown on a terminal for runs\n"
+          "                           longer than a second: simulated time,\n"
+          "                           instructions retired, wall time)\n"
           "  -h, --help               show this help and exit\n"
           "\n"
           "Exit status: 0 ok; 1 fault or deadlock during the run, a race found by\n"
@@ -99,13 +110,15 @@ static int parse_args(int argc, char **argv, run_args *a) {
         {"profile", required_argument, NULL, 'p'},
         {"check", no_argument, NULL, 'c'},
         {"json", no_argument, NULL, 'j'},
+        {"timeline", required_argument, NULL, 't'},
+        {"by-source", no_argument, NULL, 'b'},
         CLI_BACKEND_LONGOPTS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int c, status = CLI_EXIT_OK;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":i:o:a:m:p:cjs:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":i:o:a:m:p:t:bcjs:qh", longopts, NULL)) != -1) {
         if (cli_backend_option("run", c, optarg, &a->backend, &status)) {
             if (status != CLI_EXIT_OK) return status;
             continue;
@@ -132,6 +145,8 @@ static int parse_args(int argc, char **argv, run_args *a) {
         case OPT_OP: a->op_file = optarg; break;
         case 'm': a->machine = optarg; break;
         case 'p': a->profile = optarg; break;
+        case 't': a->timeline = optarg; break;
+        case 'b': a->by_source = 1; break;
         case 'c': a->check = 1; break;
         case 'j': a->json = 1; break;
         case 'h': cmd_run_help(stdout); return -1;
@@ -151,8 +166,9 @@ static int parse_args(int argc, char **argv, run_args *a) {
         if (positional > 1) return cli_usage_error("run", "expected one kernel, got %d arguments", positional);
         a->key = argv[optind];
     }
-    if (a->backend.functional && a->profile)
-        return cli_usage_error("run", "--profile needs the SystemC model: drop --functional");
+    if (a->backend.functional && (a->profile || a->timeline || a->by_source))
+        return cli_usage_error("run", "%s needs the SystemC model: drop --functional",
+                               a->profile ? "--profile" : a->timeline ? "--timeline" : "--by-source");
     status = cli_backend_validate("run", &a->backend);
     if (status != CLI_EXIT_OK) return status;
     if (a->n_in > NX_OP_MAX_TENSORS || a->n_out > NX_OP_MAX_TENSORS)
@@ -161,6 +177,11 @@ static int parse_args(int argc, char **argv, run_args *a) {
     for (int k = 0; a->profile && k < a->n_out; k++)
         if (strcmp(a->outs[k], a->profile) == 0)
             return cli_usage_error("run", "--profile and -o name the same file '%s'", a->profile);
+    for (int k = 0; a->timeline && k < a->n_out; k++)
+        if (strcmp(a->outs[k], a->timeline) == 0)
+            return cli_usage_error("run", "--timeline and -o name the same file '%s'", a->timeline);
+    if (a->timeline && a->profile && strcmp(a->timeline, a->profile) == 0)
+        return cli_usage_error("run", "--timeline and --profile name the same file '%s'", a->profile);
     return CLI_EXIT_OK;
 }
 
@@ -191,11 +212,17 @@ static int report_and_write(const run_args *a, const run_op *r, const nx_machine
         status = CLI_EXIT_RUNTIME;
     } else if (cli_outputs_write(&outs) != 0) {
         status = CLI_EXIT_RUNTIME;
-    } else if (a->profile) {
+    } else {
         nx_error err;
-        if (nx_profile_write_trace(a->profile, m, res->prog, &res->trace.sim, &err) != 0) {
+        if (a->profile && nx_profile_write_trace(a->profile, m, res->prog, &res->trace.sim, &err) != 0) {
             cli_message("%s", err.msg);
             cli_outputs_undo(&outs);
+            status = CLI_EXIT_RUNTIME;
+        } else if (a->timeline &&
+                   nx_profile_write_timeline(a->timeline, m, res->prog, &res->trace.sim, &err) != 0) {
+            cli_message("%s", err.msg);
+            cli_outputs_undo(&outs);
+            if (a->profile) unlink(a->profile);
             status = CLI_EXIT_RUNTIME;
         }
     }
@@ -227,7 +254,7 @@ static int execute(const run_args *a, const nx_kernel_registry *reg, const nx_co
         const void *inputs[NX_OP_MAX_TENSORS] = {0};
         for (uint32_t i = 0; i < r.op.n_operands; i++) inputs[i] = r.in[i].data;
         nx_run_options opt = cli_backend_run_options(&a->backend);
-        opt.keep_log = a->profile != NULL;
+        opt.keep_log = a->profile || a->timeline || a->by_source;
         opt.check = a->check;
         if (nx_run_op(L, &m, &r.op, inputs, &opt, &res, &err) != 0) {
             cli_message("%s", err.msg);

@@ -32,6 +32,7 @@ int cli_backend_option(const char *cmd, int c, const char *arg, cli_backend *b, 
         return 1;
     case CLI_OPT_FUNCTIONAL: b->functional = 1; return 1;
     case CLI_OPT_RACE_CHECK: b->race_check = 1; return 1;
+    case 'q': b->quiet = 1; return 1;
     case CLI_OPT_PE:
         if (strcmp(arg, "rtl") == 0 || strcmp(arg, "model") == 0)
             b->pe_rtl = strcmp(arg, "rtl") == 0;
@@ -64,7 +65,7 @@ nx_run_options cli_backend_run_options(const cli_backend *b) {
         .vcd_path = b->vcd,
         .race_check = b->race_check,
         .seed = b->seed,
-        .progress = isatty(2),
+        .progress = !b->quiet && isatty(2),
     };
     return opt;
 }

@@ -17,13 +17,15 @@ int cli_parse_seed(const char *s, uint64_t *out);
 /* getopt_long codes of the backend options (above any character). */
 enum { CLI_OPT_FUNCTIONAL = 0x200, CLI_OPT_PE, CLI_OPT_VCD, CLI_OPT_RACE_CHECK };
 
-/* Their struct option rows (with 's' for --seed), for a longopts table. */
+/* Their struct option rows (with 's' for --seed and 'q' for --quiet: a
+ * command's optstring lists "s:q"), for a longopts table. */
 #define CLI_BACKEND_LONGOPTS                                        \
     {"seed", required_argument, NULL, 's'},                         \
         {"functional", no_argument, NULL, CLI_OPT_FUNCTIONAL},      \
         {"pe", required_argument, NULL, CLI_OPT_PE},                \
         {"vcd", required_argument, NULL, CLI_OPT_VCD},              \
-        {"race-check", no_argument, NULL, CLI_OPT_RACE_CHECK}
+        {"race-check", no_argument, NULL, CLI_OPT_RACE_CHECK},      \
+        {"quiet", no_argument, NULL, 'q'}
 
 typedef struct cli_backend {
     uint64_t seed;    /* default 1 */
@@ -31,9 +33,10 @@ typedef struct cli_backend {
     int pe_rtl;       /* --pe rtl */
     const char *vcd;  /* --vcd FILE */
     int race_check;   /* --race-check */
+    int quiet;        /* -q, --quiet: no progress line */
 } cli_backend;
 
-#define CLI_BACKEND_INIT {1, 0, 0, NULL, 0}
+#define CLI_BACKEND_INIT {1, 0, 0, NULL, 0, 0}
 
 /* Handles getopt_long's code c if it is a backend option: returns 1 (with
  * *status CLI_EXIT_USAGE after printing the error for a bad value, else
@@ -42,8 +45,8 @@ int cli_backend_option(const char *cmd, int c, const char *arg, cli_backend *b, 
 /* The combinations that cannot work: --vcd without --pe rtl, --pe rtl or
  * --race-check with --functional. CLI_EXIT_OK or the usage error's code. */
 int cli_backend_validate(const char *cmd, const cli_backend *b);
-/* The run options they give (seed, backend, PE, VCD, race check, progress
- * on a terminal). */
+/* The run options they give (seed, backend, PE, VCD, race check, and
+ * progress when stderr is a terminal and not --quiet). */
 nx_run_options cli_backend_run_options(const cli_backend *b);
 
 #endif

@@ -19,10 +19,11 @@ typedef struct run_args {
     const char *op_file;
     const char *machine;
     const char *profile;
+    const char *timeline; /* --timeline FILE.svg */
     const char **ins, **outs;
     char **attrs; /* NAME=JSON, the '=' replaced by NUL */
     int n_in, n_out, n_attr;
-    int check, json;
+    int check, json, by_source;
     cli_backend backend; /* seed, --functional, --pe, --vcd, --race-check */
 } run_args;
 

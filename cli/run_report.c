@@ -44,6 +44,8 @@ int cli_run_print_text(const run_args *a, const run_op *r, const nx_machine *m, 
     if (res->trace.on_model) {
         fflush(stdout);
         if (nx_profile_summary(stdout, m, prog, &res->trace.sim) != 0) return -1;
+        nx_error err;
+        if (a->by_source && nx_profile_by_source(stdout, prog, &res->trace.sim, 0, &err) != 0) return -1;
     } else {
         uint64_t n = 0;
         for (uint32_t c = 0; c < prog->cores; c++)
@@ -113,7 +115,6 @@ static void put_check(nx_strbuf *b, const nx_run_result *res, uint32_t j) {
 }
 
 int cli_run_print_json(const run_args *a, const run_op *r, const nx_machine *m, const nx_run_result *res) {
-    (void)a;
     const nx_macro_op *op = &r->op;
     nx_strbuf b = NX_STRBUF_INIT;
     nx_sb_puts(&b, "{\"kernel\": ");
@@ -135,6 +136,14 @@ int cli_run_print_json(const run_args *a, const run_op *r, const nx_machine *m, 
         rc |= put_summary_json(&b, m, res->prog, &res->trace.sim);
     else
         nx_sb_puts(&b, "null");
+    if (a->by_source && res->trace.on_model) {
+        nx_error err;
+        char *rows = nx_profile_by_source_json(res->prog, &res->trace.sim, &err);
+        nx_sb_puts(&b, ",\n\"by_source\": ");
+        if (rows) nx_sb_puts(&b, rows);
+        else rc = -1;
+        free(rows);
+    }
     nx_sb_puts(&b, ",\n\"results\": [");
     for (uint32_t j = 0; j < op->n_results; j++) {
         nx_sb_puts(&b, j ? ", {\"name\": " : "{\"name\": ");

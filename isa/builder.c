@@ -13,6 +13,9 @@ struct nx_builder {
     nx_program prog;
     uint64_t sbuf_used[NX_MAX_CORES];
     uint64_t psum_used[NX_MAX_CORES];
+    nx_src_here last_at; /* the location last interned, and its index */
+    uint32_t last_src;
+    int have_last;
 };
 
 nx_builder *nx_builder_new(const nx_geometry *geo, uint32_t cores) {
@@ -114,6 +117,22 @@ int nx_builder_emit(nx_builder *b, uint32_t core, nx_engine engine, const nx_ins
     return 0;
 }
 
+int nx_builder_emit_at(nx_builder *b, uint32_t core, nx_engine engine, const nx_insn *insn,
+                       const nx_src_here *at, uint32_t *index_out, nx_error *err) {
+    uint32_t index = 0;
+    if (nx_builder_emit(b, core, engine, insn, &index, err) != 0) return -1;
+    if (index_out) *index_out = index;
+    if (!at || !at->file) return 0;
+    /* emit helpers pass literals: the same pointers mean the same place */
+    if (!b->have_last || b->last_at.file != at->file || b->last_at.func != at->func ||
+        b->last_at.line != at->line) {
+        if (nx_program_src_intern(&b->prog, at->file, at->line, at->func, &b->last_src, err) != 0) return -1;
+        b->last_at = *at;
+        b->have_last = 1;
+    }
+    return nx_program_set_src(&b->prog, core, engine, index, b->last_src, err);
+}
+
 nx_insn *nx_builder_insn(nx_builder *b, uint32_t core, nx_engine engine, uint32_t index) {
     if (core >= NX_MAX_CORES || (unsigned)engine >= NX_ENG_COUNT) return NULL;
     nx_stream *s = &b->prog.stream[core][engine];
@@ -129,6 +148,7 @@ int nx_builder_finish(nx_builder *b, nx_program *out, nx_error *err) {
     if (nx_program_validate(&b->prog, &b->geo, err) != 0) return -1;
     *out = b->prog;
     nx_program_init(&b->prog);
+    b->have_last = 0; /* its index belonged to the program moved out */
     memcpy(b->prog.machine, b->geo.name, sizeof b->prog.machine);
     b->prog.machine[sizeof b->prog.machine - 1] = '\0';
     b->prog.cores = out->cores;

@@ -52,6 +52,17 @@ int nx_builder_semaphore(nx_builder *b, uint32_t *sem_out, nx_error *err);
 /* Appends a copy of insn to (core, engine); *index_out gets its position. */
 int nx_builder_emit(nx_builder *b, uint32_t core, nx_engine engine, const nx_insn *insn,
                     uint32_t *index_out, nx_error *err);
+/* Where code emitted an instruction: __FILE__, __LINE__, __func__ of the
+ * call (borrowed for the call only; the program keeps copies). */
+typedef struct nx_src_here {
+    const char *file;
+    const char *func;
+    uint32_t line;
+} nx_src_here;
+/* nx_builder_emit, recording `at` (NULL: unknown) as the instruction's
+ * source location in the program (isa/program.h, nx_program_insn_src). */
+int nx_builder_emit_at(nx_builder *b, uint32_t core, nx_engine engine, const nx_insn *insn,
+                       const nx_src_here *at, uint32_t *index_out, nx_error *err);
 /* Pointer to an emitted instruction (valid until the next emit). */
 nx_insn *nx_builder_insn(nx_builder *b, uint32_t core, nx_engine engine, uint32_t index);
 uint32_t nx_builder_stream_len(const nx_builder *b, uint32_t core, nx_engine engine);

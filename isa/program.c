@@ -37,8 +37,16 @@ void nx_program_init(nx_program *p) {
 
 void nx_program_free(nx_program *p) {
     for (unsigned c = 0; c < NX_MAX_CORES; c++)
-        for (unsigned e = 0; e < NX_ENG_COUNT; e++) free(p->stream[c][e].insns);
+        for (unsigned e = 0; e < NX_ENG_COUNT; e++) {
+            free(p->stream[c][e].insns);
+            free(p->stream[c][e].src);
+        }
     free(p->tensors);
+    for (uint32_t i = 0; i < p->src_count; i++) {
+        free(p->srcs[i].file);
+        free(p->srcs[i].func);
+    }
+    free(p->srcs);
     nx_program_init(p);
 }
 
@@ -54,8 +62,14 @@ int nx_program_append(nx_program *p, uint32_t core, nx_engine engine, const nx_i
         nx_insn *grown = realloc(s->insns, (size_t)cap * sizeof *grown);
         if (!grown) return nx_fail(err, "program: out of memory growing a stream to %u instructions", cap);
         s->insns = grown;
+        if (s->src) { /* the source column grows with the stream */
+            uint32_t *src = realloc(s->src, (size_t)cap * sizeof *src);
+            if (!src) return nx_fail(err, "program: out of memory growing a stream to %u instructions", cap);
+            s->src = src;
+        }
         s->capacity = cap;
     }
+    if (s->src) s->src[s->count] = 0;
     s->insns[s->count++] = *insn;
     return 0;
 }

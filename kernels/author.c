@@ -64,6 +64,18 @@ void nx_kctx_free(nx_kctx *k) {
     free(k);
 }
 
+/* ---- source locations (the author.h macros) ---- */
+
+void nx_kctx_src_begin_(nx_kctx *k, const char *file, uint32_t line, const char *func) {
+    if (!k) return;
+    if (k->src_depth++ == 0) k->src = (nx_src_here){file, func, line};
+}
+
+int nx_kctx_src_end_(nx_kctx *k, int rc) {
+    if (k && k->src_depth > 0 && --k->src_depth == 0) k->src = (nx_src_here){NULL, NULL, 0};
+    return rc;
+}
+
 uint32_t nx_kctx_program_id(const nx_kctx *k) { return k->pid; }
 uint32_t nx_kctx_num_programs(const nx_kctx *k) { return k->nprog; }
 const nx_geometry *nx_kctx_geometry(const nx_kctx *k) { return &k->geo; }
@@ -246,7 +258,7 @@ static uint32_t resolve(nx_kctx *k, const kneed *needs, uint32_t *known, uint32_
 }
 
 static int emit_raw(nx_kctx *k, nx_engine engine, const nx_insn *in, nx_error *err) {
-    if (nx_builder_emit(k->b, k->pid, engine, in, NULL, err) != 0) {
+    if (nx_builder_emit_at(k->b, k->pid, engine, in, k->src_depth ? &k->src : NULL, NULL, err) != 0) {
         k->broken = 1;
         return -1;
     }

@@ -183,6 +183,53 @@ int nx_kctx_scalar_tensor_tensor(nx_kctx *k, nx_engine engine, const nx_operand 
 int nx_kctx_activation(nx_kctx *k, nx_act_func func, const nx_operand *dst, const nx_operand *in,
                        double scale, double bias, nx_error *err);
 
+/* ---- source locations ----
+ *
+ * Every helper above that emits instructions is also a macro of the same
+ * name, so a leaf's call `nx_kctx_dma(k, &dst, &src, err)` records where it
+ * was made (__FILE__, __LINE__, __func__) on every instruction it emits
+ * (its waits' nops included) as the program's source location of those
+ * instructions (isa/program.h nx_program_insn_src). Profiles show it
+ * (docs/parts/profiles.md: the Perfetto slices' "source", `nxsim run
+ * --by-source`). The location is kept beside the instructions, never in the
+ * instruction word.
+ *
+ * The outermost call wins: a helper of a leaf's own that calls these
+ * helpers records the lines inside that helper; a layer helper that calls
+ * another keeps the leaf's line. The macro evaluates `k` three times (pass
+ * a plain variable). Taking a helper's address (`&nx_kctx_dma`, or the name
+ * without a call) gets the function, without location.
+ *
+ * Adding an emit helper: declare the function above, then add its line
+ * below; its definition in kernels/author*.c needs nothing (those files
+ * define NX_KCTX_NO_SRC_MACROS). tests/author_src_macros.sh checks that
+ * every `int nx_kctx_*(nx_kctx *k, ...)` declared here has its macro. */
+void nx_kctx_src_begin_(nx_kctx *k, const char *file, uint32_t line, const char *func);
+int nx_kctx_src_end_(nx_kctx *k, int rc);
+#define NX_KCTX_AT_(fn, k, ...) \
+    nx_kctx_src_end_((k), (nx_kctx_src_begin_((k), __FILE__, __LINE__, __func__), fn((k), __VA_ARGS__)))
+
+#ifndef NX_KCTX_NO_SRC_MACROS
+#define nx_kctx_finish(k, ...) NX_KCTX_AT_(nx_kctx_finish, k, __VA_ARGS__)
+#define nx_kctx_barrier(k, ...) NX_KCTX_AT_(nx_kctx_barrier, k, __VA_ARGS__)
+#define nx_kctx_dma(k, ...) NX_KCTX_AT_(nx_kctx_dma, k, __VA_ARGS__)
+#define nx_kctx_dma_on(k, ...) NX_KCTX_AT_(nx_kctx_dma_on, k, __VA_ARGS__)
+#define nx_kctx_dma_split(k, ...) NX_KCTX_AT_(nx_kctx_dma_split, k, __VA_ARGS__)
+#define nx_kctx_dma_insn(k, ...) NX_KCTX_AT_(nx_kctx_dma_insn, k, __VA_ARGS__)
+#define nx_kctx_dma_transpose(k, ...) NX_KCTX_AT_(nx_kctx_dma_transpose, k, __VA_ARGS__)
+#define nx_kctx_emit(k, ...) NX_KCTX_AT_(nx_kctx_emit, k, __VA_ARGS__)
+#define nx_kctx_tensor_copy(k, ...) NX_KCTX_AT_(nx_kctx_tensor_copy, k, __VA_ARGS__)
+#define nx_kctx_transpose(k, ...) NX_KCTX_AT_(nx_kctx_transpose, k, __VA_ARGS__)
+#define nx_kctx_load_stationary(k, ...) NX_KCTX_AT_(nx_kctx_load_stationary, k, __VA_ARGS__)
+#define nx_kctx_multiply_moving(k, ...) NX_KCTX_AT_(nx_kctx_multiply_moving, k, __VA_ARGS__)
+#define nx_kctx_memset(k, ...) NX_KCTX_AT_(nx_kctx_memset, k, __VA_ARGS__)
+#define nx_kctx_iota(k, ...) NX_KCTX_AT_(nx_kctx_iota, k, __VA_ARGS__)
+#define nx_kctx_tensor_tensor(k, ...) NX_KCTX_AT_(nx_kctx_tensor_tensor, k, __VA_ARGS__)
+#define nx_kctx_tensor_scalar(k, ...) NX_KCTX_AT_(nx_kctx_tensor_scalar, k, __VA_ARGS__)
+#define nx_kctx_scalar_tensor_tensor(k, ...) NX_KCTX_AT_(nx_kctx_scalar_tensor_tensor, k, __VA_ARGS__)
+#define nx_kctx_activation(k, ...) NX_KCTX_AT_(nx_kctx_activation, k, __VA_ARGS__)
+#endif
+
 /* ---- introspection (tests, profiles) ---- */
 
 typedef struct nx_kctx_stats {

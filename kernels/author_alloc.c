@@ -2,7 +2,10 @@
  * taken from the builder's bump allocators on demand, with explicit release.
  * Released extents are merged and reused by later requests; the space the
  * pool has taken from the builder is never given back (the builder has no
- * release), so the pool only grows when no released extent fits. */
+ * release), so the pool only grows when no released extent fits. In SBUF a
+ * released extent at the top of the pool grows into fresh space then, so
+ * its bytes are not stranded below the new tile (a leaf that releases a
+ * first stage's tiles and allocates larger ones keeps the whole SBUF). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +22,7 @@ void k_pool_free_all(nx_kctx *k) {
         free(k->pool[m].ext);
         k->pool[m].ext = NULL;
         k->pool[m].n = k->pool[m].cap = 0;
+        k->pool[m].top = 0;
     }
     free(k->tiles);
     k->tiles = NULL;
@@ -107,10 +111,32 @@ int nx_kctx_alloc(nx_kctx *k, nx_operand_kind mem, const char *name, nx_dtype dt
             found = 1;
         }
     }
+    if (!found && !psum && p->n > 0 && p->ext[p->n - 1].hi == p->top) {
+        /* the top extent and fresh space just above it (the builder's bump
+         * continues at the top: the pool's requests are all aligned alike) */
+        kext last = p->ext[p->n - 1];
+        uint64_t s = align_up(last.lo, SBUF_ALIGN), got;
+        nx_error berr;
+        if (s < last.hi && s + bytes > last.hi) {
+            uint64_t need = s + bytes - last.hi;
+            if (nx_builder_sbuf_alloc(k->b, k->pid, need, SBUF_ALIGN, &got, &berr) == 0) {
+                if (got + need > p->top) p->top = got + need;
+                if (got == last.hi) {
+                    p->n--;
+                    if (pool_insert(p, last.lo, s) != 0) goto oom;
+                    start = s;
+                    found = 1;
+                } else if (pool_insert(p, got, got + need) != 0) { /* not adjacent: keep it released */
+                    goto oom;
+                }
+            }
+        }
+    }
     if (!found) {
         nx_error berr;
         int rc = psum ? nx_builder_psum_alloc(k->b, k->pid, bytes, &start, &berr)
                       : nx_builder_sbuf_alloc(k->b, k->pid, bytes, SBUF_ALIGN, &start, &berr);
+        if (rc == 0 && start + bytes > p->top) p->top = start + bytes;
         if (rc != 0) {
             uint64_t total = 0, largest = 0;
             for (uint32_t i = 0; i < p->n; i++) {

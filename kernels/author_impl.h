@@ -6,6 +6,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The authoring layer's own files call the helpers as functions: a helper
+ * that calls another must not move the location the leaf's call recorded
+ * (kernels/author.h, "Source locations"). */
+#define NX_KCTX_NO_SRC_MACROS
 #include "author.h"
 #include "isa/validate.h"
 
@@ -44,6 +48,7 @@ typedef struct kext {
 typedef struct kpool {
     kext *ext;
     uint32_t n, cap;
+    uint64_t top; /* end of the space taken from the builder so far */
 } kpool;
 
 typedef struct ktile_rec {
@@ -77,6 +82,8 @@ struct nx_kctx {
     uint32_t ntiles, tiles_cap;
 
     nx_kctx_stats stats;
+    nx_src_here src;     /* where the leaf's current helper call is (src_depth > 0) */
+    uint32_t src_depth;  /* helper calls open through the author.h macros */
     int finished;
     int broken;
 };

@@ -17,8 +17,9 @@
  * on the input side, rr on the output side; among nearby block-column
  * counts the one the output lanes' DMA engines share most evenly wins.
  * Tiles rotate over 2 SBUF buffers each for input and output (42 KiB per
- * partition each on trn2); the loads of a tile are emitted before the
- * stores of the previous one.
+ * partition each on trn2, or one whole matrix up to 7/8 of SBUF over the
+ * four); the loads of a tile are emitted before the stores of the
+ * previous one.
  *
  * Split over the grid: whole matrices -> units are batches; sub-blocks ->
  * units are output rows (b, c), so the two programs write disjoint rows.
@@ -357,6 +358,14 @@ int tiled_dve_transpose_10(struct nx_kctx *k, const nx_kernel_call *call, nx_err
     if (tile_bytes > DV_TILE_BYTES) tile_bytes = DV_TILE_BYTES;
     uint64_t tile_elems = min_u64(tile_bytes / s.size, geo->sbuf_free_elems_max);
     int whole = pl.rows * pl.cols <= tile_elems;
+    /* a matrix just past the default tile (112 x 112 fp32 on trn2) still
+     * goes whole when the four tiles fit 7/8 of SBUF: its transfers stay
+     * contiguous, where sub-blocks would run DMA at a fraction of peak */
+    uint64_t big = min_u64(geo->sbuf_partition_bytes * 7 / 8 / (2 * DV_STAGES) / s.size, geo->sbuf_free_elems_max);
+    if (!whole && pl.rows * pl.cols <= big) {
+        tile_elems = pl.rows * pl.cols;
+        whole = 1;
+    }
 
     int rc = -1;
     uint32_t ni = 0, no = 0;

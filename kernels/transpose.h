@@ -31,4 +31,11 @@ int tiled_pf_transpose(struct nx_kctx *k, const nx_kernel_call *call, nx_error *
  * (a strided tensor_copy). */
 int tiled_dve_transpose_10(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err);
 
+/* Traces `leaf` (one of the two above) on HBM tensors `in` (operand 0)
+ * and `out` (operand 1, shaped as in permuted by `perm`, same dtype) with
+ * the permutation `perm` (ndims entries): for leaves that re-lay-out an
+ * operand or a result through HBM scratch. Errors are the leaf's. */
+int nx_transpose_tensors(struct nx_kctx *k, nx_leaf_fn leaf, const nx_tensor_ref *in, const nx_tensor_ref *out,
+                         const int64_t *perm, uint32_t ndims, nx_error *err);
+
 #endif

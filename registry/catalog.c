@@ -13,6 +13,7 @@
 #include "kernels/conv/depthwise.h"
 #include "kernels/resize_nearest.h"
 #include "kernels/select_and_scatter/select_and_scatter.h"
+#include "kernels/conv/wgrad.h"
 #include "kernels/transpose.h"
 #include "registry.h"
 #include "registry/families/families.h"
@@ -24,10 +25,10 @@ LEAF(select_and_scatter_kernel, select_and_scatter_kernel);
 LEAF(resize_nearest_fixed_dma_kernel, resize_nearest_fixed_dma_kernel);
 LEAF(conv2d_pbp_0f1b_0i1o_01fb_experimental_1, conv2d_pbp_0f1b_0i1o_01fb_experimental_1);
 LEAF(conv2d_pbp_fb01_io01_01bf_kernel_experimental_1, conv2d_pbp_fb01_io01_01bf_kernel_experimental_1);
-LEAF(conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh, NULL);
+LEAF(conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh, conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh);
 LEAF(conv1d_depthwise_bf01_oi01_bf01, conv1d_depthwise_bf01_oi01_bf01);
-LEAF(conv2d_column_packing, NULL);
-LEAF(conv2d_column_packing_io10, NULL);
+LEAF(conv2d_column_packing, conv2d_column_packing);
+LEAF(conv2d_column_packing_io10, conv2d_column_packing_io10);
 LEAF(conv2d_column_packing_1, conv2d_column_packing_1);
 LEAF(blockwise_mm, blockwise_mm);
 LEAF(conv2d_depthwise_f01b_o01i_bf01, conv2d_depthwise_f01b_o01i_bf01);
@@ -55,14 +56,17 @@ static const nx_registry_entry seed_catalogue[] = {
      .config = CONFIG(conv2d_pbp_fb01_io01_01bf_kernel_experimental_1, ALL, &nx_args_attrs, false),
      .rules = &nx_rules_conv_pbp_fb01},
     {.seed_index = 5, .key = "Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh", .family = "conv",
-     .config = CONFIG(conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh, 2, &nx_args_conv_attrs_out_shape, false)},
+     .config = CONFIG(conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh, 2, &nx_args_conv_attrs_out_shape, false),
+     .rules = &nx_rules_conv_wgrad_pcinh},
     {.seed_index = 6, .key = "Conv1d_depthwise_bf01_oi01_bf01", .family = "conv",
      .config = CONFIG(conv1d_depthwise_bf01_oi01_bf01, 2, &nx_args_conv_attrs_out_shape, false),
      .rules = &nx_rules_conv1d_depthwise},
     {.seed_index = 7, .key = "conv2d_column_packing", .family = "conv",
-     .config = CONFIG(conv2d_column_packing, 2, &nx_args_conv_attrs_out_shape, false)},
+     .config = CONFIG(conv2d_column_packing, 2, &nx_args_conv_attrs_out_shape, false),
+     .rules = &nx_rules_conv_column_packing},
     {.seed_index = 8, .key = "conv2d_column_packing_io10", .family = "conv",
-     .config = CONFIG(conv2d_column_packing_io10, 2, &nx_args_conv_attrs_out_shape, false)},
+     .config = CONFIG(conv2d_column_packing_io10, 2, &nx_args_conv_attrs_out_shape, false),
+     .rules = &nx_rules_conv_column_packing_io10},
     {.seed_index = 9, .key = "conv2d_column_packing_1", .family = "conv",
      .config = CONFIG(conv2d_column_packing_1, 2, &nx_args_conv_attrs_out_shape, false),
      .rules = &nx_rules_conv2d_column_packing_1},

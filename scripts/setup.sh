@@ -7,7 +7,8 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${NXSIM_BUILD_DIR:-$root/build}
 packages=(build-essential cmake pkg-config libsystemc-dev verilator libcmocka-dev
-          libopenblas-dev libcjson-dev)
+          libopenblas-dev libcjson-dev
+          python3-numpy librsvg2-bin)  # the Python package and its tests; timeline PNGs
 
 missing=()
 for p in "${packages[@]}"; do

@@ -3,11 +3,14 @@
 //
 // SystemC is process-wide state that cannot be re-elaborated, so the
 // platform is one object per process, created on the first nx_sim_run and
-// reused by every later one. Not thread-safe: one run at a time.
+// reused by every later one. SystemC is not re-entrant: runs from several
+// threads take turns behind one mutex (the platform's), so concurrent
+// callers are safe and serialised.
 #include <systemc>
 
 #include <cstdlib>
 #include <exception>
+#include <mutex>
 #include <new>
 
 #include "platform.hpp" // first: gives the isa/ headers C linkage
@@ -16,11 +19,15 @@
 // libsystemc.so carries a main() that calls sc_main: every executable that
 // links the model must define it. The program's own main() wins; this stub
 // sits in the same object as nx_sim_run so the linker always pulls it in.
-int sc_main(int, char **) { return 0; }
+// Exported from libnxsim.so (everything else there is hidden): a process
+// that loads the library with RTLD_NOW (Python's ctypes) must resolve
+// libsystemc.so's reference to it.
+__attribute__((visibility("default"))) int sc_main(int, char **) { return 0; }
 
 namespace {
 
 struct ModelHolder {
+    std::mutex lock;          // one run at a time, whichever thread calls
     nxsim::Platform *platform = nullptr;
     bool broken = false;      // an exception escaped SystemC: the kernel is unusable
     nx_error why{};
@@ -63,6 +70,7 @@ extern "C" int nx_sim_run_pe(const nx_machine *m, const nx_program *prog, nx_sta
                              nx_sim_result *out, nx_error *err) {
     if (!m || !prog || !st || !out) return nx_fail(err, "nx_sim_run: a required argument is NULL");
     ModelHolder &h = holder();
+    std::lock_guard<std::mutex> guard(h.lock);
     if (h.broken) {
         if (err) *err = h.why;
         return -1;

@@ -12,6 +12,10 @@
  * (nx_insn_execute, isa/exec.h) and only adds time: results are bit for bit
  * those of nx_exec_program.
  *
+ * Threads: SystemC is one platform per process and not re-entrant; runs
+ * from several threads are serialised behind one mutex (safe, one at a
+ * time).
+ *
  * Units: simulated time in ns (double); cycles are cycles of the named
  * engine's own clock (machine clock_ghz). */
 #ifndef NXSIM_SIM_MODEL_H

@@ -187,22 +187,27 @@ void Platform::unit_done() {
     if (rs.pending > 0 && --rs.pending == 0) sc_core::sc_pause();
 }
 
+static double wall_seconds() {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 void Platform::progress(uint64_t more_insns, fs_t local) {
     rs.done_insns += more_insns;
     if (local > rs.progress_time) rs.progress_time = local;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    double now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-    if (rs.progress_last == 0.0) {
-        rs.progress_last = now; // first call: start the clock, print nothing yet
-        return;
-    }
-    if (now - rs.progress_last < 0.25) return;
+    double now = wall_seconds();
+    if (now - rs.progress_start < rs.progress_delay) return;
+    if (rs.progress_shown && now - rs.progress_last < 0.25) return;
+    print_progress(now);
+}
+
+void Platform::print_progress(double now) {
     rs.progress_last = now;
     rs.progress_shown = true;
-    std::fprintf(stderr, "\rnxsim: %llu/%llu instructions, %.1f us simulated   ",
-                 (unsigned long long)rs.done_insns, (unsigned long long)rs.total_insns,
-                 fs_to_ns(std::max(rs.progress_time, now_fs()) - rs.t0) * 1e-3);
+    std::fprintf(stderr, "\rnxsim: %.3f us simulated, %llu/%llu instructions retired, %.1f s wall   ",
+                 fs_to_ns(std::max(rs.progress_time, now_fs()) - rs.t0) * 1e-3,
+                 (unsigned long long)rs.done_insns, (unsigned long long)rs.total_insns, now - rs.progress_start);
     std::fflush(stderr);
 }
 
@@ -230,7 +235,10 @@ void Platform::flush_rtl_vcd() {
         if (!rtl_vcd_[c].empty()) rtl_pe_[c]->flush_vcd();
 }
 
+// The run's last state (when it lasted past the delay), then a newline.
 void Platform::finish_progress() {
+    double now = wall_seconds();
+    if (rs.opt.progress && (rs.progress_shown || now - rs.progress_start >= rs.progress_delay)) print_progress(now);
     if (rs.progress_shown) std::fputc('\n', stderr);
     rs.progress_shown = false;
 }
@@ -341,6 +349,13 @@ int Platform::run(const nx_machine *m, const nx_program *prog, nx_state *st, con
     if (opt) rs.opt = *opt;
     if (pe) rs.pe = *pe;
     rs.t0 = now_fs();
+    if (rs.opt.progress) {
+        rs.progress_start = wall_seconds();
+        const char *delay = std::getenv("NXSIM_PROGRESS_DELAY");
+        char *end = nullptr;
+        double d = delay ? std::strtod(delay, &end) : 1.0;
+        rs.progress_delay = delay && end != delay && d >= 0 ? d : 1.0;
+    }
 
     // records: every instruction at base[c][e] + index, then per core one per DMA transfer
     uint64_t transfers[NX_MAX_CORES] = {};

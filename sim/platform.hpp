@@ -135,7 +135,9 @@ struct RunState {
     uint64_t done_insns = 0;   // progress
     uint64_t total_insns = 0;
     fs_t progress_time = 0;    // latest engine time reported
-    double progress_last = 0.0;
+    double progress_start = 0.0; // wall clock (s) at the start of the run
+    double progress_delay = 1.0; // wall seconds before the first line
+    double progress_last = 0.0;  // wall clock of the last line
     bool progress_shown = false;
 };
 
@@ -169,8 +171,11 @@ class Platform : public sc_core::sc_module {
     void fail(const nx_error &e);
     // An engine stream or a DMA transfer finished; pauses when none is left.
     void unit_done();
-    // Progress on stderr (opt.progress), a few times per second at most;
-    // `local` is the reporting engine's own (decoupled) time.
+    // Progress on stderr (opt.progress): nothing during the first second of
+    // wall time (NXSIM_PROGRESS_DELAY seconds, for tests), then one line
+    // rewritten in place four times a second at most: simulated time,
+    // instructions retired of the program's total, wall time. `local` is the
+    // reporting engine's own (decoupled) time.
     void progress(uint64_t more_insns, fs_t local);
 
   private:
@@ -178,6 +183,7 @@ class Platform : public sc_core::sc_module {
     void report_deadlock();
     int collect(nx_sim_result *out, fs_t t_end); // -1: out of memory
     void finish_progress();
+    void print_progress(double now);
     int trace_rtl(const char *path, uint32_t cores, nx_error *err);
     void flush_rtl_vcd();
 

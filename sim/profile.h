@@ -9,7 +9,9 @@
  * complete ("X") slice per log record, named by its mnemonic, with args:
  * index, the operands in canonical assembly text (isa/asm.h), cycles (start
  * to end, in the engine's clock), busy_cycles, bytes, flops, start_ns,
- * end_ns, and the semaphore wait/increment. A record that waited before it
+ * end_ns, the semaphore wait/increment and, when the program records it,
+ * where the kernel emitted it (source "FILE:LINE", function). A record that
+ * waited before it
  * started gets a slice of its own before it, "wait semS>=V" (or
  * "wait barrier"; "stall" for a structural delay). Flow arrows ("s"/"f",
  * category "sync") go from the increment that satisfied a wait (the one that
@@ -75,6 +77,44 @@ int nx_profile_summary(FILE *out, const nx_machine *m, const nx_program *prog, c
  * followed by a newline. Returns 0 or -1 (write error, out of memory). */
 int nx_profile_summary_json(FILE *out, const nx_machine *m, const nx_program *prog,
                             const nx_sim_result *r);
+
+/* Writes a picture of run r (which must have kept its log) to `path` as a
+ * self-contained SVG (sim/profile_timeline.c, docs/parts/timeline.md): per
+ * core a lane per engine and per active DMA queue, blocks coloured by
+ * engine and opcode, semaphore waits hatched, an axis in us and engine
+ * cycles, each lane's busy %. Atomic like nx_profile_write_trace; its size
+ * is bounded by the picture (narrow blocks merge), not by the log. 0, or -1
+ * with a message naming the path. */
+int nx_profile_write_timeline(const char *path, const nx_machine *m, const nx_program *prog,
+                              const nx_sim_result *r, nx_error *err);
+
+/* ---- busy time by source line (sim/profile_source.c) ----
+ * Groups the log's busy time by the source location that emitted each
+ * instruction (isa/program.h nx_program_insn_src; the authoring layer
+ * records it): "which line of my kernel keeps which engine busy". DMA
+ * transfers count on their queues (column NX_PROFILE_DMA), their SP issue
+ * on the SP. Instructions without a location form one row with src NULL. */
+#define NX_PROFILE_DMA NX_ENG_COUNT /* the busy[] column of DMA queue time */
+typedef struct nx_profile_source_row {
+    const nx_src_loc *src;               /* in the program; NULL: no location */
+    uint64_t instructions;               /* log records (a DMA counts its issue and its transfer) */
+    double busy_ns[NX_ENG_COUNT + 1];    /* per engine, then all DMA queues together */
+    double total_ns;                     /* the sum of busy_ns */
+} nx_profile_source_row;
+/* The rows of run r (which must have kept its log), busiest first (ties:
+ * file, then line). *rows is malloc'd (free()); *all_ns the busy time of
+ * every row together. 0, or -1 with a message (no log, out of memory). */
+int nx_profile_source_rows(const nx_program *prog, const nx_sim_result *r, nx_profile_source_row **rows,
+                           size_t *n, double *all_ns, nx_error *err);
+/* The rows as a text table ("busy time by source line"), at most max_rows
+ * (0: all) with the rest summed in one line. 0, or -1 (write error, no log,
+ * out of memory: the message in err). */
+int nx_profile_by_source(FILE *out, const nx_program *prog, const nx_sim_result *r, size_t max_rows,
+                         nx_error *err);
+/* The rows as a JSON array (file, line, function, instructions, busy_ns,
+ * share, per-engine busy_ns with "dma"), without a trailing newline, in a
+ * malloc'd string; NULL with a message. */
+char *nx_profile_by_source_json(const nx_program *prog, const nx_sim_result *r, nx_error *err);
 
 #ifdef __cplusplus
 }

@@ -435,6 +435,15 @@ static void write_slice(wbuf *w, const nx_machine *m, const nx_program *prog, co
         if (!w->cache_valid || memcmp(&w->cached, insn, sizeof *insn) != 0) format_insn_args(w, insn);
         w_mem(w, w->args.s ? w->args.s : "", w->args.len);
     }
+    const nx_src_loc *src = nx_program_insn_src(prog, rec->core, (nx_engine)rec->engine, rec->index);
+    if (src) { /* where the kernel emitted it (kernels/author.h) */
+        char where[320];
+        snprintf(where, sizeof where, "%s:%u", src->file, src->line);
+        w_str(w, ",\"source\":");
+        w_json(w, where);
+        w_str(w, ",\"function\":");
+        w_json(w, src->func);
+    }
     if (nx_sim_record_is_transfer(rec)) {
         w_str(w, ",\"queue\":");
         w_u64(w, (uint64_t)rec->queue);

@@ -61,6 +61,30 @@ static void model_race_check(const nx_program *prog, nx_state *st) {
 
 /* ---- allocator ---- */
 
+/* A released extent at the top of the pool grows into fresh space: a leaf
+ * that releases a first stage's tiles (a transpose through scratch) and
+ * allocates larger ones still has the whole SBUF. */
+static void test_alloc_top_extent_grows(void **state) {
+    (void)state;
+    nx_geometry g = geo2();
+    nx_builder *b = nx_builder_new(&g, 1);
+    nx_kctx *k = new_ctx(b, 0, 1);
+    nx_error err;
+    nx_tile a, c, d, e;
+    OK(nx_kctx_alloc(k, NX_OPK_SBUF, "a", NX_DT_FP32, 128, 10000, &a, &err)); /* [0, 40000) */
+    OK(nx_kctx_alloc(k, NX_OPK_SBUF, "c", NX_DT_FP32, 128, 27500, &c, &err)); /* [40000, 150016) */
+    OK(nx_kctx_release(k, &c, &err));
+    /* 180000 bytes: the released 110016 at the top and 69984 fresh above it
+     * (neither alone holds it: 79360 are left in the builder) */
+    OK(nx_kctx_alloc(k, NX_OPK_SBUF, "d", NX_DT_FP32, 128, 45000, &d, &err));
+    assert_int_equal(d.offset, 40000);
+    /* the pool's top moved to 220000: the next tile comes after it */
+    OK(nx_kctx_alloc(k, NX_OPK_SBUF, "e", NX_DT_FP32, 128, 2000, &e, &err));
+    assert_int_equal(e.offset, 220032); /* 220000 rounded up to 64 bytes */
+    nx_kctx_free(k);
+    nx_builder_free(b);
+}
+
 static void test_alloc_overflow_and_reuse(void **state) {
     (void)state;
     nx_geometry g = geo2();
@@ -738,6 +762,7 @@ static void test_lanes(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_alloc_overflow_and_reuse),
+        cmocka_unit_test(test_alloc_top_extent_grows),
         cmocka_unit_test(test_pipeline_waits),
         cmocka_unit_test(test_engines_overlap),
         cmocka_unit_test(test_transitive_and_nops),

@@ -205,9 +205,9 @@ static void test_refusals(void **state) {
     assert_string_equal(err.msg, "Internal NKI kernel 'NoSuchKernel' is not registered. Available kernels: "
                                  "dict_keys(['SelectAndScatter', 'ResizeNearest', "
                                  "'Conv2d_pbp_0f1b_0i1o_01fb_experimental_1', 'Conv2d_pbp_fb01_io01_01bf_experimental_1', "
-                                 "'Conv1d_depthwise_bf01_oi01_bf01', 'conv2d_column_packing_1', 'blockwise_mm', "
-                                 "'conv2d_depthwise_f01b_o01i_bf01', 'tiled_pf_transpose', "
-                                 "'tiled_dve_transpose_10'])");
+                                 "'Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh', 'Conv1d_depthwise_bf01_oi01_bf01', "
+                                 "'conv2d_column_packing', 'conv2d_column_packing_io10', 'conv2d_column_packing_1', 'blockwise_mm', "
+                                 "'conv2d_depthwise_f01b_o01i_bf01', 'tiled_pf_transpose', 'tiled_dve_transpose_10'])");
     nx_run_result_free(&res);
     nx_macro_op_free(&op);
     /* a leaf's refusal, unchanged */

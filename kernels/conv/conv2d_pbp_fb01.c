@@ -315,37 +315,22 @@ static int emit_perm(nx_kctx *k, nx_dtype dt, uint64_t A, uint64_t B, uint64_t R
  * transpose leaf with permutation [0, 1, 3, 2]. */
 static int transpose_result(nx_kctx *k, const nx_conv_pbp *pb, uint64_t src, const nx_tensor_ref *out,
                             nx_error *err) {
-    nx_tensor_ref args[2];
-    memset(args, 0, sizeof args);
-    snprintf(args[0].name, sizeof args[0].name, "%s", "conv_out_01fb");
-    args[0].dtype = pb->dtype;
-    args[0].ndims = 4;
-    args[0].shape[0] = pb->OH;
-    args[0].shape[1] = pb->OW;
-    args[0].shape[2] = pb->O;
-    args[0].shape[3] = pb->N;
-    args[0].hbm_offset = src;
-    args[1] = *out;
-    nx_value items[4];
-    memset(items, 0, sizeof items);
+    nx_tensor_ref in;
+    memset(&in, 0, sizeof in);
+    snprintf(in.name, sizeof in.name, "%s", "conv_out_01fb");
+    in.dtype = pb->dtype;
+    in.ndims = 4;
+    in.shape[0] = pb->OH;
+    in.shape[1] = pb->OW;
+    in.shape[2] = pb->O;
+    in.shape[3] = pb->N;
+    in.hbm_offset = src;
     static const int64_t perm[4] = {0, 1, 3, 2};
-    for (int i = 0; i < 4; i++) {
-        items[i].kind = NX_VAL_INT;
-        items[i].i = perm[i];
-    }
-    nx_attr attr;
-    memset(&attr, 0, sizeof attr);
-    attr.name = (char *)"permutation";
-    attr.value.kind = NX_VAL_LIST;
-    attr.value.items = items;
-    attr.value.count = 4;
-    nx_attrs attrs = {&attr, 1};
-    nx_kernel_call call = {.args = args, .nargs = 2, .n_inputs = 1, .additional_args = &attrs};
     /* whole [O, N] matrices per partition when they are small: the DVE leaf
      * moves them with contiguous transfers; large ones through the PE */
     const nx_geometry *geo = nx_kctx_geometry(k);
     int small = pb->O * pb->N * nx_dtype_size(pb->dtype) <= geo->sbuf_partition_bytes / 16;
-    return small ? tiled_dve_transpose_10(k, &call, err) : tiled_pf_transpose(k, &call, err);
+    return nx_transpose_tensors(k, small ? tiled_dve_transpose_10 : tiled_pf_transpose, &in, out, perm, 4, err);
 }
 
 static int scratch(nx_kctx *k, const char *name, nx_dtype dt, uint64_t a, uint64_t b, uint64_t c, uint64_t d,

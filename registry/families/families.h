@@ -28,4 +28,11 @@ extern const nx_op_rules nx_rules_conv1d_depthwise;
 extern const nx_op_rules nx_rules_conv2d_column_packing_1;
 extern const nx_op_rules nx_rules_conv2d_depthwise_f01b;
 
+/* conv_wgrad.c: the weight-gradient convolutions #5
+ * (Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh), #7 (conv2d_column_packing) and
+ * #8 (conv2d_column_packing_io10). */
+extern const nx_op_rules nx_rules_conv_wgrad_pcinh;
+extern const nx_op_rules nx_rules_conv_column_packing;
+extern const nx_op_rules nx_rules_conv_column_packing_io10;
+
 #endif

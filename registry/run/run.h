@@ -1,6 +1,6 @@
 /* The run path: run a lowered op (or a program) on a backend, then check it.
  * One function for everything that runs kernels: `nxsim run` and `nxsim
- * exec`, the tests, the benches and a future Python binding.
+ * exec`, the tests, the benches and libnxsim (api/, under the Python package).
  *
  *   nx_run_op:      lower (the lowerer's registry, then its composites)
  *                   -> place the operands in HBM (given bytes, or pseudo-

@@ -27,7 +27,7 @@ make_npy "$T/c201_expected.npy" "'<i2'" "(3, 2, 1)" 3 '\x01\x00\x04\x00\x02\x00\
 # a [2,3,2] int8 tensor: no permutation of it that moves the middle dim first reduces
 make_npy "$T/d.npy" "'|i1'" "(2, 3, 2)" 2 '\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c'
 
-LIVE="dict_keys(['SelectAndScatter', 'ResizeNearest', 'Conv2d_pbp_0f1b_0i1o_01fb_experimental_1', 'Conv2d_pbp_fb01_io01_01bf_experimental_1', 'Conv1d_depthwise_bf01_oi01_bf01', 'conv2d_column_packing_1', 'blockwise_mm', 'conv2d_depthwise_f01b_o01i_bf01', 'tiled_pf_transpose', 'tiled_dve_transpose_10'])"
+LIVE="dict_keys(['SelectAndScatter', 'ResizeNearest', 'Conv2d_pbp_0f1b_0i1o_01fb_experimental_1', 'Conv2d_pbp_fb01_io01_01bf_experimental_1', 'Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh', 'Conv1d_depthwise_bf01_oi01_bf01', 'conv2d_column_packing', 'conv2d_column_packing_io10', 'conv2d_column_packing_1', 'blockwise_mm', 'conv2d_depthwise_f01b_o01i_bf01', 'tiled_pf_transpose', 'tiled_dve_transpose_10'])"
 MISS="Internal NKI kernel 'NoSuchKernel' is not registered. Available kernels: $LIVE"
 
 # ---- nxsim list -------------------------------------------------------------------
@@ -38,7 +38,10 @@ want_rows="1 SelectAndScatter select_and_scatter_kernel 2 none 1 false
 2 ResizeNearest resize_nearest_fixed_dma_kernel 1 resize args 1
 3 Conv2d_pbp_0f1b_0i1o_01fb_experimental_1 conv2d_pbp_0f1b_0i1o_01fb_experimental_1 all attrs 1 false
 4 Conv2d_pbp_fb01_io01_01bf_experimental_1 conv2d_pbp_fb01_io01_01bf_kernel_experimental_1 all attrs 1 false
+5 Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh 2 conv attrs +
 6 Conv1d_depthwise_bf01_oi01_bf01 conv1d_depthwise_bf01_oi01_bf01 2 conv attrs +
+7 conv2d_column_packing conv2d_column_packing 2 conv attrs +
+8 conv2d_column_packing_io10 conv2d_column_packing_io10 2 conv attrs +
 9 conv2d_column_packing_1 conv2d_column_packing_1 2 conv attrs +
 10 blockwise_mm blockwise_mm all attrs 1 false
 11 conv2d_depthwise_f01b_o01i_bf01 conv2d_depthwise_f01b_o01i_bf01 2 conv attrs +
@@ -69,20 +72,15 @@ expect 2 "list extra argument" list extra
 # ---- nxsim kernels ------------------------------------------------------------------
 expect 0 "kernels" kernels
 if grep -qE '^reference +nx_ref_transpose +transpose +- +implemented' "$T/out"; then pass; else fail "kernels: no reference row"; fi
-if grep -qE '^leaf +conv2d_column_packing_io10 +conv +conv2d_column_packing_io10 +not implemented' "$T/out"; then
-    pass
-else
-    fail "kernels: conv2d_column_packing_io10 not marked 'not implemented'"
-fi
+# every seed entry is implemented today; the top-k leaves are not yet
+if grep -qE '^leaf +naive_scanning_topk +topk +- +not implemented' "$T/out"; then pass; else fail "kernels: top-k row"; fi
+if grep -qE '^leaf +conv2d_column_packing_io10 +conv +conv2d_column_packing_io10 +registered' "$T/out"; then pass; else fail "kernels: io10 row"; fi
 if grep -qE '^leaf +tiled_dve_transpose_10 +transpose +tiled_dve_transpose_10 +registered' "$T/out"; then pass; else fail "kernels: dve row"; fi
 if grep -qE '^composite +\(none yet\)$' "$T/out"; then pass; else fail "kernels: composite tier"; fi
 
 # ---- the miss error, verbatim ---------------------------------------------------------
 expect 3 "run NoSuchKernel" run NoSuchKernel
 stderr_is "$MISS"
-# a seed entry whose leaf is not implemented is not registered either
-expect 3 "run conv2d_column_packing_io10" run conv2d_column_packing_io10
-stderr_is "Internal NKI kernel 'conv2d_column_packing_io10' is not registered. Available kernels: $LIVE"
 expect 3 "run MLP" run MLP -i "$T/x.npy" -o "$T/never.npy"
 absent "$T/never.npy"
 
@@ -213,6 +211,34 @@ absent "$T/never.npy"
 expect 3 "conv window too large" run Conv2d_pbp_0f1b_0i1o_01fb_experimental_1 -i "$T/img3.npy" -i "$T/box3.npy" \
     -a 'rhs_dilation=[4,4]' -o "$T/never.npy"
 stderr_is "nxsim: conv spatial dim 0: the window (3 taps, rhs_dilation 4) does not fit the input (7, lhs_dilation 1, padding [0,0]): no output"
+absent "$T/never.npy"
+
+# ---- the weight-gradient convolutions (#5, #7, #8) ---------------------------------------
+for key in Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh conv2d_column_packing conv2d_column_packing_io10; do
+    expect 0 "run $key --check" run "$key" --check
+    if grep -qE '^check: out0 vs nx_ref_conv: .* x eps\(bf16\)\): ok$' "$T/out"; then pass; else fail "$key: check line"; fi
+done
+# A 3 x 3 image 0..8 and a 2 x 2 gradient with one 1: each leaf's result is the 2 x 2 window of
+# the image the 1 selects. The same bytes as io01 (#5, #7: y=0, x=1) select columns 1..2, as
+# io10 (#8: x=0, y=1) rows 1..2; batch_group_count is taken as N = 1 when absent.
+IMG9='\x00\x00\x00\x00\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x40\x40\x00\x00\x80\x40\x00\x00\xa0\x40\x00\x00\xc0\x40\x00\x00\xe0\x40\x00\x00\x00\x41'
+ONE='\x00\x00\x00\x00\x00\x00\x80\x3f\x00\x00\x00\x00\x00\x00\x00\x00'
+make_npy "$T/wg_img.npy" "'<f4'" "(1, 1, 3, 3)" 1 "$IMG9"
+make_npy "$T/wg_filt.npy" "'<f4'" "(1, 1, 2, 2)" 1 "$ONE"
+make_npy "$T/wg_cols.npy" "'<f4'" "(2, 2, 1, 1)" 2 '\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x80\x40\x00\x00\xa0\x40'
+make_npy "$T/wg_rows.npy" "'<f4'" "(2, 2, 1, 1)" 2 '\x00\x00\x40\x40\x00\x00\x80\x40\x00\x00\xc0\x40\x00\x00\xe0\x40'
+for mode in "" --functional; do
+    for key in Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh conv2d_column_packing conv2d_column_packing_io10; do
+        rm -f "$T/wg_out.npy"
+        expect 0 "$key $mode -i" run "$key" $mode -i "$T/wg_img.npy" -i "$T/wg_filt.npy" -o "$T/wg_out.npy" --check
+        if [ "$key" = conv2d_column_packing_io10 ]; then same_file "$T/wg_out.npy" "$T/wg_rows.npy";
+        else same_file "$T/wg_out.npy" "$T/wg_cols.npy"; fi
+    done
+done
+# refusals name the attribute, its value and the rule; no output is written
+expect 3 "wgrad lhs_dilation" run Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh -i "$T/wg_img.npy" -i "$T/wg_filt.npy" \
+    -o "$T/never.npy" -a 'lhs_dilation=[2,2]' -a 'padding=[[1,1],[1,1]]'
+stderr_is "nxsim: Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh: attribute lhs_dilation=[2,2] is not supported (this leaf takes lhs_dilation [1,1] only)"
 absent "$T/never.npy"
 
 # ---- --op JSON (paths relative to the op file) -----------------------------------------

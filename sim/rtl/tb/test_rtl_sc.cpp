@@ -150,7 +150,9 @@ void check_vcd(checker &ck, const char *path) {
 
 }  // namespace
 
-int sc_main(int argc, char **argv) {
+// Default visibility: the project compiles with hidden visibility (CMakeLists.txt)
+// and libsystemc.so's main() must find it.
+__attribute__((visibility("default"))) int sc_main(int argc, char **argv) {
     // the --sc model is verilated with 1 fs precision, the SystemC model's resolution
     sc_core::sc_set_time_resolution(1, sc_core::SC_FS);
     checker ck("rtl_sc");

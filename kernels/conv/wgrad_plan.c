@@ -1,0 +1,352 @@
+/* wgrad_core.h: the tiling plan of the weight-gradient contraction.
+ *
+ * Every quantity comes from the machine geometry (PE rows and columns, the
+ * moving limit, PSUM banks, SBUF per partition). Candidates: column groups
+ * (Gx, Gy) (Gx > 1 needs rdx to be a multiple of sx, Gy > 1 rdy of sy),
+ * co/channel tiles cot with Gx Gy cot <= the PE columns, the accumulator
+ * extents that keep each moving tile inside one PSUM bank, the number of
+ * accumulators sharing a contraction pass, and the tallest row block B that
+ * leaves two buffer sets of filter and image tiles inside SBUF. Each is
+ * ranked by an estimate of its time: the emitter's software pipeline
+ * replayed item by item (estimate() below) with PE cycles weighed at
+ * WG_DMA_BYTES_PER_PE_CYCLE and DMA bytes over their efficiency, min(1,
+ * contiguous run per partition / NX_WG_EFFICIENT_RUN_BYTES), the DMA rule of
+ * docs/parts/machine.md.
+ * The estimate only ranks plans; on a machine whose ratios differ the plan
+ * is still correct, perhaps not the fastest. */
+#include <stdio.h>
+#include <string.h>
+
+#include "wgrad_core.h"
+
+/* DMA bytes one PE cycle is worth: trn2 moves 16 x 23 B/ns per core while
+ * its PE runs at 2.4 GHz (153 B per cycle; trn1: 97). Ranking only. */
+#define WG_DMA_BYTES_PER_PE_CYCLE 150.0
+/* The fixed cost of a transfer (about 1.3 us on a queue: docs/parts/
+ * machine.md, dma.fixed_ns) in byte equivalents at a core's DMA rate, once
+ * per load of an item (the transfers of the lanes overlap). Ranking only. */
+#define WG_DMA_FIXED_BYTES (1300.0 * 368.0)
+/* Share of an SBUF partition the input buffers may take; the rest holds the
+ * identity, the masks, the fold buffers and the output staging. */
+#define WG_INPUT_SHARE 0.93
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+static double eff(double run_bytes) {
+    return run_bytes >= NX_WG_EFFICIENT_RUN_BYTES ? 1.0 : run_bytes / NX_WG_EFFICIENT_RUN_BYTES;
+}
+
+int64_t nx_wg_rows_band(const nx_wg_problem *p, int64_t B, int64_t k0span) {
+    return (B - 1) * p->rdy + (k0span - 1) * p->sy + 1;
+}
+
+void nx_wg_img_cols(const nx_wg_problem *p, int64_t k1lo, int64_t k1hi, int64_t wf0, int64_t nwf, int64_t *c0,
+                    int64_t *nc) {
+    int64_t lo = k1lo * p->sx + wf0 * p->rdx - p->plx;
+    int64_t hi = (k1hi - 1) * p->sx + (wf0 + nwf - 1) * p->rdx - p->plx + 1;
+    lo = max64(lo, 0), hi = min64(hi, p->W);
+    *c0 = lo;
+    *nc = hi > lo ? hi - lo : 0;
+}
+
+/* Passes per co-tile group: the accumulator groups of a tile. */
+static uint32_t acc_groups(const nx_wg_plan *pl) {
+    return (uint32_t)cdiv((int64_t)pl->na0 * pl->na1 * pl->nan, pl->A);
+}
+
+static void tile_co(const nx_wg_problem *p, const nx_wg_plan *pl, uint32_t tile, uint64_t *co0, uint32_t *cot) {
+    uint64_t X = p->kind == NX_WG_DENSE ? p->CO : p->N;
+    *co0 = (uint64_t)tile * pl->cot;
+    *cot = (uint32_t)min64((int64_t)pl->cot, (int64_t)(X - *co0));
+}
+
+void nx_wg_acc_get(const nx_wg_problem *p, const nx_wg_plan *pl, uint32_t tile, uint32_t a, nx_wg_acc *o) {
+    uint32_t in = a % pl->nan, i1 = a / pl->nan % pl->na1, i0 = a / pl->nan / pl->na1;
+    tile_co(p, pl, tile, &o->co0, &o->cot);
+    o->k0a = (int64_t)i0 * pl->ck0;
+    o->nk0 = min64(pl->ck0, p->K0 - o->k0a);
+    o->k1a = (int64_t)i1 * pl->ck1;
+    o->nk1 = min64(pl->ck1, p->K1 - o->k1a);
+    if (p->kind == NX_WG_DEPTHWISE) {
+        o->n0 = (int64_t)o->co0;
+        o->nn = o->cot;
+    } else {
+        o->n0 = (int64_t)in * pl->cn;
+        o->nn = min64(pl->cn, (int64_t)p->N - o->n0);
+    }
+    o->K0c = o->nk0 + (int64_t)(pl->Gy - 1) * pl->ry;
+    o->K1c = o->nk1 + (int64_t)(pl->Gx - 1) * pl->rx;
+    o->M = pl->Gx * pl->Gy * o->cot;
+    o->F = (uint32_t)(o->K0c * o->K1c * o->nn);
+}
+
+void nx_wg_pass_get(const nx_wg_problem *p, const nx_wg_plan *pl, uint32_t q, nx_wg_pass *o) {
+    uint32_t ag = acc_groups(pl), nacc = pl->na0 * pl->na1 * pl->nan;
+    memset(o, 0, sizeof *o);
+    o->t0 = q / ag * pl->T;
+    o->nt = (uint32_t)min64(pl->T, pl->ncot - o->t0);
+    o->a0 = q % ag * pl->A;
+    o->na = (uint32_t)min64(pl->A, nacc - o->a0);
+    int64_t n_hi = 0;
+    for (uint32_t j = 0; j < o->na; j++) {
+        nx_wg_acc a;
+        nx_wg_acc_get(p, pl, o->t0, o->a0 + j, &a);
+        if (j == 0 || a.n0 < o->n0) o->n0 = a.n0;
+        if (j == 0 || a.n0 + a.nn > n_hi) n_hi = a.n0 + a.nn;
+        o->nn = n_hi - o->n0;
+        if (j == 0 || a.k0a < o->k0lo) o->k0lo = a.k0a;
+        if (j == 0 || a.k0a + a.K0c > o->k0hi) o->k0hi = a.k0a + a.K0c;
+        if (j == 0 || a.k1a < o->k1lo) o->k1lo = a.k1a;
+        if (j == 0 || a.k1a + a.K1c > o->k1hi) o->k1hi = a.k1a + a.K1c;
+    }
+}
+
+/* Accumulator extents for candidate c's groups and tile: ck0, ck1, cn and
+ * the counts na0, na1, nan; 0 if no accumulator fits one PSUM bank. */
+static int acc_extents(const nx_wg_problem *p, nx_wg_plan *c) {
+    int64_t F = c->Fmax, ex0 = (int64_t)(c->Gy - 1) * c->ry, ex1 = (int64_t)(c->Gx - 1) * c->rx;
+    int64_t nfix = p->kind == NX_WG_DEPTHWISE ? (int64_t)c->cot : 1; /* n per accumulator at least */
+    int64_t K0c = p->K0 + ex0, K1c = p->K1 + ex1;
+    if (K0c * K1c * nfix <= F) {
+        c->ck0 = p->K0, c->ck1 = p->K1, c->cn = nfix;
+        if (p->kind == NX_WG_DENSE) {
+            int64_t nn = cdiv((int64_t)p->N, min64((int64_t)p->N, F / (K0c * K1c)));
+            c->cn = cdiv((int64_t)p->N, nn);
+        }
+    } else if (K1c * nfix <= F && F / (K1c * nfix) > ex0) {
+        c->ck1 = p->K1, c->cn = nfix;
+        c->ck0 = cdiv(p->K0, cdiv(p->K0, F / (K1c * nfix) - ex0));
+    } else if ((1 + ex0) * nfix <= F && F / ((1 + ex0) * nfix) > ex1) {
+        c->ck0 = 1, c->cn = nfix;
+        c->ck1 = cdiv(p->K1, cdiv(p->K1, F / ((1 + ex0) * nfix) - ex1));
+    } else {
+        return 0;
+    }
+    c->na0 = (uint32_t)cdiv(p->K0, c->ck0);
+    c->na1 = (uint32_t)cdiv(p->K1, c->ck1);
+    c->nan = p->kind == NX_WG_DEPTHWISE ? 1u : (uint32_t)cdiv((int64_t)p->N, c->cn);
+    return 1;
+}
+
+/* The largest image window of any pass of candidate c: batch count,
+ * extended k0 span and image columns for a column block of WFb. */
+typedef struct wg_window {
+    int64_t nn, k0s, wc;
+} wg_window;
+
+static wg_window max_window(const nx_wg_problem *p, const nx_wg_plan *c, int64_t WFb) {
+    wg_window w = {1, 1, 1};
+    for (uint32_t q = 0; q < c->npass; q++) {
+        nx_wg_pass ps;
+        nx_wg_pass_get(p, c, q, &ps);
+        int64_t cmax = 0;
+        for (int64_t wf0 = 0; wf0 < p->WF; wf0 += WFb) {
+            int64_t c0, nc;
+            nx_wg_img_cols(p, ps.k1lo, ps.k1hi, wf0, min64(WFb, p->WF - wf0), &c0, &nc);
+            cmax = max64(cmax, nc);
+        }
+        w.nn = max64(w.nn, ps.nn);
+        w.k0s = max64(w.k0s, ps.k0hi - ps.k0lo);
+        w.wc = max64(w.wc, cmax);
+        /* the other tile groups repeat the first one's windows (depthwise:
+         * with fewer channels at most) */
+        if (q + 1 == acc_groups(c)) break;
+    }
+    return w;
+}
+
+/* Block geometries (B, R, nhb, WFb, nwb and the buffer sizes) of candidate
+ * c within `budget` bytes per partition, into out[0 .. return): the widest
+ * column block whose row blocks fit, then a few row-block counts from the
+ * fewest (the tallest blocks that fit) up, each with balanced B and R (B
+ * in whole steps of Gy rows). */
+#define WG_BLOCK_CANDIDATES 8
+static int blocks(const nx_wg_problem *p, uint32_t R0, uint64_t budget, const nx_wg_limits *lim,
+                  const nx_wg_plan *c, nx_wg_plan *out) {
+    int64_t es = (int64_t)p->es, cap = (int64_t)(budget / (uint64_t)(NX_WG_BUFFERS * es));
+    int64_t wf_first = lim->wfb_max ? min64(p->WF, lim->wfb_max) : p->WF;
+    for (int64_t WFb = wf_first; WFb >= 1; WFb = WFb > 1 ? cdiv(WFb, 2) : 0) {
+        wg_window w = max_window(p, c, WFb);
+        int64_t g = (int64_t)c->cot * WFb, i = w.nn * w.wc;
+        /* cap >= g B + i ((B - 1) rdy + (k0s - 1) sy + 1), B a multiple of Gy */
+        int64_t fixed = i * ((w.k0s - 1) * p->sy + 1 - p->rdy);
+        int64_t Bmax = (cap - fixed) / (g + i * p->rdy);
+        Bmax = min64(Bmax, cdiv(cdiv(p->HF, (int64_t)R0), c->Gy) * c->Gy);
+        if (lim->b_max) Bmax = min64(Bmax, lim->b_max);
+        Bmax = Bmax / c->Gy * c->Gy;
+        if (Bmax < 1) {
+            if (WFb == 1) return 0;
+            continue;
+        }
+        int n = 0;
+        int64_t nhb0 = cdiv(p->HF, (int64_t)R0 * Bmax);
+        for (int64_t nhb = nhb0; nhb < nhb0 + WG_BLOCK_CANDIDATES && n < WG_BLOCK_CANDIDATES; nhb++) {
+            int64_t B = min64(cdiv(cdiv(p->HF, (int64_t)R0 * nhb), c->Gy) * c->Gy, Bmax);
+            if (n > 0 && out[n - 1].B == (uint32_t)B) continue;
+            nx_wg_plan *o = &out[n++];
+            *o = *c;
+            o->B = (uint32_t)B;
+            o->nhb = (uint32_t)cdiv(p->HF, (int64_t)R0 * B);
+            o->R = (uint32_t)min64((int64_t)R0, cdiv(p->HF, B * (int64_t)o->nhb));
+            o->WFb = (uint32_t)WFb;
+            o->nwb = (uint32_t)cdiv(p->WF, WFb);
+            o->grad_elems = (uint64_t)(g * B);
+            o->img_elems = (uint64_t)(i * nx_wg_rows_band(p, B, w.k0s));
+            if (B <= c->Gy) break;
+        }
+        return n;
+    }
+    return 0;
+}
+
+/* The estimate of candidate c (see the file comment): the software
+ * pipeline of the emitter replayed over its work items, in DMA byte
+ * equivalents. Item i's loads start when item i - 1's are done (the DMA
+ * engines work through them in order) and item i - 2's matmuls are (its
+ * buffer is reused); its matmuls start when its loads and item i - 1's
+ * matmuls are done; a pass's fold follows its last matmuls. The image is
+ * loaded with the first item of each block. */
+static double estimate(const nx_wg_problem *p, const nx_wg_plan *c, double best) {
+    double es = (double)p->es, f32 = p->dt == NX_DT_FP32 ? 4.0 : 1.0, r = WG_DMA_BYTES_PER_PE_CYCLE;
+    uint32_t blocks = c->nct * c->nhb * c->nwb;
+    double steps = (double)cdiv(c->B, c->Gy) * (double)cdiv(c->WFb, c->Gx);
+    double run_g = (double)(c->WFb == (uint32_t)p->WF ? c->B * c->WFb : c->WFb) * es;
+    double g_item = (double)c->cit * (double)c->cot * (double)(c->R * c->B) * (double)c->WFb * es / eff(run_g) +
+                    WG_DMA_FIXED_BYTES;
+    double l_prev = 0, c_prev = 0, c_prev2 = 0, end = 0, pe_sum = 0, dma_sum = 0;
+    for (int replay = 0; replay < 2; replay++)
+    for (uint32_t q = 0; q < c->npass; q++) {
+        nx_wg_pass ps;
+        nx_wg_pass_get(p, c, q, &ps);
+        double pe_item = 0, fold = 0;
+        for (uint32_t j = 0; j < ps.na; j++) {
+            nx_wg_acc a;
+            nx_wg_acc_get(p, c, ps.t0, ps.a0 + j, &a);
+            pe_item += steps * (double)(a.F > 64 ? a.F : 64) * f32 * r;
+            /* fold: row chunks x groups x (fp32 stationary load + matmul) */
+            double rows = (double)(a.nk0 * a.nk1 * (p->kind == NX_WG_DENSE ? a.nn : 1));
+            double chunks = (double)cdiv((int64_t)rows, c->Mmax), mc = rows / chunks;
+            fold += chunks * c->Gx * c->Gy * ((mc > 64 ? mc : 64) + 4.0 * (c->cot > 64 ? c->cot : 64)) * r * ps.nt;
+        }
+        int64_t c0, nc;
+        nx_wg_img_cols(p, ps.k1lo, ps.k1hi, 0, c->WFb, &c0, &nc);
+        int64_t rb = nx_wg_rows_band(p, c->B, ps.k0hi - ps.k0lo);
+        double run_i = (double)(nc == p->W ? rb * nc : nc) * es;
+        double i_block =
+            (double)c->cit * (double)ps.nn * (double)(c->R * rb) * (double)nc * es / eff(run_i) + WG_DMA_FIXED_BYTES;
+        if (replay == 0) { /* a lower bound first: the PE's and the DMA's totals */
+            pe_sum += (pe_item * ps.nt * blocks + fold);
+            dma_sum += (g_item * ps.nt + i_block) * blocks;
+            if (q + 1 == c->npass && best >= 0 && (pe_sum > dma_sum ? pe_sum : dma_sum) >= best) return best + 1;
+            continue;
+        }
+        for (uint32_t b = 0; b < blocks; b++)
+            for (uint32_t t = 0; t < ps.nt; t++) {
+                double ls = l_prev > c_prev2 ? l_prev : c_prev2;
+                double le = ls + g_item + (t == 0 ? i_block : 0);
+                double cs = le > c_prev ? le : c_prev;
+                c_prev2 = c_prev;
+                c_prev = cs + pe_item;
+                l_prev = le;
+            }
+        c_prev += fold; /* the fold holds the PE too */
+        end = c_prev;
+    }
+    return end;
+}
+
+int nx_wg_plan_make(const nx_geometry *geo, const nx_wg_problem *p, const nx_wg_limits *limits, nx_wg_plan *out,
+                    nx_error *err) {
+    static const nx_wg_limits none;
+    const nx_wg_limits *lim = limits ? limits : &none;
+    nx_wg_plan base;
+    memset(&base, 0, sizeof base);
+    base.P = geo->pe_rows < geo->partitions ? geo->pe_rows : geo->partitions;
+    base.Mmax = geo->pe_cols < geo->partitions ? geo->pe_cols : geo->partitions;
+    uint64_t bank_f32 = geo->psum_bank_bytes / 4;
+    base.Fmax = (uint32_t)(bank_f32 < geo->pe_moving_free_max ? bank_f32 : geo->pe_moving_free_max);
+    uint32_t banks = (uint32_t)(geo->psum_partition_bytes / geo->psum_bank_bytes);
+    if (banks < 3 || base.Fmax < 1 || base.P < 1)
+        return nx_fail(err, "%s: the machine's PSUM (%u banks) is too small for the accumulators and the fold", p->leaf,
+                       banks);
+    base.nct = (uint32_t)cdiv((int64_t)p->CI, base.P);
+    base.cit = (uint32_t)cdiv((int64_t)p->CI, base.nct);
+    uint32_t R0 = base.nct == 1 ? base.P / base.cit : 1;
+    if (R0 > (uint32_t)p->HF) R0 = (uint32_t)p->HF;
+    /* the small tiles: identity and two masks (fp32, Mmax wide), four fold
+     * buffers of one bank (fp32), two output stages of Mmax elements */
+    uint64_t small = 3 * (uint64_t)base.Mmax * 4 + 4 * (uint64_t)base.Fmax * 4 + 2 * (uint64_t)base.Mmax * p->es + 512;
+    uint64_t total = (uint64_t)((double)geo->sbuf_partition_bytes * WG_INPUT_SHARE);
+    if (total <= small) return nx_fail(err, "%s: SBUF too small for the fold tiles", p->leaf);
+    uint64_t budget = total - small;
+    if (lim->input_bytes && lim->input_bytes < budget) budget = lim->input_bytes;
+    uint64_t X = p->kind == NX_WG_DENSE ? p->CO : p->N; /* what the tiles split */
+    int gx_ok = p->rdx % p->sx == 0, gy_ok = p->rdy % p->sy == 0;
+    double best = -1;
+    for (uint32_t Gy = 1; Gy <= base.Mmax && Gy <= (uint32_t)p->HF; Gy++) {
+        if (Gy > 1 && !gy_ok) break;
+        for (uint32_t Gx = 1; Gx * Gy <= base.Mmax && Gx <= (uint32_t)p->WF; Gx++) {
+            if (Gx > 1 && !gx_ok) break;
+            if ((lim->gx && Gx != lim->gx) || (lim->gy && Gy != lim->gy)) continue;
+            nx_wg_plan c = base;
+            c.Gx = Gx, c.Gy = Gy;
+            c.rx = p->rdx / p->sx, c.ry = p->rdy / p->sy;
+            uint64_t cmax = base.Mmax / (Gx * Gy);
+            if (lim->cot && lim->cot < cmax) cmax = lim->cot;
+            c.ncot = (uint32_t)cdiv((int64_t)X, (int64_t)cmax);
+            c.cot = (uint32_t)cdiv((int64_t)X, c.ncot);
+            if (!acc_extents(p, &c)) continue;
+            /* a lower bound of the PE time alone: every filter row and
+             * column once per co tile, over the whole extended window */
+            if (best >= 0) {
+                double f32 = p->dt == NX_DT_FP32 ? 4.0 : 1.0;
+                double steps = (double)cdiv(p->HF, (int64_t)R0 * Gy) * (double)cdiv(p->WF, Gx) * c.nct * c.ncot;
+                double win = (double)(p->K0 + (int64_t)(Gy - 1) * c.ry) * (double)(p->K1 + (int64_t)(Gx - 1) * c.rx) *
+                             (double)(p->kind == NX_WG_DENSE ? p->N : c.cot);
+                if (steps * win * f32 * WG_DMA_BYTES_PER_PE_CYCLE >= best) continue;
+            }
+            uint32_t nacc = c.na0 * c.na1 * c.nan, amax = banks - 2; /* two banks for the fold */
+            uint32_t tmax = p->kind == NX_WG_DENSE ? c.ncot : 1;
+            for (uint32_t A = nacc < amax ? nacc : amax; A >= 1; A--)
+            for (uint32_t T = tmax * A < amax ? tmax : amax / A; T >= 1; T--) {
+                if (lim->A && A != (lim->A < nacc ? lim->A : nacc)) continue;
+                if (lim->T && T != (lim->T < tmax ? lim->T : tmax)) continue;
+                c.A = A;
+                c.T = T;
+                c.npass = (uint32_t)cdiv(c.ncot, T) * acc_groups(&c);
+                c.nps = c.npass > 1 && 2 * T * A <= amax ? 2 * T * A : T * A;
+                uint32_t fmax = 0;
+                for (uint32_t a = 0; a < nacc; a++) {
+                    nx_wg_acc ac;
+                    nx_wg_acc_get(p, &c, 0, a, &ac);
+                    if (ac.F > fmax) fmax = ac.F;
+                }
+                c.fold_elems = fmax;
+                nx_wg_plan cand[WG_BLOCK_CANDIDATES];
+                int nc = blocks(p, R0, budget, lim, &c, cand);
+                for (int b = 0; b < nc; b++) {
+                    cand[b].est = estimate(p, &cand[b], best);
+                    if (best < 0 || cand[b].est < best) {
+                        best = cand[b].est;
+                        *out = cand[b];
+                    }
+                }
+            }
+        }
+    }
+    if (best < 0)
+        return nx_fail(err, "%s: operand 0 (%s): one filter row of operand 1 (%s) and the image rows it meets do not "
+                            "fit SBUF (%llu bytes per partition)",
+                       p->leaf, p->img_name, p->filt_name, (unsigned long long)geo->sbuf_partition_bytes);
+    return 0;
+}
+
+void nx_wg_plan_describe(const nx_wg_plan *pl, char *buf, size_t len) {
+    snprintf(buf, len,
+             "ci %ux%u R %u B %u (%u blocks) WF %ux%u groups %ux%u co %ux%u acc %lldx%lldx%lld (%ux%ux%u); a pass: "
+             "%u co tiles x %u accumulators; %u passes",
+             pl->cit, pl->nct, pl->R, pl->B, pl->nhb, pl->WFb, pl->nwb, pl->Gx, pl->Gy, pl->cot, pl->ncot,
+             (long long)pl->ck0, (long long)pl->ck1, (long long)pl->cn, pl->na0, pl->na1, pl->nan, pl->T, pl->A,
+             pl->npass);
+}
