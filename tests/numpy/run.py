@@ -28,6 +28,10 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+try:
+    import numpy  # noqa: F401
+except ImportError:
+    sys.exit("run.py: %s has no numpy (apt-get install -y python3-numpy: /usr/bin/python3's)" % sys.executable)
 import harness  # noqa: E402
 import test_blockwise_mm  # noqa: E402
 import test_cli  # noqa: E402
