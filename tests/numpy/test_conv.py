@@ -17,6 +17,14 @@ KNOWN = {
     "#4 inf_nan_in_channel_0 fp32": "grouped conv: the Inf/NaN of group 0 makes group 1's outputs NaN",
     "#9 inf_nan_in_channel_0 fp32": "depthwise: the Inf/NaN of channel 0 makes channel 1's outputs NaN",
     "#11 inf_nan_in_channel_0 fp32": "depthwise: the Inf/NaN of channel 0 makes channel 1's outputs NaN",
+    # The weight gradients: one +Inf in the image (x [2, 2, 6, 6], no
+    # padding, no forward stride or dilation, 3x3 taps) makes every filter
+    # tap NaN, of every channel; numpy: only channel 0's taps, +-Inf.
+    # docs/parts/wgrad.md says #7/#8's channel select "never multiplies, so
+    # a non-finite value of another channel cannot leak in".
+    "#5 inf_nan fp32": "an Inf of x[0, 0, 2, 3]: all 54 taps NaN; numpy: ci 0 +-Inf, ci 1 finite but co 1 (the NaN of g)",
+    "#7 inf_nan fp32": "an Inf of x[0, 0, 2, 3]: all 18 taps NaN; numpy: channel 0 +-Inf, channel 1 finite",
+    "#8 inf_nan fp32": "an Inf of x[0, 0, 2, 3]: all 18 taps NaN; numpy: channel 0 +-Inf, channel 1 finite",
 }
 
 
@@ -327,6 +335,10 @@ class ConvDepthwise(ConvBase):
 
 
 # ------------------------------------------------------ weight gradients
+def depthwise_tag(tag):
+    return tag != "#5"
+
+
 class Wgrad(LeafCase):
     """#5, #7, #8: weight gradients as convolutions (docs/parts/wgrad.md's
     layouts; issue 11). Cases are made from a forward convolution: x
@@ -344,7 +356,7 @@ class Wgrad(LeafCase):
     def wg(self, tag, name, B, Cin, Cout, H, W, KH, KW, s=(1, 1), d=(1, 1), p=(0, 0), dt="fp32", fd=False,
            x=None, g=None, pass_bgc=True):
         key, labels = self.KEYS[tag]
-        depthwise = tag != "#5"
+        depthwise = depthwise_tag(tag)
         if depthwise:
             Cout = Cin
         OH = (H + 2 * p[0] - ((KH - 1) * d[0] + 1)) // s[0] + 1
@@ -410,7 +422,7 @@ class Wgrad(LeafCase):
         """The leaf as the convolution itself (any padding, negative low
         padding included), not built from a forward convolution."""
         key, labels = self.KEYS[tag]
-        depthwise = tag != "#5"
+        depthwise = depthwise_tag(tag)
         CO = N if depthwise else 5
         x = nxnp.random_values(self.rng, (CI, N, H, W), dt)
         filt = nxnp.random_values(self.rng, (CI, CO, FW, FH) if tag == "#8" else (CI, CO, FH, FW), dt)
@@ -441,6 +453,16 @@ class Wgrad(LeafCase):
             for dt in dts:
                 self.wg(tag, name, B, Cin, Cout, H, W, KH, KW, s, d, p, dt, pass_bgc=i % 2 == 0)
         self.wg(tag, "finite_differences", 2, 3, 2, 7, 6, 3, 2, (2, 1), (1, 2), (1, 1), "fp32", fd=True)
+        # Non-finite values (no padding, no forward stride: nothing is
+        # multiplied by a padding zero or a dilation hole): an Inf of image
+        # channel 0 makes only channel 0's filter taps non-finite, a NaN of
+        # gradient channel 1 (#5) only output channel 1's.
+        x = nxnp.round_to(rng.uniform(0.5, 1, (2, 2, 6, 6)), "fp32")
+        x[0, 0, 2, 3] = np.inf
+        g = nxnp.round_to(rng.uniform(-1, 1, (2, 2 if depthwise_tag(tag) else 3, 4, 4)), "fp32")
+        if not depthwise_tag(tag):
+            g[1, 1, 0, 0] = np.nan
+        self.wg(tag, "inf_nan", 2, 2, g.shape[1], 6, 6, 3, 3, dt="fp32", x=x, g=g)
         for i in range(2 + SWEEP):
             while True:
                 B, Cin, Cout = (int(rng.integers(1, 6)), int(rng.choice([1, 2, 3, 17, 130])),
