@@ -18,7 +18,7 @@
  *        the array fully used by every cycle;
  *   DMA: (img + filt + out bytes) / min(dma_engines x engine bytes/ns,
  *        HBM bytes/ns), every byte moved once at full DMA efficiency.
- * Targets (issue 10): >= 60% of the bound for C_in, C_out >= 128;
+ * Targets (docs/parts/conv.md): >= 60% of the bound for C_in, C_out >= 128;
  * simulator wall <= 3x the reference's. */
 #define _POSIX_C_SOURCE 200809L
 

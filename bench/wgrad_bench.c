@@ -23,7 +23,7 @@
  *        fp32): the array full every cycle with products that are kept;
  *   DMA: (img + filt + out bytes) / min(dma_engines x engine bytes/ns, HBM
  *        bytes/ns): every byte moved once at full DMA efficiency.
- * Targets (issue 11): #5 >= 50% of its bound, #7/#8 >= 30%; simulator wall
+ * Targets (docs/parts/wgrad.md): #5 >= 50% of its bound, #7/#8 >= 30%; simulator wall
  * <= 3x the reference's. Figures only: the exit status is 1 only for wrong
  * values. */
 #define _POSIX_C_SOURCE 200809L

@@ -13,6 +13,13 @@
 
 static const char *kind(const nx_run_result *res) { return res->target.composite ? "composite" : "leaf"; }
 
+/* The rules' dispatch line (a composite's method choice), if any. */
+static int explain(const nx_run_result *res, const nx_macro_op *op, const nx_machine *m, char *buf, size_t len) {
+    const nx_op_rules *rules = res->target.rules;
+    nx_error err;
+    return rules && rules->explain && rules->explain(op, &m->geo, buf, len, &err) == 0;
+}
+
 static const char *executor(const nx_run_result *res) {
     return res->trace.on_model ? "SystemC model" : "functional executor";
 }
@@ -41,6 +48,8 @@ int cli_run_print_text(const run_args *a, const run_op *r, const nx_machine *m, 
     char *attrs = nx_attrs_to_json(&op->attrs);
     printf("  attrs   %s\n", attrs ? attrs : "?");
     free(attrs);
+    char why[256];
+    if (explain(res, op, m, why, sizeof why)) printf("  dispatch %s\n", why);
     if (res->trace.on_model) {
         fflush(stdout);
         if (nx_profile_summary(stdout, m, prog, &res->trace.sim) != 0) return -1;
@@ -126,6 +135,12 @@ int cli_run_print_json(const run_args *a, const run_op *r, const nx_machine *m, 
     nx_sb_printf(&b, ", \"grid\": %u, \"executor\": \"%s\", \"new_nki_fe\": %" PRIu64 ", \"cache_hits\": %" PRIu64,
                  res->grid, res->trace.on_model ? "model" : "functional", res->new_traces, res->cache_hits);
     nx_sb_printf(&b, ", \"race_check\": %s", res->trace.race_checked ? "\"no race\"" : "null");
+    char why[256];
+    nx_sb_puts(&b, ", \"dispatch\": ");
+    if (explain(res, op, m, why, sizeof why))
+        nx_json_string(&b, why);
+    else
+        nx_sb_puts(&b, "null");
     char *opj = nx_macro_op_to_json(op);
     int rc = opj ? 0 : -1;
     nx_sb_puts(&b, ",\n\"op\": ");

@@ -65,6 +65,13 @@ int nx_builder_tensor(nx_builder *b, const char *name, nx_dtype dtype, uint32_t 
     return 0;
 }
 
+int nx_builder_find_tensor(const nx_builder *b, const char *name, uint64_t *offset_out) {
+    int i = nx_program_find_tensor(&b->prog, name);
+    if (i < 0) return -1;
+    *offset_out = b->prog.tensors[i].offset;
+    return 0;
+}
+
 static int bump(uint64_t *used, uint64_t capacity, uint64_t bytes, uint64_t align,
                 uint64_t *offset_out, const char *mem, uint32_t core, nx_error *err) {
     if (align == 0 || (align & (align - 1)) != 0)

@@ -38,6 +38,11 @@ int nx_builder_tensor(nx_builder *b, const char *name, nx_dtype dtype, uint32_t 
                       const uint64_t *shape, nx_tensor_role role, uint64_t *offset_out,
                       nx_error *err);
 
+/* The byte offset of the declared tensor `name` in *offset_out: 0, or -1
+ * (nothing set) when no tensor has that name. Lets the programs of a grid
+ * share a scratch tensor that the first one declared. */
+int nx_builder_find_tensor(const nx_builder *b, const char *name, uint64_t *offset_out);
+
 /* Bump allocators, per core, in bytes per partition. align must be a power
  * of two. Overflow is an error naming the request and what is left. PSUM
  * allocations never straddle a bank when bytes <= bank size. */

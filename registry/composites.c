@@ -4,10 +4,21 @@
 
 #include <string.h>
 
-/* No composite exists yet; a later one adds its row here, e.g.
- *   {.name = "topk", .family = "topk", .config = {...}, .rules = &nx_rules_topk,
- *    .via = "attribute method (SupportedTopkMethods)"}, */
-static const nx_composite_table inventory_composites = {NULL, 0};
+#include "registry/families/families.h"
+#include "topk_composite.h"
+
+static const nx_leaf topk_leaf = {"topk", nx_topk_composite};
+
+/* The inventory's composites, one row each. */
+static const nx_composite inventory_items[] = {
+    {.name = "topk", .family = "topk",
+     .config = {.kernel_func = &topk_leaf, .operand_count = NX_OPERANDS_ALL, .additional_args_builder = &nx_args_attrs,
+                .requires_multicore_grid = true, .output_is_parameter = false},
+     .rules = &nx_rules_topk,
+     .via = "attribute method (SupportedTopkMethods; AUTO: measured cost table)"},
+};
+static const nx_composite_table inventory_composites = {inventory_items,
+                                                        sizeof inventory_items / sizeof inventory_items[0]};
 
 const nx_composite_table *nx_composites(void) { return &inventory_composites; }
 

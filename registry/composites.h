@@ -38,7 +38,7 @@ typedef struct nx_composite_table {
     uint32_t count;
 } nx_composite_table;
 
-/* The inventory's composites (registry/composites.c; none yet). */
+/* The inventory's composites (registry/composites.c): topk. */
 const nx_composite_table *nx_composites(void);
 
 /* The implemented composite named `name` in t (NULL = nx_composites()), or

@@ -23,6 +23,7 @@ static const struct {
     {"nx_ref_resize_nearest", "resize"},
     {"nx_ref_conv", "conv"},
     {"nx_ref_blockwise_mm", "blockwise_mm"},
+    {"nx_ref_topk", "topk"},
 };
 
 uint32_t nx_kernel_inventory(nx_inventory_item *out, uint32_t max) {

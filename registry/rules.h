@@ -18,10 +18,12 @@
 #ifndef NXSIM_REGISTRY_RULES_H
 #define NXSIM_REGISTRY_RULES_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "isa/dtype.h"
 #include "isa/error.h"
+#include "isa/geometry.h"
 #include "macro_op.h"
 
 /* The --check tolerance of one result: an element passes when
@@ -64,6 +66,11 @@ typedef int (*nx_tolerance_fn)(const nx_macro_op *op, uint32_t result, nx_tolera
  * whether it would), 0 to leave the operand pseudo-random. */
 typedef int (*nx_default_values_fn)(const nx_macro_op *op, uint32_t operand, void *data, uint64_t seed);
 
+/* One line on how the kernel dispatches `op` on machine geometry `geo`
+ * (a composite's method choice), for the run report, into buf. */
+typedef int (*nx_explain_fn)(const nx_macro_op *op, const nx_geometry *geo, char *buf, size_t len,
+                             nx_error *err);
+
 typedef struct nx_op_rules {
     /* The attribute names the leaf reads, NULL-terminated. Today only
      * documentation and `nxsim list`-style listings use it; a later check
@@ -75,6 +82,7 @@ typedef struct nx_op_rules {
     const char *reference_name;        /* "nx_ref_transpose" (with reference) */
     nx_tolerance_fn tolerance;         /* NULL with reference means exact */
     nx_default_values_fn default_values; /* NULL: operands without a file are pseudo-random */
+    nx_explain_fn explain;             /* NULL: nothing to say */
 } nx_op_rules;
 
 /* ---- tolerances ready to use -------------------------------------------- */

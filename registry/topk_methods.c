@@ -3,11 +3,12 @@
 
 #include <string.h>
 
-/* No top-k leaf is implemented yet: the functions are named, fn is NULL. */
+#include "kernels/topk/topk.h"
+
 static const nx_topk_method mapping[NX_TOPK_METHOD_COUNT] = {
-    {NX_TOPK_SCANNING, "SCANNING", "SupportedTopkMethods.SCANNING", "naive_scanning_topk", NULL},
-    {NX_TOPK_CASCADED, "CASCADED", "SupportedTopkMethods.CASCADED", "cascaded_2_stage_topk", NULL},
-    {NX_TOPK_ROTATIONAL, "ROTATIONAL", "SupportedTopkMethods.ROTATIONAL", "rotational_topk", NULL},
+    {NX_TOPK_SCANNING, "SCANNING", "SupportedTopkMethods.SCANNING", "naive_scanning_topk", naive_scanning_topk},
+    {NX_TOPK_CASCADED, "CASCADED", "SupportedTopkMethods.CASCADED", "cascaded_2_stage_topk", cascaded_2_stage_topk},
+    {NX_TOPK_ROTATIONAL, "ROTATIONAL", "SupportedTopkMethods.ROTATIONAL", "rotational_topk", rotational_topk},
 };
 
 const nx_topk_method *nx_topk_method_mapping(uint32_t *count) {

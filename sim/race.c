@@ -157,6 +157,12 @@ static int snapshot(rc *r, uint32_t id, const uint32_t *clock) {
     return 0;
 }
 
+/* A barrier whose arrival is numbered after its pass: the last core to
+ * arrive (its arrival becomes visible to the others later). */
+static int late_arrival(const nx_sim_record *rec) {
+    return rec->opcode == NX_OP_CORE_BARRIER && rec->wait_seq != 0 && rec->inc_seq > rec->wait_seq;
+}
+
 /* The increment of record id (whose clock is `clock`), if its instruction
  * has one: a numbered one waits for its event; a barrier's own increment
  * (its number is the arrival) and an unnumbered one are published now. */
@@ -192,8 +198,10 @@ static int compute(rc *r, uint32_t id) {
     uint32_t *c = nx_hb_clock(r->hb, sa);
     if (insn->wait_sem != NX_SEM_NONE) nx_vc_join(c, sem_row(r, rec->core, insn->wait_sem), r->agents);
     if (insn->opcode == NX_OP_CORE_BARRIER) {
-        /* an arrival the log did not number is published now (late) */
-        if (rec->inc_seq == 0) nx_vc_join(r->barclk, c, r->agents);
+        /* an arrival the log did not number, or numbered after the pass, is
+         * published now: the clock is the stream's before the pass, and
+         * every pass computed after this one happens after the arrival */
+        if (rec->inc_seq == 0 || late_arrival(rec)) nx_vc_join(r->barclk, c, r->agents);
         nx_vc_join(c, r->barclk, r->agents);
     }
     nx_hb_step(r->hb, sa);
@@ -381,8 +389,13 @@ static int build_events(rc *r, rc_event **out, size_t *count) {
             const nx_sim_record *rec = &r->log[id];
             int barrier = rec->opcode == NX_OP_CORE_BARRIER;
             if (barrier && rec->inc_seq != 0) {
-                floor_key = rec->inc_seq > floor_key ? rec->inc_seq : floor_key;
-                ev[k++] = (rc_event){floor_key, id, EV_INC};
+                uint64_t arrival = rec->inc_seq > floor_key ? rec->inc_seq : floor_key;
+                ev[k++] = (rc_event){arrival, id, EV_INC};
+                /* The last core to arrive passes at once and its own arrival
+                 * is numbered later (when the other core sees it): its pass
+                 * does not wait for that number, and whatever waits for the
+                 * barrier's increment must see it at the pass. */
+                if (!late_arrival(rec)) floor_key = arrival;
             }
             if (rec->wait_seq != 0) {
                 floor_key = rec->wait_seq > floor_key ? rec->wait_seq : floor_key;

@@ -25,6 +25,10 @@
  *     hide a race, never invent one);
  *   - core_barrier: its inc_seq is the core's arrival and its wait_seq the
  *     pass; a pass happens after every arrival (of any core) numbered <= w.
+ *     The last core to arrive passes before its own arrival is numbered
+ *     (inc_seq > wait_seq): its pass is replayed at wait_seq, with the
+ *     barrier's increment (which happens at the pass), and publishes the
+ *     arrival then.
  * Vector clocks over the agents; memory is tracked as the boxes of
  * nx_insn_footprint (SBUF/PSUM per core, HBM shared by the cores). Both are
  * the happens-before core of isa/hb.h, which the tests' static order check

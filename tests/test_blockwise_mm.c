@@ -334,7 +334,7 @@ static void check_case(const moe *m, const nx_geometry *geo, leaf_run *keep) {
 
 /* ---- tests ---- */
 
-/* KERNELS.md's routing: B = 2, block_to_expert [0,0,1,2], token_position_to_id
+/* The contract's worked routing example (docs/parts/kernels.md): B = 2, block_to_expert [0,0,1,2], token_position_to_id
  * [0,2,4,-1,1,5,3,-1]; T = 6, H = I = 1, every x = 1, Wg = 1, Wu[e] = e + 1,
  * Wd = 1, a(t, e_t) = (t+1)/8 (0 elsewhere): h = silu(1) (e+1) and
  *   POST_SCALE out[t] = silu(1) (e_t + 1) (t+1)/8,

@@ -582,6 +582,56 @@ static void test_model_barrier_exchange(void **state) {
     }
 }
 
+/* The last core to reach a barrier passes at once, and the model numbers
+ * its arrival later (when the other core sees it): core 0 stores x, meets
+ * core 1 (which arrived long before) at a barrier that increments
+ * semaphore 2, and loads x back on another queue waiting for that
+ * increment. The load is ordered after the store through the barrier's
+ * wait; `racy`: the load does not wait. */
+static void build_model_last_arrival(nx_program *prog, int racy) {
+    nx_geometry geo = test_geometry("trn2");
+    nx_builder *b = nx_builder_new(&geo, 2);
+    nx_error err;
+    uint64_t x, shape[2] = {128, 64};
+    assert_int_equal(nx_builder_tensor(b, "x", NX_DT_FP32, 2, shape, NX_ROLE_SCRATCH, &x, &err), 0);
+    for (uint32_t i = 0, s; i < 3; i++) assert_int_equal(nx_builder_semaphore(b, &s, &err), 0);
+    nx_operand xr = nx_ap_hbm_rows(NX_DT_FP32, x, 128, 64, 64);
+    nx_insn fill = nx_insn_make(NX_OP_MEMSET);
+    fill.op[0] = sb(0, 128, 0, 64);
+    fill.op[1] = nx_imm(7.0, NX_DT_FP32);
+    emit_checked(b, 0, NX_ENG_POOL, with_inc(fill, 0));
+    emit_checked(b, 0, NX_ENG_SP, with_inc(with_wait(test_dma(xr, sb(0, 128, 0, 64), 1), 0, 1), 1));
+    emit_checked(b, 0, NX_ENG_POOL, with_inc(with_wait(nx_insn_make(NX_OP_CORE_BARRIER), 1, 1), 2));
+    nx_insn load = test_dma(sb(0, 128, 256, 64), xr, 0);
+    if (!racy) nx_insn_wait(&load, 2, 1);
+    emit_checked(b, 0, NX_ENG_SP, load);
+    emit_checked(b, 1, NX_ENG_POOL, nx_insn_make(NX_OP_CORE_BARRIER));
+    if (nx_builder_finish(b, prog, &err) != 0) fail_msg("%s", err.msg);
+    nx_builder_free(b);
+}
+
+static void test_model_last_arrival(void **state) {
+    (void)state;
+    for (int racy = 0; racy < 2; racy++) {
+        nx_program prog;
+        nx_state st;
+        nx_sim_result r;
+        nx_error err;
+        build_model_last_arrival(&prog, racy);
+        run_on_model(&prog, &st, &r, NULL);
+        int verdict = nx_race_check(&prog, r.log, r.log_count, &err);
+        if (!racy) {
+            if (verdict != 0) fail_msg("%s", err.msg);
+        } else {
+            assert_int_equal(verdict, 1);
+            assert_non_null(strstr(err.msg, "core 0 sp #1 (dma_copy) on queue 0 reads hbm@"));
+        }
+        nx_sim_result_free(&r);
+        nx_state_free(&st);
+        nx_program_free(&prog);
+    }
+}
+
 /* Two cores that never synchronise, each storing 20000 times to its own
  * half of a tensor (7000 rows, rewritten in turn): nothing can be dropped as
  * "ordered before everyone", so this exercises the HBM index at size. Then
@@ -686,6 +736,7 @@ int main(void) {
         cmocka_unit_test(test_log_that_does_not_fit_the_program),
         cmocka_unit_test(test_model_pipeline),
         cmocka_unit_test(test_model_barrier_exchange),
+        cmocka_unit_test(test_model_last_arrival),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
-/* The dense forward convolutions on the PE array (KERNELS.md section 2,
- * registry keys #3 and #4; docs/parts/conv.md describes the tiling).
+/* The dense forward convolutions on the PE array (docs/parts/conv.md,
+ * registry keys #3 and #4: what they compute and the tiling).
  *
  *   #3 conv2d_pbp_0f1b_0i1o_01fb_experimental_1 (labels 0f1b_0i1o->01fb):
  *      args[0] img (H, C, W, N), args[1] filt (KH, C/G, KW, O),

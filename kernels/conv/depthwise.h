@@ -1,4 +1,4 @@
-/* The depthwise forward convolution leaves (KERNELS.md §2; registry keys
+/* The depthwise forward convolution leaves (docs/parts/depthwise.md; registry keys
  * Conv1d_depthwise_bf01_oi01_bf01 (#6), conv2d_column_packing_1 (#9) and
  * conv2d_depthwise_f01b_o01i_bf01 (#11)).
  *

@@ -83,4 +83,17 @@ int nx_ref_conv(const char *labels, const nx_conv_params *p, const nx_ref_operan
                 const nx_ref_operand *rhs, void *out, nx_dtype out_dtype, uint32_t out_ndims,
                 const uint64_t *out_shape, nx_error *err);
 
+/* ONNX TopK (docs/parts/topk.md) of `in` (C-contiguous, `ndims` dims of
+ * `shape`) along `axis` (negative counts from the end): for every line
+ * along the axis, the k preferred elements in order (largest != 0: the
+ * largest first; else the smallest first), among equal ones the lower index
+ * first. NaN is larger than +inf. fp32 only: -inf ranks as -FLT_MAX with
+ * largest, and FLT_MAX, +inf and NaN rank alike without (the kernels'
+ * knock-out needs a key below every element; fp32 has none below -inf).
+ * values (in's dtype, the selected input elements copied as bytes) and
+ * indices (int32) have in's shape with the axis replaced by k. 1 <= k <= the
+ * axis length. Allocates one line of keys (freed before returning). */
+int nx_ref_topk(const void *in, nx_dtype dtype, uint32_t ndims, const uint64_t *shape, int32_t axis,
+                uint64_t k, int largest, void *values, int32_t *indices, nx_error *err);
+
 #endif

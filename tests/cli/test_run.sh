@@ -72,11 +72,11 @@ expect 2 "list extra argument" list extra
 # ---- nxsim kernels ------------------------------------------------------------------
 expect 0 "kernels" kernels
 if grep -qE '^reference +nx_ref_transpose +transpose +- +implemented' "$T/out"; then pass; else fail "kernels: no reference row"; fi
-# every seed entry is implemented today; the top-k leaves are not yet
-if grep -qE '^leaf +naive_scanning_topk +topk +- +not implemented' "$T/out"; then pass; else fail "kernels: top-k row"; fi
+# every seed entry is implemented today, and so are the top-k leaves
+if grep -qE '^leaf +naive_scanning_topk +topk +- +implemented' "$T/out"; then pass; else fail "kernels: top-k row"; fi
 if grep -qE '^leaf +conv2d_column_packing_io10 +conv +conv2d_column_packing_io10 +registered' "$T/out"; then pass; else fail "kernels: io10 row"; fi
 if grep -qE '^leaf +tiled_dve_transpose_10 +transpose +tiled_dve_transpose_10 +registered' "$T/out"; then pass; else fail "kernels: dve row"; fi
-if grep -qE '^composite +\(none yet\)$' "$T/out"; then pass; else fail "kernels: composite tier"; fi
+if grep -qE '^composite +topk +topk ' "$T/out"; then pass; else fail "kernels: composite tier"; fi
 
 # ---- the miss error, verbatim ---------------------------------------------------------
 expect 3 "run NoSuchKernel" run NoSuchKernel

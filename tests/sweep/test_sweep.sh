@@ -70,3 +70,29 @@ if not fail:
     print("test_sweep: ok: 8 runs and 1 refused job gathered; error row: %s" % bad[0]["error"])
 sys.exit(1 if fail else 0)
 PY
+[ $? -eq 0 ] || exit 1
+
+# A top-k sweep over the forced methods and AUTO (scripts/sweep/topk_best.py):
+# one point, four jobs; AUTO's pick must be the fastest forced method (the
+# dispatch table is measured on these runs' model), and a CSV with a failed
+# job makes the script fail.
+cat >"$T/topk.json" <<'JSON'
+{"kernel": "topk",
+ "axes": {"shape": [[1, 4096]], "k": [8], "method": ["SCANNING", "CASCADED", "ROTATIONAL", "AUTO"]},
+ "operands": [{"name": "x", "shape": "$shape", "dtype": "bf16"}],
+ "attrs": {"k": "$k", "method": "$method"}}
+JSON
+"$PY" "$scripts/jobs.py" "$T/topk.json" "$T/topk" --nxsim "$NXSIM" || exit 1
+bash "$T/topk/jobs.txt" || { echo "FAIL: a top-k sweep job failed"; exit 1; }
+"$PY" "$scripts/gather.py" -o "$T/topk.csv" "$T/topk/out" || exit 1
+best=$("$PY" "$scripts/topk_best.py" "$T/topk.csv") || { echo "FAIL: topk_best.py: $best"; exit 1; }
+echo "$best"
+row=$(echo "$best" | grep 'x:bf16\[1,4096\]')
+[ "$(echo "$row" | awk '{print $4}')" = "$(echo "$row" | awk '{print $6}')" ] &&
+  [ "$(echo "$row" | awk '{print $8}')" = "1.000" ] ||
+  { echo "FAIL: AUTO is not the fastest forced method: $row"; exit 1; }
+cp "$T/sweep.csv" "$T/with-error.csv"
+if "$PY" "$scripts/topk_best.py" "$T/with-error.csv" >/dev/null 2>&1; then
+  echo "FAIL: topk_best.py accepted a sweep with a failed job"; exit 1
+fi
+echo "test_sweep: ok: top-k sweep gathered, AUTO picks the fastest"
