@@ -163,18 +163,26 @@ class SelectAndScatter(LeafCase):
             x = (rng.permutation(n).reshape(shape) - n / 2) / 64.0      # distinct, 1/64 apart: exact in fp32
             src = self.source_for(shape, window, strides, pads, "fp32")
 
-            def f(v):
+            def f(v, s):
                 m = pool_windows(v, window, strides, pads, -np.inf).max(axis=tuple(range(4, 8)))
-                return np.sum(np.where(np.isfinite(m), m, 0.0) * src)
+                return np.sum(np.where(np.isfinite(m), m, 0.0) * s)
             h = 2.0 ** -10
             grad = np.empty(n)
+            absgrad = np.empty(n)       # the same selection of |src|: the sum of |terms|
             for i in range(n):
                 e = np.zeros(n)
                 e[i] = h
-                grad[i] = (f(x + e.reshape(shape)) - f(x - e.reshape(shape))) / (2 * h)
+                for g, s in ((grad, src), (absgrad, np.abs(src))):
+                    g[i] = (f(x + e.reshape(shape), s) - f(x - e.reshape(shape), s)) / (2 * h)
             grad = grad.reshape(shape)
+            absgrad = absgrad.reshape(shape)
             attrs = {"window_dimensions": window, "window_strides": strides, "padding": pads}
-            tol = 1e-9 * (1 + np.abs(grad)) + 4 * nxnp.unit_roundoff("fp32") * np.abs(grad) * 4
+            # m fp32 adds of the sources whose window selects the element (at
+            # most the window's size, plus the init value): (m + 1) u32 of the
+            # sum of their magnitudes (Higham 3.1); 1e-9 for float64's
+            # central differences
+            m = int(np.prod(window))
+            tol = 1e-9 * (1 + absgrad) + (m + 1) * nxnp.unit_roundoff("fp32") * absgrad
 
             def compare(outs):
                 return check.within(nxnp.decode(outs[0]), grad, tol, "gradient by central differences")
