@@ -11,6 +11,7 @@ the dtype's name; `encode` turns them into the storage array, `decode` back.
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -181,7 +182,7 @@ class RunResult:
         self.dir = workdir
 
     def command(self):
-        return " ".join(a if re.fullmatch(r"[-\w./=,:+]+", a) else "'" + a + "'" for a in self.argv)
+        return shlex.join(self.argv)
 
     def describe(self):
         return "%s\n  exit %d; stderr: %s\n  (inputs kept in %s)" % (
@@ -231,7 +232,7 @@ class Runner:
             argv.append("--race-check")
         argv += list(extra)
         with open(os.path.join(d, "cmd.txt"), "w") as f:
-            f.write(" ".join(argv) + "\n")
+            f.write(shlex.join(argv) + "\n")      # a shell command line
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
         loaded = [np.load(p) if os.path.exists(p) else None for p in outs]
         return RunResult(argv, proc, loaded, d)
