@@ -73,6 +73,10 @@ static void test_shapes(void **state) {
     check3(NX_DT_BF16, 4, 5, 3, 513, 2, 2, 6, 1, "padding=[[0,1],[1,0]]", 15);       /* N = 513: split */
     check3(NX_DT_FP16, 3, 129, 3, 3, 3, 3, 300, 1, "padding=[[1,1],[1,1]]", 16);     /* O = 300: 3 tiles */
     check3(NX_DT_FP32, 1, 2, 1, 1, 1, 1, 1, 1, NULL, 17);                            /* one element */
+    /* rows-first loads of 2 and 3 full steps stacked on the partitions
+     * (one PE transpose per column serves every step), one with rows cropped */
+    check3(NX_DT_BF16, 5, 256, 3, 2, 3, 3, 8, 1, "padding=[[1,0],[0,1]]", 18);
+    check3(NX_DT_FP32, 6, 384, 2, 3, 3, 2, 5, 1, "padding=[[-1,1],[1,0]]", 19);
 }
 
 static void test_padding_stride_dilation(void **state) {
@@ -123,7 +127,10 @@ static void test_fb01(void **state) {
     check4(NX_DT_BF16, 12, 6, 11, 2, 3, 2, 4, 2, "rhs_dilation=[2,3];padding=[[-1,1],[0,3]]", 65);
     check4(NX_DT_FP8_E4M3, 7, 130, 6, 2, 3, 3, 260, 130, "padding=[[1,1],[1,1]]", 66); /* depthwise x2 */
     check4(NX_DT_FP32, 3, 300, 2, 1, 2, 2, 7, 1, "padding=[[1,0],[0,1]]", 67);        /* C = 300 */
+    check4(NX_DT_BF16, 5, 20, 4, 3, 3, 3, 300, 1, "stride=[1,2];padding=[[1,1],[1,1]]", 70); /* 3 cout tiles stored together */
     check4(NX_DT_BF16, 140, 2, 3, 1, 3, 1, 3, 1, NULL, 68);                          /* H > 128 rows */
+    /* an image too large to stay resident: through the (H, C, W, N) scratch copy */
+    check4(NX_DT_BF16, 200, 2, 200, 2, 3, 3, 2, 1, "padding=[[1,1],[1,1]]", 69);
 }
 
 /* Refusals name the operand or attribute and the rule. */
@@ -168,8 +175,8 @@ static void test_refusals(void **state) {
 
 /* The tiling from the machine geometry: pixel packing, the stores, the
  * resident image and the block-diagonal groups (kernels/conv/conv2d_pbp_plan.h). */
-static pbp_plan plan_of(nx_dtype dt, uint64_t H, uint64_t C, uint64_t W, uint64_t N, uint64_t K, uint64_t O,
-                        uint64_t G, int64_t s) {
+static nx_conv_pbp pb_of(nx_dtype dt, uint64_t H, uint64_t C, uint64_t W, uint64_t N, uint64_t K, uint64_t O,
+                         uint64_t G, int64_t s) {
     nx_conv_pbp pb;
     memset(&pb, 0, sizeof pb);
     pb.dtype = dt;
@@ -185,6 +192,12 @@ static pbp_plan plan_of(nx_dtype dt, uint64_t H, uint64_t C, uint64_t W, uint64_
     pb.p.feature_group_count = (int64_t)G;
     pb.OH = nx_conv_out_size(H, K, s, (int64_t)K / 2, (int64_t)K / 2, 1, 1);
     pb.OW = nx_conv_out_size(W, K, s, (int64_t)K / 2, (int64_t)K / 2, 1, 1);
+    return pb;
+}
+
+static pbp_plan plan_of(nx_dtype dt, uint64_t H, uint64_t C, uint64_t W, uint64_t N, uint64_t K, uint64_t O,
+                        uint64_t G, int64_t s) {
+    nx_conv_pbp pb = pb_of(dt, H, C, W, N, K, O, G, s);
     nx_geometry geo = test_geometry("trn2");
     pbp_plan pl;
     nx_error err;
@@ -207,6 +220,48 @@ static void test_plan(void **state) {
     assert_true(p.kpack > 1);
     assert_int_equal(p.kc, 64);
     assert_int_equal(p.mo, 64);
+    assert_int_equal(p.rt_spu, 1);
+    /* ResNet stage 3, 14x14x256 batch 8: rows-first, the two steps' 14 rows
+     * stacked on 28 partitions */
+    p = plan_of(NX_DT_BF16, 14, 256, 14, 8, 3, 256, 1, 1);
+    assert_true(p.rt);
+    assert_int_equal(p.steps, 2);
+    assert_int_equal(p.rt_spu, 2);
+    assert_int_equal(p.rt_pad, 32);
+    /* #4's (C, N, H, W) image of the same shape is read in place (no
+     * rows-first transposes, one raw step per buffer); a 224x224x64 image
+     * batch 8 is not resident and goes through the scratch copy */
+    nx_geometry geo = test_geometry("trn2");
+    nx_conv_pbp pb = pb_of(NX_DT_BF16, 14, 256, 14, 8, 3, 256, 1, 1);
+    assert_true(nx_conv_pbp_takes_cnhw(&pb, &geo, 32));
+    pb.img_cnhw = 1;
+    nx_error err;
+    assert_int_equal(pbp_plan_make(&pb, &geo, 32, &p, &err), 0);
+    assert_true(p.cnhw);
+    assert_false(p.rt);
+    assert_int_equal(p.cn_elems, 8 * 14 * 14);
+    assert_int_equal(p.cn_bufs, 2);
+    /* and its filter as it lies (one resident ungrouped chunk); not a
+     * block-diagonal grouped one */
+    pb.img_cnhw = 0;
+    assert_true(nx_conv_pbp_takes_iohw(&pb, &geo, 32));
+    /* its result written as (OH, OW, N, O) by the transposed store, the two
+     * cout tiles staged together (runs of N x O per pixel) */
+    assert_true(nx_conv_pbp_takes_01bf(&pb, &geo, 32));
+    pb.out_01bf = 1;
+    assert_int_equal(pbp_plan_make(&pb, &geo, 32, &p, &err), 0);
+    assert_true(p.out_comb);
+    assert_int_equal(p.stage_bufs, 3);
+    assert_int_equal(p.tstore_elems, 8 * 256);
+    pb = pb_of(NX_DT_BF16, 9, 8, 8, 3, 3, 8, 2, 1);
+    assert_false(nx_conv_pbp_takes_iohw(&pb, &geo, 32));
+    /* N = 1100 (runs of 2200 bytes): stored directly (C_out on partitions), so not in (OH, OW, N, O) */
+    pb = pb_of(NX_DT_BF16, 4, 8, 4, 1100, 3, 8, 1, 1);
+    assert_false(nx_conv_pbp_takes_01bf(&pb, &geo, 32));
+    pb = pb_of(NX_DT_BF16, 224, 64, 224, 8, 3, 64, 1, 1);
+    assert_false(nx_conv_pbp_takes_cnhw(&pb, &geo, 32));
+    pb = pb_of(NX_DT_BF16, 200, 2, 200, 2, 3, 2, 1, 1); /* test_fb01's scratch case */
+    assert_false(nx_conv_pbp_takes_cnhw(&pb, &geo, 32));
     /* 28x28x128 stride 2, batch 8, fp32: W N runs of 896 bytes are loaded
      * directly; 128-wide tiles */
     p = plan_of(NX_DT_FP32, 28, 128, 28, 8, 3, 128, 1, 2);

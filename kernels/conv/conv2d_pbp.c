@@ -38,6 +38,9 @@
 #include "conv_ap.h"
 
 #define PBP_MAX_BUFS 4
+/* A DMA moves a partition's data at full speed from runs of this many bytes
+ * (docs/parts/machine.md, dma.efficient_bytes_per_partition). */
+#define PBP_EFFICIENT_DMA_BYTES 2048u
 
 static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
@@ -131,10 +134,19 @@ typedef struct pbp_state {
     nx_kctx *k;
     const nx_conv_pbp *pb;
     pbp_plan pl;
-    nx_tile band[2], filt[2], stage[2], tstore[2], psum[PBP_MAX_BUFS], tpsum[2], compact, raw[2], rt_psum[2];
+    nx_tile band[2], filt[2], stage[PBP_MAX_STAGES], tstore[2], psum[PBP_MAX_BUFS], tpsum[2], compact, raw[2], rt_psum[2];
     int have_compact;
+    /* the store of the last band (one cout tile), emitted after the next
+     * band's first PSUM tile so that the PE does not wait for that band's
+     * last evacuation (software pipelining; values unchanged) */
+    int pend;
+    const nx_tile *pend_stg;
+    uint32_t pend_mo;
+    uint64_t pend_o0;
+    uint64_t pend_stage;  /* out_comb: the stage index of the band's first cout tile */
+    pbp_job pend_j;
     uint32_t next_lane; /* lane rotation */
-    uint64_t n_psum, n_stage, n_tstore, n_tpsum, n_evac, n_rt;
+    uint64_t n_psum, n_stage, n_tstore, n_tpsum, n_evac, n_rt, n_cn;
 } pbp_state;
 
 /* Super-group sg: its first group, group count, channel base, in-features
@@ -236,6 +248,28 @@ static int load_filters(pbp_state *s, const pbp_job *j, nx_error *err) {
     const pbp_plan *pl = &s->pl;
     const nx_tile *t = &s->filt[j->fbuf];
     uint64_t taps = pl->KH * pl->KW;
+    if (pl->filt_iohw) {
+        /* (C/G, O, KH, KW): each step's in-features with all their O x taps
+         * values, one contiguous run per partition */
+        /* cout tile by cout tile while a tile's run stays an efficient DMA
+         * row, so that the first tile's matmuls need not wait for the rest */
+        int32_t one = 1;
+        uint64_t row = pl->Og * taps;
+        int split = pl->couts > 1 && (uint64_t)pl->mo * taps * pl->es >= PBP_EFFICIENT_DMA_BYTES;
+        for (uint32_t t0 = 0; t0 < (split ? pl->couts : 1); t0++) {
+            uint64_t o0 = split ? (uint64_t)t0 * pl->mo : 0;
+            uint32_t run = (uint32_t)((split ? tile_mo(pl, 0, t0) : pl->Og) * taps);
+            for (uint32_t st = 0; st < pl->steps; st++) {
+                uint32_t kc = step_kc(pl, 0, st);
+                uint64_t off = (uint64_t)st * row + o0 * taps;
+                nx_operand dst = nx_tile_view(t, pl->dt, 0, kc, off, 1, &one, &run);
+                uint64_t el = (uint64_t)st * pl->kc * row + o0 * taps;
+                nx_operand src = nx_conv_hbm_view(pl->dt, s->pb->filt + el * pl->es, kc, (int64_t)row, 1, &one, &run);
+                if (dma_spread(s, &dst, &src, pl->pieces, err) != 0) return -1;
+            }
+        }
+        return 0;
+    }
     if (pl->gp == 1) {
         /* the chunk's cout tiles are one contiguous range of outputs */
         uint64_t o0 = tile_o0(pl, j->sg, j->t0);
@@ -409,25 +443,43 @@ static void rt_geometry(const pbp_plan *pl, rt_geo *g) {
     if (g->ix_hi > cols - pl->plx) g->ix_hi = cols - pl->plx;
     if (g->iy_hi < g->iy_lo) g->iy_hi = g->iy_lo;
     if (g->ix_hi < g->ix_lo) g->ix_hi = g->ix_lo;
-    g->pieces = cdiv((uint64_t)(g->iy_hi - g->iy_lo), pl->rt_rows);
+    g->pieces = pl->rt_rows ? cdiv((uint64_t)(g->iy_hi - g->iy_lo), pl->rt_rows) : 1;
+}
+
+/* Unit u: steps [st0, st0 + ns) stacked on the partitions (step st0 + i at
+ * partitions [i pr, (i + 1) pr)), image rows [h0, h0 + pr). */
+typedef struct rt_unit {
+    uint32_t st0, ns, kc, pr;
+    int64_t h0;
+} rt_unit;
+
+static void rt_unit_of(const pbp_plan *pl, const rt_geo *g, uint64_t u, rt_unit *ru) {
+    uint64_t grp = u / g->pieces;
+    ru->st0 = (uint32_t)(grp * pl->rt_spu);
+    ru->ns = (uint32_t)min64(pl->rt_spu, pl->steps - ru->st0);
+    ru->kc = step_kc(pl, 0, ru->st0);
+    ru->h0 = g->iy_lo + (int64_t)((u % g->pieces) * pl->rt_rows);
+    ru->pr = (uint32_t)min64(pl->rt_rows, (uint64_t)(g->iy_hi - ru->h0));
 }
 
 static int rt_load(pbp_state *s, const rt_geo *g, uint64_t u, nx_error *err) {
     const pbp_plan *pl = &s->pl;
-    uint32_t st = (uint32_t)(u / g->pieces), kc = step_kc(pl, 0, st);
-    int64_t h0 = g->iy_lo + (int64_t)((u % g->pieces) * pl->rt_rows);
-    uint32_t pr = (uint32_t)min64(pl->rt_rows, (uint64_t)(g->iy_hi - h0));
+    rt_unit ru;
+    rt_unit_of(pl, g, u, &ru);
     int32_t one = 1;
-    uint32_t run = (uint32_t)(kc * pl->W * pl->N);
-    nx_operand dst = nx_tile_view(&s->raw[u % pl->rt_bufs], pl->dt, 0, pr, 0, 1, &one, &run);
-    uint64_t el = ((uint64_t)h0 * pl->C + step_channel(pl, 0, st)) * pl->W * pl->N;
-    nx_operand src = nx_conv_hbm_view(pl->dt, s->pb->img + el * pl->es, pr, (int64_t)(pl->C * pl->W * pl->N), 1, &one,
-                                      &run);
+    uint32_t run = (uint32_t)(ru.kc * pl->W * pl->N);
     /* every unit on the same queue of each engine: they arrive one after
      * the other at full bandwidth, in the order the transposes want them */
     uint32_t keep = s->next_lane;
     s->next_lane = 0;
-    int rc = dma_spread(s, &dst, &src, pl->pieces, err);
+    int rc = 0;
+    for (uint32_t i = 0; i < ru.ns && rc == 0; i++) {
+        nx_operand dst = nx_tile_view(&s->raw[u % pl->rt_bufs], pl->dt, i * ru.pr, ru.pr, 0, 1, &one, &run);
+        uint64_t el = ((uint64_t)ru.h0 * pl->C + step_channel(pl, 0, ru.st0 + i)) * pl->W * pl->N;
+        nx_operand src = nx_conv_hbm_view(pl->dt, s->pb->img + el * pl->es, ru.pr, (int64_t)(pl->C * pl->W * pl->N), 1,
+                                          &one, &run);
+        rc = dma_spread(s, &dst, &src, pl->pieces, err);
+    }
     s->next_lane = keep;
     return rc;
 }
@@ -436,9 +488,9 @@ static int rt_transpose(pbp_state *s, const rt_geo *g, const nx_tile *band, uint
     const pbp_plan *pl = &s->pl;
     const nx_geometry *geo = nx_kctx_geometry(s->k);
     const nx_tile *raw = &s->raw[u % pl->rt_bufs];
-    uint32_t st = (uint32_t)(u / g->pieces), kc = step_kc(pl, 0, st);
-    int64_t h0 = g->iy_lo + (int64_t)((u % g->pieces) * pl->rt_rows);
-    uint32_t pr = (uint32_t)min64(pl->rt_rows, (uint64_t)(g->iy_hi - h0));
+    rt_unit ru;
+    rt_unit_of(pl, g, u, &ru);
+    uint32_t kc = ru.kc, pr = ru.pr, pp = ru.ns * ru.pr;
     uint32_t blocks = (uint32_t)(geo->psum_bank_bytes / ((uint64_t)pl->rt_pad * pl->es));
     uint64_t N = pl->N, q_lo = (uint64_t)g->ix_lo * N, q_hi = (uint64_t)g->ix_hi * N;
     int32_t one = 1;
@@ -447,29 +499,30 @@ static int rt_transpose(pbp_state *s, const rt_geo *g, const nx_tile *band, uint
         const nx_tile *tp = &s->rt_psum[s->n_rt++ % 2];
         for (uint32_t q = 0; q < nq; q++) {
             int32_t cst = (int32_t)(pl->W * N);
-            nx_operand ts = nx_tile_view(raw, pl->dt, 0, pr, q0 + q, 1, &cst, &kc);
-            nx_operand td = nx_tile_view(tp, pl->dt, 0, kc, (uint64_t)q * pl->rt_pad, 1, &one, &pr);
+            nx_operand ts = nx_tile_view(raw, pl->dt, 0, pp, q0 + q, 1, &cst, &kc);
+            nx_operand td = nx_tile_view(tp, pl->dt, 0, kc, (uint64_t)q * pl->rt_pad, 1, &one, &pp);
             if (nx_kctx_transpose(s->k, NX_ENG_PE, &td, &ts, err) != 0) return -1;
         }
-        int32_t ds[2] = {1, (int32_t)(pl->cols_in * pl->NB)};
-        uint32_t dc[2] = {nq, pr};
-        uint64_t off = ((uint64_t)st * pl->rows_in + (uint64_t)(h0 + pl->ply)) * pl->cols_in * pl->NB +
+        /* column q, step i, row h of the PSUM blocks -> the band's step
+         * st0 + i, padded row h0 + ply + h, column q */
+        int32_t ds[3] = {1, (int32_t)(pl->rows_in * pl->cols_in * pl->NB), (int32_t)(pl->cols_in * pl->NB)};
+        uint32_t dc[3] = {nq, ru.ns, pr};
+        uint64_t off = ((uint64_t)ru.st0 * pl->rows_in + (uint64_t)(ru.h0 + pl->ply)) * pl->cols_in * pl->NB +
                        (uint64_t)pl->plx * pl->NB + q0;
-        nx_operand cd = nx_conv_tile_view(band, pl->dt, 0, kc, off, 2, ds, dc);
-        int32_t ps[2] = {(int32_t)pl->rt_pad, 1};
-        nx_operand cs = nx_conv_tile_view(tp, pl->dt, 0, kc, 0, 2, ps, dc);
+        nx_operand cd = nx_conv_tile_view(band, pl->dt, 0, kc, off, 3, ds, dc);
+        int32_t ps[3] = {(int32_t)pl->rt_pad, (int32_t)pr, 1};
+        nx_operand cs = nx_conv_tile_view(tp, pl->dt, 0, kc, 0, 3, ps, dc);
         nx_engine e = s->n_evac++ % 2 ? NX_ENG_DVE : NX_ENG_ACT;
         if (nx_kctx_tensor_copy(s->k, e, &cd, &cs, err) != 0) return -1;
     }
     return 0;
 }
 
-static int load_image_rt(pbp_state *s, const nx_tile *band, const pbp_job *first, nx_error *err) {
+/* The resident tile's zero frame around the image, every step (POOL). */
+static int zero_frame(pbp_state *s, const nx_tile *band, const rt_geo *g, nx_error *err) {
     const pbp_plan *pl = &s->pl;
-    rt_geo g;
-    rt_geometry(pl, &g);
-    uint64_t tr_lo = (uint64_t)(g.iy_lo + pl->ply), tr_hi = (uint64_t)(g.iy_hi + pl->ply);
-    uint64_t tc_lo = (uint64_t)(g.ix_lo + pl->plx), tc_hi = (uint64_t)(g.ix_hi + pl->plx);
+    uint64_t tr_lo = (uint64_t)(g->iy_lo + pl->ply), tr_hi = (uint64_t)(g->iy_hi + pl->ply);
+    uint64_t tc_lo = (uint64_t)(g->ix_lo + pl->plx), tc_hi = (uint64_t)(g->ix_hi + pl->plx);
     for (uint32_t st = 0; st < pl->steps; st++) {
         uint32_t kc = step_kc(pl, 0, st);
         if (zero_rect(s, band, kc, st, 0, tr_lo, 0, pl->cols_in, err) ||
@@ -478,13 +531,85 @@ static int load_image_rt(pbp_state *s, const nx_tile *band, const pbp_job *first
             zero_rect(s, band, kc, st, tr_lo, tr_hi, tc_hi, pl->cols_in, err))
             return -1;
     }
-    uint64_t units = g.pieces * pl->steps;
+    return 0;
+}
+
+static int load_image_rt(pbp_state *s, const nx_tile *band, const pbp_job *first, nx_error *err) {
+    const pbp_plan *pl = &s->pl;
+    rt_geo g;
+    rt_geometry(pl, &g);
+    if (zero_frame(s, band, &g, err) != 0) return -1;
+    uint64_t units = g.pieces * cdiv(pl->steps, pl->rt_spu);
     for (uint64_t u = 0; u < units && u < pl->rt_bufs; u++)
         if (rt_load(s, &g, u, err) != 0) return -1;
     if (load_filters(s, first, err) != 0) return -1;
     for (uint64_t u = 0; u < units; u++) {
         if (rt_transpose(s, &g, band, u, err) != 0) return -1;
         if (u + pl->rt_bufs < units && rt_load(s, &g, u + pl->rt_bufs, err) != 0) return -1;
+    }
+    return 0;
+}
+
+/* The resident image from #4's (C, N, H, W) tensor (plan cnhw): per step
+ * one transfer of [kc, N x H x W] (a single contiguous run per partition,
+ * spread over the DMA engines), then ACT, DVE and POOL in turn copy it in
+ * blocks of rows into the band's padded (row, col, n) places: a bit-exact
+ * reorder, so the band holds what #3's loads would put there. */
+static int cn_load(pbp_state *s, uint32_t st, nx_error *err) {
+    const pbp_plan *pl = &s->pl;
+    uint32_t kc = step_kc(pl, 0, st);
+    int32_t one = 1;
+    uint32_t run = (uint32_t)pl->cn_elems;
+    nx_operand dst = nx_tile_view(&s->raw[st % pl->cn_bufs], pl->dt, 0, kc, 0, 1, &one, &run);
+    uint64_t el = step_channel(pl, 0, st) * pl->cn_elems;
+    nx_operand src = nx_conv_hbm_view(pl->dt, s->pb->img + el * pl->es, kc, (int64_t)pl->cn_elems, 1, &one, &run);
+    /* steps alternate between the two queues of each engine, so that one
+     * step's fixed phase overlaps the other's data */
+    uint32_t keep = s->next_lane;
+    s->next_lane = (uint32_t)(((uint64_t)st * pl->pieces) % pl->lanes);
+    int rc = dma_spread(s, &dst, &src, pl->pieces, err);
+    s->next_lane = keep;
+    return rc;
+}
+
+static int cn_reorder(pbp_state *s, const rt_geo *g, const nx_tile *band, uint32_t st, nx_error *err) {
+    const pbp_plan *pl = &s->pl;
+    uint32_t kc = step_kc(pl, 0, st);
+    const nx_tile *raw = &s->raw[st % pl->cn_bufs];
+    uint64_t rows = (uint64_t)(g->iy_hi - g->iy_lo), cols = (uint64_t)(g->ix_hi - g->ix_lo);
+    if (rows == 0 || cols == 0) return 0;
+    /* blocks of about a quarter of the image rows (at least 512 elements
+     * each), so that the first PSUM tiles' rows are in early and the three
+     * engines share the work */
+    uint64_t per_row = cols * pl->N, rb = cdiv(rows, 4);
+    if (rb * per_row < 512) rb = cdiv(512, per_row);
+    static const nx_engine engs[3] = {NX_ENG_ACT, NX_ENG_DVE, NX_ENG_POOL};
+    for (uint64_t r0 = 0; r0 < rows; r0 += rb) {
+        uint32_t nr = (uint32_t)min64(rb, rows - r0);
+        int64_t iy = g->iy_lo + (int64_t)r0;
+        int32_t ds[3] = {(int32_t)(pl->cols_in * pl->NB), (int32_t)pl->NB, 1};
+        uint32_t dc[3] = {nr, (uint32_t)cols, (uint32_t)pl->N};
+        uint64_t off = ((uint64_t)st * pl->rows_in + (uint64_t)(iy + pl->ply)) * pl->cols_in * pl->NB +
+                       (uint64_t)(g->ix_lo + pl->plx) * pl->NB;
+        nx_operand d = nx_conv_tile_view(band, pl->dt, 0, kc, off, 3, ds, dc);
+        int32_t ss[3] = {(int32_t)pl->W, 1, (int32_t)(pl->H * pl->W)};
+        nx_operand sr = nx_conv_tile_view(raw, pl->dt, 0, kc, (uint64_t)iy * pl->W + (uint64_t)g->ix_lo, 3, ss, dc);
+        if (nx_kctx_tensor_copy(s->k, engs[s->n_cn++ % 3], &d, &sr, err) != 0) return -1;
+    }
+    return 0;
+}
+
+static int load_image_cnhw(pbp_state *s, const nx_tile *band, const pbp_job *first, nx_error *err) {
+    const pbp_plan *pl = &s->pl;
+    rt_geo g;
+    rt_geometry(pl, &g);
+    if (zero_frame(s, band, &g, err) != 0) return -1;
+    for (uint32_t st = 0; st < pl->steps && st < pl->cn_bufs; st++)
+        if (cn_load(s, st, err) != 0) return -1;
+    if (load_filters(s, first, err) != 0) return -1;
+    for (uint32_t st = 0; st < pl->steps; st++) {
+        if (cn_reorder(s, &g, band, st, err) != 0) return -1;
+        if (st + pl->cn_bufs < pl->steps && cn_load(s, st + pl->cn_bufs, err) != 0) return -1;
     }
     return 0;
 }
@@ -594,7 +719,14 @@ static int store_group(pbp_state *s, const nx_tile *stg, uint32_t mo, uint64_t o
         }
         int32_t ds[3] = {(int32_t)(mo * N), (int32_t)N, 1};
         uint32_t dc[3] = {kk, mo, (uint32_t)nsn};
-        nx_operand dst = nx_conv_tile_view(ts, pl->dt, 0, P, n0, 3, ds, dc);
+        uint64_t doff = n0;
+        if (pl->out_01bf) {
+            /* (OH, OW, N, O): each pixel's values n-major */
+            ds[1] = 1;
+            ds[2] = (int32_t)mo;
+            doff = n0 * mo;
+        }
+        nx_operand dst = nx_conv_tile_view(ts, pl->dt, 0, P, doff, 3, ds, dc);
         int32_t ps[3] = {(int32_t)pl->mo_pad, 1, (int32_t)(kk * pl->mo_pad)};
         nx_operand src = nx_conv_tile_view(tp, pl->dt, 0, P, 0, 3, ps, dc);
         nx_engine e = s->n_evac++ % 2 ? NX_ENG_DVE : NX_ENG_ACT;
@@ -607,7 +739,12 @@ static int store_group(pbp_state *s, const nx_tile *stg, uint32_t mo, uint64_t o
     uint32_t run = (uint32_t)(kk * mo * N);
     nx_operand src = nx_tile_view(ts, pl->dt, 0, P, 0, 1, &one, &run);
     nx_operand dst;
-    if (mo == pl->O) {
+    if (pl->out_01bf && mo != pl->O) {
+        /* kk == 1: one pixel's [N, mo] block per partition, rows O apart */
+        int32_t hs[2] = {(int32_t)pl->O, 1};
+        uint32_t hc[2] = {(uint32_t)N, mo};
+        dst = nx_conv_hbm_view(pl->dt, s->pb->out + (pix * N * pl->O + o0) * pl->es, P, (int64_t)(pl->O * N), 2, hs, hc);
+    } else if (mo == pl->O) {
         dst = nx_conv_hbm_view(pl->dt, s->pb->out + (pix * pl->O + o0) * N * pl->es, P, (int64_t)(kk * pl->O * N), 1, &one, &run);
     } else {
         int32_t hs[2] = {(int32_t)N, 1};
@@ -616,6 +753,56 @@ static int store_group(pbp_state *s, const nx_tile *stg, uint32_t mo, uint64_t o
         dst = nx_conv_hbm_view(pl->dt, s->pb->out + (pix * pl->O + o0) * N * pl->es, P, (int64_t)(pl->O * N), 2, hs, hc);
     }
     return dma_spread(s, &dst, &src, pl->pieces, err);
+}
+
+/* out_comb: pixels [g0, g0 + P) of the band (full width, kk = 1), every
+ * cout tile's stage (stages base, base + 1, ...) transposed into one store
+ * tile [P, N, O] and stored as one run of N x O per pixel. */
+static int store_group_comb(pbp_state *s, uint64_t base, const pbp_job *j, uint64_t g0, uint32_t P, nx_error *err) {
+    const pbp_plan *pl = &s->pl;
+    const nx_tile *ts = &s->tstore[s->n_tstore++ % 2];
+    uint64_t N = pl->N;
+    for (uint32_t tl = 0; tl < pl->couts; tl++) {
+        const nx_tile *stg = &s->stage[(base + tl) % pl->stage_bufs];
+        uint32_t mo = tile_mo(pl, 0, tl);
+        uint64_t o0 = tile_o0(pl, 0, tl);
+        for (uint64_t n0 = 0; n0 < N; n0 += pl->ns) {
+            uint64_t nsn = min64(pl->ns, N - n0);
+            const nx_tile *tp = &s->tpsum[s->n_tpsum++ % 2];
+            for (uint64_t n = n0; n < n0 + nsn; n++) {
+                int32_t st = (int32_t)N;
+                uint32_t ct = P;
+                nx_operand src = nx_conv_tile_view(stg, pl->dt, 0, mo, g0 * N + n, 1, &st, &ct);
+                int32_t one = 1;
+                uint32_t m = mo;
+                nx_operand dst = nx_conv_tile_view(tp, pl->dt, 0, P, (n - n0) * pl->mo_pad, 1, &one, &m);
+                if (nx_kctx_transpose(s->k, NX_ENG_PE, &dst, &src, err) != 0) return -1;
+            }
+            int32_t ds[2] = {1, (int32_t)pl->O};
+            uint32_t dc[2] = {mo, (uint32_t)nsn};
+            nx_operand dst = nx_conv_tile_view(ts, pl->dt, 0, P, n0 * pl->O + o0, 2, ds, dc);
+            int32_t ps[2] = {1, (int32_t)pl->mo_pad};
+            nx_operand src = nx_conv_tile_view(tp, pl->dt, 0, P, 0, 2, ps, dc);
+            nx_engine e = s->n_evac++ % 2 ? NX_ENG_DVE : NX_ENG_ACT;
+            if (nx_kctx_tensor_copy(s->k, e, &dst, &src, err) != 0) return -1;
+        }
+    }
+    uint64_t pix = (j->oy0 + g0 / j->cwb) * pl->OW + j->ox0 + g0 % j->cwb;
+    int32_t one = 1;
+    uint32_t run = (uint32_t)(N * pl->O);
+    nx_operand src = nx_tile_view(ts, pl->dt, 0, P, 0, 1, &one, &run);
+    nx_operand dst = nx_conv_hbm_view(pl->dt, s->pb->out + pix * run * pl->es, P, (int64_t)run, 1, &one, &run);
+    return dma_spread(s, &dst, &src, pl->pieces, err);
+}
+
+static int store_comb(pbp_state *s, uint64_t base, const pbp_job *j, nx_error *err) {
+    uint64_t npix = j->rb * j->cwb;
+    for (uint64_t g0 = 0; g0 < npix;) {
+        uint32_t P = (uint32_t)min64(s->pl.PC, npix - g0);
+        if (store_group_comb(s, base, j, g0, P, err) != 0) return -1;
+        g0 += P;
+    }
+    return 0;
 }
 
 static int store_transposed(pbp_state *s, const nx_tile *stg, uint32_t mo, uint64_t o0, const pbp_job *j,
@@ -643,6 +830,18 @@ static int store_transposed(pbp_state *s, const nx_tile *stg, uint32_t mo, uint6
     return 0;
 }
 
+static int store_band(pbp_state *s, const nx_tile *stg, uint32_t mo, uint64_t o0, const pbp_job *j, nx_error *err) {
+    return s->pl.store == PBP_STORE_TRANSPOSED && j->nbb == s->pl.N ? store_transposed(s, stg, mo, o0, j, err)
+                                                                     : store_direct(s, stg, mo, o0, j, err);
+}
+
+static int flush_store(pbp_state *s, nx_error *err) {
+    if (!s->pend) return 0;
+    s->pend = 0;
+    if (s->pl.out_comb) return store_comb(s, s->pend_stage, &s->pend_j, err);
+    return store_band(s, s->pend_stg, s->pend_mo, s->pend_o0, &s->pend_j, err);
+}
+
 static int compute_job(pbp_state *s, const pbp_job *j, const nx_tile *bt, nx_error *err) {
     const pbp_plan *pl = &s->pl;
     band_geo bg;
@@ -652,7 +851,7 @@ static int compute_job(pbp_state *s, const pbp_job *j, const nx_tile *bt, nx_err
     for (uint32_t tl = 0; tl < j->nt; tl++) {
         uint32_t tt = j->t0 + tl, mo = tile_mo(pl, j->sg, tt);
         uint64_t o0 = tile_o0(pl, j->sg, tt);
-        const nx_tile *stg = &s->stage[s->n_stage++ % 2];
+        const nx_tile *stg = &s->stage[s->n_stage++ % pl->stage_bufs];
         for (uint64_t a = 0; a < j->rb; a += pl->q) {
             uint64_t qq = min64(pl->q, j->rb - a);
             for (uint64_t b = 0; b < j->cwb; b += pl->pw) {
@@ -676,7 +875,10 @@ static int compute_job(pbp_state *s, const pbp_job *j, const nx_tile *bt, nx_err
                         for (uint32_t st = 0; st < pl->steps; st++) {
                             uint32_t kc = step_kc(pl, j->sg, st);
                             uint32_t m = mo;
-                            nx_operand w = nx_tile_view(ft, pl->dt, 0, kc, filt_off(pl, tl, st, tap), 1, &one, &m);
+                            int32_t wst = pl->filt_iohw ? (int32_t)taps : 1;
+                            uint64_t woff = pl->filt_iohw ? ((uint64_t)st * pl->Og + o0) * taps + tap
+                                                          : filt_off(pl, tl, st, tap);
+                            nx_operand w = nx_tile_view(ft, pl->dt, 0, kc, woff, 1, &wst, &m);
                             if (nx_kctx_load_stationary(s->k, &w, err) != 0) return -1;
                             int32_t ms[3] = {(int32_t)((uint64_t)pl->sy * pl->cols_in * pl->NB),
                                              (int32_t)((uint64_t)pl->sx * pl->NB), 1};
@@ -689,12 +891,19 @@ static int compute_job(pbp_state *s, const pbp_job *j, const nx_tile *bt, nx_err
                         }
                     }
                     if (evacuate(s, ps, stg, mo, j, a, qq, b, pp, nsub, nn, err) != 0) return -1;
+                    if (flush_store(s, err) != 0) return -1;
                 }
             }
         }
-        int rc = pl->store == PBP_STORE_TRANSPOSED && j->nbb == pl->N ? store_transposed(s, stg, mo, o0, j, err)
-                                                                       : store_direct(s, stg, mo, o0, j, err);
-        if (rc != 0) return -1;
+        if (flush_store(s, err) != 0) return -1;
+        /* out_comb: the band's store waits for its last cout tile */
+        if (pl->out_comb && tl + 1 < j->nt) continue;
+        s->pend = 1;
+        s->pend_stage = s->n_stage - j->nt;
+        s->pend_stg = stg;
+        s->pend_mo = mo;
+        s->pend_o0 = o0;
+        s->pend_j = *j;
     }
     return 0;
 }
@@ -763,6 +972,12 @@ int nx_conv_pbp_emit(nx_kctx *k, const nx_conv_pbp *pb, nx_error *err) {
     s.pb = pb;
     pbp_plan *pl = &s.pl;
     if (pbp_plan_make(pb, nx_kctx_geometry(k), nx_kctx_lanes(k), pl, err) != 0) return -1;
+    if (pb->out_01bf && !pl->out_01bf)
+        return nx_fail(err, "conv: an (OH, OW, N, O) result needs the transposed store (nx_conv_pbp_takes_01bf)");
+    if (pb->filt_iohw && !pl->filt_iohw)
+        return nx_fail(err, "conv: a (C/G, O, KH, KW) filter needs one resident ungrouped chunk (nx_conv_pbp_takes_iohw)");
+    if (pb->img_cnhw && !pl->cnhw)
+        return nx_fail(err, "conv: a (C, N, H, W) image needs the resident plan (nx_conv_pbp_takes_cnhw)");
     pbp_job *jobs = NULL;
     size_t nj = 0;
     if (make_jobs(pl, &jobs, &nj, err) != 0) return -1;
@@ -778,17 +993,20 @@ int nx_conv_pbp_emit(nx_kctx *k, const nx_conv_pbp *pb, nx_error *err) {
     uint32_t bands = nj > 1 && !pl->resident ? 2 : 1;
     for (uint32_t i = 0; i < pl->filt_bufs; i++) ALLOC(NX_OPK_SBUF, "conv_filt", pl->dt, pl->PR, pl->filt_elems, &s.filt[i]);
     for (uint32_t i = 0; i < bands; i++) ALLOC(NX_OPK_SBUF, "conv_band", pl->dt, pl->PR, pl->band_elems, &s.band[i]);
-    for (uint32_t i = 0; i < 2; i++) ALLOC(NX_OPK_SBUF, "conv_stage", pl->dt, pl->PC, pl->stage_elems, &s.stage[i]);
+    for (uint32_t i = 0; i < pl->stage_bufs; i++) ALLOC(NX_OPK_SBUF, "conv_stage", pl->dt, pl->PC, pl->stage_elems, &s.stage[i]);
     if (pl->gp > 1 && pl->Cg == 1)
         ALLOC(NX_OPK_SBUF, "conv_filt_compact", pl->dt, pl->PR, pl->KH * pl->KW * pl->Og, &s.compact);
     for (uint32_t i = 0; i < pl->psum_bufs; i++) ALLOC(NX_OPK_PSUM, "conv_psum", NX_DT_FP32, pl->PC, pl->FM, &s.psum[i]);
     if (pl->rt) {
         const nx_geometry *geo = nx_kctx_geometry(k);
         for (uint32_t i = 0; i < pl->rt_bufs; i++)
-            ALLOC(NX_OPK_SBUF, "conv_raw_rows", pl->dt, pl->rt_rows, pl->rt_elems, &s.raw[i]);
+            ALLOC(NX_OPK_SBUF, "conv_raw_rows", pl->dt, pl->rt_rows * pl->rt_spu, pl->rt_elems, &s.raw[i]);
         for (uint32_t i = 0; i < 2; i++)
             ALLOC(NX_OPK_PSUM, "conv_rt_psum", pl->dt, pl->PR, geo->psum_bank_bytes / pl->es, &s.rt_psum[i]);
     }
+    if (pl->cnhw)
+        for (uint32_t i = 0; i < pl->cn_bufs; i++)
+            ALLOC(NX_OPK_SBUF, "conv_raw_cnhw", pl->dt, pl->PR, pl->cn_elems, &s.raw[i]);
     if (pl->store == PBP_STORE_TRANSPOSED) {
         const nx_geometry *geo = nx_kctx_geometry(k);
         for (uint32_t i = 0; i < 2; i++) {
@@ -803,6 +1021,8 @@ int nx_conv_pbp_emit(nx_kctx *k, const nx_conv_pbp *pb, nx_error *err) {
          * only for the transfers of the rows they read */
         if (pl->rt) {
             if (load_image_rt(&s, &s.band[0], &jobs[0], err) != 0) goto done;
+        } else if (pl->cnhw) {
+            if (load_image_cnhw(&s, &s.band[0], &jobs[0], err) != 0) goto done;
         } else {
             if (load_filters(&s, &jobs[0], err) != 0) goto done;
             for (size_t i = 0; i < nj; i++)
@@ -810,6 +1030,7 @@ int nx_conv_pbp_emit(nx_kctx *k, const nx_conv_pbp *pb, nx_error *err) {
         }
         for (size_t i = 0; i < nj; i++)
             if (compute_job(&s, &jobs[i], &s.band[0], err) != 0) goto done;
+        if (flush_store(&s, err) != 0) goto done;
         rc = 0;
         goto done;
     }
@@ -828,12 +1049,39 @@ int nx_conv_pbp_emit(nx_kctx *k, const nx_conv_pbp *pb, nx_error *err) {
         if (compute_job(&s, &jobs[i], &s.band[i % bands], err) != 0) goto done;
         if (late && load_filters(&s, &jobs[i + 1], err) != 0) goto done;
     }
+    if (flush_store(&s, err) != 0) goto done;
     rc = 0;
 done:
     free(jobs);
     nx_error rerr;
     while (nmade > 0) nx_kctx_release(k, made[--nmade], &rerr);
     return rc;
+}
+
+/* Which of #4's in-place routes the plan grants when asked for one. */
+typedef enum pbp_route { PBP_ROUTE_CNHW, PBP_ROUTE_IOHW, PBP_ROUTE_01BF } pbp_route;
+
+static int takes_route(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes, pbp_route r) {
+    nx_conv_pbp q = *pb;
+    if (r == PBP_ROUTE_CNHW) q.img_cnhw = 1;
+    if (r == PBP_ROUTE_IOHW) q.filt_iohw = 1;
+    if (r == PBP_ROUTE_01BF) q.out_01bf = 1;
+    pbp_plan pl;
+    nx_error err;
+    if (pbp_plan_make(&q, geo, lanes, &pl, &err) != 0) return 0;
+    return r == PBP_ROUTE_CNHW ? pl.cnhw : r == PBP_ROUTE_IOHW ? pl.filt_iohw : pl.out_01bf;
+}
+
+int nx_conv_pbp_takes_cnhw(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes) {
+    return takes_route(pb, geo, lanes, PBP_ROUTE_CNHW);
+}
+
+int nx_conv_pbp_takes_iohw(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes) {
+    return takes_route(pb, geo, lanes, PBP_ROUTE_IOHW);
+}
+
+int nx_conv_pbp_takes_01bf(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes) {
+    return takes_route(pb, geo, lanes, PBP_ROUTE_01BF);
 }
 
 int conv2d_pbp_0f1b_0i1o_01fb_experimental_1(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {

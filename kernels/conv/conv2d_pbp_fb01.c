@@ -1,13 +1,18 @@
 /* conv2d_pbp_fb01_io01_01bf_kernel_experimental_1: the dense convolution
  * with img (C, N, H, W), filt (C/G, O, KH, KW) -> out (OH, OW, N, O), by
- * #3's emitter (conv2d_pbp.c) on re-laid-out copies in HBM scratch.
+ * #3's emitter (conv2d_pbp.c).
  *
  * Follows the public AWS Neuron kernel of the same name
  * (neuronxcc.nki._private_kernels.conv): transpose the image and the
  * filter into #3's layouts through HBM, run #3, transpose the result back.
- * That kernel moves one [<=128 x <=128] tile per (channel, row) through a
- * PE transpose with one load and one store each; this one moves whole
- * [C tile x rows] blocks:
+ * This one goes past it: wherever #3's plan allows (a resident image, one
+ * resident ungrouped filter chunk, a PE-transposed store), #3's emitter
+ * reads the image and the filter as they lie and writes the (OH, OW, N, O)
+ * result itself (nx_conv_pbp_takes_cnhw / _iohw / _01bf; the same bits,
+ * without the HBM round trips). Otherwise the tensor goes through HBM
+ * scratch. That kernel moves one [<=128 x <=128] tile per (channel, row)
+ * through a PE transpose with one load and one store each; this one moves
+ * whole [C tile x rows] blocks:
  *
  *   img  (C, N, H, W)     -> (H, C, W, N)      np.transpose(x, (2, 0, 3, 1))
  *   filt (C/G, O, KH, KW) -> (KH, C/G, KW, O)  the same permutation
@@ -345,15 +350,22 @@ int conv2d_pbp_fb01_io01_01bf_kernel_experimental_1(struct nx_kctx *k, const nx_
     if (nx_conv_pbp_from_call(leaf, "fb01_io01->01bf", call, &pb, err) != 0) return -1;
     uint64_t Cg = pb.C / (uint64_t)pb.p.feature_group_count;
     uint64_t img = pb.img, filt = pb.filt;
-    if (scratch(k, "conv2d_pbp_fb01.img_0f1b", pb.dtype, pb.H, pb.C, pb.W, pb.N, &pb.img, err) != 0 ||
-        scratch(k, "conv2d_pbp_fb01.filt_0i1o", pb.dtype, pb.KH, Cg, pb.KW, pb.O, &pb.filt, err) != 0)
+    /* a resident image is read in place (C on the partitions) and reordered
+     * on the chip; otherwise it goes through an (H, C, W, N) scratch copy */
+    pb.img_cnhw = nx_conv_pbp_takes_cnhw(&pb, nx_kctx_geometry(k), nx_kctx_lanes(k));
+    /* likewise the filter when one resident ungrouped chunk holds it */
+    pb.filt_iohw = nx_conv_pbp_takes_iohw(&pb, nx_kctx_geometry(k), nx_kctx_lanes(k));
+    if ((!pb.img_cnhw && scratch(k, "conv2d_pbp_fb01.img_0f1b", pb.dtype, pb.H, pb.C, pb.W, pb.N, &pb.img, err) != 0) ||
+        (!pb.filt_iohw && scratch(k, "conv2d_pbp_fb01.filt_0i1o", pb.dtype, pb.KH, Cg, pb.KW, pb.O, &pb.filt, err) != 0))
         return nx_fail_prefix(err, "%s", leaf);
     /* with N = 1 (or O = 1) the result layouts 01fb and 01bf are the same bytes */
     int direct = pb.N == 1 || pb.O == 1;
+    /* or the transposed store writes each pixel's [N, O] block itself */
+    if (!direct) direct = pb.out_01bf = nx_conv_pbp_takes_01bf(&pb, nx_kctx_geometry(k), nx_kctx_lanes(k));
     if (!direct && scratch(k, "conv2d_pbp_fb01.out_01fb", pb.dtype, pb.OH, pb.OW, pb.O, pb.N, &pb.out, err) != 0)
         return nx_fail_prefix(err, "%s", leaf);
-    if (emit_perm(k, pb.dtype, Cg, pb.O, pb.KH, pb.KW, filt, pb.filt, err) != 0 ||
-        emit_perm(k, pb.dtype, pb.C, pb.N, pb.H, pb.W, img, pb.img, err) != 0)
+    if ((!pb.filt_iohw && emit_perm(k, pb.dtype, Cg, pb.O, pb.KH, pb.KW, filt, pb.filt, err) != 0) ||
+        (!pb.img_cnhw && emit_perm(k, pb.dtype, pb.C, pb.N, pb.H, pb.W, img, pb.img, err) != 0))
         return nx_fail_prefix(err, "%s", leaf);
     if (nx_conv_pbp_emit(k, &pb, err) != 0) return -1;
     if (direct) return 0;

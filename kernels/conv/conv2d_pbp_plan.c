@@ -135,6 +135,8 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes,
         }
     }
     pl->filt_elems = per_cout * pl->chunk;
+    /* #4's filter as it lies: one run of O x KH x KW per in-feature */
+    pl->filt_iohw = pb->filt_iohw && pl->gp == 1 && pl->nsg == 1 && pl->chunk == pl->couts && pl->filt_bufs == 1;
     if (pl->filt_elems > geo->sbuf_free_elems_max && pl->gp > 1)
         return nx_fail(err, "conv: a block-diagonal filter tile of %llu elements per partition exceeds the %u-element "
                        "SBUF access limit", (unsigned long long)pl->filt_elems, geo->sbuf_free_elems_max);
@@ -225,13 +227,30 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes,
      * on the partitions and put C on the partitions by PE transposes (one
      * per (w, n) column, at least 64 PE cycles each) instead. */
     uint64_t rt_raw = (uint64_t)pl->kc * pl->W * pl->N;
-    if (pl->resident && pl->W * pl->N * pl->es < PBP_EFFICIENT_RUN_BYTES / 4 && banks >= 7 &&
+    uint64_t cn_raw = pl->N * pl->H * pl->W;
+    if (pb->img_cnhw) {
+        /* #4's image: C already on the partitions with long runs; only the
+         * reorder into the padded band is left (no rows-first transposes) */
+        if (pl->resident && cn_raw <= b.free_max && (whole + cn_raw) * pl->es <= 2 * b.band) {
+            pl->cnhw = 1;
+            pl->cn_elems = cn_raw;
+            pl->cn_bufs = pl->steps > 1 && (whole + 2 * cn_raw) * pl->es <= 2 * b.band ? 2 : 1;
+        }
+    } else if (pl->resident && pl->W * pl->N * pl->es < PBP_EFFICIENT_RUN_BYTES / 4 && banks >= 7 &&
         rt_raw <= b.free_max && (whole + rt_raw) * pl->es <= 2 * b.band) {
         pl->rt = 1;
         pl->rt_rows = (uint32_t)min64(min64(pl->PR, geo->partitions), pl->H);
-        pl->rt_pad = pow2_ceil(pl->rt_rows);
+        /* a short image: several full contraction steps' rows stacked on
+         * the partitions, so that one transpose (whose cost does not grow
+         * with its partitions up to the PE's minimum interval) moves them
+         * all */
+        pl->rt_spu = 1;
+        if (pl->Cg % pl->kc == 0 && pl->steps > 1)
+            pl->rt_spu = (uint32_t)min64(pl->steps, min64(pl->PR, geo->partitions) / pl->rt_rows);
+        if (pl->rt_spu < 1) pl->rt_spu = 1;
+        pl->rt_pad = pow2_ceil(pl->rt_rows * pl->rt_spu);
         pl->rt_elems = rt_raw;
-        uint64_t units = (uint64_t)pl->steps * cdiv(pl->H, pl->rt_rows);
+        uint64_t units = cdiv(pl->steps, pl->rt_spu) * cdiv(pl->H, pl->rt_rows);
         pl->rt_bufs = units > 1 && (whole + 2 * rt_raw) * pl->es <= 2 * b.band ? 2 : 1;
         if ((uint64_t)pl->rt_pad * pl->es > geo->psum_bank_bytes || geo->psum_bank_bytes % (pl->rt_pad * pl->es))
             pl->rt = 0;
@@ -269,6 +288,17 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes,
                 pl->tstore_elems = tstore;
             }
         }
+    }
+    pl->out_01bf = pb->out_01bf && pl->store == PBP_STORE_TRANSPOSED && NB == pl->N;
+    /* runs of mo x N per pixel are short: keep the band's cout tiles staged
+     * together and store each pixel's N x O run at once, when the extra
+     * stages and the wider store tile fit the staging budget */
+    if (pl->out_01bf && pl->couts > 1 && pl->chunk == pl->couts && pl->nsg == 1 && pl->kpack == 1 && CW == pl->OW &&
+        pl->couts + 1 <= PBP_MAX_STAGES && (uint64_t)(pl->couts + 1) * pl->stage_elems * pl->es <= 2 * b.stage &&
+        pl->N * pl->O <= b.free_max && pl->N * pl->O * pl->es <= b.stage) {
+        pl->out_comb = 1;
+        pl->stage_bufs = pl->couts + 1;
+        pl->tstore_elems = pl->N * pl->O;
     }
     return 0;
 }

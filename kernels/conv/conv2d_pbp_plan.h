@@ -10,6 +10,9 @@
 #include "conv2d_pbp.h"
 #include "isa/geometry.h"
 
+/* Output staging buffers at most (plan out_comb). */
+#define PBP_MAX_STAGES 8
+
 typedef enum pbp_store_mode {
     PBP_STORE_DIRECT = 0,     /* C_out on partitions: runs of NB elements */
     PBP_STORE_TRANSPOSED = 1, /* PE-transposed: pixels on partitions, runs of k x mo x N */
@@ -39,6 +42,8 @@ typedef struct pbp_plan {
     uint32_t chunk;               /* cout tiles whose filters are resident at once */
     uint32_t filt_bufs;           /* 1 or 2 filter buffers */
     uint64_t filt_elems;          /* per partition per filter buffer */
+    int filt_iohw;                /* filter buffer [step][o][tap] as (C/G, O, KH, KW) holds it
+                                   * (else [step][tap][t][m]); stationaries read o at stride taps */
 
     /* spatial blocking: bands of R output rows x CW output cols x NB batch */
     uint64_t R, CW, NB;
@@ -49,9 +54,16 @@ typedef struct pbp_plan {
     int rt;                       /* resident image loaded as rows (H on partitions, runs of C W N)
                                    * and PE-transposed onto C (short W N runs otherwise) */
     uint32_t rt_rows;             /* image rows per raw piece (<= PE rows) */
-    uint32_t rt_pad;              /* PSUM block stride of a transposed column (pow2 >= rt_rows) */
+    uint32_t rt_spu;              /* contraction steps per raw unit, stacked on the partitions
+                                   * (rt_spu x rows <= PE rows: one transpose serves them all) */
+    uint32_t rt_pad;              /* PSUM block stride of a transposed column (pow2 >= rt_spu x rt_rows) */
     uint64_t rt_elems;            /* raw tile per partition: kc x W x N */
     uint32_t rt_bufs;             /* raw tiles (2 when several units follow each other and fit) */
+    int cnhw;                     /* resident image read from (C, N, H, W): per step one raw tile
+                                   * [kc, N x H x W] (one contiguous run per partition), reordered
+                                   * into the band by ACT / DVE / POOL copies */
+    uint64_t cn_elems;            /* raw tile per partition: N x H x W */
+    uint32_t cn_bufs;             /* raw tiles (2 when several steps follow each other and fit) */
     uint32_t band_bufs;
 
     /* PSUM tiles inside a band: q rows x pw cols x nb batch <= FM */
@@ -66,6 +78,10 @@ typedef struct pbp_plan {
     uint32_t mo_pad;              /* transposed: PSUM block stride (pow2 >= mo) */
     uint64_t ns;                  /* transposed: batch values per PSUM pass */
     uint64_t tstore_elems;        /* transposed: store tile per partition */
+    int out_01bf;                 /* transposed into (OH, OW, N, O): a pixel's [N, mo] per partition */
+    int out_comb;                 /* out_01bf with several cout tiles: a band's tiles stage side by
+                                   * side (stage_bufs = couts + 1) and one store writes each pixel's
+                                   * whole [N, O] run */
 } pbp_plan;
 
 /* Builds the plan; -1 naming the limit when no tiling fits the machine
