@@ -1,12 +1,35 @@
-/* Operand views: host addresses and row load/store for the semantics. The
- * row loops switch on the dtype once per contiguous run, not per element. */
+/* Operand views: host addresses and row load/store for the semantics. A
+ * row is a walk over its merged dims (nx_view's walk_*), converted by the
+ * walk converters of isa/dtype.h: the dtype switch is once per row and
+ * contiguous runs vectorise. */
 #include "access.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dtype.h"
+
+/* The walk dims of a memory view (nx_view, walk_*). */
+static void walk_dims(nx_view *v, int64_t size) {
+    uint32_t nd = 0;
+    for (unsigned k = 0; k < v->ndims && k < NX_MAX_FREE_DIMS; k++) {
+        if (v->count[k] == 1) continue;
+        if (nd > 0 && v->walk_step[nd - 1] == v->stride_bytes[k] * (int64_t)v->count[k]) {
+            v->walk_step[nd - 1] = v->stride_bytes[k];
+            v->walk_count[nd - 1] *= v->count[k];
+            continue;
+        }
+        v->walk_step[nd] = v->stride_bytes[k];
+        v->walk_count[nd] = v->count[k];
+        nd++;
+    }
+    if (nd == 0) {
+        v->walk_step[0] = size;
+        v->walk_count[0] = 1;
+        nd = 1;
+    }
+    v->walk_nd = nd;
+}
 
 void nx_view_init(nx_view *v, const nx_exec_ctx *ctx, const nx_operand *op) {
     memset(v, 0, sizeof *v);
@@ -22,6 +45,7 @@ void nx_view_init(nx_view *v, const nx_exec_ctx *ctx, const nx_operand *op) {
         v->pattern_stride[k] = op->stride[k];
         v->free_elems *= op->count[k];
     }
+    walk_dims(v, (int64_t)size);
     nx_state *st = ctx->state;
     switch (op->kind) {
     case NX_OPK_HBM:
@@ -58,99 +82,6 @@ uint8_t *nx_view_addr(const nx_view *v, uint32_t p, uint64_t e) {
     return v->base + off;
 }
 
-static void load_run(nx_dtype dt, const uint8_t *src, int64_t step, uint32_t n, double *out) {
-    switch (dt) {
-    case NX_DT_FP32:
-        for (uint32_t i = 0; i < n; i++, src += step) {
-            float f;
-            memcpy(&f, src, sizeof f);
-            out[i] = f;
-        }
-        break;
-    case NX_DT_INT32:
-        for (uint32_t i = 0; i < n; i++, src += step) {
-            int32_t x;
-            memcpy(&x, src, sizeof x);
-            out[i] = x;
-        }
-        break;
-    default:
-        for (uint32_t i = 0; i < n; i++, src += step) out[i] = nx_dtype_load(dt, src);
-        break;
-    }
-}
-
-/* The fp32 store of one engine value (docs/parts/dtypes.md): C's
- * double->float conversion is the single RNE rounding with overflow to
- * infinity, except that it keeps a NaN's payload where the rule stores the
- * canonical quiet NaN of the NaN's sign (0x7fc00000 / 0xffc00000), as
- * nx_dtype_store does. */
-static inline float fp32_store_value(double v) {
-    float f = (float)v;
-    if (v != v) f = signbit(v) ? -NAN : NAN;
-    return f;
-}
-
-/* Four lanes of the same rule for contiguous runs (GCC/Clang vector types;
- * without wider SIMD flags they compile to SSE2 pairs): convert, then blend
- * the canonical NaN into the lanes that are NaN. Measured faster than the
- * scalar cast loop it replaces, which had no NaN rule at all. */
-typedef double nx_v4d __attribute__((vector_size(32)));
-typedef float nx_v4f __attribute__((vector_size(16)));
-typedef int32_t nx_v4i __attribute__((vector_size(16)));
-
-static void store_run(nx_dtype dt, uint8_t *dst, int64_t step, uint32_t n, const double *in) {
-    switch (dt) {
-    case NX_DT_FP32: {
-        uint32_t i = 0;
-        if (step == 4) {
-            const nx_v4i sign = {INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN};
-            for (; i + 4 <= n; i += 4, dst += 16) {
-                nx_v4d d;
-                memcpy(&d, in + i, sizeof d);
-                nx_v4f f = __builtin_convertvector(d, nx_v4f);
-                nx_v4i b, nan = (nx_v4i)(f != f); /* all ones in NaN lanes */
-                memcpy(&b, &f, sizeof b);
-                b = (b & ~nan) | (nan & ((b & sign) | 0x7fc00000));
-                memcpy(dst, &b, sizeof b);
-            }
-        }
-        for (; i < n; i++, dst += step) {
-            float f = fp32_store_value(in[i]);
-            memcpy(dst, &f, sizeof f);
-        }
-        break;
-    }
-    default:
-        for (uint32_t i = 0; i < n; i++, dst += step) nx_dtype_store(dt, dst, in[i]);
-        break;
-    }
-}
-
-/* Calls run(ptr, step, n, index) for every innermost run of partition p. */
-#define FOR_EACH_RUN(v, p, BODY)                                                          \
-    do {                                                                                  \
-        uint32_t c_[NX_MAX_FREE_DIMS] = {1, 1, 1, 1};                                     \
-        int64_t s_[NX_MAX_FREE_DIMS] = {0, 0, 0, 0};                                      \
-        unsigned lead_ = NX_MAX_FREE_DIMS - (v)->ndims;                                   \
-        for (unsigned k_ = 0; k_ < (v)->ndims; k_++) {                                    \
-            c_[lead_ + k_] = (v)->count[k_];                                              \
-            s_[lead_ + k_] = (v)->stride_bytes[k_];                                       \
-        }                                                                                 \
-        const uint8_t *row_ = (v)->base + (int64_t)(p) * (v)->partition_step;             \
-        uint64_t idx_ = 0;                                                                \
-        for (uint32_t i0 = 0; i0 < c_[0]; i0++)                                           \
-            for (uint32_t i1 = 0; i1 < c_[1]; i1++)                                       \
-                for (uint32_t i2 = 0; i2 < c_[2]; i2++) {                                 \
-                    uint8_t *run_ptr = (uint8_t *)row_ + i0 * s_[0] + i1 * s_[1] + i2 * s_[2]; \
-                    int64_t run_step = s_[3];                                             \
-                    uint32_t run_n = c_[3];                                               \
-                    uint64_t run_idx = idx_;                                              \
-                    BODY;                                                                 \
-                    idx_ += run_n;                                                        \
-                }                                                                         \
-    } while (0)
-
 void nx_view_load(const nx_view *v, uint32_t p, double *out) {
     if (v->kind == NX_OPK_IMM) {
         for (uint64_t i = 0; i < v->free_elems; i++) out[i] = v->imm;
@@ -173,11 +104,64 @@ void nx_view_load(const nx_view *v, uint32_t p, double *out) {
                         out[i++] = (double)(base + a * s[0] + b * s[1] + d * s[2] + e * s[3]);
         return;
     }
-    FOR_EACH_RUN(v, p, load_run((nx_dtype)v->dtype, run_ptr, run_step, run_n, out + run_idx));
+    nx_dtype_load_walk((nx_dtype)v->dtype, v->base + (int64_t)p * v->partition_step, v->walk_nd, v->walk_count,
+                       v->walk_step, out);
 }
 
 void nx_view_store(const nx_view *v, uint32_t p, const double *in) {
-    FOR_EACH_RUN(v, p, store_run((nx_dtype)v->dtype, run_ptr, run_step, run_n, in + run_idx));
+    nx_dtype_store_walk((nx_dtype)v->dtype, v->base + (int64_t)p * v->partition_step, v->walk_nd, v->walk_count,
+                        v->walk_step, in);
+}
+
+void nx_view_store_where(const nx_view *v, uint32_t p, const double *in, const double *pred) {
+    nx_dtype_store_walk_where((nx_dtype)v->dtype, v->base + (int64_t)p * v->partition_step, v->walk_nd,
+                              v->walk_count, v->walk_step, in, pred);
+}
+
+/* The walk of partition p with each run handed to RUN(mem, step, n, buf):
+ * buf advances by n elements of `size` bytes per run. */
+#define BITS_WALK(v, p, buf, RUN)                                                         \
+    do {                                                                                  \
+        uint64_t c_[4] = {1, 1, 1, 1};                                                    \
+        int64_t s_[4] = {0, 0, 0, 0};                                                     \
+        const uint32_t nd_ = (v)->walk_nd;                                                \
+        for (uint32_t k_ = 0; k_ < nd_; k_++) {                                           \
+            c_[4 - nd_ + k_] = (v)->walk_count[k_];                                       \
+            s_[4 - nd_ + k_] = (v)->walk_step[k_];                                        \
+        }                                                                                 \
+        uint8_t *row_ = (v)->base + (int64_t)(p) * (v)->partition_step;                   \
+        for (uint64_t a_ = 0; a_ < c_[0]; a_++)                                           \
+            for (uint64_t b_ = 0; b_ < c_[1]; b_++)                                       \
+                for (uint64_t d_ = 0; d_ < c_[2]; d_++) {                                 \
+                    RUN(row_ + (int64_t)a_ * s_[0] + (int64_t)b_ * s_[1] + (int64_t)d_ * s_[2], s_[3], c_[3], buf); \
+                    buf += c_[3] * size;                                                  \
+                }                                                                         \
+    } while (0)
+
+/* n elements of `size` bytes, `step` apart at mem <-> packed at buf. */
+#define GATHER_RUN(mem, step, n, buf)                                                     \
+    do {                                                                                  \
+        if ((step) == (int64_t)size) memcpy(buf, mem, (n) * size);                        \
+        else                                                                              \
+            for (uint64_t i_ = 0; i_ < (n); i_++) memcpy(buf + i_ * size, (mem) + (int64_t)i_ * (step), size); \
+    } while (0)
+#define SCATTER_RUN(mem, step, n, buf)                                                    \
+    do {                                                                                  \
+        if ((step) == (int64_t)size) memcpy(mem, buf, (n) * size);                        \
+        else                                                                              \
+            for (uint64_t i_ = 0; i_ < (n); i_++) memcpy((mem) + (int64_t)i_ * (step), buf + i_ * size, size); \
+    } while (0)
+
+void nx_view_load_bits(const nx_view *v, uint32_t p, void *packed) {
+    const uint64_t size = nx_dtype_size((nx_dtype)v->dtype);
+    uint8_t *buf = packed;
+    BITS_WALK(v, p, buf, GATHER_RUN);
+}
+
+void nx_view_store_bits(const nx_view *v, uint32_t p, const void *packed) {
+    const uint64_t size = nx_dtype_size((nx_dtype)v->dtype);
+    const uint8_t *buf = packed;
+    BITS_WALK(v, p, buf, SCATTER_RUN);
 }
 
 double nx_view_scalar(const nx_view *v, uint32_t p) {

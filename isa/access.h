@@ -4,7 +4,8 @@
  * (row-major over the free dims) of partition p lives at
  *   base + p * partition_step + sum_k(stride_bytes[k] * i_k).
  * The semantics read a partition's elements into a buffer of engine values
- * (double, see dtype.h), compute, and store the buffer back. Immediates and
+ * (double, see dtype.h), compute (the run forms of the ALU and activation
+ * functions in insn.h), and store the buffer back. Immediates and
  * patterns also have views, so an instruction can treat "imm or per-partition
  * AP" uniformly via nx_view_scalar(). */
 #ifndef NXSIM_ISA_ACCESS_H
@@ -33,6 +34,14 @@ typedef struct nx_view {
     int64_t pattern_base;      /* PATTERN */
     int64_t pattern_cm;        /* PATTERN channel multiplier */
     int32_t pattern_stride[NX_MAX_FREE_DIMS];
+    /* memory: the free dims as a walk over runs, the same elements in the
+     * same row-major order: count-1 dims dropped, a dim merged into its
+     * inner neighbour when the two are one run (outer step = inner step x
+     * inner count); innermost last, walk_nd >= 1 (no free dim: one run of
+     * one element). The innermost dim is the run the converters take. */
+    uint32_t walk_nd;
+    uint64_t walk_count[NX_MAX_FREE_DIMS];
+    int64_t walk_step[NX_MAX_FREE_DIMS]; /* bytes */
 } nx_view;
 
 /* Resolves op for the core in ctx. The operand must have validated. For a
@@ -48,6 +57,14 @@ uint8_t *nx_view_addr(const nx_view *v, uint32_t p, uint64_t e);
 void nx_view_load(const nx_view *v, uint32_t p, double *out);
 /* Stores n = free_elems engine values into partition p (memory views). */
 void nx_view_store(const nx_view *v, uint32_t p, const double *in);
+/* nx_view_store of only the elements e with pred[e] != 0 (NaN counts as
+ * nonzero), in element order; the others are left as they are. */
+void nx_view_store_where(const nx_view *v, uint32_t p, const double *in, const double *pred);
+
+/* Partition p's elements as raw bytes, packed (element e at packed +
+ * e * dtype size), and back: bit copies, no conversion (memory views). */
+void nx_view_load_bits(const nx_view *v, uint32_t p, void *packed);
+void nx_view_store_bits(const nx_view *v, uint32_t p, const void *packed);
 
 /* The per-partition scalar of a "scalar" slot: IMM -> imm; memory -> element 0
  * of partition p. */

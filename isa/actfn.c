@@ -52,7 +52,7 @@ static double sign_of(double x) {
     return 0.0; /* +0 for both zeros */
 }
 
-double nx_act_apply(nx_act_func f, double x) {
+static inline __attribute__((always_inline)) double act_elem(nx_act_func f, double x) {
     x = nx_fp32_round(x);
     double y;
     switch (f) {
@@ -74,4 +74,35 @@ double nx_act_apply(nx_act_func f, double x) {
     default: y = NAN; break;                     /* validation rejects unknown codes */
     }
     return nx_fp32_round(y);
+}
+
+double nx_act_apply(nx_act_func f, double x) { return act_elem(f, x); }
+
+/* One loop per function, the function fixed in each (act_elem folds to
+ * its case); the libm calls stay one per element. */
+#define CASE_RUN(F)                                                                           \
+    case F:                                                                                   \
+        for (uint64_t i = 0; i < n; i++) x[i] = act_elem(F, x[i]);                            \
+        return
+
+void nx_act_apply_run(nx_act_func f, double *x, uint64_t n) {
+    switch (f) {
+    CASE_RUN(NX_ACT_IDENTITY);
+    CASE_RUN(NX_ACT_EXP);
+    CASE_RUN(NX_ACT_LOG);
+    CASE_RUN(NX_ACT_RELU);
+    CASE_RUN(NX_ACT_GELU);
+    CASE_RUN(NX_ACT_GELU_TANH);
+    CASE_RUN(NX_ACT_SILU);
+    CASE_RUN(NX_ACT_SIGMOID);
+    CASE_RUN(NX_ACT_TANH);
+    CASE_RUN(NX_ACT_SQUARE);
+    CASE_RUN(NX_ACT_SQRT);
+    CASE_RUN(NX_ACT_RSQRT);
+    CASE_RUN(NX_ACT_RECIPROCAL);
+    CASE_RUN(NX_ACT_ABS);
+    CASE_RUN(NX_ACT_SIGN);
+    default: break;
+    }
+    for (uint64_t i = 0; i < n; i++) x[i] = act_elem(f, x[i]); /* unknown code: as nx_act_apply */
 }

@@ -1,16 +1,20 @@
-/* nxsim data types: names, sizes, and the load/store conversions.
+/* nxsim data types: names, sizes, and the element load/store conversions.
  *
- * Every narrowing float conversion is one generic routine, encode_binary(),
- * that rounds the exact double value once (RNE, subnormals kept) to a binary
- * format with E exponent bits and M mantissa bits. The fp32 and bf16 stores
- * have faster paths that give the same bits as encode_binary() (see the
- * comments there); the tests check every path against an independent
- * reference. Memory is little-endian regardless of the host (isa/bytes.h). */
+ * Every narrowing float conversion is one generic routine, encode_binary()
+ * (isa/dtype_codec.h), that rounds the exact double value once (RNE,
+ * subnormals kept) to a binary format with E exponent bits and M mantissa
+ * bits. The fp32 and bf16 stores have faster paths that give the same bits
+ * as encode_binary() (see the comments there); the tests check every path
+ * against an independent reference. The run converters over many elements
+ * are in dtype_run.c. Memory is little-endian regardless of the host
+ * (isa/bytes.h). */
 #include "isa/dtype.h"
 
 #include <string.h>
 
 #include "isa/bytes.h"
+#include "isa/dtype_codec.h"
+#include "isa/dtype_lanes.h"
 
 static const char *const dtype_names[NX_DT_COUNT] = {
     "fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "int8",
@@ -44,136 +48,6 @@ int nx_dtype_is_signed_int(nx_dtype dt)
     return dt == NX_DT_INT8 || dt == NX_DT_INT16 || dt == NX_DT_INT32;
 }
 
-/* ---- generic rounding to a binary float format ---------------------------- */
-
-/* Rounds `value` once, to nearest with ties to even, to the binary float
- * format with `exp_bits` exponent bits (bias 2^(E-1)-1) and `man_bits`
- * stored mantissa bits, keeping subnormals, and returns its encoding
- * (sign at bit E+M). `has_inf` selects the format family:
- *   1: IEEE style (fp32, bf16, fp16, e5m2): exponent field all ones is Inf/NaN;
- *      a value that rounds past the largest finite goes to +-Inf;
- *      canonical NaN = exponent all ones, top mantissa bit set.
- *   0: OCP e4m3fn style: only exponent and mantissa all ones is NaN (that is
- *      also the canonical NaN); the all-ones exponent with a smaller mantissa
- *      is a normal binade; values past max finite and +-Inf saturate to it.
- * The parameters are compile-time constants at every call, so each call site
- * becomes a specialised straight-line routine. */
-static inline uint32_t encode_binary(double value, const int exp_bits, const int man_bits,
-                                     const int has_inf)
-{
-    const uint64_t d = nx_f64_bits(value);
-    const uint32_t sign = (uint32_t)(d >> 63) << (exp_bits + man_bits);
-    const uint32_t dexp = (uint32_t)(d >> 52) & 0x7ffu;
-    const uint64_t dman = d & ((UINT64_C(1) << 52) - 1);
-    const int bias = (1 << (exp_bits - 1)) - 1;
-    const uint32_t man_mask = (1u << man_bits) - 1;
-    const uint32_t inf_bits = ((1u << exp_bits) - 1) << man_bits;
-    const uint32_t max_finite = has_inf ? inf_bits - 1 : (inf_bits | man_mask) - 1;
-    const uint32_t nan_bits = has_inf ? inf_bits | (1u << (man_bits - 1)) : inf_bits | man_mask;
-    const uint32_t overflow_bits = has_inf ? inf_bits : max_finite;
-
-    if (dexp == 0x7ffu) return sign | (dman != 0 ? nan_bits : overflow_bits);
-    /* Zero, or a double subnormal (< 2^-1022): far below half the smallest
-     * subnormal of every target (fp32: 2^-149), so it rounds to a signed zero. */
-    if (dexp == 0) return sign;
-
-    const int e = (int)dexp - 1023; /* value = 1.dman * 2^e */
-    /* 2^(bias+2) exceeds max finite of every family (IEEE max < 2^(bias+1),
-     * e4m3fn max < 2^(bias+2)); bail out before the shifts below can overflow. */
-    if (e > bias + 1) return sign | overflow_bits;
-
-    const int emin = 1 - bias; /* exponent of the smallest normal */
-    const uint64_t sig = dman | (UINT64_C(1) << 52);
-    int shift = 52 - man_bits;      /* bits of sig below the target's last place */
-    uint32_t exp_field_minus_1 = 0; /* subnormal results: the exponent field comes from the carry */
-    if (e < emin) {
-        shift += emin - e;
-        /* sig < 2^53 <= half a unit in the last place: rounds to zero. */
-        if (shift > 54) return sign;
-    } else {
-        exp_field_minus_1 = (uint32_t)(e + bias - 1);
-    }
-    /* Round to nearest even without branches: add just under half a unit in
-     * the last place, plus one more when the kept part is odd (so an exact
-     * half rounds up only to an even result), then drop the low bits. */
-    const uint64_t half = UINT64_C(1) << (shift - 1);
-    const uint64_t q = (sig + (half - 1) + ((sig >> shift) & 1)) >> shift;
-    /* For normals q is 1.mantissa (2^M <= q <= 2^(M+1)), so adding it to
-     * (field-1) << M yields the field plus mantissa, and a rounding carry moves
-     * into the exponent. For subnormals q <= 2^M is the encoding itself
-     * (q == 2^M is the smallest normal). */
-    const uint64_t mag = ((uint64_t)exp_field_minus_1 << man_bits) + q;
-    if (mag > max_finite) return sign | overflow_bits;
-    return sign | (uint32_t)mag;
-}
-
-static inline uint32_t encode_fp32(double v) { return encode_binary(v, 8, 23, 1); }
-static inline uint32_t encode_bf16(double v) { return encode_binary(v, 8, 7, 1); }
-static inline uint32_t encode_fp16(double v) { return encode_binary(v, 5, 10, 1); }
-static inline uint32_t encode_e4m3(double v) { return encode_binary(v, 4, 3, 0); }
-static inline uint32_t encode_e5m2(double v) { return encode_binary(v, 5, 2, 1); }
-
-/* fp32 store. An engine value that is already a float (the usual case) is
- * stored as is; only exact int32s beyond 2^24, NaNs and out-of-range doubles
- * take the generic rounding. The (float) conversion is only used where it is
- * exact, so the result does not depend on the FP rounding mode. */
-static inline uint32_t store_bits_fp32(double v)
-{
-    const float f = (float)v;
-    if ((double)f == v) return nx_f32_bits(f);
-    return encode_fp32(v);
-}
-
-/* bf16 from an exact float: add just under half a bf16 ulp (plus one when the
- * kept part is odd, giving ties-to-even) and truncate. Carries propagate into
- * the exponent, so subnormals, binade changes and overflow to Inf all come out
- * right; this is encode_bf16() for fp32-representable inputs. */
-static inline uint16_t bf16_from_f32_bits(uint32_t b)
-{
-    if ((b & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(((b >> 16) & 0x8000u) | 0x7fc0u);
-    return (uint16_t)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
-}
-
-/* bf16 store. The bit trick is only a single rounding when the engine value is
- * exactly a float; other values (an int32 such as 16842753, NaN, anything
- * outside the float range) take the generic path from the exact double. */
-static inline uint16_t store_bits_bf16(double v)
-{
-    const float f = (float)v;
-    if ((double)f == v) return bf16_from_f32_bits(nx_f32_bits(f));
-    return (uint16_t)encode_bf16(v);
-}
-
-/* ---- decoding narrow floats (exact) --------------------------------------- */
-
-/* Widens an encoding of the format (E, M, family as in encode_binary) to the
- * float with the same value. A NaN comes back as the canonical quiet NaN
- * with its sign (docs/parts/dtypes.md, "NaN -> any float"), as the 16-bit
- * formats do in isa/bytes.h. Used for the fp8 formats. */
-static inline float decode_binary(uint32_t bits, const int exp_bits, const int man_bits,
-                                  const int has_inf)
-{
-    const int bias = (1 << (exp_bits - 1)) - 1;
-    const uint32_t man_mask = (1u << man_bits) - 1;
-    const uint32_t exp_all = (1u << exp_bits) - 1;
-    const uint32_t sign = ((bits >> (exp_bits + man_bits)) & 1u) << 31;
-    const uint32_t ef = (bits >> man_bits) & exp_all;
-    const uint32_t man = bits & man_mask;
-
-    if (ef == 0) {
-        /* Subnormal: man * 2^(1-bias-M); the product is exact. The scale is a
-         * power of two built from its float encoding. */
-        const float scale = nx_f32_from_bits((uint32_t)(127 + 1 - bias - man_bits) << 23);
-        const float mag = (float)man * scale;
-        return sign ? -mag : mag;
-    }
-    if (ef == exp_all) {
-        if (has_inf) return nx_f32_from_bits(sign | (man == 0 ? 0x7f800000u : NX_F32_CANONICAL_NAN));
-        if (man == man_mask) return nx_f32_from_bits(sign | NX_F32_CANONICAL_NAN);
-    }
-    return nx_f32_from_bits(sign | ((ef + (uint32_t)(127 - bias)) << 23) | (man << (23 - man_bits)));
-}
-
 /* The 16-bit formats share their widening with the PE's input conversion
  * (isa/bytes.h), so a NaN reads the same on every path. */
 float nx_bf16_to_f32(uint16_t bits) { return nx_bf16_bits_to_f32(bits); }
@@ -186,64 +60,12 @@ uint16_t nx_f32_to_fp16(float value) { return (uint16_t)encode_fp16((double)valu
 uint8_t nx_f32_to_fp8_e4m3(float value) { return (uint8_t)encode_e4m3((double)value); }
 uint8_t nx_f32_to_fp8_e5m2(float value) { return (uint8_t)encode_e5m2((double)value); }
 
-/* ---- integers -------------------------------------------------------------- */
-
-/* Rounds to nearest, ties to even, then saturates to [lo, hi]; NaN -> 0.
- * Done in integer arithmetic so it does not depend on the FP rounding mode.
- * lo and hi are the int8..uint32 bounds, all exact doubles. */
-static inline int64_t round_saturate(double v, int64_t lo, int64_t hi)
-{
-    if (v != v) return 0;
-    if (v >= (double)hi + 1.0) return hi;
-    if (v <= (double)lo - 1.0) return lo;
-    /* Now |v| < 2^32 + 1: the truncation is exact and in range. */
-    int64_t t = (int64_t)v;
-    const double frac = v - (double)t; /* exact, in (-1, 1), same sign as v */
-    const int64_t odd = t & 1;
-    /* Written as sums of comparisons so it compiles without branches. */
-    t += (int64_t)(frac > 0.5) + (odd & (int64_t)(frac == 0.5));
-    t -= (int64_t)(frac < -0.5) + (odd & (int64_t)(frac == -0.5));
-    return t < lo ? lo : (t > hi ? hi : t);
-}
-
 /* ---- loads and stores ------------------------------------------------------ */
 
-double nx_dtype_load(nx_dtype dt, const void *src)
-{
-    const unsigned char *p = src;
-    switch (dt) {
-    case NX_DT_FP32: return (double)nx_f32_from_bits(nx_load_le32(p));
-    case NX_DT_BF16: return (double)nx_bf16_to_f32(nx_load_le16(p));
-    case NX_DT_FP16: return (double)nx_fp16_to_f32(nx_load_le16(p));
-    case NX_DT_FP8_E4M3: return (double)nx_fp8_e4m3_to_f32(p[0]);
-    case NX_DT_FP8_E5M2: return (double)nx_fp8_e5m2_to_f32(p[0]);
-    case NX_DT_INT8: return (double)(int8_t)p[0];
-    case NX_DT_UINT8: return (double)p[0];
-    case NX_DT_INT16: return (double)(int16_t)nx_load_le16(p);
-    case NX_DT_UINT16: return (double)nx_load_le16(p);
-    case NX_DT_INT32: return (double)(int32_t)nx_load_le32(p);
-    case NX_DT_UINT32: return (double)nx_load_le32(p);
-    case NX_DT_COUNT: break;
-    }
-    return 0.0; /* invalid code: validation rejects these before execution */
-}
+/* The element routines are shared with the run converters and the fused
+ * kernels (isa/dtype_lanes.h), so every path gives the same bits. An invalid
+ * code loads 0 and stores nothing (validation rejects these before
+ * execution). */
+double nx_dtype_load(nx_dtype dt, const void *src) { return elem_load(dt, src); }
 
-void nx_dtype_store(nx_dtype dt, void *dst, double value)
-{
-    unsigned char *p = dst;
-    switch (dt) {
-    case NX_DT_FP32: nx_store_le32(p, store_bits_fp32(value)); return;
-    case NX_DT_BF16: nx_store_le16(p, (uint16_t)store_bits_bf16(value)); return;
-    case NX_DT_FP16: nx_store_le16(p, (uint16_t)encode_fp16(value)); return;
-    case NX_DT_FP8_E4M3: p[0] = (unsigned char)encode_e4m3(value); return;
-    case NX_DT_FP8_E5M2: p[0] = (unsigned char)encode_e5m2(value); return;
-    case NX_DT_INT8: p[0] = (unsigned char)round_saturate(value, INT8_MIN, INT8_MAX); return;
-    case NX_DT_UINT8: p[0] = (unsigned char)round_saturate(value, 0, UINT8_MAX); return;
-    case NX_DT_INT16: nx_store_le16(p, (uint16_t)round_saturate(value, INT16_MIN, INT16_MAX)); return;
-    case NX_DT_UINT16: nx_store_le16(p, (uint16_t)round_saturate(value, 0, UINT16_MAX)); return;
-    case NX_DT_INT32: nx_store_le32(p, (uint32_t)round_saturate(value, INT32_MIN, INT32_MAX)); return;
-    case NX_DT_UINT32: nx_store_le32(p, (uint32_t)round_saturate(value, 0, UINT32_MAX)); return;
-    case NX_DT_COUNT: break;
-    }
-    /* invalid code: nothing is written (validation rejects these earlier) */
-}
+void nx_dtype_store(nx_dtype dt, void *dst, double value) { elem_store(dt, dst, value); }

@@ -64,6 +64,34 @@ double nx_dtype_load(nx_dtype dt, const void *src);
  * going to bf16 is not first rounded to fp32). */
 void nx_dtype_store(nx_dtype dt, void *dst, double value);
 
+/* Run converters: n elements `step` bytes apart (any step, 0 and negative
+ * included; any alignment). nx_dtype_load_run sets out[i] to exactly
+ * nx_dtype_load(dt, src + i * step), bit for bit; nx_dtype_store_run writes
+ * exactly the bytes of nx_dtype_store(dt, dst + i * step, in[i]) for i = 0,
+ * 1, ..., n-1 in that order (a step of 0 leaves the last value). They are
+ * the fast paths of the operand views (isa/access.h) and the DMA casts:
+ * contiguous runs vectorise. in/out must not overlap the memory run. */
+void nx_dtype_load_run(nx_dtype dt, const void *src, int64_t step, uint64_t n, double *out);
+void nx_dtype_store_run(nx_dtype dt, void *dst, int64_t step, uint64_t n, const double *in);
+/* The same over a walk of nd <= 4 dims (innermost last; count[k] elements
+ * step[k] bytes apart), in row-major order: element i of the walk is
+ * out[i] / in[i]. Short runs cost no call each (the operand views' rows). */
+void nx_dtype_load_walk(nx_dtype dt, const void *base, uint32_t nd, const uint64_t *count, const int64_t *step,
+                        double *out);
+void nx_dtype_store_walk(nx_dtype dt, void *base, uint32_t nd, const uint64_t *count, const int64_t *step,
+                         const double *in);
+/* nx_dtype_store_walk of only the elements i whose pred[i] != 0 (NaN is
+ * nonzero); the others are not written. */
+void nx_dtype_store_walk_where(nx_dtype dt, void *base, uint32_t nd, const uint64_t *count, const int64_t *step,
+                               const double *in, const double *pred);
+
+/* n packed elements of dt rewritten as a load and a store of the same
+ * dtype leave them: every NaN becomes its dtype's canonical NaN with its
+ * sign (docs/parts/dtypes.md), everything else is kept bit for bit (that
+ * round trip is exact for every other value). A same-dtype tensor_copy
+ * is a bit copy plus this. */
+void nx_dtype_canonical_nans(nx_dtype dt, void *packed, uint64_t n);
+
 /* Narrow helpers used by the loaders/stores and by tests. */
 float nx_bf16_to_f32(uint16_t bits);
 uint16_t nx_f32_to_bf16(float value);

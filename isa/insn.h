@@ -133,6 +133,18 @@ const char *nx_alu_name(nx_alu_op op);
 int nx_alu_from_name(const char *name, nx_alu_op *out);
 /* a op b on engine values. BYPASS returns a. */
 double nx_alu_apply(nx_alu_op op, double a, double b);
+/* Run forms of nx_alu_apply, bit for bit the element results, with the op
+ * switch outside the loop (the semantics' hot paths; isa/alu_run.c):
+ *   nx_alu_run         out[i] = a[i] op b[i]
+ *   nx_alu_run_scalar  out[i] = x[i] op s, or s op x[i] when scalar_first
+ * for i < n. out may be a, b or x (element i is read before out[i] is
+ * written); no other overlap. */
+void nx_alu_run(nx_alu_op op, double *out, const double *a, const double *b, uint64_t n);
+void nx_alu_run_scalar(nx_alu_op op, double *out, const double *x, double s, int scalar_first,
+                       uint64_t n);
+/* acc = nx_alu_apply(op, acc, x[i]) for i = 0, 1, ..., n-1 in that order;
+ * returns the final acc (acc itself when n == 0). */
+double nx_alu_fold(nx_alu_op op, double acc, const double *x, uint64_t n);
 /* 1 for the bitvec ops (bitwise_and/or/xor, shift_left/right), whose result
  * is a 32-bit pattern; 0 otherwise. */
 int nx_alu_is_bitvec(nx_alu_op op);
@@ -182,6 +194,9 @@ const char *nx_act_name(nx_act_func f);
 int nx_act_from_name(const char *name, nx_act_func *out);
 /* f(x) on an fp32 value, result rounded to fp32. */
 double nx_act_apply(nx_act_func f, double x);
+/* x[i] = nx_act_apply(f, x[i]) for i < n, bit for bit, with the function
+ * switch outside the loop. */
+void nx_act_apply_run(nx_act_func f, double *x, uint64_t n);
 
 /* Named flag bits. Which flags an opcode accepts is in its table row. */
 #define NX_FLAGS(X)                                                         \

@@ -1,11 +1,14 @@
 /* activation dst in scale bias [acc_out] (ACT):
- *   y[p, e] = func(fp32(fp32(in[p, e] * scale[p]) + bias[p]))   (fp32 values)
+ *   y[p, e] = func(fp32(fp32(in[p, e] * scale[p]) + bias[p]))   (fp32 values;
+ *             the multiply and the add are the ALU's, NaN rule included)
  *   dst[p, e] = y[p, e] converted to dst's dtype
  *   acc_out[p] = op0-reduction of y[p, 0..F-1] in element order (optional)
  * scale and bias are immediates or per-partition scalars (one element per
  * partition). Every input is read before any output is written; dst is
  * written before acc_out. Full contract: docs/parts/insns-act-pool.md. */
 #include "insn_impl.h"
+
+#include "../ew.h"
 
 /* The reductions acc_out accepts (the arithmetic ones, not bitwise). */
 static int acc_op_ok(unsigned op) {
@@ -70,6 +73,13 @@ int nx_exec_ACTIVATION(const nx_exec_ctx *ctx, const nx_insn *insn) {
     int has_acc = insn->op[4].kind != NX_OPK_NONE;
     if (has_acc) nx_view_init(&acc, ctx, &insn->op[4]);
 
+    /* identity without acc_out is the chain (in * scale) + bias: the fused
+     * kernel when it reads every input before it is overwritten, as the
+     * whole-instruction buffer below does (reads_first) */
+    if (insn->func == NX_ACT_IDENTITY && !has_acc) {
+        const nx_ew_step steps[2] = {{NX_ALU_MULTIPLY, 0, NULL, &scale}, {NX_ALU_ADD, 0, NULL, &bias}};
+        if (nx_ew_fused(&dst, &in, steps, 2, 1)) return 0;
+    }
     uint32_t parts = in.partitions;
     uint64_t n = in.free_elems;
     /* Whole-instruction buffer: dst may overlap in (or scale/bias) in other
@@ -90,14 +100,13 @@ int nx_exec_ACTIVATION(const nx_exec_ctx *ctx, const nx_insn *insn) {
     nx_alu_op op = (nx_alu_op)insn->alu0;
     double identity = nx_alu_reduce_identity(op);
     for (uint32_t p = 0; p < parts; p++) {
-        double *row = values + (uint64_t)p * n, red = identity;
-        for (uint64_t e = 0; e < n; e++) {
-            double x = nx_fp32_round(nx_fp32_round(row[e]) * s[p]);
-            double y = nx_act_apply(func, nx_fp32_round(x + b[p]));
-            row[e] = y;
-            if (has_acc) red = nx_alu_apply(op, red, y);
-        }
-        r[p] = red;
+        double *row = values + (uint64_t)p * n;
+        /* the ALU's multiply and add: fp32 steps, and a NaN result that
+         * does not depend on the host (docs/parts/insns-act-pool.md) */
+        nx_alu_run_scalar(NX_ALU_MULTIPLY, row, row, s[p], 0, n);
+        nx_alu_run_scalar(NX_ALU_ADD, row, row, b[p], 0, n);
+        nx_act_apply_run(func, row, n);
+        r[p] = has_acc ? nx_alu_fold(op, identity, row, n) : identity;
     }
 
     for (uint32_t p = 0; p < parts; p++) nx_view_store(&dst, p, values + (uint64_t)p * n);

@@ -2,9 +2,10 @@
  *
  * Moves P rows (partitions) of F elements between any HBM/SBUF pair, element
  * by element in row-major order, converting to dst's dtype (equal dtypes: an
- * exact bit copy). acc: dst = dst + src in fp32, then converted to dst's
- * dtype. Indirect: with `offsets` (SBUF int32/uint32, one element per
- * partition, P partitions) row p reads src row offsets[p] (gather) or, with
+ * exact bit copy). acc: dst = dst + src in fp32 (the ALU's add, NaN rule
+ * included), then converted to dst's dtype. Indirect: with `offsets` (SBUF
+ * int32/uint32, one element per partition, P partitions) row p reads src
+ * row offsets[p] (gather) or, with
  * scatter, writes dst row offsets[p]. Rows of an HBM AP are partition_stride
  * elements apart; rows of an SBUF AP are partitions start_partition + idx.
  * An index outside [0, bound) skips the row with oob_skip and is an error
@@ -14,7 +15,6 @@
  * bytes may overlap, the source is first staged in a buffer. */
 #include "insn_impl.h"
 
-#include "../bytes.h"
 
 /* One side of the transfer: rows of F elements, free dims normalised
  * (count-1 dims dropped, contiguous neighbours merged), innermost last. */
@@ -28,40 +28,17 @@ typedef struct dma_side {
     uint64_t count[NX_MAX_FREE_DIMS];
 } dma_side;
 
-static void side_dims(dma_side *s, uint32_t ndims, const int64_t *stride_bytes, const uint32_t *count) {
-    s->nd = 0;
-    for (uint32_t k = 0; k < ndims; k++) {
-        if (count[k] == 1) continue;
-        s->step[s->nd] = stride_bytes[k];
-        s->count[s->nd] = count[k];
-        s->nd++;
-    }
-    /* merge an outer dim into the next inner one when they form one run */
-    uint32_t w = 0;
-    for (uint32_t k = 0; k < s->nd; k++) {
-        if (w > 0 && s->step[w - 1] == s->step[k] * (int64_t)s->count[k]) {
-            s->step[w - 1] = s->step[k];
-            s->count[w - 1] *= s->count[k];
-            continue;
-        }
-        s->step[w] = s->step[k];
-        s->count[w] = s->count[k];
-        w++;
-    }
-    s->nd = w;
-    if (s->nd == 0) {
-        s->nd = 1;
-        s->step[0] = s->size;
-        s->count[0] = 1;
-    }
-}
-
+/* The view's walk dims (isa/access.h) are this normalisation. */
 static void side_from_view(dma_side *s, const nx_view *v) {
     s->base = v->base;
     s->row_step = v->partition_step;
     s->dt = (nx_dtype)v->dtype;
     s->size = (int64_t)nx_dtype_size(s->dt);
-    side_dims(s, v->ndims, v->stride_bytes, v->count);
+    s->nd = v->walk_nd;
+    for (uint32_t k = 0; k < v->walk_nd; k++) {
+        s->step[k] = v->walk_step[k];
+        s->count[k] = v->walk_count[k];
+    }
 }
 
 /* Byte range [lo, hi) of one row relative to the row start. */
@@ -120,7 +97,10 @@ static void cursor_advance(dma_cursor *c, uint64_t n) {
     c->left = s->count[inner];
 }
 
-/* n elements: dst run at dp (dstep bytes apart) from src run at sp. */
+enum { DMA_CHUNK = 256 }; /* engine values converted at a time (on the stack) */
+
+/* n elements: dst run at dp (dstep bytes apart) from src run at sp. Source
+ * and destination bytes do not overlap (the caller stages the source). */
 static void move_run(const dma_side *d, uint8_t *dp, int64_t dstep, const dma_side *s,
                      const uint8_t *sp, int64_t sstep, uint64_t n, int acc) {
     if (!acc && d->dt == s->dt) {
@@ -135,23 +115,28 @@ static void move_run(const dma_side *d, uint8_t *dp, int64_t dstep, const dma_si
         default: for (uint64_t i = 0; i < n; i++) memcpy(dp + (int64_t)i * dstep, sp + (int64_t)i * sstep, 4); return;
         }
     }
-    if (!acc && s->dt == NX_DT_FP32 && d->dt == NX_DT_BF16) {
-        /* the common down-cast, without the double round trip */
-        for (uint64_t i = 0; i < n; i++) {
-            float f = nx_f32_from_bits(nx_load_le32(sp + (int64_t)i * sstep));
-            nx_store_le16(dp + (int64_t)i * dstep, nx_f32_to_bf16(f));
-        }
+    if (acc && dstep == 0) {
+        /* every element adds into the same dst element, in order */
+        for (uint64_t i = 0; i < n; i++)
+            nx_dtype_store(d->dt, dp, nx_alu_apply(NX_ALU_ADD, nx_dtype_load(d->dt, dp),
+                                                   nx_dtype_load(s->dt, sp + (int64_t)i * sstep)));
         return;
     }
-    for (uint64_t i = 0; i < n; i++) {
+    /* a conversion (or an accumulation) through engine values, a chunk at a
+     * time; the dst elements of a run are distinct, so this is the element
+     * order's result */
+    double v[DMA_CHUNK], w[DMA_CHUNK];
+    for (uint64_t i = 0; i < n; i += DMA_CHUNK) {
+        const uint64_t m = n - i < DMA_CHUNK ? n - i : DMA_CHUNK;
         uint8_t *q = dp + (int64_t)i * dstep;
-        double v = nx_dtype_load(s->dt, sp + (int64_t)i * sstep);
+        nx_dtype_load_run(s->dt, sp + (int64_t)i * sstep, sstep, m, v);
         if (acc) {
-            float a = (float)nx_dtype_load(d->dt, q), b = (float)v;
-            float sum = a + b;
-            v = sum;
+            nx_dtype_load_run(d->dt, q, dstep, m, w);
+            nx_alu_run(NX_ALU_ADD, w, w, v, m);
+            nx_dtype_store_run(d->dt, q, dstep, m, w);
+        } else {
+            nx_dtype_store_run(d->dt, q, dstep, m, v);
         }
-        nx_dtype_store(d->dt, q, v);
     }
 }
 

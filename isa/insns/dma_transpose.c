@@ -38,14 +38,14 @@ int nx_exec_DMA_TRANSPOSE(const nx_exec_ctx *ctx, const nx_insn *insn) {
     nx_view_init(&dst, ctx, &insn->op[0]);
     nx_view_init(&src, ctx, &insn->op[1]);
     uint32_t p_count = src.partitions, f_count = (uint32_t)src.free_elems;
-    uint16_t *tile = malloc((size_t)p_count * f_count * sizeof *tile);
+    uint16_t *tile = malloc(((size_t)p_count * f_count + p_count) * sizeof *tile);
     if (tile == NULL) return nx_fail(ctx->err, "out of memory for the transpose buffer");
-    for (uint32_t p = 0; p < p_count; p++)
-        for (uint32_t f = 0; f < f_count; f++)
-            memcpy(&tile[(size_t)p * f_count + f], nx_view_addr(&src, p, f), 2);
-    for (uint32_t f = 0; f < f_count; f++)
-        for (uint32_t p = 0; p < p_count; p++)
-            memcpy(nx_view_addr(&dst, f, p), &tile[(size_t)p * f_count + f], 2);
+    uint16_t *row = tile + (size_t)p_count * f_count;
+    for (uint32_t p = 0; p < p_count; p++) nx_view_load_bits(&src, p, &tile[(size_t)p * f_count]);
+    for (uint32_t f = 0; f < f_count; f++) {
+        for (uint32_t p = 0; p < p_count; p++) row[p] = tile[(size_t)p * f_count + f];
+        nx_view_store_bits(&dst, f, row);
+    }
     free(tile);
     return 0;
 }

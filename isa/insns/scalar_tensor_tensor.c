@@ -5,6 +5,8 @@
 
 #include "insn_impl.h"
 
+#include "../ew.h"
+
 int nx_validate_SCALAR_TENSOR_TENSOR(const nx_insn *insn, nx_engine engine,
                                      const nx_geometry *geo, nx_error *err) {
     (void)engine;
@@ -31,6 +33,8 @@ int nx_exec_SCALAR_TENSOR_TENSOR(const nx_exec_ctx *ctx, const nx_insn *insn) {
     nx_alu_op op0 = (nx_alu_op)insn->alu0, op1 = (nx_alu_op)insn->alu1;
     int rev0 = (insn->flags & NX_FLAG_REVERSE0) != 0;
     int bits = nx_alu_is_bitvec(nx_alu_last(op0, op1));
+    const nx_ew_step steps[2] = {{op0, rev0, NULL, &sv}, {op1, 0, &in1, NULL}};
+    if (nx_ew_fused(&dst, &in0, steps, 2, 0)) return 0;
     uint64_t n = dst.free_elems;
     double *a = nx_buf_alloc(2 * n);
     if (!a) return nx_fail(ctx->err, "out of memory for %" PRIu64 " elements", 2 * n);
@@ -39,10 +43,8 @@ int nx_exec_SCALAR_TENSOR_TENSOR(const nx_exec_ctx *ctx, const nx_insn *insn) {
         double s = nx_view_scalar(&sv, p);
         nx_view_load(&in0, p, a);
         nx_view_load(&in1, p, b);
-        for (uint64_t e = 0; e < n; e++) {
-            double t = rev0 ? nx_alu_apply(op0, s, a[e]) : nx_alu_apply(op0, a[e], s);
-            a[e] = nx_alu_apply(op1, t, b[e]);
-        }
+        nx_alu_run_scalar(op0, a, a, s, rev0, n);
+        nx_alu_run(op1, a, a, b, n);
         if (bits) nx_alu_bits_for_dtype((nx_dtype)dst.dtype, a, n);
         nx_view_store(&dst, p, a);
     }

@@ -41,7 +41,6 @@ int nx_exec_SELECT(const nx_exec_ctx *ctx, const nx_insn *insn) {
     double *c = nx_buf_alloc(3 * n);
     if (!c) return nx_fail(ctx->err, "out of memory for %" PRIu64 " elements", 3 * n);
     double *t = c + n, *f = t + n;
-    nx_dtype dt = (nx_dtype)dst.dtype;
     for (uint32_t p = 0; p < dst.partitions; p++) {
         nx_view_load(&pred, p, c);
         load_row(&on_true, p, t, n);
@@ -52,8 +51,7 @@ int nx_exec_SELECT(const nx_exec_ctx *ctx, const nx_insn *insn) {
         } else {
             /* Element by element so unselected elements are never rewritten
              * (and a broadcast dst keeps the last selected write). */
-            for (uint64_t e = 0; e < n; e++)
-                if (c[e] != 0.0) nx_dtype_store(dt, nx_view_addr(&dst, p, e), t[e]);
+            nx_view_store_where(&dst, p, t, c);
         }
     }
     free(c);

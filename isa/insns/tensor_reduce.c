@@ -66,6 +66,16 @@ int nx_exec_TENSOR_REDUCE(const nx_exec_ctx *ctx, const nx_insn *insn) {
         step *= inop->count[k];
     }
 
+    /* The innermost dims that are all reduced (or all kept) form one block
+     * of consecutive elements: reduced, a fold into one output; kept, an
+     * elementwise op into as many consecutive outputs. The dims outside it
+     * advance an odometer; elements are still taken in row-major order, so
+     * every output folds its elements in that order. */
+    const int inner_reduced = (axes >> (nd - 1)) & 1u;
+    uint32_t outer = nd;
+    uint64_t block = 1;
+    while (outer > 0 && (int)((axes >> (outer - 1)) & 1u) == inner_reduced) block *= inop->count[--outer];
+
     uint64_t n = in.free_elems, m = dst.free_elems;
     double *x = nx_buf_alloc(n + m);
     if (!x) return nx_fail(ctx->err, "out of memory for %" PRIu64 " elements", n + m);
@@ -75,9 +85,10 @@ int nx_exec_TENSOR_REDUCE(const nx_exec_ctx *ctx, const nx_insn *insn) {
         for (uint64_t o = 0; o < m; o++) r[o] = identity;
         uint32_t idx[NX_MAX_FREE_DIMS] = {0};
         uint64_t o = 0;
-        for (uint64_t e = 0; e < n; e++) {
-            r[o] = nx_alu_apply(op, r[o], x[e]);
-            for (uint32_t k = nd; k-- > 0;) { /* odometer over in's dims */
+        for (uint64_t e = 0; e < n; e += block) {
+            if (inner_reduced) r[o] = nx_alu_fold(op, r[o], x + e, block);
+            else nx_alu_run(op, r + o, r + o, x + e, block);
+            for (uint32_t k = outer; k-- > 0;) { /* odometer over the outer dims */
                 o += ostride[k];
                 if (++idx[k] < inop->count[k]) break;
                 o -= ostride[k] * inop->count[k];

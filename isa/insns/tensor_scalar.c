@@ -7,6 +7,8 @@
 
 #include "insn_impl.h"
 
+#include "../ew.h"
+
 int nx_validate_TENSOR_SCALAR(const nx_insn *insn, nx_engine engine, const nx_geometry *geo,
                               nx_error *err) {
     (void)engine;
@@ -35,6 +37,8 @@ int nx_exec_TENSOR_SCALAR(const nx_exec_ctx *ctx, const nx_insn *insn) {
     int rev0 = (insn->flags & NX_FLAG_REVERSE0) != 0;
     int rev1 = (insn->flags & NX_FLAG_REVERSE1) != 0;
     int bits = nx_alu_is_bitvec(two ? nx_alu_last(op0, op1) : op0);
+    const nx_ew_step steps[2] = {{op0, rev0, NULL, &s0v}, {op1, rev1, NULL, &s1v}};
+    if (nx_ew_fused(&dst, &in, steps, two ? 2 : 1, 0)) return 0;
     uint64_t n = dst.free_elems;
     double *x = nx_buf_alloc(n);
     if (!x) return nx_fail(ctx->err, "out of memory for %" PRIu64 " elements", n);
@@ -42,11 +46,8 @@ int nx_exec_TENSOR_SCALAR(const nx_exec_ctx *ctx, const nx_insn *insn) {
         double s0 = nx_view_scalar(&s0v, p);
         double s1 = two ? nx_view_scalar(&s1v, p) : 0.0;
         nx_view_load(&in, p, x);
-        for (uint64_t e = 0; e < n; e++) {
-            double t = rev0 ? nx_alu_apply(op0, s0, x[e]) : nx_alu_apply(op0, x[e], s0);
-            if (two) t = rev1 ? nx_alu_apply(op1, s1, t) : nx_alu_apply(op1, t, s1);
-            x[e] = t;
-        }
+        nx_alu_run_scalar(op0, x, x, s0, rev0, n);
+        if (two) nx_alu_run_scalar(op1, x, x, s1, rev1, n);
         if (bits) nx_alu_bits_for_dtype((nx_dtype)dst.dtype, x, n);
         nx_view_store(&dst, p, x);
     }

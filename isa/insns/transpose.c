@@ -61,22 +61,31 @@ int nx_exec_TRANSPOSE(const nx_exec_ctx *ctx, const nx_insn *insn) {
     uint32_t p_count = src.partitions;
     uint64_t f_count = src.free_elems;
     size_t ssize = nx_dtype_size((nx_dtype)src.dtype);
-    /* raw source bytes, [p][f] */
-    uint8_t *raw = malloc((size_t)p_count * f_count * ssize);
-    if (raw == NULL) return nx_fail(ctx->err, "out of memory for the transpose buffer");
-    for (uint32_t p = 0; p < p_count; p++)
-        for (uint64_t f = 0; f < f_count; f++)
-            memcpy(raw + ((uint64_t)p * f_count + f) * ssize, nx_view_addr(&src, p, f), ssize);
+    /* raw source bytes, [p][f], then one dst row of raw bytes; the
+     * converted row is a buffer of engine values */
+    uint8_t *raw = malloc((size_t)p_count * f_count * ssize + (size_t)p_count * ssize);
     int convert = dst.dtype != src.dtype;
-    for (uint64_t f = 0; f < f_count; f++)
-        for (uint32_t p = 0; p < p_count; p++) {
-            const uint8_t *from = raw + ((uint64_t)p * f_count + f) * ssize;
-            uint8_t *to = nx_view_addr(&dst, (uint32_t)f, p);
-            if (convert)
-                nx_dtype_store((nx_dtype)dst.dtype, to, nx_dtype_load((nx_dtype)src.dtype, from));
-            else
-                memcpy(to, from, ssize);
+    double *values = convert ? nx_buf_alloc(p_count) : NULL;
+    if (raw == NULL || (convert && values == NULL)) {
+        free(raw);
+        free(values);
+        return nx_fail(ctx->err, "out of memory for the transpose buffer");
+    }
+    uint8_t *row = raw + (size_t)p_count * f_count * ssize;
+    for (uint32_t p = 0; p < p_count; p++) nx_view_load_bits(&src, p, raw + (uint64_t)p * f_count * ssize);
+    const int64_t column_step = (int64_t)(f_count * ssize); /* raw[p][f] to raw[p + 1][f] */
+    /* dst row f is column f, written element p = 0, 1, ... */
+    for (uint64_t f = 0; f < f_count; f++) {
+        const uint8_t *column = raw + f * ssize;
+        if (convert) {
+            nx_dtype_load_run((nx_dtype)src.dtype, column, column_step, p_count, values);
+            nx_view_store(&dst, (uint32_t)f, values);
+        } else {
+            for (uint32_t p = 0; p < p_count; p++) memcpy(row + p * ssize, column + (int64_t)p * column_step, ssize);
+            nx_view_store_bits(&dst, (uint32_t)f, row);
         }
+    }
+    free(values);
     free(raw);
     return 0;
 }
