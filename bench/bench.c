@@ -3,15 +3,19 @@
  *
  *   nxsim-bench [--quick] [--case NAME]... [--machine trn1|trn2|FILE]
  *               [--json FILE] [--race-check] [--trace-dir DIR] [--summary] [--no-fork]
+ *               [--threads N]
  *
  * Exit status: 0 when every case ran and its values are right; 1 when one
- * did not; 2 on a usage error. Times never decide it. */
+ * did not; 2 on a usage error (including an unusable --trace-dir,
+ * NXSIM_MM_KERNEL or NXSIM_THREADS, found before any case runs). Times never decide it. */
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +23,7 @@
 #include <cjson/cJSON.h>
 
 #include "bench.h"
+#include "isa/workers.h"
 
 static const bench_case full_cases[] = {
     {"gemm-1024x4096x1024-fp32", CASE_GEMM, 1024, 4096, 1024, NX_DT_FP32, 0},
@@ -39,16 +44,25 @@ static const bench_case quick_cases[] = {
 #define MAX_SELECT 16
 
 static int usage(const char *why) {
-    if (why) fprintf(stderr, "nxsim-bench: %s\n", why);
-    fprintf(stderr,
+    if (why) {
+        fprintf(stderr, "nxsim-bench: %s (nxsim-bench --help lists the options)\n", why);
+        return 2;
+    }
+    FILE *out = stdout;
+    fprintf(out,
             "usage: nxsim-bench [--quick] [--case NAME]... [--machine trn1|trn2|FILE] [--json FILE]\n"
-            "                   [--race-check] [--trace-dir DIR] [--summary] [--no-fork]\n"
+            "                   [--race-check] [--trace-dir DIR] [--summary] [--no-fork] [--threads N]\n"
+            "--threads N: the model's large matmuls and DMA copies on N host threads (default\n"
+            "NXSIM_THREADS, else 1), against OpenBLAS on N threads\n"
             "cases (a NAME may also be a prefix: gemm, dve-chain, dma-copy):\n");
-    for (size_t i = 0; i < sizeof full_cases / sizeof *full_cases; i++) fprintf(stderr, "  %s\n", full_cases[i].name);
-    fprintf(stderr, "  with --quick:");
-    for (size_t i = 0; i < sizeof quick_cases / sizeof *quick_cases; i++) fprintf(stderr, " %s", quick_cases[i].name);
-    fprintf(stderr, "\n");
-    return 2;
+    for (size_t i = 0; i < sizeof full_cases / sizeof *full_cases; i++) fprintf(out, "  %s\n", full_cases[i].name);
+    fprintf(out, "  with --quick:");
+    for (size_t i = 0; i < sizeof quick_cases / sizeof *quick_cases; i++) fprintf(out, " %s", quick_cases[i].name);
+    fprintf(out, "\n"
+                 "environment: NXSIM_MM_KERNEL=avx512|avx2|vector|scalar forces the PE matmul kernel;\n"
+                 "NXSIM_THREADS; OPENBLAS_CORETYPE (set here when unset and OpenBLAS fell back to\n"
+                 "a core without the host's AVX2/AVX-512)\n");
+    return 0;
 }
 
 static int selected(const bench_case *c, const char *const *names, int n) {
@@ -124,15 +138,27 @@ static const char *env_or(const char *name, const char *fallback) {
 
 static double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
 
-static void print_header(const nx_machine *m) {
-    printf("nxsim-bench on machine %s; OpenBLAS %s, core %s, %d thread%s "
-           "(OPENBLAS_NUM_THREADS=%s, OPENBLAS_CORETYPE=%s, OMP_NUM_THREADS=%s)\n",
-           m->geo.name, openblas_get_config(), openblas_get_corename(), openblas_get_num_threads(),
+static void print_header(const nx_machine *m, const bench_host *h, unsigned threads) {
+    printf("nxsim-bench on machine %s\n", m->geo.name);
+    printf("host: %s, %ld CPU%s, %s\n", h->cpu, h->cpus, h->cpus == 1 ? "" : "s",
+           h->simd[0] ? h->simd : "no AVX2/AVX-512");
+    printf("build: %s, C flags '%s', C++ flags '%s'%s%s%s; %s\n", h->build_type, h->c_flags, h->cxx_flags,
+           h->sanitize_flags[0] ? ", sanitizers '" : "", h->sanitize_flags, h->sanitize_flags[0] ? "'" : "",
+           h->compiler);
+    if (strstr(h->c_flags, "-O3") == NULL || h->sanitize_flags[0])
+        printf("  (not the optimised build: the default build is Release, -O3, without sanitizers)\n");
+    printf("PE matmul kernel: %s (NXSIM_MM_KERNEL=%s)\n", h->pe_kernel, h->pe_kernel_env);
+    printf("threads: %u for the model's large instructions (--threads, NXSIM_THREADS=%s)\n", threads,
+           env_or("NXSIM_THREADS", "unset"));
+    printf("OpenBLAS %s, core %s, %d thread%s (as --threads; OPENBLAS_NUM_THREADS=%s, OPENBLAS_CORETYPE=%s%s%s%s, "
+           "OMP_NUM_THREADS=%s)\n",
+           openblas_get_config(), openblas_get_corename(), openblas_get_num_threads(),
            openblas_get_num_threads() == 1 ? "" : "s", env_or("OPENBLAS_NUM_THREADS", "unset"),
-           env_or("OPENBLAS_CORETYPE", "unset"), env_or("OMP_NUM_THREADS", "unset"));
-    printf("targets: GEMM sim/OpenBLAS wall time <= %.1f; chain >= %.0f M simulated instructions per second; "
-           "peak RSS <= %.0f x (program HBM + cores' SBUF + PSUM)\n\n",
-           TARGET_GEMM_RATIO, TARGET_CHAIN_IPS / 1e6, TARGET_RSS_FACTOR);
+           env_or("OPENBLAS_CORETYPE", "unset"), h->blas_fallback[0] ? " set by nxsim-bench: OpenBLAS chose " : "",
+           h->blas_fallback, h->blas_fallback[0] ? " for this CPU" : "", env_or("OMP_NUM_THREADS", "unset"));
+    printf("targets: GEMM sim/OpenBLAS wall time <= %.1f (bf16 inputs), <= %.1f (fp32 inputs); chain >= %.0f M "
+           "simulated instructions per second; peak RSS <= %.0f x (program HBM + cores' SBUF + PSUM)\n\n",
+           TARGET_GEMM_RATIO_BF16, TARGET_GEMM_RATIO_FP32, TARGET_CHAIN_IPS / 1e6, TARGET_RSS_FACTOR);
 }
 
 static const char *verdict(int ok) { return ok ? "ok" : "MISSED"; }
@@ -153,7 +179,7 @@ static void print_result(const case_result *r) {
     case CASE_GEMM:
         printf("  OpenBLAS sgemm %.3f s wall (%.3f s CPU); sim/OpenBLAS %.2f (target <= %.1f: %s); "
                "simulated %.2f of %.2f peak TFLOPS\n",
-               r->blas_s, r->blas_cpu_s, r->ratio, TARGET_GEMM_RATIO, verdict(r->ratio <= TARGET_GEMM_RATIO),
+               r->blas_s, r->blas_cpu_s, r->ratio, r->target_ratio, verdict(r->ratio <= r->target_ratio),
                r->tflops_sim, r->tflops_peak);
         printf("  values: max |sim - sgemm| / (|A||B|) = %.3g (bound %.3g): %s\n", r->max_rel_err, r->err_bound,
                r->values_ok ? "right" : "WRONG");
@@ -203,7 +229,7 @@ static cJSON *result_json(const case_result *r) {
         cJSON_AddNumberToObject(o, "openblas_s", r->blas_s);
         cJSON_AddNumberToObject(o, "openblas_cpu_s", r->blas_cpu_s);
         cJSON_AddNumberToObject(o, "ratio_sim_openblas", r->ratio);
-        cJSON_AddNumberToObject(o, "target_ratio", TARGET_GEMM_RATIO);
+        cJSON_AddNumberToObject(o, "target_ratio", r->target_ratio);
         cJSON_AddNumberToObject(o, "max_rel_err", r->max_rel_err);
         cJSON_AddNumberToObject(o, "err_bound", r->err_bound);
         cJSON_AddNumberToObject(o, "tflops_simulated", r->tflops_sim);
@@ -231,17 +257,33 @@ static cJSON *result_json(const case_result *r) {
     return o;
 }
 
-static int write_json(const char *path, const nx_machine *m, const case_result *res, int n) {
+static int write_json(const char *path, const nx_machine *m, const bench_host *h, unsigned threads,
+                      const case_result *res, int n) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "machine", m->geo.name);
+    cJSON *host = cJSON_AddObjectToObject(root, "host");
+    cJSON_AddStringToObject(host, "cpu", h->cpu);
+    cJSON_AddNumberToObject(host, "cpus", (double)h->cpus);
+    cJSON_AddStringToObject(host, "simd", h->simd);
+    cJSON *build = cJSON_AddObjectToObject(root, "build");
+    cJSON_AddStringToObject(build, "type", h->build_type);
+    cJSON_AddStringToObject(build, "c_flags", h->c_flags);
+    cJSON_AddStringToObject(build, "cxx_flags", h->cxx_flags);
+    cJSON_AddStringToObject(build, "sanitize_flags", h->sanitize_flags);
+    cJSON_AddStringToObject(build, "compiler", h->compiler);
+    cJSON_AddStringToObject(build, "pe_kernel", h->pe_kernel);
+    cJSON_AddStringToObject(build, "NXSIM_MM_KERNEL", h->pe_kernel_env);
+    cJSON_AddNumberToObject(root, "threads", threads);
     cJSON *blas = cJSON_AddObjectToObject(root, "openblas");
     cJSON_AddStringToObject(blas, "config", openblas_get_config());
     cJSON_AddStringToObject(blas, "corename", openblas_get_corename());
     cJSON_AddNumberToObject(blas, "threads", openblas_get_num_threads());
     cJSON_AddStringToObject(blas, "OPENBLAS_NUM_THREADS", env_or("OPENBLAS_NUM_THREADS", ""));
     cJSON_AddStringToObject(blas, "OPENBLAS_CORETYPE", env_or("OPENBLAS_CORETYPE", ""));
+    if (h->blas_fallback[0]) cJSON_AddStringToObject(blas, "fallback_core_replaced", h->blas_fallback);
     cJSON *targets = cJSON_AddObjectToObject(root, "targets");
-    cJSON_AddNumberToObject(targets, "gemm_ratio_max", TARGET_GEMM_RATIO);
+    cJSON_AddNumberToObject(targets, "gemm_ratio_max_bf16", TARGET_GEMM_RATIO_BF16);
+    cJSON_AddNumberToObject(targets, "gemm_ratio_max_fp32", TARGET_GEMM_RATIO_FP32);
     cJSON_AddNumberToObject(targets, "chain_instructions_per_s_min", TARGET_CHAIN_IPS);
     cJSON_AddNumberToObject(targets, "rss_factor_max", TARGET_RSS_FACTOR);
     cJSON *cases = cJSON_AddArrayToObject(root, "cases");
@@ -256,34 +298,104 @@ static int write_json(const char *path, const nx_machine *m, const case_result *
     return bad ? -1 : 0;
 }
 
+/* --trace-dir DIR: DIR and any missing parents are created (mode 0777 less
+ * the umask); it must end up a writable directory with room for the
+ * longest case name. Returns 0 or -1 with a one-line message printed. */
+static int prepare_trace_dir(const char *dir) {
+    char path[BENCH_PATH_MAX];
+    size_t len = strlen(dir);
+    /* DIR/CASE.json must fit the trace path (cases.c) */
+    if (len == 0 || len + 1 + sizeof ((case_result *)0)->name + sizeof ".json" > sizeof path) {
+        fprintf(stderr, "nxsim-bench: --trace-dir '%.64s%s': %s\n", dir, len > 64 ? "..." : "",
+                len == 0 ? "empty path" : "path too long");
+        return -1;
+    }
+    memcpy(path, dir, len + 1);
+    for (size_t i = 1; i <= len; i++) {
+        if (path[i] != '/' && path[i] != 0) continue;
+        char keep = path[i];
+        path[i] = 0;
+        struct stat sb;
+        if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+            fprintf(stderr, "nxsim-bench: --trace-dir %s: cannot create %s: %s\n", dir, path, strerror(errno));
+            return -1;
+        }
+        if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+            fprintf(stderr, "nxsim-bench: --trace-dir %s: %s is not a directory\n", dir, path);
+            return -1;
+        }
+        path[i] = keep;
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+        fprintf(stderr, "nxsim-bench: --trace-dir %s: cannot write there: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    bench_blas_core(argv);
     const char *names[MAX_SELECT];
     int n_names = 0, quick = 0, fork_it = 1;
     const char *machine = NULL, *json = NULL;
-    bench_options opt = {0, NULL, 0};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int has_value = i + 1 < argc;
-        if (strcmp(a, "--quick") == 0) quick = 1;
-        else if (strcmp(a, "--no-fork") == 0) fork_it = 0;
-        else if (strcmp(a, "--race-check") == 0) opt.race_check = 1;
-        else if (strcmp(a, "--summary") == 0) opt.summary = 1;
-        else if (strcmp(a, "--case") == 0 && has_value && n_names < MAX_SELECT) names[n_names++] = argv[++i];
-        else if (strcmp(a, "--machine") == 0 && has_value) machine = argv[++i];
-        else if (strcmp(a, "--json") == 0 && has_value) json = argv[++i];
-        else if (strcmp(a, "--trace-dir") == 0 && has_value) opt.trace_dir = argv[++i];
-        else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(NULL);
-            return 0;
-        } else {
-            char why[160];
-            snprintf(why, sizeof why, "unknown or incomplete argument '%s'", a);
+    bench_options opt = {0, NULL, 0, 1};
+    const char *threads_arg = NULL;
+    enum { OPT_QUICK = 256, OPT_NO_FORK, OPT_RACE, OPT_SUMMARY, OPT_CASE, OPT_MACHINE, OPT_JSON, OPT_TRACE,
+           OPT_THREADS };
+    static const struct option longopts[] = {
+        {"quick", no_argument, NULL, OPT_QUICK},         {"no-fork", no_argument, NULL, OPT_NO_FORK},
+        {"race-check", no_argument, NULL, OPT_RACE},     {"summary", no_argument, NULL, OPT_SUMMARY},
+        {"case", required_argument, NULL, OPT_CASE},     {"machine", required_argument, NULL, OPT_MACHINE},
+        {"json", required_argument, NULL, OPT_JSON},     {"trace-dir", required_argument, NULL, OPT_TRACE},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"help", no_argument, NULL, 'h'},                {NULL, 0, NULL, 0}};
+    opterr = 0;
+    char why[160];
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_QUICK: quick = 1; break;
+        case OPT_NO_FORK: fork_it = 0; break;
+        case OPT_RACE: opt.race_check = 1; break;
+        case OPT_SUMMARY: opt.summary = 1; break;
+        case OPT_CASE:
+            if (n_names == MAX_SELECT) {
+                snprintf(why, sizeof why, "at most %d --case options", MAX_SELECT);
+                return usage(why);
+            }
+            names[n_names++] = optarg;
+            break;
+        case OPT_MACHINE: machine = optarg; break;
+        case OPT_JSON: json = optarg; break;
+        case OPT_TRACE: opt.trace_dir = optarg; break;
+        case OPT_THREADS: threads_arg = optarg; break;
+        case 'h': return usage(NULL);
+        case ':':
+            snprintf(why, sizeof why, "option '%.60s' needs a value", argv[optind - 1]);
+            return usage(why);
+        default:
+            snprintf(why, sizeof why, "unknown option '%.60s'", argv[optind - 1]);
             return usage(why);
         }
     }
+    if (optind < argc) {
+        snprintf(why, sizeof why, "unexpected argument '%.60s'", argv[optind]);
+        return usage(why);
+    }
     nx_machine m;
     nx_error err;
+    if ((threads_arg ? nx_workers_parse_threads(threads_arg, "--threads", &opt.threads, &err)
+                     : nx_workers_threads_from_env(&opt.threads, &err)) != 0)
+        return usage(err.msg);
+    /* OpenBLAS on as many threads as the model: N against N */
+    openblas_set_num_threads((int)opt.threads);
     if (nx_machine_load(machine ? machine : nx_machine_default(), &m, &err) != 0) {
+        fprintf(stderr, "nxsim-bench: %s\n", err.msg);
+        return 2;
+    }
+    bench_host host;
+    bench_host_info(&host);
+    if (bench_pe_kernel(&host, &err) != 0) {
         fprintf(stderr, "nxsim-bench: %s\n", err.msg);
         return 2;
     }
@@ -294,7 +406,8 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < count; i++)
         if (selected(&list[i], names, n_names) && n < 16) n++;
     if (n == 0) return usage("no case matches");
-    print_header(&m);
+    if (opt.trace_dir && prepare_trace_dir(opt.trace_dir) != 0) return 2;
+    print_header(&m, &host, opt.threads);
     n = 0;
     int all_ok = 1;
     for (size_t i = 0; i < count; i++) {
@@ -305,6 +418,6 @@ int main(int argc, char **argv) {
         all_ok &= res[n].ran && res[n].values_ok && (res[n].race_status == 2 || res[n].race_status == 0);
         n++;
     }
-    if (json && write_json(json, &m, res, n) != 0) all_ok = 0;
+    if (json && write_json(json, &m, &host, opt.threads, res, n) != 0) all_ok = 0;
     return all_ok ? 0 : 1;
 }

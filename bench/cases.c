@@ -11,6 +11,7 @@
 #include <cblas.h>
 
 #include "bench.h"
+#include "isa/workers.h"
 #include "programs.h"
 #include "sim/model.h"
 #include "sim/profile.h"
@@ -61,10 +62,18 @@ static int simulate(const nx_machine *m, const bench_case *c, const bench_option
     nx_sim_result r;
     memset(&r, 0, sizeof r);
     nx_error err;
+    nx_workers *pool = NULL;
+    if (opt->threads > 1 && nx_workers_create(opt->threads, &pool, &err) != 0) {
+        fail(out, "threads", err.msg);
+        return -1;
+    }
+    st->workers = pool;
     double t0 = now_s(), c0 = cpu_s();
     int rc = nx_sim_run(m, prog, st, &so, &r, &err);
     out->wall_s = now_s() - t0;
     out->cpu_s = cpu_s() - c0;
+    st->workers = NULL;
+    nx_workers_destroy(pool);
     out->rss_bytes = peak_rss_bytes();
     if (rc != 0) {
         fail(out, "nx_sim_run", err.msg);
@@ -93,7 +102,7 @@ static int simulate(const nx_machine *m, const bench_case *c, const bench_option
         if (out->race_status != 0) snprintf(out->race_msg, sizeof out->race_msg, "%s", err.msg);
     }
     if (opt->trace_dir) {
-        char path[512];
+        char path[BENCH_PATH_MAX];
         snprintf(path, sizeof path, "%s/%s.json", opt->trace_dir, c->name);
         t0 = now_s();
         if (nx_profile_write_trace(path, m, prog, &r, &err) != 0) {
@@ -137,6 +146,7 @@ static int check_gemm(const bench_gemm *g, const float *c_sim, case_result *out)
     out->blas_s = now_s() - t0;
     out->blas_cpu_s = cpu_s() - c0;
     out->ratio = out->blas_s > 0 ? out->wall_s / out->blas_s : 0;
+    out->target_ratio = g->dtype == NX_DT_BF16 ? TARGET_GEMM_RATIO_BF16 : TARGET_GEMM_RATIO_FP32;
     for (size_t i = 0; i < nA; i++) A[i] = fabsf(A[i]);
     for (size_t i = 0; i < nB; i++) B[i] = fabsf(B[i]);
     float *D = malloc(nC * sizeof *D);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "isa/workers.h"
 
 static int is_hex_digit(char c) {
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
@@ -39,6 +40,15 @@ int cli_backend_option(const char *cmd, int c, const char *arg, cli_backend *b, 
         else
             *status = cli_usage_error(cmd, "--pe expects model or rtl, got '%s'", arg);
         return 1;
+    case CLI_OPT_THREADS: {
+        unsigned n;
+        nx_error e;
+        if (nx_workers_parse_threads(arg, "--threads", &n, &e) != 0)
+            *status = cli_usage_error(cmd, "%s", e.msg);
+        else
+            b->threads = n;
+        return 1;
+    }
     case CLI_OPT_VCD:
         if (arg[0] == '\0')
             *status = cli_usage_error(cmd, "--vcd expects a file name");
@@ -66,6 +76,7 @@ nx_run_options cli_backend_run_options(const cli_backend *b) {
         .race_check = b->race_check,
         .seed = b->seed,
         .progress = !b->quiet && isatty(2),
+        .threads = b->threads,
     };
     return opt;
 }

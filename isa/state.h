@@ -35,6 +35,10 @@ typedef struct nx_state {
     uint8_t *hbm;          /* hbm_bytes, shared by all cores */
     uint64_t hbm_bytes;
     nx_core_state core[NX_MAX_CORES];
+    /* Worker threads a large instruction may share its host work out to
+     * (isa/workers.h), lent by whoever runs the program; NULL (what
+     * nx_state_init leaves): one thread. Never owned or freed by the state. */
+    struct nx_workers *workers;
 } nx_state;
 
 /* Allocates zeroed memories. hbm_bytes is the program's HBM extent (not the

@@ -10,7 +10,9 @@
  * double-precision reference within fp32 accumulation error. The RTL run's
  * PE cycles must be those docs/parts/rtl.md states for the wrapper (load
  * R - 1, multiply N + R + C, R = C = 128) and its VCD must be written.
- * Runtime errors must read the same on both datapaths. */
+ * Runtime errors must read the same on both datapaths. Every PE matmul
+ * kernel the host runs (isa/pe/datapath.h) must leave the model's state
+ * equal to the RTL run's. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,6 +23,7 @@
 #include <cmocka.h>
 
 #include "isa/builder.h"
+#include "isa/pe/datapath.h"
 #include "sim/model.h"
 #include "support.h"
 
@@ -234,6 +237,46 @@ static void rtl_equals_model(void **state) {
     nx_program_free(&p);
 }
 
+/* Every PE matmul kernel this host runs (isa/pe/datapath.h, forced with
+ * NXSIM_MM_KERNEL) leaves the model's state byte for byte equal to the RTL
+ * run's. */
+static void every_kernel_equals_rtl(void **state) {
+    (void)state;
+    nx_machine m = test_machine("trn2");
+    nx_program p;
+    layout l;
+    matmul_program(&m, &p, &l);
+    nx_state st_rtl;
+    test_state(&st_rtl, 1, p.hbm_bytes, p.sem_count);
+    fill_inputs(&st_rtl, &l, 13);
+    nx_sim_result rr;
+    nx_sim_pe_options pe = {1, NULL};
+    run(&m, &p, &st_rtl, &pe, &rr);
+    const char *saved = getenv("NXSIM_MM_KERNEL");
+    char keep[64] = "";
+    if (saved) snprintf(keep, sizeof keep, "%s", saved);
+    int ran = 0;
+    for (int k = 0; k < NX_PE_KERNEL_COUNT; k++) {
+        if (!nx_pe_kernel_available((nx_pe_kernel)k)) continue;
+        assert_int_equal(setenv("NXSIM_MM_KERNEL", nx_pe_kernel_name((nx_pe_kernel)k), 1), 0);
+        nx_state st;
+        test_state(&st, 1, p.hbm_bytes, p.sem_count);
+        fill_inputs(&st, &l, 13);
+        nx_sim_result rm;
+        run(&m, &p, &st, NULL, &rm);
+        assert_states_equal(&st, &st_rtl);
+        nx_sim_result_free(&rm);
+        nx_state_free(&st);
+        ran++;
+    }
+    assert_true(ran >= 2); /* scalar and vector run everywhere */
+    if (saved) setenv("NXSIM_MM_KERNEL", keep, 1);
+    else unsetenv("NXSIM_MM_KERNEL");
+    nx_sim_result_free(&rr);
+    nx_state_free(&st_rtl);
+    nx_program_free(&p);
+}
+
 /* A signalling NaN with a payload in one moving column: every result of that
  * column is the canonical quiet NaN 0x7fc00000 on both datapaths (the model
  * canonicalises NaN results as the RTL array does; x86 alone would return the
@@ -309,6 +352,7 @@ static void errors_match_model(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(rtl_equals_model),
+        cmocka_unit_test(every_kernel_equals_rtl),
         cmocka_unit_test(nan_results_are_canonical_on_both),
         cmocka_unit_test(errors_match_model),
     };

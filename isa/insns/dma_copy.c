@@ -12,9 +12,11 @@
  * otherwise (then nothing is written). Rows are done in order p = 0..P-1, so
  * a scatter with acc accumulates duplicate indices in that order. The source
  * is read completely before anything is written: if source and destination
- * bytes may overlap, the source is first staged in a buffer. */
+ * bytes may overlap, the source is first staged in a buffer. Worker threads
+ * may share out the rows of a large copy (the same bytes). */
 #include "insn_impl.h"
 
+#include "../workers.h"
 
 /* One side of the transfer: rows of F elements, free dims normalised
  * (count-1 dims dropped, contiguous neighbours merged), innermost last. */
@@ -232,6 +234,39 @@ int nx_validate_DMA_COPY(const nx_insn *insn, nx_engine engine, const nx_geometr
                               geo->hbm_bytes, err);
 }
 
+/* Worker threads (isa/workers.h) share out the rows of a large copy, in
+ * contiguous ranges, when the destination rows are distinct and their bytes
+ * disjoint (no scatter; SBUF partitions, or HBM rows at least a row's span
+ * apart), so that no two rows' order matters: the same bytes as row by row. */
+enum { DMA_SPLIT_MIN_ELEMS = 1 << 18 };
+
+typedef struct dma_rows {
+    const dma_side *d, *s;
+    const int64_t *drow, *srow;
+    const uint8_t *skip;
+    uint32_t rows, tasks;
+    uint64_t f;
+    int acc;
+} dma_rows;
+
+static void dma_rows_task(void *arg, unsigned i) {
+    const dma_rows *j = arg;
+    for (uint32_t p = j->rows * i / j->tasks; p < j->rows * (i + 1) / j->tasks; p++)
+        if (!j->skip[p])
+            copy_row(j->d, j->d->base + j->drow[p] * j->d->row_step, j->s, j->s->base + j->srow[p] * j->s->row_step,
+                     j->f, j->acc);
+}
+
+static uint32_t dma_row_tasks(const nx_exec_ctx *ctx, const dma_side *d, uint32_t rows, uint64_t f, int scatter) {
+    uint32_t t = nx_workers_threads(ctx->state->workers);
+    int64_t lo, hi;
+    side_row_span(d, &lo, &hi);
+    if (t < 2 || scatter || (uint64_t)rows * f < DMA_SPLIT_MIN_ELEMS ||
+        (d->row_step < 0 ? -d->row_step : d->row_step) < hi - lo)
+        return 1;
+    return t < rows ? t : rows;
+}
+
 int nx_exec_DMA_COPY(const nx_exec_ctx *ctx, const nx_insn *insn) {
     const nx_operand *dop = &insn->op[0], *sop = &insn->op[1], *oop = &insn->op[2];
     nx_view dv, sv;
@@ -303,10 +338,8 @@ int nx_exec_DMA_COPY(const nx_exec_ctx *ctx, const nx_insn *insn) {
         }
         s = packed;
     }
-    for (uint32_t p = 0; p < rows; p++) {
-        if (skip[p]) continue;
-        copy_row(&d, d.base + drow[p] * d.row_step, &s, s.base + srow[p] * s.row_step, f, acc);
-    }
+    dma_rows job = {&d, &s, drow, srow, skip, rows, dma_row_tasks(ctx, &d, rows, f, scatter), f, acc};
+    nx_workers_run(ctx->state->workers, job.tasks, dma_rows_task, &job);
     free(stage);
     return 0;
 }

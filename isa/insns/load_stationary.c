@@ -5,10 +5,12 @@
  * fp8_e4m3, fp8_e5m2). Every PE input type is exactly representable in fp32,
  * so the cached tile loses nothing (a 16-bit or fp8 NaN becomes the
  * canonical quiet NaN). The conversion is the PE's one input converter,
- * isa/pe_input.h. */
+ * isa/pe_input.h, done for contiguous fp32 and bf16 rows by the active
+ * matmul kernel's vectorised copy of it (nx_pe_convert, isa/pe/datapath.h),
+ * which gives the same bits. */
 #include "insn_impl.h"
 
-#include "../pe_input.h"
+#include "../pe/datapath.h"
 
 int nx_validate_LOAD_STATIONARY(const nx_insn *insn, nx_engine engine, const nx_geometry *geo,
                                 nx_error *err) {
@@ -29,9 +31,11 @@ int nx_validate_LOAD_STATIONARY(const nx_insn *insn, nx_engine engine, const nx_
 
 int nx_exec_LOAD_STATIONARY(const nx_exec_ctx *ctx, const nx_insn *insn) {
     nx_core_state *cs = &ctx->state->core[ctx->core];
+    nx_pe_kernel kernel;
+    if (nx_pe_kernel_active(&kernel, ctx->err) != 0) return -1;
     nx_view src;
     nx_view_init(&src, ctx, &insn->op[0]);
-    nx_pe_rows_to_f32(&src, src.partitions, cs->stationary, ctx->state->geo.pe_cols);
+    nx_pe_convert(kernel, &src, src.partitions, cs->stationary, ctx->state->geo.pe_cols);
     cs->stationary_k = src.partitions;
     cs->stationary_m = (uint32_t)src.free_elems;
     cs->stationary_dtype = src.dtype;

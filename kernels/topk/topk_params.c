@@ -39,8 +39,8 @@ int nx_topk_read_attrs(const nx_attrs *attrs, const char *x_name, nx_dtype dtype
                             "fp8_e5m2, int8, uint8, int16, uint16: the keys are fp32)",
                        x_name, nx_dtype_name(dtype));
     if (ndims < 1) return nx_fail(err, "operand 0 (%s): a top-k needs at least one dim", x_name);
-    int64_t v;
-    int have;
+    int64_t v = 0; /* set by get_int when have; initialised for GCC 12 -O3's maybe-uninitialized */
+    int have = 0;
     if (get_int(attrs, "axis", &v, &have, err) != 0) return -1;
     if (!have) v = -1;
     if (v < -(int64_t)ndims || v >= (int64_t)ndims)

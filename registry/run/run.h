@@ -60,6 +60,9 @@ typedef struct nx_run_options {
                            * many cores instead (nx_lower_on_grid; benches compare them) */
     uint64_t seed;        /* nx_run_op: operands without bytes get pseudo-random values */
     int progress;         /* model: progress on stderr (callers pass isatty(2)) */
+    uint32_t threads;     /* host threads for the functional work of large instructions
+                           * (isa/workers.h): 0 = NXSIM_THREADS (unset: 1). Results and
+                           * simulated times are the same for every count */
 } nx_run_options;
 
 /* Which stage refused (with -1). */
@@ -80,10 +83,13 @@ typedef struct nx_run_trace {
 } nx_run_trace;
 
 /* Runs prog on machine m from state st (initialised for prog and holding
- * its inputs; on return it holds the results). Errors: the executor's or
- * model's message (a fault, "deadlock: ..."), NX_RUN_FAULT; a race,
- * NX_RUN_RACE; race_check or pe_rtl with the functional backend,
- * NX_RUN_BAD_INPUT. *out is filled as far as the run got (free it either
+ * its inputs; on return it holds the results). With more than one thread
+ * (opt->threads, else NXSIM_THREADS) and no pool of the caller's in
+ * st->workers, a worker pool is made for the run and lent to st (st->workers
+ * is NULL again on return). Errors: the executor's or model's message (a
+ * fault, "deadlock: ..."), NX_RUN_FAULT; a race, NX_RUN_RACE; race_check or
+ * pe_rtl with the functional backend, a bad NXSIM_THREADS or a thread count
+ * outside [1, NX_WORKERS_MAX], NX_RUN_BAD_INPUT. *out is filled as far as the run got (free it either
  * way). */
 int nx_run_program(const nx_machine *m, const nx_program *prog, nx_state *st, const nx_run_options *opt,
                    nx_run_trace *out, nx_run_failure *failure, nx_error *err);

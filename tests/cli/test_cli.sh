@@ -84,6 +84,13 @@ for prog in "$T/double.nxb" "$PROG"; do
     same_file "$T/y.npy" "$T/y_expected.npy"
     if [ ! -s "$T/err" ] && [ ! -s "$T/out" ]; then pass; else fail "exec with all tensors bound printed something"; fi
 done
+for n in 2 4; do
+    rm -f "$T/y.npy"
+    expect 0 "exec --threads $n" exec "$T/double.nxb" --in x="$T/x.npy" --out y="$T/y.npy" --threads "$n"
+    same_file "$T/y.npy" "$T/y_expected.npy"
+done
+expect 2 "exec --threads x" exec "$T/double.nxb" --threads x
+one_line_error "--threads"
 expect 0 "exec summary" exec "$T/double.nxb" --in x="$T/x.npy" --functional
 if [ "$(cat "$T/out")" = "y fp32 [2,4] checksum=202.5 min=-8 max=200 first=[2, 4, -3, 0.5, 6, -8, 1, 200]" ]; then
     pass

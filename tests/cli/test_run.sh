@@ -306,5 +306,25 @@ absent "$T/no/such/dir/y.npy"
 expect 0 "run --help" run --help
 if grep -q '^Exit status' "$T/out"; then pass; else fail "run --help lacks the exit status"; fi
 
+# ---- --threads / NXSIM_THREADS: the same report and result bytes for every count ----------
+mkdir -p "$T/thr"
+expect 0 "run --threads 1" run blockwise_mm -o "$T/thr/out.npy"
+mv "$T/thr/out.npy" "$T/thr1.npy"
+cp "$T/out" "$T/thr1.txt"
+for n in 2 3; do
+    expect 0 "run --threads $n" run blockwise_mm -o "$T/thr/out.npy" --threads "$n"
+    same_file "$T/out" "$T/thr1.txt"
+    same_file "$T/thr/out.npy" "$T/thr1.npy"
+    rm -f "$T/thr/out.npy"
+done
+NXSIM_THREADS=2 expect 0 "run NXSIM_THREADS=2" run blockwise_mm -o "$T/thr/out.npy" --functional
+same_file "$T/thr/out.npy" "$T/thr1.npy"
+rm -f "$T/thr/out.npy"
+expect 2 "run --threads 0" run blockwise_mm --threads 0
+stderr_is "nxsim: run: --threads '0': must be a thread count in [1, 64]; try 'nxsim run --help'"
+NXSIM_THREADS=many expect 3 "run NXSIM_THREADS=many" run blockwise_mm -o "$T/thr/out.npy"
+stderr_is "nxsim: blockwise_mm: NXSIM_THREADS 'many': must be a thread count in [1, 64]"
+absent "$T/thr/out.npy"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
