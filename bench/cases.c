@@ -41,13 +41,6 @@ static void fail(case_result *out, const char *what, const char *msg) {
     snprintf(out->error, sizeof out->error, "%s: %s", what, msg);
 }
 
-static double program_bytes(const nx_program *p) {
-    double n = 0;
-    for (uint32_t c = 0; c < NX_MAX_CORES; c++)
-        for (unsigned e = 0; e < NX_ENG_COUNT; e++) n += p->stream[c][e].count;
-    return n * (double)sizeof(nx_insn);
-}
-
 /* TARGET_RSS_FACTOR x (the program's HBM + every core's SBUF and PSUM). */
 static double rss_bound(const nx_machine *m, const nx_program *p) {
     double on_chip = (double)m->geo.partitions * (double)(m->geo.sbuf_partition_bytes + m->geo.psum_partition_bytes);
@@ -83,7 +76,7 @@ static int simulate(const nx_machine *m, const bench_case *c, const bench_option
     out->sim_ns = r.total_ns;
     out->instructions = r.instructions;
     out->insn_per_s = out->wall_s > 0 ? (double)r.instructions / out->wall_s : 0;
-    out->program_bytes = program_bytes(prog);
+    out->program_bytes = (double)nx_program_insn_bytes(prog);
     out->rss_bound_bytes = rss_bound(m, prog);
     nx_profile_peak peak;
     nx_profile_peak_of(m, prog, &peak);

@@ -140,10 +140,14 @@ int nx_builder_emit_at(nx_builder *b, uint32_t core, nx_engine engine, const nx_
     return nx_program_set_src(&b->prog, core, engine, index, b->last_src, err);
 }
 
-nx_insn *nx_builder_insn(nx_builder *b, uint32_t core, nx_engine engine, uint32_t index) {
-    if (core >= NX_MAX_CORES || (unsigned)engine >= NX_ENG_COUNT) return NULL;
-    nx_stream *s = &b->prog.stream[core][engine];
-    return index < s->count ? &s->insns[index] : NULL;
+const nx_insn *nx_builder_insn(const nx_builder *b, uint32_t core, nx_engine engine, uint32_t index,
+                               nx_insn *scratch) {
+    return nx_program_insn(&b->prog, core, engine, index, scratch);
+}
+
+int nx_builder_set_insn(nx_builder *b, uint32_t core, nx_engine engine, uint32_t index,
+                        const nx_insn *insn, nx_error *err) {
+    return nx_program_set_insn(&b->prog, core, engine, index, insn, err);
 }
 
 uint32_t nx_builder_stream_len(const nx_builder *b, uint32_t core, nx_engine engine) {

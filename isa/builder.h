@@ -4,7 +4,7 @@
  *
  * Automatic synchronisation (issue "kernel-authoring layer") is added as a
  * layer above this one that calls nx_builder_emit() and then sets waits and
- * increments through nx_builder_insn(); kernels written against that layer do
+ * increments through nx_builder_set_insn(); kernels written against that layer do
  * not change when it learns more. The builder owns everything it allocates
  * until nx_builder_finish() moves the program out. */
 #ifndef NXSIM_ISA_BUILDER_H
@@ -68,8 +68,12 @@ typedef struct nx_src_here {
  * source location in the program (isa/program.h, nx_program_insn_src). */
 int nx_builder_emit_at(nx_builder *b, uint32_t core, nx_engine engine, const nx_insn *insn,
                        const nx_src_here *at, uint32_t *index_out, nx_error *err);
-/* Pointer to an emitted instruction (valid until the next emit). */
-nx_insn *nx_builder_insn(nx_builder *b, uint32_t core, nx_engine engine, uint32_t index);
+/* An emitted instruction, copied to *scratch (the caller's); NULL if there
+ * is none. nx_builder_set_insn replaces it (0, or -1 with err set). */
+const nx_insn *nx_builder_insn(const nx_builder *b, uint32_t core, nx_engine engine, uint32_t index,
+                               nx_insn *scratch);
+int nx_builder_set_insn(nx_builder *b, uint32_t core, nx_engine engine, uint32_t index,
+                        const nx_insn *insn, nx_error *err);
 uint32_t nx_builder_stream_len(const nx_builder *b, uint32_t core, nx_engine engine);
 
 /* Moves the program out (validated against the geometry) and resets b. */

@@ -265,8 +265,8 @@ int nx_program_encode(const nx_program *p, uint8_t **out, size_t *len, nx_error 
     for (uint32_t c = 0; c < p->cores; c++)
         for (unsigned e = 0; e < NX_ENG_COUNT; e++)
             for (uint32_t i = 0; i < p->stream[c][e].count; i++, at += NX_INSN_WORD_BYTES) {
-                nx_insn check;
-                nx_insn_encode(&p->stream[c][e].insns[i], buf + at);
+                nx_insn insn, check;
+                nx_insn_encode(nx_program_expand(p, &p->stream[c][e].recs[i], &insn), buf + at);
                 if (nx_insn_decode(buf + at, &check, err) != 0) {
                     free(buf);
                     if (err != NULL)

@@ -212,8 +212,10 @@ int nx_disassemble(const nx_program *p, FILE *f, nx_error *err) {
             const nx_stream *s = &p->stream[c][e];
             if (s->count == 0) continue;
             bad |= fprintf(f, ".engine %s\n", nx_engine_name((nx_engine)e)) < 0;
-            for (uint32_t i = 0; i < s->count && !bad; i++)
-                bad |= write_insn(f, &s->insns[i], &scratch, &cap) != 0;
+            for (uint32_t i = 0; i < s->count && !bad; i++) {
+                nx_insn insn;
+                bad |= write_insn(f, nx_program_expand(p, &s->recs[i], &insn), &scratch, &cap) != 0;
+            }
         }
     }
     free(scratch);

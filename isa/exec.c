@@ -26,6 +26,8 @@ int nx_insn_execute(const nx_exec_ctx *ctx, const nx_insn *insn) {
 typedef struct engine_cursor {
     uint32_t pc;
     uint64_t barrier_id; /* nonzero while parked at a core_barrier */
+    nx_insn insn;        /* the instruction at pc, expanded */
+    uint32_t insn_ops[NX_MAX_OPERANDS]; /* the pool entries insn.op[] holds */
 } engine_cursor;
 
 typedef struct scheduler {
@@ -49,8 +51,9 @@ static long run_engine(scheduler *s, uint32_t core, nx_engine engine, nx_error *
     nx_core_state *cs = &s->st->core[core];
     long done = 0;
     while (cur->pc < stream->count) {
-        const nx_insn *insn = &stream->insns[cur->pc];
-        if (insn->wait_sem != NX_SEM_NONE && cs->sems[insn->wait_sem] < insn->wait_value) break;
+        const nx_insn_rec *rec = &stream->recs[cur->pc];
+        if (rec->wait_sem != NX_SEM_NONE && cs->sems[rec->wait_sem] < rec->wait_value) break;
+        const nx_insn *insn = nx_program_expand_next(s->prog, rec, &cur->insn, cur->insn_ops);
         if (insn->opcode == NX_OP_CORE_BARRIER) {
             if (!cur->barrier_id) cur->barrier_id = ++s->barriers_arrived[core];
             if (!barrier_open(s, cur->barrier_id)) break;
@@ -83,7 +86,8 @@ static int report_deadlock(const scheduler *s, nx_error *err) {
             const nx_stream *stream = &s->prog->stream[c][e];
             const engine_cursor *cur = &s->cur[c][e];
             if (cur->pc >= stream->count || used >= sizeof msg) continue;
-            const nx_insn *insn = &stream->insns[cur->pc];
+            nx_insn scratch;
+            const nx_insn *insn = nx_program_expand(s->prog, &stream->recs[cur->pc], &scratch);
             char where[96];
             nx_insn_where(where, sizeof where, c, (nx_engine)e, cur->pc, insn);
             int n;
@@ -114,6 +118,9 @@ int nx_exec_program(const nx_program *prog, nx_state *st, nx_error *err) {
     memset(&s, 0, sizeof s);
     s.prog = prog;
     s.st = st;
+    for (uint32_t c = 0; c < NX_MAX_CORES; c++)
+        for (unsigned e = 0; e < NX_ENG_COUNT; e++)
+            memset(s.cur[c][e].insn_ops, 0xff, sizeof s.cur[c][e].insn_ops); /* UINT32_MAX: none yet */
     for (;;) {
         long progress = 0;
         int pending = 0;

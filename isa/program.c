@@ -1,4 +1,5 @@
-/* nx_program: construction, lookup and whole-program validation. */
+/* nx_program: construction, lookup and whole-program validation (how the
+ * instructions are stored: isa/program_store.c). */
 #include "program.h"
 
 #include <stdlib.h>
@@ -38,9 +39,11 @@ void nx_program_init(nx_program *p) {
 void nx_program_free(nx_program *p) {
     for (unsigned c = 0; c < NX_MAX_CORES; c++)
         for (unsigned e = 0; e < NX_ENG_COUNT; e++) {
-            free(p->stream[c][e].insns);
+            free(p->stream[c][e].recs);
             free(p->stream[c][e].src);
         }
+    free(p->operands.ops);
+    free(p->operands.slots);
     free(p->tensors);
     for (uint32_t i = 0; i < p->src_count; i++) {
         free(p->srcs[i].file);
@@ -48,30 +51,6 @@ void nx_program_free(nx_program *p) {
     }
     free(p->srcs);
     nx_program_init(p);
-}
-
-int nx_program_append(nx_program *p, uint32_t core, nx_engine engine, const nx_insn *insn,
-                      nx_error *err) {
-    if (core >= NX_MAX_CORES || (unsigned)engine >= NX_ENG_COUNT)
-        return nx_fail(err, "program: no stream for core %u engine %d", core, (int)engine);
-    nx_stream *s = &p->stream[core][engine];
-    if (s->count == s->capacity) {
-        if (s->capacity >= UINT32_MAX / 2)
-            return nx_fail(err, "program: stream core %u %s is full", core, nx_engine_name(engine));
-        uint32_t cap = s->capacity ? s->capacity * 2 : 64;
-        nx_insn *grown = realloc(s->insns, (size_t)cap * sizeof *grown);
-        if (!grown) return nx_fail(err, "program: out of memory growing a stream to %u instructions", cap);
-        s->insns = grown;
-        if (s->src) { /* the source column grows with the stream */
-            uint32_t *src = realloc(s->src, (size_t)cap * sizeof *src);
-            if (!src) return nx_fail(err, "program: out of memory growing a stream to %u instructions", cap);
-            s->src = src;
-        }
-        s->capacity = cap;
-    }
-    if (s->src) s->src[s->count] = 0;
-    s->insns[s->count++] = *insn;
-    return 0;
 }
 
 int nx_program_add_tensor(nx_program *p, const nx_tensor_decl *t, nx_error *err) {
@@ -160,7 +139,8 @@ int nx_program_validate(const nx_program *p, const nx_geometry *geo, nx_error *e
                 return nx_fail(err, "core %u %s has %u instructions but the program has %u core(s)",
                                c, nx_engine_name((nx_engine)e), s->count, p->cores);
             for (uint32_t i = 0; i < s->count; i++) {
-                const nx_insn *insn = &s->insns[i];
+                nx_insn scratch;
+                const nx_insn *insn = nx_program_expand(p, &s->recs[i], &scratch);
                 if (nx_insn_validate(insn, (nx_engine)e, geo, p->hbm_bytes, p->sem_count, err) != 0 ||
                     (insn->opcode == NX_OP_END && i + 1 != s->count &&
                      nx_fail(err, "'end' must be the last instruction of its stream (%u follow)",

@@ -37,8 +37,40 @@ typedef struct nx_tensor_decl {
 } nx_tensor_decl;
 uint64_t nx_tensor_bytes(const nx_tensor_decl *t);
 
+/* How a stream stores an instruction: every nx_insn field but the operands
+ * inline, each operand slot as the index of its value in the program's
+ * operand pool (shared by all streams; equal operands are stored once). 44
+ * bytes where an nx_insn takes 384, and the operands cost once per distinct
+ * value. Header fields (opcode, semaphores) may be read here directly; the
+ * whole instruction comes from nx_program_insn. */
+typedef struct nx_insn_rec {
+    uint8_t opcode;
+    uint8_t alu0;
+    uint8_t alu1;
+    uint8_t func;
+    uint16_t flags;
+    uint8_t wait_sem;
+    uint8_t inc_sem;
+    uint32_t wait_value;
+    uint32_t inc_amount;
+    int32_t iparam[2];
+    uint32_t op[NX_MAX_OPERANDS]; /* indices into nx_program.operands.ops */
+} nx_insn_rec;
+
+/* The distinct operands of a program (isa/program_store.c). `ops` holds
+ * each once; `slots` is an open-addressed hash of them (1 + index, 0 =
+ * empty; slot_count a power of two or 0). Owned by the program; it only
+ * grows (an operand no instruction uses any more stays). */
+typedef struct nx_operand_pool {
+    nx_operand *ops;
+    uint32_t count;
+    uint32_t capacity;
+    uint32_t *slots;
+    uint32_t slot_count;
+} nx_operand_pool;
+
 typedef struct nx_stream {
-    nx_insn *insns;
+    nx_insn_rec *recs; /* count records (capacity allocated) */
     uint32_t count;
     uint32_t capacity;
     /* Where each instruction was emitted: src[i] is 1 + an index into the
@@ -64,6 +96,7 @@ typedef struct nx_program {
     uint32_t sem_count;    /* 0..NX_MAX_SEMAPHORES, per core */
     uint64_t hbm_bytes;    /* HBM extent the program uses (>= every tensor end) */
     nx_stream stream[NX_MAX_CORES][NX_ENG_COUNT];
+    nx_operand_pool operands; /* every stream's operand values */
     nx_tensor_decl *tensors;
     uint32_t tensor_count;
     uint32_t tensor_capacity;
@@ -74,9 +107,59 @@ typedef struct nx_program {
 
 void nx_program_init(nx_program *p);
 void nx_program_free(nx_program *p);
-/* Appends a copy of insn to a stream (growing it). Returns 0 or -1 (OOM). */
+/* ---- instructions (isa/program_store.c) ---- */
+
+/* Appends a copy of insn to a stream (growing it; its operands join the
+ * pool). Returns 0 or -1 (OOM). */
 int nx_program_append(nx_program *p, uint32_t core, nx_engine engine,
                       const nx_insn *insn, nx_error *err);
+/* Instruction `index` of (core, engine), every field exactly as appended,
+ * written to *scratch (the caller's; it stays valid however the program
+ * changes). Returns scratch, or NULL when there is no such instruction. */
+const nx_insn *nx_program_insn(const nx_program *p, uint32_t core, nx_engine engine,
+                               uint32_t index, nx_insn *scratch);
+/* Every field of a record but the operands into *out. */
+static inline void nx_insn_rec_fields(const nx_insn_rec *r, nx_insn *out) {
+    out->opcode = r->opcode;
+    out->alu0 = r->alu0;
+    out->alu1 = r->alu1;
+    out->func = r->func;
+    out->flags = r->flags;
+    out->wait_sem = r->wait_sem;
+    out->inc_sem = r->inc_sem;
+    out->wait_value = r->wait_value;
+    out->inc_amount = r->inc_amount;
+    out->iparam[0] = r->iparam[0];
+    out->iparam[1] = r->iparam[1];
+}
+/* nx_program_insn for a record of one of p's streams (no bounds checks). */
+static inline const nx_insn *nx_program_expand(const nx_program *p, const nx_insn_rec *r,
+                                               nx_insn *out) {
+    nx_insn_rec_fields(r, out);
+    for (unsigned k = 0; k < NX_MAX_OPERANDS; k++) out->op[k] = p->operands.ops[r->op[k]];
+    return out;
+}
+/* nx_program_expand into a scratch kept from one call to the next, for a
+ * loop over a stream: ids[k] names the pool entry out->op[k] holds
+ * (UINT32_MAX before the first call), and only slots that change are
+ * copied. */
+static inline const nx_insn *nx_program_expand_next(const nx_program *p, const nx_insn_rec *r, nx_insn *out,
+                                                    uint32_t ids[NX_MAX_OPERANDS]) {
+    nx_insn_rec_fields(r, out);
+    for (unsigned k = 0; k < NX_MAX_OPERANDS; k++)
+        if (ids[k] != r->op[k]) {
+            out->op[k] = p->operands.ops[r->op[k]];
+            ids[k] = r->op[k];
+        }
+    return out;
+}
+/* Replaces instruction `index` of (core, engine) by a copy of insn. 0, or
+ * -1 (no such instruction, out of memory). */
+int nx_program_set_insn(nx_program *p, uint32_t core, nx_engine engine, uint32_t index,
+                        const nx_insn *insn, nx_error *err);
+/* Bytes the program's instruction storage holds: every stream's records
+ * (as allocated), the operand pool and its hash. */
+uint64_t nx_program_insn_bytes(const nx_program *p);
 /* Appends a tensor declaration (no overlap/placement checks here). */
 int nx_program_add_tensor(nx_program *p, const nx_tensor_decl *t, nx_error *err);
 /* Index of the tensor named `name`, or -1. */

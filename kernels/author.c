@@ -123,7 +123,8 @@ static int32_t index_on_other_cores(nx_kctx *k, uint32_t agent) {
         uint32_t queue = agent < K_COMPUTE_AGENTS ? 0 : nx_kctx_lane_queue(k, agent - K_COMPUTE_AGENTS);
         uint32_t n = nx_builder_stream_len(k->b, c, e);
         for (uint32_t i = 0; i < n; i++) {
-            const nx_insn *in = nx_builder_insn(k->b, c, e, i);
+            nx_insn scratch;
+            const nx_insn *in = nx_builder_insn(k->b, c, e, i, &scratch);
             if (in->inc_sem == NX_SEM_NONE) continue;
             if (e == NX_ENG_SP && nx_insn_dma_queue(in) != (int32_t)queue) continue;
             return in->inc_sem;
@@ -139,7 +140,8 @@ static int index_taken_here(nx_kctx *k, uint32_t s) {
     for (unsigned e = 0; e < NX_ENG_COUNT; e++) {
         uint32_t n = nx_builder_stream_len(k->b, k->pid, (nx_engine)e);
         for (uint32_t i = 0; i < n; i++) {
-            const nx_insn *in = nx_builder_insn(k->b, k->pid, (nx_engine)e, i);
+            nx_insn scratch;
+            const nx_insn *in = nx_builder_insn(k->b, k->pid, (nx_engine)e, i, &scratch);
             if (in->wait_sem == s || in->inc_sem == s) return 1;
         }
     }

@@ -63,7 +63,6 @@ void DmaSystem::issue(uint32_t core, uint32_t queue, const nx_insn *insn, uint32
     nx_dma_cost dc;
     nx_cost_dma(rs.m, insn, &dc);
     nx_cost_dma_skipped_rows(insn, rs.st, core, &dc);
-    x.insn = insn;
     x.rec = log_[core] ? &log_[core][k] : nullptr;
     x.t_issue = t_issue;
     x.t_head = x.t_data = t_issue;
@@ -111,14 +110,15 @@ void DmaSystem::complete(Transfer &x, fs_t now) {
     x.phase = kDone;
     nx_error err;
     nx_exec_ctx ctx = {rs.st, x.core, NX_ENG_SP, x.index, &err};
-    if (nx_insn_execute(&ctx, x.insn) != 0) {
+    nx_insn scratch;
+    const nx_insn *insn = nx_program_expand(rs.prog, &rs.prog->stream[x.core][NX_ENG_SP].recs[x.index], &scratch);
+    if (nx_insn_execute(&ctx, insn) != 0) {
         plat_.fail(err);
         return;
     }
-    if (x.insn->inc_sem != NX_SEM_NONE) {
+    if (insn->inc_sem != NX_SEM_NONE) {
         fs_t lat = (fs_t)(rs.m->semaphore_latency_ns * 1e6 + 0.5);
-        plat_.hub().push_sem(now + lat, x.core, x.insn->inc_sem, x.insn->inc_amount, x.rec, NX_ENG_SP,
-                             x.index);
+        plat_.hub().push_sem(now + lat, x.core, insn->inc_sem, insn->inc_amount, x.rec, NX_ENG_SP, x.index);
     }
     q_bytes_[x.queue] += x.bytes;
     q_count_[x.queue]++;
@@ -127,7 +127,7 @@ void DmaSystem::complete(Transfer &x, fs_t now) {
         r->index = x.index;
         r->core = x.core;
         r->engine = NX_ENG_SP;
-        r->opcode = x.insn->opcode;
+        r->opcode = insn->opcode;
         r->waited = 0;
         r->queue = (int32_t)(x.queue - x.core * queues_per_core_);
         r->t_ready_ns = fs_to_ns(x.t_head - rs.t0);

@@ -41,8 +41,9 @@ class DmaSystem : public sc_core::sc_module {
 
   private:
     enum Phase : uint8_t { kQueued, kFixed, kData, kDone };
+    // The instruction is fetched again from the program when it completes:
+    // the SP's own copy is gone by then.
     struct Transfer {
-        const nx_insn *insn;
         nx_sim_record *rec;
         fs_t t_issue, t_head, t_data;
         double remaining, rate;

@@ -23,7 +23,8 @@ Engine::Engine(sc_core::sc_module_name name, Platform &plat, uint32_t core, nx_e
 }
 
 void Engine::prepare(const nx_stream *stream, nx_sim_record *log, double period_fs) {
-    insns_ = stream ? stream->insns : nullptr;
+    recs_ = stream ? stream->recs : nullptr;
+    std::fill(cur_ops_, cur_ops_ + NX_MAX_OPERANDS, UINT32_MAX);
     count_ = stream ? stream->count : 0;
     active_ = count_ > 0;
     log_ = log;
@@ -194,7 +195,7 @@ uint64_t Engine::load_rtl_from_state() {
     uint64_t n = 0;
     if (plat_.rtl_pe(core_).load_stationary(w.data(), K, M, &n, &err) != 0) {
         char where[96];
-        nx_insn_where(where, sizeof where, core_, engine_, pc_, &insns_[pc_]);
+        nx_insn_where(where, sizeof where, core_, engine_, pc_, &cur_);
         nx_fail_prefix(&err, "%s: RTL PE", where);
         fail_run(err);
     }
@@ -265,7 +266,7 @@ void Engine::run_stream() {
 
     while (pc_ < count_) {
         if (rs.abort) throw RunAborted();
-        const nx_insn &in = insns_[pc_];
+        const nx_insn &in = *nx_program_expand_next(rs.prog, &recs_[pc_], &cur_, cur_ops_);
         nx_sim_record *rec = log_ ? &log_[pc_] : nullptr;
         if (rec) rec->inc_seq = 0;
         nx_insn_cost c;

@@ -81,7 +81,9 @@ class Engine : public sc_core::sc_module {
     const uint32_t core_;
     const nx_engine engine_;
     // per run
-    const nx_insn *insns_ = nullptr;
+    const nx_insn_rec *recs_ = nullptr;
+    nx_insn cur_{};  // the instruction at pc_, expanded from recs_[pc_]
+    uint32_t cur_ops_[NX_MAX_OPERANDS];  // the pool entries cur_.op[] holds
     uint32_t count_ = 0;
     uint32_t pc_ = 0;
     bool active_ = false;

@@ -5,10 +5,9 @@
 
 #include "../isa/opcodes.h"
 
-const nx_insn *nx_sim_record_insn(const nx_program *prog, const nx_sim_record *rec) {
-    if (nx_sim_record_is_blank(rec) || rec->core >= prog->cores || rec->engine >= NX_ENG_COUNT) return NULL;
-    const nx_stream *s = &prog->stream[rec->core][rec->engine];
-    return rec->index < s->count ? &s->insns[rec->index] : NULL;
+const nx_insn *nx_sim_record_insn(const nx_program *prog, const nx_sim_record *rec, nx_insn *scratch) {
+    if (nx_sim_record_is_blank(rec) || rec->core >= prog->cores) return NULL;
+    return nx_program_insn(prog, rec->core, (nx_engine)rec->engine, rec->index, scratch);
 }
 
 void nx_sim_record_where(char *buf, size_t len, const nx_sim_record *rec) {
@@ -29,7 +28,7 @@ static int check_record(const nx_program *prog, const nx_sim_record *rec, size_t
     if (rec->index >= s->count)
         return nx_fail(err, "log record %zu names core %u %s #%u; the stream has %u instructions", i, rec->core,
                        engine, rec->index, s->count);
-    const nx_insn *insn = &s->insns[rec->index];
+    const nx_insn_rec *insn = &s->recs[rec->index];
     if (insn->opcode != rec->opcode)
         return nx_fail(err, "log record %zu is %s but core %u %s #%u is %s", i, nx_opcode_mnemonic(rec->opcode),
                        rec->core, engine, rec->index, nx_opcode_mnemonic(insn->opcode));

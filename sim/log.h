@@ -29,9 +29,10 @@ static inline int nx_sim_record_is_blank(const nx_sim_record *rec) {
     return rec->queue == 0 && rec->engine != NX_ENG_SP;
 }
 
-/* The instruction a record ran, or NULL for a blank record or one naming a
- * core, engine or index the program does not have. */
-const nx_insn *nx_sim_record_insn(const nx_program *prog, const nx_sim_record *rec);
+/* The instruction a record ran, copied to *scratch (the caller's), or NULL
+ * for a blank record or one naming a core, engine or index the program does
+ * not have. */
+const nx_insn *nx_sim_record_insn(const nx_program *prog, const nx_sim_record *rec, nx_insn *scratch);
 
 /* "core 0 dve #3 (tensor_copy)", and " on queue Q" for a transfer. */
 void nx_sim_record_where(char *buf, size_t len, const nx_sim_record *rec);

@@ -59,8 +59,9 @@ void SemaphoreHub::apply(const Entry &e, bool notify) {
     if (*sem > UINT32_MAX - e.amount) {
         char where[96];
         nx_engine eng = (nx_engine)e.engine;
+        nx_insn scratch;
         nx_insn_where(where, sizeof where, e.core, eng, e.index,
-                      &rs.prog->stream[e.core][eng].insns[e.index]);
+                      nx_program_insn(rs.prog, e.core, eng, e.index, &scratch));
         nx_error err;
         nx_fail(&err, "%s: semaphore %u overflows (%u + %u)", where, (unsigned)e.sem, *sem, e.amount);
         plat_.fail(err);
@@ -251,7 +252,8 @@ void Platform::report_deadlock() {
         for (unsigned e = 0; e < NX_ENG_COUNT; e++) {
             const Engine &eng = *engine_[c][e];
             if (eng.finished() || used >= sizeof msg) continue;
-            const nx_insn *insn = &rs.prog->stream[c][e].insns[eng.pc()];
+            nx_insn scratch;
+            const nx_insn *insn = nx_program_insn(rs.prog, c, (nx_engine)e, eng.pc(), &scratch);
             char where[96];
             nx_insn_where(where, sizeof where, c, (nx_engine)e, eng.pc(), insn);
             const uint32_t *sems = rs.st->core[c].sems;
@@ -368,7 +370,7 @@ int Platform::run(const nx_machine *m, const nx_program *prog, nx_state *st, con
             if (s->count) streams++;
             if (e != NX_ENG_SP) continue;
             for (uint32_t i = 0; i < s->count; i++)
-                if (nx_opcode_is_dma(s->insns[i].opcode)) transfers[c]++;
+                if (nx_opcode_is_dma(s->recs[i].opcode)) transfers[c]++;
         }
     for (uint32_t c = 0; c < NX_MAX_CORES; c++) records += transfers[c];
     nx_sim_record *log = nullptr;

@@ -33,7 +33,8 @@ int nx_profile_source_rows(const nx_program *prog, const nx_sim_result *r, nx_pr
     if (!t) return nx_fail(err, "busy time by source: out of memory");
     for (size_t i = 0; i < r->log_count; i++) {
         const nx_sim_record *rec = &r->log[i];
-        if (!nx_sim_record_insn(prog, rec)) continue; /* blank, or not of this program */
+        nx_insn scratch;
+        if (!nx_sim_record_insn(prog, rec, &scratch)) continue; /* blank, or not of this program */
         const nx_src_loc *src = nx_program_insn_src(prog, rec->core, (nx_engine)rec->engine, rec->index);
         nx_profile_source_row *row = &t[src ? (size_t)(src - prog->srcs) + 1 : 0];
         row->src = src;

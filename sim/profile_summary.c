@@ -19,7 +19,8 @@ void nx_profile_peak_of(const nx_machine *m, const nx_program *prog, nx_profile_
         const nx_stream *s = &prog->stream[c][NX_ENG_PE];
         int stationary_fp32 = 0;
         for (uint32_t i = 0; i < s->count; i++) {
-            const nx_insn *in = &s->insns[i];
+            nx_insn scratch;
+            const nx_insn *in = nx_program_expand(prog, &s->recs[i], &scratch);
             if (in->opcode == NX_OP_LOAD_STATIONARY) stationary_fp32 = in->op[0].dtype == NX_DT_FP32;
             if (in->opcode != NX_OP_MULTIPLY_MOVING || in->op[1].dtype >= NX_DT_COUNT) continue;
             double fl = 2.0 * in->op[1].partition_count * (double)in->op[0].partition_count *

@@ -176,7 +176,8 @@ static int find_sem_flows(const nx_program *prog, const nx_sim_result *r, flows 
     int have_issue_records = 0;
     for (size_t i = 0; i < r->log_count; i++) {
         const nx_sim_record *rec = &r->log[i];
-        const nx_insn *insn = nx_sim_record_insn(prog, rec);
+        nx_insn scratch;
+        const nx_insn *insn = nx_sim_record_insn(prog, rec, &scratch);
         if (!insn) continue;
         if (rec->inc_seq && insn->inc_sem != NX_SEM_NONE && insn->opcode != NX_OP_CORE_BARRIER) n_inc++;
         if (rec->engine == NX_ENG_SP && rec->queue < 0 && nx_opcode_is_dma(insn->opcode))
@@ -187,7 +188,8 @@ static int find_sem_flows(const nx_program *prog, const nx_sim_result *r, flows 
     size_t k = 0;
     for (size_t i = 0; i < r->log_count; i++) {
         const nx_sim_record *rec = &r->log[i];
-        const nx_insn *insn = nx_sim_record_insn(prog, rec);
+        nx_insn scratch;
+        const nx_insn *insn = nx_sim_record_insn(prog, rec, &scratch);
         if (insn && rec->inc_seq && insn->inc_sem != NX_SEM_NONE && insn->opcode != NX_OP_CORE_BARRIER)
             inc[k++] = (inc_entry){SEM_KEY(rec->core, insn->inc_sem), (uint32_t)i, rec->inc_seq,
                                    insn->inc_amount};
@@ -198,7 +200,8 @@ static int find_sem_flows(const nx_program *prog, const nx_sim_result *r, flows 
     int status = 0;
     for (size_t i = 0; i < r->log_count && status == 0; i++) {
         const nx_sim_record *rec = &r->log[i];
-        const nx_insn *insn = nx_sim_record_insn(prog, rec);
+        nx_insn scratch;
+        const nx_insn *insn = nx_sim_record_insn(prog, rec, &scratch);
         if (!insn || !rec->wait_seq || insn->wait_sem == NX_SEM_NONE || insn->opcode == NX_OP_CORE_BARRIER)
             continue;
         if (nx_sim_record_is_transfer(rec) && have_issue_records) continue; /* its wait is the issue's */
@@ -425,7 +428,8 @@ static void format_insn_args(wbuf *w, const nx_insn *insn) {
 
 static void write_slice(wbuf *w, const nx_machine *m, const nx_program *prog, const nx_sim_record *rec,
                         double s, double e) {
-    const nx_insn *insn = nx_sim_record_insn(prog, rec);
+    nx_insn scratch;
+    const nx_insn *insn = nx_sim_record_insn(prog, rec, &scratch);
     w_head(w, nx_opcode_mnemonic(rec->opcode), nx_sim_record_is_transfer(rec) ? "dma" : nx_engine_name((nx_engine)rec->engine),
            "X", rec->core + 1u, track_tid(rec));
     w_span(w, s, e);
@@ -499,7 +503,8 @@ static int write_events(wbuf *w, const nx_machine *m, const nx_program *prog, co
     for (size_t i = 0; i < L->count; i++) {
         uint32_t id = L->order[i].id;
         const nx_sim_record *rec = &r->log[id];
-        if (!isnan(L->ws[id])) write_wait_slice(w, rec, nx_sim_record_insn(prog, rec), L->ws[id]);
+        nx_insn scratch;
+        if (!isnan(L->ws[id])) write_wait_slice(w, rec, nx_sim_record_insn(prog, rec, &scratch), L->ws[id]);
         write_slice(w, m, prog, rec, L->s[id], L->e[id]);
     }
     for (size_t i = 0; i < fl->n; i++) {

@@ -75,8 +75,9 @@ typedef struct rc {
     uint32_t *scratch;    /* A */
 } rc;
 
-static const nx_insn *rec_insn(const rc *r, const nx_sim_record *rec) {
-    return &r->prog->stream[rec->core][rec->engine].insns[rec->index];
+/* Header fields only (the semaphores, the opcode): the stored record. */
+static const nx_insn_rec *rec_of(const rc *r, const nx_sim_record *rec) {
+    return &r->prog->stream[rec->core][rec->engine].recs[rec->index];
 }
 
 /* Records that take a place in their engine stream: everything but blanks
@@ -123,7 +124,8 @@ static int report_race(rc *r, const nx_hb_race *race) {
 static int check_accesses(rc *r, uint32_t id, uint32_t agent, const uint32_t *clock) {
     const nx_sim_record *rec = &r->log[id];
     nx_footprint fp[NX_MAX_OPERANDS];
-    int nfp = nx_insn_footprint(rec_insn(r, rec), fp);
+    nx_insn scratch;
+    int nfp = nx_insn_footprint(nx_program_expand(r->prog, rec_of(r, rec), &scratch), fp);
     for (int i = 0; i < nfp; i++) {
         nx_hb_race race;
         nx_error e;
@@ -168,7 +170,7 @@ static int late_arrival(const nx_sim_record *rec) {
  * (its number is the arrival) and an unnumbered one are published now. */
 static int increment(rc *r, uint32_t id, const uint32_t *clock) {
     const nx_sim_record *rec = &r->log[id];
-    const nx_insn *insn = rec_insn(r, rec);
+    const nx_insn_rec *insn = rec_of(r, rec);
     if (insn->inc_sem == NX_SEM_NONE) return 0;
     if (rec->inc_seq != 0 && insn->opcode != NX_OP_CORE_BARRIER) return snapshot(r, id, clock) == 0 ? 0 : -1;
     nx_vc_join(sem_row(r, rec->core, insn->inc_sem), clock, r->agents);
@@ -193,7 +195,7 @@ static int compute_transfer(rc *r, uint32_t id, const uint32_t *issue_clock) {
  * its accesses. Returns 0, 1 (race) or -1. */
 static int compute(rc *r, uint32_t id) {
     const nx_sim_record *rec = &r->log[id];
-    const nx_insn *insn = rec_insn(r, rec);
+    const nx_insn_rec *insn = rec_of(r, rec);
     uint32_t sa = r->stream_agent[rec->core][rec->engine];
     uint32_t *c = nx_hb_clock(r->hb, sa);
     if (insn->wait_sem != NX_SEM_NONE) nx_vc_join(c, sem_row(r, rec->core, insn->wait_sem), r->agents);
@@ -227,7 +229,7 @@ static int compute_until(rc *r, uint32_t id, int including) {
 
 static int on_inc(rc *r, uint32_t id) {
     const nx_sim_record *rec = &r->log[id];
-    const nx_insn *insn = rec_insn(r, rec);
+    const nx_insn_rec *insn = rec_of(r, rec);
     if (insn->opcode == NX_OP_CORE_BARRIER) {
         /* arrival: publish the clock the stream has reached before the pass */
         if (r->flags[id] & R_COMPUTED) return 0;

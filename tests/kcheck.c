@@ -75,7 +75,8 @@ static int record_inc(ck *c, uint32_t core, const nx_insn *in, uint32_t agent, c
 
 static void where(char *buf, size_t len, const ck *c, uint32_t tag) {
     const ck_event *ev = &c->events[tag];
-    const nx_insn *in = &c->p->stream[ev->core][ev->engine].insns[ev->index];
+    nx_insn scratch;
+    const nx_insn *in = nx_program_insn(c->p, ev->core, (nx_engine)ev->engine, ev->index, &scratch);
     nx_insn_where(buf, len, ev->core, (nx_engine)ev->engine, ev->index, in);
     if (ev->queue >= 0) {
         size_t n = strlen(buf);
@@ -98,7 +99,8 @@ static int comes_first(const ck *c, const nx_hb_access *a, const nx_hb_access *b
  * at clock vc. Returns 0, 1 (race, reported) or -1. */
 static int check(ck *c, uint32_t core, unsigned engine, uint32_t index, int32_t queue, uint32_t agent,
                  const uint32_t *vc, nx_error *err) {
-    const nx_insn *in = &c->p->stream[core][engine].insns[index];
+    nx_insn scratch;
+    const nx_insn *in = nx_program_insn(c->p, core, (nx_engine)engine, index, &scratch);
     uint32_t tag = c->nevents++;
     c->events[tag] = (ck_event){core, engine, index, queue};
     nx_footprint fp[NX_MAX_OPERANDS];
@@ -124,7 +126,8 @@ static int check(ck *c, uint32_t core, unsigned engine, uint32_t index, int32_t 
 static int step(ck *c, uint32_t core, unsigned e, uint32_t *pc, uint32_t *barriers_passed, nx_error *err) {
     const nx_stream *s = &c->p->stream[core][e];
     if (*pc >= s->count) return 0;
-    const nx_insn *in = &s->insns[*pc];
+    nx_insn scratch;
+    const nx_insn *in = nx_program_expand(c->p, &s->recs[*pc], &scratch);
     uint32_t n = c->nagents, self = stream_agent(c, core, e);
     uint32_t *vc = nx_hb_clock(c->hb, self);
     if (in->wait_sem != NX_SEM_NONE && in->wait_value > 0) {
@@ -185,7 +188,8 @@ static int setup(ck *c, nx_error *err) {
             insns += s->count;
             if (nx_hb_names_add(&c->names, nx_hb_stream_key(core, e)) != 0) return -1;
             for (uint32_t i = 0; i < s->count; i++) {
-                int32_t q = nx_insn_dma_queue(&s->insns[i]);
+                nx_insn scratch;
+                int32_t q = nx_insn_dma_queue(nx_program_expand(p, &s->recs[i], &scratch));
                 if (q >= 0 && nx_hb_names_add(&c->names, nx_hb_queue_key(core, (uint32_t)q)) != 0) return -1;
             }
         }
@@ -207,7 +211,8 @@ static int setup(ck *c, nx_error *err) {
             const nx_stream *s = &p->stream[core][e];
             uint32_t events = s->count;
             for (uint32_t i = 0; i < s->count; i++) {
-                const nx_insn *in = &s->insns[i];
+                nx_insn scratch;
+                const nx_insn *in = nx_program_expand(p, &s->recs[i], &scratch);
                 int32_t q = nx_insn_dma_queue(in);
                 if (in->opcode == NX_OP_CORE_BARRIER) events++;
                 if (q >= 0) nx_hb_expect(c->hb, nx_hb_names_find(&c->names, nx_hb_queue_key(core, (uint32_t)q)), 1);

@@ -7,8 +7,12 @@
 
 #include <dirent.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "isa/asm.h"
 #include "isa/dtype.h"
 
 nx_machine test_machine(const char *preset) {
@@ -118,6 +122,92 @@ int test_dir_entries(const char *dir) {
     return n;
 }
 
+void test_traces_dir(char *buf, size_t len) {
+    const char *here = __FILE__;
+    const char *slash = strrchr(here, '/');
+    size_t n = slash ? (size_t)(slash - here) : 0;
+    snprintf(buf, len, "%.*s/../traces", (int)n, n ? here : ".");
+}
+
+static int name_cmp(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
+
+int test_for_each_trace(const char *root, int (*visit)(const char *dir, void *ctx), void *ctx) {
+    DIR *d = opendir(root);
+    if (!d) return 0;
+    struct dirent *e;
+    char names[256][256];
+    int count = 0;
+    while ((e = readdir(d)) != NULL && count < 256) {
+        if (e->d_name[0] == '.') continue;
+        snprintf(names[count++], sizeof names[0], "%s", e->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)count, sizeof names[0], name_cmp);
+    int n = 0;
+    for (int i = 0; i < count; i++) {
+        char dir[1024];
+        if (snprintf(dir, sizeof dir, "%s/%s", root, names[i]) >= (int)sizeof dir)
+            fail_msg("path too long: %s", root);
+        n += visit(dir, ctx);
+    }
+    return n;
+}
+
+int test_assemble_trace(const char *dir, nx_program *p, nx_error *err) {
+    char path[1024];
+    if (snprintf(path, sizeof path, "%s/program.nxs", dir) >= (int)sizeof path) fail_msg("path too long: %s", dir);
+    struct stat sb;
+    if (stat(path, &sb) != 0) return 0;
+    return nx_assemble_file(path, p, err) == 0;
+}
+
+static uint64_t bits_of(double d) {
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
+
+int test_operand_diff(const nx_operand *a, const nx_operand *b, char *why, size_t len) {
+    if (a->kind != b->kind || a->dtype != b->dtype || a->ndims != b->ndims ||
+        a->start_partition != b->start_partition || a->partition_count != b->partition_count ||
+        a->partition_stride != b->partition_stride || a->offset != b->offset ||
+        bits_of(a->imm) != bits_of(b->imm) || a->pattern_base != b->pattern_base) {
+        snprintf(why, len, "header fields differ (kind %u/%u dtype %u/%u ndims %u/%u start %u/%u "
+                 "pc %u/%u pstride %d/%d offset %llu/%llu imm %016llx/%016llx base %lld/%lld)",
+                 a->kind, b->kind, a->dtype, b->dtype, a->ndims, b->ndims, a->start_partition,
+                 b->start_partition, a->partition_count, b->partition_count, a->partition_stride,
+                 b->partition_stride, (unsigned long long)a->offset, (unsigned long long)b->offset,
+                 (unsigned long long)bits_of(a->imm), (unsigned long long)bits_of(b->imm),
+                 (long long)a->pattern_base, (long long)b->pattern_base);
+        return -1;
+    }
+    for (unsigned k = 0; k < NX_MAX_FREE_DIMS; k++)
+        if (a->stride[k] != b->stride[k] || a->count[k] != b->count[k]) {
+            snprintf(why, len, "dim %u differs (%d:%u vs %d:%u)", k, a->stride[k], a->count[k],
+                     b->stride[k], b->count[k]);
+            return -1;
+        }
+    return 0;
+}
+
+int test_insn_diff(const nx_insn *a, const nx_insn *b, char *why, size_t len) {
+    if (a->opcode != b->opcode || a->alu0 != b->alu0 || a->alu1 != b->alu1 || a->func != b->func ||
+        a->flags != b->flags || a->wait_sem != b->wait_sem || a->inc_sem != b->inc_sem ||
+        a->wait_value != b->wait_value || a->inc_amount != b->inc_amount ||
+        a->iparam[0] != b->iparam[0] || a->iparam[1] != b->iparam[1]) {
+        snprintf(why, len, "instruction fields differ");
+        return -1;
+    }
+    for (unsigned i = 0; i < NX_MAX_OPERANDS; i++) {
+        char sub[400];
+        if (test_operand_diff(&a->op[i], &b->op[i], sub, sizeof sub) != 0) {
+            snprintf(why, len, "operand %u: %s", i, sub);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static void put(uint8_t *base, nx_dtype dt, uint64_t n, const double *values) {
     size_t sz = nx_dtype_size(dt);
     for (uint64_t i = 0; i < n; i++) nx_dtype_store(dt, base + i * sz, values[i]);
@@ -158,7 +248,7 @@ void test_coverage_add_program(test_coverage *c, const nx_program *p) {
     for (uint32_t core = 0; core < p->cores; core++)
         for (unsigned e = 0; e < NX_ENG_COUNT; e++)
             for (uint32_t i = 0; i < p->stream[core][e].count; i++)
-                test_coverage_add(c, p->stream[core][e].insns[i].opcode, (nx_engine)e);
+                test_coverage_add(c, p->stream[core][e].recs[i].opcode, (nx_engine)e);
 }
 
 void test_coverage_check(const test_coverage *c, const char *what) {

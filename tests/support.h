@@ -76,6 +76,19 @@ uint64_t test_le_get(const uint8_t *p, int n);
 /* Entries of a directory other than . and .. (0 if it cannot be read). */
 int test_dir_entries(const char *dir);
 
+/* The conformance traces: traces/ of the source tree (beside tests/);
+ * visit(dir, ctx) for every directory under root in name order (the sum of
+ * what it returned); dir/program.nxs assembled into p (1, or 0 if there is
+ * none or it does not assemble, then err says why). */
+void test_traces_dir(char *buf, size_t len);
+int test_for_each_trace(const char *root, int (*visit)(const char *dir, void *ctx), void *ctx);
+int test_assemble_trace(const char *dir, nx_program *p, nx_error *err);
+
+/* Field-by-field comparison of operands and instructions, imm by its bits
+ * (padding never): 0, or -1 with `why` saying what differs. */
+int test_operand_diff(const nx_operand *a, const nx_operand *b, char *why, size_t len);
+int test_insn_diff(const nx_insn *a, const nx_insn *b, char *why, size_t len);
+
 /* Opcode coverage that grows with the opcode table: one flag per (opcode,
  * engine). test_coverage_check fails the test, naming what is missing,
  * unless every compute and DMA row was seen on every engine its row allows

@@ -64,48 +64,6 @@ static char *disassemble_str(const nx_program *p) {
     return s;
 }
 
-/* Field-by-field comparison; returns 0 or fills `why`. */
-static int operand_diff(const nx_operand *a, const nx_operand *b, char *why, size_t len) {
-    if (a->kind != b->kind || a->dtype != b->dtype || a->ndims != b->ndims ||
-        a->start_partition != b->start_partition || a->partition_count != b->partition_count ||
-        a->partition_stride != b->partition_stride || a->offset != b->offset ||
-        double_bits(a->imm) != double_bits(b->imm) || a->pattern_base != b->pattern_base) {
-        snprintf(why, len, "header fields differ (kind %u/%u dtype %u/%u ndims %u/%u start %u/%u "
-                 "pc %u/%u pstride %d/%d offset %llu/%llu imm %016llx/%016llx base %lld/%lld)",
-                 a->kind, b->kind, a->dtype, b->dtype, a->ndims, b->ndims, a->start_partition,
-                 b->start_partition, a->partition_count, b->partition_count, a->partition_stride,
-                 b->partition_stride, (unsigned long long)a->offset, (unsigned long long)b->offset,
-                 (unsigned long long)double_bits(a->imm), (unsigned long long)double_bits(b->imm),
-                 (long long)a->pattern_base, (long long)b->pattern_base);
-        return -1;
-    }
-    for (unsigned k = 0; k < NX_MAX_FREE_DIMS; k++)
-        if (a->stride[k] != b->stride[k] || a->count[k] != b->count[k]) {
-            snprintf(why, len, "dim %u differs (%d:%u vs %d:%u)", k, a->stride[k], a->count[k],
-                     b->stride[k], b->count[k]);
-            return -1;
-        }
-    return 0;
-}
-
-static int insn_diff(const nx_insn *a, const nx_insn *b, char *why, size_t len) {
-    if (a->opcode != b->opcode || a->alu0 != b->alu0 || a->alu1 != b->alu1 || a->func != b->func ||
-        a->flags != b->flags || a->wait_sem != b->wait_sem || a->inc_sem != b->inc_sem ||
-        a->wait_value != b->wait_value || a->inc_amount != b->inc_amount ||
-        a->iparam[0] != b->iparam[0] || a->iparam[1] != b->iparam[1]) {
-        snprintf(why, len, "instruction fields differ");
-        return -1;
-    }
-    for (unsigned i = 0; i < NX_MAX_OPERANDS; i++) {
-        char sub[400];
-        if (operand_diff(&a->op[i], &b->op[i], sub, sizeof sub) != 0) {
-            snprintf(why, len, "operand %u: %s", i, sub);
-            return -1;
-        }
-    }
-    return 0;
-}
-
 static int program_diff(const nx_program *a, const nx_program *b, char *why, size_t len) {
     if (memcmp(a->machine, b->machine, sizeof a->machine) != 0 || a->cores != b->cores ||
         a->sem_count != b->sem_count || a->hbm_bytes != b->hbm_bytes ||
@@ -134,7 +92,9 @@ static int program_diff(const nx_program *a, const nx_program *b, char *why, siz
             }
             for (uint32_t i = 0; i < s->count; i++) {
                 char sub[450];
-                if (insn_diff(&s->insns[i], &t->insns[i], sub, sizeof sub) != 0) {
+                nx_insn x, y;
+                if (test_insn_diff(nx_program_expand(a, &s->recs[i], &x), nx_program_expand(b, &t->recs[i], &y), sub,
+                              sizeof sub) != 0) {
                     snprintf(why, len, "core %u engine %u insn %u: %s", c, e, i, sub);
                     return -1;
                 }
@@ -229,7 +189,7 @@ static void check_imm(const nx_operand *op, double v) {
     want.partition_count = 1;
     want.imm = v;
     char why[400];
-    if (operand_diff(op, &want, why, sizeof why) != 0) fail_msg("immediate: %s", why);
+    if (test_operand_diff(op, &want, why, sizeof why) != 0) fail_msg("immediate: %s", why);
 }
 
 static void test_example(void **state) {
@@ -256,7 +216,8 @@ static void test_example(void **state) {
         assert_int_equal(p.stream[0][e].count, e == NX_ENG_SP ? 2 : e == NX_ENG_ACT ? 1 : 0);
     for (unsigned e = 0; e < NX_ENG_COUNT; e++) assert_int_equal(p.stream[1][e].count, 0);
 
-    const nx_insn *load = &p.stream[0][NX_ENG_SP].insns[0];
+    nx_insn load_buf;
+    const nx_insn *load = nx_program_insn(&p, 0, NX_ENG_SP, 0, &load_buf);
     assert_int_equal(load->opcode, NX_OP_DMA_COPY);
     check_tile(&load->op[0], NX_OPK_SBUF, 0);
     check_tile(&load->op[1], NX_OPK_HBM, 0);
@@ -269,7 +230,8 @@ static void test_example(void **state) {
     assert_int_equal(load->inc_sem, 0);
     assert_int_equal(load->inc_amount, 1);
 
-    const nx_insn *act = &p.stream[0][NX_ENG_ACT].insns[0];
+    nx_insn act_buf;
+    const nx_insn *act = nx_program_insn(&p, 0, NX_ENG_ACT, 0, &act_buf);
     assert_int_equal(act->opcode, NX_OP_ACTIVATION);
     check_tile(&act->op[0], NX_OPK_SBUF, 256);
     check_tile(&act->op[1], NX_OPK_SBUF, 0);
@@ -284,7 +246,8 @@ static void test_example(void **state) {
     assert_int_equal(act->inc_sem, 0);
     assert_int_equal(act->inc_amount, 1);
 
-    const nx_insn *store = &p.stream[0][NX_ENG_SP].insns[1];
+    nx_insn store_buf;
+    const nx_insn *store = nx_program_insn(&p, 0, NX_ENG_SP, 1, &store_buf);
     assert_int_equal(store->opcode, NX_OP_DMA_COPY);
     check_tile(&store->op[0], NX_OPK_HBM, 32768);
     check_tile(&store->op[1], NX_OPK_SBUF, 256);
@@ -334,7 +297,8 @@ static void test_defaults_and_forms(void **state) {
     assert_int_equal(p.stream[0][NX_ENG_POOL].count, 0);
     assert_int_equal(p.stream[1][NX_ENG_POOL].count, 2);
 
-    const nx_insn *iota = &p.stream[1][NX_ENG_POOL].insns[0];
+    nx_insn iota_buf;
+    const nx_insn *iota = nx_program_insn(&p, 1, NX_ENG_POOL, 0, &iota_buf);
     assert_int_equal(iota->opcode, NX_OP_IOTA);
     assert_int_equal(iota->op[0].kind, NX_OPK_SBUF);
     assert_int_equal(iota->op[0].start_partition, 16);
@@ -353,14 +317,16 @@ static void test_defaults_and_forms(void **state) {
     assert_int_equal(pat->stride[1], -1);
     assert_int_equal(pat->count[1], 3);
 
-    const nx_insn *sel = &p.stream[1][NX_ENG_POOL].insns[1];
+    nx_insn sel_buf;
+    const nx_insn *sel = nx_program_insn(&p, 1, NX_ENG_POOL, 1, &sel_buf);
     assert_int_equal(sel->op[1].pattern_base, 16);
     assert_int_equal(sel->op[1].partition_stride, -1);
     assert_int_equal(sel->op[2].offset, 4);
     assert_true(isinf(sel->op[3].imm) && sel->op[3].imm < 0);
     assert_int_equal(sel->alu0, NX_ALU_IS_GE);
 
-    const nx_insn *dma = &p.stream[1][NX_ENG_SP].insns[0];
+    nx_insn dma_buf;
+    const nx_insn *dma = nx_program_insn(&p, 1, NX_ENG_SP, 0, &dma_buf);
     assert_int_equal(dma->op[1].offset, 68);
     assert_int_equal(dma->op[1].partition_stride, 2);
     assert_int_equal(dma->op[2].kind, NX_OPK_SBUF);
@@ -379,7 +345,8 @@ static nx_operand imm_of(const char *literal) {
     snprintf(text, sizeof text, ".engine dve\nmemset dst=sbuf:fp32[0:1]{} value=%s\n", literal);
     nx_program p;
     assemble_ok(text, &p);
-    nx_operand op = p.stream[0][NX_ENG_DVE].insns[0].op[1];
+    nx_insn insn;
+    nx_operand op = nx_program_insn(&p, 0, NX_ENG_DVE, 0, &insn)->op[1];
     nx_program_free(&p);
     assert_int_equal(op.kind, NX_OPK_IMM);
     return op;
@@ -683,7 +650,7 @@ static void test_round_trip_random(void **state) {
         assert_round_trip(&p);
         for (unsigned c = 0; c < p.cores; c++)
             for (unsigned e = 0; e < NX_ENG_COUNT; e++)
-                for (uint32_t i = 0; i < p.stream[c][e].count; i++) seen_opcode[p.stream[c][e].insns[i].opcode]++;
+                for (uint32_t i = 0; i < p.stream[c][e].count; i++) seen_opcode[p.stream[c][e].recs[i].opcode]++;
         nx_program_free(&p);
     }
     for (unsigned o = 0; o < NX_OP_COUNT; o++)

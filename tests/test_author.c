@@ -200,13 +200,13 @@ static waitset waits_before(const nx_program *prog, uint32_t core, nx_engine e, 
     const nx_stream *s = &prog->stream[core][e];
     uint32_t i = index;
     for (;;) {
-        const nx_insn *in = &s->insns[i];
+        const nx_insn_rec *in = &s->recs[i];
         if (in->wait_sem != NX_SEM_NONE && w.n < 8) {
             w.sem[w.n] = in->wait_sem;
             w.value[w.n] = in->wait_value;
             w.n++;
         }
-        if (i == 0 || s->insns[i - 1].opcode != NX_OP_NOP) break;
+        if (i == 0 || s->recs[i - 1].opcode != NX_OP_NOP) break;
         i--;
     }
     return w;
@@ -216,7 +216,7 @@ static waitset waits_before(const nx_program *prog, uint32_t core, nx_engine e, 
 static uint32_t nth(const nx_program *prog, uint32_t core, nx_engine e, nx_opcode op, uint32_t n) {
     const nx_stream *s = &prog->stream[core][e];
     for (uint32_t i = 0; i < s->count; i++)
-        if (s->insns[i].opcode == op && n-- == 0) return i;
+        if (s->recs[i].opcode == op && n-- == 0) return i;
     fail_msg("no such instruction");
     return 0;
 }
@@ -225,7 +225,8 @@ static uint32_t nth(const nx_program *prog, uint32_t core, nx_engine e, nx_opcod
 static uint32_t nth_dma(const nx_program *prog, int store, uint32_t n) {
     const nx_stream *s = &prog->stream[0][NX_ENG_SP];
     for (uint32_t i = 0; i < s->count; i++) {
-        const nx_insn *in = &s->insns[i];
+        nx_insn scratch;
+        const nx_insn *in = nx_program_expand(prog, &s->recs[i], &scratch);
         if (in->opcode != NX_OP_DMA_COPY) continue;
         if ((store ? in->op[0].kind : in->op[1].kind) == NX_OPK_HBM && n-- == 0) return i;
     }
@@ -406,40 +407,40 @@ static void test_transitive_and_nops(void **state) {
 
     /* DVE: copy waits lane0 >= 1; memset needs nothing */
     const nx_stream *dv = &prog.stream[0][NX_ENG_DVE];
-    assert_int_equal(dv->insns[0].opcode, NX_OP_TENSOR_COPY);
-    assert_int_equal(dv->insns[0].wait_sem, lane0);
-    assert_int_equal(dv->insns[0].wait_value, 1);
-    assert_int_equal(dv->insns[1].opcode, NX_OP_MEMSET);
-    assert_int_equal(dv->insns[1].wait_sem, NX_SEM_NONE);
+    assert_int_equal(dv->recs[0].opcode, NX_OP_TENSOR_COPY);
+    assert_int_equal(dv->recs[0].wait_sem, lane0);
+    assert_int_equal(dv->recs[0].wait_value, 1);
+    assert_int_equal(dv->recs[1].opcode, NX_OP_MEMSET);
+    assert_int_equal(dv->recs[1].wait_sem, NX_SEM_NONE);
     /* POOL #0: reads a (lane 0) and b (DVE #1, which followed lane 0): one wait */
     const nx_stream *pl = &prog.stream[0][NX_ENG_POOL];
-    assert_int_equal(pl->insns[0].opcode, NX_OP_TENSOR_TENSOR);
-    assert_int_equal(pl->insns[0].wait_sem, dve);
-    assert_int_equal(pl->insns[0].wait_value, 1);
+    assert_int_equal(pl->recs[0].opcode, NX_OP_TENSOR_TENSOR);
+    assert_int_equal(pl->recs[0].wait_sem, dve);
+    assert_int_equal(pl->recs[0].wait_value, 1);
     /* ACT: writes b, last read by POOL #1 and written by DVE #1: waiting for
      * POOL (which followed DVE #1) is enough */
     const nx_stream *ac = &prog.stream[0][NX_ENG_ACT];
-    assert_int_equal(ac->insns[0].opcode, NX_OP_ACTIVATION);
-    assert_int_equal(ac->insns[0].wait_sem, pool);
-    assert_int_equal(ac->insns[0].wait_value, 1);
+    assert_int_equal(ac->recs[0].opcode, NX_OP_ACTIVATION);
+    assert_int_equal(ac->recs[0].wait_sem, pool);
+    assert_int_equal(ac->recs[0].wait_value, 1);
     /* POOL #2 reads b (ACT #1) and d (DVE #2): neither implies the other, so
      * a nop carries one wait and the instruction the other */
     assert_int_equal(pl->count, 4); /* tensor_tensor, nop, tensor_tensor, end */
-    assert_int_equal(pl->insns[1].opcode, NX_OP_NOP);
-    assert_int_equal(pl->insns[1].inc_sem, NX_SEM_NONE);
-    uint32_t s1 = pl->insns[1].wait_sem, s2 = pl->insns[2].wait_sem;
+    assert_int_equal(pl->recs[1].opcode, NX_OP_NOP);
+    assert_int_equal(pl->recs[1].inc_sem, NX_SEM_NONE);
+    uint32_t s1 = pl->recs[1].wait_sem, s2 = pl->recs[2].wait_sem;
     assert_true((s1 == (uint32_t)act && s2 == (uint32_t)dve) || (s1 == (uint32_t)dve && s2 == (uint32_t)act));
     assert_int_equal(st.nops, 2); /* that one, and finish's SP wait for lane 1 */
     const nx_stream *sp = &prog.stream[0][NX_ENG_SP];
     assert_int_equal(sp->count, 4); /* dma, dma, nop (lane 1 >= 1), end */
-    assert_int_equal(sp->insns[2].opcode, NX_OP_NOP);
-    assert_int_equal(sp->insns[2].wait_sem, lane1);
+    assert_int_equal(sp->recs[2].opcode, NX_OP_NOP);
+    assert_int_equal(sp->recs[2].wait_sem, lane1);
     /* every used stream ends with `end`; PE was not used */
     assert_int_equal(prog.stream[0][NX_ENG_PE].count, 0);
     for (unsigned e = NX_ENG_DVE; e < NX_ENG_COUNT; e++) {
         const nx_stream *s = &prog.stream[0][e];
         assert_true(s->count > 0);
-        assert_int_equal(s->insns[s->count - 1].opcode, NX_OP_END);
+        assert_int_equal(s->recs[s->count - 1].opcode, NX_OP_END);
     }
 
     nx_state sst;
@@ -486,8 +487,8 @@ static void test_order_check_catches_race(void **state) {
                         "race: core 0 dve #0 (tensor_copy) reads sbuf[0:128]@[0, 256) and core 0 sp #0 "
                         "(dma_copy) on queue 3 writes sbuf[0:128]@[0, 256) with nothing ordering them");
     /* with the wait it is ordered */
-    prog.stream[0][NX_ENG_DVE].insns[0].wait_sem = (uint8_t)sem;
-    prog.stream[0][NX_ENG_DVE].insns[0].wait_value = 1;
+    prog.stream[0][NX_ENG_DVE].recs[0].wait_sem = (uint8_t)sem;
+    prog.stream[0][NX_ENG_DVE].recs[0].wait_value = 1;
     assert_int_equal(test_kcheck_program(&prog, &err), 0);
     nx_program_free(&prog);
     nx_builder_free(b);
@@ -706,7 +707,8 @@ static void test_helpers(void **state) {
     const nx_stream *sp = &prog.stream[0][NX_ENG_SP];
     uint32_t seen = 0;
     for (uint32_t i = 0; i < sp->count; i++) {
-        const nx_insn *in = &sp->insns[i];
+        nx_insn scratch;
+        const nx_insn *in = nx_program_expand(&prog, &sp->recs[i], &scratch);
         if (in->opcode != NX_OP_DMA_COPY || in->op[1].kind != NX_OPK_HBM || in->op[1].dtype != NX_DT_INT32) continue;
         static const uint32_t rows[3] = {43, 43, 42}, queue[3] = {5 * 16, 6 * 16, 7 * 16};
         assert_int_equal(in->op[0].partition_count, rows[seen]);

@@ -141,10 +141,11 @@ static void assert_programs_equal(const nx_program *a, const nx_program *b) {
             for (uint32_t i = 0; i < s->count; i++) {
                 /* compare through the (separately tested) instruction word */
                 uint8_t wa[NX_INSN_WORD_BYTES], wb[NX_INSN_WORD_BYTES];
-                nx_insn_encode(&s->insns[i], wa);
-                nx_insn_encode(&t->insns[i], wb);
+                nx_insn xa, xb;
+                nx_insn_encode(nx_program_expand(a, &s->recs[i], &xa), wa);
+                nx_insn_encode(nx_program_expand(b, &t->recs[i], &xb), wb);
                 assert_memory_equal(wa, wb, NX_INSN_WORD_BYTES);
-                assert_int_equal(s->insns[i].opcode, t->insns[i].opcode);
+                assert_int_equal(s->recs[i].opcode, t->recs[i].opcode);
             }
         }
 }
@@ -156,8 +157,10 @@ static void assert_program_empty(const nx_program *p) {
     for (int c = 0; c < NX_MAX_CORES; c++)
         for (int e = 0; e < NX_ENG_COUNT; e++) {
             assert_int_equal(p->stream[c][e].count, 0);
-            assert_null(p->stream[c][e].insns);
+            assert_null(p->stream[c][e].recs);
         }
+    assert_int_equal(p->operands.count, 0);
+    assert_null(p->operands.ops);
 }
 
 static void encode_sample(uint8_t **buf, size_t *len) {
@@ -529,7 +532,7 @@ static void test_encode_refuses(void **state) {
     assert_int_equal(nx_program_encode(&p, &buf, &len, &err), -1);
     assert_non_null(strstr(err.msg, "already the name"));
     snprintf(p.tensors[1].name, NX_TENSOR_NAME_MAX, "y.out");
-    p.stream[1][NX_ENG_DVE].insns[0].alu0 = NX_ALU_COUNT;
+    p.stream[1][NX_ENG_DVE].recs[0].alu0 = NX_ALU_COUNT;
     assert_int_equal(nx_program_encode(&p, &buf, &len, &err), -1);
     assert_non_null(strstr(err.msg, "core 1 dve instruction 0"));
     assert_non_null(strstr(err.msg, "(alu0)"));

@@ -596,7 +596,7 @@ static uint64_t run_example(doc *d, size_t open, size_t close, const nx_geometry
             for (uint32_t c = 0; c < prog.cores; c++)
                 for (unsigned e = 0; e < NX_ENG_COUNT; e++)
                     for (uint32_t i = 0; i < prog.stream[c][e].count; i++)
-                        ops |= 1ull << prog.stream[c][e].insns[i].opcode;
+                        ops |= 1ull << prog.stream[c][e].recs[i].opcode;
         }
         nx_state_free(&st);
     }

@@ -54,7 +54,7 @@ static nx_sim_record rec(const nx_program *p, uint32_t core, nx_engine e, uint32
     r.index = index;
     r.core = (uint8_t)core;
     r.engine = (uint8_t)e;
-    r.opcode = p->stream[core][e].insns[index].opcode;
+    r.opcode = p->stream[core][e].recs[index].opcode;
     r.queue = -1;
     r.t_ready_ns = ready;
     r.t_start_ns = start;

@@ -66,7 +66,7 @@ static void log_rec(fixture *f, uint32_t core, nx_engine e, uint32_t index, doub
     r->index = index;
     r->core = (uint8_t)core;
     r->engine = (uint8_t)e;
-    r->opcode = f->prog.stream[core][e].insns[index].opcode;
+    r->opcode = f->prog.stream[core][e].recs[index].opcode;
     r->waited = wait_seq != 0;
     r->queue = (int16_t)queue;
     r->t_ready_ns = t0;
@@ -439,7 +439,7 @@ static void test_long_ordered_pipeline_is_clean(void **state) {
     /* drop the writer's wait on round 7: its write races the reader of
      * round 5, which used the same buffer */
     log[14].wait_seq = 0;
-    prog.stream[0][NX_ENG_DVE].insns[7].wait_sem = NX_SEM_NONE;
+    prog.stream[0][NX_ENG_DVE].recs[7].wait_sem = NX_SEM_NONE;
     assert_int_equal(nx_race_check(&prog, log, 2 * ROUNDS, &err), 1);
     assert_string_equal(err.msg,
                         "race: core 0 act #5 (tensor_copy) reads sbuf[0:128]@[512, 768) and core 0 dve #7 "

@@ -284,7 +284,10 @@ static void completion_signals_semaphore(void **state) {
     build(&m, &j, 1, 1, q, 0, COLS);
     uint32_t sem;
     assert_int_equal(nx_builder_semaphore(j.b, &sem, &err), 0);
-    nx_insn_inc(nx_builder_insn(j.b, 0, NX_ENG_SP, 0), sem, 1);
+    nx_insn first;
+    assert_non_null(nx_builder_insn(j.b, 0, NX_ENG_SP, 0, &first));
+    nx_insn_inc(&first, sem, 1);
+    assert_int_equal(nx_builder_set_insn(j.b, 0, NX_ENG_SP, 0, &first, &err), 0);
     nx_insn cp = nx_insn_make(NX_OP_TENSOR_COPY);
     cp.op[0] = nx_ap_tile(NX_OPK_SBUF, NX_DT_FP32, 0, ROWS, 65536, COLS);
     cp.op[1] = nx_ap_tile(NX_OPK_SBUF, NX_DT_FP32, 0, ROWS, 0, COLS);

@@ -237,12 +237,12 @@ static void check_log(const nx_machine *m, const nx_program *p, const nx_sim_res
             const nx_stream *s = &p->stream[c][e];
             want += s->count;
             for (uint32_t i = 0; i < s->count; i++)
-                want += nx_opcode_is_dma(s->insns[i].opcode);
+                want += nx_opcode_is_dma(s->recs[i].opcode);
         }
     if (r->log_count != want) fail_msg("%s: %zu records, want %zu", what, r->log_count, want);
     for (size_t i = 0; i < r->log_count; i++) {
         const nx_sim_record *w = &r->log[i];
-        const nx_insn *in = &p->stream[w->core][w->engine].insns[w->index];
+        const nx_insn_rec *in = &p->stream[w->core][w->engine].recs[w->index];
         assert_int_equal(w->opcode, in->opcode);
         int dma = nx_opcode_is_dma(in->opcode);
         if (w->queue >= 0) assert_int_equal(w->queue, in->iparam[0]);
@@ -253,7 +253,7 @@ static void check_log(const nx_machine *m, const nx_program *p, const nx_sim_res
         uint64_t seen = 0;
         for (size_t j = 0; j < r->log_count; j++) {
             const nx_sim_record *x = &r->log[j];
-            const nx_insn *xi = &p->stream[x->core][x->engine].insns[x->index];
+            const nx_insn_rec *xi = &p->stream[x->core][x->engine].recs[x->index];
             int xdma = nx_opcode_is_dma(xi->opcode);
             if (x->core != w->core || xi->inc_sem != in->wait_sem || (xdma && x->queue < 0)) continue;
             if (x->inc_seq == 0 || x->inc_seq > w->wait_seq) continue;
@@ -452,7 +452,7 @@ static void every_opcode(void **state) {
         uint64_t insns = 0, dmas = 0;
         for (int e = 0; e < NX_ENG_COUNT; e++) insns += p.stream[0][e].count;
         for (uint32_t i = 0; i < p.stream[0][NX_ENG_SP].count; i++) {
-            dmas += nx_opcode_is_dma(p.stream[0][NX_ENG_SP].insns[i].opcode);
+            dmas += nx_opcode_is_dma(p.stream[0][NX_ENG_SP].recs[i].opcode);
         }
         assert_int_equal(r.log_count, insns + dmas);
         check_log(&m, &p, &r, presets[k]);

@@ -28,14 +28,6 @@
 #include "sim/race.h"
 #include "support.h"
 
-/* traces/ beside tests/, found from this file's path. */
-static void traces_dir(char *buf, size_t len) {
-    const char *here = __FILE__;
-    const char *slash = strrchr(here, '/');
-    size_t n = slash ? (size_t)(slash - here) : 0;
-    snprintf(buf, len, "%.*s/../traces", (int)n, n ? here : ".");
-}
-
 typedef enum backend { BACKEND_MODEL, BACKEND_RTL } backend;
 static const char *const backend_names[] = {"model", "rtl"};
 
@@ -65,23 +57,13 @@ static void load_inputs(const char *dir, const nx_program *p, nx_state *a, nx_st
     }
 }
 
-/* Assembles dir/program.nxs into p: 1, or 0 if there is none or it does
- * not assemble (then err says why). */
-static int assemble_trace(const char *dir, nx_program *p, nx_error *err) {
-    char path[1024];
-    if (snprintf(path, sizeof path, "%s/program.nxs", dir) >= (int)sizeof path) fail_msg("path too long: %s", dir);
-    struct stat sb;
-    if (stat(path, &sb) != 0) return 0;
-    return nx_assemble_file(path, p, err) == 0;
-}
-
 /* Returns 1 if the trace ran on backend b (0 if it does not assemble or
  * validate: that is the conformance tests' business; 0 on the RTL backend
  * for a trace without PE work). */
 static int run_trace(const char *dir, backend b) {
     nx_program p;
     nx_error err;
-    if (!assemble_trace(dir, &p, &err)) return 0;
+    if (!test_assemble_trace(dir, &p, &err)) return 0;
     nx_machine m;
     if (nx_machine_load(p.machine[0] ? p.machine : "trn2", &m, &err) != 0 ||
         nx_program_validate(&p, &m.geo, &err) != 0 || (b == BACKEND_RTL && !has_pe_work(&p))) {
@@ -124,41 +106,15 @@ static int run_trace(const char *dir, backend b) {
     return 1;
 }
 
-static int name_cmp(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
-
-/* Calls visit(dir, ctx) for every directory under root (in name order);
- * returns the sum of what it returned. */
-static int for_each_trace(const char *root, int (*visit)(const char *dir, void *ctx), void *ctx) {
-    DIR *d = opendir(root);
-    if (!d) return 0;
-    struct dirent *e;
-    char names[256][256];
-    int count = 0;
-    while ((e = readdir(d)) != NULL && count < 256) {
-        if (e->d_name[0] == '.') continue;
-        snprintf(names[count++], sizeof names[0], "%s", e->d_name);
-    }
-    closedir(d);
-    qsort(names, (size_t)count, sizeof names[0], name_cmp);
-    int n = 0;
-    for (int i = 0; i < count; i++) {
-        char dir[1024];
-        if (snprintf(dir, sizeof dir, "%s/%s", root, names[i]) >= (int)sizeof dir)
-            fail_msg("path too long: %s", root);
-        n += visit(dir, ctx);
-    }
-    return n;
-}
-
 static int visit_run(const char *dir, void *ctx) { return run_trace(dir, *(const backend *)ctx); }
 
 static void traces_model_equal_functional(void **state) {
     (void)state;
     char root[1024], errors[1100];
-    traces_dir(root, sizeof root);
+    test_traces_dir(root, sizeof root);
     if (snprintf(errors, sizeof errors, "%s/errors", root) >= (int)sizeof errors) fail_msg("path too long");
     backend b = BACKEND_MODEL;
-    int n = for_each_trace(root, visit_run, &b), e = for_each_trace(errors, visit_run, &b);
+    int n = test_for_each_trace(root, visit_run, &b), e = test_for_each_trace(errors, visit_run, &b);
     printf("%d traces and %d error traces: model == functional\n", n, e);
     /* traces/ ships with the source tree: finding none means the test ran nothing */
     if (n == 0) fail_msg("no traces found under %s", root);
@@ -167,9 +123,9 @@ static void traces_model_equal_functional(void **state) {
 static void pe_traces_rtl_equal_functional(void **state) {
     (void)state;
     char root[1024];
-    traces_dir(root, sizeof root);
+    test_traces_dir(root, sizeof root);
     backend b = BACKEND_RTL;
-    int n = for_each_trace(root, visit_run, &b);
+    int n = test_for_each_trace(root, visit_run, &b);
     printf("%d traces with PE work: model with the RTL PE array == functional\n", n);
     if (n == 0) fail_msg("no trace under %s has PE work", root);
 }
@@ -177,7 +133,7 @@ static void pe_traces_rtl_equal_functional(void **state) {
 static int visit_cover(const char *dir, void *ctx) {
     nx_program p;
     nx_error err;
-    if (!assemble_trace(dir, &p, &err)) return 0; /* the conformance tests report it */
+    if (!test_assemble_trace(dir, &p, &err)) return 0; /* the conformance tests report it */
     test_coverage_add_program(ctx, &p);
     nx_program_free(&p);
     return 1;
@@ -188,10 +144,10 @@ static int visit_cover(const char *dir, void *ctx) {
 static void traces_cover_the_opcode_table(void **state) {
     (void)state;
     char root[1024];
-    traces_dir(root, sizeof root);
+    test_traces_dir(root, sizeof root);
     test_coverage cov;
     memset(&cov, 0, sizeof cov);
-    if (for_each_trace(root, visit_cover, &cov) == 0) fail_msg("no traces found under %s", root);
+    if (test_for_each_trace(root, visit_cover, &cov) == 0) fail_msg("no traces found under %s", root);
     test_coverage_check(&cov, "traces/");
 }
 

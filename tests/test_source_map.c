@@ -87,7 +87,7 @@ static void test_emit_records_call_site(void **state) {
     const nx_stream *sp = &p.stream[0][NX_ENG_SP];
     uint32_t want_lines[16], n = 0;
     for (uint32_t i = 0; i < sp->count; i++) {
-        const nx_insn *in = &sp->insns[i];
+        const nx_insn_rec *in = &sp->recs[i];
         const nx_src_loc *s = nx_program_insn_src(&p, 0, NX_ENG_SP, i);
         assert_non_null(s);
         if (nx_opcode_is_dma(in->opcode) && n < 16) want_lines[n++] = s->line;
