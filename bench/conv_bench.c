@@ -38,6 +38,7 @@
 #include "sim/machine.h"
 #include "sim/model.h"
 #include "sim/profile.h"
+#include "dma_bound.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -241,8 +242,7 @@ static int run_case(const nx_machine *m, const leaf_desc *ld, const conv_shape *
     double cyc = macs / ((double)m->geo.pe_rows * m->geo.pe_cols) * (dt == NX_DT_FP32 ? m->pe_fp32_factor : 1);
     r->pe_ns = cyc / m->clock_ghz[NX_ENG_PE];
     double bytes = (double)(nl + nr + no) * (double)es;
-    double bw = m->geo.dma_engines * m->dma_engine_bytes_per_ns;
-    if (m->hbm_bytes_per_ns < bw) bw = m->hbm_bytes_per_ns;
+    double bw = nx_bench_core_dma_bytes_per_ns(m);
     r->dma_ns = bytes / bw;
     nx_state_free(&st);
     nx_program_free(&prog);
@@ -301,7 +301,7 @@ int main(int argc, char **argv) {
                 char tgt[16], met[8];
                 snprintf(tgt, sizeof tgt, "%s", targeted ? "60%" : "-");
                 snprintf(met, sizeof met, "%s", !targeted ? "-" : frac >= TARGET_OF_BOUND ? "yes" : "NO");
-                printf("%-20s %-20s %-5s %8.2f %8.2f %9.1f %9.1f %9.1f %7.0f%% %6s %-4s %6.0f%% %8.3f %6.2fx %s (max err "
+                printf("%-20s %-20s %-5s %8.2f %8.2f %9.1f %9.1f %9.1f %7.1f%% %6s %-4s %6.0f%% %8.3f %6.2fx %s (max err "
                        "%.2g)\n",
                        SHAPES[c].name, LEAVES[l].key, nx_dtype_name(dts[d]), r.trace_s, r.sim_s, r.sim_ns / 1e3,
                        r.pe_ns / 1e3, r.dma_ns / 1e3, 100.0 * frac, tgt, met, 100.0 * r.pe_busy_ns / r.sim_ns, r.ref_s,

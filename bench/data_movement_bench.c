@@ -30,6 +30,7 @@
 #include "registry/run/run.h"
 #include "sim/machine.h"
 #include "wall_clock.h"
+#include "dma_bound.h"
 
 typedef struct bench_case {
     const char *label;
@@ -102,8 +103,7 @@ static int run_case(const bench_case *c, const nx_machine *m, bench_result *r, n
 
     double bytes = c->sas ? (double)(2 * elems(c->shape[0]) + elems(c->shape[1])) * (double)nx_dtype_size(c->dt)
                           : 2.0 * (double)out_bytes;
-    double bw = m->geo.dma_engines * m->dma_engine_bytes_per_ns;
-    if (m->hbm_bytes_per_ns < bw) bw = m->hbm_bytes_per_ns;
+    double bw = nx_bench_core_dma_bytes_per_ns(m);
     r->bound_ns = bytes / bw;
     rc = 0;
 out:

@@ -39,6 +39,7 @@
 #include "sim/machine.h"
 #include "sim/model.h"
 #include "sim/race.h"
+#include "dma_bound.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -177,8 +178,7 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const dw_bench *c, nx_dt
     if (cr.bad) *wrong = 1;
 
     /* bounds */
-    double dma_bw = (double)m->geo.dma_engines * m->dma_engine_bytes_per_ns;
-    if (m->hbm_bytes_per_ns < dma_bw) dma_bw = m->hbm_bytes_per_ns;
+    double dma_bw = nx_bench_core_dma_bytes_per_ns(m);
     double dma_ns = (double)((ni + nf + no) * sz) / dma_bw;
     static const char *const names[4] = {"PE", "DVE", "ACT", "POOL"};
     double busy[4], bound = dma_ns;

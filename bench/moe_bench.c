@@ -41,6 +41,7 @@
 #include "sim/profile.h"
 #include "sim/race.h"
 #include "wall_clock.h"
+#include "dma_bound.h"
 
 typedef struct moe_case {
     const char *name;
@@ -203,8 +204,7 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const moe_case *c, int w
     double mlp_macs = 3.0 * (double)H * (double)I;
     double pe_bound = (double)r.NB * B * mlp_macs / macs_per_cycle / pe_clock;
     double pe_routed = (double)r.routed * mlp_macs / macs_per_cycle / pe_clock;
-    double dma_rate = m->geo.dma_engines * m->dma_engine_bytes_per_ns;
-    if (m->hbm_bytes_per_ns < dma_rate) dma_rate = m->hbm_bytes_per_ns;
+    double dma_rate = nx_bench_core_dma_bytes_per_ns(m);
     uint64_t loads = 0;
     for (uint64_t n = 0; n < r.NB; n++) loads += pl.resident ? (n == 0 || r.bte[n] != r.bte[n - 1]) : pl.ns;
     double w_bytes = (double)loads * mlp_macs * 2.0, w_bound = w_bytes / dma_rate;

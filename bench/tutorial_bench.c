@@ -32,6 +32,7 @@
 #include "sim/profile.h"
 #include "micro_figures.h"
 #include "wall_clock.h"
+#include "dma_bound.h"
 
 /* The tutorial's table (matrix_multiplication.rst, "Testing Correctness and
  * Benchmarking"): latency and hardware FLOPs utilisation on Trn1. */
@@ -103,8 +104,7 @@ static void print_profile(const nx_machine *m, const nx_sim_result *r) {
         bytes += nx_sim_queue_bytes(r, 0, q);
         qb_sum += nx_sim_queue_busy_ns(r, 0, q);
     }
-    double peak_bw = m->geo.dma_engines * m->dma_engine_bytes_per_ns;
-    if (m->hbm_bytes_per_ns < peak_bw) peak_bw = m->hbm_bytes_per_ns;
+    double peak_bw = nx_bench_core_dma_bytes_per_ns(m);
     if (ne)
         printf("  DMA: %u engines busy %.1f%% on average (%.1f .. %.1f%%); %u queues used, each holding a transfer "
                "%.1f%% of the run on average\n",

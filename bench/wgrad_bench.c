@@ -43,6 +43,7 @@
 #include "sim/model.h"
 #include "sim/profile.h"
 #include "wall_clock.h"
+#include "dma_bound.h"
 
 typedef struct wg_case {
     const char *name;
@@ -185,8 +186,7 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const wg_case *c, nx_dty
     double cyc = macs / ((double)m->geo.pe_rows * m->geo.pe_cols) * (dt == NX_DT_FP32 ? m->pe_fp32_factor : 1);
     r->pe_ns = cyc / m->clock_ghz[NX_ENG_PE];
     double bytes = (double)(n_in[0] + n_in[1] + n_out) * (double)es;
-    double bw = m->geo.dma_engines * m->dma_engine_bytes_per_ns;
-    if (m->hbm_bytes_per_ns < bw) bw = m->hbm_bytes_per_ns;
+    double bw = nx_bench_core_dma_bytes_per_ns(m);
     r->dma_ns = bytes / bw;
     rc = 0;
 out:
@@ -264,7 +264,7 @@ int main(int argc, char **argv) {
                 continue;
             }
             double bound = r.pe_ns > r.dma_ns ? r.pe_ns : r.dma_ns, frac = bound / r.sim_ns;
-            printf("%-18s %-5s %8.2f %8.2f %8.2f %9.1f %9.1f %9.1f %7.0f%% %5.0f%% %-4s %6.0f%% %8.3f %8.3f %6.2fx "
+            printf("%-18s %-5s %8.2f %8.2f %8.2f %9.1f %9.1f %9.1f %7.1f%% %5.0f%% %-4s %6.0f%% %8.3f %8.3f %6.2fx "
                    "%6.2fx %s (max err %.2g ulp; %s)\n",
                    CASES[c].name, nx_dtype_name(dts[d]), r.trace_s, r.sim_s, r.sim_cpu_s, r.sim_ns / 1e3,
                    r.pe_ns / 1e3, r.dma_ns / 1e3, 100.0 * frac, 100.0 * CASES[c].target,
