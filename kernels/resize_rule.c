@@ -103,8 +103,10 @@ static int read_mode(const nx_value *v, const char *name, const char *const *nam
         strncat(list, names[i], sizeof list - strlen(list) - 1);
         if (i + 1 < n) strncat(list, ", ", sizeof list - strlen(list) - 1);
     }
-    if (v->kind == NX_VAL_STRING)
-        return nx_fail(err, "attribute %s: '%s' is not one of %s", name, v->s, list);
+    if (v->kind == NX_VAL_STRING) { /* the user's text, escaped: the message stays one line */
+        nx_quoted q;
+        return nx_fail(err, "attribute %s: '%s' is not one of %s", name, nx_quote(&q, v->s, NX_QUOTE_NAME), list);
+    }
     return nx_fail(err, "attribute %s: must be a string, one of %s", name, list);
 }
 

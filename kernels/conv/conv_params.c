@@ -111,7 +111,11 @@ static void format_value(const nx_value *v, char *buf, size_t len) {
         PUT("%s%s", f, strpbrk(f, ".eEn") ? "" : ".0"); /* 2.0 stays a float, as the user wrote it */
         break;
     }
-    case NX_VAL_STRING: PUT("\"%.40s\"", v->s ? v->s : ""); break;
+    case NX_VAL_STRING: { /* from the user's op: escaped, so the message stays one line */
+        char q[4 * 40 + 8];
+        PUT("\"%s\"", nx_msg_quote(v->s ? v->s : "", 40, q, sizeof q));
+        break;
+    }
     case NX_VAL_LIST:
         PUT("[");
         for (uint32_t i = 0; i < v->count && n < len; i++) {

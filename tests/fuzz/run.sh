@@ -14,7 +14,9 @@
 # the timeout: libFuzzer's slow-unit-*) is printed the same way as a warning,
 # not a failure: how long an input takes under the instrumentation depends on
 # the host's load. Environment: NXSIM_FUZZ_RSS_MB (default 2048), NXSIM_FUZZ_JOBS
-# (parallel libFuzzer jobs per harness, default 1).
+# (parallel libFuzzer jobs per harness, default 1), NXSIM_FUZZ_SEED (libFuzzer's
+# -seed: unset, a random one; CI sets 1 so that its campaign is the same
+# sequence of inputs on every run and a red CI is reproducible).
 set -uo pipefail
 
 if [ $# -lt 2 ]; then
@@ -50,6 +52,7 @@ export OPENBLAS_NUM_THREADS=1
 mkdir -p "$fuzz/campaign"
 jobs=()
 if [ "${NXSIM_FUZZ_JOBS:-1}" -gt 1 ]; then jobs=(-jobs="$NXSIM_FUZZ_JOBS" -workers="$NXSIM_FUZZ_JOBS"); fi
+if [ -n "${NXSIM_FUZZ_SEED:-}" ]; then jobs+=(-seed="$NXSIM_FUZZ_SEED"); fi
 status=0
 summary=()
 for name in "${names[@]}"; do
