@@ -141,7 +141,7 @@ int sas_plan_units(sas_state *s, const uint64_t *shape, const uint64_t *src_shap
                 sas_unit *u = &s->units[s->nunits++];
                 u->bh = bh;
                 u->bw = bw;
-                u->src_plane = pl; /* a placeholder: the hit planes in order, mapped below */
+                u->src_plane = pl; /* the hit-plane index for now; the loop below maps it to (source, operand) planes */
             }
         for (uint32_t f = start; f < s->nunits; f += s->p) {
             sas_tile *t = &s->tiles[s->ntiles++];
