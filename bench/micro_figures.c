@@ -6,7 +6,7 @@
 
 #include "isa/builder.h"
 #include "isa/state.h"
-#include "kernels/author.h"
+#include "kernels/author/author.h"
 #include "kernels/tutorial/tut_common.h"
 #include "sim/machine.h"
 #include "sim/model.h"

@@ -31,7 +31,7 @@
 
 #include "isa/rng.h"
 #include "isa/state.h"
-#include "kernels/blockwise_mm.h"
+#include "kernels/blockwise_mm/blockwise_mm.h"
 #include "kernels/ref/ref.h"
 #include "registry/lower.h"
 #include "registry/macro_op.h"

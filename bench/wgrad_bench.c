@@ -1,4 +1,4 @@
-/* nxsim-bench-wgrad: the weight-gradient convolutions (kernels/conv/wgrad.h)
+/* nxsim-bench-wgrad: the weight-gradient convolutions (kernels/conv/wgrad/wgrad.h)
  * at full size, through the registry's run path (nx_run_op: lower, run on
  * the SystemC model) against the conv reference:
  *
@@ -34,7 +34,7 @@
 #include <string.h>
 
 #include "isa/dtype.h"
-#include "kernels/conv/wgrad_core.h"
+#include "kernels/conv/wgrad/wgrad_core.h"
 #include "registry/check.h"
 #include "registry/lower.h"
 #include "registry/macro_op.h"

@@ -82,8 +82,8 @@ typedef struct nx_stream {
 
 /* A source location of the code that emitted instructions (the authoring
  * layer's emit helpers capture __FILE__, __LINE__ and __func__;
- * kernels/author.h). Strings owned by the program. `file` is shown relative
- * to the source tree ("kernels/tiled_pf_transpose.c"). */
+ * kernels/author/author.h). Strings owned by the program. `file` is shown relative
+ * to the source tree ("kernels/transpose/tiled_pf_transpose.c"). */
 typedef struct nx_src_loc {
     char *file;
     char *func;

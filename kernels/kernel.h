@@ -3,7 +3,7 @@
  *
  * A leaf is traced once per program_id of its grid (1 core, or VNC(2) = 2
  * cores): it emits its instructions for core `program_id` through the
- * authoring context (kernels/author.h), which allocates tiles and inserts
+ * authoring context (kernels/author/author.h), which allocates tiles and inserts
  * semaphores automatically. A leaf never runs anything (kernels/ never calls
  * sim/); the driver owns the program it builds.
  *
@@ -76,7 +76,7 @@ typedef struct nx_kernel_call {
     const nx_attrs *attrs;
 } nx_kernel_call;
 
-struct nx_kctx; /* kernels/author.h */
+struct nx_kctx; /* kernels/author/author.h */
 
 /* A leaf kernel: emits program `program_id` of the grid into k. */
 typedef int (*nx_leaf_fn)(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err);

@@ -8,13 +8,13 @@
  * Seed traps kept on purpose: key #4 has no "_kernel", its function does;
  * keys #3-#6 are capitalised, their functions are not; there is no MLP
  * entry (MLP is inlined by name elsewhere in the seed's compiler). */
-#include "kernels/blockwise_mm.h"
-#include "kernels/conv/conv2d_pbp.h"
-#include "kernels/conv/depthwise.h"
-#include "kernels/resize_nearest.h"
+#include "kernels/blockwise_mm/blockwise_mm.h"
+#include "kernels/conv/forward/conv2d_pbp.h"
+#include "kernels/conv/depthwise/depthwise.h"
+#include "kernels/resize/resize_nearest.h"
 #include "kernels/select_and_scatter/select_and_scatter.h"
-#include "kernels/conv/wgrad.h"
-#include "kernels/transpose.h"
+#include "kernels/conv/wgrad/wgrad.h"
+#include "kernels/transpose/transpose.h"
 #include "registry.h"
 #include "registry/families/families.h"
 

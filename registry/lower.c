@@ -8,7 +8,7 @@
 
 #include "isa/builder.h"
 #include "isa/strbuf.h"
-#include "kernels/author.h"
+#include "kernels/author/author.h"
 
 typedef struct cache_entry {
     char *key;

@@ -9,7 +9,7 @@
  * Tracing: the driver declares the HBM tensors first, every operand with
  * role input and every result with role output, in op order (so the
  * program's tensor table mirrors the op); call_args get their hbm_offset;
- * then for each program_id it opens an authoring context (kernels/author.h),
+ * then for each program_id it opens an authoring context (kernels/author/author.h),
  * calls the leaf and finishes the context; nx_builder_finish validates the
  * program against the geometry.
  *

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "kernels/topk/topk.h"
-#include "kernels/transpose.h"
+#include "kernels/transpose/transpose.h"
 #include "macro_op.h"
 #include "topk_auto.h"
 #include "topk_methods.h"

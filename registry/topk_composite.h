@@ -17,7 +17,7 @@
 #ifndef NXSIM_REGISTRY_TOPK_COMPOSITE_H
 #define NXSIM_REGISTRY_TOPK_COMPOSITE_H
 
-#include "kernels/author.h"
+#include "kernels/author/author.h"
 #include "kernels/kernel.h"
 
 int nx_topk_composite(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err);

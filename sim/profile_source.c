@@ -76,7 +76,7 @@ int nx_profile_by_source(FILE *out, const nx_program *prog, const nx_sim_result 
         if (row->src)
             fprintf(out, "  %s:%u (%s)\n", row->src->file, row->src->line, row->src->func);
         else
-            fprintf(out, "  (no source location: not emitted through kernels/author.h)\n");
+            fprintf(out, "  (no source location: not emitted through kernels/author/author.h)\n");
     }
     if (shown < n) {
         double rest = 0;

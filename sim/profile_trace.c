@@ -440,7 +440,7 @@ static void write_slice(wbuf *w, const nx_machine *m, const nx_program *prog, co
         w_mem(w, w->args.s ? w->args.s : "", w->args.len);
     }
     const nx_src_loc *src = nx_program_insn_src(prog, rec->core, (nx_engine)rec->engine, rec->index);
-    if (src) { /* where the kernel emitted it (kernels/author.h) */
+    if (src) { /* where the kernel emitted it (kernels/author/author.h) */
         char where[320];
         snprintf(where, sizeof where, "%s:%u", src->file, src->line);
         w_str(w, ",\"source\":");

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Every authoring-layer function that emits (declared in kernels/author.h as
+# Every authoring-layer function that emits (declared in kernels/author/author.h as
 # `int nx_kctx_NAME(nx_kctx *k, ...)`) must have its source-location macro
 # `#define nx_kctx_NAME(k, ...) NX_KCTX_AT_(nx_kctx_NAME, k, __VA_ARGS__)`,
 # or the instructions it emits have no source location in profiles.
 # Functions that emit nothing are listed in `quiet`.
 set -euo pipefail
-header=${1:?usage: author_src_macros.sh kernels/author.h}
+header=${1:?usage: author_src_macros.sh kernels/author/author.h}
 quiet=" nx_kctx_alloc nx_kctx_release nx_kctx_src_end_ "
 fail=0
 n=0

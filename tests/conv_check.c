@@ -13,7 +13,7 @@
 #include "isa/builder.h"
 #include "kcheck.h"
 #include "isa/exec.h"
-#include "kernels/author.h"
+#include "kernels/author/author.h"
 #include "kernels/conv/conv_params.h"
 #include "kernels/ref/ref.h"
 #include "registry/macro_op.h"

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "isa/builder.h"
-#include "kernels/author.h"
+#include "kernels/author/author.h"
 
 /* This program's contiguous rows of tensor t as one HBM access pattern. */
 static nx_operand share(struct nx_kctx *k, const nx_tensor_ref *t, uint64_t *rows_out) {

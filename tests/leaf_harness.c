@@ -10,7 +10,7 @@
 
 #include "isa/builder.h"
 #include "isa/exec.h"
-#include "kernels/author.h"
+#include "kernels/author/author.h"
 #include "leaf_harness.h"
 #include "sim/machine.h"
 #include "sim/model.h"

@@ -1,4 +1,4 @@
-/* The kernel-authoring layer (kernels/author.h): the tile allocator, the
+/* The kernel-authoring layer (kernels/author/author.h): the tile allocator, the
  * inferred synchronisation (exact waits on small hand-written kernels),
  * engine overlap, grid barriers, semaphore sharing across the grid, and the
  * static order check (which must also catch a missing wait). Programs are
@@ -16,7 +16,7 @@
 #include "isa/builder.h"
 #include "isa/exec.h"
 #include "isa/opcodes.h"
-#include "kernels/author.h"
+#include "kernels/author/author.h"
 #include "kcheck.h"
 #include "support.h"
 #include "sim/machine.h"

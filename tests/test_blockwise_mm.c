@@ -1,4 +1,4 @@
-/* blockwise_mm: the leaf (kernels/blockwise_mm.h), its plan, its operand
+/* blockwise_mm: the leaf (kernels/blockwise_mm/blockwise_mm.h), its plan, its operand
  * reader and the reference (kernels/ref/ref.h).
  *
  * Every leaf case is traced into a builder, order-checked
@@ -38,8 +38,8 @@
 
 #include "isa/builder.h"
 #include "isa/exec.h"
-#include "kernels/author.h"
-#include "kernels/blockwise_mm.h"
+#include "kernels/author/author.h"
+#include "kernels/blockwise_mm/blockwise_mm.h"
 #include "kernels/ref/ref.h"
 #include "sim/machine.h"
 #include "sim/model.h"
@@ -618,7 +618,7 @@ static void test_padding_blocks(void **state) {
 }
 
 /* The plan: item sizes, groups, resident vs streaming, as the comments of
- * kernels/blockwise_mm.h say. */
+ * kernels/blockwise_mm/blockwise_mm.h say. */
 static void test_plan(void **state) {
     (void)state;
     nx_geometry geo = test_geometry("trn2");

@@ -1,4 +1,4 @@
-/* The depthwise forward convolution leaves (kernels/conv/depthwise.h):
+/* The depthwise forward convolution leaves (kernels/conv/depthwise/depthwise.h):
  * Conv1d_depthwise_bf01_oi01_bf01, conv2d_column_packing_1 and
  * conv2d_depthwise_f01b_o01i_bf01.
  *
@@ -24,7 +24,7 @@
 #include <cmocka.h>
 
 #include "conv_check.h"
-#include "kernels/conv/depthwise.h"
+#include "kernels/conv/depthwise/depthwise.h"
 #include "registry/macro_op.h"
 #include "registry/registry.h"
 #include "support.h"

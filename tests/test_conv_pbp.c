@@ -1,6 +1,6 @@
 /* The dense PE convolutions #3 conv2d_pbp_0f1b_0i1o_01fb_experimental_1
  * and #4 conv2d_pbp_fb01_io01_01bf_kernel_experimental_1
- * (kernels/conv/conv2d_pbp.h) against the conv reference.
+ * (kernels/conv/forward/conv2d_pbp.h) against the conv reference.
  *
  * Every case is traced, order-checked, executed on the functional executor
  * and on the SystemC model with the race detector, and compared element by
@@ -20,8 +20,8 @@
 #include <cmocka.h>
 
 #include "conv_check.h"
-#include "kernels/conv/conv2d_pbp.h"
-#include "kernels/conv/conv2d_pbp_plan.h"
+#include "kernels/conv/forward/conv2d_pbp.h"
+#include "kernels/conv/forward/conv2d_pbp_plan.h"
 #include "support.h"
 
 #define L3 "0f1b_0i1o->01fb"
@@ -174,7 +174,7 @@ static void test_refusals(void **state) {
 }
 
 /* The tiling from the machine geometry: pixel packing, the stores, the
- * resident image and the block-diagonal groups (kernels/conv/conv2d_pbp_plan.h). */
+ * resident image and the block-diagonal groups (kernels/conv/forward/conv2d_pbp_plan.h). */
 static nx_conv_pbp pb_of(nx_dtype dt, uint64_t H, uint64_t C, uint64_t W, uint64_t N, uint64_t K, uint64_t O,
                          uint64_t G, int64_t s) {
     nx_conv_pbp pb;

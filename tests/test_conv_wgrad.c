@@ -1,6 +1,6 @@
 /* The weight-gradient convolutions #5 Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh,
  * #7 conv2d_column_packing and #8 conv2d_column_packing_io10
- * (kernels/conv/wgrad.h) against independent references.
+ * (kernels/conv/wgrad/wgrad.h) against independent references.
  *
  * 1. Against the conv reference (nx_ref_conv), through tests/conv_check.h:
  *    every case is traced, order-checked, run on the functional executor
@@ -34,9 +34,9 @@
 #include <cmocka.h>
 
 #include "conv_check.h"
-#include "kernels/author.h"
-#include "kernels/conv/wgrad.h"
-#include "kernels/conv/wgrad_core.h"
+#include "kernels/author/author.h"
+#include "kernels/conv/wgrad/wgrad.h"
+#include "kernels/conv/wgrad/wgrad_core.h"
 #include "registry/check.h"
 #include "registry/lower.h"
 #include "registry/macro_op.h"

@@ -24,7 +24,7 @@
 #include "isa/exec.h"
 #include "isa/fileio.h"
 #include "isa/opcodes.h"
-#include "kernels/author.h"
+#include "kernels/author/author.h"
 #include "sim/model.h"
 #include "sim/profile.h"
 #include "sim/race.h"

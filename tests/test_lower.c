@@ -17,7 +17,7 @@
 
 #include "isa/exec.h"
 #include "isa/state.h"
-#include "kernels/author.h"
+#include "kernels/author/author.h"
 #include "registry/lower.h"
 #include "registry/macro_op.h"
 #include "registry/registry.h"

@@ -473,7 +473,7 @@ static void test_transpose_rules(void **state) {
     assert_true(tol.abs == 0 && tol.rel == 0);
     assert_string_equal(tol.text, "exact");
 
-    /* Errors name the operand and come from kernels/transpose_plan.c. */
+    /* Errors name the operand and come from kernels/transpose/transpose_plan.c. */
     assert_int_equal(nx_value_parse("p", "[0, 0, 1]", &v, &err), 0);
     assert_int_equal(nx_attrs_set(&op.attrs, "permutation", &v, &err), 0);
     op.n_results = 0;

@@ -1,4 +1,4 @@
-/* ResizeNearest: the coordinate rules (kernels/resize_rule.h), the reference
+/* ResizeNearest: the coordinate rules (kernels/resize/resize_rule.h), the reference
  * (nx_ref_resize_nearest) against ONNX's published Resize examples, and the
  * leaf resize_nearest_fixed_dma_kernel against the reference, bit for bit,
  * on the functional executor and the SystemC model with the race detector:
@@ -15,8 +15,8 @@
 #include <cmocka.h>
 
 #include "kernels/ref/ref.h"
-#include "kernels/resize_nearest.h"
-#include "kernels/resize_rule.h"
+#include "kernels/resize/resize_nearest.h"
+#include "kernels/resize/resize_rule.h"
 #include "leaf_harness.h"
 #include "support.h"
 

@@ -1,5 +1,5 @@
 /* Source mapping: every instruction emitted through the authoring layer
- * (kernels/author.h) records the file, line and function of the leaf's
+ * (kernels/author/author.h) records the file, line and function of the leaf's
  * call, the program keeps it beside the instructions (isa/program.h), the
  * Perfetto trace shows it and the by-source summary groups busy time by it
  * (sim/profile.h). Lines are pinned with __LINE__ next to each call, so the
@@ -18,7 +18,7 @@
 #include "isa/builder.h"
 #include "isa/fileio.h"
 #include "isa/opcodes.h"
-#include "kernels/author.h"
+#include "kernels/author/author.h"
 #include "registry/families/families.h"
 #include "registry/lower.h"
 #include "registry/run/run.h"
@@ -154,8 +154,8 @@ static void test_registry_leaf_profile(void **state) {
             for (uint32_t i = 0; i < p->stream[c][e].count; i++) {
                 const nx_src_loc *s = nx_program_insn_src(p, c, (nx_engine)e, i);
                 if (!s) fail_msg("core %u %s #%u has no source location", c, nx_engine_name((nx_engine)e), i);
-                in_leaf += strcmp(s->file, "kernels/tiled_pf_transpose.c") == 0;
-                if (strcmp(s->file, "kernels/tiled_pf_transpose.c") != 0)
+                in_leaf += strcmp(s->file, "kernels/transpose/tiled_pf_transpose.c") == 0;
+                if (strcmp(s->file, "kernels/transpose/tiled_pf_transpose.c") != 0)
                     assert_string_equal(s->file, "registry/lower.c"); /* nx_kctx_finish */
             }
     assert_true(in_leaf > 0);
@@ -181,13 +181,13 @@ static void test_registry_leaf_profile(void **state) {
     assert_true(fabs(all - busy) <= 1e-9 * busy);
     assert_true(fabs(sum_dma - dma) <= 1e-9 * dma);
     /* the busiest line of a transpose is a DMA load or store of the leaf */
-    assert_string_equal(rows[0].src->file, "kernels/tiled_pf_transpose.c");
+    assert_string_equal(rows[0].src->file, "kernels/transpose/tiled_pf_transpose.c");
     assert_true(rows[0].busy_ns[NX_PROFILE_DMA] > 0);
     free(rows);
 
     char *json = nx_profile_by_source_json(p, &res.trace.sim, &err);
     assert_non_null(json);
-    assert_non_null(strstr(json, "\"file\": \"kernels/tiled_pf_transpose.c\""));
+    assert_non_null(strstr(json, "\"file\": \"kernels/transpose/tiled_pf_transpose.c\""));
     free(json);
 
     /* the Perfetto slices name their line */

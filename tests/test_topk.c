@@ -17,7 +17,7 @@
 
 #include "isa/builder.h"
 #include "isa/exec.h"
-#include "kernels/author.h"
+#include "kernels/author/author.h"
 #include "kernels/topk/topk.h"
 #include "registry/macro_op.h"
 #include "support.h"

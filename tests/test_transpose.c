@@ -1,5 +1,5 @@
-/* The transpose leaves (kernels/transpose.h), their permutation analysis
- * (kernels/transpose_plan.h) and the reference (kernels/ref/ref.h).
+/* The transpose leaves (kernels/transpose/transpose.h), their permutation analysis
+ * (kernels/transpose/transpose_plan.h) and the reference (kernels/ref/ref.h).
  *
  * Each leaf is traced for every program_id of a 1- or 2-core grid into one
  * builder, the program is checked race-free by the static order check
@@ -19,10 +19,10 @@
 
 #include "isa/builder.h"
 #include "isa/exec.h"
-#include "kernels/author.h"
+#include "kernels/author/author.h"
 #include "kernels/ref/ref.h"
-#include "kernels/transpose.h"
-#include "kernels/transpose_plan.h"
+#include "kernels/transpose/transpose.h"
+#include "kernels/transpose/transpose_plan.h"
 #include "kcheck.h"
 #include "support.h"
 #include "sim/machine.h"

@@ -14,7 +14,7 @@
 #include "isa/builder.h"
 #include "isa/exec.h"
 #include "kcheck.h"
-#include "kernels/author.h"
+#include "kernels/author/author.h"
 #include "kernels/ref/ref.h"
 #include "registry/macro_op.h"
 #include "sim/machine.h"

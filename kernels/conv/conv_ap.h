@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "kernels/author.h"
+#include "kernels/author/author.h"
 
 /* nx_tile_view with the count-1 dims of (st, ct)[0..nd) dropped. */
 nx_operand nx_conv_tile_view(const nx_tile *t, nx_dtype as, uint32_t p0, uint32_t np, uint64_t elem_offset,

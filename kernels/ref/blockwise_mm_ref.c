@@ -1,4 +1,4 @@
-/* Reference blockwise_mm (kernels/blockwise_mm_params.h): block by block,
+/* Reference blockwise_mm (kernels/blockwise_mm/blockwise_mm_params.h): block by block,
  * the valid tokens of the block are gathered into a dense fp32 matrix, the
  * three projections are OpenBLAS sgemms, contributions accumulate in fp32
  * and the output is rounded once to its dtype at the end. The rounding

@@ -11,9 +11,9 @@
 
 #include "isa/dtype.h"
 #include "isa/error.h"
-#include "kernels/blockwise_mm_params.h"
+#include "kernels/blockwise_mm/blockwise_mm_params.h"
 #include "kernels/conv/conv_params.h"
-#include "kernels/resize_rule.h"
+#include "kernels/resize/resize_rule.h"
 #include "kernels/select_and_scatter/params.h"
 
 #define NX_REF_MAX_DIMS 6
@@ -28,12 +28,12 @@ int nx_ref_transpose(const void *in, nx_dtype dtype, uint32_t ndims, const uint6
 
 /* ResizeNearest: data [N, H, W, C] -> out [N, rule.axis[0].out,
  * rule.axis[1].out, C], out[b, oy, ox, :] = in[b, src_y(oy), src_x(ox), :]
- * with the axis rules of kernels/resize_rule.h (in_shape[1..2] must be the
+ * with the axis rules of kernels/resize/resize_rule.h (in_shape[1..2] must be the
  * rule's inputs). Bytes are copied (bit-exact for every dtype). */
 int nx_ref_resize_nearest(const void *in, nx_dtype dtype, const uint64_t in_shape[4],
                           const nx_resize_rule *rule, void *out, nx_error *err);
 /* The source coordinate of output coordinate x on one axis (fp32 on the
- * host, exactly as kernels/resize_rule.h defines it). */
+ * host, exactly as kernels/resize/resize_rule.h defines it). */
 uint64_t nx_ref_resize_src(const nx_resize_axis *ax, uint64_t x);
 
 /* XLA SelectAndScatter with select = GE and scatter = add (semantics:
@@ -45,7 +45,7 @@ uint64_t nx_ref_resize_src(const nx_resize_axis *ax, uint64_t x);
 int nx_ref_select_and_scatter(const void *operand, const void *source, nx_dtype dtype, const uint64_t *shape,
                               const nx_sas_params *p, void *out, nx_error *err);
 
-/* blockwise_mm (MoE prefill; semantics: kernels/blockwise_mm_params.h):
+/* blockwise_mm (MoE prefill; semantics: kernels/blockwise_mm/blockwise_mm_params.h):
  * in[0..5] are the six operands in their order (hidden_states, affinities,
  * gate_up_proj_weight, down_proj_weight, token_position_to_id,
  * block_to_expert) with p's shapes and dtypes; out is (T+1, H) of

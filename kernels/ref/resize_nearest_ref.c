@@ -1,5 +1,5 @@
 /* Reference of ResizeNearest: per output pixel, the source row and column
- * by the axis rules of kernels/resize_rule.h evaluated on the host in fp32
+ * by the axis rules of kernels/resize/resize_rule.h evaluated on the host in fp32
  * (float arithmetic, one rounding per step, no contraction: the project is
  * built as ISO C, where GCC does not fuse), then a byte copy of the C
  * channels. */

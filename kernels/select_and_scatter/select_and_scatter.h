@@ -27,7 +27,7 @@
 #include <stdint.h>
 
 #include "isa/error.h"
-#include "kernels/author.h"
+#include "kernels/author/author.h"
 #include "kernels/kernel.h"
 #include "params.h"
 

@@ -30,7 +30,7 @@
 
 #include <stdint.h>
 
-#include "kernels/author.h"
+#include "kernels/author/author.h"
 #include "kernels/kernel.h"
 
 /* SupportedTopkMethods.SCANNING: rows on partitions, rounds of max8 +

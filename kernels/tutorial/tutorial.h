@@ -37,7 +37,7 @@
 
 #include <stdint.h>
 
-#include "kernels/author.h"
+#include "kernels/author/author.h"
 #include "kernels/kernel.h"
 
 int nx_tutorial_matmul_tiled(nx_kctx *k, const nx_kernel_call *call, nx_error *err);

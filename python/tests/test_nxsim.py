@@ -122,7 +122,7 @@ class TestRun(unittest.TestCase):
         _, run = nxsim.run("tiled_pf_transpose", x)
         rows = run.by_source()
         self.assertTrue(rows)
-        self.assertTrue(any(r["file"] == "kernels/tiled_pf_transpose.c" for r in rows))
+        self.assertTrue(any(r["file"] == "kernels/transpose/tiled_pf_transpose.c" for r in rows))
         self.assertAlmostEqual(sum(r["share"] for r in rows), 1.0, places=9)
         self.assertIn("busy time by source line", run.by_source_text)
         with tempfile.TemporaryDirectory() as d:
@@ -130,7 +130,7 @@ class TestRun(unittest.TestCase):
             with open(os.path.join(d, "t.json")) as f:
                 trace = json.load(f)
             sources = {e["args"].get("source") for e in trace["traceEvents"] if e.get("ph") == "X" and "args" in e}
-            self.assertTrue(any(s and s.startswith("kernels/tiled_pf_transpose.c:") for s in sources))
+            self.assertTrue(any(s and s.startswith("kernels/transpose/tiled_pf_transpose.c:") for s in sources))
             run.save_timeline(os.path.join(d, "t.svg"))
             root = ET.parse(os.path.join(d, "t.svg")).getroot()
             lanes = [g for g in root.iter("{http://www.w3.org/2000/svg}g") if g.get("class") == "lane"]

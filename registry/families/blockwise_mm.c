@@ -1,6 +1,6 @@
 /* The blockwise_mm family's rules (registry key blockwise_mm, #10): MoE
  * prefill over blocks of routed tokens. The operands and attributes are
- * read by kernels/blockwise_mm_params.c, the one home of those rules (the
+ * read by kernels/blockwise_mm/blockwise_mm_params.c, the one home of those rules (the
  * leaf reads them with the same function when it is traced). */
 #include <math.h>
 #include <stdio.h>

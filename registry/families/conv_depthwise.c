@@ -1,4 +1,4 @@
-/* The rules of the depthwise forward conv keys (kernels/conv/depthwise.h):
+/* The rules of the depthwise forward conv keys (kernels/conv/depthwise/depthwise.h):
  * Conv1d_depthwise_bf01_oi01_bf01 (#6), conv2d_column_packing_1 (#9) and
  * conv2d_depthwise_f01b_o01i_bf01 (#11). Result shape, reference and the
  * conv attributes are the shared conv rules (registry/conv_rules.h) bound

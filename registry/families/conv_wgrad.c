@@ -1,4 +1,4 @@
-/* The weight-gradient convolutions' rules (kernels/conv/wgrad.h): #5
+/* The weight-gradient convolutions' rules (kernels/conv/wgrad/wgrad.h): #5
  * Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh (fb01_io01->01bf), #7
  * conv2d_column_packing (fb01_io01->01bf, batch_group_count = N) and #8
  * conv2d_column_packing_io10 (fb01_io10->01bf, batch_group_count = N), on

@@ -1,11 +1,11 @@
 /* The resize family's rules (registry key ResizeNearest): data [N, H, W, C]
- * -> [N, OH, OW, C] by the coordinate rules of kernels/resize_rule.c, the
+ * -> [N, OH, OW, C] by the coordinate rules of kernels/resize/resize_rule.c, the
  * one home of that rule (the leaf reads the same attributes with the same
  * functions when it is traced). */
 #include "families.h"
 
 #include "kernels/ref/ref.h"
-#include "kernels/resize_rule.h"
+#include "kernels/resize/resize_rule.h"
 
 static const char *const resize_attrs[] = {NX_RESIZE_ATTR_OUT_SHAPE, NX_RESIZE_ATTR_SCALES, NX_RESIZE_ATTR_COORD,
                                            NX_RESIZE_ATTR_NEAREST, NULL};

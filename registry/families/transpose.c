@@ -1,13 +1,13 @@
 /* The transpose family's rules (registry keys tiled_pf_transpose and
  * tiled_dve_transpose_10): np.transpose(x, permutation). The permutation is
- * read and checked by kernels/transpose_plan.c, the one home of that rule
+ * read and checked by kernels/transpose/transpose_plan.c, the one home of that rule
  * (the leaves call the same function when they are traced); whether it
  * reduces to a swap of the last two dim groups is the leaves' own rule,
  * checked when they are traced. */
 #include "families.h"
 
 #include "kernels/ref/ref.h"
-#include "kernels/transpose_plan.h"
+#include "kernels/transpose/transpose_plan.h"
 
 static const char *const transpose_attrs[] = {"permutation", NULL};
 

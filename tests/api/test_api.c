@@ -100,7 +100,7 @@ static void test_transpose_on_given_operand(void **state) {
     nx_free(js);
     char *bs = nx_result_by_source(r, 0);
     assert_non_null(bs);
-    assert_non_null(strstr(bs, "kernels/tiled_pf_transpose.c:"));
+    assert_non_null(strstr(bs, "kernels/transpose/tiled_pf_transpose.c:"));
     nx_free(bs);
     char *op = nx_result_op_json(r);
     assert_non_null(op);

@@ -41,7 +41,7 @@ check dve "$T/dve.report.json"
 # add up to the run's busy time are test_source_map's business)
 "$NXSIM" run tiled_pf_transpose --by-source >"$T/bs.txt" 2>"$T/err" || fail "run --by-source: exit $?"
 grep -q '^busy time by source line' "$T/bs.txt" || fail "run --by-source: no table"
-grep -qE '  kernels/tiled_pf_transpose\.c:[0-9]+ \(pf_[a-z]+\)$' "$T/bs.txt" || fail "run --by-source: no leaf line"
+grep -qE '  kernels/transpose/tiled_pf_transpose\.c:[0-9]+ \(pf_[a-z]+\)$' "$T/bs.txt" || fail "run --by-source: no leaf line"
 "$NXSIM" run tiled_pf_transpose --by-source --json >"$T/bs.json" 2>"$T/err" || fail "run --by-source --json: exit $?"
 "$PY" -c 'import json, sys; rows = json.load(open(sys.argv[1]))["by_source"]; assert rows and rows[0]["file"].startswith("kernels/"), rows' \
     "$T/bs.json" || fail "run --by-source --json: no by_source rows"
