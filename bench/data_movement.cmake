@@ -1,5 +1,5 @@
 # nxsim-bench-data-movement (bench/data_movement_bench.c): SelectAndScatter
-# and ResizeNearest on the issue's shapes, trn1 and trn2, beside their
+# and ResizeNearest on their benchmark shapes, trn1 and trn2, beside their
 # DMA/HBM bounds. Included from bench/CMakeLists.txt; the smoke test runs the
 # small shapes (values only, never time).
 add_executable(nxsim-bench-data-movement ${CMAKE_CURRENT_LIST_DIR}/data_movement_bench.c)

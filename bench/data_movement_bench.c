@@ -1,5 +1,5 @@
-/* nxsim-bench-data-movement: the two data-movement leaves on the issue's
- * shapes, on trn1 and trn2, through the registry (the ops `nxsim run` would
+/* nxsim-bench-data-movement: the two data-movement leaves on their
+ * benchmark shapes (docs/parts/data-movement.md), on trn1 and trn2, through the registry (the ops `nxsim run` would
  * build) and the SystemC model:
  *   SelectAndScatter [8, 64, 112, 112] fp32, 3x3 window, stride 2, pad 1
  *     (the max-pool gradient of ResNet-50's stem);

@@ -2,7 +2,7 @@
  * CASCADED, ROTATIONAL) and AUTO on the SystemC model (VNC(2), through
  * nx_run_op), every result checked against nx_ref_topk.
  *
- *   nxsim-bench-topk                  the issue's cases (rows, vocab, k) =
+ *   nxsim-bench-topk                  the benchmark cases (rows, vocab, k) =
  *                                     (1,151936,8) (32,32000,50) (128,4096,8)
  *                                     (1024,128,64), bf16 on trn2
  *   nxsim-bench-topk --case R,V,K     one case (repeatable)
@@ -39,7 +39,7 @@ static void usage(FILE *f) {
     fputs("Usage: nxsim-bench-topk [--case ROWS,VOCAB,K]... [--dtype DT] [--machine NAME|FILE]\n"
           "       nxsim-bench-topk --table [--commit TEXT] [--quick]\n"
           "Runs the topk composite with every method and AUTO on the SystemC model\n"
-          "(default: the issue's four cases, bf16 on trn2); --table measures the\n"
+          "(default: the four benchmark cases, bf16 on trn2); --table measures the\n"
           "AUTO cost table and prints it as C source (registry/topk_cost_table.c).\n",
           f);
 }

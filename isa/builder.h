@@ -2,7 +2,7 @@
  * emit instructions into per-core, per-engine streams, and attach semaphore
  * waits and increments by hand.
  *
- * Automatic synchronisation (issue "kernel-authoring layer") is added as a
+ * Automatic synchronisation (the kernel-authoring layer, kernels/author/) is added as a
  * layer above this one that calls nx_builder_emit() and then sets waits and
  * increments through nx_builder_set_insn(); kernels written against that layer do
  * not change when it learns more. The builder owns everything it allocates

@@ -3,7 +3,7 @@
  * of the float conversions, shared by the run converters (dtype_run.c) and
  * the fused elementwise kernels (ew_fused.c). Rules: docs/parts/dtypes.md;
  * every lane form gives the bits of its element routine
- * (tests/test_run_kernels.c). */
+ * (tests/test_hot_paths.c). */
 #ifndef NXSIM_ISA_DTYPE_LANES_H
 #define NXSIM_ISA_DTYPE_LANES_H
 

@@ -61,7 +61,7 @@ static void test_basic(void **state) {
     check3(NX_DT_FP32, 9, 4, 9, 3, 3, 2, 5, 1, "stride=[2,2];padding=[[1,1],[0,2]]", 3);
 }
 
-/* The issue's shapes: 1x1 kernels, kernels larger than the image with
+/* Edge shapes: 1x1 kernels, kernels larger than the image with
  * padding, stride > kernel, C = 1, 129, 300, N = 1, 3, 513. */
 static void test_shapes(void **state) {
     (void)state;

@@ -7,7 +7,7 @@
  *    and on the SystemC model with the race detector, and compared element
  *    by element within 2 K 2^-24 sum|terms| + one rounding to the output
  *    dtype (K = the contraction: the forward batch x the gradient's
- *    pixels). Shapes: the issue's C_in/N/C_out of 1, 2 or 3 and 129/130
+ *    pixels). Shapes: C_in/N/C_out of 1, 2 or 3 and 129/130
  *    (two tiles), 1x1 outputs and outputs larger than the gradient, strides
  *    1-3, rhs_dilation 1-3, negative and asymmetric padding, every PE
  *    dtype, a scaled-down ResNet-50 conv1 weight gradient; then tilings
@@ -78,7 +78,7 @@ static void test_basic(void **state) {
     check7(1, NX_DT_FP32, 2, 3, 6, 7, 4, 5, "padding=[[1,1],[1,1]]", 4);
 }
 
-/* The issue's shapes on #5: CI (the contraction features) 1, 3, 130; N 1,
+/* Edge shapes on #5: CI (the contraction features) 1, 3, 130; N 1,
  * 2, 129; CO 1, 3, 130; 1x1 outputs and outputs larger than the gradient;
  * strides and rhs_dilation 1-3; negative padding. */
 static void test_shapes5(void **state) {
@@ -94,7 +94,7 @@ static void test_shapes5(void **state) {
     check5(NX_DT_FP32, 2, 1, 4, 4, 2, 6, 6, "padding=[[3,2],[2,3]]", 18);              /* gradient > image */
 }
 
-/* The issue's shapes on #7 and #8: C (channels = groups) 1, 3, 130; CI (the
+/* Edge shapes on #7 and #8: C (channels = groups) 1, 3, 130; CI (the
  * forward batch) 1, 2, 129; the same windows. */
 static void test_shapes7(void **state) {
     (void)state;

@@ -40,7 +40,7 @@ static nx_insn tt(nx_alu_op op, nx_operand dst, nx_operand in0, nx_operand in1) 
     return t;
 }
 
-/* The issue's example: int32 shift_left of [1, 0x40000000, -1, 0x7fffffff]
+/* The documented example (docs/parts/insns-dve.md): int32 shift_left of [1, 0x40000000, -1, 0x7fffffff]
  * by [31, 1, 0, 1] into int32 and uint32 stores 0x80000000, 0x80000000,
  * 0xffffffff, 0xfffffffe (not 2147483647 saturated). */
 static void test_shift_left_bit31(void **state) {

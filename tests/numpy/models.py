@@ -9,10 +9,10 @@ definitions (not from nxsim's code or its kernels/ref references):
 - select_and_scatter: StableHLO `select_and_scatter` / XLA SelectAndScatter
   with select = GE and scatter = add (the max-pool gradient).
 - resize_src_index: ONNX Resize (mode nearest) coordinate transformations
-  and nearest modes, and the fp32 PyTorch `nearest` rule nxsim's issue names
-  as the default.
+  and nearest modes, and the fp32 PyTorch `nearest` rule nxsim documents
+  as the default (docs/parts/data-movement.md).
 - transpose: np.transpose.
-- blockwise_mm: the MoE prefill the issue defines.
+- blockwise_mm: the MoE prefill of docs/parts/kernels.md (blockwise_mm).
 - topk: ONNX TopK (ties: the lower index first).
 
 Every model computes in float64 on exact input values and also returns, where

@@ -14,7 +14,7 @@ KNOWN = {
     # and NaN as FLT_MAX (smallest); ONNX orders the distinct values.
     "fp32_extremes fp32 k=6 default": "-FLT_MAX (index 1) and -inf (index 0) tie: -inf comes first",
     "fp32_extremes fp32 k=6 smallest default": "FLT_MAX (index 1) and +inf (index 0) tie: +inf comes first",
-    # Issue 14: "any row length >= k, any k (..., k = row length)";
+    # ONNX TopK allows any 1 <= k <= row length;
     # docs/parts/topk.md: "any 1 <= k <= n for rows up to max8's limit
     # (16384 elements); longer rows need k <= 8184". Every method refuses
     # these (exit 3, "k = ... over rows of ... elements does not fit one

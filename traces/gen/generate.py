@@ -1850,7 +1850,7 @@ def errors():
 
 
 
-# ---------------------------------------------------------------- issue-8 rules
+# ------------------------------------------- NaN, bitvec, reduce and DMA rules (docs/parts/dtypes.md)
 
 def _f32_bits_to_values(bits):
     """Engine values of raw fp32 bit patterns (NaN keeps its sign)."""
@@ -1971,7 +1971,7 @@ def bitvec():
     bi = t.ints((32, 16), -2 ** 31, 2 ** 31 - 1)
     ui = t.ints((32, 16), 0, 2 ** 32 - 1)
     sh = t.ints((32, 16), 0, 40)  # counts past 31 wrap (& 31)
-    ai[0, :4], sh[0, :4] = [1, 0x40000000, -1, 0x7FFFFFFF], [31, 1, 0, 1]  # the issue's example
+    ai[0, :4], sh[0, :4] = [1, 0x40000000, -1, 0x7FFFFFFF], [31, 1, 0, 1]  # the documented example (docs/parts/insns-dve.md)
     ai[1, :4], sh[1, :4] = [-256, -2 ** 31, -1, 5], [4, 31, 0, 1]
     u8 = t.ints((32, 16), 0, 255)
     seed = t.ints((32, 16), 1, 2 ** 32 - 1)
@@ -2073,7 +2073,7 @@ def bitvec():
             dma_copy dst=hbm:int32[32/16]@y_all_xor{{1:16}} src=sbuf:int32[32:64]@320{{1:16}} queue=9 bound=0
     """)
     y_tt = np.stack([bits_to("int32", alu(op, ai, sh if op.startswith("shift") else bi)) for op in ops], axis=1)
-    # the issue's example, by hand: 1 << 31, 0x40000000 << 1, -1 << 0, 0x7fffffff << 1
+    # the documented example, by hand: 1 << 31, 0x40000000 << 1, -1 << 0, 0x7fffffff << 1
     assert list(y_tt[0, 3, :4]) == [-2 ** 31, -2 ** 31, -1, -2]  # 0x80000000 0x80000000 0xffffffff 0xfffffffe
     assert list(y_tt[1, 4, :4]) == [0x0FFFFFF0, 1, -1, 2]  # logical shift right
     t.expect("y_tt", "int32", y_tt)
