@@ -6,7 +6,7 @@
 
 #include "registry/families/families.h"
 #include "kernels/tutorial/tutorial.h"
-#include "topk_composite.h"
+#include "kernels/topk/topk_composite.h"
 
 static const nx_leaf topk_leaf = {"topk", nx_topk_composite};
 

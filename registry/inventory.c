@@ -2,7 +2,7 @@
  * tier by tier (references, leaves, composites). */
 #include "composites.h"
 #include "registry.h"
-#include "topk_methods.h"
+#include "kernels/topk/topk_methods.h"
 
 const char *nx_kernel_tier_name(nx_kernel_tier t) {
     switch (t) {

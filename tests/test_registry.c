@@ -20,7 +20,7 @@
 #include "registry/families/families.h"
 #include "registry/macro_op.h"
 #include "registry/registry.h"
-#include "registry/topk_methods.h"
+#include "kernels/topk/topk_methods.h"
 
 /* ---- the seed's listing, copied from docs/parts/registry.md --------------- */
 

@@ -42,7 +42,7 @@ extern const nx_op_rules nx_rules_conv_wgrad_pcinh;
 extern const nx_op_rules nx_rules_conv_column_packing;
 extern const nx_op_rules nx_rules_conv_column_packing_io10;
 
-/* topk.c: the `topk` composite (registry/topk_composite.h). */
+/* topk.c: the `topk` composite (kernels/topk/topk_composite.h). */
 extern const nx_op_rules nx_rules_topk;
 
 #endif

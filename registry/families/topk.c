@@ -1,4 +1,4 @@
-/* The rules of the `topk` composite (registry/topk_composite.h): results
+/* The rules of the `topk` composite (kernels/topk/topk_composite.h): results
  * from ONNX TopK's shapes, the default op, the reference nx_ref_topk and the
  * method choice for the run report. Attributes are read by the one reader
  * the leaves use (kernels/topk/topk.h). */
@@ -6,7 +6,7 @@
 
 #include "kernels/ref/ref.h"
 #include "kernels/topk/topk.h"
-#include "registry/topk_auto.h"
+#include "kernels/topk/topk_auto.h"
 
 static const char *const topk_attrs[] = {"k", "largest", "axis", "method", "sorted", "folds", "chunk", NULL};
 
