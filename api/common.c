@@ -11,7 +11,6 @@
 #include "isa/strbuf.h"
 #include "registry/composites.h"
 #include "registry/registry.h"
-#include "registry/topk_methods.h"
 
 nx_status api_fail(nx_message *msg, nx_status st, const nx_error *err) {
     if (msg) snprintf(msg->text, sizeof msg->text, "%s", err ? err->msg : "");

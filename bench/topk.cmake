@@ -1,6 +1,6 @@
 # nxsim-bench-topk (bench/topk_bench.c): the topk composite's methods and
 # AUTO on the benchmark cases, and the generator of the AUTO cost table
-# (registry/topk_cost_table.c). Included from bench/CMakeLists.txt.
+# (kernels/topk/topk_cost_table.c). Included from bench/CMakeLists.txt.
 add_executable(nxsim-bench-topk ${CMAKE_CURRENT_LIST_DIR}/topk_bench.c)
 target_link_libraries(nxsim-bench-topk PRIVATE nxsim_run nxsim_registry nxsim_sim nxsim_machine ${MATH_LIBRARY})
 set_target_properties(nxsim-bench-topk PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR})

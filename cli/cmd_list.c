@@ -6,7 +6,7 @@
 
 #include "cli.h"
 #include "registry/registry.h"
-#include "registry/topk_methods.h"
+#include "kernels/topk/topk_methods.h"
 
 void cmd_list_help(FILE *f) {
     fputs("Usage: nxsim list [--all]\n"

@@ -1,93 +1,76 @@
-/* The catalogue: the seed's 13 registry entries in its builder's insertion
- * order (docs/parts/registry.md), each pointing at its leaf and at its
- * family's rules (registry/families/). Adding a leaf is setting its function
- * in the LEAF() line below and its row's .rules; a new kernel that is not
- * one of these 13 keys is a composite (docs/parts/registry.md), never a 14th
- * row: the static assertion below refuses any other count.
+/* The catalogue and the composites table, assembled from the family records
+ * (registry/families/families.h) that registry/families/families.def lists.
  *
- * Seed traps kept on purpose: key #4 has no "_kernel", its function does;
- * keys #3-#6 are capitalised, their functions are not; there is no MLP
- * entry (MLP is inlined by name elsewhere in the seed's compiler). */
-#include "kernels/blockwise_mm/blockwise_mm.h"
-#include "kernels/conv/forward/conv2d_pbp.h"
-#include "kernels/conv/depthwise/depthwise.h"
-#include "kernels/resize/resize_nearest.h"
-#include "kernels/select_and_scatter/select_and_scatter.h"
-#include "kernels/conv/wgrad/wgrad.h"
-#include "kernels/transpose/transpose.h"
-#include "registry.h"
+ * The catalogue is the seed's 13 registry entries in its builder's
+ * insertion order (docs/parts/registry.md): every record's rows placed by
+ * their seed_index, so a family file may hold rows of any positions. Any
+ * other count is refused: a kernel that is not one of the 13 keys is a
+ * composite, never a 14th row, and a missing row never leaves the table
+ * silently short. */
+#include <stdio.h>
+#include <string.h>
+
 #include "registry/families/families.h"
 
-/* The leaves by their true names (never derived from the key); fn NULL while
- * the leaf is not implemented. */
-#define LEAF(fname, fnptr) static const nx_leaf leaf_##fname = {#fname, fnptr}
-LEAF(select_and_scatter_kernel, select_and_scatter_kernel);
-LEAF(resize_nearest_fixed_dma_kernel, resize_nearest_fixed_dma_kernel);
-LEAF(conv2d_pbp_0f1b_0i1o_01fb_experimental_1, conv2d_pbp_0f1b_0i1o_01fb_experimental_1);
-LEAF(conv2d_pbp_fb01_io01_01bf_kernel_experimental_1, conv2d_pbp_fb01_io01_01bf_kernel_experimental_1);
-LEAF(conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh, conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh);
-LEAF(conv1d_depthwise_bf01_oi01_bf01, conv1d_depthwise_bf01_oi01_bf01);
-LEAF(conv2d_column_packing, conv2d_column_packing);
-LEAF(conv2d_column_packing_io10, conv2d_column_packing_io10);
-LEAF(conv2d_column_packing_1, conv2d_column_packing_1);
-LEAF(blockwise_mm, blockwise_mm);
-LEAF(conv2d_depthwise_f01b_o01i_bf01, conv2d_depthwise_f01b_o01i_bf01);
-LEAF(tiled_pf_transpose, tiled_pf_transpose);
-LEAF(tiled_dve_transpose_10, tiled_dve_transpose_10);
-#undef LEAF
-
-/* A row's seed config: {kernel_func, operand_count, additional_args_builder,
- * requires_multicore_grid, output_is_parameter} (output_is_parameter is
- * False for every entry, as in the seed). */
-#define CONFIG(leaf, count, builder, grid) \
-    {.kernel_func = &leaf_##leaf, .operand_count = (count), .additional_args_builder = (builder), \
-     .requires_multicore_grid = (grid), .output_is_parameter = false}
-#define ALL NX_OPERANDS_ALL
-
-static const nx_registry_entry seed_catalogue[] = {
-    {.seed_index = 1, .key = "SelectAndScatter", .family = "select_and_scatter",
-     .config = CONFIG(select_and_scatter_kernel, 2, NULL, false), .rules = &nx_rules_select_and_scatter},
-    {.seed_index = 2, .key = "ResizeNearest", .family = "resize",
-     .config = CONFIG(resize_nearest_fixed_dma_kernel, 1, &nx_args_resize, false), .rules = &nx_rules_resize},
-    {.seed_index = 3, .key = "Conv2d_pbp_0f1b_0i1o_01fb_experimental_1", .family = "conv",
-     .config = CONFIG(conv2d_pbp_0f1b_0i1o_01fb_experimental_1, ALL, &nx_args_attrs, false),
-     .rules = &nx_rules_conv_pbp_0f1b},
-    {.seed_index = 4, .key = "Conv2d_pbp_fb01_io01_01bf_experimental_1", .family = "conv",
-     .config = CONFIG(conv2d_pbp_fb01_io01_01bf_kernel_experimental_1, ALL, &nx_args_attrs, false),
-     .rules = &nx_rules_conv_pbp_fb01},
-    {.seed_index = 5, .key = "Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh", .family = "conv",
-     .config = CONFIG(conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh, 2, &nx_args_conv_attrs_out_shape, false),
-     .rules = &nx_rules_conv_wgrad_pcinh},
-    {.seed_index = 6, .key = "Conv1d_depthwise_bf01_oi01_bf01", .family = "conv",
-     .config = CONFIG(conv1d_depthwise_bf01_oi01_bf01, 2, &nx_args_conv_attrs_out_shape, false),
-     .rules = &nx_rules_conv1d_depthwise},
-    {.seed_index = 7, .key = "conv2d_column_packing", .family = "conv",
-     .config = CONFIG(conv2d_column_packing, 2, &nx_args_conv_attrs_out_shape, false),
-     .rules = &nx_rules_conv_column_packing},
-    {.seed_index = 8, .key = "conv2d_column_packing_io10", .family = "conv",
-     .config = CONFIG(conv2d_column_packing_io10, 2, &nx_args_conv_attrs_out_shape, false),
-     .rules = &nx_rules_conv_column_packing_io10},
-    {.seed_index = 9, .key = "conv2d_column_packing_1", .family = "conv",
-     .config = CONFIG(conv2d_column_packing_1, 2, &nx_args_conv_attrs_out_shape, false),
-     .rules = &nx_rules_conv2d_column_packing_1},
-    {.seed_index = 10, .key = "blockwise_mm", .family = "blockwise_mm",
-     .config = CONFIG(blockwise_mm, ALL, &nx_args_attrs, false), .rules = &nx_rules_blockwise_mm},
-    {.seed_index = 11, .key = "conv2d_depthwise_f01b_o01i_bf01", .family = "conv",
-     .config = CONFIG(conv2d_depthwise_f01b_o01i_bf01, 2, &nx_args_conv_attrs_out_shape, false),
-     .rules = &nx_rules_conv2d_depthwise_f01b},
-    {.seed_index = 12, .key = "tiled_pf_transpose", .family = "transpose",
-     .config = CONFIG(tiled_pf_transpose, ALL, &nx_args_attrs, true), .rules = &nx_rules_transpose},
-    {.seed_index = 13, .key = "tiled_dve_transpose_10", .family = "transpose",
-     .config = CONFIG(tiled_dve_transpose_10, ALL, &nx_args_attrs, true), .rules = &nx_rules_transpose},
+static const nx_family *const family_list[] = {
+#define NX_FAMILY(name) &nx_family_##name,
+#include "registry/families/families.def"
+#undef NX_FAMILY
 };
-#undef ALL
-#undef CONFIG
 
-#define CATALOGUE_ROWS (sizeof seed_catalogue / sizeof seed_catalogue[0])
-_Static_assert(CATALOGUE_ROWS == NX_SEED_ENTRIES,
-               "the seed's builder inserts exactly 13 entries: a kernel that is not one of "
-               "them is a composite (docs/parts/registry.md), never a 14th registry row");
+const nx_family *const *nx_families(uint32_t *count) {
+    *count = (uint32_t)(sizeof family_list / sizeof family_list[0]);
+    return family_list;
+}
 
-static const nx_kernel_registry catalogue = {seed_catalogue, (uint32_t)CATALOGUE_ROWS};
+#define NOT_A_14TH_ROW                                                                                     \
+    "the seed's builder inserts exactly 13 entries: a kernel that is not one of them is a composite "     \
+    "(docs/parts/registry.md), never a 14th registry row"
 
-const nx_kernel_registry *nx_registry_catalogue(void) { return &catalogue; }
+int nx_catalogue_assemble(const nx_family *const *fams, uint32_t n, nx_registry_entry *out, nx_error *err) {
+    memset(out, 0, NX_SEED_ENTRIES * sizeof *out);
+    uint32_t rows = 0;
+    for (uint32_t f = 0; f < n; f++) {
+        for (uint32_t i = 0; i < fams[f]->n_rows; i++) {
+            const nx_registry_entry *e = &fams[f]->rows[i];
+            rows++;
+            if (e->seed_index < 1 || e->seed_index > NX_SEED_ENTRIES)
+                return nx_fail(err, "family %s: row '%s' has seed index %u, outside 1..%d: " NOT_A_14TH_ROW,
+                               fams[f]->name, e->key, e->seed_index, NX_SEED_ENTRIES);
+            nx_registry_entry *slot = &out[e->seed_index - 1];
+            if (slot->key)
+                return nx_fail(err, "family %s: rows '%s' and '%s' both claim seed index %u", fams[f]->name,
+                               slot->key, e->key, e->seed_index);
+            *slot = *e;
+            slot->family = fams[f]->name;
+        }
+    }
+    if (rows != NX_SEED_ENTRIES)
+        return nx_fail(err, "the families hold %u registry rows: " NOT_A_14TH_ROW, rows);
+    return 0;
+}
+
+int nx_composites_assemble(const nx_family *const *fams, uint32_t n, const nx_kernel_registry *cat,
+                           nx_composite *out, uint32_t max, uint32_t *count, nx_error *err) {
+    uint32_t c = 0;
+    *count = 0;
+    for (uint32_t f = 0; f < n; f++) {
+        for (uint32_t i = 0; i < fams[f]->n_composites; i++) {
+            const nx_composite *x = &fams[f]->composites[i];
+            if (nx_registry_get(cat, x->name))
+                return nx_fail(err, "family %s: composite '%s' is a registry key (the registry would shadow it)",
+                               fams[f]->name, x->name);
+            for (uint32_t j = 0; j < c; j++)
+                if (strcmp(out[j].name, x->name) == 0)
+                    return nx_fail(err, "family %s: composite '%s' is also one of family %s", fams[f]->name,
+                                   x->name, out[j].family);
+            if (c == max)
+                return nx_fail(err, "family %s: more than %u composites (NX_MAX_COMPOSITES)", fams[f]->name, max);
+            out[c] = *x;
+            out[c].family = fams[f]->name;
+            c++;
+        }
+    }
+    *count = c;
+    return 0;
+}

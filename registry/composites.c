@@ -1,44 +1,9 @@
-/* The inventory's composite kernels and the lookup that reaches them after
- * the registry (registry/composites.h). */
+/* The lookup that reaches the inventory's composites after the registry
+ * (registry/composites.h); the composites themselves are the family
+ * records' (registry/families/). */
 #include "composites.h"
 
 #include <string.h>
-
-#include "registry/families/families.h"
-#include "kernels/tutorial/tutorial.h"
-#include "topk_composite.h"
-
-static const nx_leaf topk_leaf = {"topk", nx_topk_composite};
-
-/* The four kernels of the NKI matrix-multiplication tutorial
- * (kernels/tutorial/tutorial.h), in the tutorial's order. */
-static const nx_leaf tut_tiled = {"nx_tutorial_matmul_tiled", nx_tutorial_matmul_tiled};
-static const nx_leaf tut_hoist = {"nx_tutorial_matmul_hoist_load", nx_tutorial_matmul_hoist_load};
-static const nx_leaf tut_block = {"nx_tutorial_matmul_block_free_dimension", nx_tutorial_matmul_block_free_dimension};
-static const nx_leaf tut_opt = {"nx_tutorial_matmul_fully_optimized", nx_tutorial_matmul_fully_optimized};
-#define TUT_CONFIG(leaf) {.kernel_func = &(leaf), .operand_count = NX_OPERANDS_ALL, .additional_args_builder = NULL, \
-                          .requires_multicore_grid = false, .output_is_parameter = false}
-
-/* The inventory's composites, one row each. */
-static const nx_composite inventory_items[] = {
-    {.name = "topk", .family = "topk",
-     .config = {.kernel_func = &topk_leaf, .operand_count = NX_OPERANDS_ALL, .additional_args_builder = &nx_args_attrs,
-                .requires_multicore_grid = true, .output_is_parameter = false},
-     .rules = &nx_rules_topk,
-     .via = "attribute method (SupportedTopkMethods; AUTO: measured cost table)"},
-    {.name = "nki_matmul_tiled", .family = "tutorial", .config = TUT_CONFIG(tut_tiled),
-     .rules = &nx_rules_tutorial_matmul, .via = "nxsim run nki_matmul_tiled (NKI matmul tutorial, original tiled)"},
-    {.name = "nki_matmul_hoist_load", .family = "tutorial", .config = TUT_CONFIG(tut_hoist),
-     .rules = &nx_rules_tutorial_matmul, .via = "nxsim run nki_matmul_hoist_load (NKI matmul tutorial, optimization 1)"},
-    {.name = "nki_matmul_block_free_dimension", .family = "tutorial", .config = TUT_CONFIG(tut_block),
-     .rules = &nx_rules_tutorial_matmul, .via = "nxsim run nki_matmul_block_free_dimension (NKI matmul tutorial, optimization 2)"},
-    {.name = "nki_matmul_fully_optimized", .family = "tutorial", .config = TUT_CONFIG(tut_opt),
-     .rules = &nx_rules_tutorial_matmul_fully_optimized, .via = "nxsim run nki_matmul_fully_optimized (NKI matmul tutorial, optimization 3)"},
-};
-static const nx_composite_table inventory_composites = {inventory_items,
-                                                        sizeof inventory_items / sizeof inventory_items[0]};
-
-const nx_composite_table *nx_composites(void) { return &inventory_composites; }
 
 const nx_composite *nx_composite_get(const nx_composite_table *t, const char *name) {
     if (!t) t = nx_composites();

@@ -26,7 +26,8 @@
 
 typedef struct nx_composite {
     const char *name;         /* the func_name that reaches it, e.g. "topk" */
-    const char *family;       /* "topk", "matmul", ... */
+    const char *family;       /* "topk", "tutorial", ...: its record's name (a
+                               * record's rows leave it out) */
     nx_kernel_config config;  /* kernel_func: the trace function (fn NULL: not implemented) */
     const nx_op_rules *rules; /* NULL: no rules yet */
     const char *via;          /* how it dispatches, for `nxsim kernels`, e.g.
@@ -38,7 +39,13 @@ typedef struct nx_composite_table {
     uint32_t count;
 } nx_composite_table;
 
-/* The inventory's composites (registry/composites.c): topk. */
+/* Room for the composites of all families (registry/catalog.c refuses
+ * more). */
+#define NX_MAX_COMPOSITES 64
+
+/* The inventory's composites: every family record's (registry/families/),
+ * in families.def's order, assembled once with the registry's tables
+ * (registry/registry.c). */
 const nx_composite_table *nx_composites(void);
 
 /* The implemented composite named `name` in t (NULL = nx_composites()), or

@@ -1,22 +1,29 @@
-/* The live registry table (built once under pthread_once), lookup and the
- * miss error. The catalogue itself is registry/catalog.c; resolving an op is
+/* The registry's tables (built once under pthread_once), lookup and the
+ * miss error. The catalogue and the composites are assembled from the
+ * family records (registry/catalog.c); resolving an op is
  * registry/resolve.c. */
 #include "registry.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "isa/strbuf.h"
+#include "registry/families/families.h"
 
-/* The seed's _INTERNAL_KERNEL_REGISTRY: storage for the live table, written
- * exactly once by build_live_table() under pthread_once and read-only after.
- * Sized by the catalogue: registry/catalog.c does not compile unless it has
- * exactly NX_SEED_ENTRIES rows. */
+/* The registry's build-once tables, written exactly once by build_tables()
+ * under pthread_once and read-only after: the catalogue (the seed's 13
+ * rows), the composites and the seed's _INTERNAL_KERNEL_REGISTRY (the live
+ * table). */
+static nx_registry_entry catalogue_entries[NX_SEED_ENTRIES];
+static nx_kernel_registry catalogue_table;
+static nx_composite composite_items[NX_MAX_COMPOSITES];
+static nx_composite_table composite_table;
 static nx_registry_entry live_entries[NX_SEED_ENTRIES];
 static nx_kernel_registry live_table;
-static pthread_once_t live_once = PTHREAD_ONCE_INIT;
+static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
 static atomic_uint live_builds;
 
 void nx_registry_filter_live(const nx_kernel_registry *cat, nx_registry_entry *out, uint32_t *count) {
@@ -27,18 +34,40 @@ void nx_registry_filter_live(const nx_kernel_registry *cat, nx_registry_entry *o
     *count = n;
 }
 
-/* The seed's _build_internal_kernel_registry. */
-static void build_live_table(void) {
-    const nx_kernel_registry *cat = nx_registry_catalogue();
+/* The catalogue and composites from the family records, then the seed's
+ * _build_internal_kernel_registry. Records that are not the seed's 13 rows
+ * are a defect of the tree, not of any input: it stops here, loudly, on
+ * the first lookup (every test would), never with a short table. */
+static void build_tables(void) {
+    uint32_t nf, nc = 0;
+    const nx_family *const *fams = nx_families(&nf);
+    nx_error err;
+    catalogue_table = (nx_kernel_registry){catalogue_entries, NX_SEED_ENTRIES};
+    if (nx_catalogue_assemble(fams, nf, catalogue_entries, &err) != 0 ||
+        nx_composites_assemble(fams, nf, &catalogue_table, composite_items, NX_MAX_COMPOSITES, &nc, &err) != 0) {
+        fprintf(stderr, "nxsim: the kernel inventory is mis-built (registry/families/): %s\n", err.msg);
+        abort();
+    }
+    composite_table = (nx_composite_table){composite_items, nc};
     uint32_t n = 0;
-    nx_registry_filter_live(cat, live_entries, &n); /* cat->count == NX_SEED_ENTRIES */
+    nx_registry_filter_live(&catalogue_table, live_entries, &n);
     live_table.entries = live_entries;
     live_table.count = n;
     atomic_fetch_add(&live_builds, 1u);
 }
 
+const nx_kernel_registry *nx_registry_catalogue(void) {
+    pthread_once(&tables_once, build_tables);
+    return &catalogue_table;
+}
+
+const nx_composite_table *nx_composites(void) {
+    pthread_once(&tables_once, build_tables);
+    return &composite_table;
+}
+
 const nx_kernel_registry *nx_get_internal_kernel_registry(void) {
-    pthread_once(&live_once, build_live_table);
+    pthread_once(&tables_once, build_tables);
     return &live_table;
 }
 

@@ -4,9 +4,10 @@
  * registry, whose table, config record and miss error it keeps.
  *
  * Two tables:
- *  - the CATALOGUE (registry/catalog.c): all 13 seed entries (key, leaf
- *    name, 5-field config, family, rules), in the seed's insertion order,
- *    whether their leaf works yet or not;
+ *  - the CATALOGUE: all 13 seed entries (key, leaf name, 5-field config,
+ *    family, rules), in the seed's insertion order, whether their leaf
+ *    works yet or not, assembled from the family records
+ *    (registry/families/families.h, registry/catalog.c);
  *  - the LIVE table: the catalogue entries whose leaf is implemented, in the
  *    same order. "An entry whose leaf does not work yet is simply not in the
  *    table": a lookup of such a key gets the miss error.
@@ -68,8 +69,8 @@ typedef struct nx_kernel_config {
     bool output_is_parameter;                       /* see docs/parts/registry.md */
 } nx_kernel_config;
 
-/* Entries of the seed's builder listing: exactly 13 (registry/catalog.c
- * fails to compile with any other count; the live table is sized by it). */
+/* Entries of the seed's builder listing: exactly 13 (the assembly of the
+ * catalogue refuses any other count; the tables are sized by it). */
 #define NX_SEED_ENTRIES 13
 
 /* One registry entry: the seed's key and config, plus the family and the

@@ -4,9 +4,9 @@
  * arguments are marshalled; the rules say what the op's results are, which
  * default op `nxsim run KEY` runs, which reference checks it and how closely.
  *
- * One file per leaf family holds its rules (registry/families/<family>.c,
- * declared in registry/families/families.h). Rules are per key: every
- * catalogue row points at an nx_op_rules of its own or shares one (the two
+ * One file per leaf family holds its rules and the rows that point at them
+ * (registry/families/<family>.c, its record in registry/families/families.h).
+ * Rules are per key: every row points at an nx_op_rules of its own or shares one (the two
  * transposes share nx_rules_transpose). A family whose keys differ (conv
  * layouts) gives each key its own nx_op_rules, or one set of functions that
  * reads op->func_name to find the key's data.

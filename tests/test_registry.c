@@ -20,7 +20,7 @@
 #include "registry/families/families.h"
 #include "registry/macro_op.h"
 #include "registry/registry.h"
-#include "registry/topk_methods.h"
+#include "kernels/topk/topk_methods.h"
 
 /* ---- the seed's listing, copied from docs/parts/registry.md --------------- */
 
@@ -118,6 +118,69 @@ static void test_catalogue_is_the_seed_listing(void **state) {
         assert_int_equal(e->config.requires_multicore_grid, seed[i].grid);
         assert_false(e->config.output_is_parameter); /* default False for every entry */
     }
+}
+
+/* The catalogue is assembled from the family records and refuses anything
+ * but the seed's 13 rows: a 14th row, a missing row, a seed index claimed
+ * twice; the composites refuse a name twice and a registry key. */
+static int assemble_with(const nx_family *extra, const char *drop, nx_error *err) {
+    uint32_t nf;
+    const nx_family *const *real = nx_families(&nf);
+    const nx_family *fams[32];
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < nf && n < 31; i++)
+        if (!drop || strcmp(real[i]->name, drop) != 0) fams[n++] = real[i];
+    if (extra) fams[n++] = extra;
+    nx_registry_entry out[NX_SEED_ENTRIES];
+    return nx_catalogue_assemble(fams, n, out, err);
+}
+
+static void test_catalogue_assembly_refuses_other_than_13_rows(void **state) {
+    (void)state;
+    nx_error err;
+    uint32_t nf;
+    const nx_family *const *real = nx_families(&nf);
+    nx_registry_entry out[NX_SEED_ENTRIES];
+    assert_int_equal(nx_catalogue_assemble(real, nf, out, &err), 0);
+    for (uint32_t i = 0; i < NX_SEED_ENTRIES; i++) assert_int_equal(out[i].seed_index, i + 1);
+
+    const nx_registry_entry *pf = nx_registry_get(nx_registry_catalogue(), "tiled_pf_transpose");
+    nx_registry_entry fourteenth = *pf;
+    fourteenth.seed_index = 14;
+    fourteenth.key = "fourteenth";
+    nx_family extra = {.name = "test", .rows = &fourteenth, .n_rows = 1};
+    assert_int_equal(assemble_with(&extra, NULL, &err), -1);
+    assert_non_null(strstr(err.msg, "never a 14th registry row"));
+    assert_non_null(strstr(err.msg, "row 'fourteenth' has seed index 14"));
+
+    nx_registry_entry again = *pf;
+    again.key = "again";
+    extra.rows = &again;
+    assert_int_equal(assemble_with(&extra, NULL, &err), -1);
+    assert_string_equal(err.msg, "family test: rows 'tiled_pf_transpose' and 'again' both claim seed index 12");
+
+    /* the two transposes gone, one back: 12 rows */
+    nx_registry_entry one = *pf;
+    extra.rows = &one;
+    assert_int_equal(assemble_with(&extra, "transpose", &err), -1);
+    assert_non_null(strstr(err.msg, "the families hold 12 registry rows: the seed's builder inserts exactly 13 entries"));
+
+    nx_composite comps[NX_MAX_COMPOSITES];
+    uint32_t nc;
+    assert_int_equal(nx_composites_assemble(real, nf, nx_registry_catalogue(), comps, NX_MAX_COMPOSITES, &nc, &err), 0);
+    assert_int_equal(nc, nx_composites()->count);
+    nx_composite shadow = nx_composites()->items[0];
+    shadow.name = "blockwise_mm";
+    nx_family bad = {.name = "test", .composites = &shadow, .n_composites = 1};
+    const nx_family *fb[1] = {&bad};
+    assert_int_equal(nx_composites_assemble(fb, 1, nx_registry_catalogue(), comps, NX_MAX_COMPOSITES, &nc, &err), -1);
+    assert_string_equal(err.msg, "family test: composite 'blockwise_mm' is a registry key (the registry would shadow it)");
+    shadow.name = "topk";
+    const nx_family *twice[2] = {&nx_family_topk, &bad};
+    assert_int_equal(nx_composites_assemble(twice, 2, nx_registry_catalogue(), comps, NX_MAX_COMPOSITES, &nc, &err), -1);
+    assert_string_equal(err.msg, "family test: composite 'topk' is also one of family topk");
+    assert_int_equal(nx_composites_assemble(twice, 2, nx_registry_catalogue(), comps, 0, &nc, &err), -1);
+    assert_string_equal(err.msg, "family topk: more than 0 composites (NX_MAX_COMPOSITES)");
 }
 
 static void test_trap_key4_has_no_kernel_but_function_does(void **state) {
@@ -775,6 +838,7 @@ int main(void) {
         /* first: nothing may have built the live table before it */
         cmocka_unit_test(test_build_once_under_race),
         cmocka_unit_test(test_catalogue_is_the_seed_listing),
+        cmocka_unit_test(test_catalogue_assembly_refuses_other_than_13_rows),
         cmocka_unit_test(test_trap_key4_has_no_kernel_but_function_does),
         cmocka_unit_test(test_trap_capitalised_keys_lowercase_functions),
         cmocka_unit_test(test_trap_no_mlp_entry),

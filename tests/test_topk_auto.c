@@ -1,4 +1,4 @@
-/* AUTO dispatch of the topk composite (registry/topk_auto.h): on three
+/* AUTO dispatch of the topk composite (kernels/topk/topk_auto.h): on three
  * regimes (short rows; long rows with a small k; long rows with a large k)
  * every method is run on the SystemC model and AUTO's choice must be the
  * one the simulator measures fastest (ties count as fastest), which also
@@ -18,7 +18,7 @@
 #include "registry/composites.h"
 #include "registry/lower.h"
 #include "registry/run/run.h"
-#include "registry/topk_auto.h"
+#include "kernels/topk/topk_auto.h"
 #include "support.h"
 #include "topk_check.h"
 

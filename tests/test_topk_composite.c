@@ -1,4 +1,4 @@
-/* The `topk` composite (registry/topk_composite.h) through the run path
+/* The `topk` composite (kernels/topk/topk_composite.h) through the run path
  * (nx_run_op): every method and AUTO, the last axis and others (the
  * transposes around the leaf), on the functional executor and the SystemC
  * model with the race detector, checked against nx_ref_topk by the rules'

@@ -59,43 +59,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blockwise_mm_impl.h"
+#include "blockwise_mm.h"
+#include "blockwise_mm_phases.h"
 
 #define ACC_TENSOR "blockwise_mm.acc"
-
-void bw_item(const nx_bwmm_plan *pl, uint64_t w, uint64_t *block, uint64_t *pos0, uint32_t *count) {
-    *block = w / pl->ns;
-    *pos0 = *block * pl->p.B + (w % pl->ns) * pl->bs;
-    *count = bw_item_tokens(pl, w);
-}
-
-uint32_t bw_psum_take(bw *s, uint32_t bytes) {
-    uint32_t bank = s->pl->bank_bytes;
-    if (s->psum_used + bytes > bank) {
-        s->psum_bank = (s->psum_bank + 1) % s->pl->nbanks;
-        s->psum_used = 0;
-    }
-    uint32_t off = s->psum_bank * bank + s->psum_used;
-    s->psum_used += (bytes + 3) & ~3u;
-    return off;
-}
-
-nx_operand bw_v(const nx_tile *t, nx_dtype dt, uint32_t np, uint64_t elem_off, uint32_t n) {
-    int32_t one = 1;
-    return nx_tile_view(t, dt, 0, np, elem_off, 1, &one, &n);
-}
-
-nx_operand bw_psum(const bw *s, nx_dtype dt, uint32_t np, uint32_t byte_off, uint32_t n) {
-    return bw_v(&s->psum, dt, np, byte_off / nx_dtype_size(dt), n);
-}
-
-uint32_t bw_load_lane(bw *s) {
-    uint32_t l = s->load[s->next_load];
-    s->next_load = (s->next_load + 1) % s->nload;
-    return l;
-}
-
-nx_engine bw_evac_engine(bw *s) { return (s->flip++ & 1) ? NX_ENG_DVE : NX_ENG_ACT; }
 
 /* ---- call checks ---- */
 
@@ -202,12 +169,6 @@ static int alloc_all(bw *s, nx_error *err) {
 
 /* ---- the final pass: replicas (nrep, nc, T+1, c) -> output (T+1, H) ---- */
 
-/* Byte offset of row r of chunk j of replica k. */
-uint64_t bw_acc_row(const bw *s, uint32_t k, uint32_t j, uint64_t r) {
-    const nx_bwmm_plan *pl = s->pl;
-    return s->acc + (((uint64_t)k * pl->nc + j) * (pl->p.T + 1) + r) * pl->c * pl->s;
-}
-
 /* Row group [r0, r0 + nr) of replica k into the output (k > 0 adds): the
  * full-width chunks in one transfer, the narrower last one in another on
  * the same lane (the same output rows). */
@@ -269,11 +230,6 @@ static void plan_lanes(bw *s) {
     s->aff_lanes = 2;
     for (uint32_t l = n / 2 + 3; l < n; l++) s->load[s->nload++] = l;
     for (uint32_t l = 0; scat < s->scatter_lanes && l < s->scatter_lanes - scat; l++) s->load[s->nload++] = l;
-}
-
-uint32_t bw_scatter_lane(const bw *s, uint32_t replica, uint32_t chunk) {
-    uint32_t q = replica * s->pl->nc + chunk;
-    return s->scatter_lanes - 1 - q % s->scatter_lanes;
 }
 
 /* Program order, which the authoring layer turns into the engines' order

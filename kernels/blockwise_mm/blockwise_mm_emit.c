@@ -1,6 +1,6 @@
 /* The instructions blockwise_mm emits that the authoring layer has no
- * helper for, and its indirect DMA (kernels/blockwise_mm/blockwise_mm_impl.h). */
-#include "blockwise_mm_impl.h"
+ * helper for, and its indirect DMA (kernels/blockwise_mm/blockwise_mm_phases.h). */
+#include "blockwise_mm_phases.h"
 
 int bw_select(bw *s, const nx_operand *dst, const nx_operand *pred, const nx_operand *on_true,
               const nx_operand *on_false, nx_error *err) {

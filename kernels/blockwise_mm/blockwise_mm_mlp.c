@@ -2,7 +2,7 @@
  * the scatter-add, and the weight pieces' loads (kernels/blockwise_mm/blockwise_mm.c
  * says why the engines are used this way). Item w uses on-chip set
  * w % BW_SETS. */
-#include "blockwise_mm_impl.h"
+#include "blockwise_mm_phases.h"
 
 /* ---- x -> x^T ---- */
 

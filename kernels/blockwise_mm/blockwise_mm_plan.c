@@ -1,12 +1,11 @@
-/* The blockwise_mm plan (kernels/blockwise_mm/blockwise_mm.h): item size, gate/up groups,
+/* The blockwise_mm plan (kernels/blockwise_mm/blockwise_mm_plan.h): item size, gate/up groups,
  * output chunks and the weight rings, from the machine geometry and the SBUF
  * budget. The leaf allocates exactly the tiles counted by sbuf_bytes(), in
  * 64-byte aligned pieces (kernels/author/author.h), so the plan's sum is what the
  * allocator will be asked for. */
 #include <string.h>
 
-#include "blockwise_mm.h"
-#include "blockwise_mm_impl.h"
+#include "blockwise_mm_phases.h" /* the tiles the phases allocate */
 
 #define EXACT_INDEX (1u << 24) /* integers up to 2^24 are exact in fp32 */
 #define RING_G_GOOD 16         /* gate/up pieces in flight: one per load lane */

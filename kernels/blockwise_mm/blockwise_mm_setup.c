@@ -2,7 +2,7 @@
  * row offsets, scatter rows and affinities, and the gathers of its hidden
  * rows (kernels/blockwise_mm/blockwise_mm.c says why the engines are used this way).
  * Item w uses on-chip set w % BW_SETS. */
-#include "blockwise_mm_impl.h"
+#include "blockwise_mm_phases.h"
 
 /* ---- setup: what item w needs before its compute ---- */
 

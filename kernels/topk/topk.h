@@ -1,5 +1,5 @@
 /* The top-k leaves (docs/parts/topk.md): the three methods of the top-k
- * method mapping (registry/topk_methods.h, SupportedTopkMethods), and what
+ * method mapping (kernels/topk/topk_methods.h, SupportedTopkMethods), and what
  * the `topk` composite and the registry's rules share with them.
  *
  * Semantics (ONNX TopK along the last axis): for every row of x [..., n],

@@ -2,7 +2,7 @@
  * (aws-neuron-sdk, general/nki/tutorials/matrix_multiplication.rst, kernels
  * in matrix_multiplication_nki_kernels.py), written against the authoring
  * layer with the tutorial's loop order, tile and block sizes and load
- * placement. They are composites of family "tutorial" (registry/composites.c);
+ * placement. They are composites of family "tutorial" (registry/families/tutorial.c);
  * docs/parts/tutorial.md describes each one and what nxsim measures for it,
  * docs/parts/fidelity.md compares those figures with the published ones.
  *

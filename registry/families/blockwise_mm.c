@@ -10,6 +10,7 @@
 
 #include "isa/rng.h"
 #include "kernels/ref/ref.h"
+#include "kernels/blockwise_mm/blockwise_mm.h"
 
 static const char *const bwmm_attrs[] = {"block_size", "expert_affinities_scaling_mode", NULL};
 
@@ -151,7 +152,7 @@ static int bwmm_tolerance(const nx_macro_op *op, uint32_t result, nx_tolerance *
     return 0;
 }
 
-const nx_op_rules nx_rules_blockwise_mm = {
+static const nx_op_rules nx_rules_blockwise_mm = {
     .attrs = bwmm_attrs,
     .infer_results = bwmm_infer,
     .default_op = bwmm_default,
@@ -160,3 +161,12 @@ const nx_op_rules nx_rules_blockwise_mm = {
     .tolerance = bwmm_tolerance,
     .default_values = bwmm_values,
 };
+
+/* The registry row: the seed's #10 (there is no MLP entry: the seed's
+ * compiler inlines MLP by name elsewhere). */
+static const nx_registry_entry blockwise_mm_rows[] = {
+    {.seed_index = 10, .key = "blockwise_mm",
+     .config = NX_CONFIG(NX_LEAF(blockwise_mm), NX_OPERANDS_ALL, &nx_args_attrs, false), .rules = &nx_rules_blockwise_mm},
+};
+
+const nx_family nx_family_blockwise_mm = {.name = "blockwise_mm", NX_FAMILY_ROWS(blockwise_mm_rows)};

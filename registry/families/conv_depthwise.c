@@ -20,6 +20,7 @@
 
 #include "families.h"
 #include "registry/conv_rules.h"
+#include "kernels/conv/depthwise/depthwise.h"
 
 #define C1D_LABELS "bf01_oi01->bf01"
 #define CP1_LABELS "bf01_oi01->bf01"
@@ -174,7 +175,7 @@ static int f01b_tolerance(const nx_macro_op *op, uint32_t result, nx_tolerance *
     return 0;
 }
 
-const nx_op_rules nx_rules_conv1d_depthwise = {
+static const nx_op_rules nx_rules_conv1d_depthwise = {
     .attrs = nx_conv_rule_attrs,
     .infer_results = c1d_infer,
     .default_op = c1d_default,
@@ -183,7 +184,7 @@ const nx_op_rules nx_rules_conv1d_depthwise = {
     .tolerance = c1d_tolerance,
 };
 
-const nx_op_rules nx_rules_conv2d_column_packing_1 = {
+static const nx_op_rules nx_rules_conv2d_column_packing_1 = {
     .attrs = nx_conv_rule_attrs,
     .infer_results = cp1_infer,
     .default_op = cp1_default,
@@ -192,7 +193,7 @@ const nx_op_rules nx_rules_conv2d_column_packing_1 = {
     .tolerance = cp1_tolerance,
 };
 
-const nx_op_rules nx_rules_conv2d_depthwise_f01b = {
+static const nx_op_rules nx_rules_conv2d_depthwise_f01b = {
     .attrs = nx_conv_rule_attrs,
     .infer_results = f01b_infer,
     .default_op = f01b_default,
@@ -200,3 +201,19 @@ const nx_op_rules nx_rules_conv2d_depthwise_f01b = {
     .reference_name = "nx_ref_conv",
     .tolerance = f01b_tolerance,
 };
+
+/* The registry rows: the seed's #6, #9 and #11 (key #6 capitalised, its
+ * function not). */
+static const nx_registry_entry conv_depthwise_rows[] = {
+    {.seed_index = 6, .key = "Conv1d_depthwise_bf01_oi01_bf01",
+     .config = NX_CONFIG(NX_LEAF(conv1d_depthwise_bf01_oi01_bf01), 2, &nx_args_conv_attrs_out_shape, false),
+     .rules = &nx_rules_conv1d_depthwise},
+    {.seed_index = 9, .key = "conv2d_column_packing_1",
+     .config = NX_CONFIG(NX_LEAF(conv2d_column_packing_1), 2, &nx_args_conv_attrs_out_shape, false),
+     .rules = &nx_rules_conv2d_column_packing_1},
+    {.seed_index = 11, .key = "conv2d_depthwise_f01b_o01i_bf01",
+     .config = NX_CONFIG(NX_LEAF(conv2d_depthwise_f01b_o01i_bf01), 2, &nx_args_conv_attrs_out_shape, false),
+     .rules = &nx_rules_conv2d_depthwise_f01b},
+};
+
+const nx_family nx_family_conv_depthwise = {.name = "conv", NX_FAMILY_ROWS(conv_depthwise_rows)};

@@ -15,6 +15,7 @@
 #include "families.h"
 
 #include "registry/conv_rules.h"
+#include "kernels/conv/forward/conv2d_pbp.h"
 
 #define LABELS_3 "0f1b_0i1o->01fb"
 #define LABELS_4 "fb01_io01->01bf"
@@ -68,7 +69,7 @@ const nx_op_rules nx_rules_conv_pbp_0f1b = {
     .tolerance = tolerance_3,
 };
 
-const nx_op_rules nx_rules_conv_pbp_fb01 = {
+static const nx_op_rules nx_rules_conv_pbp_fb01 = {
     .attrs = nx_conv_rule_attrs,
     .infer_results = infer_4,
     .default_op = default_4,
@@ -76,3 +77,17 @@ const nx_op_rules nx_rules_conv_pbp_fb01 = {
     .reference_name = "nx_ref_conv",
     .tolerance = tolerance_4,
 };
+
+/* The registry rows: the seed's #3 and #4. Seed traps kept on purpose: key
+ * #4 has no "_kernel", its function does; the keys are capitalised, their
+ * functions are not. */
+static const nx_registry_entry conv_pbp_rows[] = {
+    {.seed_index = 3, .key = "Conv2d_pbp_0f1b_0i1o_01fb_experimental_1",
+     .config = NX_CONFIG(NX_LEAF(conv2d_pbp_0f1b_0i1o_01fb_experimental_1), NX_OPERANDS_ALL, &nx_args_attrs, false),
+     .rules = &nx_rules_conv_pbp_0f1b},
+    {.seed_index = 4, .key = "Conv2d_pbp_fb01_io01_01bf_experimental_1",
+     .config = NX_CONFIG(NX_LEAF(conv2d_pbp_fb01_io01_01bf_kernel_experimental_1), NX_OPERANDS_ALL, &nx_args_attrs, false),
+     .rules = &nx_rules_conv_pbp_fb01},
+};
+
+const nx_family nx_family_conv_pbp = {.name = "conv", NX_FAMILY_ROWS(conv_pbp_rows)};

@@ -19,6 +19,7 @@
 #include "families.h"
 
 #include "registry/conv_rules.h"
+#include "kernels/conv/wgrad/wgrad.h"
 
 #define LABELS_5 "fb01_io01->01bf"
 #define LABELS_7 "fb01_io01->01bf"
@@ -110,7 +111,7 @@ static int default_8(nx_macro_op *op, nx_error *err) {
     return 0;
 }
 
-const nx_op_rules nx_rules_conv_wgrad_pcinh = {
+static const nx_op_rules nx_rules_conv_wgrad_pcinh = {
     .attrs = nx_conv_rule_attrs,
     .infer_results = infer_5,
     .default_op = default_5,
@@ -119,7 +120,7 @@ const nx_op_rules nx_rules_conv_wgrad_pcinh = {
     .tolerance = tolerance_5,
 };
 
-const nx_op_rules nx_rules_conv_column_packing = {
+static const nx_op_rules nx_rules_conv_column_packing = {
     .attrs = nx_conv_rule_attrs,
     .infer_results = infer_7,
     .default_op = default_7,
@@ -128,7 +129,7 @@ const nx_op_rules nx_rules_conv_column_packing = {
     .tolerance = tolerance_7,
 };
 
-const nx_op_rules nx_rules_conv_column_packing_io10 = {
+static const nx_op_rules nx_rules_conv_column_packing_io10 = {
     .attrs = nx_conv_rule_attrs,
     .infer_results = infer_8,
     .default_op = default_8,
@@ -136,3 +137,19 @@ const nx_op_rules nx_rules_conv_column_packing_io10 = {
     .reference_name = "nx_ref_conv",
     .tolerance = tolerance_8,
 };
+
+/* The registry rows: the seed's #5, #7 and #8 (key #5 capitalised, its
+ * function not). */
+static const nx_registry_entry conv_wgrad_rows[] = {
+    {.seed_index = 5, .key = "Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh",
+     .config = NX_CONFIG(NX_LEAF(conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh), 2, &nx_args_conv_attrs_out_shape, false),
+     .rules = &nx_rules_conv_wgrad_pcinh},
+    {.seed_index = 7, .key = "conv2d_column_packing",
+     .config = NX_CONFIG(NX_LEAF(conv2d_column_packing), 2, &nx_args_conv_attrs_out_shape, false),
+     .rules = &nx_rules_conv_column_packing},
+    {.seed_index = 8, .key = "conv2d_column_packing_io10",
+     .config = NX_CONFIG(NX_LEAF(conv2d_column_packing_io10), 2, &nx_args_conv_attrs_out_shape, false),
+     .rules = &nx_rules_conv_column_packing_io10},
+};
+
+const nx_family nx_family_conv_wgrad = {.name = "conv", NX_FAMILY_ROWS(conv_wgrad_rows)};

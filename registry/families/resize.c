@@ -6,6 +6,7 @@
 
 #include "kernels/ref/ref.h"
 #include "kernels/resize/resize_rule.h"
+#include "kernels/resize/resize_nearest.h"
 
 static const char *const resize_attrs[] = {NX_RESIZE_ATTR_OUT_SHAPE, NX_RESIZE_ATTR_SCALES, NX_RESIZE_ATTR_COORD,
                                            NX_RESIZE_ATTR_NEAREST, NULL};
@@ -51,7 +52,7 @@ static int resize_default(nx_macro_op *op, nx_error *err) {
 }
 
 /* A gather moves bits: exact. */
-const nx_op_rules nx_rules_resize = {
+static const nx_op_rules nx_rules_resize = {
     .attrs = resize_attrs,
     .infer_results = resize_infer,
     .default_op = resize_default,
@@ -59,3 +60,11 @@ const nx_op_rules nx_rules_resize = {
     .reference_name = "nx_ref_resize_nearest",
     .tolerance = nx_tolerance_exact,
 };
+
+/* The registry row: the seed's #2. */
+static const nx_registry_entry resize_rows[] = {
+    {.seed_index = 2, .key = "ResizeNearest",
+     .config = NX_CONFIG(NX_LEAF(resize_nearest_fixed_dma_kernel), 1, &nx_args_resize, false), .rules = &nx_rules_resize},
+};
+
+const nx_family nx_family_resize = {.name = "resize", NX_FAMILY_ROWS(resize_rows)};

@@ -9,6 +9,7 @@
 
 #include "kernels/ref/ref.h"
 #include "kernels/select_and_scatter/params.h"
+#include "kernels/select_and_scatter/select_and_scatter.h"
 
 static const char *const sas_attrs[] = {NX_SAS_ATTR_WINDOW, NX_SAS_ATTR_STRIDES, NX_SAS_ATTR_PADDING,
                                         NX_SAS_ATTR_INIT, NULL};
@@ -84,7 +85,7 @@ static int sas_default(nx_macro_op *op, nx_error *err) {
 /* The leaf sums in XLA's order with the same fp32 adds: exact (a zero's
  * sign may differ only for an init_value other than +0, and the check
  * compares values). */
-const nx_op_rules nx_rules_select_and_scatter = {
+static const nx_op_rules nx_rules_select_and_scatter = {
     .attrs = sas_attrs,
     .infer_results = sas_infer,
     .default_op = sas_default,
@@ -92,3 +93,12 @@ const nx_op_rules nx_rules_select_and_scatter = {
     .reference_name = "nx_ref_select_and_scatter",
     .tolerance = nx_tolerance_exact,
 };
+
+/* The registry row: the seed's #1 (two operands, no argument builder: the
+ * leaf reads the op's attributes from its call). */
+static const nx_registry_entry select_and_scatter_rows[] = {
+    {.seed_index = 1, .key = "SelectAndScatter", .config = NX_CONFIG(NX_LEAF(select_and_scatter_kernel), 2, NULL, false),
+     .rules = &nx_rules_select_and_scatter},
+};
+
+const nx_family nx_family_select_and_scatter = {.name = "select_and_scatter", NX_FAMILY_ROWS(select_and_scatter_rows)};

@@ -1,4 +1,4 @@
-/* The rules of the `topk` composite (registry/topk_composite.h): results
+/* The rules of the `topk` composite (kernels/topk/topk_composite.h): results
  * from ONNX TopK's shapes, the default op, the reference nx_ref_topk and the
  * method choice for the run report. Attributes are read by the one reader
  * the leaves use (kernels/topk/topk.h). */
@@ -6,7 +6,9 @@
 
 #include "kernels/ref/ref.h"
 #include "kernels/topk/topk.h"
-#include "registry/topk_auto.h"
+#include "kernels/topk/topk_auto.h"
+#include "kernels/topk/topk_composite.h"
+#include "kernels/topk/topk_methods.h"
 
 static const char *const topk_attrs[] = {"k", "largest", "axis", "method", "sorted", "folds", "chunk", NULL};
 
@@ -60,7 +62,7 @@ static int topk_explain(const nx_macro_op *op, const nx_geometry *geo, char *buf
 }
 
 /* The values are input elements and the indices integers: exact. */
-const nx_op_rules nx_rules_topk = {
+static const nx_op_rules nx_rules_topk = {
     .attrs = topk_attrs,
     .infer_results = topk_infer,
     .default_op = topk_default,
@@ -69,3 +71,24 @@ const nx_op_rules nx_rules_topk = {
     .tolerance = nx_tolerance_exact,
     .explain = topk_explain,
 };
+
+/* The composite: `nxsim run topk` (kernels/topk/topk_composite.h), on the
+ * VNC(2) grid. */
+static const nx_composite topk_composites[] = {
+    {.name = "topk",
+     .config = NX_CONFIG(NX_LEAF_NAMED("topk", nx_topk_composite), NX_OPERANDS_ALL, &nx_args_attrs, true),
+     .rules = &nx_rules_topk, .via = "attribute method (SupportedTopkMethods; AUTO: measured cost table)"},
+};
+
+/* The method leaves, reached through SupportedTopkMethods
+ * (kernels/topk/topk_methods.h), not through a registry key. */
+static uint32_t topk_method_leaves(nx_inventory_item *out, uint32_t max) {
+    uint32_t n;
+    const nx_topk_method *m = nx_topk_method_mapping(&n);
+    for (uint32_t i = 0; i < n && i < max; i++)
+        out[i] = (nx_inventory_item){m[i].function, NX_TIER_LEAF, "topk", NULL, m[i].fn != NULL, m[i].via};
+    return n;
+}
+
+const nx_family nx_family_topk = {
+    .name = "topk", NX_FAMILY_COMPOSITES(topk_composites), .mapped_leaves = topk_method_leaves};

@@ -8,6 +8,7 @@
 
 #include "kernels/ref/ref.h"
 #include "kernels/transpose/transpose_plan.h"
+#include "kernels/transpose/transpose.h"
 
 static const char *const transpose_attrs[] = {"permutation", NULL};
 
@@ -59,3 +60,14 @@ const nx_op_rules nx_rules_transpose = {
     .reference_name = "nx_ref_transpose",
     .tolerance = nx_tolerance_exact,
 };
+
+/* The registry rows: the seed's #12 and #13, both on the VNC(2) grid. */
+static const nx_registry_entry transpose_rows[] = {
+    {.seed_index = 12, .key = "tiled_pf_transpose",
+     .config = NX_CONFIG(NX_LEAF(tiled_pf_transpose), NX_OPERANDS_ALL, &nx_args_attrs, true), .rules = &nx_rules_transpose},
+    {.seed_index = 13, .key = "tiled_dve_transpose_10",
+     .config = NX_CONFIG(NX_LEAF(tiled_dve_transpose_10), NX_OPERANDS_ALL, &nx_args_attrs, true),
+     .rules = &nx_rules_transpose},
+};
+
+const nx_family nx_family_transpose = {.name = "transpose", NX_FAMILY_ROWS(transpose_rows)};

@@ -88,7 +88,7 @@ static int opt_tolerance(const nx_macro_op *op, uint32_t result, nx_tolerance *o
 
 static const char *const no_attrs[] = {NULL};
 
-const nx_op_rules nx_rules_tutorial_matmul = {
+static const nx_op_rules nx_rules_tutorial_matmul = {
     .attrs = no_attrs,
     .infer_results = tut_infer,
     .default_op = tut_default,
@@ -97,7 +97,7 @@ const nx_op_rules nx_rules_tutorial_matmul = {
     .tolerance = tut_tolerance,
 };
 
-const nx_op_rules nx_rules_tutorial_matmul_fully_optimized = {
+static const nx_op_rules nx_rules_tutorial_matmul_fully_optimized = {
     .attrs = nx_tutorial_matmul_attrs,
     .infer_results = tut_infer,
     .default_op = tut_default,
@@ -105,3 +105,21 @@ const nx_op_rules nx_rules_tutorial_matmul_fully_optimized = {
     .reference_name = "nx_ref_matmul_lhsT",
     .tolerance = opt_tolerance,
 };
+
+/* The composites: the four kernels of the NKI matrix-multiplication
+ * tutorial (kernels/tutorial/tutorial.h), in the tutorial's order. */
+#define TUTORIAL(key, fn, rules_, via_) \
+    {.name = (key), .config = NX_CONFIG(NX_LEAF(fn), NX_OPERANDS_ALL, NULL, false), .rules = (rules_), .via = (via_)}
+static const nx_composite tutorial_composites[] = {
+    TUTORIAL("nki_matmul_tiled", nx_tutorial_matmul_tiled, &nx_rules_tutorial_matmul,
+             "nxsim run nki_matmul_tiled (NKI matmul tutorial, original tiled)"),
+    TUTORIAL("nki_matmul_hoist_load", nx_tutorial_matmul_hoist_load, &nx_rules_tutorial_matmul,
+             "nxsim run nki_matmul_hoist_load (NKI matmul tutorial, optimization 1)"),
+    TUTORIAL("nki_matmul_block_free_dimension", nx_tutorial_matmul_block_free_dimension, &nx_rules_tutorial_matmul,
+             "nxsim run nki_matmul_block_free_dimension (NKI matmul tutorial, optimization 2)"),
+    TUTORIAL("nki_matmul_fully_optimized", nx_tutorial_matmul_fully_optimized, &nx_rules_tutorial_matmul_fully_optimized,
+             "nxsim run nki_matmul_fully_optimized (NKI matmul tutorial, optimization 3)"),
+};
+#undef TUTORIAL
+
+const nx_family nx_family_tutorial = {.name = "tutorial", NX_FAMILY_COMPOSITES(tutorial_composites)};

@@ -1,4 +1,4 @@
-/* The top-k method mapping (registry/topk_methods.h). */
+/* The top-k method mapping (kernels/topk/topk_methods.h). */
 #include "topk_methods.h"
 
 #include <string.h>

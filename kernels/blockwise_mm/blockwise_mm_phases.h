@@ -1,9 +1,15 @@
-/* Internals of the blockwise_mm leaf shared by kernels/blockwise_mm*.c (not
- * a public interface: the leaf is kernels/blockwise_mm/blockwise_mm.h). */
-#ifndef NXSIM_KERNELS_BLOCKWISE_MM_IMPL_H
-#define NXSIM_KERNELS_BLOCKWISE_MM_IMPL_H
+/* The phases of the blockwise_mm leaf and the item state they share: what
+ * the driver (kernels/blockwise_mm/blockwise_mm.c) and the phase files
+ * (blockwise_mm_setup.c, blockwise_mm_mlp.c, blockwise_mm_emit.c,
+ * blockwise_mm_state.c) include. Not a public interface (the leaf is
+ * kernels/blockwise_mm/blockwise_mm.h), and it never includes the driver's
+ * header: the driver calls the phases, the phases never call the driver. */
+#ifndef NXSIM_KERNELS_BLOCKWISE_MM_PHASES_H
+#define NXSIM_KERNELS_BLOCKWISE_MM_PHASES_H
 
-#include "blockwise_mm.h"
+#include "blockwise_mm_params.h"
+#include "blockwise_mm_plan.h"
+#include "kernels/author/author.h"
 
 /* [tp, 1] values derived from an item's expert (bw_set below). */
 #define BW_ITEM_SCALARS 10
@@ -65,6 +71,8 @@ typedef struct bw {
     uint32_t scatter_lanes, small_lane, aff_lane, aff_lanes;
     uint32_t load[64], nload; /* the bulk load lanes */
 } bw;
+
+/* ---- the item state's helpers (kernels/blockwise_mm/blockwise_mm_state.c) ---- */
 
 /* The item's block, first position in token_position_to_id, and tokens. */
 void bw_item(const nx_bwmm_plan *pl, uint64_t w, uint64_t *block, uint64_t *pos0, uint32_t *count);

@@ -6,8 +6,8 @@
  * The first member is SCANNING (its function is naive_scanning_topk); there
  * is no NAIVE_SCANNING. The mapping is static and read-only; `fn` is NULL
  * while a method's leaf is not implemented yet. */
-#ifndef NXSIM_REGISTRY_TOPK_METHODS_H
-#define NXSIM_REGISTRY_TOPK_METHODS_H
+#ifndef NXSIM_KERNELS_TOPK_METHODS_H
+#define NXSIM_KERNELS_TOPK_METHODS_H
 
 #include <stdint.h>
 

@@ -1,12 +1,12 @@
-/* The `topk` composite's trace function (registry/topk_composite.h). */
+/* The `topk` composite's trace function (kernels/topk/topk_composite.h). */
 #include "topk_composite.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/topk/topk.h"
 #include "kernels/transpose/transpose.h"
-#include "macro_op.h"
 #include "topk_auto.h"
 #include "topk_methods.h"
 
@@ -35,6 +35,20 @@ static int transpose(nx_kctx *k, const nx_tensor_ref *in, const nx_tensor_ref *o
                      uint64_t matrix_bytes, nx_error *err) {
     int small = matrix_bytes <= nx_kctx_geometry(k)->sbuf_partition_bytes / 16;
     return nx_transpose_tensors(k, small ? tiled_dve_transpose_10 : tiled_pf_transpose, in, out, perm, in->ndims, err);
+}
+
+/* The leaf's attributes: the op's, with axis -1 in the axis entry's place
+ * (an axis other than the last was given, so the entry exists). The entries
+ * borrow the op's names and values; the caller frees only out->items. */
+static int axis_last(const nx_attrs *in, nx_attrs *out, nx_error *err) {
+    out->count = in->count;
+    out->items = calloc(in->count ? in->count : 1, sizeof *out->items);
+    if (!out->items) return nx_fail(err, "topk: out of memory");
+    for (uint32_t i = 0; i < in->count; i++) {
+        out->items[i] = in->items[i];
+        if (strcmp(in->items[i].name, "axis") == 0) out->items[i].value = (nx_value){.kind = NX_VAL_INT, .i = -1};
+    }
+    return 0;
 }
 
 int nx_topk_composite(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
@@ -80,15 +94,10 @@ int nx_topk_composite(struct nx_kctx *k, const nx_kernel_call *call, nx_error *e
     if (transpose(k, x, &t[0], perm, n * inner * es, err) != 0 || nx_kctx_barrier(k, err) != 0)
         return nx_fail_prefix(err, "topk (axis %d to the end)", a.axis);
     nx_attrs attrs;
-    nx_attrs_init(&attrs);
-    nx_value last = nx_value_int(-1);
-    if (nx_attrs_copy(&attrs, call->additional_args, err) != 0 || nx_attrs_set(&attrs, "axis", &last, err) != 0) {
-        nx_attrs_free(&attrs);
-        return -1;
-    }
+    if (axis_last(call->additional_args, &attrs, err) != 0) return -1;
     nx_kernel_call inner_call = {.args = t, .nargs = 3, .n_inputs = 1, .additional_args = &attrs, .attrs = &attrs};
     int rc = m->fn(k, &inner_call, err);
-    nx_attrs_free(&attrs);
+    free(attrs.items);
     if (rc != 0) return -1;
     if (nx_kctx_barrier(k, err) != 0 || transpose(k, &t[1], &call->args[1], inv, a.k * inner * es, err) != 0 ||
         transpose(k, &t[2], &call->args[2], inv, a.k * inner * 4, err) != 0)

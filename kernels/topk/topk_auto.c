@@ -1,5 +1,5 @@
 /* AUTO dispatch of the topk composite from the measured cost table
- * (registry/topk_auto.h). */
+ * (kernels/topk/topk_auto.h). */
 #include "topk_auto.h"
 
 #include <math.h>
