@@ -115,14 +115,11 @@ done:
     return rc;
 }
 
-int nx_run_op(nx_lowerer *L, const nx_machine *m, const nx_macro_op *op, const void *const *inputs,
+int nx_run_op(nx_lowerer *L, const nx_machine *m, const nx_prepared *p, const void *const *inputs,
               const nx_run_options *opt, nx_run_result *out, nx_error *err) {
     memset(out, 0, sizeof *out);
-    if (nx_lowerer_lookup(L, op->func_name, &out->target, err) != 0)
-        return fail_as(out, NX_RUN_BAD_INPUT, -1);
-    /* a typo ("stide") is an error, not a silent default */
-    if (nx_op_rules_check_attrs(out->target.rules, out->target.key, &op->attrs, err) != 0)
-        return fail_as(out, NX_RUN_BAD_INPUT, -1);
+    const nx_macro_op *op = &p->op;
+    out->target = p->target; /* looked up and checked by nx_prepare_op: no second lookup */
     /* the limits, before anything is traced, allocated or filled */
     nx_run_memory mem;
     nx_run_memory_of_op(m, op, opt, &mem);
@@ -133,8 +130,8 @@ int nx_run_op(nx_lowerer *L, const nx_machine *m, const nx_macro_op *op, const v
     if (opt->check && (!out->target.rules || !out->target.rules->reference))
         return fail_as(out, NX_RUN_BAD_INPUT,
                        nx_fail(err, "%s: no reference implementation to check against yet", out->target.key));
-    int lowered = opt->grid ? nx_lower_on_grid(L, op, opt->grid, &out->prog, err)
-                            : nx_lower(L, op, &out->prog, &out->grid, err);
+    int lowered = opt->grid ? nx_lower_on_grid(L, &p->target, op, opt->grid, &out->prog, err)
+                            : nx_lower(L, &p->target, op, &out->prog, &out->grid, err);
     if (lowered != 0) return fail_as(out, NX_RUN_BAD_INPUT, -1);
     if (opt->grid) out->grid = opt->grid;
     out->new_traces = nx_lowerer_new_traces(L);
