@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "isa/intmath.h"
 #include "isa/strbuf.h"
 #include "run.h"
 
@@ -36,8 +37,8 @@ static int fill_check(const nx_macro_op *op, const void *const *inputs, const nx
         if (inputs && inputs[i]) continue;
         const nx_op_tensor *t = &op->operands[i];
         uint64_t b = nx_dtype_size(t->dtype);
-        for (uint32_t d = 0; d < t->ndims; d++) b = t->shape[d] && b > UINT64_MAX / t->shape[d] ? UINT64_MAX : b * t->shape[d];
-        bytes = bytes > UINT64_MAX - b ? UINT64_MAX : bytes + b;
+        for (uint32_t d = 0; d < t->ndims; d++) b = nx_mul_sat_u64(b, t->shape[d]);
+        bytes = nx_add_sat_u64(bytes, b);
         nx_sb_printf(&names, "%s%s", n++ ? ", " : "", t->name);
     }
     nx_strbuf what = NX_STRBUF_INIT;

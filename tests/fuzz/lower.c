@@ -2,6 +2,7 @@
 #include "lower.h"
 
 #include "fuzz.h"
+#include "isa/intmath.h"
 #include "registry/lower.h"
 #include "registry/prepare.h"
 
@@ -14,8 +15,6 @@ static uint64_t tensor_bytes(const nx_op_tensor *t) {
     }
     return n;
 }
-
-static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
 /* The stage nx_op_prepare refused at, for the message check. */
 static const char *stage_name(nx_prepare_stage s) {
@@ -42,8 +41,8 @@ uint64_t nx_fuzz_lower_and_run(const nx_macro_op *op, uint64_t max_bytes) {
         goto done;
     }
     bytes = 0;
-    for (uint32_t i = 0; i < p.op.n_operands; i++) bytes = sat_add(bytes, tensor_bytes(&p.op.operands[i]));
-    for (uint32_t j = 0; j < p.op.n_results; j++) bytes = sat_add(bytes, tensor_bytes(&p.op.results[j]));
+    for (uint32_t i = 0; i < p.op.n_operands; i++) bytes = nx_add_sat_u64(bytes, tensor_bytes(&p.op.operands[i]));
+    for (uint32_t j = 0; j < p.op.n_results; j++) bytes = nx_add_sat_u64(bytes, tensor_bytes(&p.op.results[j]));
     if (bytes > max_bytes) goto done;
     const nx_program *prog;
     uint32_t grid;
