@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "api_impl.h"
-#include "cli/io.h"
+#include "isa/program_load.h"
 #include "isa/asm.h"
 #include "isa/dtype.h"
 #include "isa/tensor_random.h"
@@ -17,7 +17,7 @@ NXSIM_API nx_status nx_prog_load(const char *path, nx_prog **out, nx_message *ms
     nx_prog *p = calloc(1, sizeof *p);
     if (!p) return api_failf(msg, NX_ERR_MEMORY, "out of memory");
     nx_error err;
-    if (cli_load_program(path, &p->prog, &err) != 0) {
+    if (nx_program_load(path, &p->prog, &err) != 0) {
         free(p);
         return api_fail(msg, NX_ERR_INPUT, &err);
     }

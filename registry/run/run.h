@@ -15,7 +15,10 @@
  *                   optional race check over the model's log.
  *
  * This is the one part of registry/ that uses sim/ (its own library,
- * nxsim_run): registry/ proper stays below the simulator.
+ * nxsim_run): registry/ proper stays below the simulator. Within it the
+ * simulator is reached only through the backends (registry/run/backend.h);
+ * this header takes from sim/ only the machine description and the model's
+ * result types.
  *
  * Ownership: the program belongs to the lowerer (valid until
  * nx_lowerer_free); everything else in a result belongs to the result

@@ -8,7 +8,7 @@
 #include "isa/fileio.h"
 #include "isa/intmath.h"
 #include "isa/strbuf.h"
-#include "run.h"
+#include "backend.h"
 
 
 static uint64_t onchip_bytes(const nx_geometry *g, uint32_t cores) {
@@ -33,8 +33,8 @@ void nx_run_memory_of_program(const nx_machine *mach, const nx_program *prog, co
     memset(out, 0, sizeof *out);
     out->hbm = prog->hbm_bytes;
     out->onchip = onchip_bytes(&mach->geo, prog->cores);
-    if (opt->backend == NX_RUN_MODEL && (opt->keep_log || opt->race_check))
-        out->log = nx_mul_sat_u64(nx_program_insn_count(prog), 4 * sizeof(nx_sim_record));
+    if (opt->keep_log || opt->race_check)
+        out->log = nx_mul_sat_u64(nx_program_insn_count(prog), nx_run_backend_get(opt->backend)->log_record_bytes);
     for (uint32_t i = 0; i < prog->tensor_count; i++) {
         uint64_t b = nx_tensor_bytes(&prog->tensors[i]);
         if (b > out->largest_bytes) {
