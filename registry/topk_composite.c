@@ -10,14 +10,6 @@
 #include "topk_auto.h"
 #include "topk_methods.h"
 
-/* Program 0 declares the scratch tensor; the others find it. */
-static int scratch(nx_kctx *k, const char *name, nx_dtype dt, uint32_t nd, const uint64_t *shape, uint64_t *off,
-                   nx_error *err) {
-    nx_builder *b = nx_kctx_builder(k);
-    if (nx_kctx_program_id(k) > 0 && nx_builder_find_tensor(b, name, off) == 0) return 0;
-    return nx_builder_tensor(b, name, dt, nd, shape, NX_ROLE_SCRATCH, off, err);
-}
-
 static nx_tensor_ref tensor(const char *name, nx_dtype dt, uint32_t nd, const uint64_t *shape, uint64_t off) {
     nx_tensor_ref t;
     memset(&t, 0, sizeof t);
@@ -27,14 +19,6 @@ static nx_tensor_ref tensor(const char *name, nx_dtype dt, uint32_t nd, const ui
     memcpy(t.shape, shape, nd * sizeof *shape);
     t.hbm_offset = off;
     return t;
-}
-
-/* out = np.transpose(in, perm): whole matrices per partition on the DVE
- * when they are small (contiguous transfers), else through the PE. */
-static int transpose(nx_kctx *k, const nx_tensor_ref *in, const nx_tensor_ref *out, const int64_t *perm,
-                     uint64_t matrix_bytes, nx_error *err) {
-    int small = matrix_bytes <= nx_kctx_geometry(k)->sbuf_partition_bytes / 16;
-    return nx_transpose_tensors(k, small ? tiled_dve_transpose_10 : tiled_pf_transpose, in, out, perm, in->ndims, err);
 }
 
 int nx_topk_composite(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
@@ -70,14 +54,14 @@ int nx_topk_composite(struct nx_kctx *k, const nx_kernel_call *call, nx_error *e
     uint64_t inner = 1, es = nx_dtype_size(x->dtype);
     for (uint32_t d = (uint32_t)a.axis + 1; d < nd; d++) inner *= x->shape[d];
     uint64_t ox, ov, oi;
-    if (scratch(k, "topk.x_axis_last", x->dtype, nd, xs, &ox, err) != 0 ||
-        scratch(k, "topk.values_axis_last", x->dtype, nd, vs, &ov, err) != 0 ||
-        scratch(k, "topk.indices_axis_last", NX_DT_INT32, nd, vs, &oi, err) != 0)
+    if (nx_kctx_scratch(k, "topk.x_axis_last", x->dtype, nd, xs, &ox, err) != 0 ||
+        nx_kctx_scratch(k, "topk.values_axis_last", x->dtype, nd, vs, &ov, err) != 0 ||
+        nx_kctx_scratch(k, "topk.indices_axis_last", NX_DT_INT32, nd, vs, &oi, err) != 0)
         return nx_fail_prefix(err, "topk");
     nx_tensor_ref t[3] = {tensor("topk.x_axis_last", x->dtype, nd, xs, ox),
                           tensor("topk.values_axis_last", x->dtype, nd, vs, ov),
                           tensor("topk.indices_axis_last", NX_DT_INT32, nd, vs, oi)};
-    if (transpose(k, x, &t[0], perm, n * inner * es, err) != 0 || nx_kctx_barrier(k, err) != 0)
+    if (nx_transpose_tensors_sized(k, x, &t[0], perm, x->ndims, n * inner * es, err) != 0 || nx_kctx_barrier(k, err) != 0)
         return nx_fail_prefix(err, "topk (axis %d to the end)", a.axis);
     nx_attrs attrs;
     nx_attrs_init(&attrs);
@@ -90,8 +74,8 @@ int nx_topk_composite(struct nx_kctx *k, const nx_kernel_call *call, nx_error *e
     int rc = m->fn(k, &inner_call, err);
     nx_attrs_free(&attrs);
     if (rc != 0) return -1;
-    if (nx_kctx_barrier(k, err) != 0 || transpose(k, &t[1], &call->args[1], inv, a.k * inner * es, err) != 0 ||
-        transpose(k, &t[2], &call->args[2], inv, a.k * inner * 4, err) != 0)
+    if (nx_kctx_barrier(k, err) != 0 || nx_transpose_tensors_sized(k, &t[1], &call->args[1], inv, t[1].ndims, a.k * inner * es, err) != 0 ||
+        nx_transpose_tensors_sized(k, &t[2], &call->args[2], inv, t[2].ndims, a.k * inner * 4, err) != 0)
         return nx_fail_prefix(err, "topk (results back to axis %d)", a.axis);
     return 0;
 }

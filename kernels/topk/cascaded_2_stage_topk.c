@@ -36,7 +36,7 @@ static int scratch(tk *t, const char *what, nx_dtype dt, uint64_t rows, uint64_t
     char name[64];
     snprintf(name, sizeof name, "cascaded_2_stage_topk.%s.p%u", what, nx_kctx_program_id(t->k));
     const uint64_t shape[2] = {rows, cols};
-    return nx_builder_tensor(nx_kctx_builder(t->k), name, dt, 2, shape, NX_ROLE_SCRATCH, off, err);
+    return nx_kctx_scratch(t->k, name, dt, 2, shape, off, err);
 }
 
 typedef struct casc {

@@ -325,15 +325,13 @@ static int transpose_result(nx_kctx *k, const nx_conv_pbp *pb, uint64_t src, con
     static const int64_t perm[4] = {0, 1, 3, 2};
     /* whole [O, N] matrices per partition when they are small: the DVE leaf
      * moves them with contiguous transfers; large ones through the PE */
-    const nx_geometry *geo = nx_kctx_geometry(k);
-    int small = pb->O * pb->N * nx_dtype_size(pb->dtype) <= geo->sbuf_partition_bytes / 16;
-    return nx_transpose_tensors(k, small ? tiled_dve_transpose_10 : tiled_pf_transpose, &in, out, perm, 4, err);
+    return nx_transpose_tensors_sized(k, &in, out, perm, 4, pb->O * pb->N * nx_dtype_size(pb->dtype), err);
 }
 
 static int scratch(nx_kctx *k, const char *name, nx_dtype dt, uint64_t a, uint64_t b, uint64_t c, uint64_t d,
                    uint64_t *off, nx_error *err) {
     const uint64_t shape[4] = {a, b, c, d};
-    return nx_builder_tensor(nx_kctx_builder(k), name, dt, 4, shape, NX_ROLE_SCRATCH, off, err);
+    return nx_kctx_scratch(k, name, dt, 4, shape, off, err);
 }
 
 int conv2d_pbp_fb01_io01_01bf_kernel_experimental_1(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
