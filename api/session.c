@@ -119,12 +119,11 @@ NXSIM_API nx_status nx_session_run(nx_session *s, const nx_call *c, const nx_con
         nx_result_free(r);
         return api_fail(msg, st, &err);
     }
-    nx_status st;
     nx_run_options opt = api_run_options(cfg);
     const void *inputs[NX_OP_MAX_TENSORS] = {0};
     for (uint32_t i = 0; i < c->op.n_operands; i++) inputs[i] = c->data[i];
     if (nx_run_op(s->L, &s->machine, &r->prep, inputs, &opt, &r->run, &err) != 0) {
-        st = status_of(r->run.failure);
+        nx_status st = status_of(r->run.failure);
         nx_result_free(r);
         return api_fail(msg, st, &err);
     }
