@@ -203,9 +203,10 @@ int cli_run_build_op(const run_args *a, const nx_lowerer *L, run_op *r) {
         status = cli_operands(a, r);
     if (status == CLI_EXIT_OK) status = cli_attrs(a, r);
     if (status != CLI_EXIT_OK) return status;
-    /* no operands: the default op; then the attribute check, the results
-     * by the kernel's rule and the op check */
-    if (nx_prepare_op(&r->prep, &r->given, a->op_file, &err) != 0) {
+    /* KEY without -i: the default op (an op file is the whole op); then the
+     * attribute check, the results by the kernel's rule and the op check */
+    nx_prepare_operands how = a->op_file ? NX_PREPARE_AS_GIVEN : NX_PREPARE_DEFAULT_IF_NONE;
+    if (nx_prepare_op(&r->prep, &r->given, how, a->op_file, &err) != 0) {
         if (r->prep.failed == NX_PREPARE_NO_DEFAULT)
             cli_message("%s with -i FILE.npy", err.msg);
         else

@@ -47,9 +47,9 @@ static int attrs_over(nx_attrs *dst, const nx_attrs *over, nx_error *err) {
 
 /* p->op's operands and attributes: the given ones, or the default op's with
  * the given attributes over them. */
-static int operands_of(nx_prepared *p, const nx_macro_op *given, nx_error *err) {
+static int operands_of(nx_prepared *p, const nx_macro_op *given, nx_prepare_operands how, nx_error *err) {
     const nx_kernel_target *t = &p->target;
-    if (given->n_operands) {
+    if (given->n_operands || how == NX_PREPARE_AS_GIVEN) {
         memcpy(p->op.operands, given->operands, sizeof p->op.operands);
         p->op.n_operands = given->n_operands;
         if (nx_attrs_copy(&p->op.attrs, &given->attrs, err) != 0) return fail_at(p, NX_PREPARE_ATTR_SET);
@@ -67,13 +67,14 @@ static int operands_of(nx_prepared *p, const nx_macro_op *given, nx_error *err) 
     return 0;
 }
 
-int nx_prepare_op(nx_prepared *p, const nx_macro_op *given, const char *source, nx_error *err) {
+int nx_prepare_op(nx_prepared *p, const nx_macro_op *given, nx_prepare_operands how, const char *source,
+                  nx_error *err) {
     const nx_kernel_target *t = &p->target;
     p->failed = NX_PREPARE_OK;
     nx_macro_op_free(&p->op);
     nx_macro_op_init(&p->op);
     if (nx_macro_op_set_func_name(&p->op, t->key, err) != 0) return fail_at(p, NX_PREPARE_ATTR_SET);
-    if (operands_of(p, given, err) != 0) return -1;
+    if (operands_of(p, given, how, err) != 0) return -1;
     /* before the rules read them: a typo ("stide") is an error, not a default */
     if (nx_op_rules_check_attrs(t->rules, t->key, &p->op.attrs, err) != 0) {
         if (source) {
@@ -97,5 +98,5 @@ int nx_op_prepare(const nx_lowerer *L, const nx_macro_op *given, const char *sou
                   nx_error *err) {
     nx_prepared_init(p);
     if (nx_prepare_target(L, given->func_name, p, err) != 0) return -1;
-    return nx_prepare_op(p, given, source, err);
+    return nx_prepare_op(p, given, NX_PREPARE_DEFAULT_IF_NONE, source, err);
 }

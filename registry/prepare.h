@@ -7,8 +7,9 @@
  *   nx_prepare_target  the lookup, ONCE: the lowerer's registry, then its
  *                      composites (nx_lowerer_lookup); the target is what
  *                      nx_lower and nx_run_op take, so they never look up again
- *   nx_prepare_op      operands as given, or (given none) the target's
- *                      default op with the given attributes over it
+ *   nx_prepare_op      operands as given, or (given none, when the caller
+ *                      names only a kernel) the target's default op with
+ *                      the given attributes over it
  *                      -> the attribute check, once (a typo is named as one,
  *                         before any rule reads it)
  *                      -> the results by the kernel's rule (declared ones
@@ -66,13 +67,22 @@ void nx_prepared_free(nx_prepared *p);
  * the caller). A NULL func_name is refused: "the op has no func_name". */
 int nx_prepare_target(const nx_lowerer *L, const char *func_name, nx_prepared *p, nx_error *err);
 
+/* How the operands are found. */
+typedef enum nx_prepare_operands {
+    NX_PREPARE_DEFAULT_IF_NONE = 0, /* given none: the target's default op (`nxsim run KEY`,
+                                     * nx_session_run without operands) */
+    NX_PREPARE_AS_GIVEN = 1,        /* exactly the given ones, none included (an op file
+                                     * is the whole op) */
+} nx_prepare_operands;
+
 /* Builds p->op for p->target from `given` (its operands, declared results
  * and attributes; its func_name is not read) as the header says. p->op is
  * replaced; on failure it is left empty. */
-int nx_prepare_op(nx_prepared *p, const nx_macro_op *given, const char *source, nx_error *err);
+int nx_prepare_op(nx_prepared *p, const nx_macro_op *given, nx_prepare_operands how, const char *source,
+                  nx_error *err);
 
-/* nx_prepare_target(given->func_name) then nx_prepare_op; p is initialised
- * here. */
+/* nx_prepare_target(given->func_name) then nx_prepare_op with
+ * NX_PREPARE_DEFAULT_IF_NONE; p is initialised here. */
 int nx_op_prepare(const nx_lowerer *L, const nx_macro_op *given, const char *source, nx_prepared *p,
                   nx_error *err);
 

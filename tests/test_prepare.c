@@ -114,6 +114,12 @@ static void test_default_op_and_override(void **state) {
     if (nx_lower(L, &p->target, &p->op, &prog, &grid, &err) != 0) fail_msg("%s", err.msg);
     assert_int_equal(grid, 2);
     assert_int_equal(nx_lowerer_new_traces(L), 1);
+    /* an op file is the whole op: no operands there is no default op */
+    nx_prepared_free(p);
+    assert_int_equal(nx_prepare_target(L, "tiled_pf_transpose", p, &err), 0);
+    assert_int_equal(nx_prepare_op(p, given, NX_PREPARE_AS_GIVEN, "op.json", &err), -1);
+    assert_int_equal(p->failed, NX_PREPARE_RESULTS);
+    assert_string_equal(err.msg, "tiled_pf_transpose takes one operand, the op has 0");
 }
 
 static void test_given_operands_results_inferred(void **state) {
@@ -201,12 +207,12 @@ static void test_refusals(void **state) {
     nx_prepared_init(p);
     assert_int_equal(nx_prepare_target(L, "Bare", p, &err), 0);
     assert_ptr_equal(p->target.entry, &bare_entries[0]);
-    assert_int_equal(nx_prepare_op(p, given, NULL, &err), -1);
+    assert_int_equal(nx_prepare_op(p, given, NX_PREPARE_DEFAULT_IF_NONE, NULL, &err), -1);
     assert_int_equal(p->failed, NX_PREPARE_NO_DEFAULT);
     assert_string_equal(err.msg, "Bare has no built-in default op: give its operands");
     uint64_t shape[1] = {8};
     assert_int_equal(nx_macro_op_add_operand(given, "x", NX_DT_FP32, 1, shape, &err), 0);
-    assert_int_equal(nx_prepare_op(p, given, NULL, &err), -1);
+    assert_int_equal(nx_prepare_op(p, given, NX_PREPARE_DEFAULT_IF_NONE, NULL, &err), -1);
     assert_int_equal(p->failed, NX_PREPARE_RESULTS);
     assert_string_equal(err.msg, "Bare: nxsim has no result-shape rule for this kernel yet");
 }
