@@ -13,6 +13,7 @@
 #include "isa/program.h"
 #include "registry/lower.h"
 #include "registry/macro_op.h"
+#include "registry/prepare.h"
 #include "registry/run/run.h"
 #include "sim/machine.h"
 
@@ -34,7 +35,7 @@ struct nx_result {
     const nx_session *session;
     const nx_program *prog;   /* the lowerer's (run) or the nx_prog's (exec) */
     int is_op;
-    nx_macro_op op;           /* is_op: the op as it ran */
+    nx_prepared prep;         /* is_op: the op as it ran and its target (registry/prepare.h) */
     nx_run_result run;        /* is_op */
     nx_state state;           /* exec */
     int have_state;

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "api_impl.h"
-#include "cli/io.h"
+#include "isa/program_load.h"
 #include "isa/asm.h"
 #include "isa/dtype.h"
 #include "isa/tensor_random.h"
@@ -17,7 +17,7 @@ NXSIM_API nx_status nx_prog_load(const char *path, nx_prog **out, nx_message *ms
     nx_prog *p = calloc(1, sizeof *p);
     if (!p) return api_failf(msg, NX_ERR_MEMORY, "out of memory");
     nx_error err;
-    if (cli_load_program(path, &p->prog, &err) != 0) {
+    if (nx_program_load(path, &p->prog, &err) != 0) {
         free(p);
         return api_fail(msg, NX_ERR_INPUT, &err);
     }
@@ -70,7 +70,7 @@ NXSIM_API nx_status nx_prog_tensor(const nx_prog *p, uint32_t i, nx_tensor_info 
 NXSIM_API nx_status nx_result_tensor(const nx_result *r, uint32_t j, nx_tensor_info *out) {
     if (!r || !out || j >= r->count) return NX_ERR_USAGE;
     tensor_info(&r->prog->tensors[r->tensor[j]], out);
-    if (r->is_op) out->name = r->op.results[j].name;
+    if (r->is_op) out->name = r->prep.op.results[j].name;
     return NX_OK;
 }
 

@@ -20,7 +20,7 @@ NXSIM_API void nx_result_free(nx_result *r) {
     if (!r) return;
     if (r->is_op) {
         nx_run_result_free(&r->run);
-        nx_macro_op_free(&r->op);
+        nx_prepared_free(&r->prep);
     } else {
         nx_run_trace_free(&r->trace);
         if (r->have_state) nx_state_free(&r->state);
@@ -41,7 +41,7 @@ NXSIM_API const char *nx_result_kernel(const nx_result *r) {
 NXSIM_API uint32_t nx_result_cores(const nx_result *r) { return r ? r->prog->cores : 0; }
 NXSIM_API uint64_t nx_result_new_traces(const nx_result *r) { return r && r->is_op ? r->run.new_traces : 0; }
 NXSIM_API uint64_t nx_result_cache_hits(const nx_result *r) { return r && r->is_op ? r->run.cache_hits : 0; }
-NXSIM_API char *nx_result_op_json(const nx_result *r) { return r && r->is_op ? nx_macro_op_to_json(&r->op) : NULL; }
+NXSIM_API char *nx_result_op_json(const nx_result *r) { return r && r->is_op ? nx_macro_op_to_json(&r->prep.op) : NULL; }
 NXSIM_API int nx_result_on_model(const nx_result *r) { return model_of(r) != NULL; }
 NXSIM_API double nx_result_total_ns(const nx_result *r) { return model_of(r) ? model_of(r)->total_ns : 0.0; }
 NXSIM_API uint64_t nx_result_instructions(const nx_result *r) { return model_of(r) ? model_of(r)->instructions : 0; }

@@ -1,15 +1,15 @@
 /* libnxsim (include/nxsim/nxsim.h): sessions, calls and nx_session_run,
- * which builds the macro-op the way `nxsim run` does (cli/run_build.c: the
- * default op without operands, attributes over it, results by the
- * kernel's rule) and runs it through nx_run_op. */
+ * which prepares the macro-op through the registry's one preparation step
+ * as `nxsim run` does (registry/prepare.h: the default op without operands,
+ * attributes over it, the attribute check, results by the kernel's rule)
+ * and runs it through nx_run_op. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api_impl.h"
 #include "isa/dtype.h"
-#include "registry/composites.h"
-#include "registry/rules.h"
+#include "registry/prepare.h"
 
 NXSIM_API nx_status nx_session_open(const char *machine, nx_session **out, nx_message *msg) {
     if (!out) return api_failf(msg, NX_ERR_USAGE, "nx_session_open: out is NULL");
@@ -95,40 +95,6 @@ NXSIM_API nx_status nx_call_set_attr(nx_call *c, const char *name, const char *j
     return NX_OK;
 }
 
-/* The op to run: the call's operands, or the kernel's default op with the
- * call's attributes over it; then the results by the kernel's rule. */
-static nx_status build_op(const nx_call *c, const nx_kernel_target *t, nx_macro_op *op, nx_message *msg) {
-    nx_error err;
-    nx_macro_op_init(op);
-    if (nx_macro_op_set_func_name(op, c->op.func_name, &err) != 0) return api_fail(msg, NX_ERR_MEMORY, &err);
-    if (c->op.n_operands) {
-        memcpy(op->operands, c->op.operands, sizeof op->operands);
-        op->n_operands = c->op.n_operands;
-    } else {
-        if (!t->rules || !t->rules->default_op)
-            return api_failf(msg, NX_ERR_INPUT, "%s has no built-in default op: give its operands", t->key);
-        if (t->rules->default_op(op, &err) != 0) {
-            nx_fail_prefix(&err, "%s: default op", t->key);
-            return api_fail(msg, NX_ERR_INPUT, &err);
-        }
-    }
-    for (uint32_t k = 0; k < c->op.attrs.count; k++) {
-        nx_value v;
-        if (nx_value_copy(&v, &c->op.attrs.items[k].value, &err) != 0) return api_fail(msg, NX_ERR_MEMORY, &err);
-        if (nx_attrs_set(&op->attrs, c->op.attrs.items[k].name, &v, &err) != 0) {
-            nx_value_free(&v);
-            return api_fail(msg, NX_ERR_INPUT, &err);
-        }
-    }
-    if (!t->rules) return api_failf(msg, NX_ERR_INPUT, "%s: the kernel has no rules to infer its results", t->key);
-    if (nx_op_rules_apply_results(t->rules, t->key, NULL, op, &err) != 0) return api_fail(msg, NX_ERR_INPUT, &err);
-    if (nx_macro_op_check(op, &err) != 0) {
-        nx_fail_prefix(&err, "%s", t->key);
-        return api_fail(msg, NX_ERR_INPUT, &err);
-    }
-    return NX_OK;
-}
-
 static nx_status status_of(nx_run_failure f) {
     switch (f) {
     case NX_RUN_BAD_INPUT: return NX_ERR_INPUT;
@@ -142,27 +108,27 @@ NXSIM_API nx_status nx_session_run(nx_session *s, const nx_call *c, const nx_con
     if (!s || !c || !out) return api_failf(msg, NX_ERR_USAGE, "nx_session_run: a required argument is NULL");
     *out = NULL;
     nx_error err;
-    nx_kernel_target target;
-    if (nx_lowerer_lookup(s->L, c->op.func_name, &target, &err) != 0) return api_fail(msg, NX_ERR_INPUT, &err);
     nx_result *r = calloc(1, sizeof *r);
     if (!r) return api_failf(msg, NX_ERR_MEMORY, "out of memory");
     r->session = s;
     r->is_op = 1;
-    nx_status st = build_op(c, &target, &r->op, msg);
-    if (st != NX_OK) {
+    /* the one preparation (registry/prepare.h): the call's operands, or the
+     * kernel's default op with the call's attributes over it */
+    if (nx_op_prepare(s->L, &c->op, NULL, &r->prep, &err) != 0) {
+        nx_status st = r->prep.failed == NX_PREPARE_ATTR_SET ? NX_ERR_MEMORY : NX_ERR_INPUT;
         nx_result_free(r);
-        return st;
+        return api_fail(msg, st, &err);
     }
     nx_run_options opt = api_run_options(cfg);
     const void *inputs[NX_OP_MAX_TENSORS] = {0};
     for (uint32_t i = 0; i < c->op.n_operands; i++) inputs[i] = c->data[i];
-    if (nx_run_op(s->L, &s->machine, &r->op, inputs, &opt, &r->run, &err) != 0) {
-        st = status_of(r->run.failure);
+    if (nx_run_op(s->L, &s->machine, &r->prep, inputs, &opt, &r->run, &err) != 0) {
+        nx_status st = status_of(r->run.failure);
         nx_result_free(r);
         return api_fail(msg, st, &err);
     }
     r->prog = r->run.prog;
-    r->count = r->op.n_results;
+    r->count = r->prep.op.n_results;
     r->tensor = calloc(r->count ? r->count : 1, sizeof *r->tensor);
     r->data = calloc(r->count ? r->count : 1, sizeof *r->data);
     if (!r->tensor || !r->data) {

@@ -35,6 +35,7 @@
 #include "registry/check.h"
 #include "registry/lower.h"
 #include "registry/macro_op.h"
+#include "registry/prepare.h"
 #include "registry/registry.h"
 #include "sim/machine.h"
 #include "sim/model.h"
@@ -97,9 +98,7 @@ static int build_op(const dw_bench *c, nx_dtype dt, nx_macro_op *op, nx_error *e
     if (nx_attrs_set(&op->attrs, "padding", &pad, err) != 0) return -1;
     nx_value g = nx_value_int(c->groups);
     if (nx_attrs_set(&op->attrs, "feature_group_count", &g, err) != 0) return -1;
-    const nx_registry_entry *e = nx_registry_get(nx_get_internal_kernel_registry(), c->key);
-    if (!e || !e->rules || !e->rules->infer_results) return nx_fail(err, "%s: not registered with rules", c->key);
-    return e->rules->infer_results(op, NULL, err);
+    return 0;
 }
 
 static uint64_t elems(const nx_op_tensor *t) {
@@ -122,11 +121,15 @@ static void fill(uint8_t *p, uint64_t n, nx_dtype dt, uint64_t seed) {
 
 static int run_case(nx_lowerer *L, const nx_machine *m, const dw_bench *c, nx_dtype dt, int race, int *wrong,
                     nx_error *err) {
-    nx_macro_op op;
-    if (build_op(c, dt, &op, err) != 0) {
-        nx_macro_op_free(&op);
+    nx_macro_op given;
+    nx_prepared prep;
+    if (build_op(c, dt, &given, err) != 0 || nx_op_prepare(L, &given, NULL, &prep, err) != 0) {
+        nx_macro_op_free(&given);
         return -1;
     }
+    nx_macro_op_free(&given);
+    nx_macro_op op = prep.op; /* the prepared op, owned here from now on */
+    nx_macro_op_init(&prep.op);
     int rc = -1;
     nx_state st;
     int have_state = 0;
@@ -135,7 +138,7 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const dw_bench *c, nx_dt
     memset(&res, 0, sizeof res);
     double t0 = now_s();
     const nx_program *prog;
-    if (nx_lower(L, &op, &prog, NULL, err) != 0) goto out;
+    if (nx_lower(L, &prep.target, &op, &prog, NULL, err) != 0) goto out;
     double trace_s = now_s() - t0;
     if (nx_state_init(&st, &m->geo, prog->cores, prog->hbm_bytes, prog->sem_count, err) != 0) goto out;
     have_state = 1;
@@ -159,7 +162,7 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const dw_bench *c, nx_dt
     }
 
     /* the reference on the same convolution, timed */
-    const nx_registry_entry *e = nx_registry_get(nx_get_internal_kernel_registry(), c->key);
+    const nx_op_rules *rules = prep.target.rules;
     ref = calloc(no, sz);
     if (!ref) {
         nx_fail(err, "out of memory");
@@ -169,10 +172,10 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const dw_bench *c, nx_dt
     void *outs[1] = {ref};
     t0 = now_s();
     c0 = cpu_s();
-    if (e->rules->reference(&op, ins, outs, err) != 0) goto out;
+    if (rules->reference(&op, ins, outs, err) != 0) goto out;
     double ref_wall = now_s() - t0, ref_cpu = cpu_s() - c0;
     nx_tolerance tol;
-    if (nx_op_rules_tolerance(e->rules, &op, 0, &tol, err) != 0) goto out;
+    if (nx_op_rules_tolerance(rules, &op, 0, &tol, err) != 0) goto out;
     nx_check_result cr;
     nx_check_compare(dt, st.hbm + to->offset, ref, no, &tol, &cr);
     if (cr.bad) *wrong = 1;

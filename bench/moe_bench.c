@@ -169,7 +169,9 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const moe_case *c, int w
 
     double t0 = nx_bench_now_s();
     const nx_program *prog;
-    if (nx_lower(L, &op, &prog, NULL, err) != 0) goto out;
+    nx_kernel_target target;
+    if (nx_lowerer_lookup(L, op.func_name, &target, err) != 0 || nx_lower(L, &target, &op, &prog, NULL, err) != 0)
+        goto out;
     double trace_s = nx_bench_now_s() - t0;
     if (nx_state_init(&st, &m->geo, prog->cores, prog->hbm_bytes, prog->sem_count, err) != 0) goto out;
     have_state = 1;

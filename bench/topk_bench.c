@@ -64,13 +64,17 @@ static int run_one(nx_lowerer *L, const nx_machine *m, nx_dtype dt, uint64_t row
     char json[32];
     snprintf(json, sizeof json, "\"%s\"", method);
     if (nx_value_parse("method", json, &mv, err) != 0 || nx_attrs_set(&op.attrs, "method", &mv, err) != 0) goto done;
-    nx_kernel_target t;
-    if (nx_lowerer_lookup(L, "topk", &t, err) != 0 || nx_op_rules_apply_results(t.rules, "topk", NULL, &op, err) != 0)
+    nx_prepared p;
+    if (nx_op_prepare(L, &op, NULL, &p, err) != 0) {
+        nx_prepared_free(&p);
         goto done;
+    }
     nx_run_options opt = {.backend = NX_RUN_MODEL, .check = 1, .seed = rows * 31 + n};
     nx_run_result res;
     double t0 = nx_bench_now_s();
-    if (nx_run_op(L, m, &op, NULL, &opt, &res, err) != 0) {
+    int ran = nx_run_op(L, m, &p, NULL, &opt, &res, err);
+    nx_prepared_free(&p);
+    if (ran != 0) {
         nx_run_result_free(&res);
         goto done;
     }

@@ -58,24 +58,27 @@ static void fill(uint8_t *p, uint64_t n, size_t es, uint64_t seed) {
 
 static int run_case(nx_lowerer *L, const nx_machine *m, const char *key, nx_dtype dt, uint64_t n,
                     uint32_t grid, bench_case *out, nx_error *err) {
-    nx_macro_op op;
-    nx_macro_op_init(&op);
+    nx_macro_op given;
+    nx_macro_op_init(&given);
+    nx_prepared op;
+    nx_prepared_init(&op);
     uint64_t shape[2] = {n, n};
     static const uint64_t perm[2] = {1, 0};
     nx_value v;
     int rc = -1;
-    if (nx_macro_op_set_func_name(&op, key, err) != 0 ||
-        nx_macro_op_add_operand(&op, "x", dt, 2, shape, err) != 0 ||
-        nx_macro_op_add_result(&op, "y", dt, 2, shape, err) != 0 || nx_value_int_list(&v, perm, 2, err) != 0)
+    if (nx_macro_op_set_func_name(&given, key, err) != 0 ||
+        nx_macro_op_add_operand(&given, "x", dt, 2, shape, err) != 0 ||
+        nx_macro_op_add_result(&given, "y", dt, 2, shape, err) != 0 || nx_value_int_list(&v, perm, 2, err) != 0)
         goto out;
-    if (nx_attrs_set(&op.attrs, "permutation", &v, err) != 0) {
+    if (nx_attrs_set(&given.attrs, "permutation", &v, err) != 0) {
         nx_value_free(&v);
         goto out;
     }
+    if (nx_op_prepare(L, &given, NULL, &op, err) != 0) goto out;
     /* Traced first on its own, to time the trace; the run is then a cache hit. */
     double t0 = now_s();
     const nx_program *prog;
-    if (nx_lower_on_grid(L, &op, grid, &prog, err) != 0) goto out;
+    if (nx_lower_on_grid(L, &op.target, &op.op, grid, &prog, err) != 0) goto out;
     out->trace_wall_s = now_s() - t0;
 
     size_t es = nx_dtype_size(dt);
@@ -105,7 +108,8 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const char *key, nx_dtyp
     free(x);
     rc = 0;
 out:
-    nx_macro_op_free(&op);
+    nx_prepared_free(&op);
+    nx_macro_op_free(&given);
     return rc;
 }
 

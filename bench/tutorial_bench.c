@@ -67,9 +67,7 @@ static int build_op(const char *key, const shape *s, nx_macro_op *op, nx_error *
         nx_value v = {.kind = NX_VAL_INT, .i = (int64_t)s->blocking[i]};
         if (nx_attrs_set(&op->attrs, names[i], &v, err) != 0) return -1;
     }
-    nx_kernel_target tg;
-    if (nx_kernel_lookup(NULL, NULL, key, &tg, err) != 0) return -1;
-    return nx_op_rules_apply_results(tg.rules, key, NULL, op, err);
+    return 0;
 }
 
 static double pct(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; }
@@ -173,19 +171,22 @@ static int check(const nx_macro_op *op, const nx_run_result *res, ref_cache *cac
 
 static int run_one(const nx_machine *m, const published *pk, const shape *s, int summary, ref_cache *cache,
                    outcome *o, nx_error *err) {
-    nx_macro_op op;
+    nx_macro_op given;
+    nx_prepared op;
+    nx_prepared_init(&op);
     nx_lowerer *L = NULL;
     int rc = -1;
     o->ok = 0;
-    if (build_op(pk->key, s, &op, err) != 0) goto out;
+    if (build_op(pk->key, s, &given, err) != 0) goto out;
     L = nx_lowerer_new(&m->geo, NULL);
     if (!L) {
         nx_fail(err, "out of memory");
         goto out;
     }
+    if (nx_op_prepare(L, &given, NULL, &op, err) != 0) goto out;
     double t0 = nx_bench_now_s();
     const nx_program *prog;
-    if (nx_lower(L, &op, &prog, NULL, err) != 0) goto out;
+    if (nx_lower(L, &op.target, &op.op, &prog, NULL, err) != 0) goto out;
     double trace_s = nx_bench_now_s() - t0;
     uint64_t insns = 0;
     for (uint32_t e = 0; e < NX_ENG_COUNT; e++) insns += prog->stream[0][e].count;
@@ -199,7 +200,7 @@ static int run_one(const nx_machine *m, const published *pk, const shape *s, int
     double run_s = nx_bench_now_s() - t0, check_s = 0;
     nx_tolerance tol;
     nx_check_result cr;
-    if (check(&op, &res, cache, &tol, &cr, &check_s, err) != 0) {
+    if (check(&op.op, &res, cache, &tol, &cr, &check_s, err) != 0) {
         nx_run_result_free(&res);
         goto out;
     }
@@ -227,7 +228,8 @@ static int run_one(const nx_machine *m, const published *pk, const shape *s, int
     rc = 0;
 out:
     nx_lowerer_free(L);
-    nx_macro_op_free(&op);
+    nx_prepared_free(&op);
+    nx_macro_op_free(&given);
     return rc;
 }
 

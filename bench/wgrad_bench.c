@@ -38,6 +38,7 @@
 #include "registry/check.h"
 #include "registry/lower.h"
 #include "registry/macro_op.h"
+#include "registry/prepare.h"
 #include "registry/run/run.h"
 #include "sim/machine.h"
 #include "sim/model.h"
@@ -105,17 +106,17 @@ static uint64_t elems(const uint64_t *s, uint32_t nd) {
 static int run_case(nx_lowerer *L, const nx_machine *m, const wg_case *c, nx_dtype dt, const bench_opts *bo,
                     wg_result *r, nx_error *err) {
     memset(r, 0, sizeof *r);
-    nx_kernel_target tgt;
-    if (nx_lowerer_lookup(L, c->key, &tgt, err) != 0) return -1;
-    nx_macro_op op;
+    nx_macro_op given;
+    nx_prepared p;
+    nx_prepared_init(&p);
     int rc = -1;
     uint8_t *want = NULL;
-    if (build_op(c, dt, &op, err) != 0 || nx_op_rules_apply_results(tgt.rules, c->key, NULL, &op, err) != 0 ||
-        nx_macro_op_check(&op, err) != 0)
-        goto out;
+    if (build_op(c, dt, &given, err) != 0 || nx_op_prepare(L, &given, NULL, &p, err) != 0) goto out;
+    const nx_kernel_target tgt = p.target;
+    const nx_macro_op *op = &p.op;
     size_t es = nx_dtype_size(dt);
     uint64_t n_in[2] = {elems(c->img, 4), elems(c->filt, 4)};
-    uint64_t n_out = elems(op.results[0].shape, op.results[0].ndims);
+    uint64_t n_out = elems(op->results[0].shape, op->results[0].ndims);
     want = calloc(n_out, es);
     if (!want) {
         nx_fail(err, "out of memory");
@@ -124,7 +125,7 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const wg_case *c, nx_dty
     /* the trace, timed on its own; the run is then a cache hit */
     double t0 = nx_bench_now_s();
     const nx_program *prog;
-    if (nx_lower(L, &op, &prog, NULL, err) != 0) goto out;
+    if (nx_lower(L, &tgt, op, &prog, NULL, err) != 0) goto out;
     r->trace_s = nx_bench_now_s() - t0;
 
     /* operands: nx_run_op's pseudo-random values in [-1, 1) from the seed */
@@ -132,7 +133,7 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const wg_case *c, nx_dty
     nx_run_result res;
     t0 = nx_bench_now_s();
     double c0 = nx_bench_cpu_s();
-    if (nx_run_op(L, m, &op, NULL, &opt, &res, err) != 0) {
+    if (nx_run_op(L, m, &p, NULL, &opt, &res, err) != 0) {
         nx_run_result_free(&res);
         goto out;
     }
@@ -157,7 +158,7 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const wg_case *c, nx_dty
     void *outs[1] = {want};
     t0 = nx_bench_now_s();
     c0 = nx_bench_cpu_s();
-    int rrc = tgt.rules->reference(&op, inputs, outs, err);
+    int rrc = tgt.rules->reference(op, inputs, outs, err);
     r->ref_cpu_s = nx_bench_cpu_s() - c0;
     r->ref_s = nx_bench_now_s() - t0;
     if (rrc != 0) {
@@ -166,7 +167,7 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const wg_case *c, nx_dty
     }
     nx_tolerance tol;
     nx_check_result chk;
-    if (nx_op_rules_tolerance(tgt.rules, &op, 0, &tol, err) != 0) {
+    if (nx_op_rules_tolerance(tgt.rules, op, 0, &tol, err) != 0) {
         nx_run_result_free(&res);
         goto out;
     }
@@ -191,7 +192,8 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const wg_case *c, nx_dty
     rc = 0;
 out:
     free(want);
-    nx_macro_op_free(&op);
+    nx_prepared_free(&p);
+    nx_macro_op_free(&given);
     return rc;
 }
 

@@ -64,7 +64,7 @@ int cmd_asm(int argc, char **argv) {
         cli_message("%s", err.msg);
         return CLI_EXIT_INPUT;
     }
-    if (cli_is_nxb(text, len)) {
+    if (nx_program_is_nxb(text, len)) {
         free(text);
         cli_message("%s: is a .nxb binary program, not .nxs text (see nxsim disasm)", input);
         return CLI_EXIT_INPUT;

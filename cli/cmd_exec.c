@@ -336,7 +336,7 @@ static int check_paths(const nx_program *p, const exec_args *a) {
 static int run(exec_args *a) {
     nx_error err;
     nx_program prog;
-    if (cli_load_program(a->program, &prog, &err) != 0) {
+    if (nx_program_load(a->program, &prog, &err) != 0) {
         cli_message("%s", err.msg);
         return CLI_EXIT_INPUT;
     }

@@ -203,7 +203,7 @@ static int exit_status(nx_run_failure f) {
  * timeline and the waveforms, committed together (cli/outputs.h). */
 static int report_and_write(const run_args *a, const run_op *r, const nx_machine *m, const nx_run_result *res,
                             cli_outputs *outs) {
-    const nx_macro_op *op = &r->op;
+    const nx_macro_op *op = &r->prep.op;
     for (uint32_t j = 0; j < op->n_results; j++)
         if (r->out_path[j])
             cli_outputs_add(outs, r->out_path[j], &res->prog->tensors[res->result_tensor[j]], res->results[j]);
@@ -233,10 +233,10 @@ static int check_paths(const run_args *a, const run_op *r, uint32_t cores) {
     cli_paths_input(&ps, a->op_file, "--op");
     cli_paths_machine(&ps, a->machine);
     const char *where = a->op_file ? a->op_file : "-o";
-    for (uint32_t i = 0; i < r->op.n_operands; i++)
-        if (r->in_path[i]) cli_paths_input(&ps, r->in_path[i], "operand %u (%s)", i, r->op.operands[i].name);
-    for (uint32_t j = 0; j < r->op.n_results; j++)
-        if (r->out_path[j]) cli_paths_output(&ps, r->out_path[j], "%s: result %u (%s)", where, j, r->op.results[j].name);
+    for (uint32_t i = 0; i < r->prep.op.n_operands; i++)
+        if (r->in_path[i]) cli_paths_input(&ps, r->in_path[i], "operand %u (%s)", i, r->prep.op.operands[i].name);
+    for (uint32_t j = 0; j < r->prep.op.n_results; j++)
+        if (r->out_path[j]) cli_paths_output(&ps, r->out_path[j], "%s: result %u (%s)", where, j, r->prep.op.results[j].name);
     cli_paths_output(&ps, a->profile, "--profile");
     cli_paths_output(&ps, a->timeline, "--timeline");
     char vcd[NX_MAX_CORES][4096];
@@ -262,38 +262,38 @@ static int execute(const run_args *a, const nx_kernel_registry *reg, const nx_co
     }
     run_op r;
     memset(&r, 0, sizeof r);
-    nx_macro_op_init(&r.op);
-    nx_kernel_target target;
-    memset(&target, 0, sizeof target);
+    nx_macro_op_init(&r.given);
+    nx_prepared_init(&r.prep);
     nx_run_result res;
     memset(&res, 0, sizeof res);
     cli_outputs outs;
     memset(&outs, 0, sizeof outs);
-    int status = cli_run_build_op(a, L, &r, &target);
-    uint32_t cores = target.config && target.config->requires_multicore_grid ? NX_VNC_GRID : 1;
+    int status = cli_run_build_op(a, L, &r);
+    const nx_kernel_target *target = &r.prep.target;
+    uint32_t cores = target->config && target->config->requires_multicore_grid ? NX_VNC_GRID : 1;
     if (status == CLI_EXIT_OK) status = check_paths(a, &r, cores);
     nx_run_options opt = cli_backend_run_options(&a->backend);
     if (status == CLI_EXIT_OK &&
-        (cli_outputs_init(&outs, (int)r.op.n_results + 2 + NX_MAX_CORES) != 0 ||
+        (cli_outputs_init(&outs, (int)r.prep.op.n_results + 2 + NX_MAX_CORES) != 0 ||
          cli_stage_vcd(&outs, a->backend.vcd, cores, &opt) != 0))
         status = CLI_EXIT_RUNTIME;
     if (status == CLI_EXIT_OK) {
         const void *inputs[NX_OP_MAX_TENSORS] = {0};
-        for (uint32_t i = 0; i < r.op.n_operands; i++) inputs[i] = r.in[i].data;
+        for (uint32_t i = 0; i < r.prep.op.n_operands; i++) inputs[i] = r.in[i].data;
         opt.keep_log = a->profile || a->timeline || a->by_source;
         opt.check = a->check;
         /* what this command holds for the run: the loaded operands and the
          * results it serialises */
-        for (uint32_t i = 0; i < r.op.n_operands; i++) opt.held_bytes += r.in[i].nbytes;
-        for (uint32_t j = 0; j < r.op.n_results; j++) {
+        for (uint32_t i = 0; i < r.prep.op.n_operands; i++) opt.held_bytes += r.in[i].nbytes;
+        for (uint32_t j = 0; j < r.prep.op.n_results; j++) {
             if (!r.out_path[j]) continue;
-            uint64_t b = nx_dtype_size(r.op.results[j].dtype);
-            for (uint32_t d = 0; d < r.op.results[j].ndims; d++)
-                b = b > UINT64_MAX / r.op.results[j].shape[d] ? UINT64_MAX : b * r.op.results[j].shape[d];
+            uint64_t b = nx_dtype_size(r.prep.op.results[j].dtype);
+            for (uint32_t d = 0; d < r.prep.op.results[j].ndims; d++)
+                b = b > UINT64_MAX / r.prep.op.results[j].shape[d] ? UINT64_MAX : b * r.prep.op.results[j].shape[d];
             if (opt.held_bytes > UINT64_MAX - b) b = UINT64_MAX - opt.held_bytes;
             opt.held_bytes += b;
         }
-        if (nx_run_op(L, &m, &r.op, inputs, &opt, &res, &err) != 0) {
+        if (nx_run_op(L, &m, &r.prep, inputs, &opt, &res, &err) != 0) {
             /* what the op says is wrong (an attribute, a shape a leaf
              * refuses): name the op file it came from */
             nx_quoted q;

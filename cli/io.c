@@ -1,39 +1,9 @@
-/* File and program I/O for the subcommands (see cli/io.h). */
-#define _POSIX_C_SOURCE 200809L /* open/write/fsync/unlink/getpid */
-
+/* The machine a program runs on, for the subcommands (see cli/io.h). */
 #include "io.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include "isa/asm.h"
-#include "isa/encode.h"
 #include "isa/strbuf.h"
-
-int cli_is_nxb(const uint8_t *buf, size_t len) {
-    return len >= 4 && memcmp(buf, NX_NXB_MAGIC, 4) == 0;
-}
-
-int cli_load_program(const char *path, nx_program *out, nx_error *err) {
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    if (nx_read_file_max(path, NX_PROGRAM_FILE_MAX, "the limit for a program file", &buf, &len, err) != 0)
-        return -1;
-    int rc;
-    if (cli_is_nxb(buf, len)) {
-        rc = nx_program_decode(buf, len, out, err);
-        if (rc != 0) nx_fail_prefix(err, "%s", path);
-    } else {
-        rc = nx_assemble(path, (const char *)buf, len, out, err);
-    }
-    free(buf);
-    return rc;
-}
 
 int cli_is_machine_preset(const char *name) {
     for (const char *const *p = nx_machine_presets(); *p; p++)

@@ -1,5 +1,6 @@
-/* File and program I/O shared by the subcommands. Every function returns 0,
- * or -1 with a one-line message naming the file in err. */
+/* The machine a program runs on, shared by the subcommands (programs load
+ * through isa/program_load.h, which this header brings in). Every function
+ * returns 0, or -1 with a one-line message naming the file in err. */
 #ifndef NXSIM_CLI_IO_H
 #define NXSIM_CLI_IO_H
 
@@ -9,15 +10,8 @@
 #include "isa/error.h"
 #include "isa/fileio.h"
 #include "isa/program.h"
+#include "isa/program_load.h"
 #include "sim/machine.h"
-
-
-/* 1 if the bytes start with the .nxb magic "NXSB". */
-int cli_is_nxb(const uint8_t *buf, size_t len);
-
-/* Loads a program from a .nxb (recognised by its magic, not its name) or
- * .nxs text file. On success the caller frees with nx_program_free. */
-int cli_load_program(const char *path, nx_program *out, nx_error *err);
 
 /* 1 if `spec` (a --machine argument) is a preset name rather than a file. */
 int cli_is_machine_preset(const char *spec);

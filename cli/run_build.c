@@ -8,7 +8,8 @@
 #include "run_cmd.h"
 
 void cli_run_op_free(run_op *r) {
-    nx_macro_op_free(&r->op);
+    nx_macro_op_free(&r->given);
+    nx_prepared_free(&r->prep);
     for (int i = 0; i < NX_OP_MAX_TENSORS; i++) {
         nx_npy_free(&r->in[i]);
         free(r->out_path[i]);
@@ -53,8 +54,8 @@ static char *path_beside(const char *base, const char *rel) {
 static int read_source(const run_args *a, run_op *r) {
     nx_error err;
     if (!a->op_file) {
-        nx_macro_op_init(&r->op);
-        if (nx_macro_op_set_func_name(&r->op, a->key, &err) == 0) return CLI_EXIT_OK;
+        nx_macro_op_init(&r->given);
+        if (nx_macro_op_set_func_name(&r->given, a->key, &err) == 0) return CLI_EXIT_OK;
         cli_message("%s", err.msg);
         return CLI_EXIT_RUNTIME;
     }
@@ -68,7 +69,7 @@ static int read_source(const run_args *a, run_op *r) {
         cli_message("%s: the op file holds a NUL byte", a->op_file);
         return CLI_EXIT_INPUT;
     }
-    if (nx_macro_op_parse(a->op_file, r->op_text, &r->op, &r->files, &err) != 0) {
+    if (nx_macro_op_parse(a->op_file, r->op_text, &r->given, &r->files, &err) != 0) {
         cli_message("%s", err.msg);
         return CLI_EXIT_INPUT;
     }
@@ -79,7 +80,7 @@ static int read_source(const run_args *a, run_op *r) {
  * file declares. */
 static int file_operands(const run_args *a, run_op *r) {
     nx_error err;
-    nx_macro_op *op = &r->op;
+    nx_macro_op *op = &r->given;
     for (uint32_t i = 0; i < op->n_operands; i++) {
         if (!r->files.operand[i]) continue;
         char *path = path_beside(a->op_file, r->files.operand[i]);
@@ -124,7 +125,7 @@ static int cli_operands(const run_args *a, run_op *r) {
         }
         char name[16];
         snprintf(name, sizeof name, "in%d", i);
-        if (nx_macro_op_add_operand(&r->op, name, r->in[i].dtype, r->in[i].ndims, r->in[i].shape, &err) != 0) {
+        if (nx_macro_op_add_operand(&r->given, name, r->in[i].dtype, r->in[i].ndims, r->in[i].shape, &err) != 0) {
             cli_message("%s: %s", a->ins[i], err.msg);
             return CLI_EXIT_INPUT;
         }
@@ -133,20 +134,8 @@ static int cli_operands(const run_args *a, run_op *r) {
     return CLI_EXIT_OK;
 }
 
-static int default_operands(const nx_kernel_target *t, run_op *r) {
-    nx_error err;
-    if (!t->rules || !t->rules->default_op) {
-        cli_message("%s has no built-in default op: give its operands with -i FILE.npy", t->key);
-        return CLI_EXIT_USAGE;
-    }
-    if (t->rules->default_op(&r->op, &err) != 0) {
-        cli_message("%s: default op: %s", t->key, err.msg);
-        return CLI_EXIT_RUNTIME;
-    }
-    return CLI_EXIT_OK;
-}
-
-/* -a NAME=JSON, overriding the defaults. */
+/* -a NAME=JSON, over the op file's attributes or (with no operands) the
+ * default op's (nx_prepare_op). */
 static int cli_attrs(const run_args *a, run_op *r) {
     nx_error err;
     for (int k = 0; k < a->n_attr; k++) {
@@ -159,7 +148,7 @@ static int cli_attrs(const run_args *a, run_op *r) {
             cli_message("%s", err.msg);
             return CLI_EXIT_USAGE;
         }
-        if (nx_attrs_set(&r->op.attrs, name, &v, &err) != 0) {
+        if (nx_attrs_set(&r->given.attrs, name, &v, &err) != 0) {
             nx_value_free(&v);
             cli_message("%s", err.msg);
             return CLI_EXIT_RUNTIME;
@@ -172,7 +161,7 @@ static int cli_attrs(const run_args *a, run_op *r) {
  * two outputs are one file, and none is an input, cmd_run checks with
  * cli/paths.h). */
 static int result_paths(const run_args *a, run_op *r) {
-    for (uint32_t j = 0; j < r->op.n_results; j++) {
+    for (uint32_t j = 0; j < r->prep.op.n_results; j++) {
         const char *p = a->op_file ? r->files.result[j] : (int)j < a->n_out ? a->outs[j] : NULL;
         if (!p) continue;
         r->out_path[j] = a->op_file ? path_beside(a->op_file, p) : strdup(p);
@@ -184,15 +173,27 @@ static int result_paths(const run_args *a, run_op *r) {
     return CLI_EXIT_OK;
 }
 
-int cli_run_build_op(const run_args *a, const nx_lowerer *L, run_op *r, nx_kernel_target *target) {
+/* The exit status for the stage nx_prepare_op refused at. */
+static int prepare_status(nx_prepare_stage stage) {
+    switch (stage) {
+    case NX_PREPARE_NO_DEFAULT: return CLI_EXIT_USAGE;
+    case NX_PREPARE_DEFAULT_OP:
+    case NX_PREPARE_ATTR_SET: return CLI_EXIT_RUNTIME;
+    default: return CLI_EXIT_INPUT;
+    }
+}
+
+int cli_run_build_op(const run_args *a, const nx_lowerer *L, run_op *r) {
     nx_error err;
+    nx_prepared_init(&r->prep);
     int status = read_source(a, r);
     if (status != CLI_EXIT_OK) return status;
-    /* The registry decides first, then the composites: a name that is
-     * neither gets the registry's miss error, printed verbatim without the
-     * usual "nxsim: " prefix (it is the registry's contract,
-     * docs/parts/registry.md, so scripts can match it). */
-    if (nx_lowerer_lookup(L, r->op.func_name, target, &err) != 0) {
+    /* The lookup, once and before any operand file is read. The registry
+     * decides first, then the composites: a name that is neither gets the
+     * registry's miss error, printed verbatim without the usual "nxsim: "
+     * prefix (it is the registry's contract, docs/parts/registry.md, so
+     * scripts can match it). */
+    if (nx_prepare_target(L, r->given.func_name, &r->prep, &err) != 0) {
         fprintf(stderr, "%s\n", err.msg);
         return CLI_EXIT_INPUT;
     }
@@ -200,32 +201,22 @@ int cli_run_build_op(const run_args *a, const nx_lowerer *L, run_op *r, nx_kerne
         status = file_operands(a, r);
     else if (a->n_in > 0)
         status = cli_operands(a, r);
-    else
-        status = default_operands(target, r);
     if (status == CLI_EXIT_OK) status = cli_attrs(a, r);
     if (status != CLI_EXIT_OK) return status;
-    /* before the rules read them: a typo is named as one */
-    if (nx_op_rules_check_attrs(target->rules, target->key, &r->op.attrs, &err) != 0) {
-        nx_quoted q;
-        if (a->op_file)
-            cli_message("%s: %s", nx_quote(&q, a->op_file, NX_QUOTE_PATH), err.msg);
+    /* KEY without -i: the default op (an op file is the whole op); then the
+     * attribute check, the results by the kernel's rule and the op check */
+    nx_prepare_operands how = a->op_file ? NX_PREPARE_AS_GIVEN : NX_PREPARE_DEFAULT_IF_NONE;
+    if (nx_prepare_op(&r->prep, &r->given, how, a->op_file, &err) != 0) {
+        if (r->prep.failed == NX_PREPARE_NO_DEFAULT)
+            cli_message("%s with -i FILE.npy", err.msg);
         else
             cli_message("%s", err.msg);
-        return CLI_EXIT_INPUT;
+        return prepare_status(r->prep.failed);
     }
-    if (nx_op_rules_apply_results(target->rules, target->key, a->op_file, &r->op, &err) != 0) {
-        cli_message("%s", err.msg);
-        return CLI_EXIT_INPUT;
-    }
-    if (!a->op_file && (uint32_t)a->n_out > r->op.n_results) {
-        cli_message("-o: %d results given, %s produces %u", a->n_out, target->key, r->op.n_results);
+    const nx_prepared *p = &r->prep;
+    if (!a->op_file && (uint32_t)a->n_out > p->op.n_results) {
+        cli_message("-o: %d results given, %s produces %u", a->n_out, p->target.key, p->op.n_results);
         return CLI_EXIT_USAGE;
     }
-    status = result_paths(a, r);
-    if (status != CLI_EXIT_OK) return status;
-    if (nx_macro_op_check(&r->op, &err) != 0) {
-        cli_message("%s: %s", a->op_file ? a->op_file : target->key, err.msg);
-        return CLI_EXIT_INPUT;
-    }
-    return CLI_EXIT_OK;
+    return result_paths(a, r);
 }

@@ -11,6 +11,7 @@
 #include "registry/composites.h"
 #include "registry/lower.h"
 #include "registry/macro_op.h"
+#include "registry/prepare.h"
 #include "registry/run/run.h"
 #include "sim/machine.h"
 
@@ -29,7 +30,8 @@ typedef struct run_args {
 
 /* The op being run and where its tensors come from / go to. */
 typedef struct run_op {
-    nx_macro_op op;
+    nx_macro_op given;                 /* what the command line or the op file says */
+    nx_prepared prep;                  /* the op that runs and its target (nx_prepare_op) */
     nx_npy in[NX_OP_MAX_TENSORS];      /* loaded operands (data NULL: pseudo-random) */
     const char *in_path[NX_OP_MAX_TENSORS];
     char *out_path[NX_OP_MAX_TENSORS]; /* owned; NULL: summarise */
@@ -39,10 +41,11 @@ typedef struct run_op {
 
 void cli_run_op_free(run_op *r);
 
-/* Fills r->op from the command line or the op file, up to and including its
- * results (by the kernel's rule), and *target with what its func_name
- * reaches through L. Returns an exit code (the message printed). */
-int cli_run_build_op(const run_args *a, const nx_lowerer *L, run_op *r, nx_kernel_target *target);
+/* Fills r->given from the command line or the op file and prepares it
+ * through L (registry/prepare.h: one lookup, the default op, the attribute
+ * check, the results by the kernel's rule) into r->prep; r->prep.target is
+ * set once the lookup succeeded. Returns an exit code (the message printed). */
+int cli_run_build_op(const run_args *a, const nx_lowerer *L, run_op *r);
 
 /* The report on stdout: text (with a summary line per result not written
  * to a file) or one JSON object. 0, or -1 on a write error. */

@@ -25,7 +25,7 @@ static const char *executor(const nx_run_result *res) {
 }
 
 int cli_run_print_text(const run_args *a, const run_op *r, const nx_machine *m, const nx_run_result *res) {
-    const nx_macro_op *op = &r->op;
+    const nx_macro_op *op = &r->prep.op;
     const nx_program *prog = res->prog;
     char t[160];
     printf("nxsim run: %s -> %s %s on %s, machine %s, %s\n", op->func_name, kind(res),
@@ -124,7 +124,7 @@ static void put_check(nx_strbuf *b, const nx_run_result *res, uint32_t j) {
 }
 
 int cli_run_print_json(const run_args *a, const run_op *r, const nx_machine *m, const nx_run_result *res) {
-    const nx_macro_op *op = &r->op;
+    const nx_macro_op *op = &r->prep.op;
     nx_strbuf b = NX_STRBUF_INIT;
     nx_sb_puts(&b, "{\"kernel\": ");
     nx_json_string(&b, op->func_name);

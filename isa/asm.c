@@ -29,6 +29,7 @@
 #include "fileio.h"
 #include "insn.h"
 #include "opcodes.h"
+#include "isa/intmath.h"
 
 #define ASM_PARTITIONS NX_MAX_PARTITIONS
 /* Placement of tensors without @OFFSET, and the default .hbm rounding. */
@@ -812,8 +813,6 @@ static int dir_engine(asm_state *s) {
     return end_of_line(s);
 }
 
-static uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-
 /* .tensor NAME ROLE DTYPE [D0,D1,...] [@OFFSET] */
 static int dir_tensor(asm_state *s) {
     nx_program *prog = s->prog;
@@ -885,7 +884,7 @@ static int dir_tensor(asm_state *s) {
     if (nx_program_add_tensor(prog, &t, s->err) != 0)
         return nx_fail_prefix(s->err, "%s:%zu:%zu", s->file, s->line_no,
                               (size_t)(name_at - s->line) + 1);
-    s->next_offset = round_up(end, ASM_TENSOR_ALIGN);
+    s->next_offset = nx_round_up_u64(end, ASM_TENSOR_ALIGN);
     return 0;
 }
 
@@ -928,7 +927,7 @@ static int finish(asm_state *s) {
         }
     }
     if (!(s->seen & SEEN_HBM)) {
-        prog->hbm_bytes = round_up(end, ASM_TENSOR_ALIGN);
+        prog->hbm_bytes = nx_round_up_u64(end, ASM_TENSOR_ALIGN);
         return 0;
     }
     if (s->hbm < end)

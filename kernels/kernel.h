@@ -1,5 +1,5 @@
 /* The leaf-kernel contract: what a leaf receives when the lowering driver
- * (registry/) traces it, and the attribute values of a macro-op.
+ * (registry/) traces it; the attribute values it reads are isa/values.h.
  *
  * A leaf is traced once per program_id of its grid (1 core, or VNC(2) = 2
  * cores): it emits its instructions for core `program_id` through the
@@ -18,36 +18,7 @@
 
 #include "isa/dtype.h"
 #include "isa/error.h"
-
-/* ---- attribute values (what the seed's get_attrs_dict() returns) ---- */
-typedef enum nx_value_kind {
-    NX_VAL_NONE = 0,
-    NX_VAL_BOOL,
-    NX_VAL_INT,
-    NX_VAL_FLOAT,
-    NX_VAL_STRING,
-    NX_VAL_LIST /* items may themselves be lists (nested lists) */
-} nx_value_kind;
-
-typedef struct nx_value {
-    nx_value_kind kind;
-    int64_t i;              /* BOOL (0/1) and INT */
-    double f;               /* FLOAT */
-    char *s;                /* STRING, owned by the value */
-    struct nx_value *items; /* LIST, owned */
-    uint32_t count;         /* LIST */
-} nx_value;
-
-typedef struct nx_attr {
-    char *name;             /* owned */
-    nx_value value;
-} nx_attr;
-
-/* An ordered attribute dictionary (insertion order kept, names unique). */
-typedef struct nx_attrs {
-    nx_attr *items;         /* owned */
-    uint32_t count;
-} nx_attrs;
+#include "isa/values.h" /* attribute values: what the seed's get_attrs_dict() returns */
 
 /* ---- call arguments ---- */
 #define NX_KERNEL_MAX_DIMS 6

@@ -69,6 +69,12 @@ typedef struct nx_kernel_target {
 int nx_kernel_lookup(const nx_kernel_registry *reg, const nx_composite_table *comps,
                      const char *func_name, nx_kernel_target *out, nx_error *err);
 
+/* call_args and additional_args of inst under the config of a target
+ * already found (nx_kernel_lookup): what the lowering driver does, with no
+ * lookup. Errors: fewer operands than operand_count; more call args than
+ * NX_KERNEL_MAX_ARGS; the builder's error. *out is initialised either way. */
+int nx_resolve_target(const nx_kernel_target *t, const nx_macro_op *inst, nx_resolved *out, nx_error *err);
+
 /* nx_resolve_kernel_config for whatever nx_kernel_lookup finds: the same
  * call_args and additional_args from the target's config; out->entry is NULL
  * and out->composite set for a composite. Errors as both. */

@@ -67,6 +67,7 @@ void nx_lowerer_free(nx_lowerer *L) {
 }
 
 int nx_lowerer_lookup(const nx_lowerer *L, const char *func_name, nx_kernel_target *out, nx_error *err) {
+    if (!func_name) return nx_fail(err, "the op has no func_name");
     return nx_kernel_lookup(L->reg, L->comps, func_name, out, err);
 }
 
@@ -186,11 +187,10 @@ done:
     return rc;
 }
 
-static int lower(nx_lowerer *L, const nx_macro_op *op, uint32_t grid_override, const nx_program **prog,
-                 uint32_t *grid_out, nx_error *err) {
-    if (nx_macro_op_check(op, err) != 0) return -1;
+static int lower(nx_lowerer *L, const nx_kernel_target *t, const nx_macro_op *op, uint32_t grid_override,
+                 const nx_program **prog, uint32_t *grid_out, nx_error *err) {
     nx_resolved r;
-    if (nx_resolve_op(L->reg, L->comps, op, &r, err) != 0) return -1;
+    if (nx_resolve_target(t, op, &r, err) != 0) return -1;
     uint32_t grid = grid_override ? grid_override : r.config->requires_multicore_grid ? NX_VNC_GRID : 1;
     char *key = nx_lower_cache_key(op, grid, &L->geo);
     if (!key) {
@@ -236,15 +236,15 @@ static int lower(nx_lowerer *L, const nx_macro_op *op, uint32_t grid_override, c
     return 0;
 }
 
-int nx_lower(nx_lowerer *L, const nx_macro_op *op, const nx_program **prog, uint32_t *grid_out,
-             nx_error *err) {
-    return lower(L, op, 0, prog, grid_out, err);
+int nx_lower(nx_lowerer *L, const nx_kernel_target *t, const nx_macro_op *op, const nx_program **prog,
+             uint32_t *grid_out, nx_error *err) {
+    return lower(L, t, op, 0, prog, grid_out, err);
 }
 
-int nx_lower_on_grid(nx_lowerer *L, const nx_macro_op *op, uint32_t grid, const nx_program **prog,
-                     nx_error *err) {
+int nx_lower_on_grid(nx_lowerer *L, const nx_kernel_target *t, const nx_macro_op *op, uint32_t grid,
+                     const nx_program **prog, nx_error *err) {
     if (grid < 1 || grid > NX_VNC_GRID) return nx_fail(err, "grid must be 1 or %d, got %u", NX_VNC_GRID, grid);
-    return lower(L, op, grid, prog, NULL, err);
+    return lower(L, t, op, grid, prog, NULL, err);
 }
 
 /* The counters are read under the lock: they are 64-bit and updated by

@@ -1,7 +1,8 @@
 /* The lowering driver (the Neuron compiler's codegenInternalNativeNkiKernel
  * path, docs/parts/registry.md) and its traced-program cache.
  *
- *   macro-op -> nx_resolve_op (a registry key, else a composite) -> trace
+ *   prepared op (registry/prepare.h: its target looked up once there)
+ *   -> nx_resolve_target (call_args, additional_args; no lookup) -> trace
  *   the leaf (or the composite's trace function) once per program_id
  *   of its grid (NX_VNC_GRID = 2 cores when requires_multicore_grid, else 1)
  *   into ONE program -> cache.
@@ -54,20 +55,23 @@ nx_lowerer *nx_lowerer_new_with(const nx_geometry *geo, const nx_kernel_registry
 void nx_lowerer_free(nx_lowerer *L);
 
 /* What func_name reaches through L's tables (nx_kernel_lookup): its key,
- * config, family and rules, before any op is built. */
+ * config, family and rules, before any op is built. The one lookup of a
+ * run: nx_prepare_target calls it; a NULL func_name is "the op has no
+ * func_name". */
 int nx_lowerer_lookup(const nx_lowerer *L, const char *func_name, nx_kernel_target *out, nx_error *err);
 
-/* Lowers `op` (checked with nx_macro_op_check) to a program, from the cache
- * or by a new trace. *prog is owned by the lowerer. *grid_out (optional)
- * gets the cores the program runs on. */
-int nx_lower(nx_lowerer *L, const nx_macro_op *op, const nx_program **prog, uint32_t *grid_out,
-             nx_error *err);
+/* Lowers `op` on its target `t` (found through L's tables: nx_prepare_op
+ * gives both, the op complete and checked; a test may pass an op it built
+ * whole) to a program, from the cache or by a new trace. *prog is owned by
+ * the lowerer. *grid_out (optional) gets the cores the program runs on. */
+int nx_lower(nx_lowerer *L, const nx_kernel_target *t, const nx_macro_op *op, const nx_program **prog,
+             uint32_t *grid_out, nx_error *err);
 
 /* The same, tracing on `grid` cores instead of the config's grid (1 or 2;
  * benches compare a grid leaf on one core against VNC(2)). The leaf gets
  * num_programs = grid. Cached separately (grid is part of the key). */
-int nx_lower_on_grid(nx_lowerer *L, const nx_macro_op *op, uint32_t grid, const nx_program **prog,
-                     nx_error *err);
+int nx_lower_on_grid(nx_lowerer *L, const nx_kernel_target *t, const nx_macro_op *op, uint32_t grid,
+                     const nx_program **prog, nx_error *err);
 
 /* NEW_NKI_FE: programs traced (not found in the cache) by this lowerer. */
 uint64_t nx_lowerer_new_traces(const nx_lowerer *L);

@@ -1,7 +1,7 @@
 /* The macro-op: what the lowering driver receives, mirroring the seed's
  * InternalNativeNkiKernel instruction: a func_name (the registry key),
  * operands and results (name, shape, dtype) and an attribute dictionary
- * (what get_attrs_dict() returns: nx_attrs from kernels/kernel.h).
+ * (what get_attrs_dict() returns: nx_attrs, isa/values.h).
  *
  * JSON in and out. The op document is
  *   {"func_name": "tiled_pf_transpose",
@@ -51,31 +51,7 @@ typedef struct nx_macro_op {
     nx_attrs attrs;                /* owned, insertion order kept */
 } nx_macro_op;
 
-/* ---- attribute values ------------------------------------------------- */
-
-void nx_value_free(nx_value *v);                 /* back to NX_VAL_NONE */
-int nx_value_copy(nx_value *dst, const nx_value *src, nx_error *err);
-nx_value nx_value_int(int64_t i);
-nx_value nx_value_float(double f);
-nx_value nx_value_bool(int b);
-/* A list of INTs (e.g. a shape); -1 on out-of-memory. */
-int nx_value_int_list(nx_value *out, const uint64_t *items, uint32_t count, nx_error *err);
-/* Reads a flat list of INTs into items[0..*count); -1 naming `what` if v is
- * not such a list or has more than max items. */
-int nx_value_get_int_list(const nx_value *v, const char *what, int64_t *items, uint32_t max,
-                          uint32_t *count, nx_error *err);
-
-void nx_attrs_init(nx_attrs *a);
-void nx_attrs_free(nx_attrs *a);
-int nx_attrs_copy(nx_attrs *dst, const nx_attrs *src, nx_error *err);
-/* The value named `name`, or NULL. */
-const nx_value *nx_attrs_get(const nx_attrs *a, const char *name);
-/* Python dict assignment: replaces the value in place (keeping its position)
- * if `name` exists, else appends. The value is moved in (*value becomes
- * NX_VAL_NONE) on success; on failure it is left untouched. */
-int nx_attrs_set(nx_attrs *a, const char *name, nx_value *value, nx_error *err);
-/* nx_attrs_set of a list of INTs (a shape, a window, a permutation). */
-int nx_attrs_set_int_list(nx_attrs *a, const char *name, const uint64_t *items, uint32_t count, nx_error *err);
+/* ---- attribute values: construction and dictionaries are isa/values.h --- */
 
 /* Parses one attribute value from JSON text (`source` names it in errors,
  * e.g. "-a permutation"). */

@@ -14,9 +14,13 @@ static void tensor_ref(nx_tensor_ref *r, const nx_op_tensor *t) {
     memcpy(r->shape, t->shape, sizeof r->shape);
 }
 
-/* call_args and additional_args of inst under the target's config. */
-static int resolve_target(const nx_kernel_target *t, const nx_macro_op *inst, nx_resolved *out,
-                          nx_error *err) {
+static void resolved_init(nx_resolved *out) {
+    memset(out, 0, sizeof *out);
+    nx_attrs_init(&out->additional_args);
+}
+
+int nx_resolve_target(const nx_kernel_target *t, const nx_macro_op *inst, nx_resolved *out, nx_error *err) {
+    resolved_init(out);
     const nx_kernel_config *cfg = t->config;
     uint32_t n_in = inst->n_operands;
     if (cfg->operand_count != NX_OPERANDS_ALL) {
@@ -50,26 +54,25 @@ static int resolve_target(const nx_kernel_target *t, const nx_macro_op *inst, nx
     return 0;
 }
 
-static void resolved_init(nx_resolved *out) {
-    memset(out, 0, sizeof *out);
-    nx_attrs_init(&out->additional_args);
+/* A failed lookup leaves *out initialised (safe to free). */
+static int resolved_fail(nx_resolved *out) {
+    resolved_init(out);
+    return -1;
 }
 
 int nx_resolve_kernel_config(const nx_kernel_registry *reg, const nx_macro_op *inst, nx_resolved *out,
                              nx_error *err) {
-    resolved_init(out);
     nx_kernel_target t;
     static const nx_composite_table none = {NULL, 0};
-    if (nx_kernel_lookup(reg, &none, inst->func_name, &t, err) != 0) return -1;
-    return resolve_target(&t, inst, out, err);
+    if (nx_kernel_lookup(reg, &none, inst->func_name, &t, err) != 0) return resolved_fail(out);
+    return nx_resolve_target(&t, inst, out, err);
 }
 
 int nx_resolve_op(const nx_kernel_registry *reg, const nx_composite_table *comps,
                   const nx_macro_op *inst, nx_resolved *out, nx_error *err) {
-    resolved_init(out);
     nx_kernel_target t;
-    if (nx_kernel_lookup(reg, comps, inst->func_name, &t, err) != 0) return -1;
-    return resolve_target(&t, inst, out, err);
+    if (nx_kernel_lookup(reg, comps, inst->func_name, &t, err) != 0) return resolved_fail(out);
+    return nx_resolve_target(&t, inst, out, err);
 }
 
 void nx_resolved_free(nx_resolved *r) {

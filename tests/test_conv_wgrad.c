@@ -316,20 +316,19 @@ static void test_trn1(void **state) {
     assert_non_null(L);
     static const char *const keys[3] = {N5, N7, N8};
     for (int i = 0; i < 3; i++) {
-        nx_kernel_target tgt;
-        assert_int_equal(nx_lowerer_lookup(L, keys[i], &tgt, &err), 0);
-        nx_macro_op op;
-        nx_macro_op_init(&op);
-        assert_int_equal(nx_macro_op_set_func_name(&op, keys[i], &err), 0);
-        if (tgt.rules->default_op(&op, &err) != 0 || nx_op_rules_apply_results(tgt.rules, keys[i], NULL, &op, &err) != 0)
-            fail_msg("%s: %s", keys[i], err.msg);
+        nx_macro_op given;
+        nx_macro_op_init(&given);
+        assert_int_equal(nx_macro_op_set_func_name(&given, keys[i], &err), 0);
+        nx_prepared op;
+        if (nx_op_prepare(L, &given, NULL, &op, &err) != 0) fail_msg("%s: %s", keys[i], err.msg);
+        nx_macro_op_free(&given);
         nx_run_options opt = {.backend = NX_RUN_MODEL, .race_check = 1, .check = 1, .seed = 7};
         nx_run_result res;
         if (nx_run_op(L, &m, &op, NULL, &opt, &res, &err) != 0) fail_msg("%s on trn1: %s", keys[i], err.msg);
         assert_int_equal(res.check_failures, 0);
         assert_true(res.trace.race_checked);
         nx_run_result_free(&res);
-        nx_macro_op_free(&op);
+        nx_prepared_free(&op);
     }
     nx_lowerer_free(L);
 }
@@ -409,10 +408,8 @@ static void gradient_property(const fwd_conv *f, nx_dtype dt, int io10, uint64_t
     assert_int_equal(nx_machine_load("trn2", &m, &err), 0);
     nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
     assert_non_null(L);
-    nx_kernel_target tgt;
-    assert_int_equal(nx_lowerer_lookup(L, key, &tgt, &err), 0);
-    nx_macro_op op;
-    nx_macro_op_init(&op);
+    nx_macro_op given;
+    nx_macro_op_init(&given);
     uint64_t ishape[4] = {(uint64_t)f->B, (uint64_t)f->C, (uint64_t)f->H, (uint64_t)f->W};
     uint64_t fshape[4] = {(uint64_t)f->B, (uint64_t)O, (uint64_t)(io10 ? OW : OH), (uint64_t)(io10 ? OH : OW)};
     char attrs[3][64];
@@ -423,15 +420,17 @@ static void gradient_property(const fwd_conv *f, nx_dtype dt, int io10, uint64_t
              (long long)((OH - 1) * f->sy + f->KH - f->H - f->ply), (long long)f->plx,
              (long long)((OW - 1) * f->sx + f->KW - f->W - f->plx));
     nx_value v;
-    if (nx_macro_op_set_func_name(&op, key, &err) != 0 || nx_macro_op_add_operand(&op, "img", dt, 4, ishape, &err) != 0 ||
-        nx_macro_op_add_operand(&op, "filt", dt, 4, fshape, &err) != 0 ||
-        nx_value_parse("rhs_dilation", attrs[0], &v, &err) != 0 || nx_attrs_set(&op.attrs, "rhs_dilation", &v, &err) != 0 ||
-        nx_value_parse("padding", attrs[1], &v, &err) != 0 || nx_attrs_set(&op.attrs, "padding", &v, &err) != 0 ||
-        nx_op_rules_apply_results(tgt.rules, key, NULL, &op, &err) != 0)
+    nx_prepared op;
+    if (nx_macro_op_set_func_name(&given, key, &err) != 0 || nx_macro_op_add_operand(&given, "img", dt, 4, ishape, &err) != 0 ||
+        nx_macro_op_add_operand(&given, "filt", dt, 4, fshape, &err) != 0 ||
+        nx_value_parse("rhs_dilation", attrs[0], &v, &err) != 0 || nx_attrs_set(&given.attrs, "rhs_dilation", &v, &err) != 0 ||
+        nx_value_parse("padding", attrs[1], &v, &err) != 0 || nx_attrs_set(&given.attrs, "padding", &v, &err) != 0 ||
+        nx_op_prepare(L, &given, NULL, &op, &err) != 0)
         fail_msg("%s: %s", key, err.msg);
+    nx_macro_op_free(&given);
     /* the result is the forward filter's gradient: (KH, KW, C, O) or (KH, KW, 1, C) */
-    assert_int_equal(op.results[0].shape[0], f->KH);
-    assert_int_equal(op.results[0].shape[1], f->KW);
+    assert_int_equal(op.op.results[0].shape[0], f->KH);
+    assert_int_equal(op.op.results[0].shape[1], f->KW);
     const void *inputs[2] = {xb, gb};
     nx_run_options opt = {.backend = NX_RUN_MODEL, .race_check = 1};
     nx_run_result res;
@@ -471,7 +470,7 @@ static void gradient_property(const fwd_conv *f, nx_dtype dt, int io10, uint64_t
      * single term, so a lost or misplaced element of dW shows */
     if (!(bound < big)) fail_msg("%s %s: bound %.3g is not below the largest term %.3g", key, nx_dtype_name(dt), bound, big);
     nx_run_result_free(&res);
-    nx_macro_op_free(&op);
+    nx_prepared_free(&op);
     nx_lowerer_free(L);
     free(x), free(g), free(V), free(W0), free(Wp), free(Wm), free(xb), free(gb);
 }

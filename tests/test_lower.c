@@ -85,6 +85,22 @@ static void copy_op(nx_macro_op *op, const char *func, nx_dtype dt, uint64_t row
     assert_int_equal(nx_macro_op_add_result(op, "out0", dt, 2, shape, &err), 0);
 }
 
+/* The target of op's func_name through L (the one lookup of a run,
+ * registry/prepare.h), then nx_lower / nx_lower_on_grid on it: these ops
+ * are built whole here, results included, for test leaves without rules. */
+static int lower(nx_lowerer *L, const nx_macro_op *op, const nx_program **prog, uint32_t *grid, nx_error *err) {
+    nx_kernel_target t;
+    if (nx_lowerer_lookup(L, op->func_name, &t, err) != 0) return -1;
+    return nx_lower(L, &t, op, prog, grid, err);
+}
+
+static int lower_on_grid(nx_lowerer *L, const nx_macro_op *op, uint32_t grid, const nx_program **prog,
+                         nx_error *err) {
+    nx_kernel_target t;
+    if (nx_lowerer_lookup(L, op->func_name, &t, err) != 0) return -1;
+    return nx_lower_on_grid(L, &t, op, grid, prog, err);
+}
+
 static void set_attr(nx_macro_op *op, const char *name, const char *json) {
     nx_error err;
     nx_value v;
@@ -132,7 +148,7 @@ static void test_cache_hits_and_misses(void **state) {
     copy_op(&op, "CopyGrid", NX_DT_FP32, 10, 7, "in0");
     set_attr(&op, "a", "1");
     set_attr(&op, "b", "[2.0, \"x\"]");
-    assert_int_equal(nx_lower(L, &op, &p1, &grid, &err), 0);
+    assert_int_equal(lower(L, &op, &p1, &grid, &err), 0);
     assert_int_equal(grid, 2);
     assert_int_equal(p1->cores, 2);
     assert_int_equal(nx_lowerer_new_traces(L), 1);
@@ -147,7 +163,7 @@ static void test_cache_hits_and_misses(void **state) {
     for (uint32_t c = 0; c < 2; c++) assert_true(p1->stream[c][NX_ENG_SP].count > 0);
 
     /* Same op again: a hit, the same program. */
-    assert_int_equal(nx_lower(L, &op, &p, NULL, &err), 0);
+    assert_int_equal(lower(L, &op, &p, NULL, &err), 0);
     assert_ptr_equal(p, p1);
     assert_int_equal(nx_lowerer_new_traces(L), 1);
     assert_int_equal(nx_lowerer_cache_hits(L), 1);
@@ -157,12 +173,12 @@ static void test_cache_hits_and_misses(void **state) {
     copy_op(&op2, "CopyGrid", NX_DT_FP32, 10, 7, "in0");
     set_attr(&op2, "b", "[2.0, \"x\"]");
     set_attr(&op2, "a", "1");
-    assert_int_equal(nx_lower(L, &op2, &p, NULL, &err), 0);
+    assert_int_equal(lower(L, &op2, &p, NULL, &err), 0);
     assert_ptr_equal(p, p1);
     assert_int_equal(nx_lowerer_new_traces(L), 1);
     /* Every other part of the key makes a new trace. */
     set_attr(&op2, "a", "1.0"); /* INT 1 -> FLOAT 1.0 */
-    assert_int_equal(nx_lower(L, &op2, &p, NULL, &err), 0);
+    assert_int_equal(lower(L, &op2, &p, NULL, &err), 0);
     assert_ptr_not_equal(p, p1);
     assert_int_equal(nx_lowerer_new_traces(L), 2);
     nx_macro_op_free(&op2);
@@ -170,32 +186,32 @@ static void test_cache_hits_and_misses(void **state) {
     copy_op(&op2, "CopyGrid", NX_DT_BF16, 10, 7, "in0"); /* dtype */
     set_attr(&op2, "a", "1");
     set_attr(&op2, "b", "[2.0, \"x\"]");
-    assert_int_equal(nx_lower(L, &op2, &p, NULL, &err), 0);
+    assert_int_equal(lower(L, &op2, &p, NULL, &err), 0);
     assert_int_equal(nx_lowerer_new_traces(L), 3);
     nx_macro_op_free(&op2);
 
     copy_op(&op2, "CopyGrid", NX_DT_FP32, 10, 8, "in0"); /* shape */
     set_attr(&op2, "a", "1");
     set_attr(&op2, "b", "[2.0, \"x\"]");
-    assert_int_equal(nx_lower(L, &op2, &p, NULL, &err), 0);
+    assert_int_equal(lower(L, &op2, &p, NULL, &err), 0);
     assert_int_equal(nx_lowerer_new_traces(L), 4);
     nx_macro_op_free(&op2);
 
     copy_op(&op2, "CopyGrid", NX_DT_FP32, 10, 7, "x"); /* tensor name */
     set_attr(&op2, "a", "1");
     set_attr(&op2, "b", "[2.0, \"x\"]");
-    assert_int_equal(nx_lower(L, &op2, &p, NULL, &err), 0);
+    assert_int_equal(lower(L, &op2, &p, NULL, &err), 0);
     assert_int_equal(nx_lowerer_new_traces(L), 5);
     nx_macro_op_free(&op2);
 
     /* grid: the same op on one core is another program. */
-    assert_int_equal(nx_lower_on_grid(L, &op, 1, &p, &err), 0);
+    assert_int_equal(lower_on_grid(L, &op, 1, &p, &err), 0);
     assert_int_equal(p->cores, 1);
     assert_int_equal(nx_lowerer_new_traces(L), 6);
-    assert_int_equal(nx_lower_on_grid(L, &op, 2, &p, &err), 0);
+    assert_int_equal(lower_on_grid(L, &op, 2, &p, &err), 0);
     assert_ptr_equal(p, p1); /* explicit 2 = the config's VNC(2) */
     assert_int_equal(nx_lowerer_new_traces(L), 6);
-    assert_int_equal(nx_lower_on_grid(L, &op, 3, &p, &err), -1);
+    assert_int_equal(lower_on_grid(L, &op, 3, &p, &err), -1);
     assert_string_equal(err.msg, "grid must be 1 or 2, got 3");
     assert_int_equal(nx_lowerer_cached(L), 6);
     assert_int_equal(nx_lowerer_cache_hits(L), 3);
@@ -203,7 +219,7 @@ static void test_cache_hits_and_misses(void **state) {
     /* A non-grid entry runs on one core. */
     nx_macro_op_free(&op);
     copy_op(&op, "CopyOne", NX_DT_FP32, 10, 7, "in0");
-    assert_int_equal(nx_lower(L, &op, &p, &grid, &err), 0);
+    assert_int_equal(lower(L, &op, &p, &grid, &err), 0);
     assert_int_equal(grid, 1);
     assert_int_equal(p->cores, 1);
     assert_int_equal(nx_lowerer_new_traces(L), 7);
@@ -235,7 +251,7 @@ static void test_grid_programs_cover_all_rows(void **state) {
     copy_op(&op, "CopyGrid", NX_DT_FP32, 13, 5, "in0");
     for (uint32_t grid = 1; grid <= 2; grid++) {
         const nx_program *p;
-        assert_int_equal(nx_lower_on_grid(L, &op, grid, &p, &err), 0);
+        assert_int_equal(lower_on_grid(L, &op, grid, &p, &err), 0);
         uint8_t *in;
         uint8_t *out = run_functional(p, &geo, "in0", "out0", &in);
         assert_memory_equal(out, in, 13 * 5 * 4);
@@ -343,7 +359,7 @@ static void test_composite_lowers_and_dispatches(void **state) {
         set_attr(&op, "method", methods[i]);
         const nx_program *p;
         uint32_t grid;
-        assert_int_equal(nx_lower(L, &op, &p, &grid, &err), 0);
+        assert_int_equal(lower(L, &op, &p, &grid, &err), 0);
         assert_int_equal(grid, 2);
         assert_int_equal(nx_lowerer_new_traces(L), (uint64_t)i + 1);
         sp_count[i] = p->stream[0][NX_ENG_SP].count;
@@ -353,7 +369,7 @@ static void test_composite_lowers_and_dispatches(void **state) {
         free(in);
         free(out);
         const nx_program *again;
-        assert_int_equal(nx_lower(L, &op, &again, NULL, &err), 0);
+        assert_int_equal(lower(L, &op, &again, NULL, &err), 0);
         assert_ptr_equal(again, p);
         nx_macro_op_free(&op);
     }
@@ -364,14 +380,14 @@ static void test_composite_lowers_and_dispatches(void **state) {
     copy_op(&op, "PickCopy", NX_DT_BF16, 9, 6, "in0");
     set_attr(&op, "method", "\"scan\"");
     const nx_program *p;
-    assert_int_equal(nx_lower(L, &op, &p, NULL, &err), -1);
+    assert_int_equal(lower(L, &op, &p, NULL, &err), -1);
     assert_string_equal(err.msg, "attribute method: unknown method 'scan' (rows, direct)");
     nx_macro_op_free(&op);
     /* nx_lowerer_new reaches the inventory's composites, not the test ones */
     nx_lowerer_free(L);
     L = nx_lowerer_new(&geo, &test_reg);
     copy_op(&op, "PickCopy", NX_DT_BF16, 9, 6, "in0");
-    assert_int_equal(nx_lower(L, &op, &p, NULL, &err), -1);
+    assert_int_equal(lower(L, &op, &p, NULL, &err), -1);
     assert_non_null(strstr(err.msg, "Internal NKI kernel 'PickCopy' is not registered."));
     nx_macro_op_free(&op);
     nx_lowerer_free(L);
@@ -387,21 +403,21 @@ static void test_errors(void **state) {
     nx_macro_op op;
     const nx_program *p;
     copy_op(&op, "NoSuchKernel", NX_DT_FP32, 4, 4, "in0");
-    assert_int_equal(nx_lower(L, &op, &p, NULL, &err), -1);
+    assert_int_equal(lower(L, &op, &p, NULL, &err), -1);
     assert_string_equal(err.msg, "Internal NKI kernel 'NoSuchKernel' is not registered. Available kernels: "
                                  "dict_keys(['CopyGrid', 'CopyOne', 'Fails'])");
     nx_macro_op_free(&op);
 
     copy_op(&op, "Fails", NX_DT_FP32, 4, 4, "x");
-    assert_int_equal(nx_lower(L, &op, &p, NULL, &err), -1);
+    assert_int_equal(lower(L, &op, &p, NULL, &err), -1);
     assert_string_equal(err.msg, "operand 0 (x): the test leaf refuses every shape");
     assert_int_equal(nx_lowerer_new_traces(L), 0); /* failures are not traces */
     assert_int_equal(nx_lowerer_cached(L), 0);
     nx_macro_op_free(&op);
 
-    /* An op that is not well formed is refused before the lookup. */
+    /* An op without a func_name is refused by the lookup. */
     nx_macro_op_init(&op);
-    assert_int_equal(nx_lower(L, &op, &p, NULL, &err), -1);
+    assert_int_equal(lower(L, &op, &p, NULL, &err), -1);
     assert_string_equal(err.msg, "the op has no func_name");
     nx_macro_op_free(&op);
     nx_lowerer_free(L);
@@ -409,7 +425,7 @@ static void test_errors(void **state) {
     /* The live registry's miss text. */
     L = nx_lowerer_new(&geo, NULL);
     copy_op(&op, "MLP", NX_DT_FP32, 4, 4, "x");
-    assert_int_equal(nx_lower(L, &op, &p, NULL, &err), -1);
+    assert_int_equal(lower(L, &op, &p, NULL, &err), -1);
     assert_string_equal(err.msg, "Internal NKI kernel 'MLP' is not registered. Available kernels: "
                                  "dict_keys(['SelectAndScatter', 'ResizeNearest', "
                                  "'Conv2d_pbp_0f1b_0i1o_01fb_experimental_1', 'Conv2d_pbp_fb01_io01_01bf_experimental_1', "
@@ -425,7 +441,7 @@ static void test_errors(void **state) {
     assert_int_equal(nx_macro_op_add_operand(&op, "x", NX_DT_FP32, 3, s3, &err), 0);
     assert_int_equal(nx_macro_op_add_result(&op, "y", NX_DT_FP32, 3, o3, &err), 0);
     set_attr(&op, "permutation", "[1, 0, 2]");
-    assert_int_equal(nx_lower(L, &op, &p, NULL, &err), -1);
+    assert_int_equal(lower(L, &op, &p, NULL, &err), -1);
     assert_string_equal(err.msg, "operand 0 (x): permutation [1,0,2] does not reduce to a swap of the "
                                  "last two dim groups (merged: shape [4,5,6], permutation [1,0,2])");
     assert_int_equal(nx_lowerer_new_traces(L), 0);
@@ -448,7 +464,7 @@ static void *race_lower(void *arg) {
     nx_error err;
     copy_op(&op, "CopyGrid", NX_DT_FP32, 64, 32, "in0");
     pthread_barrier_wait(r->start);
-    r->rc = nx_lower(r->L, &op, &r->got, NULL, &err);
+    r->rc = lower(r->L, &op, &r->got, NULL, &err);
     nx_macro_op_free(&op);
     return NULL;
 }
@@ -518,7 +534,7 @@ static void check_transpose(nx_lowerer *L, const nx_geometry *geo, const char *k
     assert_int_equal(nx_attrs_set(&op.attrs, "permutation", &v, &err), 0);
     const nx_program *p;
     uint32_t grid;
-    if (nx_lower(L, &op, &p, &grid, &err) != 0) fail_msg("%s: %s", key, err.msg);
+    if (lower(L, &op, &p, &grid, &err) != 0) fail_msg("%s: %s", key, err.msg);
     assert_int_equal(grid, 2);
     assert_int_equal(p->cores, 2);
     uint8_t *in;

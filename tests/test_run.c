@@ -26,13 +26,20 @@ static nx_machine trn2(void) {
     return m;
 }
 
-/* The default op of `key`, its results by the rule. */
-static void default_op(nx_macro_op *op, const char *key, const nx_op_rules *rules) {
+/* `given` prepared through L (registry/prepare.h). */
+static void prepare(nx_lowerer *L, const nx_macro_op *given, nx_prepared *p) {
     nx_error err;
-    nx_macro_op_init(op);
-    assert_int_equal(nx_macro_op_set_func_name(op, key, &err), 0);
-    assert_int_equal(rules->default_op(op, &err), 0);
-    if (nx_op_rules_apply_results(rules, key, NULL, op, &err) != 0) fail_msg("%s", err.msg);
+    if (nx_op_prepare(L, given, NULL, p, &err) != 0) fail_msg("%s", err.msg);
+}
+
+/* The default op of `key` through L, its results by the rule. */
+static void default_op(nx_lowerer *L, const char *key, nx_prepared *p) {
+    nx_error err;
+    nx_macro_op given;
+    nx_macro_op_init(&given);
+    assert_int_equal(nx_macro_op_set_func_name(&given, key, &err), 0);
+    prepare(L, &given, p);
+    nx_macro_op_free(&given);
 }
 
 static void test_transposes_on_both_backends(void **state) {
@@ -41,9 +48,9 @@ static void test_transposes_on_both_backends(void **state) {
     nx_error err;
     static const char *const keys[] = {"tiled_pf_transpose", "tiled_dve_transpose_10"};
     for (int k = 0; k < 2; k++) {
-        nx_macro_op op;
-        default_op(&op, keys[k], &nx_rules_transpose);
         nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
+        nx_prepared op;
+        default_op(L, keys[k], &op);
         nx_run_options opt = {.backend = NX_RUN_MODEL, .race_check = 1, .check = 1, .seed = 3};
         nx_run_result model, func;
         if (nx_run_op(L, &m, &op, NULL, &opt, &model, &err) != 0) fail_msg("%s", err.msg);
@@ -77,7 +84,7 @@ static void test_transposes_on_both_backends(void **state) {
         nx_run_result_free(&func);
         nx_run_result_free(&model);
         nx_lowerer_free(L);
-        nx_macro_op_free(&op);
+        nx_prepared_free(&op);
     }
 }
 
@@ -86,16 +93,18 @@ static void test_given_inputs(void **state) {
     (void)state;
     nx_machine m = trn2();
     nx_error err;
-    nx_macro_op op;
-    nx_macro_op_init(&op);
-    assert_int_equal(nx_macro_op_set_func_name(&op, "tiled_dve_transpose_10", &err), 0);
+    nx_macro_op given;
+    nx_macro_op_init(&given);
+    assert_int_equal(nx_macro_op_set_func_name(&given, "tiled_dve_transpose_10", &err), 0);
     uint64_t shape[2] = {37, 130};
-    assert_int_equal(nx_macro_op_add_operand(&op, "x", NX_DT_INT32, 2, shape, &err), 0);
-    assert_int_equal(nx_op_rules_apply_results(&nx_rules_transpose, op.func_name, NULL, &op, &err), 0);
+    assert_int_equal(nx_macro_op_add_operand(&given, "x", NX_DT_INT32, 2, shape, &err), 0);
+    nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
+    nx_prepared op;
+    prepare(L, &given, &op);
+    nx_macro_op_free(&given);
     int32_t *x = malloc(37 * 130 * sizeof *x);
     for (int i = 0; i < 37 * 130; i++) x[i] = i * 7 - 1000;
     const void *inputs[1] = {x};
-    nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
     nx_run_options opt = {.backend = NX_RUN_FUNCTIONAL};
     nx_run_result res;
     if (nx_run_op(L, &m, &op, inputs, &opt, &res, &err) != 0) fail_msg("%s", err.msg);
@@ -106,7 +115,7 @@ static void test_given_inputs(void **state) {
     nx_run_result_free(&res);
     nx_lowerer_free(L);
     free(x);
-    nx_macro_op_free(&op);
+    nx_prepared_free(&op);
 }
 
 static void test_race_check_on_test_composites(void **state) {
@@ -115,9 +124,8 @@ static void test_race_check_on_test_composites(void **state) {
     nx_error err;
     nx_lowerer *L = nx_lowerer_new_with(&m.geo, NULL, &fixture_composites);
     nx_run_result res;
-    nx_macro_op op;
-    const nx_op_rules *rules = fixture_composites.items[1].rules;
-    default_op(&op, "racy_copy", rules);
+    nx_prepared op;
+    default_op(L, "racy_copy", &op);
     /* Without the race check, the racy copy's values are right. */
     nx_run_options opt = {.backend = NX_RUN_MODEL, .check = 1};
     if (nx_run_op(L, &m, &op, NULL, &opt, &res, &err) != 0) fail_msg("%s", err.msg);
@@ -133,15 +141,15 @@ static void test_race_check_on_test_composites(void **state) {
                                  "and core 0 sp #1 (dma_copy) on queue 1 writes hbm@[128, 256) with no "
                                  "semaphore ordering them");
     nx_run_result_free(&res);
-    nx_macro_op_free(&op);
+    nx_prepared_free(&op);
     /* The synchronised copy is clean on its two-core grid. */
-    default_op(&op, "synced_copy", fixture_composites.items[0].rules);
+    default_op(L, "synced_copy", &op);
     if (nx_run_op(L, &m, &op, NULL, &opt, &res, &err) != 0) fail_msg("%s", err.msg);
     assert_int_equal(res.grid, 2);
     assert_true(res.trace.race_checked);
     assert_int_equal(res.check_failures, 0);
     nx_run_result_free(&res);
-    nx_macro_op_free(&op);
+    nx_prepared_free(&op);
     nx_lowerer_free(L);
 }
 
@@ -165,8 +173,8 @@ static void test_failed_check_is_not_an_error(void **state) {
     c.rules = &wrong;
     nx_composite_table t = {&c, 1};
     nx_lowerer *L = nx_lowerer_new_with(&m.geo, NULL, &t);
-    nx_macro_op op;
-    default_op(&op, "wrong_ref", &wrong);
+    nx_prepared op;
+    default_op(L, "wrong_ref", &op);
     nx_run_options opt = {.backend = NX_RUN_FUNCTIONAL, .check = 1};
     nx_run_result res;
     assert_int_equal(nx_run_op(L, &m, &op, NULL, &opt, &res, &err), 0);
@@ -175,17 +183,16 @@ static void test_failed_check_is_not_an_error(void **state) {
     assert_int_equal(res.check[0].first_bad, 5);
     assert_true(res.check[0].max_abs == 1.0);
     nx_run_result_free(&res);
-    nx_macro_op_free(&op);
 
-    /* No reference: --check is refused before anything is traced. */
-    c.rules = NULL;
-    default_op(&op, "wrong_ref", &wrong);
+    /* No reference: --check is refused before anything is traced (a target
+     * without rules, as a composite has until its family gets them). */
+    op.target.rules = NULL;
     assert_int_equal(nx_run_op(L, &m, &op, NULL, &opt, &res, &err), -1);
     assert_int_equal(res.failure, NX_RUN_BAD_INPUT);
     assert_string_equal(err.msg, "wrong_ref: no reference implementation to check against yet");
     assert_int_equal(nx_lowerer_new_traces(L), 1);
     nx_run_result_free(&res);
-    nx_macro_op_free(&op);
+    nx_prepared_free(&op);
     nx_lowerer_free(L);
 }
 
@@ -195,45 +202,47 @@ static void test_refusals(void **state) {
     nx_error err;
     nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
     nx_run_result res;
-    nx_macro_op op;
+    nx_macro_op given;
+    nx_prepared op;
     nx_run_options opt = {.backend = NX_RUN_MODEL};
-    /* a miss: the registry's text, verbatim */
-    nx_macro_op_init(&op);
-    assert_int_equal(nx_macro_op_set_func_name(&op, "NoSuchKernel", &err), 0);
-    assert_int_equal(nx_run_op(L, &m, &op, NULL, &opt, &res, &err), -1);
-    assert_int_equal(res.failure, NX_RUN_BAD_INPUT);
+    /* a miss: the registry's text, verbatim, from the one lookup */
+    nx_macro_op_init(&given);
+    assert_int_equal(nx_macro_op_set_func_name(&given, "NoSuchKernel", &err), 0);
+    assert_int_equal(nx_op_prepare(L, &given, NULL, &op, &err), -1);
+    assert_int_equal(op.failed, NX_PREPARE_MISS);
     assert_string_equal(err.msg, "Internal NKI kernel 'NoSuchKernel' is not registered. Available kernels: "
                                  "dict_keys(['SelectAndScatter', 'ResizeNearest', "
                                  "'Conv2d_pbp_0f1b_0i1o_01fb_experimental_1', 'Conv2d_pbp_fb01_io01_01bf_experimental_1', "
                                  "'Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh', 'Conv1d_depthwise_bf01_oi01_bf01', "
                                  "'conv2d_column_packing', 'conv2d_column_packing_io10', 'conv2d_column_packing_1', 'blockwise_mm', "
                                  "'conv2d_depthwise_f01b_o01i_bf01', 'tiled_pf_transpose', 'tiled_dve_transpose_10'])");
-    nx_run_result_free(&res);
-    nx_macro_op_free(&op);
+    nx_prepared_free(&op);
+    nx_macro_op_free(&given);
     /* a leaf's refusal, unchanged */
-    nx_macro_op_init(&op);
-    assert_int_equal(nx_macro_op_set_func_name(&op, "tiled_pf_transpose", &err), 0);
+    nx_macro_op_init(&given);
+    assert_int_equal(nx_macro_op_set_func_name(&given, "tiled_pf_transpose", &err), 0);
     uint64_t s3[3] = {4, 5, 6};
-    assert_int_equal(nx_macro_op_add_operand(&op, "x", NX_DT_FP32, 3, s3, &err), 0);
+    assert_int_equal(nx_macro_op_add_operand(&given, "x", NX_DT_FP32, 3, s3, &err), 0);
     nx_value v;
     assert_int_equal(nx_value_parse("p", "[1, 0, 2]", &v, &err), 0);
-    assert_int_equal(nx_attrs_set(&op.attrs, "permutation", &v, &err), 0);
-    assert_int_equal(nx_op_rules_apply_results(&nx_rules_transpose, op.func_name, NULL, &op, &err), 0);
+    assert_int_equal(nx_attrs_set(&given.attrs, "permutation", &v, &err), 0);
+    prepare(L, &given, &op);
+    nx_macro_op_free(&given);
     assert_int_equal(nx_run_op(L, &m, &op, NULL, &opt, &res, &err), -1);
     assert_int_equal(res.failure, NX_RUN_BAD_INPUT);
     assert_string_equal(err.msg, "operand 0 (x): permutation [1,0,2] does not reduce to a swap of the last two "
                                  "dim groups (merged: shape [4,5,6], permutation [1,0,2])");
     nx_run_result_free(&res);
-    nx_macro_op_free(&op);
+    nx_prepared_free(&op);
     /* the functional executor keeps no log */
-    default_op(&op, "tiled_pf_transpose", &nx_rules_transpose);
+    default_op(L, "tiled_pf_transpose", &op);
     opt = (nx_run_options){.backend = NX_RUN_FUNCTIONAL, .race_check = 1};
     assert_int_equal(nx_run_op(L, &m, &op, NULL, &opt, &res, &err), -1);
     assert_int_equal(res.failure, NX_RUN_BAD_INPUT);
     assert_string_equal(err.msg, "tiled_pf_transpose: the race check needs the SystemC model (the functional "
                                  "executor keeps no log and has no PE datapath)");
     nx_run_result_free(&res);
-    nx_macro_op_free(&op);
+    nx_prepared_free(&op);
     nx_lowerer_free(L);
 }
 

@@ -137,13 +137,13 @@ static void test_registry_leaf_profile(void **state) {
     nx_machine m;
     nx_error err;
     if (nx_machine_load("trn2", &m, &err) != 0) fail_msg("%s", err.msg);
-    nx_macro_op op;
-    nx_macro_op_init(&op);
-    assert_int_equal(nx_macro_op_set_func_name(&op, "tiled_pf_transpose", &err), 0);
-    assert_int_equal(nx_rules_transpose.default_op(&op, &err), 0);
-    if (nx_op_rules_apply_results(&nx_rules_transpose, "tiled_pf_transpose", NULL, &op, &err) != 0)
-        fail_msg("%s", err.msg);
+    nx_macro_op given;
+    nx_macro_op_init(&given);
+    assert_int_equal(nx_macro_op_set_func_name(&given, "tiled_pf_transpose", &err), 0);
     nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
+    nx_prepared op;
+    if (nx_op_prepare(L, &given, NULL, &op, &err) != 0) fail_msg("%s", err.msg);
+    nx_macro_op_free(&given);
     nx_run_options opt = {.backend = NX_RUN_MODEL, .keep_log = 1, .seed = 1};
     nx_run_result res;
     if (nx_run_op(L, &m, &op, NULL, &opt, &res, &err) != 0) fail_msg("%s", err.msg);
@@ -210,7 +210,7 @@ static void test_registry_leaf_profile(void **state) {
     free(z);
     nx_run_result_free(&res);
     nx_lowerer_free(L);
-    nx_macro_op_free(&op);
+    nx_prepared_free(&op);
 }
 
 int main(void) {

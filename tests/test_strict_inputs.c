@@ -103,24 +103,29 @@ static nx_machine trn2(void) {
     return m;
 }
 
-static void transpose_op(nx_macro_op *op, uint64_t rows, uint64_t cols) {
-    nx_error err;
-    nx_macro_op_init(op);
-    assert_int_equal(nx_macro_op_set_func_name(op, "tiled_pf_transpose", &err), 0);
+/* The transpose of x[rows, cols], given with `attr`=[1,0] (the real name or
+ * a typo); 0, or -1 from nx_op_prepare. */
+static int transpose_op(nx_lowerer *L, uint64_t rows, uint64_t cols, const char *attr, nx_prepared *p,
+                        nx_error *err) {
+    nx_macro_op given;
+    nx_macro_op_init(&given);
+    assert_int_equal(nx_macro_op_set_func_name(&given, "tiled_pf_transpose", err), 0);
     uint64_t shape[2] = {rows, cols};
-    assert_int_equal(nx_macro_op_add_operand(op, "x", NX_DT_FP32, 2, shape, &err), 0);
-    set_attr(op, "permutation", "[1,0]");
-    if (nx_op_rules_apply_results(&nx_rules_transpose, op->func_name, NULL, op, &err) != 0) fail_msg("%s", err.msg);
+    assert_int_equal(nx_macro_op_add_operand(&given, "x", NX_DT_FP32, 2, shape, err), 0);
+    set_attr(&given, attr, "[1,0]");
+    int rc = nx_op_prepare(L, &given, NULL, p, err);
+    nx_macro_op_free(&given);
+    return rc;
 }
 
 static void test_run_limits(void **state) {
     (void)state;
     nx_machine m = trn2();
     nx_error err;
-    nx_macro_op op;
-    /* 2^30 x 4 fp32 elements: 16 GiB of operand, refused before tracing */
-    transpose_op(&op, (uint64_t)1 << 30, 4);
     nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
+    nx_prepared op;
+    /* 2^30 x 4 fp32 elements: 16 GiB of operand, refused before tracing */
+    if (transpose_op(L, (uint64_t)1 << 30, 4, "permutation", &op, &err) != 0) fail_msg("%s", err.msg);
     nx_run_options opt = {.backend = NX_RUN_FUNCTIONAL, .max_memory = (uint64_t)1 << 30};
     nx_run_result res;
     assert_int_equal(nx_run_op(L, &m, &op, NULL, &opt, &res, &err), -1);
@@ -137,10 +142,10 @@ static void test_run_limits(void **state) {
     assert_string_equal(err.msg, "tiled_pf_transpose: operand x would get 16.0 GiB of pseudo-random values, "
                                  "more than the fill limit of 1.0 MiB");
     nx_run_result_free(&res);
-    nx_macro_op_free(&op);
+    nx_prepared_free(&op);
 
     /* within the limits it runs; given bytes need no fill */
-    transpose_op(&op, 128, 64);
+    if (transpose_op(L, 128, 64, "permutation", &op, &err) != 0) fail_msg("%s", err.msg);
     static float x[128 * 64];
     const void *inputs[1] = {x};
     opt.max_fill = 1; /* any pseudo-random operand is too much */
@@ -150,7 +155,7 @@ static void test_run_limits(void **state) {
     /* --check's copies and what the caller holds count */
     opt.check = 1;
     nx_run_memory mem;
-    nx_run_memory_of_op(&m, &op, &opt, &mem);
+    nx_run_memory_of_op(&m, &op.op, &opt, &mem);
     assert_int_equal(mem.hbm, 2 * 128 * 64 * 4);
     assert_int_equal(mem.check, 2 * 128 * 64 * 4);
     opt.max_memory = mem.total - 1;
@@ -162,14 +167,13 @@ static void test_run_limits(void **state) {
     assert_int_equal(nx_run_op(L, &m, &op, inputs, &opt, &res, &err), -1);
     assert_non_null(strstr(err.msg, "loaded and serialised tensors 2.0 MiB"));
     nx_run_result_free(&res);
-    /* an unknown attribute is the op's fault */
-    opt.held_bytes = 0;
-    opt.max_memory = 0;
-    set_attr(&op, "permutaton", "[1,0]");
-    assert_int_equal(nx_run_op(L, &m, &op, inputs, &opt, &res, &err), -1);
-    assert_int_equal(res.failure, NX_RUN_BAD_INPUT);
-    nx_run_result_free(&res);
-    nx_macro_op_free(&op);
+    nx_prepared_free(&op);
+    /* an unknown attribute is the op's fault, refused by the preparation */
+    assert_int_equal(transpose_op(L, 128, 64, "permutaton", &op, &err), -1);
+    assert_int_equal(op.failed, NX_PREPARE_ATTRS);
+    assert_string_equal(err.msg, "tiled_pf_transpose: unknown attribute 'permutaton' (did you mean "
+                                 "'permutation'?); tiled_pf_transpose reads: permutation");
+    nx_prepared_free(&op);
     nx_lowerer_free(L);
 }
 

@@ -36,16 +36,17 @@ static double run_method(nx_lowerer *L, const nx_machine *m, uint64_t rows, uint
     assert_int_equal(nx_attrs_set(&op.attrs, "k", &kv, &err), 0);
     assert_int_equal(nx_value_parse("method", json, &mv, &err), 0);
     assert_int_equal(nx_attrs_set(&op.attrs, "method", &mv, &err), 0);
-    const nx_composite *c = nx_composite_get(NULL, "topk");
-    if (nx_op_rules_apply_results(c->rules, "topk", NULL, &op, &err) != 0) fail_msg("%s", err.msg);
+    nx_prepared p;
+    if (nx_op_prepare(L, &op, NULL, &p, &err) != 0) fail_msg("%s", err.msg);
     const void *inputs[1] = {x};
     nx_run_options opt = {.backend = NX_RUN_MODEL, .check = 1};
     nx_run_result res;
-    if (nx_run_op(L, m, &op, inputs, &opt, &res, &err) != 0) fail_msg("%s: %s", method, err.msg);
+    if (nx_run_op(L, m, &p, inputs, &opt, &res, &err) != 0) fail_msg("%s: %s", method, err.msg);
     if (res.check_failures) fail_msg("%s: %llu x %llu k=%llu differs from nx_ref_topk", method,
                                      (unsigned long long)rows, (unsigned long long)n, (unsigned long long)k);
     double ns = res.trace.sim.total_ns;
     nx_run_result_free(&res);
+    nx_prepared_free(&p);
     nx_macro_op_free(&op);
     return ns;
 }

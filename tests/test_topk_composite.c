@@ -39,11 +39,6 @@ static void make_op(nx_macro_op *op, nx_dtype dt, uint32_t nd, const uint64_t *s
         *eq = 0;
         set_attr(op, tok, eq + 1);
     }
-    const nx_kernel_target *t = NULL;
-    (void)t;
-    const nx_composite *c = nx_composite_get(NULL, "topk");
-    assert_non_null(c);
-    if (nx_op_rules_apply_results(c->rules, "topk", NULL, op, &err) != 0) fail_msg("results: %s", err.msg);
 }
 
 static void run_case(nx_dtype dt, uint32_t nd, const uint64_t *shape, const char *attrs, topk_data kind, int model) {
@@ -59,13 +54,16 @@ static void run_case(nx_dtype dt, uint32_t nd, const uint64_t *shape, const char
     nx_error err;
     nx_run_result res;
     nx_run_options opt = {.backend = model ? NX_RUN_MODEL : NX_RUN_FUNCTIONAL, .race_check = model, .check = 1};
-    if (nx_run_op(L, &m, &op, inputs, &opt, &res, &err) != 0) fail_msg("topk {%s}: %s", attrs, err.msg);
+    nx_prepared p;
+    if (nx_op_prepare(L, &op, NULL, &p, &err) != 0) fail_msg("topk {%s}: %s", attrs, err.msg);
+    if (nx_run_op(L, &m, &p, inputs, &opt, &res, &err) != 0) fail_msg("topk {%s}: %s", attrs, err.msg);
     if (test_kcheck_program(res.prog, &err) != 0) fail_msg("topk {%s}: order check: %s", attrs, err.msg);
     if (res.check_failures)
         fail_msg("topk {%s} %s: %u results differ from nx_ref_topk (first at %llu)", attrs, nx_dtype_name(dt),
                  res.check_failures, (unsigned long long)res.check[res.check[0].bad ? 0 : 1].first_bad);
     assert_int_equal(res.grid, 2);
     nx_run_result_free(&res);
+    nx_prepared_free(&p);
     nx_macro_op_free(&op);
     nx_lowerer_free(L);
     free(x);

@@ -17,6 +17,7 @@
 #include "../pe_input.h"
 #include "../workers.h"
 #include "tiles.h"
+#include "isa/intmath.h"
 
 /* ---- kernels ---- */
 
@@ -324,8 +325,6 @@ static void dst_row_xfer(const nx_view *dst, uint32_t m, float *c, int to_dst) {
                 }
 }
 
-static uint64_t round_up(uint64_t x, uint64_t to) { return (x + to - 1) / to * to; }
-
 static int little_endian_host(void) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     return 1;
@@ -376,22 +375,22 @@ int nx_pe_matmul_run(nx_pe_kernel kernel, const nx_pe_matmul *mm, nx_error *err)
     const int panel_major = fast_rows(p.t, mv);
     const int by_first_block = panel_major && p.rule == FUSE_NEVER && p.t->separate_load;
     const uint64_t npad = (uint64_t)p.panels * p.nr;
-    p.ldb = panel_major ? p.nr : round_up(npad + 16, 16);
+    p.ldb = panel_major ? p.nr : nx_round_up_u64(npad + 16, 16);
     p.panel_stride = panel_major ? (uint64_t)p.K * p.nr : p.nr;
     uint64_t nb = by_first_block ? (uint64_t)p.K * p.nr
                   : panel_major  ? p.panels * p.panel_stride
                                  : (uint64_t)p.K * p.ldb;
-    nb = round_up(nb, 16);
+    nb = nx_round_up_u64(nb, 16);
     uint32_t tasks = nx_workers_threads(mm->workers);
     if ((uint64_t)p.K * p.M * p.N < SPLIT_MIN_MACS) tasks = 1;
     if (tasks > p.panels) tasks = p.panels;
     const uint64_t panel_floats = nb; /* by_first_block: one panel buffer per task */
     if (by_first_block) nb *= tasks;
-    uint64_t na = round_up((uint64_t)p.blocks * p.mr * p.K, 16);
-    uint64_t nc = in_place ? 0 : round_up((uint64_t)p.M * p.N, 16);
+    uint64_t na = nx_round_up_u64((uint64_t)p.blocks * p.mr * p.K, 16);
+    uint64_t nc = in_place ? 0 : nx_round_up_u64((uint64_t)p.M * p.N, 16);
     uint64_t nexp = p.rule == FUSE_BOUNDED ? (uint64_t)p.blocks + p.panels : 0;
     uint64_t bytes = (nb + na + nc) * sizeof(float) + nexp * sizeof(exp_range);
-    float *buf = aligned_alloc(64, round_up(bytes, 64));
+    float *buf = aligned_alloc(64, nx_round_up_u64(bytes, 64));
     if (buf == NULL)
         return nx_fail(err, "out of memory for %llu bytes of PE scratch", (unsigned long long)bytes);
     float *bp = buf, *ap = bp + nb, *cbuf = ap + na;

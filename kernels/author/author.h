@@ -101,6 +101,15 @@ typedef struct nx_tile {
  *   partition in 1 extent (largest 2048) */
 int nx_kctx_alloc(nx_kctx *k, nx_operand_kind mem, const char *name, nx_dtype dtype,
                   uint32_t partitions, uint64_t free_elems, nx_tile *out, nx_error *err);
+/* An HBM scratch tensor of the program (role scratch, ndims dims of
+ * `shape`), for data a leaf re-lays-out through HBM: declared by the first
+ * program of the grid that asks for `name`, found by name by the others, so
+ * the programs of a grid share one tensor (a leaf wanting one per program
+ * puts the program id in the name). *off gets its HBM offset in bytes.
+ * Errors: the builder's (a bad shape, HBM exhausted, a name program 0
+ * already declared). */
+int nx_kctx_scratch(nx_kctx *k, const char *name, nx_dtype dtype, uint32_t ndims, const uint64_t *shape,
+                    uint64_t *off, nx_error *err);
 /* Returns a tile's space to the pool (later tiles may reuse it; the layer
  * orders the reuse after the old tile's last access). Error for a tile that
  * is not allocated (double release). */

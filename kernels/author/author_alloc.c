@@ -11,11 +11,10 @@
 #include <string.h>
 
 #include "author_impl.h"
+#include "isa/intmath.h"
 
 #define SBUF_ALIGN 64u
 #define PSUM_ALIGN 4u
-
-static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 void k_pool_free_all(nx_kctx *k) {
     for (int m = 0; m < 2; m++) {
@@ -35,8 +34,8 @@ static const char *mem_name(int psum) { return psum ? "PSUM" : "SBUF"; }
  * the rule that a region of at most one bank stays inside one bank. */
 static int place(uint64_t lo, uint64_t hi, uint64_t bytes, int psum, uint64_t bank,
                  uint64_t *start) {
-    uint64_t s = align_up(lo, psum ? PSUM_ALIGN : SBUF_ALIGN);
-    if (psum && bank && bytes <= bank && s / bank != (s + bytes - 1) / bank) s = align_up(s, bank);
+    uint64_t s = nx_round_up_u64(lo, psum ? PSUM_ALIGN : SBUF_ALIGN);
+    if (psum && bank && bytes <= bank && s / bank != (s + bytes - 1) / bank) s = nx_round_up_u64(s, bank);
     if (s > hi || bytes > hi - s) return 0;
     *start = s;
     return 1;
@@ -101,7 +100,7 @@ int nx_kctx_alloc(nx_kctx *k, nx_operand_kind mem, const char *name, nx_dtype dt
         return nx_fail(err, "%s tile '%s': %llu elements of %s per partition (1..%llu)", mem_name(psum),
                        name, (unsigned long long)free_elems, nx_dtype_name(dtype),
                        (unsigned long long)(cap / size));
-    uint64_t bytes = align_up(free_elems * size, psum ? PSUM_ALIGN : SBUF_ALIGN);
+    uint64_t bytes = nx_round_up_u64(free_elems * size, psum ? PSUM_ALIGN : SBUF_ALIGN);
     kpool *p = &k->pool[psum];
     uint64_t start = 0;
     int found = 0;
@@ -115,7 +114,7 @@ int nx_kctx_alloc(nx_kctx *k, nx_operand_kind mem, const char *name, nx_dtype dt
         /* the top extent and fresh space just above it (the builder's bump
          * continues at the top: the pool's requests are all aligned alike) */
         kext last = p->ext[p->n - 1];
-        uint64_t s = align_up(last.lo, SBUF_ALIGN), got;
+        uint64_t s = nx_round_up_u64(last.lo, SBUF_ALIGN), got;
         nx_error berr;
         if (s < last.hi && s + bytes > last.hi) {
             uint64_t need = s + bytes - last.hi;

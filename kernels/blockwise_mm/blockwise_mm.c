@@ -295,8 +295,7 @@ int blockwise_mm(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     s.bte = call->args[5].hbm_offset;
     s.out = call->args[NX_BWMM_OPERANDS].hbm_offset;
     uint64_t acc_shape[4] = {pl.nrep, pl.nc, p.T + 1, pl.c};
-    if (nx_builder_tensor(nx_kctx_builder(k), ACC_TENSOR, p.dtype, 4, acc_shape, NX_ROLE_SCRATCH, &s.acc,
-                          err) != 0)
+    if (nx_kctx_scratch(k, ACC_TENSOR, p.dtype, 4, acc_shape, &s.acc, err) != 0)
         return nx_fail_prefix(err, "blockwise_mm: output accumulator");
     plan_lanes(&s);
     int rc = run(&s, err);

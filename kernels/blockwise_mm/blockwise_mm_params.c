@@ -35,20 +35,14 @@ static int bad_shape(const nx_bwmm_tensor *ops, uint32_t i, const char *want, nx
     return nx_fail(err, "%s: shape %s must be %s", w, s, want);
 }
 
-static const nx_value *attr(const nx_attrs *a, const char *name) {
-    for (uint32_t i = 0; a && i < a->count; i++)
-        if (strcmp(a->items[i].name, name) == 0) return &a->items[i].value;
-    return NULL;
-}
-
 static int read_attrs(const nx_attrs *attrs, nx_bwmm_params *p, nx_error *err) {
-    const nx_value *b = attr(attrs, "block_size");
+    const nx_value *b = nx_attrs_get(attrs, "block_size");
     if (!b) return nx_fail(err, "attribute block_size: is missing (blockwise_mm needs the block size B)");
     if (b->kind != NX_VAL_INT) return nx_fail(err, "attribute block_size: must be an int");
     if (b->i < 1) return nx_fail(err, "attribute block_size: is %lld, must be >= 1", (long long)b->i);
     p->B = (uint64_t)b->i;
     p->scaling = NX_BWMM_POST_SCALE;
-    const nx_value *m = attr(attrs, "expert_affinities_scaling_mode");
+    const nx_value *m = nx_attrs_get(attrs, "expert_affinities_scaling_mode");
     if (m) {
         if (m->kind != NX_VAL_STRING)
             return nx_fail(err, "attribute expert_affinities_scaling_mode: must be a string "

@@ -10,6 +10,7 @@
 #include "blockwise_mm_params.h"
 #include "blockwise_mm_plan.h"
 #include "kernels/author/author.h"
+#include "isa/intmath.h"
 
 /* [tp, 1] values derived from an item's expert (bw_set below). */
 #define BW_ITEM_SCALARS 10
@@ -98,8 +99,8 @@ uint32_t bw_load_lane(bw *s);
 /* ACT and DVE take turns copying out of PSUM. */
 nx_engine bw_evac_engine(bw *s);
 
-static inline uint32_t bw_min32(uint64_t a, uint64_t b) { return (uint32_t)(a < b ? a : b); }
-static inline uint32_t bw_cdiv32(uint64_t a, uint64_t b) { return (uint32_t)((a + b - 1) / b); }
+static inline uint32_t bw_min32(uint64_t a, uint64_t b) { return (uint32_t)nx_min_u64(a, b); }
+static inline uint32_t bw_cdiv32(uint64_t a, uint64_t b) { return (uint32_t)nx_cdiv_u64(a, b); }
 
 /* Instructions without an authoring-layer helper (kernels/blockwise_mm/blockwise_mm_emit.c):
  * dst = pred ? on_true : on_false (DVE); dst = func(in * scale) on ACT with

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "blockwise_mm_phases.h" /* the tiles the phases allocate */
+#include "isa/intmath.h"
 
 #define EXACT_INDEX (1u << 24) /* integers up to 2^24 are exact in fp32 */
 #define RING_G_GOOD 16         /* gate/up pieces in flight: one per load lane */
@@ -14,7 +15,6 @@
 #define SCATTER_QUEUES 4       /* output queues kept busy */
 #define MAX_REPLICAS 4
 
-static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 static uint64_t al64(uint64_t b) { return (b + 63) & ~(uint64_t)63; }
 
 /* The fixed tiles (everything but the rings), per partition. */
@@ -47,9 +47,9 @@ static uint64_t sbuf_bytes(const nx_bwmm_plan *pl) {
 static void shape_items(nx_bwmm_plan *pl, uint32_t bs) {
     const nx_bwmm_params *p = &pl->p;
     pl->bs = bs;
-    pl->ns = cdiv(p->B, bs);
+    pl->ns = nx_cdiv_u64(p->B, bs);
     pl->items = p->NB * pl->ns;
-    pl->nt = (uint32_t)cdiv(bs, pl->tp);
+    pl->nt = (uint32_t)nx_cdiv_u64(bs, pl->tp);
     /* accumulator slots [i-tile, bs] fp32 packed into banks; two banks stay
      * free so transposes, the down projection and the next group's first
      * accumulators do not wait for this group's evacuation */
@@ -66,7 +66,7 @@ static void shape_items(nx_bwmm_plan *pl, uint32_t bs) {
     if (pl->gu_split) g = slots;
     if (g > pl->ni) g = pl->ni;
     pl->g_tiles = (uint32_t)g;
-    pl->ngroups = (uint32_t)cdiv(pl->ni, g);
+    pl->ngroups = (uint32_t)nx_cdiv_u64(pl->ni, g);
     uint64_t gw = g * pl->tp;
     pl->gw = (uint32_t)(gw < p->inter ? gw : p->inter);
     pl->gu_slot = (pl->gu_split ? 1 : 2) * (uint64_t)pl->gw * pl->s;
@@ -130,13 +130,13 @@ int nx_bwmm_plan_make(const nx_bwmm_params *p, const nx_geometry *geo, nx_bwmm_p
     if (p->T >= INT32_MAX / 2 || p->B > INT32_MAX)
         return nx_fail(err, "blockwise_mm: T = %llu and B = %llu must fit in 31-bit indices",
                        (unsigned long long)p->T, (unsigned long long)p->B);
-    pl->nh = (uint32_t)cdiv(p->H, pl->tp);
-    pl->ni = (uint32_t)cdiv(p->inter, pl->tp);
+    pl->nh = (uint32_t)nx_cdiv_u64(p->H, pl->tp);
+    pl->ni = (uint32_t)nx_cdiv_u64(p->inter, pl->tp);
     pl->c = pl->bank_bytes / pl->s;
-    pl->nc = (uint32_t)cdiv(p->H, pl->c);
+    pl->nc = (uint32_t)nx_cdiv_u64(p->H, pl->c);
     pl->pd = pl->nc;
     /* at least SCATTER_QUEUES queues scatter (one per chunk and replica) */
-    pl->nrep = (uint32_t)cdiv(SCATTER_QUEUES, pl->nc);
+    pl->nrep = (uint32_t)nx_cdiv_u64(SCATTER_QUEUES, pl->nc);
     if (pl->nrep > MAX_REPLICAS) pl->nrep = MAX_REPLICAS;
     pl->dn_slot = (uint64_t)pl->ni * pl->c * pl->s;
     if ((p->T + 1) * (uint64_t)pl->c * MAX_REPLICAS * pl->nc > INT32_MAX || 2 * p->inter > INT32_MAX)

@@ -236,12 +236,6 @@ static int push_unit(rz_state *s, rz_unit *u, nx_error *err) {
     return 0;
 }
 
-static const nx_value *arg(const nx_attrs *a, const char *name) {
-    for (uint32_t i = 0; a && i < a->count; i++)
-        if (strcmp(a->items[i].name, name) == 0) return &a->items[i].value;
-    return NULL;
-}
-
 /* The call's tensors and the resize args builder's arguments. */
 static int check_call(const nx_kernel_call *call, nx_error *err) {
     uint32_t outs = call->nargs >= call->n_inputs ? call->nargs - call->n_inputs : 0;
@@ -262,10 +256,10 @@ static int check_call(const nx_kernel_call *call, nx_error *err) {
                        y->name, (unsigned long long)y->shape[0], (unsigned long long)y->shape[1],
                        (unsigned long long)y->shape[2], (unsigned long long)y->shape[3],
                        (unsigned long long)x->shape[0], (unsigned long long)x->shape[3], x->name);
-    const nx_value *r = arg(call->additional_args, "result");
+    const nx_value *r = nx_attrs_get(call->additional_args, "result");
     if (r && (r->kind != NX_VAL_STRING || strcmp(r->s, y->name) != 0))
         return nx_fail(err, "argument result: must name the result tensor '%s'", y->name);
-    const nx_value *as = arg(call->additional_args, "access_shape");
+    const nx_value *as = nx_attrs_get(call->additional_args, "access_shape");
     if (as) {
         int ok = as->kind == NX_VAL_LIST && as->count == 4;
         for (uint32_t i = 0; ok && i < 4; i++)

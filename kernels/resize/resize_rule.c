@@ -6,13 +6,6 @@
 
 #include "resize_rule.h"
 
-static const nx_value *attr(const nx_attrs *a, const char *name) {
-    for (uint32_t i = 0; a && i < a->count; i++)
-        if (strcmp(a->items[i].name, name) == 0)
-            return a->items[i].value.kind == NX_VAL_NONE ? NULL : &a->items[i].value;
-    return NULL;
-}
-
 static void shape_text(char *buf, size_t len, const uint64_t s[4]) {
     snprintf(buf, len, "[%llu, %llu, %llu, %llu]", (unsigned long long)s[0], (unsigned long long)s[1],
              (unsigned long long)s[2], (unsigned long long)s[3]);
@@ -53,7 +46,7 @@ static int read_scales(const nx_value *v, float s[2], nx_error *err) {
 }
 
 int nx_resize_out_shape(const nx_attrs *attrs, const uint64_t in[4], uint64_t out[4], nx_error *err) {
-    const nx_value *os = attr(attrs, NX_RESIZE_ATTR_OUT_SHAPE), *sc = attr(attrs, NX_RESIZE_ATTR_SCALES);
+    const nx_value *os = nx_attrs_get_given(attrs, NX_RESIZE_ATTR_OUT_SHAPE), *sc = nx_attrs_get_given(attrs, NX_RESIZE_ATTR_SCALES);
     char a[96], b[96];
     uint64_t from_scales[4];
     if (sc) {
@@ -171,10 +164,10 @@ int nx_resize_rule_read(const nx_attrs *attrs, const uint64_t in[4], const uint6
         shape_text(a, sizeof a, out);
         shape_text(b, sizeof b, want);
         return nx_fail(err, "result shape %s differs from the %s attribute's %s", a,
-                       attr(attrs, NX_RESIZE_ATTR_OUT_SHAPE) ? "out_shape" : "scales", b);
+                       nx_attrs_get_given(attrs, NX_RESIZE_ATTR_OUT_SHAPE) ? "out_shape" : "scales", b);
     }
-    const nx_value *sc = attr(attrs, NX_RESIZE_ATTR_SCALES);
-    const nx_value *cm = attr(attrs, NX_RESIZE_ATTR_COORD), *nm = attr(attrs, NX_RESIZE_ATTR_NEAREST);
+    const nx_value *sc = nx_attrs_get_given(attrs, NX_RESIZE_ATTR_SCALES);
+    const nx_value *cm = nx_attrs_get_given(attrs, NX_RESIZE_ATTR_COORD), *nm = nx_attrs_get_given(attrs, NX_RESIZE_ATTR_NEAREST);
     float s[2] = {0, 0};
     if (sc && read_scales(sc, s, err) != 0) return -1;
     int coord = COORD_HALF_PIXEL, nearest = NX_NEAREST_ROUND_PREFER_FLOOR;

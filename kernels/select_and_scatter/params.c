@@ -3,13 +3,6 @@
 
 #include "params.h"
 
-static const nx_value *attr(const nx_attrs *a, const char *name) {
-    for (uint32_t i = 0; a && i < a->count; i++)
-        if (strcmp(a->items[i].name, name) == 0)
-            return a->items[i].value.kind == NX_VAL_NONE ? NULL : &a->items[i].value;
-    return NULL;
-}
-
 /* One int per dim, each >= min. */
 static int read_ints(const nx_value *v, const char *name, uint32_t rank, int64_t min, int64_t *out,
                      nx_error *err) {
@@ -57,8 +50,8 @@ int nx_sas_params_read(const nx_attrs *attrs, uint32_t rank, nx_sas_params *p, n
         return nx_fail(err, "SelectAndScatter: the operand has %u dims (1..%d)", rank, NX_SAS_MAX_DIMS);
     p->rank = rank;
     for (uint32_t i = 0; i < rank; i++) p->stride[i] = 1;
-    const nx_value *w = attr(attrs, NX_SAS_ATTR_WINDOW), *s = attr(attrs, NX_SAS_ATTR_STRIDES);
-    const nx_value *pad = attr(attrs, NX_SAS_ATTR_PADDING), *init = attr(attrs, NX_SAS_ATTR_INIT);
+    const nx_value *w = nx_attrs_get_given(attrs, NX_SAS_ATTR_WINDOW), *s = nx_attrs_get_given(attrs, NX_SAS_ATTR_STRIDES);
+    const nx_value *pad = nx_attrs_get_given(attrs, NX_SAS_ATTR_PADDING), *init = nx_attrs_get_given(attrs, NX_SAS_ATTR_INIT);
     if (!w) return nx_fail(err, "attribute window_dimensions: missing (one window size per operand dim)");
     if (read_ints(w, NX_SAS_ATTR_WINDOW, rank, 1, p->window, err) != 0) return -1;
     if (s && read_ints(s, NX_SAS_ATTR_STRIDES, rank, 1, p->stride, err) != 0) return -1;

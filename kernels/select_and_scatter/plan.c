@@ -3,17 +3,15 @@
 #include <string.h>
 
 #include "plan.h"
+#include "isa/intmath.h"
 
 /* ceil(a / b) for b > 0 and any sign of a. */
-static int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
-static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 static void band_of(const sas_dim *d, int64_t y0, int64_t y1, sas_geo *g, sas_band *b) {
     memset(g, 0, sizeof *g);
     int64_t u0 = y0 + d->lo, u1 = y1 + d->lo; /* padded coordinates of the owned rows */
-    int64_t r_lo = max64(0, ceil_div(u0 - d->win + 1, d->stride));
-    int64_t r_hi = min64(d->nsrc, ceil_div(u1, d->stride));
+    int64_t r_lo = nx_max_i64(0, nx_ceil_div_i64(u0 - d->win + 1, d->stride));
+    int64_t r_hi = nx_min_i64(d->nsrc, nx_ceil_div_i64(u1, d->stride));
     b->y0 = y0;
     g->nown = (uint32_t)(y1 - y0);
     if (r_lo >= r_hi) { /* no window touches these rows: they stay init_value */
@@ -23,9 +21,9 @@ static void band_of(const sas_dim *d, int64_t y0, int64_t y1, sas_geo *g, sas_ba
         return;
     }
     int64_t a0 = r_lo * d->stride, a1 = (r_hi - 1) * d->stride + d->win;
-    int64_t real0 = max64(a0, d->lo), real1 = min64(a1, d->lo + d->len);
+    int64_t real0 = nx_max_i64(a0, d->lo), real1 = nx_min_i64(a1, d->lo + d->len);
     if (real1 < real0) real1 = real0;
-    int64_t base = min64(a0, u0), end = max64(a1, u1);
+    int64_t base = nx_min_i64(a0, u0), end = nx_max_i64(a1, u1);
     g->nwin = (uint32_t)(r_hi - r_lo);
     g->nx = (uint32_t)(a1 - a0);
     g->ra0 = (uint32_t)(real0 - a0);
@@ -49,7 +47,7 @@ int sas_plan_dim(const sas_dim *d, int64_t rows, sas_dim_plan *out, nx_error *er
     }
     out->nbands = n;
     for (uint32_t i = 0; i < n; i++) {
-        int64_t y0 = (int64_t)i * rows, y1 = min64(d->len, y0 + rows);
+        int64_t y0 = (int64_t)i * rows, y1 = nx_min_i64(d->len, y0 + rows);
         sas_geo g;
         band_of(d, y0, y1, &g, &out->bands[i]);
         uint32_t c = 0;
@@ -67,8 +65,8 @@ void sas_dim_plan_free(sas_dim_plan *p) {
 }
 
 void sas_valid_windows(const sas_geo *g, const sas_dim *d, int64_t i, uint32_t *a, uint32_t *b) {
-    int64_t lo = max64(0, ceil_div((int64_t)g->ra0 - i, d->stride));
-    int64_t hi = min64(g->nwin, ceil_div((int64_t)g->ra1 - i, d->stride));
+    int64_t lo = nx_max_i64(0, nx_ceil_div_i64((int64_t)g->ra0 - i, d->stride));
+    int64_t hi = nx_min_i64(g->nwin, nx_ceil_div_i64((int64_t)g->ra1 - i, d->stride));
     if (hi < lo) hi = lo;
     *a = (uint32_t)lo;
     *b = (uint32_t)hi;

@@ -25,8 +25,8 @@
 /* stage 1 + stage 2 + the HBM round trip (about 3000 DVE cycles) per tile */
 uint64_t tk_cascaded_cost(const tk *t, uint32_t nf, uint64_t R) {
     uint32_t P = t->geo->partitions;
-    uint64_t rt = tk_min(R, P / nf), sf = tk_ceil(t->n, nf), L1 = tk_min(t->k_sel, sf);
-    uint64_t tiles = tk_ceil(R, rt);
+    uint64_t rt = nx_min_u64(R, P / nf), sf = nx_cdiv_u64(t->n, nf), L1 = nx_min_u64(t->k_sel, sf);
+    uint64_t tiles = nx_cdiv_u64(R, rt);
     if (nf == 1) return tiles * tk_scan_cycles(t->k_sel, t->n);
     return tiles * (tk_scan_cycles(L1, sf) + tk_scan_cycles(t->k_sel, nf * L1) + 3000);
 }
@@ -36,7 +36,7 @@ static int scratch(tk *t, const char *what, nx_dtype dt, uint64_t rows, uint64_t
     char name[64];
     snprintf(name, sizeof name, "cascaded_2_stage_topk.%s.p%u", what, nx_kctx_program_id(t->k));
     const uint64_t shape[2] = {rows, cols};
-    return nx_builder_tensor(nx_kctx_builder(t->k), name, dt, 2, shape, NX_ROLE_SCRATCH, off, err);
+    return nx_kctx_scratch(t->k, name, dt, 2, shape, off, err);
 }
 
 typedef struct casc {
@@ -50,7 +50,7 @@ typedef struct casc {
 static int stage1_done(tk *t, void *ctx, uint32_t tile, tk_cols ox, tk_cols oi, nx_error *err) {
     casc *c = ctx;
     uint64_t r0 = (uint64_t)tile * c->rt;
-    uint32_t rows = (uint32_t)tk_min(c->rt, t->row_hi - t->row_lo - r0), Pu = rows * c->nf;
+    uint32_t rows = (uint32_t)nx_min_u64(c->rt, t->row_hi - t->row_lo - r0), Pu = rows * c->nf;
     uint64_t row0 = r0 * c->nf;
     nx_operand vx = tk_view(&ox, t->cand_dt, Pu, c->L1), vi = tk_view(&oi, NX_DT_INT32, Pu, c->L1);
     nx_operand hx = nx_ap_hbm_rows(t->cand_dt, c->sx + row0 * c->L1 * t->cand_es, Pu, (int32_t)c->L1, (uint32_t)c->L1);
@@ -62,7 +62,7 @@ static int stage1_done(tk *t, void *ctx, uint32_t tile, tk_cols ox, tk_cols oi, 
 static int stage2_done(tk *t, void *ctx, uint32_t tile, tk_cols ox, tk_cols oi, nx_error *err) {
     casc *c = ctx;
     uint64_t r0 = t->row_lo + (uint64_t)tile * c->P2;
-    uint32_t rows = (uint32_t)tk_min(c->P2, t->row_hi - r0);
+    uint32_t rows = (uint32_t)nx_min_u64(c->P2, t->row_hi - r0);
     return tk_store(t, r0, 0, 1, rows, ox, oi, &c->stage[tile % 2], err);
 }
 
@@ -75,11 +75,11 @@ int cascaded_2_stage_topk(struct nx_kctx *k, const nx_kernel_call *call, nx_erro
     if (tk_choose_folds(&t, tk_cascaded_cost, &c.nf, err) != 0) return -1;
     if (c.nf == 1) return tk_scanning(&t, err);
     uint32_t P = t.geo->partitions;
-    c.rt = (uint32_t)tk_min(R, P / c.nf);
-    c.P2 = (uint32_t)tk_min(R, P);
+    c.rt = (uint32_t)nx_min_u64(R, P / c.nf);
+    c.P2 = (uint32_t)nx_min_u64(R, P);
     uint32_t P1 = c.rt * c.nf;
-    uint64_t sf = tk_ceil(t.n, c.nf), n2;
-    c.L1 = tk_min(t.k_sel, sf);
+    uint64_t sf = nx_cdiv_u64(t.n, c.nf), n2;
+    c.L1 = nx_min_u64(t.k_sel, sf);
     n2 = c.nf * c.L1;
     nx_tile base;
     if (tk_fold_base(&t, P1, c.nf, sf, &base, err) != 0) return nx_fail_prefix(err, "%s", t.leaf);
@@ -92,7 +92,7 @@ int cascaded_2_stage_topk(struct nx_kctx *k, const nx_kernel_call *call, nx_erro
     if (scratch(&t, "cand", t.cand_dt, R * c.nf, c.L1, &c.sx, err) != 0 ||
         scratch(&t, "cand_idx", NX_DT_INT32, R * c.nf, c.L1, &c.si, err) != 0)
         return nx_fail_prefix(err, "%s", t.leaf);
-    uint32_t n1, nt2 = (uint32_t)tk_ceil(R, c.P2);
+    uint32_t n1, nt2 = (uint32_t)nx_cdiv_u64(R, c.P2);
     tk_layout *tiles = tk_fold_tiles(&t, c.rt, c.nf, sf, &base, &n1), *t2 = calloc(nt2, sizeof *t2);
     if (!tiles || !t2) {
         free(tiles);
@@ -103,7 +103,7 @@ int cascaded_2_stage_topk(struct nx_kctx *k, const nx_kernel_call *call, nx_erro
     for (uint32_t i = 0; rc == 0 && i < nt2; i++) {
         uint64_t r0 = (uint64_t)i * c.P2;
         t2[i] = (tk_layout){.x_off = c.sx + r0 * n2 * t.cand_es, .pitch = n2, .len = n2,
-                               .rows = (uint32_t)tk_min(c.P2, R - r0), .nf = 1, .sf = n2, .raw = 0,
+                               .rows = (uint32_t)nx_min_u64(c.P2, R - r0), .nf = 1, .sf = n2, .raw = 0,
                                .i_off = c.si + r0 * n2 * 4};
     }
     if (rc == 0) rc = tk_rows(&t, t2, nt2, t.k_sel, stage2_done, &c, err);

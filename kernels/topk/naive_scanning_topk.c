@@ -37,14 +37,14 @@ typedef struct scan {
 static int scan_done(tk *t, void *ctx, uint32_t tile, tk_cols ox, tk_cols oi, nx_error *err) {
     scan *s = ctx;
     uint64_t r0 = t->row_lo + (uint64_t)tile * s->Pt;
-    uint32_t rows = (uint32_t)tk_min(s->Pt, t->row_hi - r0);
+    uint32_t rows = (uint32_t)nx_min_u64(s->Pt, t->row_hi - r0);
     return tk_store(t, r0, 0, 1, rows, ox, oi, &s->stage[tile % 2], err);
 }
 
 int tk_scanning(tk *t, nx_error *err) {
     uint64_t R = t->row_hi - t->row_lo;
     if (R == 0) return 0;
-    scan s = {.Pt = (uint32_t)tk_min(R, t->geo->partitions)};
+    scan s = {.Pt = (uint32_t)nx_min_u64(R, t->geo->partitions)};
     if (t->key_mode)
         for (int i = 0; i < 2; i++) {
             if (nx_kctx_alloc(t->k, NX_OPK_SBUF, "topk_values", t->dt, s.Pt, t->k_sel, &s.stage[i], err) != 0)

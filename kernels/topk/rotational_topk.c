@@ -39,13 +39,13 @@
  * each of the lists' 128-column blocks) per tile */
 uint64_t tk_rotational_cost(const tk *t, uint32_t nf, uint64_t R) {
     uint32_t P = t->geo->partitions;
-    uint64_t rt = tk_min(R, P / nf), sf = tk_ceil(t->n, nf), L = tk_min(t->k_sel, sf);
-    uint64_t tiles = tk_ceil(R, rt);
+    uint64_t rt = nx_min_u64(R, P / nf), sf = nx_cdiv_u64(t->n, nf), L = nx_min_u64(t->k_sel, sf);
+    uint64_t tiles = nx_cdiv_u64(R, rt);
     if (nf == 1) return tiles * tk_scan_cycles(t->k_sel, t->n);
     uint64_t c = tk_scan_cycles(L, sf);
     for (uint32_t d = 1; d < nf; d *= 2) {
-        uint64_t L2 = tk_min(t->k_sel, 2 * L);
-        c += tk_scan_cycles(L2, 2 * L) + 1500 * tk_ceil(L, 128);
+        uint64_t L2 = nx_min_u64(t->k_sel, 2 * L);
+        c += tk_scan_cycles(L2, 2 * L) + 1500 * nx_cdiv_u64(L, 128);
         L = L2;
     }
     return tiles * c;
@@ -69,7 +69,7 @@ static int rotate(rot *o, const nx_tile *h, uint64_t L, uint32_t d, nx_engine co
     uint32_t blk = t->geo->pe_cols < t->geo->partitions ? t->geo->pe_cols : t->geo->partitions;
     int32_t one = 1;
     for (uint64_t c0 = 0; c0 < L; c0 += blk) {
-        uint32_t b = (uint32_t)tk_min(blk, L - c0), slot = o->turn++ % 2, pu = o->Pu;
+        uint32_t b = (uint32_t)nx_min_u64(blk, L - c0), slot = o->turn++ % 2, pu = o->Pu;
         /* [Pu x b] -> PSUM [b x Pu] */
         nx_operand src = nx_tile_view(h, NX_DT_FP32, 0, pu, L + c0, 1, &one, &b);
         nx_operand ta = nx_tile_view(&o->ps_a[slot], NX_DT_FP32, 0, b, 0, 1, &one, &pu);
@@ -98,7 +98,7 @@ static int rotate(rot *o, const nx_tile *h, uint64_t L, uint32_t d, nx_engine co
 static int folds_done(tk *t, void *ctx, uint32_t tile, tk_cols ox, tk_cols oi, nx_error *err) {
     rot *o = ctx;
     uint64_t r0 = t->row_lo + (uint64_t)tile * o->rt;
-    o->rows = (uint32_t)tk_min(o->rt, t->row_hi - r0);
+    o->rows = (uint32_t)nx_min_u64(o->rt, t->row_hi - r0);
     o->Pu = o->rows * o->nf;
     uint64_t L = o->L0, K = t->k_sel;
     /* the own lists into the merge buffer, after the received ones' place */
@@ -110,7 +110,7 @@ static int folds_done(tk *t, void *ctx, uint32_t tile, tk_cols ox, tk_cols oi, n
         return -1;
     uint32_t cur = 0;
     for (uint32_t d = 1; d < o->nf; d *= 2) {
-        uint64_t L2 = tk_min(K, 2 * L);
+        uint64_t L2 = nx_min_u64(K, 2 * L);
         if (rotate(o, &o->hx[cur], L, d, NX_ENG_ACT, err) != 0 || rotate(o, &o->hi[cur], L, d, NX_ENG_ACT, err) != 0)
             return -1;
         tk_job j = {.x = {&o->hx[cur], 0}, .idx = {&o->hi[cur], 0}, .n = 2 * L, .L = L2, .P = o->Pu,
@@ -132,11 +132,11 @@ int rotational_topk(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err
     if (tk_choose_folds(&t, tk_rotational_cost, &o.nf, err) != 0) return -1;
     if (o.nf == 1) return tk_scanning(&t, err);
     uint32_t P = t.geo->partitions, blk = t.geo->pe_cols < P ? t.geo->pe_cols : P;
-    o.rt = (uint32_t)tk_min(R, P / o.nf);
+    o.rt = (uint32_t)nx_min_u64(R, P / o.nf);
     uint32_t P1 = o.rt * o.nf;
-    uint64_t sf = tk_ceil(t.n, o.nf), K = t.k_sel;
-    o.L0 = tk_min(K, sf);
-    uint64_t Lmax = tk_max(o.L0, K);
+    uint64_t sf = nx_cdiv_u64(t.n, o.nf), K = t.k_sel;
+    o.L0 = nx_min_u64(K, sf);
+    uint64_t Lmax = nx_max_u64(o.L0, K);
     if (2 * Lmax + 8 > t.scan_max)
         return nx_fail(err, "%s: k = %llu needs merges of %llu candidates, more than one max8 scan takes (%u)", t.leaf,
                        (unsigned long long)K, (unsigned long long)(2 * Lmax), t.scan_max);

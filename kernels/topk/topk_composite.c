@@ -5,18 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "isa/values.h"
 #include "kernels/topk/topk.h"
 #include "kernels/transpose/transpose.h"
 #include "topk_auto.h"
 #include "topk_methods.h"
-
-/* Program 0 declares the scratch tensor; the others find it. */
-static int scratch(nx_kctx *k, const char *name, nx_dtype dt, uint32_t nd, const uint64_t *shape, uint64_t *off,
-                   nx_error *err) {
-    nx_builder *b = nx_kctx_builder(k);
-    if (nx_kctx_program_id(k) > 0 && nx_builder_find_tensor(b, name, off) == 0) return 0;
-    return nx_builder_tensor(b, name, dt, nd, shape, NX_ROLE_SCRATCH, off, err);
-}
 
 static nx_tensor_ref tensor(const char *name, nx_dtype dt, uint32_t nd, const uint64_t *shape, uint64_t off) {
     nx_tensor_ref t;
@@ -27,28 +20,6 @@ static nx_tensor_ref tensor(const char *name, nx_dtype dt, uint32_t nd, const ui
     memcpy(t.shape, shape, nd * sizeof *shape);
     t.hbm_offset = off;
     return t;
-}
-
-/* out = np.transpose(in, perm): whole matrices per partition on the DVE
- * when they are small (contiguous transfers), else through the PE. */
-static int transpose(nx_kctx *k, const nx_tensor_ref *in, const nx_tensor_ref *out, const int64_t *perm,
-                     uint64_t matrix_bytes, nx_error *err) {
-    int small = matrix_bytes <= nx_kctx_geometry(k)->sbuf_partition_bytes / 16;
-    return nx_transpose_tensors(k, small ? tiled_dve_transpose_10 : tiled_pf_transpose, in, out, perm, in->ndims, err);
-}
-
-/* The leaf's attributes: the op's, with axis -1 in the axis entry's place
- * (an axis other than the last was given, so the entry exists). The entries
- * borrow the op's names and values; the caller frees only out->items. */
-static int axis_last(const nx_attrs *in, nx_attrs *out, nx_error *err) {
-    out->count = in->count;
-    out->items = calloc(in->count ? in->count : 1, sizeof *out->items);
-    if (!out->items) return nx_fail(err, "topk: out of memory");
-    for (uint32_t i = 0; i < in->count; i++) {
-        out->items[i] = in->items[i];
-        if (strcmp(in->items[i].name, "axis") == 0) out->items[i].value = (nx_value){.kind = NX_VAL_INT, .i = -1};
-    }
-    return 0;
 }
 
 int nx_topk_composite(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
@@ -84,23 +55,29 @@ int nx_topk_composite(struct nx_kctx *k, const nx_kernel_call *call, nx_error *e
     uint64_t inner = 1, es = nx_dtype_size(x->dtype);
     for (uint32_t d = (uint32_t)a.axis + 1; d < nd; d++) inner *= x->shape[d];
     uint64_t ox, ov, oi;
-    if (scratch(k, "topk.x_axis_last", x->dtype, nd, xs, &ox, err) != 0 ||
-        scratch(k, "topk.values_axis_last", x->dtype, nd, vs, &ov, err) != 0 ||
-        scratch(k, "topk.indices_axis_last", NX_DT_INT32, nd, vs, &oi, err) != 0)
+    if (nx_kctx_scratch(k, "topk.x_axis_last", x->dtype, nd, xs, &ox, err) != 0 ||
+        nx_kctx_scratch(k, "topk.values_axis_last", x->dtype, nd, vs, &ov, err) != 0 ||
+        nx_kctx_scratch(k, "topk.indices_axis_last", NX_DT_INT32, nd, vs, &oi, err) != 0)
         return nx_fail_prefix(err, "topk");
     nx_tensor_ref t[3] = {tensor("topk.x_axis_last", x->dtype, nd, xs, ox),
                           tensor("topk.values_axis_last", x->dtype, nd, vs, ov),
                           tensor("topk.indices_axis_last", NX_DT_INT32, nd, vs, oi)};
-    if (transpose(k, x, &t[0], perm, n * inner * es, err) != 0 || nx_kctx_barrier(k, err) != 0)
+    if (nx_transpose_tensors_sized(k, x, &t[0], perm, x->ndims, n * inner * es, err) != 0 || nx_kctx_barrier(k, err) != 0)
         return nx_fail_prefix(err, "topk (axis %d to the end)", a.axis);
     nx_attrs attrs;
-    if (axis_last(call->additional_args, &attrs, err) != 0) return -1;
+    nx_attrs_init(&attrs);
+    nx_value last = nx_value_int(-1);
+    /* the leaf's attributes: the op's, with axis -1 (isa/values.h, below kernels/) */
+    if (nx_attrs_copy(&attrs, call->additional_args, err) != 0 || nx_attrs_set(&attrs, "axis", &last, err) != 0) {
+        nx_attrs_free(&attrs);
+        return -1;
+    }
     nx_kernel_call inner_call = {.args = t, .nargs = 3, .n_inputs = 1, .additional_args = &attrs, .attrs = &attrs};
     int rc = m->fn(k, &inner_call, err);
-    free(attrs.items);
+    nx_attrs_free(&attrs);
     if (rc != 0) return -1;
-    if (nx_kctx_barrier(k, err) != 0 || transpose(k, &t[1], &call->args[1], inv, a.k * inner * es, err) != 0 ||
-        transpose(k, &t[2], &call->args[2], inv, a.k * inner * 4, err) != 0)
+    if (nx_kctx_barrier(k, err) != 0 || nx_transpose_tensors_sized(k, &t[1], &call->args[1], inv, t[1].ndims, a.k * inner * es, err) != 0 ||
+        nx_transpose_tensors_sized(k, &t[2], &call->args[2], inv, t[2].ndims, a.k * inner * 4, err) != 0)
         return nx_fail_prefix(err, "topk (results back to axis %d)", a.axis);
     return 0;
 }

@@ -107,15 +107,15 @@ int tk_dma(tk *t, const nx_operand *dst, const nx_operand *src, nx_error *err) {
      * each transfer pays the fixed cost once, and one engine's bandwidth is
      * a sixteenth of a core's. A row shorter than 2 KiB costs as much as
      * 2 KiB (DMA efficiency). */
-    uint64_t bytes = (uint64_t)P * tk_max(F * nx_dtype_size((nx_dtype)dst->dtype), 2048);
-    uint32_t pieces = (uint32_t)tk_min(tk_max(bytes / 4096, 1), engines);
+    uint64_t bytes = (uint64_t)P * nx_max_u64(F * nx_dtype_size((nx_dtype)dst->dtype), 2048);
+    uint32_t pieces = (uint32_t)nx_min_u64(nx_max_u64(bytes / 4096, 1), engines);
     if (pieces > lanes) pieces = lanes;
     if (pieces > 1 && P == 1 && dst->ndims == 1 && src->ndims == 1 && dst->stride[0] == 1 && src->stride[0] == 1) {
         /* one row: by columns, pieces of at least 2 KiB */
         uint64_t dsz = nx_dtype_size((nx_dtype)dst->dtype), ssz = nx_dtype_size((nx_dtype)src->dtype);
-        uint64_t per = tk_max(tk_ceil(F, pieces), tk_ceil(2048, dsz));
+        uint64_t per = nx_max_u64(nx_cdiv_u64(F, pieces), nx_cdiv_u64(2048, dsz));
         for (uint64_t c0 = 0; c0 < F; c0 += per) {
-            uint64_t cn = tk_min(per, F - c0);
+            uint64_t cn = nx_min_u64(per, F - c0);
             nx_operand d = *dst, s = *src;
             d.offset += c0 * dsz;
             s.offset += c0 * ssz;
@@ -163,7 +163,7 @@ int tk_fold_base(tk *t, uint32_t P, uint32_t nf, uint64_t sf, nx_tile *out, nx_e
 }
 
 int tk_alloc_list(tk *t, const char *name, nx_dtype dt, uint32_t P, uint64_t cols, nx_tile *out, nx_error *err) {
-    return nx_kctx_alloc(t->k, NX_OPK_SBUF, name, dt, P, tk_max(cols, 1) + 8, out, err);
+    return nx_kctx_alloc(t->k, NX_OPK_SBUF, name, dt, P, nx_max_u64(cols, 1) + 8, out, err);
 }
 
 /* stage[:, 0:k] = the values of the keys lx[:, 0:k] on partitions [0, P):
@@ -217,12 +217,12 @@ int tk_store(tk *t, uint64_t r0, uint32_t p0, uint32_t step, uint32_t count, tk_
 tk_layout *tk_fold_tiles(const tk *t, uint32_t rows_per_tile, uint32_t nf, uint64_t sf, const nx_tile *base,
                          uint32_t *ntiles) {
     uint64_t R = t->row_hi - t->row_lo;
-    *ntiles = (uint32_t)tk_ceil(R, rows_per_tile);
+    *ntiles = (uint32_t)nx_cdiv_u64(R, rows_per_tile);
     tk_layout *tiles = calloc(*ntiles ? *ntiles : 1, sizeof *tiles);
     for (uint32_t i = 0; tiles && i < *ntiles; i++) {
         uint64_t r0 = t->row_lo + (uint64_t)i * rows_per_tile;
         tiles[i] = (tk_layout){.x_off = t->x_off + r0 * t->n * t->es, .pitch = t->n, .len = t->n,
-                               .rows = (uint32_t)tk_min(rows_per_tile, t->row_hi - r0), .nf = nf, .sf = sf,
+                               .rows = (uint32_t)nx_min_u64(rows_per_tile, t->row_hi - r0), .nf = nf, .sf = sf,
                                .raw = 1, .base = base};
     }
     return tiles;

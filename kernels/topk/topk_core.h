@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "topk.h"
+#include "isa/intmath.h"
 
 /* One program's trace of a top-k leaf. */
 typedef struct tk {
@@ -198,9 +199,6 @@ tk_layout *tk_fold_tiles(const tk *t, uint32_t rows_per_tile, uint32_t nf, uint6
  * columns, which max8 writes in the last round). */
 int tk_alloc_list(tk *t, const char *name, nx_dtype dt, uint32_t P, uint64_t cols, nx_tile *out, nx_error *err);
 
-static inline uint64_t tk_ceil(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
-static inline uint64_t tk_min(uint64_t a, uint64_t b) { return a < b ? a : b; }
-static inline uint64_t tk_max(uint64_t a, uint64_t b) { return a > b ? a : b; }
 static inline uint64_t tk_tile_bytes(uint64_t elems, uint64_t es) { return (elems * es + 63) / 64 * 64; }
 
 #endif

@@ -2,14 +2,14 @@
 #include "topk_core.h"
 
 int tk_fold_ok(const tk *t, uint32_t nf) {
-    uint64_t sf = tk_ceil(t->n, nf);
+    uint64_t sf = nx_cdiv_u64(t->n, nf);
     return nf >= 1 && nf <= t->geo->partitions && (uint64_t)(nf - 1) * sf < t->n;
 }
 
 uint64_t tk_scan_cycles(uint64_t L, uint64_t n) {
     /* ceil(L/8) rounds of two streamed passes, plus the per-instruction
      * overhead of the public cost model (144 DVE cycles) */
-    return tk_ceil(L, 8) * 2 * (tk_max(n, 8) + 144);
+    return nx_cdiv_u64(L, 8) * 2 * (nx_max_u64(n, 8) + 144);
 }
 
 int tk_choose_folds(const tk *t, uint64_t (*cost)(const tk *, uint32_t nf, uint64_t rows), uint32_t *nf_out,

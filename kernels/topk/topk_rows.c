@@ -43,37 +43,37 @@ typedef struct rows {
 static uint64_t bytes_of(const rows *w, const plan *p) {
     const tk *t = w->t;
     uint64_t src_es = w->raw ? t->es : t->cand_es;
-    uint64_t lw = tk_ceil(w->L, 8) * 8 + 8;
+    uint64_t lw = nx_cdiv_u64(w->L, 8) * 8 + 8;
     uint64_t b = p->NX * tk_tile_bytes(p->F, src_es);
     if (!w->raw) b += p->NX * tk_tile_bytes(p->F, 4);
     if (p->nc > 1) b += 2 * (tk_tile_bytes(p->C + 8, t->cand_es) + tk_tile_bytes(p->C + 8, 4));
     b += p->NO * (tk_tile_bytes(lw, t->cand_es) + tk_tile_bytes(lw, 4));
     int need_K = w->raw || !t->key_mode;
-    uint64_t kcap = t->key_mode ? p->F : tk_max(p->F, p->C);
+    uint64_t kcap = t->key_mode ? p->F : nx_max_u64(p->F, p->C);
     return b + tk_sched_bytes(t, p->S, kcap, w->L, need_K);
 }
 
 static int make_plan(rows *w, nx_error *err) {
     const tk *t = w->t;
-    uint64_t sf = w->tiles[0].sf, L = w->L, l8 = tk_ceil(L, 8) * 8;
+    uint64_t sf = w->tiles[0].sf, L = w->L, l8 = nx_cdiv_u64(L, 8) * 8;
     uint64_t sb = t->geo->sbuf_partition_bytes;
     uint64_t budget = sb > t->reserved ? (sb - t->reserved) * 7 / 8 : 0;
     /* With fewer than three units a single chunk leaves POOL and DVE in
      * series (keys, scan, gather): cut rows of a few tiles in chunks. */
-    uint64_t F0 = tk_min(sf, t->scan_max);
+    uint64_t F0 = nx_min_u64(sf, t->scan_max);
     if (w->ntiles < 3 && sf >= 4096 && 8 * l8 <= sf) {
-        uint64_t want = tk_ceil(3, w->ntiles);
-        F0 = tk_min(F0, tk_max(2048, tk_ceil(sf, want)));
+        uint64_t want = nx_cdiv_u64(3, w->ntiles);
+        F0 = nx_min_u64(F0, nx_max_u64(2048, nx_cdiv_u64(sf, want)));
     }
     static const uint32_t gs[3][2] = {{2, 4}, {1, 2}, {1, 1}};
     for (int gi = 0; gi < 3; gi++) {
         uint32_t G = gs[gi][0];
-        for (uint64_t F = F0;; F = tk_ceil(F, 2)) {
+        for (uint64_t F = F0;; F = nx_cdiv_u64(F, 2)) {
             plan p = {0};
             p.G = G;
             p.S = gs[gi][1];
-            p.nc = tk_ceil(sf, F);
-            p.F = tk_ceil(sf, p.nc);
+            p.nc = nx_cdiv_u64(sf, F);
+            p.F = nx_cdiv_u64(sf, p.nc);
             int keyin = t->key_mode && w->raw;
             p.NX = p.nc > 1 || w->ntiles > 1 ? (keyin ? G + 2 : p.S + 1) : 1;
             p.NO = w->ntiles > 1 ? p.S + 1 : 1;
@@ -81,17 +81,17 @@ static int make_plan(rows *w, nx_error *err) {
             if (p.nc > 1) {
                 /* every chunk must give back fewer candidates than it holds,
                  * and the buffer take at least two chunks' worth */
-                uint64_t per = tk_min(l8, p.F);
+                uint64_t per = nx_min_u64(l8, p.F);
                 ok = per < p.F && 2 * l8 + 8 <= t->scan_max;
-                p.C = tk_min(p.nc * per, t->scan_max);
+                p.C = nx_min_u64(p.nc * per, t->scan_max);
                 if (p.C < 2 * l8 + 8) p.C = 2 * l8 + 8;
-                while (ok && bytes_of(w, &p) > budget && p.C > 2 * l8 + 8) p.C = tk_max(2 * l8 + 8, p.C / 2);
+                while (ok && bytes_of(w, &p) > budget && p.C > 2 * l8 + 8) p.C = nx_max_u64(2 * l8 + 8, p.C / 2);
             }
             if (ok && bytes_of(w, &p) <= budget) {
                 w->pl = p;
                 return 0;
             }
-            if (F <= tk_max(8, 2 * l8)) break;
+            if (F <= nx_max_u64(8, 2 * l8)) break;
         }
     }
     if (sf > t->scan_max && 2 * l8 + 8 > t->scan_max)
@@ -110,7 +110,7 @@ static int make_plan(rows *w, nx_error *err) {
 /* The valid length of fold f. */
 static uint64_t fold_len(const tk_layout *lay, uint32_t f) {
     uint64_t start = (uint64_t)f * lay->sf;
-    return start >= lay->len ? 0 : tk_min(lay->sf, lay->len - start);
+    return start >= lay->len ? 0 : nx_min_u64(lay->sf, lay->len - start);
 }
 
 /* Chunk [c0, c0 + cn) of every partition of a tile into xb (and ib). */
@@ -152,7 +152,7 @@ static int load_chunk(rows *w, const tk_layout *lay, uint64_t c0, uint64_t cn, c
             if (tk_dma(t, &dd, &s, err) != 0) return -1;
         }
         if (c0 < last) {
-            uint32_t v = (uint32_t)tk_min(cn, last - c0);
+            uint32_t v = (uint32_t)nx_min_u64(cn, last - c0);
             nx_operand dd = nx_tile_view(xb, dt, p0 + lay->nf - 1, 1, 0, 1, &one, &v);
             nx_operand s = nx_ap_hbm_rows(dt, row + ((uint64_t)(lay->nf - 1) * lay->sf + c0) * es, 1,
                                           (int32_t)lay->sf, v);
@@ -210,7 +210,7 @@ static int claim(rows *w, int *busy, uint32_t n, nx_error *err) {
 /* Where the next list goes after one of W candidates: key mode rounds up
  * to 8 (the last round's max8 writes 8 columns; what it writes past W are
  * knocked-out -inf keys, never chosen), payload mode packs them. */
-static uint64_t advance(const tk *t, uint64_t W) { return t->key_mode ? tk_ceil(W, 8) * 8 : W; }
+static uint64_t advance(const tk *t, uint64_t W) { return t->key_mode ? nx_cdiv_u64(W, 8) * 8 : W; }
 
 static int stream(rows *w, nx_error *err) {
     tk *t = w->t;
@@ -231,7 +231,7 @@ static int stream(rows *w, nx_error *err) {
                 w->xbusy[b] = 1;
             }
             const tk_layout *lay = &w->tiles[next_load / p->nc];
-            uint64_t c0 = (next_load % p->nc) * p->F, cn = tk_min(p->F, lay->sf - c0);
+            uint64_t c0 = (next_load % p->nc) * p->F, cn = nx_min_u64(p->F, lay->sf - c0);
             if (load_chunk(w, lay, c0, cn, &w->X[b], w->raw ? NULL : &w->I[b], err) != 0) return -1;
             ubuf[next_load % (2 * MAX_X)] = b;
             next_load++;
@@ -240,9 +240,9 @@ static int stream(rows *w, nx_error *err) {
         const tk_layout *lay = &w->tiles[tile];
         uint32_t P = lay->rows * lay->nf;
         int b = ubuf[u % (2 * MAX_X)];
-        uint64_t c0 = (uint64_t)c * p->F, cn = tk_min(p->F, lay->sf - c0);
+        uint64_t c0 = (uint64_t)c * p->F, cn = nx_min_u64(p->F, lay->sf - c0);
         tk_job j = {.x = {&w->X[b], 0}, .raw = w->raw, .idx = {w->raw ? NULL : &w->I[b], 0}, .base = lay->base,
-                    .add = c0, .n = cn, .L = tk_min(w->L, cn), .P = P};
+                    .add = c0, .n = cn, .L = nx_min_u64(w->L, cn), .P = P};
         if (p->nc == 1) {
             int ob = claim(w, w->obusy, p->NO, err);
             if (ob < 0) return -1;
@@ -291,20 +291,20 @@ int tk_rows(tk *t, const tk_layout *tiles, uint32_t ntiles, uint64_t L, tk_tile_
     w->tiles = tiles;
     w->ntiles = ntiles;
     w->L = L;
-    w->Lw = tk_ceil(L, 8) * 8;
+    w->Lw = nx_cdiv_u64(L, 8) * 8;
     w->raw = tiles[0].raw;
     w->done = done;
     w->ctx = ctx;
     w->err = err;
-    for (uint32_t i = 0; i < ntiles; i++) w->P = (uint32_t)tk_max(w->P, (uint64_t)tiles[i].rows * tiles[i].nf);
+    for (uint32_t i = 0; i < ntiles; i++) w->P = (uint32_t)nx_max_u64(w->P, (uint64_t)tiles[i].rows * tiles[i].nf);
     int rc = -1;
     uint32_t nx = 0, no = 0, ncb = 0;
     int have_s = 0;
     if (make_plan(w, err) != 0) goto out;
     nx_dtype src = w->raw ? t->dt : t->cand_dt;
     for (; nx < w->pl.NX; nx++) {
-        if (nx_kctx_alloc(t->k, NX_OPK_SBUF, "topk_chunk", src, w->P, tk_max(w->pl.F, 8), &w->X[nx], err) != 0) goto out;
-        if (!w->raw && nx_kctx_alloc(t->k, NX_OPK_SBUF, "topk_chunk_idx", NX_DT_INT32, w->P, tk_max(w->pl.F, 8),
+        if (nx_kctx_alloc(t->k, NX_OPK_SBUF, "topk_chunk", src, w->P, nx_max_u64(w->pl.F, 8), &w->X[nx], err) != 0) goto out;
+        if (!w->raw && nx_kctx_alloc(t->k, NX_OPK_SBUF, "topk_chunk_idx", NX_DT_INT32, w->P, nx_max_u64(w->pl.F, 8),
                                      &w->I[nx], err) != 0)
             goto out;
     }
@@ -317,7 +317,7 @@ int tk_rows(tk *t, const tk_layout *tiles, uint32_t ntiles, uint64_t L, tk_tile_
             tk_alloc_list(t, "topk_cand_idx", NX_DT_INT32, w->P, w->pl.C, &w->CI[ncb], err) != 0)
             goto out;
     int need_K = w->raw || !t->key_mode;
-    uint64_t kcap = t->key_mode ? w->pl.F : tk_max(w->pl.F, w->pl.C);
+    uint64_t kcap = t->key_mode ? w->pl.F : nx_max_u64(w->pl.F, w->pl.C);
     if (tk_sched_init(t, &w->s, w->P, w->pl.G, w->pl.S, kcap, L, need_K, err) != 0) goto out;
     have_s = 1;
     rc = stream(w, err);

@@ -7,13 +7,13 @@
 
 /* Candidates a job leaves in out_x / out_i: every round's 8 are genuine
  * elements (or all n when fewer), so they are all kept. */
-static uint64_t job_width(const tk_job *j) { return tk_min(tk_ceil(j->L, 8) * 8, j->n); }
+static uint64_t job_width(const tk_job *j) { return nx_min_u64(nx_cdiv_u64(j->L, 8) * 8, j->n); }
 
 static int needs_keys(const tk *t, const tk_job *j) { return j->raw || !t->key_mode; }
 
 uint64_t tk_sched_bytes(const tk *t, uint32_t S, uint64_t kcap, uint64_t lcap, int need_K) {
-    kcap = tk_max(kcap, 8);
-    lcap = tk_ceil(lcap, 8) * 8;
+    kcap = nx_max_u64(kcap, 8);
+    lcap = nx_cdiv_u64(lcap, 8) * 8;
     uint64_t slot = tk_tile_bytes(lcap, 4) + tk_tile_bytes(1, 4);
     if (need_K) slot += tk_tile_bytes(kcap, 4) + (t->is_float && !t->largest ? tk_tile_bytes(kcap, 1) : 0);
     if (!t->key_mode) slot += tk_tile_bytes(8, 4);
@@ -29,8 +29,8 @@ int tk_sched_init(tk *t, tk_sched *s, uint32_t P, uint32_t G, uint32_t S, uint64
     /* 2G slots let a group's keys overlap the rounds of the group before;
      * G slots (a scheduler that is flushed after every job) save space */
     s->S = S >= 2 * s->G ? 2 * s->G : s->G;
-    s->kcap = tk_max(kcap, 8);
-    s->lcap = tk_ceil(L, 8) * 8;
+    s->kcap = nx_max_u64(kcap, 8);
+    s->lcap = nx_cdiv_u64(L, 8) * 8;
     s->have_K = need_K;
     s->have_mask = need_K && t->is_float && !t->largest;
     s->have_V = !t->key_mode;
@@ -112,15 +112,15 @@ static int emit_rounds(tk_sched *s, const tk_job *g, uint32_t n, nx_error *err) 
     int32_t one = 1, back = -1;
     uint32_t eight = 8;
     uint64_t most = 0;
-    for (uint32_t i = 0; i < n; i++) most = tk_max(most, tk_ceil(g[i].L, 8));
+    for (uint32_t i = 0; i < n; i++) most = nx_max_u64(most, nx_cdiv_u64(g[i].L, 8));
     for (uint64_t r = 0; r < most; r++) {
         for (int phase = 0; phase < 2; phase++) {
             for (uint32_t i = 0; i < n; i++) {
                 const tk_job *j = &g[i];
                 uint32_t P = job_P(s, j);
-                if (r >= tk_ceil(j->L, 8)) continue;
+                if (r >= nx_cdiv_u64(j->L, 8)) continue;
                 tk_cols kc = scan_cols(s, j);
-                uint32_t kn = (uint32_t)tk_max(j->n, 8);
+                uint32_t kn = (uint32_t)nx_max_u64(j->n, 8);
                 nx_operand kv = nx_tile_view(kc.t, NX_DT_FP32, 0, P, kc.off, 1, &one, &kn);
                 /* key mode: the keys max8 finds are the candidates */
                 const nx_tile *vt = t->key_mode ? j->out_x.t : &s->V[j->slot];
@@ -205,7 +205,7 @@ int tk_sched_flush(tk_sched *s, nx_error *err) {
 
 int tk_sched_add(tk_sched *s, const tk_job *job, int depends, nx_error *err) {
     tk *t = s->t;
-    if (job->L > job->n || (needs_keys(t, job) && job->n > s->kcap) || tk_ceil(job->L, 8) * 8 > s->lcap)
+    if (job->L > job->n || (needs_keys(t, job) && job->n > s->kcap) || nx_cdiv_u64(job->L, 8) * 8 > s->lcap)
         return nx_fail(err, "%s: internal: a selection of %llu of %llu candidates exceeds its workspace", t->leaf,
                        (unsigned long long)job->L, (unsigned long long)job->n);
     if ((depends || (s->S == s->G && s->nform == 0 && s->npend)) && tk_sched_flush(s, err) != 0) return -1;

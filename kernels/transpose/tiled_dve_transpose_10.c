@@ -36,6 +36,7 @@
 
 #include "transpose.h"
 #include "transpose_plan.h"
+#include "isa/intmath.h"
 
 #define DV_STAGES 2
 #define DV_TILE_BYTES (48u * 1024u) /* per partition, per buffer */
@@ -245,8 +246,6 @@ static uint64_t isqrt(uint64_t v) {
     return r;
 }
 
-static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
-
 /* Whole matrices per partition: units are batches. */
 static int dv_whole(dv_state *s, uint64_t tile_elems, nx_error *err) {
     const nx_transpose_plan *pl = s->pl;
@@ -258,7 +257,7 @@ static int dv_whole(dv_state *s, uint64_t tile_elems, nx_error *err) {
     kb = kb < 1 ? 1 : kb > kb_max ? kb_max : kb;
     s->group = DV_PIECE; /* blocks are disjoint batches: any grouping spreads */
     for (uint64_t b = lo; b < hi; b += kb) {
-        uint32_t nb = (uint32_t)min_u64(kb, hi - b);
+        uint32_t nb = (uint32_t)nx_min_u64(kb, hi - b);
         dv_block blk = {b * mat, b * mat, b / kb};
         if (dv_add(s, nb, (uint32_t)pl->rows, (uint32_t)pl->cols, 0, &blk, err) != 0) return -1;
     }
@@ -277,15 +276,15 @@ static int dv_sub(dv_state *s, uint64_t tile_elems, nx_error *err) {
     uint64_t R = pl->rows, C = pl->cols, L = isqrt(tile_elems), rr, cc;
     uint64_t lo, hi;
     nx_kctx_rows(s->k, pl->batch * C, &lo, &hi);
-    uint64_t cols = min_u64(C, hi - lo); /* widest column range of one matrix here */
+    uint64_t cols = nx_min_u64(C, hi - lo); /* widest column range of one matrix here */
     uint32_t out_lanes = nx_kctx_lanes(s->k) - s->in_lanes;
     uint64_t engines = out_lanes < DV_DMA_ENGINES ? out_lanes : DV_DMA_ENGINES;
     if (R <= L) {
         rr = R;
-        cc = even_block(cols, min_u64(cols, tile_elems / R));
+        cc = even_block(cols, nx_min_u64(cols, tile_elems / R));
     } else if (cols <= L) {
         cc = cols;
-        rr = even_block(R, min_u64(R, tile_elems / cols));
+        rr = even_block(R, nx_min_u64(R, tile_elems / cols));
     } else {
         /* about square blocks; among block-column counts near cols / L,
          * prefer one that the output lanes' DMA engines share evenly (all
@@ -299,10 +298,10 @@ static int dv_sub(dv_state *s, uint64_t tile_elems, nx_error *err) {
         for (int i = 0; i < 3; i++) {
             if (cand[i] == 0 || cand[i] > cols) continue;
             uint64_t c = even_block(cols, (cols + cand[i] - 1) / cand[i]);
-            uint64_t r = even_block(R, min_u64(R, tile_elems / c));
+            uint64_t r = even_block(R, nx_min_u64(R, tile_elems / c));
             uint64_t nj = (cols + c - 1) / c;
             double load = engines ? (double)((nj + engines - 1) / engines * engines) / (double)nj : 1.0;
-            double score = (double)min_u64(r, c) / load;
+            double score = (double)nx_min_u64(r, c) / load;
             if (score > best_score) {
                 best_score = score;
                 rr = r;
@@ -316,7 +315,7 @@ static int dv_sub(dv_state *s, uint64_t tile_elems, nx_error *err) {
     uint64_t g = out_lanes ? nj / out_lanes : DV_PIECE;
     s->group = (uint32_t)(g < 1 ? 1 : g > DV_PIECE ? DV_PIECE : g);
     for (uint64_t u = lo; u < hi;) {
-        uint64_t b = u / C, c_lo = u % C, c_hi = min_u64(hi - b * C, C);
+        uint64_t b = u / C, c_lo = u % C, c_hi = nx_min_u64(hi - b * C, C);
         uint64_t nj = (c_hi - c_lo + cc - 1) / cc;
         int strip = nj == 1;
         for (uint64_t r0 = 0; r0 < R; r0 += rr) {
@@ -325,7 +324,7 @@ static int dv_sub(dv_state *s, uint64_t tile_elems, nx_error *err) {
                 blk.in_off = (b * R + r0) * C + c0;
                 blk.out_off = (b * C + c0) * R + r0;
                 blk.key = (b * C + c0) / cc; /* +1 per block column of the segment */
-                if (dv_add(s, 1, (uint32_t)min_u64(rr, R - r0), (uint32_t)min_u64(cc, c_hi - c0), strip,
+                if (dv_add(s, 1, (uint32_t)nx_min_u64(rr, R - r0), (uint32_t)nx_min_u64(cc, c_hi - c0), strip,
                            &blk, err) != 0)
                     return -1;
             }
@@ -356,12 +355,12 @@ int tiled_dve_transpose_10(struct nx_kctx *k, const nx_kernel_call *call, nx_err
     s.in_lanes = lanes > 1 ? lanes / 2 : 1;
     uint64_t tile_bytes = geo->sbuf_partition_bytes * 3 / 4 / (2 * DV_STAGES);
     if (tile_bytes > DV_TILE_BYTES) tile_bytes = DV_TILE_BYTES;
-    uint64_t tile_elems = min_u64(tile_bytes / s.size, geo->sbuf_free_elems_max);
+    uint64_t tile_elems = nx_min_u64(tile_bytes / s.size, geo->sbuf_free_elems_max);
     int whole = pl.rows * pl.cols <= tile_elems;
     /* a matrix just past the default tile (112 x 112 fp32 on trn2) still
      * goes whole when the four tiles fit 7/8 of SBUF: its transfers stay
      * contiguous, where sub-blocks would run DMA at a fraction of peak */
-    uint64_t big = min_u64(geo->sbuf_partition_bytes * 7 / 8 / (2 * DV_STAGES) / s.size, geo->sbuf_free_elems_max);
+    uint64_t big = nx_min_u64(geo->sbuf_partition_bytes * 7 / 8 / (2 * DV_STAGES) / s.size, geo->sbuf_free_elems_max);
     if (!whole && pl.rows * pl.cols <= big) {
         tile_elems = pl.rows * pl.cols;
         whole = 1;

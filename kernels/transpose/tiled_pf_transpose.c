@@ -24,6 +24,7 @@
 
 #include "transpose.h"
 #include "transpose_plan.h"
+#include "isa/intmath.h"
 
 #define PF_MAX_STAGES 6
 #define PF_PSUM_BUFS 4
@@ -50,12 +51,10 @@ static nx_dtype same_size_type(uint64_t size, nx_dtype f4, nx_dtype f2, nx_dtype
     return size == 4 ? f4 : size == 2 ? f2 : f1;
 }
 
-static uint32_t ceil_div32(uint64_t a, uint64_t b) { return (uint32_t)((a + b - 1) / b); }
-
 static int pf_load(pf_state *s, const pf_block *sb, const nx_tile *tile, nx_error *err) {
     const nx_transpose_plan *pl = s->pl;
     int32_t one = 1;
-    uint32_t nr = ceil_div32(sb->rw, s->tb);
+    uint32_t nr = (uint32_t)nx_cdiv_u64(sb->rw, s->tb);
     for (uint32_t t = 0; t < nr; t++) {
         uint32_t rp = sb->rw - t * s->tb < s->tb ? sb->rw - t * s->tb : s->tb;
         uint64_t el = (sb->b * pl->rows + sb->r0 + (uint64_t)t * s->tb) * pl->cols + sb->c0;
@@ -71,7 +70,7 @@ static int pf_load(pf_state *s, const pf_block *sb, const nx_tile *tile, nx_erro
 static int pf_compute(pf_state *s, const pf_block *sb, const nx_tile *in, const nx_tile *out,
                       nx_error *err) {
     int32_t one = 1;
-    uint32_t nr = ceil_div32(sb->rw, s->tb), nc = ceil_div32(sb->cw, s->tb);
+    uint32_t nr = (uint32_t)nx_cdiv_u64(sb->rw, s->tb), nc = (uint32_t)nx_cdiv_u64(sb->cw, s->tb);
     for (uint32_t kk = 0; kk < nc; kk++) {
         uint32_t cp = sb->cw - kk * s->tb < s->tb ? sb->cw - kk * s->tb : s->tb;
         const nx_tile *ps = &s->ps[s->cblocks % PF_PSUM_BUFS];
@@ -94,7 +93,7 @@ static int pf_compute(pf_state *s, const pf_block *sb, const nx_tile *in, const 
 static int pf_store(pf_state *s, const pf_block *sb, const nx_tile *tile, nx_error *err) {
     const nx_transpose_plan *pl = s->pl;
     int32_t one = 1;
-    uint32_t nc = ceil_div32(sb->cw, s->tb);
+    uint32_t nc = (uint32_t)nx_cdiv_u64(sb->cw, s->tb);
     uint32_t lanes = nx_kctx_lanes(s->k), out_lanes = lanes - s->in_lanes;
     for (uint32_t kk = 0; kk < nc; kk++) {
         uint32_t cp = sb->cw - kk * s->tb < s->tb ? sb->cw - kk * s->tb : s->tb;

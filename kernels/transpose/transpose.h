@@ -38,4 +38,13 @@ int tiled_dve_transpose_10(struct nx_kctx *k, const nx_kernel_call *call, nx_err
 int nx_transpose_tensors(struct nx_kctx *k, nx_leaf_fn leaf, const nx_tensor_ref *in, const nx_tensor_ref *out,
                          const int64_t *perm, uint32_t ndims, nx_error *err);
 
+/* nx_transpose_tensors with the leaf chosen by the one rule for it: whole
+ * matrices per partition on the DVE (tiled_dve_transpose_10: contiguous
+ * transfers) when one matrix, `matrix_bytes`, takes at most 1/16 of an
+ * SBUF partition of k's machine; else through the PE (tiled_pf_transpose).
+ * The rule names the leaves, so it lives with them, not in the authoring
+ * layer below them. */
+int nx_transpose_tensors_sized(struct nx_kctx *k, const nx_tensor_ref *in, const nx_tensor_ref *out,
+                               const int64_t *perm, uint32_t ndims, uint64_t matrix_bytes, nx_error *err);
+
 #endif

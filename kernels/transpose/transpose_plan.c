@@ -118,10 +118,8 @@ int nx_transpose_reduce(uint32_t ndims, const uint64_t *shape, const int64_t *pe
 }
 
 int nx_transpose_perm_attr(const nx_attrs *attrs, uint32_t ndims, int64_t *perm, nx_error *err) {
-    const nx_value *v = NULL;
-    for (uint32_t i = 0; attrs && i < attrs->count; i++)
-        if (strcmp(attrs->items[i].name, "permutation") == 0) v = &attrs->items[i].value;
-    if (!v || v->kind == NX_VAL_NONE) {
+    const nx_value *v = nx_attrs_get_given(attrs, "permutation");
+    if (!v) {
         for (uint32_t i = 0; i < ndims; i++) perm[i] = (int64_t)(ndims - 1 - i);
         return 0;
     }

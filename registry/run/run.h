@@ -2,7 +2,8 @@
  * One function for everything that runs kernels: `nxsim run` and `nxsim
  * exec`, the tests, the benches and libnxsim (api/, under the Python package).
  *
- *   nx_run_op:      lower (the lowerer's registry, then its composites)
+ *   nx_run_op:      lower the prepared op on its target (registry/prepare.h:
+ *                      the one lookup and attribute check happened there)
  *                   -> place the operands in HBM (given bytes, or pseudo-
  *                      random from the seed)
  *                   -> nx_run_program
@@ -14,7 +15,10 @@
  *                   optional race check over the model's log.
  *
  * This is the one part of registry/ that uses sim/ (its own library,
- * nxsim_run): registry/ proper stays below the simulator.
+ * nxsim_run): registry/ proper stays below the simulator. Within it the
+ * simulator is reached only through the backends (registry/run/backend.h);
+ * this header takes from sim/ only the machine description and the model's
+ * result types.
  *
  * Ownership: the program belongs to the lowerer (valid until
  * nx_lowerer_free); everything else in a result belongs to the result
@@ -40,6 +44,7 @@
 #include "registry/composites.h"
 #include "registry/lower.h"
 #include "registry/macro_op.h"
+#include "registry/prepare.h"
 #include "sim/machine.h"
 #include "sim/model.h"
 
@@ -73,7 +78,7 @@ typedef struct nx_run_options {
 /* Which stage refused (with -1). */
 typedef enum nx_run_failure {
     NX_RUN_OK = 0,
-    NX_RUN_BAD_INPUT, /* the op: a registry miss (verbatim), a leaf's refusal, bad options
+    NX_RUN_BAD_INPUT, /* the op: a leaf's refusal, bad options
                        * (race check or RTL on the functional backend), no reference for --check */
     NX_RUN_FAULT,     /* the program faulted or deadlocked; the state or a reference could
                        * not be allocated; a reference failed */
@@ -151,15 +156,16 @@ typedef struct nx_run_result {
     nx_run_failure failure;   /* with -1 */
 } nx_run_result;
 
-/* Lowers op with L (a fresh lowerer gives new_traces 1), runs it on m and,
- * with opt->check, checks it. op must be complete: results inferred
- * (nx_op_rules_apply_results) and checked (nx_macro_op_check). inputs
+/* Lowers p->op on p->target with L (a fresh lowerer gives new_traces 1),
+ * runs it on m and, with opt->check, checks it. p comes from nx_prepare_op
+ * with the tables of L (the target is not looked up again, the attributes
+ * not checked again). inputs
  * (optional) gives operand i's bytes in C order (nx_tensor_bytes of its
  * tensor; NULL entries and a NULL array mean pseudo-random from opt->seed,
  * seeded by the tensor's index in the program). m must have the geometry L
  * was made for. The reference reads the operands as given (or regenerated),
  * not the HBM after the run, so a leaf that writes its input cannot hide it. */
-int nx_run_op(nx_lowerer *L, const nx_machine *m, const nx_macro_op *op, const void *const *inputs,
+int nx_run_op(nx_lowerer *L, const nx_machine *m, const nx_prepared *p, const void *const *inputs,
               const nx_run_options *opt, nx_run_result *out, nx_error *err);
 void nx_run_result_free(nx_run_result *r);
 

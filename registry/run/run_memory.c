@@ -6,27 +6,26 @@
 #include <string.h>
 
 #include "isa/fileio.h"
+#include "isa/intmath.h"
 #include "isa/strbuf.h"
-#include "run.h"
+#include "backend.h"
 
-static uint64_t add_sat(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
-static uint64_t mul_sat(uint64_t a, uint64_t b) { return b && a > UINT64_MAX / b ? UINT64_MAX : a * b; }
 
 static uint64_t onchip_bytes(const nx_geometry *g, uint32_t cores) {
-    uint64_t core = mul_sat(g->partitions, add_sat(g->sbuf_partition_bytes, g->psum_partition_bytes));
-    core = add_sat(core, mul_sat(mul_sat(g->pe_rows, g->pe_cols), sizeof(float)));
-    return mul_sat(core, cores);
+    uint64_t core = nx_mul_sat_u64(g->partitions, nx_add_sat_u64(g->sbuf_partition_bytes, g->psum_partition_bytes));
+    core = nx_add_sat_u64(core, nx_mul_sat_u64(nx_mul_sat_u64(g->pe_rows, g->pe_cols), sizeof(float)));
+    return nx_mul_sat_u64(core, cores);
 }
 
 static uint64_t op_tensor_bytes(const nx_op_tensor *t) {
     uint64_t n = nx_dtype_size(t->dtype);
-    for (uint32_t d = 0; d < t->ndims; d++) n = mul_sat(n, t->shape[d]);
+    for (uint32_t d = 0; d < t->ndims; d++) n = nx_mul_sat_u64(n, t->shape[d]);
     return n;
 }
 
 static void finish(nx_run_memory *m, const nx_run_options *opt) {
     m->held = opt->held_bytes;
-    m->total = add_sat(add_sat(add_sat(m->hbm, m->onchip), add_sat(m->log, m->check)), m->held);
+    m->total = nx_add_sat_u64(nx_add_sat_u64(nx_add_sat_u64(m->hbm, m->onchip), nx_add_sat_u64(m->log, m->check)), m->held);
 }
 
 void nx_run_memory_of_program(const nx_machine *mach, const nx_program *prog, const nx_run_options *opt,
@@ -34,8 +33,8 @@ void nx_run_memory_of_program(const nx_machine *mach, const nx_program *prog, co
     memset(out, 0, sizeof *out);
     out->hbm = prog->hbm_bytes;
     out->onchip = onchip_bytes(&mach->geo, prog->cores);
-    if (opt->backend == NX_RUN_MODEL && (opt->keep_log || opt->race_check))
-        out->log = mul_sat(nx_program_insn_count(prog), 4 * sizeof(nx_sim_record));
+    if (opt->keep_log || opt->race_check)
+        out->log = nx_mul_sat_u64(nx_program_insn_count(prog), nx_run_backend_get(opt->backend)->log_record_bytes);
     for (uint32_t i = 0; i < prog->tensor_count; i++) {
         uint64_t b = nx_tensor_bytes(&prog->tensors[i]);
         if (b > out->largest_bytes) {
@@ -52,8 +51,8 @@ void nx_run_memory_of_op(const nx_machine *mach, const nx_macro_op *op, const nx
     for (uint32_t k = 0; k < op->n_operands + op->n_results; k++) {
         const nx_op_tensor *t = k < op->n_operands ? &op->operands[k] : &op->results[k - op->n_operands];
         uint64_t b = op_tensor_bytes(t);
-        out->hbm = add_sat(out->hbm, b);
-        if (opt->check) out->check = add_sat(out->check, b);
+        out->hbm = nx_add_sat_u64(out->hbm, b);
+        if (opt->check) out->check = nx_add_sat_u64(out->check, b);
         if (b > out->largest_bytes) {
             out->largest_bytes = b;
             out->largest = t->name;

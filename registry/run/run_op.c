@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "isa/intmath.h"
 #include "isa/strbuf.h"
 #include "run.h"
 
@@ -36,8 +37,8 @@ static int fill_check(const nx_macro_op *op, const void *const *inputs, const nx
         if (inputs && inputs[i]) continue;
         const nx_op_tensor *t = &op->operands[i];
         uint64_t b = nx_dtype_size(t->dtype);
-        for (uint32_t d = 0; d < t->ndims; d++) b = t->shape[d] && b > UINT64_MAX / t->shape[d] ? UINT64_MAX : b * t->shape[d];
-        bytes = bytes > UINT64_MAX - b ? UINT64_MAX : bytes + b;
+        for (uint32_t d = 0; d < t->ndims; d++) b = nx_mul_sat_u64(b, t->shape[d]);
+        bytes = nx_add_sat_u64(bytes, b);
         nx_sb_printf(&names, "%s%s", n++ ? ", " : "", t->name);
     }
     nx_strbuf what = NX_STRBUF_INIT;
@@ -115,14 +116,11 @@ done:
     return rc;
 }
 
-int nx_run_op(nx_lowerer *L, const nx_machine *m, const nx_macro_op *op, const void *const *inputs,
+int nx_run_op(nx_lowerer *L, const nx_machine *m, const nx_prepared *p, const void *const *inputs,
               const nx_run_options *opt, nx_run_result *out, nx_error *err) {
     memset(out, 0, sizeof *out);
-    if (nx_lowerer_lookup(L, op->func_name, &out->target, err) != 0)
-        return fail_as(out, NX_RUN_BAD_INPUT, -1);
-    /* a typo ("stide") is an error, not a silent default */
-    if (nx_op_rules_check_attrs(out->target.rules, out->target.key, &op->attrs, err) != 0)
-        return fail_as(out, NX_RUN_BAD_INPUT, -1);
+    const nx_macro_op *op = &p->op;
+    out->target = p->target; /* looked up and checked by nx_prepare_op: no second lookup */
     /* the limits, before anything is traced, allocated or filled */
     nx_run_memory mem;
     nx_run_memory_of_op(m, op, opt, &mem);
@@ -133,8 +131,8 @@ int nx_run_op(nx_lowerer *L, const nx_machine *m, const nx_macro_op *op, const v
     if (opt->check && (!out->target.rules || !out->target.rules->reference))
         return fail_as(out, NX_RUN_BAD_INPUT,
                        nx_fail(err, "%s: no reference implementation to check against yet", out->target.key));
-    int lowered = opt->grid ? nx_lower_on_grid(L, op, opt->grid, &out->prog, err)
-                            : nx_lower(L, op, &out->prog, &out->grid, err);
+    int lowered = opt->grid ? nx_lower_on_grid(L, &p->target, op, opt->grid, &out->prog, err)
+                            : nx_lower(L, &p->target, op, &out->prog, &out->grid, err);
     if (lowered != 0) return fail_as(out, NX_RUN_BAD_INPUT, -1);
     if (opt->grid) out->grid = opt->grid;
     out->new_traces = nx_lowerer_new_traces(L);

@@ -2,9 +2,9 @@
 #include "lower.h"
 
 #include "fuzz.h"
-#include "registry/composites.h"
+#include "isa/intmath.h"
 #include "registry/lower.h"
-#include "registry/rules.h"
+#include "registry/prepare.h"
 
 static uint64_t tensor_bytes(const nx_op_tensor *t) {
     uint64_t n = nx_dtype_size(t->dtype);
@@ -16,42 +16,42 @@ static uint64_t tensor_bytes(const nx_op_tensor *t) {
     return n;
 }
 
-static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+/* The stage nx_op_prepare refused at, for the message check. */
+static const char *stage_name(nx_prepare_stage s) {
+    switch (s) {
+    case NX_PREPARE_MISS: return "lookup";
+    case NX_PREPARE_ATTRS: return "attributes";
+    case NX_PREPARE_RESULTS: return "results";
+    case NX_PREPARE_CHECK: return "check";
+    default: return "prepare";
+    }
+}
 
-uint64_t nx_fuzz_lower_and_run(nx_macro_op *op, uint64_t max_bytes) {
+uint64_t nx_fuzz_lower_and_run(const nx_macro_op *op, uint64_t max_bytes) {
     nx_error err;
-    nx_kernel_target t;
-    if (nx_kernel_lookup(NULL, NULL, op->func_name, &t, &err) != 0) {
-        nx_fuzz_check_message("lookup", err.msg);
-        return UINT64_MAX;
-    }
-    if (nx_op_rules_check_attrs(t.rules, t.key, &op->attrs, &err) != 0) {
-        nx_fuzz_check_message("attributes", err.msg);
-        return UINT64_MAX;
-    }
     for (uint32_t i = 0; i < op->n_operands; i++)
         if (op->operands[i].dtype == NX_OP_DTYPE_UNSET || op->operands[i].ndims == 0) return UINT64_MAX; /* file mode */
-    if (nx_op_rules_apply_results(t.rules, t.key, "fuzz.json", op, &err) != 0) {
-        nx_fuzz_check_message("results", err.msg);
-        return UINT64_MAX;
-    }
-    if (nx_macro_op_check(op, &err) != 0) {
-        nx_fuzz_check_message("check", err.msg);
-        return UINT64_MAX;
-    }
-    uint64_t bytes = 0;
-    for (uint32_t i = 0; i < op->n_operands; i++) bytes = sat_add(bytes, tensor_bytes(&op->operands[i]));
-    for (uint32_t j = 0; j < op->n_results; j++) bytes = sat_add(bytes, tensor_bytes(&op->results[j]));
-    if (bytes > max_bytes) return bytes;
     const nx_geometry *geo = nx_fuzz_geometry("trn2");
     nx_lowerer *L = nx_lowerer_new(geo, NULL);
     if (!L) nx_fuzz_fail("out of memory");
+    nx_prepared p;
+    uint64_t bytes = UINT64_MAX;
+    if (nx_op_prepare(L, op, "fuzz.json", &p, &err) != 0) {
+        nx_fuzz_check_message(stage_name(p.failed), err.msg);
+        goto done;
+    }
+    bytes = 0;
+    for (uint32_t i = 0; i < p.op.n_operands; i++) bytes = nx_add_sat_u64(bytes, tensor_bytes(&p.op.operands[i]));
+    for (uint32_t j = 0; j < p.op.n_results; j++) bytes = nx_add_sat_u64(bytes, tensor_bytes(&p.op.results[j]));
+    if (bytes > max_bytes) goto done;
     const nx_program *prog;
     uint32_t grid;
-    if (nx_lower(L, op, &prog, &grid, &err) != 0)
+    if (nx_lower(L, &p.target, &p.op, &prog, &grid, &err) != 0)
         nx_fuzz_check_message("lower", err.msg);
     else
         nx_fuzz_exec_small(prog, geo);
+done:
+    nx_prepared_free(&p);
     nx_lowerer_free(L);
     return bytes;
 }

@@ -51,6 +51,7 @@
 
 #include "depthwise.h"
 #include "depthwise_plan.h"
+#include "isa/intmath.h"
 
 #define LEAF "conv2d_column_packing_1"
 #define XS 3       /* replica tiles (bands in flight) */
@@ -104,9 +105,6 @@ typedef struct cp_band {
     int64_t ix0, nxi;                /* input cols loaded */
     int64_t J;                       /* rows per replica */
 } cp_band;
-
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-static uint64_t align64(uint64_t b) { return (b + 63) / 64 * 64; }
 
 /* ---- the packing plan of a channel tile ---- */
 
@@ -366,9 +364,9 @@ static int cp_compute(cp_state *s, const cp_band *b, const nx_tile *x, const nx_
     cp_chunk ch[8];
     for (uint32_t c = 0; c < nchunks; c++) {
         ch[c].i0 = (int64_t)(c / ncx) * s->ci;
-        ch[c].ni = min64(s->ci, b->ni - ch[c].i0);
+        ch[c].ni = nx_min_i64(s->ci, b->ni - ch[c].i0);
         ch[c].x0 = b->ox0 + (int64_t)(c % ncx) * s->cx;
-        ch[c].cxn = min64(s->cx, b->ox0 + b->nxo - ch[c].x0);
+        ch[c].cxn = nx_min_i64(s->cx, b->ox0 + b->nxo - ch[c].x0);
         ch[c].ps = &s->ps[s->next_ps++ % s->nps];
     }
     if (s->resident) {
@@ -426,7 +424,7 @@ static int64_t replica_rows(const cp_state *s, const cp_plan *pl, int64_t ni) {
 }
 
 static int64_t band_cols_in(const cp_state *s, int64_t nxo) {
-    return min64((nxo - 1) * s->sx + (s->KW - 1) * s->rdx + 1, s->W);
+    return nx_min_i64((nxo - 1) * s->sx + (s->KW - 1) * s->rdx + 1, s->W);
 }
 
 static int cp_fits(const cp_state *s, uint64_t budget, int64_t bi, int64_t bx, uint64_t *xe, uint64_t *oe) {
@@ -435,7 +433,7 @@ static int cp_fits(const cp_state *s, uint64_t budget, int64_t bi, int64_t bx, u
     uint64_t x = (uint64_t)(J * wi), o = (uint64_t)(bi * (int64_t)pl->G * bx);
     *xe = x;
     *oe = o;
-    return XS * align64(x * s->sz) + OS * align64(o * s->sz) <= budget && x <= s->geo->sbuf_free_elems_max &&
+    return XS * nx_round_up_u64(x * s->sz, 64) + OS * nx_round_up_u64(o * s->sz, 64) <= budget && x <= s->geo->sbuf_free_elems_max &&
            o <= s->geo->sbuf_free_elems_max;
 }
 
@@ -446,11 +444,11 @@ static int cp_fits(const cp_state *s, uint64_t budget, int64_t bi, int64_t bx, u
 static int cp_size(cp_state *s, nx_error *err) {
     const cp_plan *pl = &s->plan;
     uint64_t budget = s->geo->sbuf_partition_bytes / 4 * 3;
-    uint64_t fixed = align64(s->chunk * s->sz) /* zeros */ + 2 * align64(pl->cp * s->sz) /* identities */ +
-                     2 * align64((uint64_t)(s->KH * s->KW) * s->sz) /* filter copies */;
+    uint64_t fixed = nx_round_up_u64(s->chunk * s->sz, 64) /* zeros */ + 2 * nx_round_up_u64(pl->cp * s->sz, 64) /* identities */ +
+                     2 * nx_round_up_u64((uint64_t)(s->KH * s->KW) * s->sz, 64) /* filter copies */;
     if (budget <= fixed) return nx_fail(err, "%s: SBUF too small for the filter copies", LEAF);
     budget -= fixed;
-    uint64_t wbytes = align64((uint64_t)s->geo->pe_cols * s->sz);
+    uint64_t wbytes = nx_round_up_u64((uint64_t)s->geo->pe_cols * s->sz, 64);
     uint32_t ring = pl->npass < MAX_W ? pl->npass : MAX_W;
     while (ring > 2 && (uint64_t)ring * wbytes > budget / 4) ring--;
     s->nw_ring = ring;
@@ -459,15 +457,15 @@ static int cp_size(cp_state *s, nx_error *err) {
     int64_t ni_total = (s->OH + pl->G - 1) / pl->G;
     if (s->OW <= (int64_t)s->chunk) {
         s->cx = s->OW;
-        s->ci = min64((int64_t)s->chunk / s->OW, ni_total);
+        s->ci = nx_min_i64((int64_t)s->chunk / s->OW, ni_total);
     } else {
         s->cx = (int64_t)s->chunk;
         s->ci = 1;
     }
     uint64_t xe, oe;
     for (uint32_t banks = s->banks; banks >= 1; banks--) {
-        int64_t bi = s->cx == s->OW ? min64(s->ci * banks, ni_total) : 1;
-        int64_t bx = s->cx == s->OW ? s->OW : min64(s->cx * banks, s->OW);
+        int64_t bi = s->cx == s->OW ? nx_min_i64(s->ci * banks, ni_total) : 1;
+        int64_t bx = s->cx == s->OW ? s->OW : nx_min_i64(s->cx * banks, s->OW);
         if (cp_fits(s, budget, bi, bx, &xe, &oe)) {
             s->bi = bi, s->bx = bx, s->x_elems = xe, s->o_elems = oe;
             return 0;
@@ -518,7 +516,7 @@ int conv2d_column_packing_1(struct nx_kctx *k, const nx_kernel_call *call, nx_er
                                                                             : geo->pe_moving_free_max);
     uint32_t banks = (uint32_t)(geo->psum_partition_bytes / geo->psum_bank_bytes);
     s.banks = banks / 2 < 1 ? 1 : banks / 2 > 4 ? 4 : banks / 2;
-    uint32_t cp_max = (uint32_t)min64(s.C, cmax);
+    uint32_t cp_max = (uint32_t)nx_min_i64(s.C, cmax);
     make_plan(&s, cp_max);
     uint64_t spans[3] = {(uint64_t)s.plan.G * (uint64_t)s.sy * (uint64_t)s.W, (uint64_t)s.sx,
                          (uint64_t)s.KH * (uint64_t)s.rdy * (uint64_t)s.W};
@@ -567,7 +565,7 @@ int conv2d_column_packing_1(struct nx_kctx *k, const nx_kernel_call *call, nx_er
                 memset(b, 0, sizeof *b);
                 b->ct = ct;
                 b->c0 = ct * cp_max;
-                b->cp = (uint32_t)min64(cp_max, s.C - (int64_t)b->c0);
+                b->cp = (uint32_t)nx_min_i64(cp_max, s.C - (int64_t)b->c0);
                 b->first_of_tile = r == 0;
                 /* every channel tile has the packing (G, KB, shifts) of the
                  * widest one, with its own channel count */
@@ -576,10 +574,10 @@ int conv2d_column_packing_1(struct nx_kctx *k, const nx_kernel_call *call, nx_er
                 b->par = (uint32_t)(ct % s.nident);
                 int64_t ib = (int64_t)r / nbx, xb = (int64_t)r % nbx;
                 b->oy0 = ib * s.bi * (int64_t)s.plan.G;
-                b->ny = min64(s.bi * (int64_t)s.plan.G, s.OH - b->oy0);
+                b->ny = nx_min_i64(s.bi * (int64_t)s.plan.G, s.OH - b->oy0);
                 b->ni = (b->ny + s.plan.G - 1) / s.plan.G;
                 b->ox0 = xb * s.bx;
-                b->nxo = min64(s.bx, s.OW - b->ox0);
+                b->nxo = nx_min_i64(s.bx, s.OW - b->ox0);
                 int64_t lo, hi;
                 nx_dw_axis_input_span(&p.ax[1], b->ox0, b->ox0 + b->nxo, &lo, &hi);
                 if (hi <= lo) lo = 0, hi = 1;

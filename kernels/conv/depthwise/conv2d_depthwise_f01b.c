@@ -42,6 +42,7 @@
 
 #include "depthwise.h"
 #include "depthwise_plan.h"
+#include "isa/intmath.h"
 
 #define LEAF "conv2d_depthwise_f01b_o01i_bf01"
 #define XS 2   /* input band tiles */
@@ -91,23 +92,19 @@ typedef struct f01b_band {
     int64_t iy0, iy1, ix0, ix1;  /* input rows/cols loaded */
 } f01b_band;
 
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-
 /* An upper bound of the input elements a run of `n` outputs reads on `a`. */
 static uint64_t in_extent(const nx_dw_axis *a, int64_t n) {
     int64_t span = (n - 1) * a->stride + (a->k - 1) * a->rhs_dil + 1;
     int64_t e = (span + a->lhs_dil - 1) / a->lhs_dil + 1;
-    return (uint64_t)min64(e, a->in);
+    return (uint64_t)nx_min_i64(e, a->in);
 }
-
-static uint64_t align64(uint64_t b) { return (b + 63) / 64 * 64; }
 
 /* ---- sizing ---- */
 
 static uint64_t band_bytes(const f01b_state *s, int64_t by, int64_t bx, int64_t bn) {
     uint64_t in = in_extent(&s->p->ax[0], by) * in_extent(&s->p->ax[1], bx) * (uint64_t)bn * s->isz;
     uint64_t out = (uint64_t)(by * bx * bn) * s->isz;
-    return XS * align64(in) + OS * align64(out);
+    return XS * nx_round_up_u64(in, 64) + OS * nx_round_up_u64(out, 64);
 }
 
 /* The largest extent of band dim `dim` (0 rows, 1 columns, 2 batch; its
@@ -127,8 +124,8 @@ static int64_t largest_fit(const f01b_state *s, uint64_t budget, int64_t lim, in
 
 static int f01b_size(f01b_state *s, uint64_t ctiles, nx_error *err) {
     const nx_geometry *geo = s->geo;
-    uint64_t fixed = FS * align64((uint64_t)(s->KH * s->KW) * s->isz) + NPROD * align64(s->chunk * s->psz) +
-                     2 * align64(s->chunk * s->psz) + align64(s->cp_max * s->psz);
+    uint64_t fixed = FS * nx_round_up_u64((uint64_t)(s->KH * s->KW) * s->isz, 64) + NPROD * nx_round_up_u64(s->chunk * s->psz, 64) +
+                     2 * nx_round_up_u64(s->chunk * s->psz, 64) + nx_round_up_u64(s->cp_max * s->psz, 64);
     uint64_t budget = geo->sbuf_partition_bytes / 4 * 3;
     if (budget <= fixed) return nx_fail(err, "%s: SBUF too small for the product tiles", LEAF);
     budget -= fixed;
@@ -338,12 +335,12 @@ static int f01b_compute(f01b_state *s, const f01b_band *b, const nx_tile *x, con
     int64_t ch = (int64_t)s->chunk, cn, cx, cy;
     if (b->nn > ch) cn = ch, cx = 1, cy = 1;
     else if (b->nxo * b->nn > ch) cn = b->nn, cx = ch / b->nn, cy = 1;
-    else cn = b->nn, cx = b->nxo, cy = min64(b->ny, ch / (b->nxo * b->nn));
+    else cn = b->nn, cx = b->nxo, cy = nx_min_i64(b->ny, ch / (b->nxo * b->nn));
     for (int64_t y = 0; y < b->ny; y += cy)
         for (int64_t xx = 0; xx < b->nxo; xx += cx)
             for (int64_t n = 0; n < b->nn; n += cn)
-                if (f01b_chunk(s, b, x, ft, out, y, min64(cy, b->ny - y), xx, min64(cx, b->nxo - xx), n,
-                               min64(cn, b->nn - n), err) != 0)
+                if (f01b_chunk(s, b, x, ft, out, y, nx_min_i64(cy, b->ny - y), xx, nx_min_i64(cx, b->nxo - xx), n,
+                               nx_min_i64(cn, b->nn - n), err) != 0)
                     return -1;
     return f01b_flush(s, err); /* the band's store reads the whole tile */
 }
@@ -389,7 +386,7 @@ int conv2d_depthwise_f01b_o01i_bf01(struct nx_kctx *k, const nx_kernel_call *cal
     const nx_geometry *geo = s.geo;
     uint32_t P = geo->partitions < geo->pe_rows ? geo->partitions : geo->pe_rows;
     if (geo->pe_cols < P) P = geo->pe_cols;
-    s.cp_max = (uint32_t)min64(s.C, P);
+    s.cp_max = (uint32_t)nx_min_i64(s.C, P);
     s.ga = nx_dw_partition_align(geo, s.cp_max);
     s.taps_per_mm = s.ga < P ? P / s.ga : 1;
     if ((int64_t)s.taps_per_mm > s.KH * s.KW) s.taps_per_mm = (uint32_t)(s.KH * s.KW);
@@ -451,11 +448,11 @@ int conv2d_depthwise_f01b_o01i_bf01(struct nx_kctx *k, const nx_kernel_call *cal
             if (phase == 0) {
                 memset(b, 0, sizeof *b);
                 b->c0 = ct * s.cp_max;
-                b->cp = (uint32_t)min64(s.cp_max, s.C - (int64_t)b->c0);
+                b->cp = (uint32_t)nx_min_i64(s.cp_max, s.C - (int64_t)b->c0);
                 int64_t iby = (int64_t)r / (nbx * nbn), ibx = ((int64_t)r / nbn) % nbx, ibn = (int64_t)r % nbn;
-                b->oy0 = iby * s.by, b->ny = min64(s.by, s.OH - b->oy0);
-                b->ox0 = ibx * s.bx, b->nxo = min64(s.bx, s.OW - b->ox0);
-                b->n0 = ibn * s.bn, b->nn = min64(s.bn, s.N - b->n0);
+                b->oy0 = iby * s.by, b->ny = nx_min_i64(s.by, s.OH - b->oy0);
+                b->ox0 = ibx * s.bx, b->nxo = nx_min_i64(s.bx, s.OW - b->ox0);
+                b->n0 = ibn * s.bn, b->nn = nx_min_i64(s.bn, s.N - b->n0);
                 nx_dw_axis_input_span(&p.ax[0], b->oy0, b->oy0 + b->ny, &b->iy0, &b->iy1);
                 nx_dw_axis_input_span(&p.ax[1], b->ox0, b->ox0 + b->nxo, &b->ix0, &b->ix1);
                 if (r == 0 && f01b_load_filter(&s, ft, b->c0, b->cp, err) != 0) goto done;

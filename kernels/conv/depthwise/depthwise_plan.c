@@ -7,15 +7,9 @@
 
 #include "isa/opcodes.h"
 #include "kernels/transpose/transpose_plan.h"
+#include "isa/intmath.h"
 
 /* ---- axis arithmetic ---- */
-
-static int64_t floor_div(int64_t a, int64_t b) {
-    int64_t q = a / b;
-    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
-}
-
-static int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
 
 static int64_t gcd64(int64_t a, int64_t b) {
     while (b) {
@@ -32,8 +26,8 @@ void nx_dw_axis_run(const nx_dw_axis *a, int64_t t, int64_t lo, int64_t hi, nx_d
      * tap t; it is a real element when v >= 0, v % lhs_dil == 0 and
      * v / lhs_dil < in. */
     int64_t s = a->stride, ld = a->lhs_dil, base = t * a->rhs_dil - a->pad_lo;
-    int64_t o_min = base >= 0 ? 0 : ceil_div(-base, s);
-    int64_t o_max = floor_div((a->in - 1) * ld - base, s);
+    int64_t o_min = base >= 0 ? 0 : nx_ceil_div_i64(-base, s);
+    int64_t o_max = nx_floor_div_i64((a->in - 1) * ld - base, s);
     if (o_min < lo) o_min = lo;
     if (o_max > hi - 1) o_max = hi - 1;
     if (o_min > o_max) return;

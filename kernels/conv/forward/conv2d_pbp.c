@@ -36,14 +36,12 @@
 #include "conv2d_pbp.h"
 #include "conv2d_pbp_plan.h"
 #include "kernels/conv/conv_ap.h"
+#include "isa/intmath.h"
 
 #define PBP_MAX_BUFS 4
 /* A DMA moves a partition's data at full speed from runs of this many bytes
  * (docs/parts/machine.md, dma.efficient_bytes_per_partition). */
 #define PBP_EFFICIENT_DMA_BYTES 2048u
-
-static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
-static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
 /* ---- the call ----------------------------------------------------------------- */
 
@@ -151,13 +149,13 @@ typedef struct pbp_state {
 
 /* Super-group sg: its first group, group count, channel base, in-features
  * (kc of its steps) and out-feature base. */
-static uint64_t sg_groups(const pbp_plan *pl, uint64_t sg) { return min64(pl->gp, pl->G - sg * pl->gp); }
+static uint64_t sg_groups(const pbp_plan *pl, uint64_t sg) { return nx_min_u64(pl->gp, pl->G - sg * pl->gp); }
 
 /* Contraction step s of super-group sg: partitions and group-local first
  * in-feature; the first image channel of the step. */
 static uint32_t step_kc(const pbp_plan *pl, uint64_t sg, uint32_t s) {
     if (pl->gp > 1) return (uint32_t)(sg_groups(pl, sg) * pl->Cg);
-    return (uint32_t)min64(pl->kc, pl->Cg - (uint64_t)s * pl->kc);
+    return (uint32_t)nx_min_u64(pl->kc, pl->Cg - (uint64_t)s * pl->kc);
 }
 static uint64_t step_channel(const pbp_plan *pl, uint64_t sg, uint32_t s) {
     return sg * pl->gp * pl->Cg + (uint64_t)s * pl->kc;
@@ -165,7 +163,7 @@ static uint64_t step_channel(const pbp_plan *pl, uint64_t sg, uint32_t s) {
 /* Cout tile t of super-group sg: width and first output feature. */
 static uint32_t tile_mo(const pbp_plan *pl, uint64_t sg, uint32_t t) {
     if (pl->gp > 1) return (uint32_t)(sg_groups(pl, sg) * pl->Og);
-    return (uint32_t)min64(pl->mo, pl->Og - (uint64_t)t * pl->mo);
+    return (uint32_t)nx_min_u64(pl->mo, pl->Og - (uint64_t)t * pl->mo);
 }
 static uint64_t tile_o0(const pbp_plan *pl, uint64_t sg, uint32_t t) {
     return sg * pl->gp * pl->Og + (uint64_t)t * pl->mo;
@@ -225,11 +223,11 @@ static int load_filter_block(pbp_state *s, const nx_tile *t, uint32_t p0, uint32
     uint64_t per_ky = pl->KW * m;
     uint64_t kys = per_ky > geo->sbuf_free_elems_max ? 1 : geo->sbuf_free_elems_max / per_ky;
     for (uint64_t ky0 = 0; ky0 < pl->KH; ky0 += kys) {
-        uint32_t nky = (uint32_t)min64(kys, pl->KH - ky0);
+        uint32_t nky = (uint32_t)nx_min_u64(kys, pl->KH - ky0);
         for (uint64_t kx0 = 0; kx0 < pl->KW;) {
             /* a single tap row wider than the access limit: split kx too */
             uint32_t nkx = (uint32_t)(per_ky > geo->sbuf_free_elems_max
-                                          ? min64(pl->KW - kx0, geo->sbuf_free_elems_max / m)
+                                          ? nx_min_u64(pl->KW - kx0, geo->sbuf_free_elems_max / m)
                                           : pl->KW);
             int32_t ds[3] = {(int32_t)(pl->KW * ts), (int32_t)ts, 1};
             uint32_t dc[3] = {nky, nkx, m};
@@ -273,7 +271,7 @@ static int load_filters(pbp_state *s, const pbp_job *j, nx_error *err) {
     if (pl->gp == 1) {
         /* the chunk's cout tiles are one contiguous range of outputs */
         uint64_t o0 = tile_o0(pl, j->sg, j->t0);
-        uint32_t m = (uint32_t)min64((uint64_t)j->nt * pl->mo, pl->Og - (uint64_t)j->t0 * pl->mo);
+        uint32_t m = (uint32_t)nx_min_u64((uint64_t)j->nt * pl->mo, pl->Og - (uint64_t)j->t0 * pl->mo);
         for (uint32_t st = 0; st < pl->steps; st++)
             if (load_filter_block(s, t, 0, step_kc(pl, j->sg, st), filt_off(pl, 0, st, 0), (uint64_t)pl->chunk * pl->mo,
                                   (uint64_t)st * pl->kc, o0, m, err) != 0)
@@ -361,14 +359,12 @@ static int zero_rect(pbp_state *s, const nx_tile *t, uint32_t kc, uint32_t st, u
     for (uint64_t i = i0; i < i1; i += rows_per) {
         uint64_t off = ((uint64_t)st * pl->rows_in + i) * pl->cols_in * pl->NB + j0 * pl->NB;
         int32_t ds[2] = {(int32_t)(pl->cols_in * pl->NB), 1};
-        uint32_t dc[2] = {(uint32_t)min64(rows_per, i1 - i), (uint32_t)per_row};
+        uint32_t dc[2] = {(uint32_t)nx_min_u64(rows_per, i1 - i), (uint32_t)per_row};
         nx_operand d = nx_conv_tile_view(t, pl->dt, 0, kc, off, 2, ds, dc);
         if (nx_kctx_memset(s->k, NX_ENG_POOL, &d, 0.0, err) != 0) return -1;
     }
     return 0;
 }
-
-static uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
 /* Loads band rows [lo, hi) of job j into tile t (at tile rows trow0 + i):
  * the zero frame outside the image by POOL memsets, the rest by one
@@ -380,13 +376,13 @@ static int load_rows(pbp_state *s, const pbp_job *j, const nx_tile *t, uint64_t 
     uint64_t T = j->trow0;
     if (hi > bg.rin) hi = bg.rin;
     if (hi <= lo) return 0;
-    uint64_t v_lo = max64(lo, bg.i_lo), v_hi = min64(hi, bg.i_hi);
+    uint64_t v_lo = nx_max_u64(lo, bg.i_lo), v_hi = nx_min_u64(hi, bg.i_hi);
     if (v_hi < v_lo) v_hi = v_lo;
     for (uint32_t st = 0; st < pl->steps; st++) {
         uint32_t kc = step_kc(pl, j->sg, st);
         /* the zero frame: rows above and below the image, cols left and right */
-        if (zero_rect(s, t, kc, st, T + lo, T + min64(hi, bg.i_lo), 0, bg.cin, err) ||
-            zero_rect(s, t, kc, st, T + max64(lo, bg.i_hi), T + hi, 0, bg.cin, err) ||
+        if (zero_rect(s, t, kc, st, T + lo, T + nx_min_u64(hi, bg.i_lo), 0, bg.cin, err) ||
+            zero_rect(s, t, kc, st, T + nx_max_u64(lo, bg.i_hi), T + hi, 0, bg.cin, err) ||
             zero_rect(s, t, kc, st, T + v_lo, T + v_hi, 0, bg.j_lo, err) ||
             zero_rect(s, t, kc, st, T + v_lo, T + v_hi, bg.j_hi, bg.cin, err))
             return -1;
@@ -409,7 +405,7 @@ static int load_rows(pbp_state *s, const pbp_job *j, const nx_tile *t, uint64_t 
         const nx_geometry *geo = nx_kctx_geometry(s->k);
         uint64_t per_row = nc * j->nbb, rows_per = per_row > geo->sbuf_free_elems_max ? 1 : geo->sbuf_free_elems_max / per_row;
         for (uint64_t r = 0; r < nr; r += rows_per) {
-            uint32_t n = (uint32_t)min64(rows_per, nr - r);
+            uint32_t n = (uint32_t)nx_min_u64(rows_per, nr - r);
             uint32_t dcr[3] = {n, dc[1], dc[2]};
             nx_operand dst = nx_conv_tile_view(t, pl->dt, 0, kc, doff + r * pl->cols_in * pl->NB, 3, ds, dcr);
             uint64_t el = (((iy + r) * pl->C + c0) * pl->W + ix) * pl->N + j->n0;
@@ -443,7 +439,7 @@ static void rt_geometry(const pbp_plan *pl, rt_geo *g) {
     if (g->ix_hi > cols - pl->plx) g->ix_hi = cols - pl->plx;
     if (g->iy_hi < g->iy_lo) g->iy_hi = g->iy_lo;
     if (g->ix_hi < g->ix_lo) g->ix_hi = g->ix_lo;
-    g->pieces = pl->rt_rows ? cdiv((uint64_t)(g->iy_hi - g->iy_lo), pl->rt_rows) : 1;
+    g->pieces = pl->rt_rows ? nx_cdiv_u64((uint64_t)(g->iy_hi - g->iy_lo), pl->rt_rows) : 1;
 }
 
 /* Unit u: steps [st0, st0 + ns) stacked on the partitions (step st0 + i at
@@ -456,10 +452,10 @@ typedef struct rt_unit {
 static void rt_unit_of(const pbp_plan *pl, const rt_geo *g, uint64_t u, rt_unit *ru) {
     uint64_t grp = u / g->pieces;
     ru->st0 = (uint32_t)(grp * pl->rt_spu);
-    ru->ns = (uint32_t)min64(pl->rt_spu, pl->steps - ru->st0);
+    ru->ns = (uint32_t)nx_min_u64(pl->rt_spu, pl->steps - ru->st0);
     ru->kc = step_kc(pl, 0, ru->st0);
     ru->h0 = g->iy_lo + (int64_t)((u % g->pieces) * pl->rt_rows);
-    ru->pr = (uint32_t)min64(pl->rt_rows, (uint64_t)(g->iy_hi - ru->h0));
+    ru->pr = (uint32_t)nx_min_u64(pl->rt_rows, (uint64_t)(g->iy_hi - ru->h0));
 }
 
 static int rt_load(pbp_state *s, const rt_geo *g, uint64_t u, nx_error *err) {
@@ -495,7 +491,7 @@ static int rt_transpose(pbp_state *s, const rt_geo *g, const nx_tile *band, uint
     uint64_t N = pl->N, q_lo = (uint64_t)g->ix_lo * N, q_hi = (uint64_t)g->ix_hi * N;
     int32_t one = 1;
     for (uint64_t q0 = q_lo; q0 < q_hi; q0 += blocks) {
-        uint32_t nq = (uint32_t)min64(blocks, q_hi - q0);
+        uint32_t nq = (uint32_t)nx_min_u64(blocks, q_hi - q0);
         const nx_tile *tp = &s->rt_psum[s->n_rt++ % 2];
         for (uint32_t q = 0; q < nq; q++) {
             int32_t cst = (int32_t)(pl->W * N);
@@ -539,7 +535,7 @@ static int load_image_rt(pbp_state *s, const nx_tile *band, const pbp_job *first
     rt_geo g;
     rt_geometry(pl, &g);
     if (zero_frame(s, band, &g, err) != 0) return -1;
-    uint64_t units = g.pieces * cdiv(pl->steps, pl->rt_spu);
+    uint64_t units = g.pieces * nx_cdiv_u64(pl->steps, pl->rt_spu);
     for (uint64_t u = 0; u < units && u < pl->rt_bufs; u++)
         if (rt_load(s, &g, u, err) != 0) return -1;
     if (load_filters(s, first, err) != 0) return -1;
@@ -581,11 +577,11 @@ static int cn_reorder(pbp_state *s, const rt_geo *g, const nx_tile *band, uint32
     /* blocks of about a quarter of the image rows (at least 512 elements
      * each), so that the first PSUM tiles' rows are in early and the three
      * engines share the work */
-    uint64_t per_row = cols * pl->N, rb = cdiv(rows, 4);
-    if (rb * per_row < 512) rb = cdiv(512, per_row);
+    uint64_t per_row = cols * pl->N, rb = nx_cdiv_u64(rows, 4);
+    if (rb * per_row < 512) rb = nx_cdiv_u64(512, per_row);
     static const nx_engine engs[3] = {NX_ENG_ACT, NX_ENG_DVE, NX_ENG_POOL};
     for (uint64_t r0 = 0; r0 < rows; r0 += rb) {
-        uint32_t nr = (uint32_t)min64(rb, rows - r0);
+        uint32_t nr = (uint32_t)nx_min_u64(rb, rows - r0);
         int64_t iy = g->iy_lo + (int64_t)r0;
         int32_t ds[3] = {(int32_t)(pl->cols_in * pl->NB), (int32_t)pl->NB, 1};
         uint32_t dc[3] = {nr, (uint32_t)cols, (uint32_t)pl->N};
@@ -624,7 +620,7 @@ static int load_band(pbp_state *s, const pbp_job *j, const nx_tile *t, nx_error 
     if (!pl->resident) return load_rows(s, j, t, 0, bg.rin, err);
     uint64_t cur = j->load_lo, khd = (pl->KH - 1) * (uint64_t)pl->rdy + 1;
     for (uint64_t a = 0; a < j->rb && cur < bg.rin; a += pl->q) {
-        uint64_t qq = min64(pl->q, j->rb - a), end = (a + qq - 1) * (uint64_t)pl->sy + khd;
+        uint64_t qq = nx_min_u64(pl->q, j->rb - a), end = (a + qq - 1) * (uint64_t)pl->sy + khd;
         if (end > cur) {
             if (load_rows(s, j, t, cur, end, err) != 0) return -1;
             cur = end;
@@ -681,7 +677,7 @@ static int store_direct(pbp_state *s, const nx_tile *stg, uint32_t mo, uint64_t 
     /* pieces by band rows, not by partitions: C_out interleaves in every
      * pixel, so transfers split by partitions would have overlapping HBM
      * footprints and run one after the other */
-    uint32_t pieces = (uint32_t)min64(pl->pieces, j->rb);
+    uint32_t pieces = (uint32_t)nx_min_u64(pl->pieces, j->rb);
     uint64_t r0 = 0;
     for (uint32_t i = 0; i < pieces; i++) {
         uint64_t nr = j->rb / pieces + (i < j->rb % pieces);
@@ -704,7 +700,7 @@ static int store_group(pbp_state *s, const nx_tile *stg, uint32_t mo, uint64_t o
     const nx_tile *ts = &s->tstore[s->n_tstore++ % 2];
     uint64_t N = pl->N;
     for (uint64_t n0 = 0; n0 < N; n0 += pl->ns) {
-        uint64_t nsn = min64(pl->ns, N - n0);
+        uint64_t nsn = nx_min_u64(pl->ns, N - n0);
         const nx_tile *tp = &s->tpsum[s->n_tpsum++ % 2];
         for (uint32_t jj = 0; jj < kk; jj++) {
             for (uint64_t n = n0; n < n0 + nsn; n++) {
@@ -767,7 +763,7 @@ static int store_group_comb(pbp_state *s, uint64_t base, const pbp_job *j, uint6
         uint32_t mo = tile_mo(pl, 0, tl);
         uint64_t o0 = tile_o0(pl, 0, tl);
         for (uint64_t n0 = 0; n0 < N; n0 += pl->ns) {
-            uint64_t nsn = min64(pl->ns, N - n0);
+            uint64_t nsn = nx_min_u64(pl->ns, N - n0);
             const nx_tile *tp = &s->tpsum[s->n_tpsum++ % 2];
             for (uint64_t n = n0; n < n0 + nsn; n++) {
                 int32_t st = (int32_t)N;
@@ -798,7 +794,7 @@ static int store_group_comb(pbp_state *s, uint64_t base, const pbp_job *j, uint6
 static int store_comb(pbp_state *s, uint64_t base, const pbp_job *j, nx_error *err) {
     uint64_t npix = j->rb * j->cwb;
     for (uint64_t g0 = 0; g0 < npix;) {
-        uint32_t P = (uint32_t)min64(s->pl.PC, npix - g0);
+        uint32_t P = (uint32_t)nx_min_u64(s->pl.PC, npix - g0);
         if (store_group_comb(s, base, j, g0, P, err) != 0) return -1;
         g0 += P;
     }
@@ -816,7 +812,7 @@ static int store_transposed(pbp_state *s, const nx_tile *stg, uint32_t mo, uint6
         for (uint64_t g0 = 0; g0 < npix;) {
             uint64_t rem = npix - g0;
             uint32_t kk = rem >= kpack ? kpack : 1;
-            uint32_t P = (uint32_t)min64(pl->PC, rem / kk);
+            uint32_t P = (uint32_t)nx_min_u64(pl->PC, rem / kk);
             if (store_group(s, stg, mo, o0, j, g0, P, kk, err) != 0) return -1;
             g0 += (uint64_t)P * kk;
         }
@@ -824,7 +820,7 @@ static int store_transposed(pbp_state *s, const nx_tile *stg, uint32_t mo, uint6
     }
     for (uint64_t r = 0; r < j->rb; r++)
         for (uint64_t c0 = 0; c0 < j->cwb; c0 += pl->PC) {
-            uint32_t P = (uint32_t)min64(pl->PC, j->cwb - c0);
+            uint32_t P = (uint32_t)nx_min_u64(pl->PC, j->cwb - c0);
             if (store_group(s, stg, mo, o0, j, r * j->cwb + c0, P, 1, err) != 0) return -1;
         }
     return 0;
@@ -853,11 +849,11 @@ static int compute_job(pbp_state *s, const pbp_job *j, const nx_tile *bt, nx_err
         uint64_t o0 = tile_o0(pl, j->sg, tt);
         const nx_tile *stg = &s->stage[s->n_stage++ % pl->stage_bufs];
         for (uint64_t a = 0; a < j->rb; a += pl->q) {
-            uint64_t qq = min64(pl->q, j->rb - a);
+            uint64_t qq = nx_min_u64(pl->q, j->rb - a);
             for (uint64_t b = 0; b < j->cwb; b += pl->pw) {
-                uint64_t pp = min64(pl->pw, j->cwb - b);
+                uint64_t pp = nx_min_u64(pl->pw, j->cwb - b);
                 for (uint64_t nsub = 0; nsub < j->nbb; nsub += pl->nb) {
-                    uint64_t nn = min64(pl->nb, j->nbb - nsub);
+                    uint64_t nn = nx_min_u64(pl->nb, j->nbb - nsub);
                     const nx_tile *ps = &s->psum[s->n_psum++ % pl->psum_bufs];
                     uint32_t f = (uint32_t)(qq * pp * nn);
                     int32_t one = 1;
@@ -911,10 +907,10 @@ static int compute_job(pbp_state *s, const pbp_job *j, const nx_tile *bt, nx_err
 /* ---- driver ---------------------------------------------------------------------- */
 
 static int make_jobs(const pbp_plan *pl, pbp_job **out, size_t *n_out, nx_error *err) {
-    uint64_t nnb = cdiv(pl->N, pl->NB), nch = cdiv(pl->couts, pl->chunk);
+    uint64_t nnb = nx_cdiv_u64(pl->N, pl->NB), nch = nx_cdiv_u64(pl->couts, pl->chunk);
     /* row bands: a short first band (the PE starts as soon as it is in),
      * then bands of R rows */
-    uint64_t nrb = pl->OH > pl->R0 ? 1 + cdiv(pl->OH - pl->R0, pl->R) : 1, ncb = cdiv(pl->OW, pl->CW);
+    uint64_t nrb = pl->OH > pl->R0 ? 1 + nx_cdiv_u64(pl->OH - pl->R0, pl->R) : 1, ncb = nx_cdiv_u64(pl->OW, pl->CW);
     uint64_t total = nnb * pl->nsg * nch * nrb * ncb;
     if (total > (UINT64_C(1) << 24))
         return nx_fail(err, "conv: %llu bands to trace (more than 2^24)", (unsigned long long)total);
@@ -931,14 +927,14 @@ static int make_jobs(const pbp_plan *pl, pbp_job **out, size_t *n_out, nx_error 
                     for (uint64_t cb = 0; cb < ncb; cb++) {
                         pbp_job *j = &v[n++];
                         j->n0 = nbk * pl->NB;
-                        j->nbb = min64(pl->NB, pl->N - j->n0);
+                        j->nbb = nx_min_u64(pl->NB, pl->N - j->n0);
                         j->sg = sg;
                         j->t0 = (uint32_t)(ch * pl->chunk);
-                        j->nt = (uint32_t)min64(pl->chunk, pl->couts - j->t0);
+                        j->nt = (uint32_t)nx_min_u64(pl->chunk, pl->couts - j->t0);
                         j->oy0 = rb ? pl->R0 + (rb - 1) * pl->R : 0;
-                        j->rb = min64(rb ? pl->R : pl->R0, pl->OH - j->oy0);
+                        j->rb = nx_min_u64(rb ? pl->R : pl->R0, pl->OH - j->oy0);
                         j->ox0 = cb * pl->CW;
-                        j->cwb = min64(pl->CW, pl->OW - j->ox0);
+                        j->cwb = nx_min_u64(pl->CW, pl->OW - j->ox0);
                         if (pl->resident) {
                             /* one tile holds the whole padded image: a
                              * band loads the rows no earlier band loaded */

@@ -35,6 +35,7 @@
 #include "conv2d_pbp.h"
 #include "kernels/conv/conv_ap.h"
 #include "kernels/transpose/transpose.h"
+#include "isa/intmath.h"
 
 #define PERM_BUFS 2
 /* A store run of at least this many bytes is an efficient enough DMA row
@@ -46,15 +47,6 @@
  * about break even; the PSUM -> SBUF copies of that route use only R
  * partitions). */
 #define PERM_PE_MIN_ROWS 8u
-
-static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
-static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
-
-static uint32_t pow2_ceil(uint32_t v) {
-    uint32_t p = 1;
-    while (p < v) p <<= 1;
-    return p;
-}
 
 /* x (A, B, R, E) at `src` -> y (R, A, E, B) at `dst`, both HBM byte offsets. */
 typedef struct perm_job {
@@ -100,7 +92,7 @@ static int perm_load(perm_state *s, const perm_job *j, const nx_tile *t, nx_erro
 static int perm_compute(perm_state *s, const perm_job *j, const nx_tile *in, const nx_tile *out, nx_error *err) {
     uint32_t nq = j->ec * j->bc; /* slices q = (e, b), in out-tile order */
     for (uint32_t q0 = 0; q0 < nq; q0 += s->blocks) {
-        uint32_t n = (uint32_t)min64(s->blocks, nq - q0);
+        uint32_t n = (uint32_t)nx_min_u64(s->blocks, nq - q0);
         const nx_tile *ps = &s->ps[s->n_ps % 2];
         nx_engine copier = s->n_ps++ % 2 ? NX_ENG_DVE : NX_ENG_ACT;
         for (uint32_t q = q0; q < q0 + n; q++) {
@@ -151,8 +143,8 @@ static int emit_perm_2031(nx_kctx *k, nx_dtype dt, uint64_t A, uint64_t B, uint6
     s.dst = dst;
     uint32_t pe = geo->pe_rows < geo->pe_cols ? geo->pe_rows : geo->pe_cols;
     if (geo->partitions < pe) pe = geo->partitions;
-    s.PA = (uint32_t)min64(A, pe);
-    s.PR = (uint32_t)min64(R, pe);
+    s.PA = (uint32_t)nx_min_u64(A, pe);
+    s.PR = (uint32_t)nx_min_u64(R, pe);
     s.BC = (uint32_t)B;
     s.EC = (uint32_t)E;
     /* PERM_BUFS in + out tiles within the SBUF (less 1/16 for alignment);
@@ -169,7 +161,7 @@ static int emit_perm_2031(nx_kctx *k, nx_dtype dt, uint64_t A, uint64_t B, uint6
         else if (s.EC > 1) s.EC = (s.EC + 1) / 2;
         else return nx_fail(err, "conv layout transform: no tile fits the SBUF");
     }
-    s.pa_pad = pow2_ceil(s.PA);
+    s.pa_pad = nx_pow2_ceil_u32(s.PA);
     uint64_t block = (uint64_t)s.pa_pad * s.es;
     if (block > geo->psum_bank_bytes || geo->psum_bank_bytes % block)
         return nx_fail(err, "conv layout transform: a %u-element PSUM block does not tile a %llu-byte bank", s.pa_pad,
@@ -179,7 +171,7 @@ static int emit_perm_2031(nx_kctx *k, nx_dtype dt, uint64_t A, uint64_t B, uint6
     s.lanes_in = lanes > 1 ? lanes / 2 : 1;
     s.lanes_out = lanes > 1 ? lanes - s.lanes_in : 1;
 
-    uint64_t na = cdiv(A, s.PA), nr = cdiv(R, s.PR), nb = cdiv(B, s.BC), ne = cdiv(E, s.EC);
+    uint64_t na = nx_cdiv_u64(A, s.PA), nr = nx_cdiv_u64(R, s.PR), nb = nx_cdiv_u64(B, s.BC), ne = nx_cdiv_u64(E, s.EC);
     uint64_t total = na * nr * nb * ne;
     int rc = -1;
     uint32_t ni = 0, no = 0, np = 0;
@@ -205,10 +197,10 @@ static int emit_perm_2031(nx_kctx *k, nx_dtype dt, uint64_t A, uint64_t B, uint6
                     cur.r0 = ir * s.PR;
                     cur.b0 = ib * s.BC;
                     cur.e0 = ie * s.EC;
-                    cur.pa = (uint32_t)min64(s.PA, A - cur.a0);
-                    cur.pr = (uint32_t)min64(s.PR, R - cur.r0);
-                    cur.bc = (uint32_t)min64(s.BC, B - cur.b0);
-                    cur.ec = (uint32_t)min64(s.EC, E - cur.e0);
+                    cur.pa = (uint32_t)nx_min_u64(s.PA, A - cur.a0);
+                    cur.pr = (uint32_t)nx_min_u64(s.PR, R - cur.r0);
+                    cur.bc = (uint32_t)nx_min_u64(s.BC, B - cur.b0);
+                    cur.ec = (uint32_t)nx_min_u64(s.EC, E - cur.e0);
                     /* pipeline: load tile i, then transpose and store tile i - 1 */
                     if (perm_load(&s, &cur, &s.in[i % bufs], err) != 0) goto done;
                     if (i > 0) {
@@ -240,7 +232,7 @@ static int emit_perm_2031_free(nx_kctx *k, nx_dtype dt, uint64_t A, uint64_t B, 
     const nx_geometry *geo = nx_kctx_geometry(k);
     uint64_t es = nx_dtype_size(dt), fmax = geo->sbuf_free_elems_max;
     uint64_t budget = (geo->sbuf_partition_bytes - geo->sbuf_partition_bytes / 16) / (2 * PERM_BUFS);
-    uint32_t PA = (uint32_t)min64(A, geo->partitions);
+    uint32_t PA = (uint32_t)nx_min_u64(A, geo->partitions);
     uint64_t RC = R; /* rows per tile */
     while (RC > 1 && (B * RC * E > fmax || B * RC * E * es > budget)) RC = (RC + 1) / 2;
     if (B * RC * E > fmax || B * RC * E * es > budget)
@@ -257,7 +249,7 @@ static int emit_perm_2031_free(nx_kctx *k, nx_dtype dt, uint64_t A, uint64_t B, 
     uint64_t i = 0;
     for (uint64_t r0 = 0; r0 < R; r0 += RC)
         for (uint64_t a0 = 0; a0 < A; a0 += PA, i++) {
-            uint32_t pa = (uint32_t)min64(PA, A - a0), rr = (uint32_t)min64(RC, R - r0);
+            uint32_t pa = (uint32_t)nx_min_u64(PA, A - a0), rr = (uint32_t)nx_min_u64(RC, R - r0);
             const nx_tile *ti = &in[i % PERM_BUFS], *to = &out[i % PERM_BUFS];
             int32_t ls[2] = {(int32_t)(rr * E), 1};
             uint32_t lc[2] = {(uint32_t)B, (uint32_t)(rr * E)};
@@ -333,15 +325,13 @@ static int transpose_result(nx_kctx *k, const nx_conv_pbp *pb, uint64_t src, con
     static const int64_t perm[4] = {0, 1, 3, 2};
     /* whole [O, N] matrices per partition when they are small: the DVE leaf
      * moves them with contiguous transfers; large ones through the PE */
-    const nx_geometry *geo = nx_kctx_geometry(k);
-    int small = pb->O * pb->N * nx_dtype_size(pb->dtype) <= geo->sbuf_partition_bytes / 16;
-    return nx_transpose_tensors(k, small ? tiled_dve_transpose_10 : tiled_pf_transpose, &in, out, perm, 4, err);
+    return nx_transpose_tensors_sized(k, &in, out, perm, 4, pb->O * pb->N * nx_dtype_size(pb->dtype), err);
 }
 
 static int scratch(nx_kctx *k, const char *name, nx_dtype dt, uint64_t a, uint64_t b, uint64_t c, uint64_t d,
                    uint64_t *off, nx_error *err) {
     const uint64_t shape[4] = {a, b, c, d};
-    return nx_builder_tensor(nx_kctx_builder(k), name, dt, 4, shape, NX_ROLE_SCRATCH, off, err);
+    return nx_kctx_scratch(k, name, dt, 4, shape, off, err);
 }
 
 int conv2d_pbp_fb01_io01_01bf_kernel_experimental_1(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {

@@ -20,6 +20,7 @@
  * (<= FM = min(pe_moving_free_max, bank / 4) columns), rotating over up to
  * four banks; two more banks for the transposed store. */
 #include "conv2d_pbp_plan.h"
+#include "isa/intmath.h"
 
 #include <string.h>
 
@@ -27,10 +28,6 @@
  * (docs/parts/machine.md, dma.efficient_bytes_per_partition); the
  * geometry does not carry it, so the store-mode heuristic names it here. */
 #define PBP_EFFICIENT_RUN_BYTES 2048u
-
-static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
-static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
-static uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
 static uint64_t rows_in(const pbp_plan *pl, uint64_t R) {
     return (R - 1) * (uint64_t)pl->sy + (pl->KH - 1) * (uint64_t)pl->rdy + 1;
@@ -49,12 +46,6 @@ static int band_fits(const pbp_plan *pl, const budget *b, uint64_t R, uint64_t C
     uint64_t stage = R * CW * NB;
     return per_step <= b->free_max && per_step * pl->steps * pl->es <= b->band && stage <= b->free_max &&
            stage * pl->es <= b->stage;
-}
-
-static uint32_t pow2_ceil(uint32_t v) {
-    uint32_t p = 1;
-    while (p < v) p <<= 1;
-    return p;
 }
 
 int pbp_plan_make(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes, pbp_plan *pl,
@@ -84,7 +75,7 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes,
     pl->PR = geo->pe_rows < geo->partitions ? geo->pe_rows : geo->partitions;
     pl->PC = geo->pe_cols < geo->partitions ? geo->pe_cols : geo->partitions;
     uint64_t bank_fp32 = geo->psum_bank_bytes / 4;
-    pl->FM = (uint32_t)min64(geo->pe_moving_free_max, min64(bank_fp32, geo->psum_free_elems_max));
+    pl->FM = (uint32_t)nx_min_u64(geo->pe_moving_free_max, nx_min_u64(bank_fp32, geo->psum_free_elems_max));
     if (pl->FM == 0 || pl->PR == 0 || pl->PC == 0)
         return nx_fail(err, "conv: the machine geometry has no room for a PE tile (pe %ux%u, moving %u)", geo->pe_rows,
                        geo->pe_cols, geo->pe_moving_free_max);
@@ -96,8 +87,8 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes,
 
     /* ---- channel blocks ---- */
     if (pl->G > 1 && pl->Cg <= pl->PR && pl->Og <= pl->PC) {
-        pl->gp = min64(pl->G, min64(pl->PR / pl->Cg, pl->PC / pl->Og));
-        pl->nsg = cdiv(pl->G, pl->gp);
+        pl->gp = nx_min_u64(pl->G, nx_min_u64(pl->PR / pl->Cg, pl->PC / pl->Og));
+        pl->nsg = nx_cdiv_u64(pl->G, pl->gp);
         pl->steps = 1;
         pl->kc = (uint32_t)(pl->gp * pl->Cg);
         pl->mo = (uint32_t)(pl->gp * pl->Og);
@@ -105,10 +96,10 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes,
     } else {
         pl->gp = 1;
         pl->nsg = pl->G;
-        pl->steps = (uint32_t)cdiv(pl->Cg, pl->PR);
-        pl->kc = (uint32_t)min64(pl->Cg, pl->PR);
-        pl->couts = (uint32_t)cdiv(pl->Og, pl->PC);
-        pl->mo = (uint32_t)min64(pl->Og, pl->PC);
+        pl->steps = (uint32_t)nx_cdiv_u64(pl->Cg, pl->PR);
+        pl->kc = (uint32_t)nx_min_u64(pl->Cg, pl->PR);
+        pl->couts = (uint32_t)nx_cdiv_u64(pl->Og, pl->PC);
+        pl->mo = (uint32_t)nx_min_u64(pl->Og, pl->PC);
     }
 
     /* ---- SBUF budgets ---- */
@@ -130,8 +121,8 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes,
             pl->chunk = 1;
             pl->filt_bufs = 1;
         } else {
-            pl->chunk = (uint32_t)min64(c, pl->couts);
-            pl->filt_bufs = pl->nsg * cdiv(pl->couts, pl->chunk) > 1 ? 2 : 1;
+            pl->chunk = (uint32_t)nx_min_u64(c, pl->couts);
+            pl->filt_bufs = pl->nsg * nx_cdiv_u64(pl->couts, pl->chunk) > 1 ? 2 : 1;
         }
     }
     pl->filt_elems = per_cout * pl->chunk;
@@ -163,15 +154,15 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes,
     while (R < pl->OH && band_fits(pl, &b, R + 1, CW, NB)) R++;
     /* pipelining: at least four bands when the output has four rows, but
      * each band at least one full PSUM tile */
-    uint64_t r_psum = cdiv(pl->FM, CW * NB);
-    uint64_t r_cap = max64(cdiv(pl->OH, 4), r_psum);
+    uint64_t r_psum = nx_cdiv_u64(pl->FM, CW * NB);
+    uint64_t r_cap = nx_max_u64(nx_cdiv_u64(pl->OH, 4), r_psum);
     if (R > r_cap) R = r_cap;
-    uint64_t nbands = cdiv(pl->OH, R);
-    R = cdiv(pl->OH, nbands);
-    uint64_t ncb = cdiv(pl->OW, CW);
-    CW = cdiv(pl->OW, ncb);
-    uint64_t nnb = cdiv(pl->N, NB);
-    NB = cdiv(pl->N, nnb);
+    uint64_t nbands = nx_cdiv_u64(pl->OH, R);
+    R = nx_cdiv_u64(pl->OH, nbands);
+    uint64_t ncb = nx_cdiv_u64(pl->OW, CW);
+    CW = nx_cdiv_u64(pl->OW, ncb);
+    uint64_t nnb = nx_cdiv_u64(pl->N, NB);
+    NB = nx_cdiv_u64(pl->N, nnb);
     /* the whole padded image resident in SBUF: one tile, no halo loaded
      * twice, every band's load issued at once (a single channel block) */
     uint64_t all_rows = rows_in(pl, pl->OH), all_cols = cols_in(pl, pl->OW);
@@ -179,13 +170,13 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes,
     if (pl->nsg == 1 && pl->chunk == pl->couts && NB == pl->N && CW == pl->OW && whole * pl->es <= 2 * b.band) {
         pl->resident = 1;
         /* stores in bands of about a quarter of the image */
-        uint64_t r_stage = min64(b.stage / (CW * NB * pl->es), b.free_max / (CW * NB));
-        R = cdiv(pl->OH, 4);
+        uint64_t r_stage = nx_min_u64(b.stage / (CW * NB * pl->es), b.free_max / (CW * NB));
+        R = nx_cdiv_u64(pl->OH, 4);
         if (R > r_stage) R = r_stage;
         if (R > pl->OH) R = pl->OH;
         if (R < 1) R = 1;
-        nbands = cdiv(pl->OH, R);
-        R = cdiv(pl->OH, nbands);
+        nbands = nx_cdiv_u64(pl->OH, R);
+        R = nx_cdiv_u64(pl->OH, nbands);
     }
     pl->R = R;
     /* the first band: just enough rows for matmuls of at least the PE's
@@ -193,7 +184,7 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes,
      * starts early; only when the bands are many */
     pl->R0 = R;
     if (nbands >= 3 && !pl->resident) {
-        uint64_t r0 = cdiv(64, CW * NB);
+        uint64_t r0 = nx_cdiv_u64(64, CW * NB);
         pl->R0 = r0 < R ? r0 : R;
     }
     pl->CW = CW;
@@ -204,21 +195,21 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes,
     pl->stage_elems = R * CW * NB;
 
     /* ---- PSUM tiles ---- */
-    uint64_t nsub = cdiv(NB, pl->FM);
-    pl->nb = cdiv(NB, nsub);
-    pl->pw = min64(CW, pl->FM / pl->nb);
-    pl->pw = cdiv(CW, cdiv(CW, pl->pw));
-    pl->q = min64(R, pl->FM / (pl->nb * pl->pw));
+    uint64_t nsub = nx_cdiv_u64(NB, pl->FM);
+    pl->nb = nx_cdiv_u64(NB, nsub);
+    pl->pw = nx_min_u64(CW, pl->FM / pl->nb);
+    pl->pw = nx_cdiv_u64(CW, nx_cdiv_u64(CW, pl->pw));
+    pl->q = nx_min_u64(R, pl->FM / (pl->nb * pl->pw));
     if (pl->resident) {
         /* resident image: PSUM tiles of as few rows as keep a matmul at
          * least 64 columns (the PE's minimum initiation interval, below
          * which a narrower multiply costs the same), so that the first
          * tile's rows arrive early and every later tile's rows arrive
          * while the one before computes */
-        uint64_t qmin = cdiv(64, pl->nb * pl->pw);
+        uint64_t qmin = nx_cdiv_u64(64, pl->nb * pl->pw);
         if (qmin < pl->q) pl->q = qmin;
     }
-    pl->q = cdiv(R, cdiv(R, pl->q));
+    pl->q = nx_cdiv_u64(R, nx_cdiv_u64(R, pl->q));
     uint32_t banks = (uint32_t)(geo->psum_partition_bytes / geo->psum_bank_bytes);
 
     /* ---- rows-first loading of the resident image ---- */
@@ -239,18 +230,18 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes,
     } else if (pl->resident && pl->W * pl->N * pl->es < PBP_EFFICIENT_RUN_BYTES / 4 && banks >= 7 &&
         rt_raw <= b.free_max && (whole + rt_raw) * pl->es <= 2 * b.band) {
         pl->rt = 1;
-        pl->rt_rows = (uint32_t)min64(min64(pl->PR, geo->partitions), pl->H);
+        pl->rt_rows = (uint32_t)nx_min_u64(nx_min_u64(pl->PR, geo->partitions), pl->H);
         /* a short image: several full contraction steps' rows stacked on
          * the partitions, so that one transpose (whose cost does not grow
          * with its partitions up to the PE's minimum interval) moves them
          * all */
         pl->rt_spu = 1;
         if (pl->Cg % pl->kc == 0 && pl->steps > 1)
-            pl->rt_spu = (uint32_t)min64(pl->steps, min64(pl->PR, geo->partitions) / pl->rt_rows);
+            pl->rt_spu = (uint32_t)nx_min_u64(pl->steps, nx_min_u64(pl->PR, geo->partitions) / pl->rt_rows);
         if (pl->rt_spu < 1) pl->rt_spu = 1;
-        pl->rt_pad = pow2_ceil(pl->rt_rows * pl->rt_spu);
+        pl->rt_pad = nx_pow2_ceil_u32(pl->rt_rows * pl->rt_spu);
         pl->rt_elems = rt_raw;
-        uint64_t units = cdiv(pl->steps, pl->rt_spu) * cdiv(pl->H, pl->rt_rows);
+        uint64_t units = nx_cdiv_u64(pl->steps, pl->rt_spu) * nx_cdiv_u64(pl->H, pl->rt_rows);
         pl->rt_bufs = units > 1 && (whole + 2 * rt_raw) * pl->es <= 2 * b.band ? 2 : 1;
         if ((uint64_t)pl->rt_pad * pl->es > geo->psum_bank_bytes || geo->psum_bank_bytes % (pl->rt_pad * pl->es))
             pl->rt = 0;
@@ -262,15 +253,15 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes,
     pl->store = PBP_STORE_DIRECT;
     uint64_t direct_run = NB * pl->es;
     if (NB == pl->N && direct_run < PBP_EFFICIENT_RUN_BYTES && banks >= 3 && pl->mo > 1) {
-        uint32_t mo_pad = pow2_ceil(pl->mo);
+        uint32_t mo_pad = nx_pow2_ceil_u32(pl->mo);
         uint64_t block = (uint64_t)mo_pad * pl->es;
         int whole = pl->mo == pl->O && CW == pl->OW; /* runs continue across pixels */
         if (block <= geo->psum_bank_bytes && geo->psum_bank_bytes % block == 0) {
             uint64_t k = 1;
             if (whole) {
-                k = cdiv(PBP_EFFICIENT_RUN_BYTES, pl->O * pl->N * pl->es);
-                k = min64(k, geo->psum_bank_bytes / block);
-                k = min64(k, cdiv(R * CW, pl->PC));
+                k = nx_cdiv_u64(PBP_EFFICIENT_RUN_BYTES, pl->O * pl->N * pl->es);
+                k = nx_min_u64(k, geo->psum_bank_bytes / block);
+                k = nx_min_u64(k, nx_cdiv_u64(R * CW, pl->PC));
                 if (k < 1) k = 1;
             }
             uint64_t tstore = k * pl->mo * pl->N;
@@ -283,7 +274,7 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes,
                 pl->store = PBP_STORE_TRANSPOSED;
                 pl->kpack = (uint32_t)k;
                 pl->mo_pad = mo_pad;
-                pl->ns = min64(pl->N, geo->psum_bank_bytes / (k * block));
+                pl->ns = nx_min_u64(pl->N, geo->psum_bank_bytes / (k * block));
                 if (pl->ns < 1) pl->ns = 1;
                 pl->tstore_elems = tstore;
             }

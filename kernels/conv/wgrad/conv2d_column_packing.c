@@ -51,7 +51,7 @@ int conv2d_column_packing_io10(struct nx_kctx *k, const nx_kernel_call *call, nx
     t.ndims = 4;
     const uint64_t shape[4] = {p.CI, p.N, (uint64_t)p.HF, (uint64_t)p.WF};
     memcpy(t.shape, shape, sizeof shape);
-    if (nx_builder_tensor(nx_kctx_builder(k), t.name, p.dt, 4, shape, NX_ROLE_SCRATCH, &t.hbm_offset, err) != 0)
+    if (nx_kctx_scratch(k, t.name, p.dt, 4, shape, &t.hbm_offset, err) != 0)
         return nx_fail_prefix(err, "%s", leaf);
     static const int64_t swap[4] = {0, 1, 3, 2};
     if (nx_transpose_tensors(k, tiled_dve_transpose_10, &call->args[1], &t, swap, 4, err) != 0)

@@ -25,17 +25,14 @@
 
 #include "kernels/conv/conv_ap.h"
 #include "wgrad_core.h"
+#include "isa/intmath.h"
 
 #define WG_NBUF NX_WG_BUFFERS
 #define WG_MAX_PS 8
 #define NX_WG_MAX_LANES 64
 #define WG_PIECES_PER_LANE 2.0
 
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 /* floor division for a possibly negative numerator, b > 0 */
-static int64_t fdiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 /* An item's loads, gathered before they are spread over the lanes. */
 typedef struct wg_xfer {
@@ -176,7 +173,7 @@ static int wg_zero(wg_state *s, nx_engine e, const nx_tile *t, uint32_t np, uint
         for (uint64_t o = 0; o < outer; o++)
             for (uint64_t i = 0; i < inner; i += lim) {
                 int32_t one = 1;
-                uint32_t n = (uint32_t)min64((int64_t)lim, (int64_t)(inner - i));
+                uint32_t n = (uint32_t)nx_min_i64((int64_t)lim, (int64_t)(inner - i));
                 nx_operand v = nx_tile_view(t, (nx_dtype)t->dtype, 0, np, off + o * stride + i, 1, &one, &n);
                 if (nx_kctx_memset(s->k, e, &v, 0.0, err) != 0) return -1;
             }
@@ -185,7 +182,7 @@ static int wg_zero(wg_state *s, nx_engine e, const nx_tile *t, uint32_t np, uint
     uint64_t per = lim / inner;
     for (uint64_t o = 0; o < outer; o += per) {
         int32_t st[2] = {(int32_t)stride, 1};
-        uint32_t ct[2] = {(uint32_t)min64((int64_t)per, (int64_t)(outer - o)), (uint32_t)inner};
+        uint32_t ct[2] = {(uint32_t)nx_min_i64((int64_t)per, (int64_t)(outer - o)), (uint32_t)inner};
         nx_operand v = nx_conv_tile_view(t, (nx_dtype)t->dtype, 0, np, off + o * stride, 2, st, ct);
         if (nx_kctx_memset(s->k, e, &v, 0.0, err) != 0) return -1;
     }
@@ -217,13 +214,13 @@ static void item_fill(const wg_state *s, const wg_cursor *c, wg_item *it) {
     it->gbuf = c->items % WG_NBUF;
     it->ibuf = c->blocks % WG_NBUF;
     it->ci0 = (uint64_t)c->ct * pl->cit;
-    it->cin = (uint32_t)min64(pl->cit, (int64_t)(p->CI - it->ci0));
+    it->cin = (uint32_t)nx_min_i64(pl->cit, (int64_t)(p->CI - it->ci0));
     it->hf0 = (int64_t)c->hb * pl->R * pl->B;
-    int64_t live = min64((int64_t)pl->R * pl->B, p->HF - it->hf0);
-    it->Rl = (uint32_t)cdiv(live, pl->B);
+    int64_t live = nx_min_i64((int64_t)pl->R * pl->B, p->HF - it->hf0);
+    it->Rl = (uint32_t)nx_cdiv_i64(live, pl->B);
     it->vb_last = live - (int64_t)(it->Rl - 1) * pl->B;
     it->wf0 = (int64_t)c->wb * pl->WFb;
-    it->nwf = min64(pl->WFb, p->WF - it->wf0);
+    it->nwf = nx_min_i64(pl->WFb, p->WF - it->wf0);
     nx_wg_img_cols(p, it->ps.k1lo, it->ps.k1hi, it->wf0, it->nwf, &it->ix0, &it->nxi);
     it->rb = nx_wg_rows_band(p, pl->B, it->ps.k0hi - it->ps.k0lo);
     it->K = (it->Rl - 1) * pl->cit + it->cin;
@@ -302,11 +299,11 @@ static int load_image(wg_state *s, const wg_item *it, uint32_t r_lo, uint32_t r_
     if (r_lo == 0) {
         int64_t zlo = 0, zhi = it->rb;
         for (uint32_t r = 0; r < it->Rl; r++) {
-            zlo = max64(zlo, -band_base(s, it, r));
-            zhi = min64(zhi, p->H - band_base(s, it, r));
+            zlo = nx_max_i64(zlo, -band_base(s, it, r));
+            zhi = nx_min_i64(zhi, p->H - band_base(s, it, r));
         }
-        zlo = min64(zlo, it->rb);
-        zhi = max64(zhi, zlo);
+        zlo = nx_min_i64(zlo, it->rb);
+        zhi = nx_max_i64(zhi, zlo);
         if (zlo > 0 &&
             wg_zero(s, NX_ENG_POOL, mt, it->K, 0, (uint64_t)it->ps.nn, plane, (uint64_t)(zlo * it->nxi), err))
             return -1;
@@ -315,7 +312,7 @@ static int load_image(wg_state *s, const wg_item *it, uint32_t r_lo, uint32_t r_
             return -1;
     }
     for (uint32_t r = r_lo; r < r_hi && r < it->Rl; r++) {
-        int64_t base = band_base(s, it, r), j0 = max64(0, -base), j1 = min64(it->rb, p->H - base);
+        int64_t base = band_base(s, it, r), j0 = nx_max_i64(0, -base), j1 = nx_min_i64(it->rb, p->H - base);
         if (j1 <= j0) continue;
         int32_t ds[3] = {(int32_t)plane, (int32_t)it->nxi, 1};
         uint32_t dc[3] = {(uint32_t)it->ps.nn, (uint32_t)(j1 - j0), (uint32_t)it->nxi};
@@ -381,10 +378,10 @@ static int zero_accumulators(wg_state *s, const wg_item *it, nx_error *err) {
  * wf lies in the image. */
 static void k1_range(const nx_wg_problem *p, const nx_wg_acc *a, int64_t wf, int64_t *lo, int64_t *hi) {
     int64_t c0 = wf * p->rdx - p->plx;                     /* column of k1e = 0 */
-    int64_t l = c0 >= 0 ? 0 : cdiv(-c0, p->sx);           /* k1e sx + c0 >= 0 */
-    int64_t h = fdiv(p->W - 1 - c0, p->sx) + 1;           /* k1e sx + c0 <= W - 1 */
-    *lo = max64(l, a->k1a);
-    *hi = min64(h, a->k1a + a->K1c);
+    int64_t l = c0 >= 0 ? 0 : nx_cdiv_i64(-c0, p->sx);           /* k1e sx + c0 >= 0 */
+    int64_t h = nx_floor_div_i64(p->W - 1 - c0, p->sx) + 1;           /* k1e sx + c0 <= W - 1 */
+    *lo = nx_max_i64(l, a->k1a);
+    *hi = nx_min_i64(h, a->k1a + a->K1c);
 }
 
 static int emit_matmuls(wg_state *s, const wg_item *it, nx_error *err) {
@@ -397,7 +394,7 @@ static int emit_matmuls(wg_state *s, const wg_item *it, nx_error *err) {
     int64_t bmax = it->Rl == 1 ? it->vb_last : (int64_t)pl->B; /* rows past it are dead in every block */
     for (int64_t b = 0; b < bmax; b += pl->Gy)
         for (int64_t x = 0; x < it->nwf; x += pl->Gx) {
-            uint32_t gxv = (uint32_t)min64(pl->Gx, it->nwf - x);
+            uint32_t gxv = (uint32_t)nx_min_i64(pl->Gx, it->nwf - x);
             uint32_t Mv = gxv * pl->Gy * (uint32_t)cot;
             int loaded = 0;
             for (uint32_t j = 0; j < it->ps.na; j++) {
@@ -525,11 +522,11 @@ static int fold_acc(wg_state *s, const nx_wg_pass *ps, uint32_t q, uint32_t t, u
         int32_t st[3] = {(int32_t)(a.K1c * nn), (int32_t)nn, 1};
         for (int64_t i0 = 0; i0 < nk0;) {
             int64_t c0 = 1, c1 = nk1, c2 = nn;
-            if (nk1 * nn <= Mmax) c0 = min64(nk0 - i0, Mmax / (nk1 * nn));
+            if (nk1 * nn <= Mmax) c0 = nx_min_i64(nk0 - i0, Mmax / (nk1 * nn));
             for (int64_t i1 = 0; i1 < nk1; i1 += c1) {
-                if (nk1 * nn > Mmax) c1 = nn <= Mmax ? min64(nk1 - i1, Mmax / nn) : 1;
+                if (nk1 * nn > Mmax) c1 = nn <= Mmax ? nx_min_i64(nk1 - i1, Mmax / nn) : 1;
                 for (int64_t i2 = 0; i2 < nn; i2 += c2) {
-                    if (nn > Mmax) c2 = min64(nn - i2, Mmax);
+                    if (nn > Mmax) c2 = nx_min_i64(nn - i2, Mmax);
                     uint32_t cnt[3] = {(uint32_t)c0, (uint32_t)c1, (uint32_t)c2};
                     uint64_t off = (uint64_t)((i0 * a.K1c + i1) * nn + i2);
                     int64_t row0 = ((a.k0a + i0) * p->K1 + a.k1a + i1) * (int64_t)p->N + a.n0 + i2;
@@ -575,9 +572,9 @@ static int fold_acc(wg_state *s, const nx_wg_pass *ps, uint32_t q, uint32_t t, u
     int64_t hs[2] = {p->K1, 1};
     int32_t st[2] = {(int32_t)a.K1c, 1};
     for (int64_t i0 = 0; i0 < nk0;) {
-        int64_t c0 = nk1 <= Mmax ? min64(nk0 - i0, Mmax / nk1) : 1, c1 = nk1 <= Mmax ? nk1 : Mmax;
+        int64_t c0 = nk1 <= Mmax ? nx_min_i64(nk0 - i0, Mmax / nk1) : 1, c1 = nk1 <= Mmax ? nk1 : Mmax;
         for (int64_t i1 = 0; i1 < nk1; i1 += c1) {
-            uint32_t cnt[2] = {(uint32_t)c0, (uint32_t)min64(c1, nk1 - i1)};
+            uint32_t cnt[2] = {(uint32_t)c0, (uint32_t)nx_min_i64(c1, nk1 - i1)};
             uint64_t off = (uint64_t)(i0 * a.K1c + i1);
             int64_t row0 = (a.k0a + i0) * p->K1 + a.k1a + i1;
             if (fold_chunk(s, qb, M, cot, a.co0, off, 2, st, cnt, row0, hs, err) != 0) return -1;

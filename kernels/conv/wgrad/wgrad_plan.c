@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "wgrad_core.h"
+#include "isa/intmath.h"
 
 /* DMA bytes one PE cycle is worth: trn2 moves 16 x 23 B/ns per core while
  * its PE runs at 2.4 GHz (153 B per cycle; trn1: 97). Ranking only. */
@@ -30,9 +31,6 @@
  * identity, the masks, the fold buffers and the output staging. */
 #define WG_INPUT_SHARE 0.93
 
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 static double eff(double run_bytes) {
     return run_bytes >= NX_WG_EFFICIENT_RUN_BYTES ? 1.0 : run_bytes / NX_WG_EFFICIENT_RUN_BYTES;
 }
@@ -45,35 +43,35 @@ void nx_wg_img_cols(const nx_wg_problem *p, int64_t k1lo, int64_t k1hi, int64_t 
                     int64_t *nc) {
     int64_t lo = k1lo * p->sx + wf0 * p->rdx - p->plx;
     int64_t hi = (k1hi - 1) * p->sx + (wf0 + nwf - 1) * p->rdx - p->plx + 1;
-    lo = max64(lo, 0), hi = min64(hi, p->W);
+    lo = nx_max_i64(lo, 0), hi = nx_min_i64(hi, p->W);
     *c0 = lo;
     *nc = hi > lo ? hi - lo : 0;
 }
 
 /* Passes per co-tile group: the accumulator groups of a tile. */
 static uint32_t acc_groups(const nx_wg_plan *pl) {
-    return (uint32_t)cdiv((int64_t)pl->na0 * pl->na1 * pl->nan, pl->A);
+    return (uint32_t)nx_cdiv_i64((int64_t)pl->na0 * pl->na1 * pl->nan, pl->A);
 }
 
 static void tile_co(const nx_wg_problem *p, const nx_wg_plan *pl, uint32_t tile, uint64_t *co0, uint32_t *cot) {
     uint64_t X = p->kind == NX_WG_DENSE ? p->CO : p->N;
     *co0 = (uint64_t)tile * pl->cot;
-    *cot = (uint32_t)min64((int64_t)pl->cot, (int64_t)(X - *co0));
+    *cot = (uint32_t)nx_min_i64((int64_t)pl->cot, (int64_t)(X - *co0));
 }
 
 void nx_wg_acc_get(const nx_wg_problem *p, const nx_wg_plan *pl, uint32_t tile, uint32_t a, nx_wg_acc *o) {
     uint32_t in = a % pl->nan, i1 = a / pl->nan % pl->na1, i0 = a / pl->nan / pl->na1;
     tile_co(p, pl, tile, &o->co0, &o->cot);
     o->k0a = (int64_t)i0 * pl->ck0;
-    o->nk0 = min64(pl->ck0, p->K0 - o->k0a);
+    o->nk0 = nx_min_i64(pl->ck0, p->K0 - o->k0a);
     o->k1a = (int64_t)i1 * pl->ck1;
-    o->nk1 = min64(pl->ck1, p->K1 - o->k1a);
+    o->nk1 = nx_min_i64(pl->ck1, p->K1 - o->k1a);
     if (p->kind == NX_WG_DEPTHWISE) {
         o->n0 = (int64_t)o->co0;
         o->nn = o->cot;
     } else {
         o->n0 = (int64_t)in * pl->cn;
-        o->nn = min64(pl->cn, (int64_t)p->N - o->n0);
+        o->nn = nx_min_i64(pl->cn, (int64_t)p->N - o->n0);
     }
     o->K0c = o->nk0 + (int64_t)(pl->Gy - 1) * pl->ry;
     o->K1c = o->nk1 + (int64_t)(pl->Gx - 1) * pl->rx;
@@ -85,9 +83,9 @@ void nx_wg_pass_get(const nx_wg_problem *p, const nx_wg_plan *pl, uint32_t q, nx
     uint32_t ag = acc_groups(pl), nacc = pl->na0 * pl->na1 * pl->nan;
     memset(o, 0, sizeof *o);
     o->t0 = q / ag * pl->T;
-    o->nt = (uint32_t)min64(pl->T, pl->ncot - o->t0);
+    o->nt = (uint32_t)nx_min_i64(pl->T, pl->ncot - o->t0);
     o->a0 = q % ag * pl->A;
-    o->na = (uint32_t)min64(pl->A, nacc - o->a0);
+    o->na = (uint32_t)nx_min_i64(pl->A, nacc - o->a0);
     int64_t n_hi = 0;
     for (uint32_t j = 0; j < o->na; j++) {
         nx_wg_acc a;
@@ -111,21 +109,21 @@ static int acc_extents(const nx_wg_problem *p, nx_wg_plan *c) {
     if (K0c * K1c * nfix <= F) {
         c->ck0 = p->K0, c->ck1 = p->K1, c->cn = nfix;
         if (p->kind == NX_WG_DENSE) {
-            int64_t nn = cdiv((int64_t)p->N, min64((int64_t)p->N, F / (K0c * K1c)));
-            c->cn = cdiv((int64_t)p->N, nn);
+            int64_t nn = nx_cdiv_i64((int64_t)p->N, nx_min_i64((int64_t)p->N, F / (K0c * K1c)));
+            c->cn = nx_cdiv_i64((int64_t)p->N, nn);
         }
     } else if (K1c * nfix <= F && F / (K1c * nfix) > ex0) {
         c->ck1 = p->K1, c->cn = nfix;
-        c->ck0 = cdiv(p->K0, cdiv(p->K0, F / (K1c * nfix) - ex0));
+        c->ck0 = nx_cdiv_i64(p->K0, nx_cdiv_i64(p->K0, F / (K1c * nfix) - ex0));
     } else if ((1 + ex0) * nfix <= F && F / ((1 + ex0) * nfix) > ex1) {
         c->ck0 = 1, c->cn = nfix;
-        c->ck1 = cdiv(p->K1, cdiv(p->K1, F / ((1 + ex0) * nfix) - ex1));
+        c->ck1 = nx_cdiv_i64(p->K1, nx_cdiv_i64(p->K1, F / ((1 + ex0) * nfix) - ex1));
     } else {
         return 0;
     }
-    c->na0 = (uint32_t)cdiv(p->K0, c->ck0);
-    c->na1 = (uint32_t)cdiv(p->K1, c->ck1);
-    c->nan = p->kind == NX_WG_DEPTHWISE ? 1u : (uint32_t)cdiv((int64_t)p->N, c->cn);
+    c->na0 = (uint32_t)nx_cdiv_i64(p->K0, c->ck0);
+    c->na1 = (uint32_t)nx_cdiv_i64(p->K1, c->ck1);
+    c->nan = p->kind == NX_WG_DEPTHWISE ? 1u : (uint32_t)nx_cdiv_i64((int64_t)p->N, c->cn);
     return 1;
 }
 
@@ -143,12 +141,12 @@ static wg_window max_window(const nx_wg_problem *p, const nx_wg_plan *c, int64_t
         int64_t cmax = 0;
         for (int64_t wf0 = 0; wf0 < p->WF; wf0 += WFb) {
             int64_t c0, nc;
-            nx_wg_img_cols(p, ps.k1lo, ps.k1hi, wf0, min64(WFb, p->WF - wf0), &c0, &nc);
-            cmax = max64(cmax, nc);
+            nx_wg_img_cols(p, ps.k1lo, ps.k1hi, wf0, nx_min_i64(WFb, p->WF - wf0), &c0, &nc);
+            cmax = nx_max_i64(cmax, nc);
         }
-        w.nn = max64(w.nn, ps.nn);
-        w.k0s = max64(w.k0s, ps.k0hi - ps.k0lo);
-        w.wc = max64(w.wc, cmax);
+        w.nn = nx_max_i64(w.nn, ps.nn);
+        w.k0s = nx_max_i64(w.k0s, ps.k0hi - ps.k0lo);
+        w.wc = nx_max_i64(w.wc, cmax);
         /* the other tile groups repeat the first one's windows (depthwise:
          * with fewer channels at most) */
         if (q + 1 == acc_groups(c)) break;
@@ -165,32 +163,32 @@ static wg_window max_window(const nx_wg_problem *p, const nx_wg_plan *c, int64_t
 static int blocks(const nx_wg_problem *p, uint32_t R0, uint64_t budget, const nx_wg_limits *lim,
                   const nx_wg_plan *c, nx_wg_plan *out) {
     int64_t es = (int64_t)p->es, cap = (int64_t)(budget / (uint64_t)(NX_WG_BUFFERS * es));
-    int64_t wf_first = lim->wfb_max ? min64(p->WF, lim->wfb_max) : p->WF;
-    for (int64_t WFb = wf_first; WFb >= 1; WFb = WFb > 1 ? cdiv(WFb, 2) : 0) {
+    int64_t wf_first = lim->wfb_max ? nx_min_i64(p->WF, lim->wfb_max) : p->WF;
+    for (int64_t WFb = wf_first; WFb >= 1; WFb = WFb > 1 ? nx_cdiv_i64(WFb, 2) : 0) {
         wg_window w = max_window(p, c, WFb);
         int64_t g = (int64_t)c->cot * WFb, i = w.nn * w.wc;
         /* cap >= g B + i ((B - 1) rdy + (k0s - 1) sy + 1), B a multiple of Gy */
         int64_t fixed = i * ((w.k0s - 1) * p->sy + 1 - p->rdy);
         int64_t Bmax = (cap - fixed) / (g + i * p->rdy);
-        Bmax = min64(Bmax, cdiv(cdiv(p->HF, (int64_t)R0), c->Gy) * c->Gy);
-        if (lim->b_max) Bmax = min64(Bmax, lim->b_max);
+        Bmax = nx_min_i64(Bmax, nx_cdiv_i64(nx_cdiv_i64(p->HF, (int64_t)R0), c->Gy) * c->Gy);
+        if (lim->b_max) Bmax = nx_min_i64(Bmax, lim->b_max);
         Bmax = Bmax / c->Gy * c->Gy;
         if (Bmax < 1) {
             if (WFb == 1) return 0;
             continue;
         }
         int n = 0;
-        int64_t nhb0 = cdiv(p->HF, (int64_t)R0 * Bmax);
+        int64_t nhb0 = nx_cdiv_i64(p->HF, (int64_t)R0 * Bmax);
         for (int64_t nhb = nhb0; nhb < nhb0 + WG_BLOCK_CANDIDATES && n < WG_BLOCK_CANDIDATES; nhb++) {
-            int64_t B = min64(cdiv(cdiv(p->HF, (int64_t)R0 * nhb), c->Gy) * c->Gy, Bmax);
+            int64_t B = nx_min_i64(nx_cdiv_i64(nx_cdiv_i64(p->HF, (int64_t)R0 * nhb), c->Gy) * c->Gy, Bmax);
             if (n > 0 && out[n - 1].B == (uint32_t)B) continue;
             nx_wg_plan *o = &out[n++];
             *o = *c;
             o->B = (uint32_t)B;
-            o->nhb = (uint32_t)cdiv(p->HF, (int64_t)R0 * B);
-            o->R = (uint32_t)min64((int64_t)R0, cdiv(p->HF, B * (int64_t)o->nhb));
+            o->nhb = (uint32_t)nx_cdiv_i64(p->HF, (int64_t)R0 * B);
+            o->R = (uint32_t)nx_min_i64((int64_t)R0, nx_cdiv_i64(p->HF, B * (int64_t)o->nhb));
             o->WFb = (uint32_t)WFb;
-            o->nwb = (uint32_t)cdiv(p->WF, WFb);
+            o->nwb = (uint32_t)nx_cdiv_i64(p->WF, WFb);
             o->grad_elems = (uint64_t)(g * B);
             o->img_elems = (uint64_t)(i * nx_wg_rows_band(p, B, w.k0s));
             if (B <= c->Gy) break;
@@ -210,7 +208,7 @@ static int blocks(const nx_wg_problem *p, uint32_t R0, uint64_t budget, const nx
 static double estimate(const nx_wg_problem *p, const nx_wg_plan *c, double best) {
     double es = (double)p->es, f32 = p->dt == NX_DT_FP32 ? 4.0 : 1.0, r = WG_DMA_BYTES_PER_PE_CYCLE;
     uint32_t blocks = c->nct * c->nhb * c->nwb;
-    double steps = (double)cdiv(c->B, c->Gy) * (double)cdiv(c->WFb, c->Gx);
+    double steps = (double)nx_cdiv_i64(c->B, c->Gy) * (double)nx_cdiv_i64(c->WFb, c->Gx);
     double run_g = (double)(c->WFb == (uint32_t)p->WF ? c->B * c->WFb : c->WFb) * es;
     double g_item = (double)c->cit * (double)c->cot * (double)(c->R * c->B) * (double)c->WFb * es / eff(run_g) +
                     WG_DMA_FIXED_BYTES;
@@ -226,7 +224,7 @@ static double estimate(const nx_wg_problem *p, const nx_wg_plan *c, double best)
             pe_item += steps * (double)(a.F > 64 ? a.F : 64) * f32 * r;
             /* fold: row chunks x groups x (fp32 stationary load + matmul) */
             double rows = (double)(a.nk0 * a.nk1 * (p->kind == NX_WG_DENSE ? a.nn : 1));
-            double chunks = (double)cdiv((int64_t)rows, c->Mmax), mc = rows / chunks;
+            double chunks = (double)nx_cdiv_i64((int64_t)rows, c->Mmax), mc = rows / chunks;
             fold += chunks * c->Gx * c->Gy * ((mc > 64 ? mc : 64) + 4.0 * (c->cot > 64 ? c->cot : 64)) * r * ps.nt;
         }
         int64_t c0, nc;
@@ -270,8 +268,8 @@ int nx_wg_plan_make(const nx_geometry *geo, const nx_wg_problem *p, const nx_wg_
     if (banks < 3 || base.Fmax < 1 || base.P < 1)
         return nx_fail(err, "%s: the machine's PSUM (%u banks) is too small for the accumulators and the fold", p->leaf,
                        banks);
-    base.nct = (uint32_t)cdiv((int64_t)p->CI, base.P);
-    base.cit = (uint32_t)cdiv((int64_t)p->CI, base.nct);
+    base.nct = (uint32_t)nx_cdiv_i64((int64_t)p->CI, base.P);
+    base.cit = (uint32_t)nx_cdiv_i64((int64_t)p->CI, base.nct);
     uint32_t R0 = base.nct == 1 ? base.P / base.cit : 1;
     if (R0 > (uint32_t)p->HF) R0 = (uint32_t)p->HF;
     /* the small tiles: identity and two masks (fp32, Mmax wide), four fold
@@ -294,14 +292,14 @@ int nx_wg_plan_make(const nx_geometry *geo, const nx_wg_problem *p, const nx_wg_
             c.rx = p->rdx / p->sx, c.ry = p->rdy / p->sy;
             uint64_t cmax = base.Mmax / (Gx * Gy);
             if (lim->cot && lim->cot < cmax) cmax = lim->cot;
-            c.ncot = (uint32_t)cdiv((int64_t)X, (int64_t)cmax);
-            c.cot = (uint32_t)cdiv((int64_t)X, c.ncot);
+            c.ncot = (uint32_t)nx_cdiv_i64((int64_t)X, (int64_t)cmax);
+            c.cot = (uint32_t)nx_cdiv_i64((int64_t)X, c.ncot);
             if (!acc_extents(p, &c)) continue;
             /* a lower bound of the PE time alone: every filter row and
              * column once per co tile, over the whole extended window */
             if (best >= 0) {
                 double f32 = p->dt == NX_DT_FP32 ? 4.0 : 1.0;
-                double steps = (double)cdiv(p->HF, (int64_t)R0 * Gy) * (double)cdiv(p->WF, Gx) * c.nct * c.ncot;
+                double steps = (double)nx_cdiv_i64(p->HF, (int64_t)R0 * Gy) * (double)nx_cdiv_i64(p->WF, Gx) * c.nct * c.ncot;
                 double win = (double)(p->K0 + (int64_t)(Gy - 1) * c.ry) * (double)(p->K1 + (int64_t)(Gx - 1) * c.rx) *
                              (double)(p->kind == NX_WG_DENSE ? p->N : c.cot);
                 if (steps * win * f32 * WG_DMA_BYTES_PER_PE_CYCLE >= best) continue;
@@ -314,7 +312,7 @@ int nx_wg_plan_make(const nx_geometry *geo, const nx_wg_problem *p, const nx_wg_
                 if (lim->T && T != (lim->T < tmax ? lim->T : tmax)) continue;
                 c.A = A;
                 c.T = T;
-                c.npass = (uint32_t)cdiv(c.ncot, T) * acc_groups(&c);
+                c.npass = (uint32_t)nx_cdiv_i64(c.ncot, T) * acc_groups(&c);
                 c.nps = c.npass > 1 && 2 * T * A <= amax ? 2 * T * A : T * A;
                 uint32_t fmax = 0;
                 for (uint32_t a = 0; a < nacc; a++) {

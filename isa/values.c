@@ -1,9 +1,9 @@
-/* Attribute values and attribute dictionaries (registry/macro_op.h):
- * construction, copying, lookup, Python-dict assignment. */
+/* Attribute values and attribute dictionaries (isa/values.h):
+ * construction, copying, lookup, Python-dict assignment, typed reads. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "macro_op.h"
+#include "values.h"
 
 void nx_value_free(nx_value *v) {
     if (!v) return;
@@ -106,6 +106,20 @@ const nx_value *nx_attrs_get(const nx_attrs *a, const char *name) {
     for (uint32_t i = 0; a && i < a->count; i++)
         if (strcmp(a->items[i].name, name) == 0) return &a->items[i].value;
     return NULL;
+}
+
+const nx_value *nx_attrs_get_given(const nx_attrs *a, const char *name) {
+    const nx_value *v = nx_attrs_get(a, name);
+    return v && v->kind != NX_VAL_NONE ? v : NULL;
+}
+
+int nx_attrs_get_int(const nx_attrs *a, const char *name, int64_t *out, int *present, nx_error *err) {
+    const nx_value *v = nx_attrs_get(a, name);
+    *present = v != NULL;
+    if (!v) return 0;
+    if (v->kind != NX_VAL_INT) return nx_fail(err, "attribute %s: must be an integer", name);
+    *out = v->i;
+    return 0;
 }
 
 int nx_attrs_set(nx_attrs *a, const char *name, nx_value *value, nx_error *err) {
