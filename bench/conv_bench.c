@@ -239,8 +239,7 @@ static int run_case(const nx_machine *m, const leaf_desc *ld, const conv_shape *
     /* the bound */
     double macs = (double)out[0] * out[1] * out[2] * out[3] / (double)cs->O * (double)cs->O * (double)cs->C *
                   (double)(cs->K * cs->K);
-    double cyc = macs / ((double)m->geo.pe_rows * m->geo.pe_cols) * (dt == NX_DT_FP32 ? m->pe_fp32_factor : 1);
-    r->pe_ns = cyc / m->clock_ghz[NX_ENG_PE];
+    r->pe_ns = nx_bench_pe_bound_ns(m, macs, dt);
     double bytes = (double)(nl + nr + no) * (double)es;
     double bw = nx_bench_core_dma_bytes_per_ns(m);
     r->dma_ns = bytes / bw;

@@ -200,10 +200,9 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const moe_case *c, int w
     double rss_sim = peak_rss_mib();
 
     /* bounds */
-    double pe_clock = m->clock_ghz[NX_ENG_PE], macs_per_cycle = (double)m->geo.pe_rows * m->geo.pe_cols;
     double mlp_macs = 3.0 * (double)H * (double)I;
-    double pe_bound = (double)r.NB * B * mlp_macs / macs_per_cycle / pe_clock;
-    double pe_routed = (double)r.routed * mlp_macs / macs_per_cycle / pe_clock;
+    double pe_bound = nx_bench_pe_bound_ns(m, (double)r.NB * B * mlp_macs, NX_DT_BF16);
+    double pe_routed = nx_bench_pe_bound_ns(m, (double)r.routed * mlp_macs, NX_DT_BF16);
     double dma_rate = nx_bench_core_dma_bytes_per_ns(m);
     uint64_t loads = 0;
     for (uint64_t n = 0; n < r.NB; n++) loads += pl.resident ? (n == 0 || r.bte[n] != r.bte[n - 1]) : pl.ns;

@@ -9,7 +9,8 @@
  * The bound: a transpose reads and writes every byte once, 2 * N * N * size
  * bytes through DMA. The cores' DMA engines move at most
  * cores * dma_engines * dma_engine_bytes_per_ns, and all of them share HBM at
- * hbm_bytes_per_ns, so no schedule beats bytes / min(the two). */
+ * hbm_bytes_per_ns, so no schedule beats bytes / min(the two)
+ * (bench/dma_bound.h). */
 #define _POSIX_C_SOURCE 200809L
 
 #include <inttypes.h>
@@ -18,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "dma_bound.h"
 #include "isa/state.h"
 #include "registry/lower.h"
 #include "registry/macro_op.h"
@@ -163,8 +165,7 @@ int main(int argc, char **argv) {
                     continue;
                 }
                 double bytes = 2.0 * (double)n * (double)n * (double)nx_dtype_size(dts[d]);
-                double bw = grid * dma_core < m.hbm_bytes_per_ns ? grid * dma_core : m.hbm_bytes_per_ns;
-                double bound_ns = bytes / bw;
+                double bound_ns = nx_bench_dma_bound_ns(&m, grid, bytes);
                 if (grid == 1) sim1 = c.sim_ns;
                 char speedup[16] = "-";
                 if (grid == 2 && sim1 > 0) snprintf(speedup, sizeof speedup, "%.2fx", sim1 / c.sim_ns);

@@ -183,8 +183,7 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const wg_case *c, nx_dty
 
     /* the bound: useful MACs on a full PE array, or every byte moved once */
     double macs = (double)n_out * (double)c->filt[0] * (double)(c->filt[2] * c->filt[3]);
-    double cyc = macs / ((double)m->geo.pe_rows * m->geo.pe_cols) * (dt == NX_DT_FP32 ? m->pe_fp32_factor : 1);
-    r->pe_ns = cyc / m->clock_ghz[NX_ENG_PE];
+    r->pe_ns = nx_bench_pe_bound_ns(m, macs, dt);
     double bytes = (double)(n_in[0] + n_in[1] + n_out) * (double)es;
     double bw = nx_bench_core_dma_bytes_per_ns(m);
     r->dma_ns = bytes / bw;
