@@ -12,7 +12,9 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "isa/builder.h"
 #include "isa/fileio.h"
+#include "kernels/author/author.h"
 #include "kcheck.h"
 #include "registry/lower.h"
 #include "registry/rules.h"
@@ -452,6 +454,40 @@ out:
     }
     nx_macro_op_free(&s.op);
     nx_lowerer_free(s.L);
+    return rc;
+}
+
+int leaf_case_trace_leaf(const leaf_case *c, nx_leaf_fn leaf, nx_error *err) {
+    nx_geometry geo = test_geometry(c->machine);
+    uint32_t grid = c->grid ? c->grid : 1;
+    nx_builder *b = nx_builder_new(&geo, grid);
+    assert_non_null(b);
+    nx_tensor_ref args[2 * NX_OP_MAX_TENSORS];
+    uint32_t nargs = 0;
+    memset(args, 0, sizeof args);
+    for (uint32_t i = 0; i < c->op.n_operands + c->op.n_results; i++) {
+        int in = i < c->op.n_operands;
+        const nx_op_tensor *t = in ? &c->op.operands[i] : &c->op.results[i - c->op.n_operands];
+        nx_tensor_ref *a = &args[nargs++];
+        snprintf(a->name, sizeof a->name, "%s", t->name);
+        a->dtype = t->dtype;
+        a->ndims = t->ndims;
+        memcpy(a->shape, t->shape, t->ndims * sizeof t->shape[0]);
+        if (nx_builder_tensor(b, a->name, a->dtype, a->ndims, a->shape, in ? NX_ROLE_INPUT : NX_ROLE_OUTPUT,
+                              &a->hbm_offset, err) != 0)
+            fail_msg("%s: declare %s: %s", c->name, a->name, err->msg);
+    }
+    nx_kernel_call call = {.args = args, .nargs = nargs, .n_inputs = c->op.n_operands,
+                           .additional_args = &c->op.attrs, .attrs = &c->op.attrs};
+    int rc = 0;
+    for (uint32_t pid = 0; pid < grid && rc == 0; pid++) {
+        nx_kctx *k = nx_kctx_new(b, pid, grid);
+        assert_non_null(k);
+        rc = leaf(k, &call, err);
+        if (rc == 0 && nx_kctx_finish(k, err) != 0) fail_msg("%s: finish: %s", c->name, err->msg);
+        nx_kctx_free(k);
+    }
+    nx_builder_free(b);
     return rc;
 }
 

@@ -36,6 +36,7 @@
 #include "isa/dtype.h"
 #include "isa/error.h"
 #include "isa/insn.h"
+#include "kernels/kernel.h"
 #include "registry/macro_op.h"
 
 enum {
@@ -92,6 +93,13 @@ int leaf_case_load(const char *path, leaf_case *c, nx_error *err);
 int leaf_case_run(const leaf_case *c, leaf_case_report *rep, nx_error *err);
 /* leaf_case_run failing the cmocka test with its message. */
 void leaf_case_check(const leaf_case *c, leaf_case_report *rep);
+
+/* Traces `leaf` directly on one core per program of c->grid (at least 1)
+ * with the op's operands and results as written and its attributes, and
+ * returns the leaf's rc (its message in err); nothing runs. For a leaf's
+ * own refusals that the run path's checks reach first (a wrong result
+ * shape, an attribute out of range), or leaves without a registry key. */
+int leaf_case_trace_leaf(const leaf_case *c, nx_leaf_fn leaf, nx_error *err);
 
 /* Fills n elements of dt with values of `kind` (deterministic from seed;
  * not LEAF_FILL_RULES). */
