@@ -418,7 +418,7 @@ int leaf_case_run(const leaf_case *c, leaf_case_report *rep, nx_error *err) {
         nx_fail(err, "%s: %s", c->name, e.msg);
         goto out;
     }
-    s.L = nx_lowerer_new(&s.m.geo, NULL);
+    s.L = nx_lowerer_new(&s.m.geo, c->registry);
     if (!s.L) {
         nx_fail(err, "%s: out of memory", c->name);
         goto out;

@@ -38,6 +38,7 @@
 #include "isa/insn.h"
 #include "kernels/kernel.h"
 #include "registry/macro_op.h"
+#include "registry/registry.h"
 
 enum {
     LEAF_FUNCTIONAL = 1,
@@ -65,6 +66,8 @@ typedef struct leaf_case {
     unsigned backends;  /* LEAF_* */
     leaf_fill_kind fill[NX_OP_MAX_TENSORS];
     char *expect_error; /* owned; NULL: the results must pass the reference */
+    const struct nx_kernel_registry *registry; /* borrowed; NULL: the live registry (a test's own
+                                                * entry runs a pinned leaf under a kernel's rules) */
 } leaf_case;
 
 /* What a run reports beyond pass/fail (tests of the tiling). */

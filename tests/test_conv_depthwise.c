@@ -2,19 +2,12 @@
  * Conv1d_depthwise_bf01_oi01_bf01, conv2d_column_packing_1 and
  * conv2d_depthwise_f01b_o01i_bf01.
  *
- * Each case goes through the conv leaves' shared check (tests/conv_check.h):
- * the leaf traced in its layouts, the program's ordering checked statically
- * (test_kcheck_program), run on the functional executor and on the SystemC
- * model with the race detector on the model's log, both outputs compared
- * with the convolution reference nx_ref_conv on pseudo-random inputs in
- * [-1, 1). Tolerance per output element (conv_check.h):
- *   |got - ref| <= (2 K 2^-24 + p) S (1 + 2e) + 2 e |ref| + tiny
- * with K = KH*KW the taps (one input feature per group), S the conv of
- * |img| and |filt|, e half an ulp of the dtype (0 for fp32), tiny its
- * smallest subnormal, and p the unit roundoff of the products' dtype for
- * conv2d_depthwise_f01b_o01i_bf01 on bf16/fp16 inputs (it rounds each
- * product to the input dtype before the fp32 sum: 2^-8 bf16, 2^-11 fp16),
- * else 0 (the products are exact in fp32). */
+ * Each case goes through the leaf-case suite (tests/conv_cases.h,
+ * tests/leaf_cases.h): the leaf's registry entry on the run path in its
+ * layouts, the program's ordering checked statically, run on the functional
+ * executor and on the SystemC model with the race check, both outputs
+ * compared with the convolution reference nx_ref_conv under the rules'
+ * tolerance (docs/parts/conv.md) and with each other bit for bit. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,7 +16,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "conv_check.h"
+#include "conv_cases.h"
+#include "leaf_cases.h"
 #include "kernels/conv/depthwise/depthwise.h"
 #include "registry/macro_op.h"
 #include "registry/registry.h"
@@ -33,14 +27,11 @@ typedef struct dw_leaf {
     nx_leaf_fn fn;
     const char *key;
     const char *labels;
-    int rounds_products; /* products rounded to the input dtype (bf16/fp16) */
 } dw_leaf;
 
-static const dw_leaf C1D = {conv1d_depthwise_bf01_oi01_bf01, "Conv1d_depthwise_bf01_oi01_bf01", "bf01_oi01->bf01",
-                            0};
-static const dw_leaf CP1 = {conv2d_column_packing_1, "conv2d_column_packing_1", "bf01_oi01->bf01", 0};
-static const dw_leaf F01B = {conv2d_depthwise_f01b_o01i_bf01, "conv2d_depthwise_f01b_o01i_bf01", "f01b_o01i->bf01",
-                             1};
+static const dw_leaf C1D = {conv1d_depthwise_bf01_oi01_bf01, "Conv1d_depthwise_bf01_oi01_bf01", "bf01_oi01->bf01"};
+static const dw_leaf CP1 = {conv2d_column_packing_1, "conv2d_column_packing_1", "bf01_oi01->bf01"};
+static const dw_leaf F01B = {conv2d_depthwise_f01b_o01i_bf01, "conv2d_depthwise_f01b_o01i_bf01", "f01b_o01i->bf01"};
 
 /* One convolution: logical sizes and attributes. */
 typedef struct dw_case {
@@ -93,21 +84,14 @@ static void to_conv_case(const dw_leaf *L, const dw_case *k, uint64_t seed, char
     c->seed = seed;
 }
 
-/* The unit roundoff of the products f01b rounds to bf16/fp16 (fp8 inputs:
- * exact bf16 products). */
-static double product_rounding(const dw_leaf *L, nx_dtype dt) {
-    if (!L->rounds_products || (dt != NX_DT_BF16 && dt != NX_DT_FP16)) return 0;
-    return conv_half_ulp(dt);
-}
-
 /* The full check of one case on machine `machine`; `model` 0 skips the
  * SystemC run. */
 static void check_case_on(const char *machine, const dw_leaf *L, const dw_case *k, uint64_t seed, int model) {
     char attrs[256];
     conv_case c;
     to_conv_case(L, k, seed, attrs, sizeof attrs, &c);
-    conv_check_opts o = {machine, product_rounding(L, k->dt), -1};
-    conv_check_leaf_opts(L->fn, L->key, &c, model, &o);
+    conv_check_opts o = {.machine = machine, .backends = model ? 0 : LEAF_FUNCTIONAL, .filt_dtype = -1};
+    conv_check_leaf_opts(L->fn, &c, &o);
 }
 
 static void check_case(const dw_leaf *L, const dw_case *k, uint64_t seed, int model) {
@@ -118,7 +102,7 @@ static void expect_refusal(const dw_leaf *L, const dw_case *k, const char *msg) 
     char attrs[256];
     conv_case c;
     to_conv_case(L, k, 1, attrs, sizeof attrs, &c);
-    conv_check_opts o = {NULL, 0, k->filt_dt};
+    conv_check_opts o = {.filt_dtype = k->filt_dt};
     conv_expect_refusal_opts(L->fn, &c, NULL, msg, &o);
 }
 
