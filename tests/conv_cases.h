@@ -4,9 +4,21 @@
  * [0,2]]", a seed) becomes a leaf case of the leaf's registry entry, run
  * through nx_run_op on the functional executor and the model with the race
  * check (and the RTL PE where asked) against nx_ref_conv under the rules'
- * tolerance (docs/parts/conv.md), the backends bit for bit. The leaves' own
- * refusals are traced directly with the result shape the reference gives
- * (or one given). Failures name the case and the first bad element. */
+ * tolerance (docs/parts/conv.md), the backends bit for bit; the operands
+ * pseudo-random in [-1, 1) from the seed. Then, tighter, every element
+ * within
+ *
+ *   |got - ref| <= 2 K 2^-24 S (1 + 2e) + 2 e |ref| + tiny(out dtype)
+ *                  (+ p S for a leaf that rounds its products: product_rounding)
+ *
+ * where K is the contraction length (in-features x taps), S the same
+ * convolution of |img| and |filt| (the sum of |terms| of each output), e
+ * half an ulp of the output dtype relative to the value (0 for fp32) and
+ * tiny its smallest subnormal: the leaf and the reference add the same fp32
+ * products in different orders and each rounds once to the output dtype.
+ * The leaves' own refusals are traced directly with the result shape the
+ * reference gives (or one given). Failures name the case and the first bad
+ * element. */
 #ifndef NXSIM_TESTS_CONV_CASES_H
 #define NXSIM_TESTS_CONV_CASES_H
 
@@ -31,6 +43,8 @@ typedef struct conv_check_opts {
     unsigned backends;   /* LEAF_* of tests/leaf_cases.h; 0 = functional and model */
     const char *key;     /* with a leaf outside the registry (a test's pinned plan): the
                           * registry entry whose rules it runs under */
+    double product_rounding; /* the leaf rounds each product to a dtype of this unit
+                              * roundoff before summing (0: exact products) */
     int filt_dtype;      /* refusals only: the filter's dtype if >= 0 (else c->dtype) */
 } conv_check_opts;
 

@@ -14,6 +14,7 @@
 
 #include "isa/builder.h"
 #include "isa/fileio.h"
+#include "isa/npy.h"
 #include "kernels/author/author.h"
 #include "kcheck.h"
 #include "registry/lower.h"
@@ -37,6 +38,10 @@ void leaf_case_init(leaf_case *c, const char *name, const char *func_name) {
 }
 
 void leaf_case_free(leaf_case *c) {
+    for (uint32_t i = 0; i < NX_OP_MAX_TENSORS; i++) {
+        free(c->owned[i]);
+        c->owned[i] = NULL;
+    }
     nx_macro_op_free(&c->op);
     free(c->expect_error);
     c->expect_error = NULL;
@@ -192,6 +197,42 @@ static int parse_keys(const char *source, const cJSON *doc, leaf_case *c, nx_err
     return 0;
 }
 
+/* The operands with a "file": their .npy (beside the case file) gives the
+ * bytes and, where the op omits them, the dtype and shape. */
+static int file_operands(const char *source, const nx_op_files *files, leaf_case *c, nx_error *err) {
+    const char *slash = strrchr(source, '/');
+    int dir = slash ? (int)(slash - source) + 1 : 0;
+    for (uint32_t j = 0; j < c->op.n_results; j++)
+        if (files->result[j] || c->op.results[j].ndims == 0 || c->op.results[j].dtype == NX_OP_DTYPE_UNSET)
+            return nx_fail(err, "%s: op: results[%u]: a case's result needs shape and dtype and no file (the reference "
+                                "checks it)", source, j);
+    for (uint32_t i = 0; i < c->op.n_operands; i++) {
+        nx_op_tensor *t = &c->op.operands[i];
+        if (!files->operand[i]) {
+            if (t->ndims == 0 || t->dtype == NX_OP_DTYPE_UNSET)
+                return nx_fail(err, "%s: op: operands[%u]: needs shape and dtype, or a file", source, i);
+            continue;
+        }
+        char path[1024];
+        snprintf(path, sizeof path, "%.*s%s", files->operand[i][0] == '/' ? 0 : dir, source, files->operand[i]);
+        nx_npy a;
+        if (nx_npy_load(path, &a, err) != 0) return -1;
+        int same = t->ndims == 0 || (t->dtype == a.dtype && t->ndims == a.ndims &&
+                                     memcmp(t->shape, a.shape, a.ndims * sizeof a.shape[0]) == 0);
+        if (a.ndims < 1 || a.ndims > NX_KERNEL_MAX_DIMS || !same) {
+            nx_npy_free(&a);
+            return nx_fail(err, "%s: op: operands[%u]: %s is not the operand's tensor (1..%d dims, the declared dtype "
+                                "and shape)", source, i, path, NX_KERNEL_MAX_DIMS);
+        }
+        t->dtype = a.dtype;
+        t->ndims = a.ndims;
+        memcpy(t->shape, a.shape, a.ndims * sizeof a.shape[0]);
+        c->owned[i] = a.data;
+        c->inputs[i] = a.data;
+    }
+    return 0;
+}
+
 int leaf_case_parse(const char *source, const char *json, leaf_case *c, nx_error *err) {
     leaf_case_init(c, source, NULL);
     cJSON *doc = cJSON_Parse(json);
@@ -216,8 +257,12 @@ int leaf_case_parse(const char *source, const char *json, leaf_case *c, nx_error
     char opsrc[300];
     snprintf(opsrc, sizeof opsrc, "%s: op", source);
     nx_macro_op_free(&c->op);
-    int prc = nx_macro_op_parse(opsrc, text, &c->op, NULL, err);
+    nx_op_files files;
+    memset(&files, 0, sizeof files);
+    int prc = nx_macro_op_parse(opsrc, text, &c->op, &files, err);
     free(text);
+    if (prc == 0) prc = file_operands(source, &files, c, err);
+    nx_op_files_free(&files);
     if (prc != 0) goto out;
     rc = parse_keys(source, doc, c, err);
 out:
@@ -398,6 +443,19 @@ static int run_backend(run_state *s, unsigned b, leaf_case_report *rep, nx_error
         goto fail;
     }
     if (!s->first_backend) s->first_backend = b;
+    if (rep && !rep->n_results) {
+        rep->n_results = s->op.n_results;
+        memcpy(rep->result, s->op.results, sizeof rep->result);
+        for (uint32_t j = 0; j < s->op.n_results; j++) {
+            uint64_t bytes = op_tensor_bytes(&s->op.results[j]);
+            rep->results[j] = malloc(bytes ? bytes : 1);
+            if (!rep->results[j]) {
+                nx_fail(err, "%s: out of memory", c->name);
+                goto fail;
+            }
+            memcpy(rep->results[j], r.results[j], bytes);
+        }
+    }
     nx_run_result_free(&r);
     return 0;
 fail:
@@ -433,7 +491,8 @@ int leaf_case_run(const leaf_case *c, leaf_case_report *rep, nx_error *err) {
         goto out;
     }
     for (uint32_t i = 0; i < s.op.n_operands; i++) {
-        if (c->fill[i] == LEAF_FILL_RULES) continue;
+        s.inputs[i] = c->inputs[i];
+        if (c->inputs[i] || c->fill[i] == LEAF_FILL_RULES) continue;
         uint64_t bytes = op_tensor_bytes(&s.op.operands[i]);
         filled[i] = malloc(bytes ? bytes : 1);
         if (!filled[i]) {
@@ -454,6 +513,7 @@ out:
     }
     nx_macro_op_free(&s.op);
     nx_lowerer_free(s.L);
+    if (rc != 0 && rep) leaf_case_report_free(rep);
     return rc;
 }
 
@@ -489,6 +549,11 @@ int leaf_case_trace_leaf(const leaf_case *c, nx_leaf_fn leaf, nx_error *err) {
     }
     nx_builder_free(b);
     return rc;
+}
+
+void leaf_case_report_free(leaf_case_report *rep) {
+    for (uint32_t j = 0; j < NX_OP_MAX_TENSORS; j++) free(rep->results[j]);
+    memset(rep, 0, sizeof *rep);
 }
 
 void leaf_case_check(const leaf_case *c, leaf_case_report *rep) {

@@ -13,7 +13,9 @@
  *
  * A case file (unknown keys are errors):
  *   {"what": "a few words",                        optional
- *    "op": {an op document, registry/macro_op.h},   results may be omitted
+ *    "op": {an op document, registry/macro_op.h},   results may be omitted; an operand
+ *                                                  may name a .npy "file" (beside the case
+ *                                                  file) instead of shape and dtype
  *    "machine": "trn2",                            optional (trn2)
  *    "seed": 1,                                    optional (1): pseudo-random operands
  *    "grid": 2,                                    optional (0: the kernel's own grid)
@@ -60,12 +62,15 @@ typedef struct leaf_case {
     char name[256];     /* names the case in failures */
     nx_macro_op op;
     int infer_results;  /* 1: results by the kernel's rule (checked against any written) */
-    char machine[64];
+    char machine[512];  /* a preset or a machine file */
     uint64_t seed;
     uint32_t grid;
     unsigned backends;  /* LEAF_* */
     leaf_fill_kind fill[NX_OP_MAX_TENSORS];
     char *expect_error; /* owned; NULL: the results must pass the reference */
+    const void *inputs[NX_OP_MAX_TENSORS]; /* operand i's bytes (C order): a C test's
+                                            * (borrowed) or a case file's .npy; NULL: the fill */
+    void *owned[NX_OP_MAX_TENSORS];        /* the .npy arrays read for inputs */
     const struct nx_kernel_registry *registry; /* borrowed; NULL: the live registry (a test's own
                                                 * entry runs a pinned leaf under a kernel's rules) */
 } leaf_case;
@@ -74,6 +79,10 @@ typedef struct leaf_case {
 typedef struct leaf_case_report {
     uint64_t insns[NX_ENG_COUNT]; /* instructions per engine, all cores */
     double model_ns;              /* simulated time of the last model run (0 without one) */
+    uint8_t *results[NX_OP_MAX_TENSORS]; /* the results' bytes (C order; every backend's are
+                                          * equal), owned: leaf_case_report_free */
+    nx_op_tensor result[NX_OP_MAX_TENSORS]; /* their names, dtypes and shapes */
+    uint32_t n_results;
 } leaf_case_report;
 
 /* A case with defaults (trn2, seed 1, functional and model, results
@@ -96,6 +105,7 @@ int leaf_case_load(const char *path, leaf_case *c, nx_error *err);
 int leaf_case_run(const leaf_case *c, leaf_case_report *rep, nx_error *err);
 /* leaf_case_run failing the cmocka test with its message. */
 void leaf_case_check(const leaf_case *c, leaf_case_report *rep);
+void leaf_case_report_free(leaf_case_report *rep);
 
 /* Traces `leaf` directly on one core per program of c->grid (at least 1)
  * with the op's operands and results as written and its attributes, and

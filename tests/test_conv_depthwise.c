@@ -7,7 +7,15 @@
  * layouts, the program's ordering checked statically, run on the functional
  * executor and on the SystemC model with the race check, both outputs
  * compared with the convolution reference nx_ref_conv under the rules'
- * tolerance (docs/parts/conv.md) and with each other bit for bit. */
+ * tolerance and with each other bit for bit, on pseudo-random inputs in
+ * [-1, 1); then within the bound per output element (conv_cases.h):
+ *   |got - ref| <= (2 K 2^-24 + p) S (1 + 2e) + 2 e |ref| + tiny
+ * with K = KH*KW the taps (one input feature per group), S the conv of
+ * |img| and |filt|, e half an ulp of the dtype (0 for fp32), tiny its
+ * smallest subnormal, and p the unit roundoff of the products' dtype for
+ * conv2d_depthwise_f01b_o01i_bf01 on bf16/fp16 inputs (it rounds each
+ * product to the input dtype before the fp32 sum: 2^-8 bf16, 2^-11 fp16),
+ * else 0 (the products are exact in fp32). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,11 +35,12 @@ typedef struct dw_leaf {
     nx_leaf_fn fn;
     const char *key;
     const char *labels;
+    int rounds_products; /* products rounded to the input dtype (bf16/fp16) */
 } dw_leaf;
 
-static const dw_leaf C1D = {conv1d_depthwise_bf01_oi01_bf01, "Conv1d_depthwise_bf01_oi01_bf01", "bf01_oi01->bf01"};
-static const dw_leaf CP1 = {conv2d_column_packing_1, "conv2d_column_packing_1", "bf01_oi01->bf01"};
-static const dw_leaf F01B = {conv2d_depthwise_f01b_o01i_bf01, "conv2d_depthwise_f01b_o01i_bf01", "f01b_o01i->bf01"};
+static const dw_leaf C1D = {conv1d_depthwise_bf01_oi01_bf01, "Conv1d_depthwise_bf01_oi01_bf01", "bf01_oi01->bf01", 0};
+static const dw_leaf CP1 = {conv2d_column_packing_1, "conv2d_column_packing_1", "bf01_oi01->bf01", 0};
+static const dw_leaf F01B = {conv2d_depthwise_f01b_o01i_bf01, "conv2d_depthwise_f01b_o01i_bf01", "f01b_o01i->bf01", 1};
 
 /* One convolution: logical sizes and attributes. */
 typedef struct dw_case {
@@ -84,13 +93,21 @@ static void to_conv_case(const dw_leaf *L, const dw_case *k, uint64_t seed, char
     c->seed = seed;
 }
 
+/* The unit roundoff of the products f01b rounds to bf16/fp16 (fp8 inputs:
+ * exact bf16 products). */
+static double product_rounding(const dw_leaf *L, nx_dtype dt) {
+    if (!L->rounds_products || (dt != NX_DT_BF16 && dt != NX_DT_FP16)) return 0;
+    return conv_half_ulp(dt);
+}
+
 /* The full check of one case on machine `machine`; `model` 0 skips the
  * SystemC run. */
 static void check_case_on(const char *machine, const dw_leaf *L, const dw_case *k, uint64_t seed, int model) {
     char attrs[256];
     conv_case c;
     to_conv_case(L, k, seed, attrs, sizeof attrs, &c);
-    conv_check_opts o = {.machine = machine, .backends = model ? 0 : LEAF_FUNCTIONAL, .filt_dtype = -1};
+    conv_check_opts o = {.machine = machine, .backends = model ? 0 : LEAF_FUNCTIONAL,
+                         .product_rounding = product_rounding(L, k->dt), .filt_dtype = -1};
     conv_check_leaf_opts(L->fn, &c, &o);
 }
 

@@ -104,15 +104,15 @@ static void wrong_expectations(void **state) {
 
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* tests/cases/<family>/<case>.json, sorted */
-static char **case_files(size_t *n) {
+/* tests/cases/<family>/<case>.json, sorted (one family, or all with NULL) */
+static char **case_files(const char *family, size_t *n) {
     char **out = NULL;
     size_t cap = 0;
     *n = 0;
     DIR *top = opendir(NXSIM_CASES_DIR);
     if (!top) return NULL;
     for (struct dirent *f; (f = readdir(top));) {
-        if (f->d_name[0] == '.') continue;
+        if (f->d_name[0] == '.' || (family && strcmp(f->d_name, family) != 0)) continue;
         char dir[1024];
         snprintf(dir, sizeof dir, "%s/%s", NXSIM_CASES_DIR, f->d_name);
         DIR *d = opendir(dir);
@@ -138,10 +138,20 @@ static char **case_files(size_t *n) {
     return out;
 }
 
-int main(void) {
-    size_t n;
-    char **files = case_files(&n);
-    if (!n) {
+/* test_leaf_cases [FAMILY | --suite]: the cases of one family (ctest runs
+ * one test per family, in parallel), the suite's own checks, or (no
+ * argument) every case and the suite's checks. */
+int main(int argc, char **argv) {
+    const char *family = argc > 1 ? argv[1] : NULL;
+    int suite = !family || strcmp(family, "--suite") == 0;
+    size_t n = 0;
+    char **files = family && suite ? NULL : case_files(family, &n);
+    if (!n && !suite) {
+        fprintf(stderr, "test_leaf_cases: no case files under %s%s%s\n", NXSIM_CASES_DIR, family ? "/" : "",
+                family ? family : "");
+        return 1;
+    }
+    if (!n && !family) {
         fprintf(stderr, "test_leaf_cases: no case files under %s\n", NXSIM_CASES_DIR);
         return 1;
     }
@@ -152,9 +162,12 @@ int main(void) {
         tests[i].test_func = run_file;
         tests[i].initial_state = files[i];
     }
-    tests[n] = (struct CMUnitTest)cmocka_unit_test(malformed_files);
-    tests[n + 1] = (struct CMUnitTest)cmocka_unit_test(wrong_expectations);
-    int rc = _cmocka_run_group_tests("leaf_cases", tests, n + 2, NULL, NULL);
+    size_t total = n;
+    if (suite) {
+        tests[total++] = (struct CMUnitTest)cmocka_unit_test(malformed_files);
+        tests[total++] = (struct CMUnitTest)cmocka_unit_test(wrong_expectations);
+    }
+    int rc = _cmocka_run_group_tests("leaf_cases", tests, total, NULL, NULL);
     for (size_t i = 0; i < n; i++) free(files[i]);
     free(files);
     free(tests);
