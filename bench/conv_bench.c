@@ -28,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "leaf_benches.h"
 #include "isa/asm.h"
 #include "isa/builder.h"
 #include "isa/state.h"
@@ -249,7 +250,7 @@ static int run_case(const nx_machine *m, const leaf_desc *ld, const conv_shape *
     return rc;
 }
 
-int main(int argc, char **argv) {
+int nx_bench_conv_main(int argc, char **argv) {
     const char *machine = NULL, *only = NULL;
     bench_opts bo = {0, NULL, NULL};
     for (int i = 1; i < argc; i++) {
@@ -270,10 +271,7 @@ int main(int argc, char **argv) {
     }
     nx_error err;
     nx_machine m;
-    if (nx_machine_load(machine ? machine : nx_machine_default(), &m, &err) != 0) {
-        fprintf(stderr, "nxsim-bench-conv: %s\n", err.msg);
-        return 2;
-    }
+    if (nx_bench_machine(argv[0], machine, &m) != 0) return 2;
     const char *nt = getenv("OPENBLAS_NUM_THREADS"), *ct = getenv("OPENBLAS_CORETYPE");
     printf("nxsim-bench-conv: machine %s (PE %ux%u at %.2f GHz; DMA %u x %.0f B/ns, HBM %.0f B/ns); reference: "
            "OpenBLAS sgemm, OPENBLAS_NUM_THREADS=%s OPENBLAS_CORETYPE=%s\n",

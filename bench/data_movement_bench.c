@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "leaf_benches.h"
 #include "registry/lower.h"
 #include "registry/macro_op.h"
 #include "registry/registry.h"
@@ -120,7 +121,7 @@ static void usage(FILE *f) {
           f);
 }
 
-int main(int argc, char **argv) {
+int nx_bench_data_movement_main(int argc, char **argv) {
     int quick = 0;
     const char *only = NULL;
     for (int i = 1; i < argc; i++) {

@@ -31,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "leaf_benches.h"
 #include "isa/state.h"
 #include "registry/check.h"
 #include "registry/lower.h"
@@ -213,7 +214,7 @@ out:
     return rc;
 }
 
-int main(int argc, char **argv) {
+int nx_bench_depthwise_main(int argc, char **argv) {
     const char *machine = NULL, *only = NULL;
     int quick = 0, race = 0;
     for (int i = 1; i < argc; i++) {
@@ -231,10 +232,7 @@ int main(int argc, char **argv) {
     }
     nx_error err;
     nx_machine m;
-    if (nx_machine_load(machine ? machine : nx_machine_default(), &m, &err) != 0) {
-        fprintf(stderr, "nxsim-bench-depthwise: %s\n", err.msg);
-        return 2;
-    }
+    if (nx_bench_machine(argv[0], machine, &m) != 0) return 2;
     nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
     if (!L) {
         fprintf(stderr, "nxsim-bench-depthwise: out of memory\n");

@@ -29,6 +29,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "leaf_benches.h"
 #include "isa/rng.h"
 #include "isa/state.h"
 #include "kernels/blockwise_mm/blockwise_mm.h"
@@ -314,7 +315,7 @@ static void usage(FILE *f) {
         f);
 }
 
-int main(int argc, char **argv) {
+int nx_bench_moe_main(int argc, char **argv) {
     const char *machine = NULL, *names[8];
     int n_names = 0, with_ref = 1, summary = 0, race = 0;
     for (int i = 1; i < argc; i++) {
@@ -342,10 +343,7 @@ int main(int argc, char **argv) {
     }
     nx_error err;
     nx_machine m;
-    if (nx_machine_load(machine ? machine : nx_machine_default(), &m, &err) != 0) {
-        fprintf(stderr, "nxsim-bench-moe: %s\n", err.msg);
-        return 2;
-    }
+    if (nx_bench_machine(argv[0], machine, &m) != 0) return 2;
     const char *threads = getenv("OPENBLAS_NUM_THREADS"), *core = getenv("OPENBLAS_CORETYPE");
     printf("nxsim-bench-moe on %s; OpenBLAS: OPENBLAS_NUM_THREADS=%s OPENBLAS_CORETYPE=%s\n", m.geo.name,
            threads ? threads : "(unset)", core ? core : "(unset)");

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "leaf_benches.h"
 #include "bench/wall_clock.h"
 #include "isa/dtype.h"
 #include "registry/lower.h"
@@ -264,7 +265,7 @@ static int table(const char *commit, int quick) {
     return bad;
 }
 
-int main(int argc, char **argv) {
+int nx_bench_topk_main(int argc, char **argv) {
     uint64_t cases[16][3];
     int ncases = 0, want_table = 0, quick = 0;
     const char *machine = "trn2", *commit = NULL;

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "leaf_benches.h"
 #include "dma_bound.h"
 #include "isa/state.h"
 #include "registry/lower.h"
@@ -111,7 +112,7 @@ out:
     return rc;
 }
 
-int main(int argc, char **argv) {
+int nx_bench_transpose_main(int argc, char **argv) {
     uint64_t n = 4096;
     const char *machine = NULL;
     for (int i = 1; i < argc; i++) {
@@ -134,10 +135,7 @@ int main(int argc, char **argv) {
     }
     nx_error err;
     nx_machine m;
-    if (nx_machine_load(machine ? machine : nx_machine_default(), &m, &err) != 0) {
-        fprintf(stderr, "nxsim-bench-transpose: %s\n", err.msg);
-        return 2;
-    }
+    if (nx_bench_machine(argv[0], machine, &m) != 0) return 2;
     nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
     if (!L) {
         fprintf(stderr, "nxsim-bench-transpose: out of memory\n");

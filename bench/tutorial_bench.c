@@ -23,6 +23,7 @@
 
 #include <cblas.h>
 
+#include "leaf_benches.h"
 #include "registry/composites.h"
 #include "registry/lower.h"
 #include "registry/macro_op.h"
@@ -254,7 +255,7 @@ static int selected(const char *key, char *const *names, int n) {
     return 0;
 }
 
-int main(int argc, char **argv) {
+int nx_bench_tutorial_main(int argc, char **argv) {
     static const struct option longopts[] = {{"case", required_argument, NULL, 'c'},
                                              {"machine", required_argument, NULL, 'm'},
                                              {"quick", no_argument, NULL, 'q'},

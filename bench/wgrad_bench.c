@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "leaf_benches.h"
 #include "isa/dtype.h"
 #include "kernels/conv/wgrad/wgrad_core.h"
 #include "registry/check.h"
@@ -211,7 +212,7 @@ static void describe_plan(const nx_machine *m, const wg_case *c, nx_dtype dt, ch
     else nx_wg_plan_describe(&pl, buf, len);
 }
 
-int main(int argc, char **argv) {
+int nx_bench_wgrad_main(int argc, char **argv) {
     const char *machine = NULL, *only = NULL, *dtype = NULL;
     bench_opts bo = {0, NULL};
     for (int i = 1; i < argc; i++) {
@@ -233,10 +234,7 @@ int main(int argc, char **argv) {
     }
     nx_error err;
     nx_machine m;
-    if (nx_machine_load(machine ? machine : nx_machine_default(), &m, &err) != 0) {
-        fprintf(stderr, "nxsim-bench-wgrad: %s\n", err.msg);
-        return 2;
-    }
+    if (nx_bench_machine(argv[0], machine, &m) != 0) return 2;
     nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
     if (!L) {
         fprintf(stderr, "nxsim-bench-wgrad: out of memory\n");
