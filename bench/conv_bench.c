@@ -250,25 +250,19 @@ static int run_case(const nx_machine *m, const leaf_desc *ld, const conv_shape *
     return rc;
 }
 
+static void usage(FILE *f) {
+    fprintf(f, "Usage: nxsim-bench-conv [--machine NAME|FILE] [--case PREFIX]"
+               " [--summary] [--trace-dir DIR] [--dump FILE.nxs]\n");
+}
+
 int nx_bench_conv_main(int argc, char **argv) {
-    const char *machine = NULL, *only = NULL;
-    bench_opts bo = {0, NULL, NULL};
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--machine") == 0 && i + 1 < argc) {
-            machine = argv[++i];
-        } else if (strcmp(argv[i], "--case") == 0 && i + 1 < argc) {
-            only = argv[++i];
-        } else if (strcmp(argv[i], "--dump") == 0 && i + 1 < argc) {
-            bo.dump = argv[++i];
-        } else if (strcmp(argv[i], "--summary") == 0) {
-            bo.summary = 1;
-        } else if (strcmp(argv[i], "--trace-dir") == 0 && i + 1 < argc) {
-            bo.trace_dir = argv[++i];
-        } else {
-            fprintf(stderr, "Usage: nxsim-bench-conv [--machine NAME|FILE] [--case PREFIX] [--summary] [--trace-dir DIR] [--dump FILE.nxs]\n");
-            return strcmp(argv[i], "--help") == 0 ? 0 : 2;
-        }
-    }
+    nx_bench_args a;
+    const unsigned takes = NX_BENCH_OPT_MACHINE | NX_BENCH_OPT_CASE | NX_BENCH_OPT_DUMP |
+                           NX_BENCH_OPT_SUMMARY | NX_BENCH_OPT_TRACE_DIR;
+    int st = nx_bench_args_or_usage(argc, argv, takes, usage, &a);
+    if (st >= 0) return st;
+    const char *machine = a.machine, *only = a.n_cases ? a.cases[a.n_cases - 1] : NULL;
+    bench_opts bo = {.summary = a.summary, .dump = a.dump, .trace_dir = a.trace_dir};
     nx_error err;
     nx_machine m;
     if (nx_bench_machine(argv[0], machine, &m) != 0) return 2;

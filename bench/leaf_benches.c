@@ -26,16 +26,75 @@ const nx_bench_leaf *nx_bench_leaf_find(const char *name) {
 
 int nx_bench_leaf_run(const nx_bench_leaf *l, int argc, char **argv) {
     argv[0] = (char *)l->alias;
-    /* a case may parse with getopt after nxsim-bench did: start it afresh
-     * (glibc: optind 0 reinitialises) */
-    optind = 0;
-    opterr = 1;
     return l->run(argc, argv);
 }
 
 void nx_bench_leaf_list(FILE *out) {
     for (size_t i = 0; i < sizeof leaf_benches / sizeof leaf_benches[0]; i++)
         fprintf(out, "  %-14s %s (also %s)\n", leaf_benches[i].name, leaf_benches[i].summary, leaf_benches[i].alias);
+}
+
+int nx_bench_parse_args(int argc, char **argv, unsigned accepted, nx_bench_args *out) {
+    static const struct option all[] = {
+        {"machine", required_argument, NULL, NX_BENCH_OPT_MACHINE}, {"case", required_argument, NULL, NX_BENCH_OPT_CASE},
+        {"quick", no_argument, NULL, NX_BENCH_OPT_QUICK},         {"summary", no_argument, NULL, NX_BENCH_OPT_SUMMARY},
+        {"race-check", no_argument, NULL, NX_BENCH_OPT_RACE},
+        {"trace-dir", required_argument, NULL, NX_BENCH_OPT_TRACE_DIR},
+        {"dump", required_argument, NULL, NX_BENCH_OPT_DUMP},     {"dtype", required_argument, NULL, NX_BENCH_OPT_DTYPE},
+        {"no-ref", no_argument, NULL, NX_BENCH_OPT_NO_REF},       {"table", no_argument, NULL, NX_BENCH_OPT_TABLE},
+        {"commit", required_argument, NULL, NX_BENCH_OPT_COMMIT}, {"n", required_argument, NULL, NX_BENCH_OPT_N},
+    };
+    struct option longopts[sizeof all / sizeof all[0] + 2];
+    size_t k = 0;
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (accepted & (unsigned)all[i].val) longopts[k++] = all[i];
+    longopts[k++] = (struct option){"help", no_argument, NULL, 'h'};
+    longopts[k] = (struct option){NULL, 0, NULL, 0};
+    memset(out, 0, sizeof *out);
+    optind = 0; /* glibc: reinitialise (nxsim-bench may have parsed before) */
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case NX_BENCH_OPT_MACHINE:
+        case NX_BENCH_OPT_CASE: {
+            int *n = c == NX_BENCH_OPT_CASE ? &out->n_cases : &out->n_machines;
+            if (*n == NX_BENCH_MAX_REPEAT) {
+                fprintf(stderr, "%s: at most %d --%s options\n", argv[0], NX_BENCH_MAX_REPEAT,
+                        c == NX_BENCH_OPT_CASE ? "case" : "machine");
+                return 2;
+            }
+            (c == NX_BENCH_OPT_CASE ? out->cases : out->machines)[(*n)++] = optarg;
+            if (c == NX_BENCH_OPT_MACHINE) out->machine = optarg;
+            break;
+        }
+        case NX_BENCH_OPT_QUICK: out->quick = 1; break;
+        case NX_BENCH_OPT_SUMMARY: out->summary = 1; break;
+        case NX_BENCH_OPT_RACE: out->race_check = 1; break;
+        case NX_BENCH_OPT_NO_REF: out->no_ref = 1; break;
+        case NX_BENCH_OPT_TABLE: out->table = 1; break;
+        case NX_BENCH_OPT_TRACE_DIR: out->trace_dir = optarg; break;
+        case NX_BENCH_OPT_DUMP: out->dump = optarg; break;
+        case NX_BENCH_OPT_DTYPE: out->dtype = optarg; break;
+        case NX_BENCH_OPT_COMMIT: out->commit = optarg; break;
+        case NX_BENCH_OPT_N: out->n = optarg; break;
+        case 'h': return 1;
+        case ':': fprintf(stderr, "%s: option '%s' needs a value\n", argv[0], argv[optind - 1]); return 2;
+        default: fprintf(stderr, "%s: unknown option '%s'\n", argv[0], argv[optind - 1]); return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "%s: unexpected argument '%s'\n", argv[0], argv[optind]);
+        return 2;
+    }
+    return 0;
+}
+
+int nx_bench_args_or_usage(int argc, char **argv, unsigned accepted, void (*usage)(FILE *f), nx_bench_args *out) {
+    int st = nx_bench_parse_args(argc, argv, accepted, out);
+    if (st == 0) return -1;
+    usage(st == 1 ? stdout : stderr);
+    return st == 1 ? 0 : 2;
 }
 
 int nx_bench_machine(const char *prog, const char *spec, nx_machine *m) {

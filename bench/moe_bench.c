@@ -316,27 +316,13 @@ static void usage(FILE *f) {
 }
 
 int nx_bench_moe_main(int argc, char **argv) {
-    const char *machine = NULL, *names[8];
-    int n_names = 0, with_ref = 1, summary = 0, race = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--case") == 0 && i + 1 < argc && n_names < 8)
-            names[n_names++] = argv[++i];
-        else if (strcmp(argv[i], "--machine") == 0 && i + 1 < argc)
-            machine = argv[++i];
-        else if (strcmp(argv[i], "--no-ref") == 0)
-            with_ref = 0;
-        else if (strcmp(argv[i], "--summary") == 0)
-            summary = 1;
-        else if (strcmp(argv[i], "--race-check") == 0)
-            race = 1;
-        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return 0;
-        } else {
-            usage(stderr);
-            return 2;
-        }
-    }
+    nx_bench_args a;
+    int st = nx_bench_args_or_usage(argc, argv, NX_BENCH_OPT_CASE | NX_BENCH_OPT_MACHINE | NX_BENCH_OPT_NO_REF |
+                                                 NX_BENCH_OPT_SUMMARY | NX_BENCH_OPT_RACE, usage, &a);
+    if (st >= 0) return st;
+    const char *machine = a.machine, *names[NX_BENCH_MAX_REPEAT];
+    int n_names = a.n_cases, with_ref = !a.no_ref, summary = a.summary, race = a.race_check;
+    for (int i = 0; i < n_names; i++) names[i] = a.cases[i];
     if (n_names == 0) {
         names[n_names++] = "mixtral";
         names[n_names++] = "dbrx";

@@ -113,23 +113,16 @@ out:
 }
 
 int nx_bench_transpose_main(int argc, char **argv) {
+    nx_bench_args a;
+    int st = nx_bench_args_or_usage(argc, argv, NX_BENCH_OPT_N | NX_BENCH_OPT_MACHINE, usage, &a);
+    if (st >= 0) return st;
     uint64_t n = 4096;
-    const char *machine = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--n") == 0 && i + 1 < argc) {
-            char *end;
-            n = strtoull(argv[++i], &end, 10);
-            if (*end || n == 0) {
-                fprintf(stderr, "nxsim-bench-transpose: --n expects a positive integer\n");
-                return 2;
-            }
-        } else if (strcmp(argv[i], "--machine") == 0 && i + 1 < argc) {
-            machine = argv[++i];
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return 0;
-        } else {
-            usage(stderr);
+    const char *machine = a.machine;
+    if (a.n) {
+        char *end;
+        n = strtoull(a.n, &end, 10);
+        if (*end || n == 0) {
+            fprintf(stderr, "nxsim-bench-transpose: --n expects a positive integer\n");
             return 2;
         }
     }

@@ -212,26 +212,19 @@ static void describe_plan(const nx_machine *m, const wg_case *c, nx_dtype dt, ch
     else nx_wg_plan_describe(&pl, buf, len);
 }
 
+static void usage(FILE *f) {
+    fprintf(f, "Usage: nxsim-bench-wgrad [--machine NAME|FILE] [--case PREFIX] [--dtype bf16|fp32]"
+               " [--summary] [--trace-dir DIR]\n");
+}
+
 int nx_bench_wgrad_main(int argc, char **argv) {
-    const char *machine = NULL, *only = NULL, *dtype = NULL;
-    bench_opts bo = {0, NULL};
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--machine") == 0 && i + 1 < argc) {
-            machine = argv[++i];
-        } else if (strcmp(argv[i], "--case") == 0 && i + 1 < argc) {
-            only = argv[++i];
-        } else if (strcmp(argv[i], "--dtype") == 0 && i + 1 < argc) {
-            dtype = argv[++i];
-        } else if (strcmp(argv[i], "--summary") == 0) {
-            bo.summary = 1;
-        } else if (strcmp(argv[i], "--trace-dir") == 0 && i + 1 < argc) {
-            bo.trace_dir = argv[++i];
-        } else {
-            fprintf(stderr, "Usage: nxsim-bench-wgrad [--machine NAME|FILE] [--case PREFIX] [--dtype bf16|fp32] "
-                            "[--summary] [--trace-dir DIR]\n");
-            return strcmp(argv[i], "--help") == 0 ? 0 : 2;
-        }
-    }
+    nx_bench_args a;
+    const unsigned takes = NX_BENCH_OPT_MACHINE | NX_BENCH_OPT_CASE | NX_BENCH_OPT_DTYPE |
+                           NX_BENCH_OPT_SUMMARY | NX_BENCH_OPT_TRACE_DIR;
+    int st = nx_bench_args_or_usage(argc, argv, takes, usage, &a);
+    if (st >= 0) return st;
+    const char *machine = a.machine, *only = a.n_cases ? a.cases[a.n_cases - 1] : NULL, *dtype = a.dtype;
+    bench_opts bo = {.summary = a.summary, .trace_dir = a.trace_dir};
     nx_error err;
     nx_machine m;
     if (nx_bench_machine(argv[0], machine, &m) != 0) return 2;
