@@ -60,8 +60,8 @@ int nx_bench_parse_args(int argc, char **argv, unsigned accepted, nx_bench_args 
         case NX_BENCH_OPT_CASE: {
             int *n = c == NX_BENCH_OPT_CASE ? &out->n_cases : &out->n_machines;
             if (*n == NX_BENCH_MAX_REPEAT) {
-                fprintf(stderr, "%s: at most %d --%s options\n", argv[0], NX_BENCH_MAX_REPEAT,
-                        c == NX_BENCH_OPT_CASE ? "case" : "machine");
+                fprintf(stderr, "%s: at most %d --%s options (%s --help lists the options)\n", argv[0],
+                        NX_BENCH_MAX_REPEAT, c == NX_BENCH_OPT_CASE ? "case" : "machine", argv[0]);
                 return 2;
             }
             (c == NX_BENCH_OPT_CASE ? out->cases : out->machines)[(*n)++] = optarg;
@@ -79,12 +79,18 @@ int nx_bench_parse_args(int argc, char **argv, unsigned accepted, nx_bench_args 
         case NX_BENCH_OPT_COMMIT: out->commit = optarg; break;
         case NX_BENCH_OPT_N: out->n = optarg; break;
         case 'h': return 1;
-        case ':': fprintf(stderr, "%s: option '%s' needs a value\n", argv[0], argv[optind - 1]); return 2;
-        default: fprintf(stderr, "%s: unknown option '%s'\n", argv[0], argv[optind - 1]); return 2;
+        case ':':
+            fprintf(stderr, "%s: option '%s' needs a value (%s --help lists the options)\n", argv[0], argv[optind - 1],
+                    argv[0]);
+            return 2;
+        default:
+            fprintf(stderr, "%s: unknown option '%s' (%s --help lists the options)\n", argv[0], argv[optind - 1],
+                    argv[0]);
+            return 2;
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "%s: unexpected argument '%s'\n", argv[0], argv[optind]);
+        fprintf(stderr, "%s: unexpected argument '%s' (%s --help lists the options)\n", argv[0], argv[optind], argv[0]);
         return 2;
     }
     return 0;
@@ -92,9 +98,9 @@ int nx_bench_parse_args(int argc, char **argv, unsigned accepted, nx_bench_args 
 
 int nx_bench_args_or_usage(int argc, char **argv, unsigned accepted, void (*usage)(FILE *f), nx_bench_args *out) {
     int st = nx_bench_parse_args(argc, argv, accepted, out);
-    if (st == 0) return -1;
-    usage(st == 1 ? stdout : stderr);
-    return st == 1 ? 0 : 2;
+    if (st != 1) return st == 0 ? -1 : st;
+    usage(stdout);
+    return 0;
 }
 
 int nx_bench_machine(const char *prog, const char *spec, nx_machine *m) {

@@ -61,11 +61,12 @@ typedef struct nx_bench_args {
 } nx_bench_args;
 
 /* Parses argv[1..argc) with the options in `accepted`: 0; 1 for --help/-h
- * (the caller prints its usage); 2 after "PROG: unknown option '--x'" (or
- * a missing value, an extra argument, too many repeats) on stderr. */
+ * (the caller prints its usage); 2 after one line on stderr, "PROG: unknown
+ * option '--x' (PROG --help lists the options)" (or a missing value, an
+ * extra argument, too many repeats). */
 int nx_bench_parse_args(int argc, char **argv, unsigned accepted, nx_bench_args *out);
-/* nx_bench_parse_args, then the case's usage on stdout for --help or on
- * stderr after an error: -1 to go on, else the exit status (0 or 2). */
+/* nx_bench_parse_args, and the case's usage on stdout for --help: -1 to go
+ * on, else the exit status (0 or 2). */
 int nx_bench_args_or_usage(int argc, char **argv, unsigned accepted, void (*usage)(FILE *f), nx_bench_args *out);
 
 /* The row named `name` (its name or its alias), or NULL. */
