@@ -154,9 +154,14 @@ static int parse_fill(const char *source, const cJSON *v, leaf_case *c, nx_error
 }
 
 static int parse_expect(const char *source, const cJSON *v, leaf_case *c, nx_error *err) {
-    const cJSON *e = cJSON_GetObjectItemCaseSensitive(v, "error");
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(v, "error"), *g = cJSON_GetObjectItemCaseSensitive(v, "grid");
+    double cores = cJSON_GetNumberValue(g);
+    if (cJSON_IsObject(v) && cJSON_GetArraySize(v) == 1 && cJSON_IsNumber(g) && (cores == 1 || cores == 2)) {
+        c->expect_grid = (uint32_t)cores;
+        return 0;
+    }
     if (!cJSON_IsObject(v) || cJSON_GetArraySize(v) != 1 || !cJSON_IsString(e))
-        return nx_fail(err, "%s: expect: expected {\"error\": \"the exact message\"}", source);
+        return nx_fail(err, "%s: expect: expected {\"error\": \"the exact message\"} or {\"grid\": 1 or 2}", source);
     c->expect_error = strdup(e->valuestring);
     if (!c->expect_error) return nx_fail(err, "%s: out of memory", source);
     return 0;
@@ -437,6 +442,10 @@ static int run_backend(run_state *s, unsigned b, leaf_case_report *rep, nx_error
                     s->op.results[j].name, backend_name(b), backend_name(s->first_backend), (unsigned long long)elem);
             goto fail;
         }
+    }
+    if (c->expect_grid && r.grid != c->expect_grid) {
+        nx_fail(err, "%s: ran on %u cores, expected %u", c->name, r.grid, c->expect_grid);
+        goto fail;
     }
     if (!r.checked) {
         nx_fail(err, "%s: the %s ran without the reference check", c->name, backend_name(b));

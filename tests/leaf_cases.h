@@ -25,7 +25,9 @@
  *    "infer_results": false,                       optional (true): false runs the op with
  *                                                  its results as written, so a leaf's own
  *                                                  check of a wrong result is reached
- *    "expect": {"error": "exact message"}}         optional: the run must refuse so
+ *    "expect": {"error": "exact message"}}         optional: the run must refuse so;
+ *                                                  or {"grid": 2}: it must run on that
+ *                                                  many cores
  *
  * Ownership: a leaf_case owns its op and strings (leaf_case_free). Errors:
  * the parse and run functions return 0, or -1 with one line in err naming
@@ -68,6 +70,7 @@ typedef struct leaf_case {
     unsigned backends;  /* LEAF_* */
     leaf_fill_kind fill[NX_OP_MAX_TENSORS];
     char *expect_error; /* owned; NULL: the results must pass the reference */
+    uint32_t expect_grid; /* 0, or the cores the op must run on */
     const void *inputs[NX_OP_MAX_TENSORS]; /* operand i's bytes (C order): a C test's
                                             * (borrowed) or a case file's .npy; NULL: the fill */
     void *owned[NX_OP_MAX_TENSORS];        /* the .npy arrays read for inputs */

@@ -60,7 +60,10 @@ static void malformed_files(void **state) {
                        "case.json: fill.x: expected random, ties, equal, special or ascending");
     expect_parse_error("\"grid\": 3", "case.json: grid: expected 0, 1 or 2");
     expect_parse_error("\"seed\": -1", "case.json: seed: expected an integer >= 0");
-    expect_parse_error("\"expect\": {\"error\": 1}", "case.json: expect: expected {\"error\": \"the exact message\"}");
+    expect_parse_error("\"expect\": {\"error\": 1}",
+                       "case.json: expect: expected {\"error\": \"the exact message\"} or {\"grid\": 1 or 2}");
+    expect_parse_error("\"expect\": {\"grid\": 3}",
+                       "case.json: expect: expected {\"error\": \"the exact message\"} or {\"grid\": 1 or 2}");
     expect_parse_error("\"infer_results\": 1", "case.json: infer_results: expected true or false");
     leaf_case c;
     nx_error err;
@@ -84,6 +87,10 @@ static void wrong_expectations(void **state) {
     nx_error err;
     assert_int_equal(leaf_case_parse("case.json", text, &c, &err), 0);
     assert_int_equal(leaf_case_run(&c, NULL, &err), 0);
+    c.expect_grid = 1; /* the transpose runs on its VNC(2) grid */
+    assert_int_equal(leaf_case_run(&c, NULL, &err), -1);
+    assert_string_equal(err.msg, "case.json: ran on 2 cores, expected 1");
+    c.expect_grid = 0;
     leaf_case_expect_error(&c, "a refusal that does not come");
     assert_int_equal(leaf_case_run(&c, NULL, &err), -1);
     assert_string_equal(err.msg, "case.json: the functional executor ran the op, expected the refusal: a refusal "
