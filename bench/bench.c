@@ -23,6 +23,7 @@
 #include <cjson/cJSON.h>
 
 #include "bench.h"
+#include "leaf_benches.h"
 #include "isa/workers.h"
 
 static const bench_case full_cases[] = {
@@ -54,8 +55,10 @@ static int usage(const char *why) {
             "                   [--race-check] [--trace-dir DIR] [--summary] [--no-fork] [--threads N]\n"
             "--threads N: the model's large matmuls and DMA copies on N host threads (default\n"
             "NXSIM_THREADS, else 1), against OpenBLAS on N threads\n"
-            "cases (a NAME may also be a prefix: gemm, dve-chain, dma-copy; 'tutorial', 'micro' and\n"
-            "nki_matmul... run nxsim-bench-tutorial, the NKI matmul tutorial and the micro-figures):\n");
+            "       nxsim-bench LEAF [the leaf bench's options]   (LEAF below; --case LEAF[/SUB] also runs it)\n"
+            "leaf benches ('tutorial', 'micro' and nki_matmul... as --case run the tutorial's):\n");
+    nx_bench_leaf_list(out);
+    fprintf(out, "cases (a NAME may also be a prefix: gemm, dve-chain, dma-copy):\n");
     for (size_t i = 0; i < sizeof full_cases / sizeof *full_cases; i++) fprintf(out, "  %s\n", full_cases[i].name);
     fprintf(out, "  with --quick:");
     for (size_t i = 0; i < sizeof quick_cases / sizeof *quick_cases; i++) fprintf(out, " %s", quick_cases[i].name);
@@ -299,48 +302,62 @@ static int write_json(const char *path, const nx_machine *m, const bench_host *h
     return bad ? -1 : 0;
 }
 
-/* The NKI matmul tutorial kernels and the documented micro-figures live in
- * nxsim-bench-tutorial (bench/tutorial_bench.c, docs/parts/fidelity.md):
- * when every --case names them ("tutorial", "micro" or a prefix of a kernel,
- * "nki_matmul..."), nxsim-bench runs that program, beside itself in the build
- * root, with the same --case, --machine, --quick and --summary options.
- * Returns -1 when the hand-off does not apply, else only when exec failed
- * (2). */
+/* The leaf benches are cases of their own (bench/leaf_benches.h): when
+ * every --case names one ("conv", or "conv/SUB" for its own --case SUB) or
+ * the tutorial's ("tutorial", "micro" or a prefix of a kernel,
+ * "nki_matmul...": the NKI matmul tutorial and the micro-figures,
+ * docs/parts/fidelity.md), nxsim-bench runs them in turn with --machine,
+ * --quick and --summary. Returns -1 when the hand-off does not apply, else
+ * the worst exit status. */
 static int tutorial_case(const char *name) {
     return strcmp(name, "tutorial") == 0 || strcmp(name, "micro") == 0 || strncmp(name, "nki_matmul", 10) == 0;
 }
 
-static int run_tutorial_bench(const char *const *names, int n_names, const char *machine, int quick, int summary) {
+/* The leaf bench of `name` ("conv" or "conv/SUB"; *sub gets SUB or NULL). */
+static const nx_bench_leaf *leaf_case(const char *name, const char **sub) {
+    char head[32];
+    const char *slash = strchr(name, '/');
+    size_t len = slash ? (size_t)(slash - name) : strlen(name);
+    *sub = slash ? slash + 1 : NULL;
+    if (len >= sizeof head) return NULL;
+    memcpy(head, name, len);
+    head[len] = 0;
+    return nx_bench_leaf_find(head);
+}
+
+static int run_leaf_benches(const char *const *names, int n_names, const char *machine, int quick, int summary) {
     if (n_names == 0) return -1;
-    for (int i = 0; i < n_names; i++)
-        if (!tutorial_case(names[i])) return -1;
-    char exe[4096];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 32);
-    if (len <= 0) {
-        fprintf(stderr, "nxsim-bench: cannot find its own directory for nxsim-bench-tutorial: %s\n", strerror(errno));
-        return 2;
-    }
-    exe[len] = 0;
-    char *slash = strrchr(exe, '/');
-    snprintf(slash ? slash + 1 : exe, sizeof exe - (size_t)(slash ? slash + 1 - exe : 0), "nxsim-bench-tutorial");
-    char *args[2 * MAX_SELECT + 6];
-    int n = 0;
-    args[n++] = exe;
+    int tutorial = 1, leaves = 1;
     for (int i = 0; i < n_names; i++) {
-        args[n++] = (char *)"--case";
-        args[n++] = (char *)names[i];
+        const char *sub;
+        tutorial &= tutorial_case(names[i]);
+        leaves &= leaf_case(names[i], &sub) != NULL;
     }
-    if (machine) {
-        args[n++] = (char *)"--machine";
-        args[n++] = (char *)machine;
+    if (!tutorial && !leaves) return -1;
+    int worst = 0;
+    for (int i = 0; i < n_names; i++) {
+        const char *sub = NULL;
+        const nx_bench_leaf *l = tutorial ? nx_bench_leaf_find("tutorial") : leaf_case(names[i], &sub);
+        char *args[2 * MAX_SELECT + 8];
+        int n = 0;
+        args[n++] = (char *)l->alias;
+        for (int k = tutorial ? 0 : i; tutorial ? k < n_names : k == i && sub; k++) {
+            args[n++] = (char *)"--case";
+            args[n++] = (char *)(tutorial ? names[k] : sub);
+        }
+        if (machine) {
+            args[n++] = (char *)"--machine";
+            args[n++] = (char *)machine;
+        }
+        if (quick) args[n++] = (char *)"--quick";
+        if (summary) args[n++] = (char *)"--summary";
+        args[n] = NULL;
+        int rc = nx_bench_leaf_run(l, n, args);
+        fflush(NULL);
+        if (rc > worst) worst = rc;
+        if (tutorial) break;
     }
-    if (quick) args[n++] = (char *)"--quick";
-    if (summary) args[n++] = (char *)"--summary";
-    args[n] = NULL;
-    fflush(NULL);
-    execv(exe, args);
-    fprintf(stderr, "nxsim-bench: cannot run %s: %s\n", exe, strerror(errno));
-    return 2;
+    return worst;
 }
 
 /* --trace-dir DIR: DIR and any missing parents are created (mode 0777 less
@@ -380,6 +397,9 @@ static int prepare_trace_dir(const char *dir) {
 
 int main(int argc, char **argv) {
     bench_blas_core(argv);
+    /* nxsim-bench NAME [its options]: a leaf bench */
+    const nx_bench_leaf *leaf = argc > 1 ? nx_bench_leaf_find(argv[1]) : NULL;
+    if (leaf) return nx_bench_leaf_run(leaf, argc - 1, argv + 1);
     const char *names[MAX_SELECT];
     int n_names = 0, quick = 0, fork_it = 1;
     const char *machine = NULL, *json = NULL;
@@ -427,7 +447,7 @@ int main(int argc, char **argv) {
         snprintf(why, sizeof why, "unexpected argument '%.60s'", argv[optind]);
         return usage(why);
     }
-    int handed = run_tutorial_bench(names, n_names, machine, quick, opt.summary);
+    int handed = run_leaf_benches(names, n_names, machine, quick, opt.summary);
     if (handed >= 0) return handed;
     nx_machine m;
     nx_error err;

@@ -11,6 +11,7 @@
 #include <cblas.h>
 
 #include "bench.h"
+#include "dma_bound.h"
 #include "isa/workers.h"
 #include "programs.h"
 #include "sim/model.h"
@@ -239,9 +240,7 @@ static void run_copy(const nx_machine *m, const bench_case *c, const bench_optio
     if (simulate(m, c, opt, &prog, &st, out) == 0) {
         /* every byte crosses a DMA engine twice (HBM -> SBUF -> HBM) */
         out->moved_bytes = 2.0 * (double)cp.bytes;
-        double dma_bw = (double)cp.cores * cp.dma_engines * m->dma_engine_bytes_per_ns;
-        double bw = m->hbm_bytes_per_ns < dma_bw ? m->hbm_bytes_per_ns : dma_bw;
-        out->bound_ns = out->moved_bytes / bw;
+        out->bound_ns = out->moved_bytes / nx_bench_dma_bytes_per_ns(m, cp.cores, cp.dma_engines);
         out->values_ok = memcmp(st.hbm + cp.dst_off, st.hbm + cp.src_off, cp.bytes) == 0;
         if (!out->values_ok) snprintf(out->error, sizeof out->error, "values: dst differs from src");
         out->ran = 1;

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "leaf_benches.h"
 #include "isa/asm.h"
 #include "isa/builder.h"
 #include "isa/state.h"
@@ -239,8 +240,7 @@ static int run_case(const nx_machine *m, const leaf_desc *ld, const conv_shape *
     /* the bound */
     double macs = (double)out[0] * out[1] * out[2] * out[3] / (double)cs->O * (double)cs->O * (double)cs->C *
                   (double)(cs->K * cs->K);
-    double cyc = macs / ((double)m->geo.pe_rows * m->geo.pe_cols) * (dt == NX_DT_FP32 ? m->pe_fp32_factor : 1);
-    r->pe_ns = cyc / m->clock_ghz[NX_ENG_PE];
+    r->pe_ns = nx_bench_pe_bound_ns(m, macs, dt);
     double bytes = (double)(nl + nr + no) * (double)es;
     double bw = nx_bench_core_dma_bytes_per_ns(m);
     r->dma_ns = bytes / bw;
@@ -250,31 +250,22 @@ static int run_case(const nx_machine *m, const leaf_desc *ld, const conv_shape *
     return rc;
 }
 
-int main(int argc, char **argv) {
-    const char *machine = NULL, *only = NULL;
-    bench_opts bo = {0, NULL, NULL};
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--machine") == 0 && i + 1 < argc) {
-            machine = argv[++i];
-        } else if (strcmp(argv[i], "--case") == 0 && i + 1 < argc) {
-            only = argv[++i];
-        } else if (strcmp(argv[i], "--dump") == 0 && i + 1 < argc) {
-            bo.dump = argv[++i];
-        } else if (strcmp(argv[i], "--summary") == 0) {
-            bo.summary = 1;
-        } else if (strcmp(argv[i], "--trace-dir") == 0 && i + 1 < argc) {
-            bo.trace_dir = argv[++i];
-        } else {
-            fprintf(stderr, "Usage: nxsim-bench-conv [--machine NAME|FILE] [--case PREFIX] [--summary] [--trace-dir DIR] [--dump FILE.nxs]\n");
-            return strcmp(argv[i], "--help") == 0 ? 0 : 2;
-        }
-    }
+static void usage(FILE *f) {
+    fprintf(f, "Usage: nxsim-bench-conv [--machine NAME|FILE] [--case PREFIX]"
+               " [--summary] [--trace-dir DIR] [--dump FILE.nxs]\n");
+}
+
+int nx_bench_conv_main(int argc, char **argv) {
+    nx_bench_args a;
+    const unsigned takes = NX_BENCH_OPT_MACHINE | NX_BENCH_OPT_CASE | NX_BENCH_OPT_DUMP |
+                           NX_BENCH_OPT_SUMMARY | NX_BENCH_OPT_TRACE_DIR;
+    int st = nx_bench_args_or_usage(argc, argv, takes, usage, &a);
+    if (st >= 0) return st;
+    const char *machine = a.machine, *only = a.n_cases ? a.cases[a.n_cases - 1] : NULL;
+    bench_opts bo = {.summary = a.summary, .dump = a.dump, .trace_dir = a.trace_dir};
     nx_error err;
     nx_machine m;
-    if (nx_machine_load(machine ? machine : nx_machine_default(), &m, &err) != 0) {
-        fprintf(stderr, "nxsim-bench-conv: %s\n", err.msg);
-        return 2;
-    }
+    if (nx_bench_machine(argv[0], machine, &m) != 0) return 2;
     const char *nt = getenv("OPENBLAS_NUM_THREADS"), *ct = getenv("OPENBLAS_CORETYPE");
     printf("nxsim-bench-conv: machine %s (PE %ux%u at %.2f GHz; DMA %u x %.0f B/ns, HBM %.0f B/ns); reference: "
            "OpenBLAS sgemm, OPENBLAS_NUM_THREADS=%s OPENBLAS_CORETYPE=%s\n",

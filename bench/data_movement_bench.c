@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "leaf_benches.h"
 #include "registry/lower.h"
 #include "registry/macro_op.h"
 #include "registry/prepare.h"
@@ -123,20 +124,12 @@ static void usage(FILE *f) {
           f);
 }
 
-int main(int argc, char **argv) {
-    int quick = 0;
-    const char *only = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0) quick = 1;
-        else if (strcmp(argv[i], "--machine") == 0 && i + 1 < argc) only = argv[++i];
-        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return 0;
-        } else {
-            usage(stderr);
-            return 2;
-        }
-    }
+int nx_bench_data_movement_main(int argc, char **argv) {
+    nx_bench_args a;
+    int st = nx_bench_args_or_usage(argc, argv, NX_BENCH_OPT_QUICK | NX_BENCH_OPT_MACHINE, usage, &a);
+    if (st >= 0) return st;
+    int quick = a.quick;
+    const char *only = a.machine;
     bench_case cases[3] = {
         {"SelectAndScatter 3x3/2 pad 1", "SelectAndScatter", NX_DT_FP32, 2,
          {{8, 64, 112, 112}, {8, 64, 56, 56}}, 1, {0}},

@@ -31,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "leaf_benches.h"
 #include "isa/state.h"
 #include "registry/check.h"
 #include "registry/lower.h"
@@ -216,28 +217,16 @@ out:
     return rc;
 }
 
-int main(int argc, char **argv) {
-    const char *machine = NULL, *only = NULL;
-    int quick = 0, race = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0) quick = 1;
-        else if (strcmp(argv[i], "--race-check") == 0) race = 1;
-        else if (strcmp(argv[i], "--case") == 0 && i + 1 < argc) only = argv[++i];
-        else if (strcmp(argv[i], "--machine") == 0 && i + 1 < argc) machine = argv[++i];
-        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return 0;
-        } else {
-            usage(stderr);
-            return 2;
-        }
-    }
+int nx_bench_depthwise_main(int argc, char **argv) {
+    nx_bench_args a;
+    int st = nx_bench_args_or_usage(argc, argv, NX_BENCH_OPT_QUICK | NX_BENCH_OPT_RACE | NX_BENCH_OPT_CASE |
+                                                 NX_BENCH_OPT_MACHINE, usage, &a);
+    if (st >= 0) return st;
+    const char *machine = a.machine, *only = a.n_cases ? a.cases[a.n_cases - 1] : NULL;
+    int quick = a.quick, race = a.race_check;
     nx_error err;
     nx_machine m;
-    if (nx_machine_load(machine ? machine : nx_machine_default(), &m, &err) != 0) {
-        fprintf(stderr, "nxsim-bench-depthwise: %s\n", err.msg);
-        return 2;
-    }
+    if (nx_bench_machine(argv[0], machine, &m) != 0) return 2;
     nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
     if (!L) {
         fprintf(stderr, "nxsim-bench-depthwise: out of memory\n");

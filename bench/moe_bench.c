@@ -29,6 +29,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "leaf_benches.h"
 #include "isa/rng.h"
 #include "isa/state.h"
 #include "kernels/blockwise_mm/blockwise_mm.h"
@@ -202,10 +203,9 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const moe_case *c, int w
     double rss_sim = peak_rss_mib();
 
     /* bounds */
-    double pe_clock = m->clock_ghz[NX_ENG_PE], macs_per_cycle = (double)m->geo.pe_rows * m->geo.pe_cols;
     double mlp_macs = 3.0 * (double)H * (double)I;
-    double pe_bound = (double)r.NB * B * mlp_macs / macs_per_cycle / pe_clock;
-    double pe_routed = (double)r.routed * mlp_macs / macs_per_cycle / pe_clock;
+    double pe_bound = nx_bench_pe_bound_ns(m, (double)r.NB * B * mlp_macs, NX_DT_BF16);
+    double pe_routed = nx_bench_pe_bound_ns(m, (double)r.routed * mlp_macs, NX_DT_BF16);
     double dma_rate = nx_bench_core_dma_bytes_per_ns(m);
     uint64_t loads = 0;
     for (uint64_t n = 0; n < r.NB; n++) loads += pl.resident ? (n == 0 || r.bte[n] != r.bte[n - 1]) : pl.ns;
@@ -317,38 +317,21 @@ static void usage(FILE *f) {
         f);
 }
 
-int main(int argc, char **argv) {
-    const char *machine = NULL, *names[8];
-    int n_names = 0, with_ref = 1, summary = 0, race = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--case") == 0 && i + 1 < argc && n_names < 8)
-            names[n_names++] = argv[++i];
-        else if (strcmp(argv[i], "--machine") == 0 && i + 1 < argc)
-            machine = argv[++i];
-        else if (strcmp(argv[i], "--no-ref") == 0)
-            with_ref = 0;
-        else if (strcmp(argv[i], "--summary") == 0)
-            summary = 1;
-        else if (strcmp(argv[i], "--race-check") == 0)
-            race = 1;
-        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return 0;
-        } else {
-            usage(stderr);
-            return 2;
-        }
-    }
+int nx_bench_moe_main(int argc, char **argv) {
+    nx_bench_args a;
+    int st = nx_bench_args_or_usage(argc, argv, NX_BENCH_OPT_CASE | NX_BENCH_OPT_MACHINE | NX_BENCH_OPT_NO_REF |
+                                                 NX_BENCH_OPT_SUMMARY | NX_BENCH_OPT_RACE, usage, &a);
+    if (st >= 0) return st;
+    const char *machine = a.machine, *names[NX_BENCH_MAX_REPEAT];
+    int n_names = a.n_cases, with_ref = !a.no_ref, summary = a.summary, race = a.race_check;
+    for (int i = 0; i < n_names; i++) names[i] = a.cases[i];
     if (n_names == 0) {
         names[n_names++] = "mixtral";
         names[n_names++] = "dbrx";
     }
     nx_error err;
     nx_machine m;
-    if (nx_machine_load(machine ? machine : nx_machine_default(), &m, &err) != 0) {
-        fprintf(stderr, "nxsim-bench-moe: %s\n", err.msg);
-        return 2;
-    }
+    if (nx_bench_machine(argv[0], machine, &m) != 0) return 2;
     const char *threads = getenv("OPENBLAS_NUM_THREADS"), *core = getenv("OPENBLAS_CORETYPE");
     printf("nxsim-bench-moe on %s; OpenBLAS: OPENBLAS_NUM_THREADS=%s OPENBLAS_CORETYPE=%s\n", m.geo.name,
            threads ? threads : "(unset)", core ? core : "(unset)");

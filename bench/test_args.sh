@@ -30,6 +30,17 @@ expect_error "stray argument" \
     "nxsim-bench: unexpected argument 'gemm' (nxsim-bench --help lists the options)" --quick gemm
 expect_error "no such case" \
     "nxsim-bench: no case matches (nxsim-bench --help lists the options)" --quick --case nosuch
+# the leaf benches are cases of nxsim-bench with their options parsed in one place
+expect_error "a leaf case's unknown option" \
+    "nxsim-bench-conv: unknown option '--bogus' (nxsim-bench-conv --help lists the options)" conv --bogus
+expect_error "an option the case does not take" \
+    "nxsim-bench-transpose: unknown option '--quick' (nxsim-bench-transpose --help lists the options)" transpose --quick
+expect_error "a leaf case's missing value" \
+    "nxsim-bench-moe: option '--case' needs a value (nxsim-bench-moe --help lists the options)" moe --case
+expect_error "a leaf case's --case" \
+    "nxsim-bench-topk: --case expects ROWS,VOCAB,K with 1 <= K <= VOCAB" --case topk/1,2
+expect 0 "a leaf case's --help" depthwise --help
+grep -q '^Usage: nxsim-bench-depthwise' "$T/out" && pass || fail "depthwise --help text"
 NXSIM_MM_KERNEL=avx3 expect_error "unknown kernel" \
     "nxsim-bench: NXSIM_MM_KERNEL: unknown matmul kernel 'avx3' (one of avx512, avx2, vector, scalar)" "${SMALL[@]}"
 

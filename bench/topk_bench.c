@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "leaf_benches.h"
 #include "bench/wall_clock.h"
 #include "isa/dtype.h"
 #include "registry/lower.h"
@@ -268,42 +269,31 @@ static int table(const char *commit, int quick) {
     return bad;
 }
 
-int main(int argc, char **argv) {
+int nx_bench_topk_main(int argc, char **argv) {
     uint64_t cases[16][3];
     int ncases = 0, want_table = 0, quick = 0;
-    const char *machine = "trn2", *commit = NULL;
+    nx_bench_args a;
+    int st = nx_bench_args_or_usage(argc, argv, NX_BENCH_OPT_CASE | NX_BENCH_OPT_DTYPE | NX_BENCH_OPT_MACHINE |
+                                                 NX_BENCH_OPT_TABLE | NX_BENCH_OPT_QUICK | NX_BENCH_OPT_COMMIT, usage, &a);
+    if (st >= 0) return st;
+    const char *machine = a.machine ? a.machine : "trn2", *commit = a.commit;
+    want_table = a.table;
+    quick = a.quick;
     nx_dtype dt = NX_DT_BF16;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--case") == 0 && i + 1 < argc && ncases < 16) {
-            unsigned long long r, v, k;
-            if (sscanf(argv[++i], "%llu,%llu,%llu", &r, &v, &k) != 3 || !r || !v || !k || k > v) {
-                fprintf(stderr, "nxsim-bench-topk: --case expects ROWS,VOCAB,K with 1 <= K <= VOCAB\n");
-                return 2;
-            }
-            cases[ncases][0] = r;
-            cases[ncases][1] = v;
-            cases[ncases][2] = k;
-            ncases++;
-        } else if (strcmp(argv[i], "--dtype") == 0 && i + 1 < argc) {
-            if (nx_dtype_from_name(argv[++i], &dt) != 0) {
-                fprintf(stderr, "nxsim-bench-topk: --dtype: unknown dtype '%s'\n", argv[i]);
-                return 2;
-            }
-        } else if (strcmp(argv[i], "--machine") == 0 && i + 1 < argc) {
-            machine = argv[++i];
-        } else if (strcmp(argv[i], "--table") == 0) {
-            want_table = 1;
-        } else if (strcmp(argv[i], "--quick") == 0) {
-            quick = 1;
-        } else if (strcmp(argv[i], "--commit") == 0 && i + 1 < argc) {
-            commit = argv[++i];
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return 0;
-        } else {
-            usage(stderr);
+    for (int i = 0; i < a.n_cases; i++) {
+        unsigned long long r, v, k;
+        if (sscanf(a.cases[i], "%llu,%llu,%llu", &r, &v, &k) != 3 || !r || !v || !k || k > v) {
+            fprintf(stderr, "nxsim-bench-topk: --case expects ROWS,VOCAB,K with 1 <= K <= VOCAB\n");
             return 2;
         }
+        cases[ncases][0] = r;
+        cases[ncases][1] = v;
+        cases[ncases][2] = k;
+        ncases++;
+    }
+    if (a.dtype && nx_dtype_from_name(a.dtype, &dt) != 0) {
+        fprintf(stderr, "nxsim-bench-topk: --dtype: unknown dtype '%s'\n", a.dtype);
+        return 2;
     }
     if (want_table) return table(commit, quick);
     static const uint64_t issue[4][3] = {{1, 151936, 8}, {32, 32000, 50}, {128, 4096, 8}, {1024, 128, 64}};

@@ -9,7 +9,8 @@
  * The bound: a transpose reads and writes every byte once, 2 * N * N * size
  * bytes through DMA. The cores' DMA engines move at most
  * cores * dma_engines * dma_engine_bytes_per_ns, and all of them share HBM at
- * hbm_bytes_per_ns, so no schedule beats bytes / min(the two). */
+ * hbm_bytes_per_ns, so no schedule beats bytes / min(the two)
+ * (bench/dma_bound.h). */
 #define _POSIX_C_SOURCE 200809L
 
 #include <inttypes.h>
@@ -18,6 +19,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "leaf_benches.h"
+#include "dma_bound.h"
 #include "isa/state.h"
 #include "registry/lower.h"
 #include "registry/macro_op.h"
@@ -113,33 +116,23 @@ out:
     return rc;
 }
 
-int main(int argc, char **argv) {
+int nx_bench_transpose_main(int argc, char **argv) {
+    nx_bench_args a;
+    int st = nx_bench_args_or_usage(argc, argv, NX_BENCH_OPT_N | NX_BENCH_OPT_MACHINE, usage, &a);
+    if (st >= 0) return st;
     uint64_t n = 4096;
-    const char *machine = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--n") == 0 && i + 1 < argc) {
-            char *end;
-            n = strtoull(argv[++i], &end, 10);
-            if (*end || n == 0) {
-                fprintf(stderr, "nxsim-bench-transpose: --n expects a positive integer\n");
-                return 2;
-            }
-        } else if (strcmp(argv[i], "--machine") == 0 && i + 1 < argc) {
-            machine = argv[++i];
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return 0;
-        } else {
-            usage(stderr);
+    const char *machine = a.machine;
+    if (a.n) {
+        char *end;
+        n = strtoull(a.n, &end, 10);
+        if (*end || n == 0) {
+            fprintf(stderr, "nxsim-bench-transpose: --n expects a positive integer\n");
             return 2;
         }
     }
     nx_error err;
     nx_machine m;
-    if (nx_machine_load(machine ? machine : nx_machine_default(), &m, &err) != 0) {
-        fprintf(stderr, "nxsim-bench-transpose: %s\n", err.msg);
-        return 2;
-    }
+    if (nx_bench_machine(argv[0], machine, &m) != 0) return 2;
     nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
     if (!L) {
         fprintf(stderr, "nxsim-bench-transpose: out of memory\n");
@@ -167,8 +160,7 @@ int main(int argc, char **argv) {
                     continue;
                 }
                 double bytes = 2.0 * (double)n * (double)n * (double)nx_dtype_size(dts[d]);
-                double bw = grid * dma_core < m.hbm_bytes_per_ns ? grid * dma_core : m.hbm_bytes_per_ns;
-                double bound_ns = bytes / bw;
+                double bound_ns = nx_bench_dma_bound_ns(&m, grid, bytes);
                 if (grid == 1) sim1 = c.sim_ns;
                 char speedup[16] = "-";
                 if (grid == 2 && sim1 > 0) snprintf(speedup, sizeof speedup, "%.2fx", sim1 / c.sim_ns);

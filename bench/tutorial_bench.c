@@ -16,13 +16,13 @@
  * figures. */
 #define _POSIX_C_SOURCE 200809L
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cblas.h>
 
+#include "leaf_benches.h"
 #include "registry/composites.h"
 #include "registry/lower.h"
 #include "registry/macro_op.h"
@@ -256,43 +256,16 @@ static int selected(const char *key, char *const *names, int n) {
     return 0;
 }
 
-int main(int argc, char **argv) {
-    static const struct option longopts[] = {{"case", required_argument, NULL, 'c'},
-                                             {"machine", required_argument, NULL, 'm'},
-                                             {"quick", no_argument, NULL, 'q'},
-                                             {"summary", no_argument, NULL, 's'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
-    char *names[16];
-    const char *machines[8];
-    int nn = 0, nm = 0, quick = 0, summary = 0, c;
-    while ((c = getopt_long(argc, argv, "c:m:qsh", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'c':
-            if (nn == 16) {
-                fprintf(stderr, "nxsim-bench-tutorial: at most 16 --case options\n");
-                return 2;
-            }
-            names[nn++] = optarg;
-            break;
-        case 'm':
-            if (nm == 8) {
-                fprintf(stderr, "nxsim-bench-tutorial: at most 8 --machine options\n");
-                return 2;
-            }
-            machines[nm++] = optarg;
-            break;
-        case 'q': quick = 1; break;
-        case 's': summary = 1; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "nxsim-bench-tutorial: unexpected argument '%s'\n", argv[optind]);
-        usage(stderr);
-        return 2;
-    }
+int nx_bench_tutorial_main(int argc, char **argv) {
+    nx_bench_args a;
+    int st = nx_bench_args_or_usage(argc, argv, NX_BENCH_OPT_CASE | NX_BENCH_OPT_MACHINE | NX_BENCH_OPT_QUICK |
+                                                 NX_BENCH_OPT_SUMMARY, usage, &a);
+    if (st >= 0) return st;
+    char *names[NX_BENCH_MAX_REPEAT];
+    const char *machines[NX_BENCH_MAX_REPEAT];
+    int nn = a.n_cases, nm = a.n_machines, quick = a.quick, summary = a.summary;
+    for (int i = 0; i < nn; i++) names[i] = (char *)a.cases[i];
+    for (int i = 0; i < nm; i++) machines[i] = a.machines[i];
     int any = selected("micro", names, nn);
     for (size_t i = 0; i < NKERNELS; i++) any |= selected(kernels[i].key, names, nn);
     if (!any) {

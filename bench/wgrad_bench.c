@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "leaf_benches.h"
 #include "isa/dtype.h"
 #include "kernels/conv/wgrad/wgrad_core.h"
 #include "registry/check.h"
@@ -184,8 +185,7 @@ static int run_case(nx_lowerer *L, const nx_machine *m, const wg_case *c, nx_dty
 
     /* the bound: useful MACs on a full PE array, or every byte moved once */
     double macs = (double)n_out * (double)c->filt[0] * (double)(c->filt[2] * c->filt[3]);
-    double cyc = macs / ((double)m->geo.pe_rows * m->geo.pe_cols) * (dt == NX_DT_FP32 ? m->pe_fp32_factor : 1);
-    r->pe_ns = cyc / m->clock_ghz[NX_ENG_PE];
+    r->pe_ns = nx_bench_pe_bound_ns(m, macs, dt);
     double bytes = (double)(n_in[0] + n_in[1] + n_out) * (double)es;
     double bw = nx_bench_core_dma_bytes_per_ns(m);
     r->dma_ns = bytes / bw;
@@ -214,32 +214,22 @@ static void describe_plan(const nx_machine *m, const wg_case *c, nx_dtype dt, ch
     else nx_wg_plan_describe(&pl, buf, len);
 }
 
-int main(int argc, char **argv) {
-    const char *machine = NULL, *only = NULL, *dtype = NULL;
-    bench_opts bo = {0, NULL};
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--machine") == 0 && i + 1 < argc) {
-            machine = argv[++i];
-        } else if (strcmp(argv[i], "--case") == 0 && i + 1 < argc) {
-            only = argv[++i];
-        } else if (strcmp(argv[i], "--dtype") == 0 && i + 1 < argc) {
-            dtype = argv[++i];
-        } else if (strcmp(argv[i], "--summary") == 0) {
-            bo.summary = 1;
-        } else if (strcmp(argv[i], "--trace-dir") == 0 && i + 1 < argc) {
-            bo.trace_dir = argv[++i];
-        } else {
-            fprintf(stderr, "Usage: nxsim-bench-wgrad [--machine NAME|FILE] [--case PREFIX] [--dtype bf16|fp32] "
-                            "[--summary] [--trace-dir DIR]\n");
-            return strcmp(argv[i], "--help") == 0 ? 0 : 2;
-        }
-    }
+static void usage(FILE *f) {
+    fprintf(f, "Usage: nxsim-bench-wgrad [--machine NAME|FILE] [--case PREFIX] [--dtype bf16|fp32]"
+               " [--summary] [--trace-dir DIR]\n");
+}
+
+int nx_bench_wgrad_main(int argc, char **argv) {
+    nx_bench_args a;
+    const unsigned takes = NX_BENCH_OPT_MACHINE | NX_BENCH_OPT_CASE | NX_BENCH_OPT_DTYPE |
+                           NX_BENCH_OPT_SUMMARY | NX_BENCH_OPT_TRACE_DIR;
+    int st = nx_bench_args_or_usage(argc, argv, takes, usage, &a);
+    if (st >= 0) return st;
+    const char *machine = a.machine, *only = a.n_cases ? a.cases[a.n_cases - 1] : NULL, *dtype = a.dtype;
+    bench_opts bo = {.summary = a.summary, .trace_dir = a.trace_dir};
     nx_error err;
     nx_machine m;
-    if (nx_machine_load(machine ? machine : nx_machine_default(), &m, &err) != 0) {
-        fprintf(stderr, "nxsim-bench-wgrad: %s\n", err.msg);
-        return 2;
-    }
+    if (nx_bench_machine(argv[0], machine, &m) != 0) return 2;
     nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
     if (!L) {
         fprintf(stderr, "nxsim-bench-wgrad: out of memory\n");

@@ -2,12 +2,13 @@
  * Conv1d_depthwise_bf01_oi01_bf01, conv2d_column_packing_1 and
  * conv2d_depthwise_f01b_o01i_bf01.
  *
- * Each case goes through the conv leaves' shared check (tests/conv_check.h):
- * the leaf traced in its layouts, the program's ordering checked statically
- * (test_kcheck_program), run on the functional executor and on the SystemC
- * model with the race detector on the model's log, both outputs compared
- * with the convolution reference nx_ref_conv on pseudo-random inputs in
- * [-1, 1). Tolerance per output element (conv_check.h):
+ * Each case goes through the leaf-case suite (tests/conv_cases.h,
+ * tests/leaf_cases.h): the leaf's registry entry on the run path in its
+ * layouts, the program's ordering checked statically, run on the functional
+ * executor and on the SystemC model with the race check, both outputs
+ * compared with the convolution reference nx_ref_conv under the rules'
+ * tolerance and with each other bit for bit, on pseudo-random inputs in
+ * [-1, 1); then within the bound per output element (conv_cases.h):
  *   |got - ref| <= (2 K 2^-24 + p) S (1 + 2e) + 2 e |ref| + tiny
  * with K = KH*KW the taps (one input feature per group), S the conv of
  * |img| and |filt|, e half an ulp of the dtype (0 for fp32), tiny its
@@ -23,7 +24,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "conv_check.h"
+#include "conv_cases.h"
+#include "leaf_cases.h"
 #include "kernels/conv/depthwise/depthwise.h"
 #include "registry/macro_op.h"
 #include "registry/registry.h"
@@ -36,11 +38,9 @@ typedef struct dw_leaf {
     int rounds_products; /* products rounded to the input dtype (bf16/fp16) */
 } dw_leaf;
 
-static const dw_leaf C1D = {conv1d_depthwise_bf01_oi01_bf01, "Conv1d_depthwise_bf01_oi01_bf01", "bf01_oi01->bf01",
-                            0};
+static const dw_leaf C1D = {conv1d_depthwise_bf01_oi01_bf01, "Conv1d_depthwise_bf01_oi01_bf01", "bf01_oi01->bf01", 0};
 static const dw_leaf CP1 = {conv2d_column_packing_1, "conv2d_column_packing_1", "bf01_oi01->bf01", 0};
-static const dw_leaf F01B = {conv2d_depthwise_f01b_o01i_bf01, "conv2d_depthwise_f01b_o01i_bf01", "f01b_o01i->bf01",
-                             1};
+static const dw_leaf F01B = {conv2d_depthwise_f01b_o01i_bf01, "conv2d_depthwise_f01b_o01i_bf01", "f01b_o01i->bf01", 1};
 
 /* One convolution: logical sizes and attributes. */
 typedef struct dw_case {
@@ -106,8 +106,9 @@ static void check_case_on(const char *machine, const dw_leaf *L, const dw_case *
     char attrs[256];
     conv_case c;
     to_conv_case(L, k, seed, attrs, sizeof attrs, &c);
-    conv_check_opts o = {machine, product_rounding(L, k->dt), -1};
-    conv_check_leaf_opts(L->fn, L->key, &c, model, &o);
+    conv_check_opts o = {.machine = machine, .backends = model ? 0 : LEAF_FUNCTIONAL,
+                         .product_rounding = product_rounding(L, k->dt), .filt_dtype = -1};
+    conv_check_leaf_opts(L->fn, &c, &o);
 }
 
 static void check_case(const dw_leaf *L, const dw_case *k, uint64_t seed, int model) {
@@ -118,7 +119,7 @@ static void expect_refusal(const dw_leaf *L, const dw_case *k, const char *msg) 
     char attrs[256];
     conv_case c;
     to_conv_case(L, k, 1, attrs, sizeof attrs, &c);
-    conv_check_opts o = {NULL, 0, k->filt_dt};
+    conv_check_opts o = {.filt_dtype = k->filt_dt};
     conv_expect_refusal_opts(L->fn, &c, NULL, msg, &o);
 }
 

@@ -31,7 +31,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "conv_check.h"
+#include "conv_cases.h"
 #include "kernels/conv/conv_params.h"
 #include "kernels/ref/ref.h"
 #include "support.h"

@@ -1,7 +1,8 @@
 /* ResizeNearest: the coordinate rules (kernels/resize/resize_rule.h), the reference
  * (nx_ref_resize_nearest) against ONNX's published Resize examples, and the
  * leaf resize_nearest_fixed_dma_kernel against the reference, bit for bit,
- * on the functional executor and the SystemC model with the race detector:
+ * through the leaf-case suite (the run path, on the functional executor and
+ * the SystemC model with the race check):
  * every mode pair, from out_shape and from scales, every dtype, 1x1 images,
  * OH or OW = 1, OH > 4H, downsampling, tiles across image boundaries,
  * channel chunks, and the refusals. */
@@ -17,7 +18,7 @@
 #include "kernels/ref/ref.h"
 #include "kernels/resize/resize_nearest.h"
 #include "kernels/resize/resize_rule.h"
-#include "leaf_harness.h"
+#include "leaf_cases.h"
 #include "support.h"
 
 /* ---- attributes ---- */
@@ -191,8 +192,21 @@ static void test_rule_refusals(void **state) {
 
 /* ---- the leaf against the reference ---- */
 
-/* Runs the leaf on data [n,h,w,c] -> [n,oh,ow,c] and compares both
- * executors with the reference. */
+/* The leaf case of ResizeNearest on data [n,h,w,c] -> [n,oh,ow,c] with the
+ * attributes of a (tests/leaf_cases.h). */
+static void make_case(leaf_case *c, const char *what, nx_dtype din, const uint64_t in[4], nx_dtype dout,
+                      const uint64_t out[4], const attr_buf *a) {
+    leaf_case_init(c, what, "ResizeNearest");
+    leaf_case_operand(c, "data", din, 4, in);
+    leaf_case_result(c, "out", dout, 4, out);
+    nx_error err;
+    nx_attrs_free(&c->op.attrs);
+    if (nx_attrs_copy(&c->op.attrs, &a->attrs, &err) != 0) fail_msg("%s: %s", what, err.msg);
+}
+
+/* Runs the leaf on data [n,h,w,c] -> [n,oh,ow,c] through the leaf-case
+ * suite: the run path, against the reference bit for bit (the rules' exact
+ * tolerance), on the functional executor and (model) the SystemC model. */
 static void check(nx_dtype dt, const uint64_t in[4], const uint64_t out[4], const double *scales,
                   const char *coord, const char *nearest, int model, const char *machine) {
     char what[256];
@@ -203,35 +217,13 @@ static void check(nx_dtype dt, const uint64_t in[4], const uint64_t out[4], cons
              nearest ? nearest : "", scales ? " (scales)" : "", machine ? machine : "");
     attr_buf a;
     make_attrs(&a, out, scales, coord, nearest);
-    nx_resize_rule r;
-    rule_of(&a, in, out, &r);
     leaf_case c;
-    memset(&c, 0, sizeof c);
-    c.leaf = resize_nearest_fixed_dma_kernel;
-    c.what = what;
-    c.machine = machine;
-    leaf_tensor(&c.args[0], "data", dt, 4, in);
-    leaf_tensor(&c.args[1], "out", dt, 4, out);
-    c.nargs = 2;
-    c.n_inputs = 1;
-    c.attrs = &a.attrs;
-    c.skip_model = !model;
-    uint64_t ib = leaf_tensor_bytes(&c.args[0]), ob = leaf_tensor_bytes(&c.args[1]);
-    uint8_t *x = malloc(ib), *want = malloc(ob);
-    assert_non_null(x);
-    assert_non_null(want);
-    test_rng rng = {(in[1] * 131 + in[2] * 7 + out[1] + dt) * 0x9E3779B97F4A7C15ull + 7};
-    test_rng_bytes(&rng, x, ib);
-    nx_error err;
-    if (nx_ref_resize_nearest(x, dt, in, &r, want, &err) != 0) fail_msg("%s: ref: %s", what, err.msg);
-    const void *inputs[1] = {x};
-    leaf_result res;
-    leaf_run(&c, inputs, &res);
-    leaf_expect_bytes(res.out[0], want, ob, nx_dtype_size(dt), what);
-    if (model) leaf_expect_bytes(res.model_out[0], want, ob, nx_dtype_size(dt), what);
-    leaf_result_free(&res);
-    free(x);
-    free(want);
+    make_case(&c, what, dt, in, dt, out, &a);
+    if (machine) snprintf(c.machine, sizeof c.machine, "%s", machine);
+    c.seed = in[1] * 131 + in[2] * 7 + out[1] + dt;
+    c.backends = LEAF_FUNCTIONAL | (model ? LEAF_MODEL : 0);
+    leaf_case_check(&c, NULL);
+    leaf_case_free(&c);
 }
 
 static void test_leaf_public_example(void **state) {
@@ -319,17 +311,11 @@ static void test_leaf_chunks(void **state) {
 static void expect_leaf_refusal(const uint64_t in[4], nx_dtype din, const uint64_t out[4], nx_dtype dout,
                                 const attr_buf *a, const char *msg) {
     leaf_case c;
-    memset(&c, 0, sizeof c);
-    c.leaf = resize_nearest_fixed_dma_kernel;
-    c.what = "refusal";
-    leaf_tensor(&c.args[0], "data", din, 4, in);
-    leaf_tensor(&c.args[1], "out", dout, 4, out);
-    c.nargs = 2;
-    c.n_inputs = 1;
-    c.attrs = &a->attrs;
+    make_case(&c, "refusal", din, in, dout, out, a);
     nx_error err;
-    assert_int_equal(leaf_trace_only(&c, &err), -1);
+    assert_int_equal(leaf_case_trace_leaf(&c, resize_nearest_fixed_dma_kernel, &err), -1);
     assert_string_equal(err.msg, msg);
+    leaf_case_free(&c);
 }
 
 static void test_leaf_refusals(void **state) {

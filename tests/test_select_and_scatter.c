@@ -1,7 +1,8 @@
 /* SelectAndScatter: the reference (nx_ref_select_and_scatter) against
  * StableHLO's published example and hand-worked max-pool gradients, and the
- * leaf select_and_scatter_kernel against the reference, bit for bit, on the
- * functional executor and the SystemC model with the race detector: the
+ * leaf select_and_scatter_kernel against the reference through the
+ * leaf-case suite (the run path, on the functional executor and the SystemC
+ * model with the race check, the backends bit for bit): the
  * example as a rank-4 op, ties, all-negative windows at a padded border,
  * windows larger than the image, stride > window, 1x1 images, strides and
  * padding over N and C, negative padding, init_value, every float dtype,
@@ -18,7 +19,7 @@
 
 #include "kernels/ref/ref.h"
 #include "kernels/select_and_scatter/select_and_scatter.h"
-#include "leaf_harness.h"
+#include "leaf_cases.h"
 #include "support.h"
 
 /* ---- attributes ---- */
@@ -173,14 +174,16 @@ static void fill_values(uint8_t *p, uint64_t n, nx_dtype dt, uint64_t seed, int 
     }
 }
 
-/* Compares as values with -0 == +0 (init_value other than +0: the leaf
- * documents that only the sign of zeros may differ). */
-static void expect_values(const uint8_t *got, const uint8_t *want, uint64_t n, nx_dtype dt, const char *what) {
-    size_t es = nx_dtype_size(dt);
-    for (uint64_t i = 0; i < n; i++) {
-        double g = nx_dtype_load(dt, got + i * es), w = nx_dtype_load(dt, want + i * es);
-        if (!(g == w || (isnan(g) && isnan(w)))) fail_msg("%s: element %llu is %.9g, want %.9g", what, (unsigned long long)i, g, w);
-    }
+/* The leaf case of SelectAndScatter: operand, source (shape ss), out. */
+static void make_case(leaf_case *lc, const char *what, const sas_case *c, nx_dtype src_dt, const uint64_t *ss,
+                      const attr_buf *a) {
+    leaf_case_init(lc, what, "SelectAndScatter");
+    leaf_case_operand(lc, "operand", c->dt, 4, c->shape);
+    leaf_case_operand(lc, "source", src_dt, 4, ss);
+    leaf_case_result(lc, "out", c->dt, 4, c->shape);
+    nx_error err;
+    nx_attrs_free(&lc->op.attrs);
+    if (nx_attrs_copy(&lc->op.attrs, &a->attrs, &err) != 0) fail_msg("%s: %s", what, err.msg);
 }
 
 static void check(const sas_case *c, int levels, double shift, int model, const char *machine, const char *label) {
@@ -199,41 +202,26 @@ static void check(const sas_case *c, int levels, double shift, int model, const 
     params_of(c, &p, ss);
     attr_buf a;
     make_attrs(&a, c);
-    leaf_case lc;
-    memset(&lc, 0, sizeof lc);
-    lc.leaf = select_and_scatter_kernel;
-    lc.what = what;
-    lc.machine = machine;
-    leaf_tensor(&lc.args[0], "operand", c->dt, 4, c->shape);
-    leaf_tensor(&lc.args[1], "source", c->dt, 4, ss);
-    leaf_tensor(&lc.args[2], "out", c->dt, 4, c->shape);
-    lc.nargs = 3;
-    lc.n_inputs = 2;
-    lc.attrs = &a.attrs;
-    lc.skip_model = !model;
     uint64_t nx = count_of(c->shape, 4), ns = count_of(ss, 4);
     size_t es = nx_dtype_size(c->dt);
-    uint8_t *x = malloc(nx * es), *s = malloc(ns * es), *want = malloc(nx * es);
+    uint8_t *x = malloc(nx * es), *s = malloc(ns * es);
     assert_non_null(x);
     assert_non_null(s);
-    assert_non_null(want);
     fill_values(x, nx, c->dt, nx + 3 * (uint64_t)c->window[2], levels, shift);
     fill_values(s, ns, c->dt, ns + 17, 0, 0);
-    nx_error err;
-    if (nx_ref_select_and_scatter(x, s, c->dt, c->shape, &p, want, &err) != 0) fail_msg("%s: ref: %s", what, err.msg);
-    const void *inputs[2] = {x, s};
-    leaf_result r;
-    leaf_run(&lc, inputs, &r);
-    int exact = c->init == 0 && !signbit(c->init);
-    for (int m = 0; m < (model ? 2 : 1); m++) {
-        const uint8_t *got = m ? r.model_out[0] : r.out[0];
-        if (exact) leaf_expect_bytes(got, want, nx * es, es, what);
-        else expect_values(got, want, nx, c->dt, what);
-    }
-    leaf_result_free(&r);
+    /* the rules' exact tolerance compares values (-0 == +0: with an
+     * init_value other than +0 the leaf documents that only the sign of
+     * zeros may differ), the backends bit for bit */
+    leaf_case lc;
+    make_case(&lc, what, c, c->dt, ss, &a);
+    if (machine) snprintf(lc.machine, sizeof lc.machine, "%s", machine);
+    lc.backends = LEAF_FUNCTIONAL | (model ? LEAF_MODEL : 0);
+    lc.inputs[0] = x;
+    lc.inputs[1] = s;
+    leaf_case_check(&lc, NULL);
+    leaf_case_free(&lc);
     free(x);
     free(s);
-    free(want);
 }
 
 static sas_case pool2d(nx_dtype dt, uint64_t n, uint64_t ch, uint64_t h, uint64_t w, int64_t wh, int64_t ww, int64_t sh,
@@ -255,22 +243,20 @@ static void test_leaf_stablehlo_example(void **state) {
     const float want[8] = {0, 0, 0, 0, 5, 14, 7, 0};
     attr_buf a;
     make_attrs(&a, &c);
+    /* the reference gives StableHLO's result, and so does the leaf (on every backend) */
+    nx_error err;
+    float got[8];
+    assert_int_equal(nx_ref_select_and_scatter(x, src, NX_DT_FP32, c.shape, &p, got, &err), 0);
+    assert_memory_equal(got, want, sizeof want);
     leaf_case lc;
-    memset(&lc, 0, sizeof lc);
-    lc.leaf = select_and_scatter_kernel;
-    lc.what = "StableHLO example";
-    leaf_tensor(&lc.args[0], "operand", NX_DT_FP32, 4, c.shape);
-    leaf_tensor(&lc.args[1], "source", NX_DT_FP32, 4, ss);
-    leaf_tensor(&lc.args[2], "out", NX_DT_FP32, 4, c.shape);
-    lc.nargs = 3;
-    lc.n_inputs = 2;
-    lc.attrs = &a.attrs;
-    const void *inputs[2] = {x, src};
-    leaf_result r;
-    leaf_run(&lc, inputs, &r);
-    assert_memory_equal(r.out[0], want, sizeof want);
-    assert_memory_equal(r.model_out[0], want, sizeof want);
-    leaf_result_free(&r);
+    make_case(&lc, "StableHLO example", &c, NX_DT_FP32, ss, &a);
+    lc.inputs[0] = x;
+    lc.inputs[1] = src;
+    leaf_case_report rep;
+    leaf_case_check(&lc, &rep);
+    assert_memory_equal(rep.results[0], want, sizeof want); /* bit for bit: +0 where nothing lands */
+    leaf_case_report_free(&rep);
+    leaf_case_free(&lc);
 }
 
 static void test_leaf_maxpool_grad(void **state) {
@@ -372,18 +358,11 @@ static void expect_refusal(const sas_case *c, nx_dtype src_dt, const uint64_t *s
     attr_buf a;
     make_attrs(&a, c);
     leaf_case lc;
-    memset(&lc, 0, sizeof lc);
-    lc.leaf = select_and_scatter_kernel;
-    lc.what = "refusal";
-    leaf_tensor(&lc.args[0], "operand", c->dt, 4, c->shape);
-    leaf_tensor(&lc.args[1], "source", src_dt, 4, src_shape);
-    leaf_tensor(&lc.args[2], "out", c->dt, 4, c->shape);
-    lc.nargs = 3;
-    lc.n_inputs = 2;
-    lc.attrs = &a.attrs;
+    make_case(&lc, "refusal", c, src_dt, src_shape, &a);
     nx_error err;
-    assert_int_equal(leaf_trace_only(&lc, &err), -1);
+    assert_int_equal(leaf_case_trace_leaf(&lc, select_and_scatter_kernel, &err), -1);
     assert_string_equal(err.msg, msg);
+    leaf_case_free(&lc);
 }
 
 static void test_leaf_refusals(void **state) {

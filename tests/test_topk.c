@@ -1,7 +1,8 @@
 /* The three top-k leaves (kernels/topk/topk.h) against the top-k reference
- * (nx_ref_topk), traced for every program of the grid, order-checked, run on
- * the functional executor and (the cases marked so) on the SystemC model
- * with the race detector: values bit for bit, indices exactly. Plus the
+ * (nx_ref_topk) through the leaf-case suite (tests/leaf_cases.h: the topk
+ * composite's method attribute on the run path, order-checked, on the
+ * functional executor and, the cases marked so, on the SystemC model with
+ * the race detector): values bit for bit, indices exactly. Plus the
  * semantics on hand-computed rows (NaN, infinities, signed zeros, ties)
  * independent of the reference, and the leaves' refusals. */
 #include <float.h>
@@ -20,17 +21,73 @@
 #include "kernels/author/author.h"
 #include "kernels/topk/topk.h"
 #include "registry/macro_op.h"
+#include "leaf_cases.h"
 #include "support.h"
-#include "topk_check.h"
 
 static const nx_leaf_fn leaves[3] = {naive_scanning_topk, cascaded_2_stage_topk, rotational_topk};
 static const char *const names[3] = {"SCANNING", "CASCADED", "ROTATIONAL"};
 static const nx_dtype floats[5] = {NX_DT_FP32, NX_DT_BF16, NX_DT_FP16, NX_DT_FP8_E4M3, NX_DT_FP8_E5M2};
 
+/* One top-k case: leaf l (through the topk composite's method attribute,
+ * the run path) on rows x n values of a kind, with extra attributes
+ * ("name=JSON;..."), on `grid` cores, on the model too when `model`. */
+typedef struct topk_case {
+    int l;
+    nx_dtype dt;
+    uint64_t rows, n, k;
+    int largest;
+    const char *attrs;
+    leaf_fill_kind data;
+    uint32_t grid;
+    int model;
+    uint64_t seed;
+} topk_case;
+
 static topk_case mk(int l, nx_dtype dt, uint64_t rows, uint64_t n, uint64_t k, int largest, const char *attrs,
-                    topk_data data, uint32_t grid, int model, uint64_t seed) {
-    topk_case c = {leaves[l], names[l], dt, rows, n, k, largest, attrs, data, grid, model, seed};
+                    leaf_fill_kind data, uint32_t grid, int model, uint64_t seed) {
+    topk_case c = {l, dt, rows, n, k, largest, attrs, data, grid, model, seed};
     return c;
+}
+
+static void make(const topk_case *t, leaf_case *c, int with_results) {
+    char name[256], attrs[256];
+    snprintf(name, sizeof name, "%s %s [%llu,%llu] k=%llu largest=%d fill %d grid=%u {%s}", names[t->l],
+             nx_dtype_name(t->dt), (unsigned long long)t->rows, (unsigned long long)t->n, (unsigned long long)t->k,
+             t->largest, (int)t->data, t->grid, t->attrs ? t->attrs : "");
+    leaf_case_init(c, name, "topk");
+    const uint64_t shape[2] = {t->rows, t->n}, out[2] = {t->rows, t->k};
+    leaf_case_operand(c, "x", t->dt, 2, shape);
+    if (with_results) {
+        leaf_case_result(c, "values", t->dt, 2, out);
+        leaf_case_result(c, "indices", NX_DT_INT32, 2, out);
+    }
+    snprintf(attrs, sizeof attrs, "k=%llu;largest=%s;method=\"%s\"", (unsigned long long)t->k,
+             t->largest ? "true" : "false", names[t->l]);
+    leaf_case_attrs(c, attrs);
+    leaf_case_attrs(c, t->attrs);
+    c->fill[0] = t->data;
+    c->grid = t->grid;
+    c->seed = t->seed;
+    c->backends = LEAF_FUNCTIONAL | (t->model ? LEAF_MODEL : 0);
+}
+
+/* values bit for bit (they are input elements), indices exactly: the rules'
+ * exact tolerance against nx_ref_topk */
+static void topk_check(const topk_case *t) {
+    leaf_case c;
+    make(t, &c, 0);
+    leaf_case_check(&c, NULL);
+    leaf_case_free(&c);
+}
+
+/* The leaf itself refuses (its checks stand behind the composite's). */
+static void topk_expect_refusal(const topk_case *t, const char *msg) {
+    leaf_case c;
+    make(t, &c, 1);
+    nx_error err;
+    if (leaf_case_trace_leaf(&c, leaves[t->l], &err) == 0) fail_msg("%s: the leaf accepted the case, expected: %s", c.name, msg);
+    assert_string_equal(err.msg, msg);
+    leaf_case_free(&c);
 }
 
 /* Rows of 8 and 9 (max8's smallest input, and one more), every k from 1 to
@@ -43,7 +100,7 @@ static void test_short_rows_every_k(void **state) {
         for (int d = 0; d < 5; d++)
             for (uint64_t n = 8; n <= 9; n++)
                 for (uint64_t k = 1; k <= n; k++) {
-                    topk_case c = mk(l, floats[d], 3, n, k, (int)(seed & 1), NULL, (topk_data)(seed % 5),
+                    topk_case c = mk(l, floats[d], 3, n, k, (int)(seed & 1), NULL, (leaf_fill_kind)(1 + seed % 5),
                                      1 + (uint32_t)(seed % 2), 0, seed);
                     topk_check(&c);
                     seed++;
@@ -75,7 +132,7 @@ static void test_random_shapes(void **state) {
         /* a scan of at most `chunk` elements takes k <= (chunk - 8) / 2 */
         if (ch && 2 * ((k + 7) / 8 * 8) + 8 > strtoull(ch + 6, NULL, 10)) a = NULL;
         topk_case c = mk(l, floats[test_rng_next(&r) % 5], rows, n, k, (int)(test_rng_next(&r) % 2), a,
-                         (topk_data)(test_rng_next(&r) % 5), 1 + (uint32_t)(test_rng_next(&r) % 2), i % 9 == 0,
+                         (leaf_fill_kind)(1 + test_rng_next(&r) % 5), 1 + (uint32_t)(test_rng_next(&r) % 2), i % 9 == 0,
                          (uint64_t)i + 100);
         topk_check(&c);
     }
@@ -88,7 +145,7 @@ static void test_integer_types(void **state) {
     for (int l = 0; l < 3; l++)
         for (int d = 0; d < 4; d++)
             for (int largest = 0; largest < 2; largest++) {
-                topk_case c = mk(l, ints[d], 2, 700, 9, largest, l ? "folds=8" : NULL, TOPK_RANDOM, 2, 0,
+                topk_case c = mk(l, ints[d], 2, 700, 9, largest, l ? "folds=8" : NULL, LEAF_FILL_RANDOM, 2, 0,
                                  (uint64_t)(d * 2 + largest));
                 topk_check(&c);
             }
@@ -101,12 +158,12 @@ static void test_on_the_model(void **state) {
     (void)state;
     for (int l = 0; l < 3; l++) {
         topk_case cs[] = {
-            mk(l, NX_DT_BF16, 300, 100, 9, 1, NULL, TOPK_SPECIAL, 2, 1, 11),
-            mk(l, NX_DT_FP32, 300, 64, 1, 0, NULL, TOPK_TIES, 2, 1, 12),
-            mk(l, NX_DT_FP16, 1, 4095, 4095, 1, NULL, TOPK_SPECIAL, 2, 1, 13),
-            mk(l, NX_DT_FP32, 3, 4095, 64, 0, NULL, TOPK_SPECIAL, 2, 1, 14),
-            mk(l, NX_DT_FP8_E5M2, 5, 1000, 8, 1, NULL, TOPK_EQUAL, 2, 1, 15),
-            mk(l, NX_DT_BF16, 2, 4095, 7, 0, NULL, TOPK_ASCENDING, 1, 1, 16),
+            mk(l, NX_DT_BF16, 300, 100, 9, 1, NULL, LEAF_FILL_SPECIAL, 2, 1, 11),
+            mk(l, NX_DT_FP32, 300, 64, 1, 0, NULL, LEAF_FILL_TIES, 2, 1, 12),
+            mk(l, NX_DT_FP16, 1, 4095, 4095, 1, NULL, LEAF_FILL_SPECIAL, 2, 1, 13),
+            mk(l, NX_DT_FP32, 3, 4095, 64, 0, NULL, LEAF_FILL_SPECIAL, 2, 1, 14),
+            mk(l, NX_DT_FP8_E5M2, 5, 1000, 8, 1, NULL, LEAF_FILL_EQUAL, 2, 1, 15),
+            mk(l, NX_DT_BF16, 2, 4095, 7, 0, NULL, LEAF_FILL_ASCENDING, 1, 1, 16),
         };
         for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) topk_check(&cs[i]);
     }
@@ -118,11 +175,11 @@ static void test_long_rows(void **state) {
     (void)state;
     for (int l = 0; l < 3; l++) {
         topk_case cs[] = {
-            mk(l, NX_DT_BF16, 1, 151936, 8, 1, NULL, TOPK_RANDOM, 2, 1, 21),
-            mk(l, NX_DT_FP32, 2, 65536, 9, 0, NULL, TOPK_SPECIAL, 2, 1, 22),
-            mk(l, NX_DT_FP16, 1, 16384, 64, 1, NULL, TOPK_TIES, 2, 1, 23),
-            mk(l, NX_DT_FP32, 1, 16384, 2048, 1, NULL, TOPK_TIES, 2, 1, 24),
-            mk(l, NX_DT_BF16, 1, 16385, 1, 1, NULL, TOPK_EQUAL, 1, 0, 25),
+            mk(l, NX_DT_BF16, 1, 151936, 8, 1, NULL, LEAF_FILL_RANDOM, 2, 1, 21),
+            mk(l, NX_DT_FP32, 2, 65536, 9, 0, NULL, LEAF_FILL_SPECIAL, 2, 1, 22),
+            mk(l, NX_DT_FP16, 1, 16384, 64, 1, NULL, LEAF_FILL_TIES, 2, 1, 23),
+            mk(l, NX_DT_FP32, 1, 16384, 2048, 1, NULL, LEAF_FILL_TIES, 2, 1, 24),
+            mk(l, NX_DT_BF16, 1, 16385, 1, 1, NULL, LEAF_FILL_EQUAL, 1, 0, 25),
         };
         for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) topk_check(&cs[i]);
     }
@@ -226,26 +283,26 @@ static void test_extremes(void **state) {
 
 static void test_refusals(void **state) {
     (void)state;
-    topk_case c = mk(0, NX_DT_FP32, 2, 8, 9, 1, NULL, TOPK_RANDOM, 1, 0, 1);
+    topk_case c = mk(0, NX_DT_FP32, 2, 8, 9, 1, NULL, LEAF_FILL_RANDOM, 1, 0, 1);
     topk_expect_refusal(&c, "attribute k: 9 is larger than the axis length 8 of operand 0 (x)");
-    c = mk(1, NX_DT_INT32, 2, 8, 1, 1, NULL, TOPK_RANDOM, 1, 0, 1);
+    c = mk(1, NX_DT_INT32, 2, 8, 1, 1, NULL, LEAF_FILL_RANDOM, 1, 0, 1);
     topk_expect_refusal(&c, "operand 0 (x): dtype int32 is not a top-k type (fp32, bf16, fp16, fp8_e4m3, fp8_e5m2, "
                             "int8, uint8, int16, uint16: the keys are fp32)");
-    c = mk(2, NX_DT_FP32, 2, 8, 1, 1, "axis=0", TOPK_RANDOM, 1, 0, 1);
+    c = mk(2, NX_DT_FP32, 2, 8, 1, 1, "axis=0", LEAF_FILL_RANDOM, 1, 0, 1);
     topk_expect_refusal(&c, "rotational_topk: attribute axis 0 is not the last axis of operand 0 (x) (the topk "
                             "composite transposes other axes to the end)");
-    c = mk(1, NX_DT_FP32, 2, 100, 1, 1, "folds=64", TOPK_RANDOM, 1, 0, 1);
+    c = mk(1, NX_DT_FP32, 2, 100, 1, 1, "folds=64", LEAF_FILL_RANDOM, 1, 0, 1);
     topk_expect_refusal(&c, "cascaded_2_stage_topk: attribute folds: 64 folds of a row of 100 elements on 128 "
                             "partitions leave a fold empty or need more partitions");
-    c = mk(1, NX_DT_FP32, 2, 100, 1, 1, "folds=3", TOPK_RANDOM, 1, 0, 1);
+    c = mk(1, NX_DT_FP32, 2, 100, 1, 1, "folds=3", LEAF_FILL_RANDOM, 1, 0, 1);
     topk_expect_refusal(&c, "attribute folds: 3 must be a power of two in 1..4096");
-    c = mk(0, NX_DT_FP32, 1, 65536, 9000, 1, NULL, TOPK_RANDOM, 1, 0, 1);
+    c = mk(0, NX_DT_FP32, 1, 65536, 9000, 1, NULL, LEAF_FILL_RANDOM, 1, 0, 1);
     topk_expect_refusal(&c, "naive_scanning_topk: k = 9000 over rows of 65536 elements: rows longer than one max8 "
                             "scan (16384 elements) need k <= 8184 (a scan must hold two lists of k)");
-    c = mk(0, NX_DT_FP32, 1, 65536, 8000, 1, NULL, TOPK_RANDOM, 1, 0, 1);
+    c = mk(0, NX_DT_FP32, 1, 65536, 8000, 1, NULL, LEAF_FILL_RANDOM, 1, 0, 1);
     topk_expect_refusal(&c, "naive_scanning_topk: k = 8000 over rows of 65536 elements does not fit one partition's "
                             "SBUF (229376 bytes, 0 of them held by the leaf)");
-    c = mk(0, NX_DT_FP32, 1, 8, 1, 1, "largest=2", TOPK_RANDOM, 1, 0, 1);
+    c = mk(0, NX_DT_FP32, 1, 8, 1, 1, "largest=2", LEAF_FILL_RANDOM, 1, 0, 1);
     topk_expect_refusal(&c, "attribute largest: must be true/false or 0/1");
 }
 

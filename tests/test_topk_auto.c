@@ -20,7 +20,7 @@
 #include "registry/run/run.h"
 #include "kernels/topk/topk_auto.h"
 #include "support.h"
-#include "topk_check.h"
+#include "leaf_cases.h"
 
 static double run_method(nx_lowerer *L, const nx_machine *m, uint64_t rows, uint64_t n, uint64_t k, const char *method,
                          const uint8_t *x) {
@@ -55,7 +55,7 @@ static void regime(uint64_t rows, uint64_t n, uint64_t k, int expect_table) {
     nx_machine m = test_machine("trn2");
     nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
     uint8_t *x = malloc(rows * n * 2);
-    topk_fill(x, NX_DT_BF16, rows * n, TOPK_RANDOM, rows + n + k);
+    leaf_fill(x, NX_DT_BF16, rows * n, LEAF_FILL_RANDOM, rows + n + k);
     double t[NX_TOPK_METHOD_COUNT], best = INFINITY;
     for (int me = 0; me < NX_TOPK_METHOD_COUNT; me++) {
         t[me] = run_method(L, &m, rows, n, k, nx_topk_method_get((nx_topk_method_id)me)->member, x);

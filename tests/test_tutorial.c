@@ -1,6 +1,7 @@
 /* The NKI matmul tutorial kernels (kernels/tutorial/tutorial.h): values
- * against an independent fp64 evaluation of lhsT^T @ rhs, on the functional
- * executor and on the SystemC model with the race detector, on shapes that
+ * against an independent fp64 evaluation of lhsT^T @ rhs, through the
+ * leaf-case suite (the composites on the run path, the functional executor
+ * and the SystemC model with the race check, bit for bit), on shapes that
  * exercise every loop (several M, N and K tiles and blocks, fp32 and bf16,
  * trn1 and trn2, the fully optimised kernel with small meta-parameters and
  * with its M blocks spilled to HBM on a machine with a small SBUF); the
@@ -28,7 +29,7 @@
 #include "kernels/ref/ref.h"
 #include "kernels/tutorial/tut_common.h"
 #include "kernels/tutorial/tutorial.h"
-#include "leaf_harness.h"
+#include "leaf_cases.h"
 #include "registry/composites.h"
 #include "sim/model.h"
 #include "support.h"
@@ -55,16 +56,42 @@ static uint8_t *random_matrix(nx_dtype dt, uint64_t n, uint64_t seed) {
     return p;
 }
 
+/* The composite of a tutorial leaf (its `nxsim run` name). */
+static const char *key_of(nx_leaf_fn leaf) {
+    return leaf == nx_tutorial_matmul_tiled        ? "nki_matmul_tiled"
+         : leaf == nx_tutorial_matmul_hoist_load   ? "nki_matmul_hoist_load"
+         : leaf == nx_tutorial_matmul_block_free_dimension ? "nki_matmul_block_free_dimension"
+                                                    : "nki_matmul_fully_optimized";
+}
+
+/* The leaf case of [K, M] @ [K, N] of dt (tests/leaf_cases.h). */
+static void make_case(leaf_case *lc, nx_leaf_fn leaf, const char *what, const char *machine, nx_dtype dt, uint64_t K,
+                      uint64_t M, uint64_t N, const nx_attrs *attrs) {
+    leaf_case_init(lc, what, key_of(leaf));
+    const uint64_t ls[2] = {K, M}, rs[2] = {K, N}, os[2] = {M, N};
+    leaf_case_operand(lc, "lhsT", dt, 2, ls);
+    leaf_case_operand(lc, "rhs", dt, 2, rs);
+    leaf_case_result(lc, "result", dt, 2, os);
+    snprintf(lc->machine, sizeof lc->machine, "%s", machine);
+    nx_error err;
+    nx_attrs_free(&lc->op.attrs);
+    if (attrs ? nx_attrs_copy(&lc->op.attrs, attrs, &err) != 0 : (nx_attrs_init(&lc->op.attrs), 0))
+        fail_msg("%s: %s", what, err.msg);
+}
+
+/* Through the leaf-case suite (the run path on the executor and the model
+ * with the race check, the rules' reference, the backends bit for bit),
+ * then the bound above against the exact sum. */
 static void check_case(const mm_case *c) {
-    leaf_case lc = {.leaf = c->leaf, .what = c->what, .machine = c->machine, .nargs = 3, .n_inputs = 2, .attrs = c->attrs};
-    const uint64_t ls[2] = {c->K, c->M}, rs[2] = {c->K, c->N}, os[2] = {c->M, c->N};
-    leaf_tensor(&lc.args[0], "lhsT", c->dt, 2, ls);
-    leaf_tensor(&lc.args[1], "rhs", c->dt, 2, rs);
-    leaf_tensor(&lc.args[2], "result", c->dt, 2, os);
+    const uint64_t ls[2] = {c->K, c->M}, rs[2] = {c->K, c->N};
     uint8_t *a = random_matrix(c->dt, c->K * c->M, 1), *b = random_matrix(c->dt, c->K * c->N, 2);
-    const void *in[2] = {a, b};
-    leaf_result r;
-    leaf_run(&lc, in, &r);
+    leaf_case lc;
+    make_case(&lc, c->leaf, c->what, c->machine, c->dt, c->K, c->M, c->N, c->attrs);
+    lc.inputs[0] = a;
+    lc.inputs[1] = b;
+    leaf_case_report r;
+    leaf_case_check(&lc, &r);
+    leaf_case_free(&lc);
     /* the reference (OpenBLAS) */
     size_t es = nx_dtype_size(c->dt);
     uint8_t *ref = malloc(c->M * c->N * es);
@@ -84,22 +111,16 @@ static void check_case(const mm_case *c) {
             }
             double bound = 2.0 * (double)c->K * u * A + 2.0 * h * fabs(S) + bound_sbuf;
             double want = nx_dtype_load(c->dt, ref + (m * c->N + n) * es);
-            for (int which = 0; which < 2; which++) {
-                const uint8_t *got_bytes = which ? r.model_out[0] : r.out[0];
-                double got = nx_dtype_load(c->dt, got_bytes + (m * c->N + n) * es);
-                if (!(fabs(got - want) <= bound * (1 + 1e-9)))
-                    fail_msg("%s (%s): result[%llu][%llu] = %.9g, reference %.9g (exact %.9g), beyond the bound %.3g",
-                             c->what, which ? "model" : "executor", (unsigned long long)m, (unsigned long long)n, got,
-                             want, S, bound);
-            }
+            double got = nx_dtype_load(c->dt, r.results[0] + (m * c->N + n) * es);
+            if (!(fabs(got - want) <= bound * (1 + 1e-9)))
+                fail_msg("%s: result[%llu][%llu] = %.9g, reference %.9g (exact %.9g), beyond the bound %.3g", c->what,
+                         (unsigned long long)m, (unsigned long long)n, got, want, S, bound);
         }
-    /* the model computes the executor's bits */
-    leaf_expect_bytes(r.model_out[0], r.out[0], r.bytes[0], es, c->what);
     assert_true(r.model_ns > 0);
+    leaf_case_report_free(&r);
     free(ref);
     free(a);
     free(b);
-    leaf_result_free(&r);
 }
 
 static void tiled_values(void **state) {
@@ -176,14 +197,11 @@ static void fully_optimized_spills(void **state) {
     /* too small for even two spill blocks: refused with the sizes */
     unlink(path);
     small_sbuf_machine(path, sizeof path, 4096);
-    leaf_case lc = {.leaf = nx_tutorial_matmul_fully_optimized, .what = "too small", .machine = path, .nargs = 3,
-                    .n_inputs = 2, .attrs = &a};
-    const uint64_t ls[2] = {128, 1024}, rs[2] = {128, 512}, os[2] = {1024, 512};
-    leaf_tensor(&lc.args[0], "lhsT", NX_DT_BF16, 2, ls);
-    leaf_tensor(&lc.args[1], "rhs", NX_DT_BF16, 2, rs);
-    leaf_tensor(&lc.args[2], "result", NX_DT_BF16, 2, os);
+    leaf_case lc;
+    make_case(&lc, nx_tutorial_matmul_fully_optimized, "too small", path, NX_DT_BF16, 128, 1024, 512, &a);
     nx_error err;
-    assert_int_equal(leaf_trace_only(&lc, &err), -1);
+    assert_int_equal(leaf_case_trace_leaf(&lc, nx_tutorial_matmul_fully_optimized, &err), -1);
+    leaf_case_free(&lc);
     assert_string_equal(err.msg, "nki_matmul_fully_optimized: one lhsT block, one rhs block and two spill blocks of "
                                  "result tiles need 5376 bytes per partition, SBUF has 4096");
     unlink(path);
@@ -192,12 +210,10 @@ static void fully_optimized_spills(void **state) {
 /* Traces the leaf on [K, M] @ [K, N] of dt and returns its message. */
 static const char *refusal(nx_leaf_fn leaf, nx_dtype dt, uint64_t K, uint64_t M, uint64_t N, const nx_attrs *attrs,
                            nx_error *err) {
-    leaf_case lc = {.leaf = leaf, .what = "refusal", .machine = "trn1", .nargs = 3, .n_inputs = 2, .attrs = attrs};
-    const uint64_t ls[2] = {K, M}, rs[2] = {K, N}, os[2] = {M, N};
-    leaf_tensor(&lc.args[0], "lhsT", dt, 2, ls);
-    leaf_tensor(&lc.args[1], "rhs", dt, 2, rs);
-    leaf_tensor(&lc.args[2], "result", dt, 2, os);
-    assert_int_equal(leaf_trace_only(&lc, err), -1);
+    leaf_case lc;
+    make_case(&lc, leaf, "refusal", "trn1", dt, K, M, N, attrs);
+    assert_int_equal(leaf_case_trace_leaf(&lc, leaf, err), -1);
+    leaf_case_free(&lc);
     return err->msg;
 }
 
