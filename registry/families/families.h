@@ -45,4 +45,8 @@ extern const nx_op_rules nx_rules_conv_column_packing_io10;
 /* topk.c: the `topk` composite (registry/topk_composite.h). */
 extern const nx_op_rules nx_rules_topk;
 
+/* norms.c: the row-wise composites of kernels/norms/ (registry/composites.c):
+ * rmsnorm. */
+extern const nx_op_rules nx_rules_rmsnorm;
+
 #endif

@@ -1,0 +1,85 @@
+/* The norms family: rmsnorm (and, following it, the other row-wise
+ * composites of the production roster), written against the authoring layer
+ * (kernels/author/author.h). docs/parts/norms.md describes the math, the
+ * operands, the plan and what nxsim measures for each.
+ *
+ * rmsnorm (the public NKI RMSNorm tutorial's kernel, aws-neuron-sdk
+ * general/nki/tutorials/rmsnorm.rst, nki_rmsnorm_kernel, extended with the
+ * residual add and the fp8 quantisation of the production rmsnorm kernels):
+ *   operands  x [..., H], gamma [H], [r [..., H] with residual=true],
+ *             [scale [1] fp32 with quant="static"];
+ *   x' = x + r (rounded to x's dtype);
+ *   y  = x' / sqrt(mean(x'^2 over the last axis) + eps) * gamma;
+ *   results   quant "none":   y (x's dtype) [, x'];
+ *             quant "row":    q fp8_e4m3 [..., H], s fp32 [..., 1] with
+ *                             s = max(max|y| / fp8_max, 1e-6) per row and
+ *                             q = fp8_e4m3(y / s) [, x'];
+ *             quant "static": q = fp8_e4m3(y / scale) [, x'].
+ * Attributes: eps (float >= 0, default 1e-6), quant ("none" | "row" |
+ * "static", default "none"), fp8_max (float > 0, default 240.0), residual
+ * (bool, default false).
+ *
+ * Errors name the operand or attribute, the value and the limit; the same
+ * function (nx_rmsnorm_read) checks an op for the rules and a call for the
+ * kernel. */
+#ifndef NXSIM_KERNELS_NORMS_NORMS_H
+#define NXSIM_KERNELS_NORMS_NORMS_H
+
+#include <stdint.h>
+
+#include "kernels/author/author.h"
+#include "kernels/kernel.h"
+
+typedef enum nx_rmsnorm_quant {
+    NX_RMSNORM_QUANT_NONE = 0,
+    NX_RMSNORM_QUANT_ROW,
+    NX_RMSNORM_QUANT_STATIC,
+} nx_rmsnorm_quant;
+
+/* A tensor as the norms read it: name (for errors), dtype, shape. */
+typedef struct nx_norm_tensor {
+    const char *name;
+    nx_dtype dtype;
+    uint32_t ndims;
+    const uint64_t *shape;
+} nx_norm_tensor;
+
+typedef struct nx_rmsnorm_params {
+    double eps;
+    double fp8_max;
+    nx_rmsnorm_quant quant;
+    int residual;
+    nx_dtype dtype;       /* x's (and r's, y's and x''s) */
+    nx_dtype gamma_dtype;
+    uint64_t rows;        /* product of x's leading dims */
+    uint64_t H;           /* x's last dim */
+    uint32_t n_operands;  /* 2 + residual + (quant == static) */
+    uint32_t n_results;   /* none/static: 1, row: 2; + 1 with residual */
+    uint32_t r_operand, scale_operand; /* operand positions (0 when absent) */
+} nx_rmsnorm_params;
+
+/* The attribute names rmsnorm reads, NULL-terminated. */
+extern const char *const nx_rmsnorm_attrs[];
+
+/* Reads attrs (NULL: defaults) and checks the operands in[0 .. n_in):
+ * counts, ranks, shapes, dtypes. */
+int nx_rmsnorm_read(const nx_attrs *attrs, const nx_norm_tensor *in, uint32_t n_in, nx_rmsnorm_params *p,
+                    nx_error *err);
+
+/* Result j's dtype and shape (x's shape, or x's leading dims and 1 for s). */
+void nx_rmsnorm_result(const nx_rmsnorm_params *p, const nx_norm_tensor *x, uint32_t j, nx_dtype *dtype,
+                       uint32_t *ndims, uint64_t *shape);
+
+/* The kernel: call->args = the operands above, then the results. */
+int nx_rmsnorm(nx_kctx *k, const nx_kernel_call *call, nx_error *err);
+
+/* ---- attribute readers the norms share (errors name the attribute) ---- */
+
+/* A number (INT or FLOAT) into *out, default when absent. */
+int nx_norm_attr_number(const nx_attrs *attrs, const char *name, double dflt, double *out, nx_error *err);
+/* A bool (true/false, or INT 0/1) into *out, default when absent. */
+int nx_norm_attr_bool(const nx_attrs *attrs, const char *name, int dflt, int *out, nx_error *err);
+/* An INT into *out, default when absent. */
+int nx_norm_attr_int(const nx_attrs *attrs, const char *name, int64_t dflt, int64_t *out, nx_error *err);
+
+#endif

@@ -1,0 +1,66 @@
+/* The row-wise kernels' shared parts (kernels/norms/rows.h). */
+#include "rows.h"
+
+void nx_rows_init(nx_rows *r, nx_kctx *k) {
+    const nx_geometry *g = nx_kctx_geometry(k);
+    uint32_t lanes = nx_kctx_lanes(k);
+    r->k = k;
+    r->partitions = g->partitions;
+    r->engines = g->dma_engines ? g->dma_engines : 1;
+    if (r->engines > lanes) r->engines = lanes;
+    r->store_lane = lanes >= 2 * r->engines ? r->engines : 0;
+    r->sbuf_bytes = g->sbuf_partition_bytes;
+}
+
+nx_operand nx_rows_hbm(nx_dtype dt, uint64_t base, uint64_t r0, uint32_t n, uint64_t cols) {
+    return nx_ap_hbm_rows(dt, base + r0 * cols * nx_dtype_size(dt), n, (int32_t)cols, (uint32_t)cols);
+}
+
+nx_operand nx_rows_view(const nx_tile *t, nx_dtype as, uint32_t n, uint64_t c0, uint64_t cols) {
+    const int32_t one = 1;
+    const uint32_t count = (uint32_t)cols;
+    return nx_tile_view(t, as, 0, n, c0, 1, &one, &count);
+}
+
+int nx_rows_load(nx_rows *r, const nx_operand *dst, const nx_operand *src, nx_error *err) {
+    return nx_kctx_dma_split(r->k, NX_ROWS_LOAD_LANE, r->engines, dst, src, err);
+}
+
+int nx_rows_store(nx_rows *r, const nx_operand *dst, const nx_operand *src, nx_error *err) {
+    return nx_kctx_dma_split(r->k, r->store_lane, r->engines, dst, src, err);
+}
+
+uint64_t nx_rows_tile_bytes(uint64_t elems, nx_dtype dt) { return (elems * nx_dtype_size(dt) + 63) / 64 * 64; }
+
+int nx_rows_broadcast(nx_rows *r, const char *name, uint64_t vec, nx_dtype vdt, uint64_t H, nx_dtype dt,
+                      nx_tile *out, nx_error *err) {
+    nx_kctx *k = r->k;
+    const nx_geometry *g = nx_kctx_geometry(k);
+    uint32_t P = r->partitions, bank = g->pe_moving_free_max;
+    if ((uint64_t)bank * 4 > g->psum_bank_bytes) bank = (uint32_t)(g->psum_bank_bytes / 4);
+    nx_tile row, ones, ps[2];
+    /* out first: the temporaries released below leave a hole at the end */
+    if (nx_kctx_alloc(k, NX_OPK_SBUF, name, dt, P, H, out, err) != 0 ||
+        nx_kctx_alloc(k, NX_OPK_SBUF, "vector_row", vdt, 1, H, &row, err) != 0 ||
+        nx_kctx_alloc(k, NX_OPK_SBUF, "ones", vdt, 1, P, &ones, err) != 0 ||
+        nx_kctx_alloc(k, NX_OPK_PSUM, "broadcast_psum", NX_DT_FP32, P, bank, &ps[0], err) != 0 ||
+        nx_kctx_alloc(k, NX_OPK_PSUM, "broadcast_psum", NX_DT_FP32, P, bank, &ps[1], err) != 0)
+        return -1;
+    nx_operand rd = nx_tile_ap(&row), rs = nx_ap_hbm_rows(vdt, vec, 1, (int32_t)H, (uint32_t)H);
+    nx_operand od = nx_tile_ap(&ones);
+    if (nx_kctx_dma_on(k, NX_ROWS_LOAD_LANE, &rd, &rs, err) != 0 ||
+        nx_kctx_memset(k, NX_ENG_DVE, &od, 1.0, err) != 0 || nx_kctx_load_stationary(k, &od, err) != 0)
+        return -1;
+    for (uint64_t c0 = 0, i = 0; c0 < H; c0 += bank, i++) {
+        uint64_t n = H - c0 < bank ? H - c0 : bank;
+        nx_operand mv = nx_rows_view(&row, vdt, 1, c0, n), acc = nx_rows_view(&ps[i % 2], NX_DT_FP32, P, 0, n);
+        nx_operand dst = nx_rows_view(out, dt, P, c0, n);
+        if (nx_kctx_multiply_moving(k, &acc, &mv, 0, err) != 0 ||
+            nx_kctx_tensor_copy(k, NX_ENG_ACT, &dst, &acc, err) != 0)
+            return -1;
+    }
+    if (nx_kctx_release(k, &ps[1], err) != 0 || nx_kctx_release(k, &ps[0], err) != 0 ||
+        nx_kctx_release(k, &ones, err) != 0 || nx_kctx_release(k, &row, err) != 0)
+        return -1;
+    return 0;
+}

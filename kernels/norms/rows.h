@@ -1,0 +1,52 @@
+/* What the row-wise kernels of kernels/norms/ share: rows on the
+ * partitions, HBM views of row tiles, loads and stores cut over the DMA
+ * engines, and the broadcast of a [H] vector (gamma, beta) to every
+ * partition through the PE. Internal to the family. */
+#ifndef NXSIM_KERNELS_NORMS_ROWS_H
+#define NXSIM_KERNELS_NORMS_ROWS_H
+
+#include <stdint.h>
+
+#include "kernels/author/author.h"
+#include "kernels/kernel.h"
+
+/* Lane groups: loads on the first queue of every DMA engine, stores on the
+ * second, so a store that waits for its compute never holds up the next
+ * tile's load behind it in one queue. */
+#define NX_ROWS_LOAD_LANE 0u
+
+typedef struct nx_rows {
+    nx_kctx *k;
+    uint32_t partitions; /* rows per tile */
+    uint32_t engines;    /* DMA engines a row tile is cut over */
+    uint32_t store_lane; /* first lane of the store group */
+    uint64_t sbuf_bytes; /* per partition */
+} nx_rows;
+
+void nx_rows_init(nx_rows *r, nx_kctx *k);
+
+/* Rows [r0, r0 + n) of an HBM tensor at byte `base` of rows of `cols`
+ * elements (cols fits an int32 pitch: the callers check it). */
+nx_operand nx_rows_hbm(nx_dtype dt, uint64_t base, uint64_t r0, uint32_t n, uint64_t cols);
+
+/* Partitions [0, n) of a tile, elements [c0, c0 + cols), as `as`. */
+nx_operand nx_rows_view(const nx_tile *t, nx_dtype as, uint32_t n, uint64_t c0, uint64_t cols);
+
+/* A row-tile transfer cut by partitions over the DMA engines (one piece
+ * per engine, at most one per row), on the load or the store group. */
+int nx_rows_load(nx_rows *r, const nx_operand *dst, const nx_operand *src, nx_error *err);
+int nx_rows_store(nx_rows *r, const nx_operand *dst, const nx_operand *src, nx_error *err);
+
+/* Bytes per partition of a tile of `elems` elements of dt (64-byte aligned). */
+uint64_t nx_rows_tile_bytes(uint64_t elems, nx_dtype dt);
+
+/* out = [partitions x H] of dt, every partition a copy of the HBM vector
+ * [H] of dtype `vdt` at byte `vec`: the vector is loaded into one
+ * partition and multiplied on the PE by a ones column (stationary [1, P],
+ * moving [1, <= 512] per PSUM bank), each bank copied out by ACT. Exact:
+ * each product is 1 x v in fp32. The one-partition tiles it uses are
+ * released before it returns; out is allocated by it. */
+int nx_rows_broadcast(nx_rows *r, const char *name, uint64_t vec, nx_dtype vdt, uint64_t H, nx_dtype dt,
+                      nx_tile *out, nx_error *err);
+
+#endif

@@ -1,0 +1,92 @@
+/* The norms family's rules (kernels/norms/norms.h): rmsnorm.
+ *   results    by nx_rmsnorm_result: y or q [, s] [, x'];
+ *   reference  nx_ref_rmsnorm (double per row, kernels/ref/norms_ref.h);
+ *   tolerance  y: the kernel's square-sum adds H positive fp32 terms
+ *              (relative error <= H u, u = 2^-24), rsqrt halves it and adds
+ *              a few roundings, the two products one each: (H / 2 + 8) u;
+ *              then both sides round to the dtype once: + eps(dtype). s:
+ *              (H / 2 + 8) u (fp32 result). q: one fp8 step, eps(fp8_e4m3)
+ *              relative, 2^-9 (the smallest fp8_e4m3 step) absolute. x':
+ *              exact (an fp32 add rounded once, as the reference does);
+ *   default    x [512, 2048] bf16, gamma [2048] bf16. */
+#include "families.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels/norms/norms.h"
+#include "kernels/ref/norms_ref.h"
+
+static int rms_read(const nx_macro_op *op, nx_rmsnorm_params *p, nx_norm_tensor *in, nx_error *err) {
+    for (uint32_t i = 0; i < op->n_operands; i++)
+        in[i] = (nx_norm_tensor){op->operands[i].name, op->operands[i].dtype, op->operands[i].ndims,
+                                 op->operands[i].shape};
+    return nx_rmsnorm_read(&op->attrs, in, op->n_operands, p, err);
+}
+
+static int rms_infer(nx_macro_op *op, const char *const *names, nx_error *err) {
+    nx_rmsnorm_params p;
+    nx_norm_tensor in[NX_OP_MAX_TENSORS];
+    if (rms_read(op, &p, in, err) != 0) return -1;
+    for (uint32_t j = 0; j < p.n_results; j++) {
+        nx_dtype dt;
+        uint32_t nd;
+        uint64_t shape[NX_KERNEL_MAX_DIMS];
+        nx_rmsnorm_result(&p, &in[0], j, &dt, &nd, shape);
+        char name[16];
+        snprintf(name, sizeof name, "out%u", j);
+        if (nx_macro_op_add_result(op, names && names[j] ? names[j] : name, dt, nd, shape, err) != 0) return -1;
+    }
+    return 0;
+}
+
+static int rms_reference(const nx_macro_op *op, const void *const *in, void *const *out, nx_error *err) {
+    nx_rmsnorm_params p;
+    nx_norm_tensor t[NX_OP_MAX_TENSORS];
+    if (rms_read(op, &p, t, err) != 0) return -1;
+    return nx_ref_rmsnorm(&p, in[0], in[1], p.residual ? in[p.r_operand] : NULL,
+                          p.quant == NX_RMSNORM_QUANT_STATIC ? in[p.scale_operand] : NULL, out, err);
+}
+
+static int rms_default(nx_macro_op *op, nx_error *err) {
+    static const uint64_t x[2] = {512, 2048}, g[1] = {2048};
+    if (nx_macro_op_add_operand(op, "x", NX_DT_BF16, 2, x, err) != 0) return -1;
+    return nx_macro_op_add_operand(op, "gamma", NX_DT_BF16, 1, g, err);
+}
+
+static int rms_tolerance(const nx_macro_op *op, uint32_t result, nx_tolerance *out, nx_error *err) {
+    nx_rmsnorm_params p;
+    nx_norm_tensor t[NX_OP_MAX_TENSORS];
+    memset(out, 0, sizeof *out);
+    if (rms_read(op, &p, t, err) != 0) return -1;
+    const double u = 0x1p-24, reduce = ((double)p.H / 2 + 8) * u;
+    uint32_t quant_results = p.quant == NX_RMSNORM_QUANT_ROW ? 2 : 1;
+    if (result >= quant_results) {
+        snprintf(out->text, sizeof out->text, "exact (x' = x + r, one rounding)");
+        return 0;
+    }
+    if (p.quant == NX_RMSNORM_QUANT_NONE) {
+        double eps = nx_dtype_epsilon(p.dtype);
+        out->rel = eps + reduce;
+        out->abs = 0x1p-126;
+        snprintf(out->text, sizeof out->text, "eps(%s) + (H/2+8) u, H=%llu", nx_dtype_name(p.dtype),
+                 (unsigned long long)p.H);
+    } else if (result == 1) {
+        out->rel = reduce;
+        snprintf(out->text, sizeof out->text, "(H/2+8) u, H=%llu", (unsigned long long)p.H);
+    } else {
+        out->rel = nx_dtype_epsilon(NX_DT_FP8_E4M3);
+        out->abs = 0x1p-9;
+        snprintf(out->text, sizeof out->text, "one fp8_e4m3 step");
+    }
+    return 0;
+}
+
+const nx_op_rules nx_rules_rmsnorm = {
+    .attrs = nx_rmsnorm_attrs,
+    .infer_results = rms_infer,
+    .default_op = rms_default,
+    .reference = rms_reference,
+    .reference_name = "nx_ref_rmsnorm",
+    .tolerance = rms_tolerance,
+};
