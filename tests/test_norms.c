@@ -1,0 +1,299 @@
+/* The norms composites (kernels/norms/norms.h) through the run path
+ * (nx_run_op): on random shapes with ragged tails (rows not a multiple of
+ * 128, H not a multiple of 512) against the rules' reference (--check, the
+ * tolerance from the dtype and H), on the functional executor and on the
+ * SystemC model with the race detector, the two bit for bit equal; values
+ * worked out by hand (zeros with eps, all-equal rows, -0.0, Inf and NaN
+ * rows); and the refusals, one line naming the operand or attribute. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "kcheck.h"
+#include "registry/composites.h"
+#include "registry/lower.h"
+#include "registry/run/run.h"
+#include "support.h"
+
+typedef struct operand {
+    const char *name;
+    nx_dtype dt;
+    uint32_t nd;
+    uint64_t shape[4];
+    const double *values; /* NULL: random in [-2, 2) */
+} operand;
+
+typedef struct outcome {
+    uint32_t n;
+    uint8_t *bytes[4];
+    uint64_t size[4];
+    nx_dtype dt[4];
+} outcome;
+
+static void set_attrs(nx_macro_op *op, const char *attrs) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", attrs ? attrs : "");
+    for (char *tok = strtok(buf, ";"); tok; tok = strtok(NULL, ";")) {
+        char *eq = strchr(tok, '=');
+        assert_non_null(eq);
+        *eq = 0;
+        nx_error err;
+        nx_value v;
+        if (nx_value_parse(tok, eq + 1, &v, &err) != 0 || nx_attrs_set(&op->attrs, tok, &v, &err) != 0)
+            fail_msg("%s: %s", tok, err.msg);
+    }
+}
+
+static uint64_t elems(const operand *o) {
+    uint64_t n = 1;
+    for (uint32_t d = 0; d < o->nd; d++) n *= o->shape[d];
+    return n;
+}
+
+/* Builds the op; 0, or -1 with the rules' message. */
+static int make_op(nx_macro_op *op, const char *func, const operand *ops, uint32_t n, const char *attrs,
+                   nx_error *err) {
+    nx_macro_op_init(op);
+    assert_int_equal(nx_macro_op_set_func_name(op, func, err), 0);
+    for (uint32_t i = 0; i < n; i++)
+        assert_int_equal(nx_macro_op_add_operand(op, ops[i].name, ops[i].dt, ops[i].nd, ops[i].shape, err), 0);
+    set_attrs(op, attrs);
+    const nx_composite *c = nx_composite_get(NULL, func);
+    assert_non_null(c);
+    if (nx_op_rules_check_attrs(c->rules, func, &op->attrs, err) != 0) return -1;
+    return nx_op_rules_apply_results(c->rules, func, NULL, op, err);
+}
+
+static uint8_t **make_inputs(const operand *ops, uint32_t n, uint64_t seed) {
+    uint8_t **in = calloc(n, sizeof *in);
+    assert_non_null(in);
+    test_rng r = {seed * 0x9e3779b97f4a7c15ull + 3};
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t m = elems(&ops[i]);
+        size_t es = nx_dtype_size(ops[i].dt);
+        in[i] = malloc(m * es);
+        assert_non_null(in[i]);
+        for (uint64_t e = 0; e < m; e++)
+            nx_dtype_store(ops[i].dt, in[i] + e * es, ops[i].values ? ops[i].values[e] : test_rng_uniform(&r, -2, 2));
+    }
+    return in;
+}
+
+/* Runs on one backend with --check; the results copied into out. */
+static void run_one(const char *machine, const nx_macro_op *op, uint8_t **in, int model, outcome *out,
+                    const char *what) {
+    nx_machine m = test_machine(machine);
+    nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
+    nx_error err;
+    nx_run_result res;
+    nx_run_options opt = {.backend = model ? NX_RUN_MODEL : NX_RUN_FUNCTIONAL, .race_check = model, .check = 1};
+    if (nx_run_op(L, &m, op, (const void *const *)in, &opt, &res, &err) != 0)
+        fail_msg("%s (%s): %s", what, model ? "model" : "functional", err.msg);
+    if (test_kcheck_program(res.prog, &err) != 0) fail_msg("%s: order check: %s", what, err.msg);
+    for (uint32_t j = 0; j < op->n_results; j++)
+        if (res.check[j].bad)
+            fail_msg("%s (%s): result %u differs from the reference at element %llu (tolerance %s)", what,
+                     model ? "model" : "functional", j, (unsigned long long)res.check[j].first_bad,
+                     res.tolerance[j].text);
+    assert_int_equal(res.check_failures, 0);
+    out->n = op->n_results;
+    for (uint32_t j = 0; j < op->n_results; j++) {
+        uint64_t n = 1;
+        for (uint32_t d = 0; d < op->results[j].ndims; d++) n *= op->results[j].shape[d];
+        out->dt[j] = op->results[j].dtype;
+        out->size[j] = n * nx_dtype_size(op->results[j].dtype);
+        out->bytes[j] = malloc(out->size[j]);
+        assert_non_null(out->bytes[j]);
+        memcpy(out->bytes[j], res.results[j], out->size[j]);
+    }
+    nx_run_result_free(&res);
+    nx_lowerer_free(L);
+}
+
+static void outcome_free(outcome *o) {
+    for (uint32_t j = 0; j < o->n; j++) free(o->bytes[j]);
+}
+
+/* Both backends, checked, equal bit for bit; the functional results in out. */
+static void run_case(const char *machine, const char *func, const operand *ops, uint32_t n, const char *attrs,
+                     outcome *out) {
+    nx_macro_op op;
+    nx_error err;
+    char what[160];
+    snprintf(what, sizeof what, "%s {%s} on %s", func, attrs ? attrs : "", machine);
+    if (make_op(&op, func, ops, n, attrs, &err) != 0) fail_msg("%s: %s", what, err.msg);
+    uint8_t **in = make_inputs(ops, n, n + elems(&ops[0]));
+    outcome model;
+    run_one(machine, &op, in, 0, out, what);
+    run_one(machine, &op, in, 1, &model, what);
+    for (uint32_t j = 0; j < out->n; j++)
+        if (memcmp(out->bytes[j], model.bytes[j], out->size[j]) != 0)
+            fail_msg("%s: result %u: the model's bytes differ from the functional executor's", what, j);
+    outcome_free(&model);
+    for (uint32_t i = 0; i < n; i++) free(in[i]);
+    free(in);
+    nx_macro_op_free(&op);
+}
+
+static void check_case(const char *machine, const char *func, const operand *ops, uint32_t n, const char *attrs) {
+    outcome o;
+    run_case(machine, func, ops, n, attrs, &o);
+    outcome_free(&o);
+}
+
+static double value_at(const outcome *o, uint32_t j, uint64_t e) {
+    return nx_dtype_load(o->dt[j], o->bytes[j] + e * nx_dtype_size(o->dt[j]));
+}
+
+/* ---- rmsnorm ---- */
+
+static void rmsnorm_random(void **state) {
+    (void)state;
+    /* 130 rows (a ragged second tile), H = 700 */
+    operand a[2] = {{"x", NX_DT_BF16, 2, {130, 700}, NULL}, {"gamma", NX_DT_BF16, 1, {700}, NULL}};
+    check_case("trn2", "rmsnorm", a, 2, NULL);
+    /* three leading dims, fp32 x with bf16 gamma, the residual, on trn1 */
+    operand b[3] = {{"x", NX_DT_FP32, 3, {3, 50, 1000}, NULL},
+                    {"gamma", NX_DT_BF16, 1, {1000}, NULL},
+                    {"r", NX_DT_FP32, 3, {3, 50, 1000}, NULL}};
+    check_case("trn1", "rmsnorm", b, 3, "residual=true;eps=1e-5");
+    /* the row quantisation over 5 tiles (rotating buffers), H = 513 */
+    operand c[2] = {{"x", NX_DT_BF16, 2, {600, 513}, NULL}, {"gamma", NX_DT_FP32, 1, {513}, NULL}};
+    check_case("trn2", "rmsnorm", c, 2, "quant=\"row\";fp8_max=448.0");
+    /* static, with the residual: q and x' */
+    static const double scale[1] = {0.0125};
+    operand d[4] = {{"x", NX_DT_FP32, 2, {129, 96}, NULL},
+                    {"gamma", NX_DT_FP32, 1, {96}, NULL},
+                    {"r", NX_DT_FP32, 2, {129, 96}, NULL},
+                    {"scale", NX_DT_FP32, 1, {1}, scale}};
+    check_case("trn2", "rmsnorm", d, 4, "quant=\"static\";residual=true");
+    /* one row, H = 16384 (the roster's largest H) */
+    operand e[2] = {{"x", NX_DT_BF16, 1, {16384}, NULL}, {"gamma", NX_DT_BF16, 1, {16384}, NULL}};
+    check_case("trn1", "rmsnorm", e, 2, "eps=0");
+}
+
+/* Rows by hand: zeros with eps give zeros (0 * rsqrt(eps)); a row of 3s
+ * gives gamma * 3 / sqrt(9 + eps); -0.0 stays -0.0 under a positive gamma;
+ * an Inf makes its row's rstd 0, so Inf * 0 = NaN there and 0 elsewhere; a
+ * NaN makes its whole row NaN. */
+static void rmsnorm_values(void **state) {
+    (void)state;
+    enum { H = 8, R = 5 };
+    double x[R * H], g[H];
+    for (int j = 0; j < H; j++) {
+        g[j] = 0.5 + j;
+        x[0 * H + j] = 0;
+        x[1 * H + j] = 3;
+        x[2 * H + j] = j % 2 ? -0.0 : 1.0;
+        x[3 * H + j] = j == 2 ? INFINITY : 1.0;
+        x[4 * H + j] = j == 5 ? NAN : 1.0;
+    }
+    operand a[2] = {{"x", NX_DT_FP32, 2, {R, H}, x}, {"gamma", NX_DT_FP32, 1, {H}, g}};
+    outcome o;
+    run_case("trn2", "rmsnorm", a, 2, "eps=0.5", &o);
+    for (int j = 0; j < H; j++) {
+        assert_true(value_at(&o, 0, j) == 0);
+        double want = g[j] * 3 / sqrt(9.5);
+        assert_true(fabs(value_at(&o, 0, H + j) - want) <= 4e-7 * fabs(want));
+        double y2 = value_at(&o, 0, 2 * H + j);
+        if (j % 2) assert_true(y2 == 0 && signbit(y2));
+        double y3 = value_at(&o, 0, 3 * H + j);
+        if (j == 2) assert_true(isnan(y3));
+        else assert_true(y3 == 0);
+        assert_true(isnan(value_at(&o, 0, 4 * H + j)));
+    }
+    outcome_free(&o);
+    /* eps = 0 on a zero row: 0 * rsqrt(0) = 0 * Inf = NaN, as the math says */
+    double z[H] = {0}, ones[H] = {1, 1, 1, 1, 1, 1, 1, 1};
+    operand b[2] = {{"x", NX_DT_BF16, 2, {1, H}, z}, {"gamma", NX_DT_BF16, 1, {H}, ones}};
+    run_case("trn2", "rmsnorm", b, 2, "eps=0", &o);
+    for (int j = 0; j < H; j++) assert_true(isnan(value_at(&o, 0, j)));
+    outcome_free(&o);
+    /* row quantisation of a constant row: |y| = gamma everywhere, s = 7.5 /
+     * 240, q = gamma / s rounded to fp8_e4m3 */
+    double c[H] = {2, 2, 2, 2, 2, 2, 2, 2};
+    operand d[2] = {{"x", NX_DT_FP32, 2, {1, H}, c}, {"gamma", NX_DT_FP32, 1, {H}, g}};
+    run_case("trn2", "rmsnorm", d, 2, "quant=\"row\";eps=0", &o);
+    assert_true(fabs(value_at(&o, 1, 0) - 7.5 / 240) <= 1e-7);
+    assert_true(value_at(&o, 0, 7) == 240);
+    assert_true(value_at(&o, 0, 0) == 16); /* 0.5 * 32 */
+    outcome_free(&o);
+}
+
+static void refused(const char *machine, const char *func, const operand *ops, uint32_t n, const char *attrs,
+                    const char *msg) {
+    nx_macro_op op;
+    nx_error err;
+    int rc = make_op(&op, func, ops, n, attrs, &err);
+    if (rc == 0) {
+        nx_machine m = test_machine(machine);
+        nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
+        nx_run_result res;
+        nx_run_options opt = {.backend = NX_RUN_FUNCTIONAL};
+        rc = nx_run_op(L, &m, &op, NULL, &opt, &res, &err);
+        if (rc == 0) nx_run_result_free(&res);
+        nx_lowerer_free(L);
+    }
+    nx_macro_op_free(&op);
+    if (rc == 0) fail_msg("%s {%s}: not refused (wanted \"%s\")", func, attrs ? attrs : "", msg);
+    assert_string_equal(err.msg, msg);
+}
+
+static void rmsnorm_refusals(void **state) {
+    (void)state;
+    operand a[2] = {{"x", NX_DT_BF16, 2, {4, 64}, NULL}, {"gamma", NX_DT_BF16, 1, {64}, NULL}};
+    refused("trn2", "rmsnorm", a, 2, "eps=-1e-3", "attribute eps: -0.001 is negative (eps >= 0)");
+    refused("trn2", "rmsnorm", a, 2, "fp8_max=0", "attribute fp8_max: 0 must be > 0");
+    refused("trn2", "rmsnorm", a, 2, "quant=\"col\"", "attribute quant: 'col' is not one of none, row, static");
+    refused("trn2", "rmsnorm", a, 2, "residual=true",
+            "rmsnorm takes 3 operands (x, gamma, r (residual=true)), the op has 2");
+    refused("trn2", "rmsnorm", a, 2, "epsilon=1.0",
+            "rmsnorm: unknown attribute 'epsilon'; rmsnorm reads: eps, quant, fp8_max, residual");
+    operand b[2] = {{"x", NX_DT_BF16, 2, {4, 64}, NULL}, {"gamma", NX_DT_BF16, 1, {65}, NULL}};
+    refused("trn2", "rmsnorm", b, 2, NULL, "operand 1 (gamma): gamma must be [64] (x's last dim), got [65]");
+    operand c[2] = {{"x", NX_DT_INT32, 2, {4, 64}, NULL}, {"gamma", NX_DT_BF16, 1, {64}, NULL}};
+    refused("trn2", "rmsnorm", c, 2, NULL, "operand 0 (x): dtype int32, rmsnorm takes fp32 or bf16");
+    operand d[3] = {{"x", NX_DT_FP32, 2, {4, 64}, NULL},
+                    {"gamma", NX_DT_BF16, 1, {64}, NULL},
+                    {"scale", NX_DT_BF16, 1, {1}, NULL}};
+    refused("trn2", "rmsnorm", d, 3, "quant=\"static\"", "operand 2 (scale): scale must be fp32 [1], got bf16 [1]");
+    /* the plan's limit: one fp32 buffer set of 16384 with the row scale and
+     * the residual does not fit trn1's 192 KiB partition */
+    operand e[3] = {{"x", NX_DT_FP32, 2, {2, 16384}, NULL},
+                    {"gamma", NX_DT_FP32, 1, {16384}, NULL},
+                    {"r", NX_DT_FP32, 2, {2, 16384}, NULL}};
+    refused("trn1", "rmsnorm", e, 3, "quant=\"row\";residual=true",
+            "operand 0 (x): H = 16384 needs 213120 bytes per partition (gamma and one buffer set), SBUF has 196608");
+}
+
+/* The composite rows: reachable by name, family norms, never a registry key. */
+static void composite_rows(void **state) {
+    (void)state;
+    static const char *names[] = {"rmsnorm"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        nx_kernel_target t;
+        nx_error err;
+        assert_int_equal(nx_kernel_lookup(NULL, NULL, names[i], &t, &err), 0);
+        assert_null(t.entry);
+        assert_non_null(t.composite);
+        assert_string_equal(t.family, "norms");
+        assert_non_null(t.rules->reference);
+        assert_non_null(t.rules->default_op);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(rmsnorm_random),
+        cmocka_unit_test(rmsnorm_values),
+        cmocka_unit_test(rmsnorm_refusals),
+        cmocka_unit_test(composite_rows),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
