@@ -226,6 +226,46 @@ static void rmsnorm_values(void **state) {
     outcome_free(&o);
 }
 
+/* ---- softmax ---- */
+
+static void softmax_random(void **state) {
+    (void)state;
+    operand a[1] = {{"x", NX_DT_BF16, 2, {300, 1000}, NULL}};
+    check_case("trn2", "softmax", a, 1, NULL);
+    operand b[1] = {{"x", NX_DT_FP32, 3, {3, 70, 5}, NULL}};
+    check_case("trn1", "softmax", b, 1, "axis=1");
+    check_case("trn2", "softmax", b, 1, "axis=-3");
+    operand c[1] = {{"x", NX_DT_FP32, 4, {2, 3, 4, 600}, NULL}};
+    check_case("trn2", "softmax", c, 1, "axis=3");
+    operand d[1] = {{"x", NX_DT_BF16, 1, {9000}, NULL}};
+    check_case("trn2", "softmax", d, 1, "axis=0");
+}
+
+/* The ONNX Softmax operator's examples (onnx/backend/test/case/node/
+ * softmax.py): softmax([-1, 0, 1]) and "softmax_large_number", whose second
+ * row (10000 + [0, 1, 2, 3]) equals the first after the max is subtracted;
+ * an all-equal row gives 1/A; a NaN makes its line NaN. */
+static void softmax_values(void **state) {
+    (void)state;
+    static const double ex[3] = {-1, 0, 1}, want_ex[3] = {0.09003058, 0.24472848, 0.66524094};
+    operand a[1] = {{"x", NX_DT_FP32, 2, {1, 3}, ex}};
+    outcome o;
+    run_case("trn2", "softmax", a, 1, NULL, &o);
+    for (int j = 0; j < 3; j++) assert_true(fabs(value_at(&o, 0, j) - want_ex[j]) <= 1e-7);
+    outcome_free(&o);
+    static const double big[16] = {0, 1, 2, 3, 10000, 10001, 10002, 10003, 5, 5, 5, 5, -1e30, 0, NAN, 1};
+    static const double want_big[4] = {0.0320586, 0.08714432, 0.23688284, 0.64391428};
+    operand b[1] = {{"x", NX_DT_FP32, 2, {4, 4}, big}};
+    run_case("trn2", "softmax", b, 1, NULL, &o);
+    for (int j = 0; j < 4; j++) {
+        assert_true(fabs(value_at(&o, 0, j) - want_big[j]) <= 1e-7);
+        assert_true(value_at(&o, 0, 4 + j) == value_at(&o, 0, j));
+        assert_true(value_at(&o, 0, 8 + j) == 0.25);
+        assert_true(isnan(value_at(&o, 0, 12 + j)));
+    }
+    outcome_free(&o);
+}
+
 static void refused(const char *machine, const char *func, const operand *ops, uint32_t n, const char *attrs,
                     const char *msg) {
     nx_macro_op op;
@@ -272,10 +312,24 @@ static void rmsnorm_refusals(void **state) {
             "operand 0 (x): H = 16384 needs 213120 bytes per partition (gamma and one buffer set), SBUF has 196608");
 }
 
+static void softmax_refusals(void **state) {
+    (void)state;
+    operand a[1] = {{"x", NX_DT_FP32, 2, {4, 64}, NULL}};
+    refused("trn2", "softmax", a, 1, "axis=2", "attribute axis: 2 is out of range [-2, 2) for rank 2");
+    refused("trn2", "softmax", a, 1, "axis=1.5", "attribute axis: must be an integer");
+    operand b[1] = {{"x", NX_DT_FP16, 2, {4, 64}, NULL}};
+    refused("trn2", "softmax", b, 1, NULL, "operand 0 (x): dtype fp16, softmax takes fp32 or bf16");
+    operand c[2] = {{"x", NX_DT_FP32, 2, {4, 64}, NULL}, {"y", NX_DT_FP32, 2, {4, 64}, NULL}};
+    refused("trn2", "softmax", c, 2, NULL, "softmax takes 1 operand (x), the op has 2");
+    operand d[1] = {{"x", NX_DT_FP32, 2, {2, 70000}, NULL}};
+    refused("trn2", "softmax", d, 1, NULL,
+            "operand 0 (x): axis 1 of 70000 elements beyond the 65536 an engine streams per partition");
+}
+
 /* The composite rows: reachable by name, family norms, never a registry key. */
 static void composite_rows(void **state) {
     (void)state;
-    static const char *names[] = {"rmsnorm"};
+    static const char *names[] = {"rmsnorm", "softmax"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         nx_kernel_target t;
         nx_error err;
@@ -293,6 +347,9 @@ int main(void) {
         cmocka_unit_test(rmsnorm_random),
         cmocka_unit_test(rmsnorm_values),
         cmocka_unit_test(rmsnorm_refusals),
+        cmocka_unit_test(softmax_random),
+        cmocka_unit_test(softmax_values),
+        cmocka_unit_test(softmax_refusals),
         cmocka_unit_test(composite_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,6 +7,7 @@
 #include "norms.h"
 
 const char *const nx_rmsnorm_attrs[] = {"eps", "quant", "fp8_max", "residual", NULL};
+const char *const nx_softmax_attrs[] = {"axis", NULL};
 
 static const nx_value *find(const nx_attrs *attrs, const char *name) {
     for (uint32_t i = 0; attrs && i < attrs->count; i++)
@@ -63,10 +64,21 @@ static int read_quant(const nx_attrs *attrs, nx_rmsnorm_quant *out, nx_error *er
     return nx_fail(err, "attribute quant: must be a string, one of none, row, static");
 }
 
-static int float_dtype(const nx_norm_tensor *t, uint32_t i, nx_error *err) {
+int nx_norm_float_operand(const nx_norm_tensor *t, uint32_t i, const char *what, nx_error *err) {
     if (t->dtype == NX_DT_FP32 || t->dtype == NX_DT_BF16) return 0;
     const char *n = nx_dtype_name(t->dtype);
-    return nx_fail(err, "operand %u (%s): dtype %s, rmsnorm takes fp32 or bf16", i, t->name, n ? n : "?");
+    return nx_fail(err, "operand %u (%s): dtype %s, %s takes fp32 or bf16", i, t->name, n ? n : "?", what);
+}
+
+int nx_norm_attr_axis(const nx_attrs *attrs, const char *name, int64_t dflt, uint32_t rank, uint32_t *out,
+                      nx_error *err) {
+    int64_t a;
+    if (nx_norm_attr_int(attrs, name, dflt, &a, err) != 0) return -1;
+    if (a < -(int64_t)rank || a >= (int64_t)rank)
+        return nx_fail(err, "attribute %s: %lld is out of range [%d, %u) for rank %u", name, (long long)a,
+                       -(int)rank, rank, rank);
+    *out = (uint32_t)(a < 0 ? a + rank : a);
+    return 0;
 }
 
 static void shape_text(char *buf, size_t len, uint32_t nd, const uint64_t *s) {
@@ -94,7 +106,8 @@ int nx_rmsnorm_read(const nx_attrs *attrs, const nx_norm_tensor *in, uint32_t n_
                        p->residual ? ", r (residual=true)" : "",
                        p->quant == NX_RMSNORM_QUANT_STATIC ? ", scale (quant=\"static\")" : "", n_in);
     const nx_norm_tensor *x = &in[0], *g = &in[1];
-    if (float_dtype(x, 0, err) != 0 || float_dtype(g, 1, err) != 0) return -1;
+    if (nx_norm_float_operand(x, 0, "rmsnorm", err) != 0 || nx_norm_float_operand(g, 1, "rmsnorm", err) != 0)
+        return -1;
     if (x->ndims < 1 || x->ndims > NX_KERNEL_MAX_DIMS)
         return nx_fail(err, "operand 0 (%s): rank %u, rmsnorm takes x of rank 1..%d", x->name, x->ndims,
                        NX_KERNEL_MAX_DIMS);
@@ -147,4 +160,23 @@ void nx_rmsnorm_result(const nx_rmsnorm_params *p, const nx_norm_tensor *x, uint
     }
     *dtype = j == 0 ? NX_DT_FP8_E4M3 : NX_DT_FP32;
     if (j == 1) shape[x->ndims - 1] = 1;
+}
+
+int nx_softmax_read(const nx_attrs *attrs, const nx_norm_tensor *in, uint32_t n_in, nx_softmax_params *p,
+                    nx_error *err) {
+    memset(p, 0, sizeof *p);
+    if (n_in != 1) return nx_fail(err, "softmax takes 1 operand (x), the op has %u", n_in);
+    const nx_norm_tensor *x = &in[0];
+    if (nx_norm_float_operand(x, 0, "softmax", err) != 0) return -1;
+    if (x->ndims < 1 || x->ndims > NX_KERNEL_MAX_DIMS)
+        return nx_fail(err, "operand 0 (%s): rank %u, softmax takes rank 1..%d", x->name, x->ndims, NX_KERNEL_MAX_DIMS);
+    if (nx_norm_attr_axis(attrs, "axis", -1, x->ndims, &p->axis, err) != 0) return -1;
+    p->dtype = x->dtype;
+    p->outer = p->inner = 1;
+    for (uint32_t d = 0; d < x->ndims; d++) {
+        if (d < p->axis) p->outer *= x->shape[d];
+        if (d > p->axis) p->inner *= x->shape[d];
+    }
+    p->A = x->shape[p->axis];
+    return 0;
 }

@@ -73,6 +73,24 @@ void nx_rmsnorm_result(const nx_rmsnorm_params *p, const nx_norm_tensor *x, uint
 /* The kernel: call->args = the operands above, then the results. */
 int nx_rmsnorm(nx_kctx *k, const nx_kernel_call *call, nx_error *err);
 
+/* ---- softmax ----
+ * ONNX Softmax (opset 13): y = exp(x - max) / sum(exp(x - max)) along
+ * attribute `axis` (default -1, negative counts from the end), fp32 inside,
+ * y of x's dtype and shape. The kernel follows the NKI softmax of the public
+ * fused-attention kernels (max on VectorE, exp with its row sum on ScalarE's
+ * accumulate form, the division on GpSimd). x is viewed as [outer, A,
+ * inner]; with inner > 1 a tile's lines are `inner`-strided in HBM. */
+typedef struct nx_softmax_params {
+    nx_dtype dtype;
+    uint32_t axis;   /* 0 .. rank-1 */
+    uint64_t outer, A, inner;
+} nx_softmax_params;
+
+extern const char *const nx_softmax_attrs[];
+int nx_softmax_read(const nx_attrs *attrs, const nx_norm_tensor *in, uint32_t n_in, nx_softmax_params *p,
+                    nx_error *err);
+int nx_softmax(nx_kctx *k, const nx_kernel_call *call, nx_error *err);
+
 /* ---- attribute readers the norms share (errors name the attribute) ---- */
 
 /* A number (INT or FLOAT) into *out, default when absent. */
@@ -81,5 +99,11 @@ int nx_norm_attr_number(const nx_attrs *attrs, const char *name, double dflt, do
 int nx_norm_attr_bool(const nx_attrs *attrs, const char *name, int dflt, int *out, nx_error *err);
 /* An INT into *out, default when absent. */
 int nx_norm_attr_int(const nx_attrs *attrs, const char *name, int64_t dflt, int64_t *out, nx_error *err);
+/* Attribute `name` (INT, default dflt) as an axis of a rank-`rank` tensor:
+ * [-rank, rank) with negatives from the end, into 0 .. rank-1. */
+int nx_norm_attr_axis(const nx_attrs *attrs, const char *name, int64_t dflt, uint32_t rank, uint32_t *out,
+                      nx_error *err);
+/* operand i must be fp32 or bf16 (`what` names the kernel). */
+int nx_norm_float_operand(const nx_norm_tensor *t, uint32_t i, const char *what, nx_error *err);
 
 #endif

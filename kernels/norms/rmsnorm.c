@@ -7,7 +7,9 @@
  * its figures: docs/parts/norms.md.
  *
  * Per tile of up to 128 rows (the last one ragged), rotating over up to
- * three buffer sets so tile i + 2 loads while tile i computes:
+ * six buffer sets (as many as SBUF holds) so later tiles load while tile i
+ * computes: a tile's load-to-store latency spans about three tiles of DMA
+ * time, so three sets would leave the queues idle.
  *   DMA     x rows -> xt (cut over the 16 DMA engines) [, r rows -> wt]
  *   DVE     [xt = xt + wt; DMA xt -> x']                   (residual)
  *   ACT     wt = square(xt), ss = sum of the squares (acc_out, fp32)
@@ -26,7 +28,7 @@
 #include "norms.h"
 #include "rows.h"
 
-#define RMS_MAX_BUFS 3
+#define RMS_MAX_BUFS 6
 
 typedef struct rms_bufs {
     nx_tile xt, wt, qt, small; /* small: ss, rstd, amax, s (fp32 each) */

@@ -18,4 +18,9 @@
 int nx_ref_rmsnorm(const nx_rmsnorm_params *p, const void *x, const void *gamma, const void *r, const void *scale,
                    void *const *out, nx_error *err);
 
+/* softmax along p->axis of x ([outer, A, inner] by p), y of x's dtype:
+ * max, exp(x - max), its sum and the quotient in double, one rounding. A
+ * NaN in a line makes the line NaN; +Inf gives NaN (Inf - Inf), as numpy. */
+int nx_ref_softmax(const nx_softmax_params *p, const void *x, void *y, nx_error *err);
+
 #endif

@@ -46,7 +46,8 @@ extern const nx_op_rules nx_rules_conv_column_packing_io10;
 extern const nx_op_rules nx_rules_topk;
 
 /* norms.c: the row-wise composites of kernels/norms/ (registry/composites.c):
- * rmsnorm. */
+ * rmsnorm, softmax. */
 extern const nx_op_rules nx_rules_rmsnorm;
+extern const nx_op_rules nx_rules_softmax;
 
 #endif

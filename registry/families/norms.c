@@ -8,7 +8,13 @@
  *              (H / 2 + 8) u (fp32 result). q: one fp8 step, eps(fp8_e4m3)
  *              relative, 2^-9 (the smallest fp8_e4m3 step) absolute. x':
  *              exact (an fp32 add rounded once, as the reference does);
- *   default    x [512, 2048] bf16, gamma [2048] bf16. */
+ *   default    x [512, 2048] bf16, gamma [2048] bf16.
+ * softmax (ONNX Softmax, opset 13):
+ *   results    y of x's dtype and shape;
+ *   reference  nx_ref_softmax (double per line);
+ *   tolerance  exp rounds once, the sum of A positive fp32 terms <= A u,
+ *              the division once, x - max at most u |x - max| (so y e^-d d u
+ *              <= u / e absolute): rel eps(dtype) + (A + 4) u, abs 2 u. */
 #include "families.h"
 
 #include <stdio.h>
@@ -89,4 +95,52 @@ const nx_op_rules nx_rules_rmsnorm = {
     .reference = rms_reference,
     .reference_name = "nx_ref_rmsnorm",
     .tolerance = rms_tolerance,
+};
+
+static int sm_read(const nx_macro_op *op, nx_softmax_params *p, nx_error *err) {
+    nx_norm_tensor in[NX_OP_MAX_TENSORS];
+    for (uint32_t i = 0; i < op->n_operands && i < NX_OP_MAX_TENSORS; i++)
+        in[i] = (nx_norm_tensor){op->operands[i].name, op->operands[i].dtype, op->operands[i].ndims,
+                                 op->operands[i].shape};
+    return nx_softmax_read(&op->attrs, in, op->n_operands, p, err);
+}
+
+static int sm_infer(nx_macro_op *op, const char *const *names, nx_error *err) {
+    nx_softmax_params p;
+    if (sm_read(op, &p, err) != 0) return -1;
+    const nx_op_tensor *x = &op->operands[0];
+    return nx_macro_op_add_result(op, names && names[0] ? names[0] : "out0", x->dtype, x->ndims, x->shape, err);
+}
+
+static int sm_reference(const nx_macro_op *op, const void *const *in, void *const *out, nx_error *err) {
+    nx_softmax_params p;
+    if (sm_read(op, &p, err) != 0) return -1;
+    return nx_ref_softmax(&p, in[0], out[0], err);
+}
+
+static int sm_default(nx_macro_op *op, nx_error *err) {
+    static const uint64_t x[2] = {512, 2048};
+    return nx_macro_op_add_operand(op, "x", NX_DT_BF16, 2, x, err);
+}
+
+static int sm_tolerance(const nx_macro_op *op, uint32_t result, nx_tolerance *out, nx_error *err) {
+    (void)result;
+    nx_softmax_params p;
+    memset(out, 0, sizeof *out);
+    if (sm_read(op, &p, err) != 0) return -1;
+    const double u = 0x1p-24;
+    out->rel = nx_dtype_epsilon(p.dtype) + ((double)p.A + 4) * u;
+    out->abs = 2 * u;
+    snprintf(out->text, sizeof out->text, "eps(%s) + (A+4) u, A=%llu; abs 2u", nx_dtype_name(p.dtype),
+             (unsigned long long)p.A);
+    return 0;
+}
+
+const nx_op_rules nx_rules_softmax = {
+    .attrs = nx_softmax_attrs,
+    .infer_results = sm_infer,
+    .default_op = sm_default,
+    .reference = sm_reference,
+    .reference_name = "nx_ref_softmax",
+    .tolerance = sm_tolerance,
 };

@@ -1,0 +1,112 @@
+/* softmax: ONNX Softmax (opset 13) the way the public NKI kernels compute
+ * it (the fused self-attention kernel of aws-neuron-sdk's NKI samples and
+ * the NKI softmax tutorial step: row max on VectorE, exp(x - max) with the
+ * row sum from ScalarE's accumulate form, then the division), with lines
+ * on the partitions. Operands and math: kernels/norms/norms.h; plan and
+ * figures: docs/parts/norms.md.
+ *
+ * Per tile of up to 128 lines, rotating over up to six buffer sets (a
+ * tile's load-to-store latency spans more than three tiles of DMA time):
+ *   DMA   x lines -> xt
+ *   DVE   nm = -max(xt)                        (tensor_reduce, negate)
+ *   ACT   et = exp(xt + nm) in fp32, sum = row sum (acc_out add)
+ *   POOL  xt = et / sum                        (rounded once to x's dtype)
+ *   DMA   xt -> y
+ * The axis is the free dim: x viewed as [outer, A, inner], a line is one
+ * (outer, inner) pair; with inner > 1 a tile takes up to 128 consecutive
+ * inner indices of one outer index, each line A elements `inner` apart in
+ * HBM (correct, but DMA moves one element per descriptor row: the last
+ * axis is the fast one). */
+#include "norms.h"
+#include "rows.h"
+
+#define SM_MAX_BUFS 6
+
+typedef struct sm_tile {
+    uint64_t offset; /* element offset of line 0 */
+    uint32_t n;      /* lines */
+} sm_tile;
+
+static sm_tile tile_at(const nx_softmax_params *p, uint32_t P, uint64_t t) {
+    if (p->inner == 1) {
+        uint64_t r0 = t * P, n = p->outer - r0 < P ? p->outer - r0 : P;
+        return (sm_tile){r0 * p->A, (uint32_t)n};
+    }
+    uint64_t per = (p->inner + P - 1) / P, o = t / per, i0 = (t % per) * P;
+    uint64_t n = p->inner - i0 < P ? p->inner - i0 : P;
+    return (sm_tile){o * p->A * p->inner + i0, (uint32_t)n};
+}
+
+static nx_operand lines(const nx_softmax_params *p, uint64_t base, const sm_tile *t) {
+    uint64_t es = nx_dtype_size(p->dtype);
+    if (p->inner == 1) return nx_ap_hbm_rows(p->dtype, base + t->offset * es, t->n, (int32_t)p->A, (uint32_t)p->A);
+    const int32_t stride = (int32_t)p->inner;
+    const uint32_t count = (uint32_t)p->A;
+    return nx_ap(NX_OPK_HBM, p->dtype, 0, t->n, 1, base + t->offset * es, 1, &stride, &count);
+}
+
+int nx_softmax(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
+    if (call->n_inputs != 1 || call->nargs != 2)
+        return nx_fail(err, "softmax: expects 1 operand and 1 result, got %u and %u", call->n_inputs,
+                       call->nargs - call->n_inputs);
+    const nx_tensor_ref *x = &call->args[0], *y = &call->args[1];
+    nx_norm_tensor xt_desc = {x->name, x->dtype, x->ndims, x->shape};
+    nx_softmax_params p;
+    if (nx_softmax_read(call->attrs, &xt_desc, 1, &p, err) != 0) return -1;
+    nx_rows r;
+    nx_rows_init(&r, k);
+    const nx_geometry *geo = nx_kctx_geometry(k);
+    if (p.A > geo->sbuf_free_elems_max || p.A * p.inner > INT32_MAX)
+        return nx_fail(err, "operand 0 (%s): axis %u of %llu elements beyond the %u an engine streams per partition",
+                       x->name, p.axis, (unsigned long long)p.A, (unsigned)geo->sbuf_free_elems_max);
+    uint64_t set = nx_rows_tile_bytes(p.A, p.dtype) + nx_rows_tile_bytes(p.A, NX_DT_FP32) + 64;
+    if (set > r.sbuf_bytes)
+        return nx_fail(err, "operand 0 (%s): axis %u of %llu elements needs %llu bytes per partition, SBUF has %llu",
+                       x->name, p.axis, (unsigned long long)p.A, (unsigned long long)set,
+                       (unsigned long long)r.sbuf_bytes);
+    uint32_t nbufs = (uint32_t)(r.sbuf_bytes / set);
+    if (nbufs > SM_MAX_BUFS) nbufs = SM_MAX_BUFS;
+    nx_tile xt[SM_MAX_BUFS], et[SM_MAX_BUFS], st[SM_MAX_BUFS];
+    for (uint32_t i = 0; i < nbufs; i++)
+        if (nx_kctx_alloc(k, NX_OPK_SBUF, "x_tile", p.dtype, r.partitions, p.A, &xt[i], err) != 0 ||
+            nx_kctx_alloc(k, NX_OPK_SBUF, "exp_tile", NX_DT_FP32, r.partitions, p.A, &et[i], err) != 0 ||
+            nx_kctx_alloc(k, NX_OPK_SBUF, "row_stats", NX_DT_FP32, r.partitions, 2, &st[i], err) != 0)
+            return -1;
+    const uint32_t P = r.partitions;
+    uint64_t total = p.inner == 1 ? (p.outer + P - 1) / P : p.outer * ((p.inner + P - 1) / P), lo, hi;
+    nx_kctx_rows(k, total, &lo, &hi);
+    const uint64_t ntiles = hi - lo;
+    for (uint64_t t = 0; t < ntiles + nbufs - 1; t++) {
+        if (t < ntiles) {
+            sm_tile tl = tile_at(&p, P, lo + t);
+            nx_operand d = nx_rows_view(&xt[t % nbufs], p.dtype, tl.n, 0, p.A), s = lines(&p, x->hbm_offset, &tl);
+            if (nx_rows_load(&r, &d, &s, err) != 0) return -1;
+        }
+        if (t + 1 < nbufs) continue;
+        uint64_t c = t + 1 - nbufs;
+        uint32_t b = (uint32_t)(c % nbufs);
+        sm_tile tl = tile_at(&p, P, lo + c);
+        nx_operand xv = nx_rows_view(&xt[b], p.dtype, tl.n, 0, p.A), ev = nx_rows_view(&et[b], NX_DT_FP32, tl.n, 0, p.A);
+        nx_operand nm = nx_rows_view(&st[b], NX_DT_FP32, tl.n, 0, 1), sum = nx_rows_view(&st[b], NX_DT_FP32, tl.n, 1, 1);
+        nx_insn red = nx_insn_make(NX_OP_TENSOR_REDUCE);
+        red.alu0 = NX_ALU_MAX;
+        red.iparam[0] = 1; /* axes: the one free dim */
+        red.flags = NX_FLAG_NEGATE;
+        red.op[0] = nm;
+        red.op[1] = xv;
+        nx_insn ex = nx_insn_make(NX_OP_ACTIVATION);
+        ex.func = NX_ACT_EXP;
+        ex.alu0 = NX_ALU_ADD;
+        ex.op[0] = ev;
+        ex.op[1] = xv;
+        ex.op[2] = nx_imm(1.0, NX_DT_FP32);
+        ex.op[3] = nm;
+        ex.op[4] = sum;
+        nx_operand yd = lines(&p, y->hbm_offset, &tl);
+        if (nx_kctx_emit(k, NX_ENG_DVE, &red, err) != 0 || nx_kctx_emit(k, NX_ENG_ACT, &ex, err) != 0 ||
+            nx_kctx_tensor_scalar(k, NX_ENG_POOL, &xv, &ev, NX_ALU_DIVIDE, &sum, NX_ALU_BYPASS, NULL, err) != 0 ||
+            nx_rows_store(&r, &yd, &xv, err) != 0)
+            return -1;
+    }
+    return 0;
+}
