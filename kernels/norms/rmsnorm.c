@@ -41,19 +41,6 @@ static nx_norm_tensor as_norm(const nx_tensor_ref *t) {
 /* One element per partition of column `c` of the small tile. */
 static nx_operand small_col(const nx_tile *t, uint32_t n, uint32_t c) { return nx_rows_view(t, NX_DT_FP32, n, c, 1); }
 
-static int act_acc(nx_kctx *k, nx_act_func f, const nx_operand *dst, const nx_operand *in, const nx_operand *acc,
-                   nx_alu_op op, nx_error *err) {
-    nx_insn a = nx_insn_make(NX_OP_ACTIVATION);
-    a.func = (uint8_t)f;
-    a.alu0 = (uint8_t)op;
-    a.op[0] = *dst;
-    a.op[1] = *in;
-    a.op[2] = nx_imm(1.0, NX_DT_FP32);
-    a.op[3] = nx_imm(0.0, NX_DT_FP32);
-    a.op[4] = *acc;
-    return nx_kctx_emit(k, NX_ENG_ACT, &a, err);
-}
-
 int nx_rmsnorm(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     nx_norm_tensor in[NX_KERNEL_MAX_ARGS];
     for (uint32_t i = 0; i < call->n_inputs && i < NX_KERNEL_MAX_ARGS; i++) in[i] = as_norm(&call->args[i]);
@@ -113,6 +100,7 @@ int nx_rmsnorm(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     nx_kctx_rows(k, p.rows, &lo, &hi);
     const uint64_t P = r.partitions, ntiles = (hi - lo + P - 1) / P;
     const nx_dtype qdt = NX_DT_FP8_E4M3;
+    const nx_operand zero = nx_imm(0.0, NX_DT_FP32);
     /* loads run nbufs - 1 tiles ahead of the compute */
     for (uint64_t t = 0; t < ntiles + nbufs - 1; t++) {
         if (t < ntiles) {
@@ -139,7 +127,7 @@ int nx_rmsnorm(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
                 nx_rows_store(&r, &xod, &xv, err) != 0)
                 return -1;
         }
-        if (act_acc(k, NX_ACT_SQUARE, &wv, &xv, &ss, NX_ALU_ADD, err) != 0 ||
+        if (nx_rows_activation_acc(k, NX_ACT_SQUARE, &wv, &xv, &zero, &ss, NX_ALU_ADD, err) != 0 ||
             nx_kctx_activation(k, NX_ACT_RSQRT, &rstd, &ss, 1.0 / (double)H, p.eps, err) != 0)
             return -1;
         nx_operand gv = nx_rows_view(&gamma, p.gamma_dtype, n, 0, H);
@@ -165,7 +153,7 @@ int nx_rmsnorm(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
         nx_operand qv = nx_rows_view(&B->qt, qdt, n, 0, H), fm = nx_imm(p.fp8_max, NX_DT_FP32),
                    floor_s = nx_imm(1e-6, NX_DT_FP32);
         nx_operand qo = nx_rows_hbm(qdt, out->hbm_offset, r0, n, H), so_d = nx_rows_hbm(NX_DT_FP32, so->hbm_offset, r0, n, 1);
-        if (act_acc(k, NX_ACT_IDENTITY, &qv, &wv, &amax, NX_ALU_ABS_MAX, err) != 0 ||
+        if (nx_rows_activation_acc(k, NX_ACT_IDENTITY, &qv, &wv, &zero, &amax, NX_ALU_ABS_MAX, err) != 0 ||
             nx_kctx_tensor_scalar(k, NX_ENG_DVE, &s, &amax, NX_ALU_DIVIDE, &fm, NX_ALU_MAX, &floor_s, err) != 0 ||
             nx_kctx_tensor_scalar(k, NX_ENG_DVE, &qv, &wv, NX_ALU_DIVIDE, &s, NX_ALU_BYPASS, NULL, err) != 0 ||
             nx_rows_store(&r, &qo, &qv, err) != 0 || nx_rows_store(&r, &so_d, &s, err) != 0)

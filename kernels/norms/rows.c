@@ -30,6 +30,19 @@ int nx_rows_store(nx_rows *r, const nx_operand *dst, const nx_operand *src, nx_e
     return nx_kctx_dma_split(r->k, r->store_lane, r->engines, dst, src, err);
 }
 
+int nx_rows_activation_acc(nx_kctx *k, nx_act_func func, const nx_operand *dst, const nx_operand *in,
+                           const nx_operand *bias, const nx_operand *acc, nx_alu_op op, nx_error *err) {
+    nx_insn a = nx_insn_make(NX_OP_ACTIVATION);
+    a.func = (uint8_t)func;
+    a.alu0 = (uint8_t)op;
+    a.op[0] = *dst;
+    a.op[1] = *in;
+    a.op[2] = nx_imm(1.0, NX_DT_FP32);
+    a.op[3] = *bias;
+    a.op[4] = *acc;
+    return nx_kctx_emit(k, NX_ENG_ACT, &a, err);
+}
+
 uint64_t nx_rows_tile_bytes(uint64_t elems, nx_dtype dt) { return (elems * nx_dtype_size(dt) + 63) / 64 * 64; }
 
 int nx_rows_broadcast(nx_rows *r, const char *name, uint64_t vec, nx_dtype vdt, uint64_t H, nx_dtype dt,

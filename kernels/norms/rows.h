@@ -37,6 +37,12 @@ nx_operand nx_rows_view(const nx_tile *t, nx_dtype as, uint32_t n, uint64_t c0, 
 int nx_rows_load(nx_rows *r, const nx_operand *dst, const nx_operand *src, nx_error *err);
 int nx_rows_store(nx_rows *r, const nx_operand *dst, const nx_operand *src, nx_error *err);
 
+/* ScalarE's accumulate form: dst = func(in + bias) (scale 1; bias an
+ * immediate or per-partition scalar), acc = the fold of the fp32 results
+ * with op (add, max, abs_max, ...). */
+int nx_rows_activation_acc(nx_kctx *k, nx_act_func func, const nx_operand *dst, const nx_operand *in,
+                           const nx_operand *bias, const nx_operand *acc, nx_alu_op op, nx_error *err);
+
 /* Bytes per partition of a tile of `elems` elements of dt (64-byte aligned). */
 uint64_t nx_rows_tile_bytes(uint64_t elems, nx_dtype dt);
 

@@ -94,16 +94,8 @@ int nx_softmax(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
         red.flags = NX_FLAG_NEGATE;
         red.op[0] = nm;
         red.op[1] = xv;
-        nx_insn ex = nx_insn_make(NX_OP_ACTIVATION);
-        ex.func = NX_ACT_EXP;
-        ex.alu0 = NX_ALU_ADD;
-        ex.op[0] = ev;
-        ex.op[1] = xv;
-        ex.op[2] = nx_imm(1.0, NX_DT_FP32);
-        ex.op[3] = nm;
-        ex.op[4] = sum;
         nx_operand yd = lines(&p, y->hbm_offset, &tl);
-        if (nx_kctx_emit(k, NX_ENG_DVE, &red, err) != 0 || nx_kctx_emit(k, NX_ENG_ACT, &ex, err) != 0 ||
+        if (nx_kctx_emit(k, NX_ENG_DVE, &red, err) != 0 || nx_rows_activation_acc(k, NX_ACT_EXP, &ev, &xv, &nm, &sum, NX_ALU_ADD, err) != 0 ||
             nx_kctx_tensor_scalar(k, NX_ENG_POOL, &xv, &ev, NX_ALU_DIVIDE, &sum, NX_ALU_BYPASS, NULL, err) != 0 ||
             nx_rows_store(&r, &yd, &xv, err) != 0)
             return -1;
