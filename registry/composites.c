@@ -19,6 +19,7 @@ static const nx_leaf tut_block = {"nx_tutorial_matmul_block_free_dimension", nx_
 static const nx_leaf tut_opt = {"nx_tutorial_matmul_fully_optimized", nx_tutorial_matmul_fully_optimized};
 static const nx_leaf rmsnorm_leaf = {"nx_rmsnorm", nx_rmsnorm};
 static const nx_leaf softmax_leaf = {"nx_softmax", nx_softmax};
+static const nx_leaf layernorm_leaf = {"nx_layernorm", nx_layernorm};
 #define TUT_CONFIG(leaf) {.kernel_func = &(leaf), .operand_count = NX_OPERANDS_ALL, .additional_args_builder = NULL, \
                           .requires_multicore_grid = false, .output_is_parameter = false}
 
@@ -41,6 +42,8 @@ static const nx_composite inventory_items[] = {
      .rules = &nx_rules_rmsnorm, .via = "nxsim run rmsnorm (attributes eps, quant, fp8_max, residual)"},
     {.name = "softmax", .family = "norms", .config = TUT_CONFIG(softmax_leaf),
      .rules = &nx_rules_softmax, .via = "nxsim run softmax (ONNX Softmax, attribute axis)"},
+    {.name = "layernorm", .family = "norms", .config = TUT_CONFIG(layernorm_leaf),
+     .rules = &nx_rules_layernorm, .via = "nxsim run layernorm (ONNX LayerNormalization, attributes axis, epsilon, bias)"},
 };
 static const nx_composite_table inventory_composites = {inventory_items,
                                                         sizeof inventory_items / sizeof inventory_items[0]};

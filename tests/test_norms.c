@@ -266,6 +266,50 @@ static void softmax_values(void **state) {
     outcome_free(&o);
 }
 
+/* ---- layernorm ---- */
+
+/* The ONNX LayerNormalization node tests' shapes and axes
+ * (onnx/backend/test/case/node/layernormalization.py: X of [2, 3, 4, 5]
+ * (and [3, 4]) normalised from every axis, epsilon variants, with and
+ * without B) on random data, plus ragged tiles. */
+static void layernorm_random(void **state) {
+    (void)state;
+    for (int axis = -4; axis < 4; axis++) {
+        uint32_t a = (uint32_t)(axis < 0 ? axis + 4 : axis);
+        operand o[3] = {{"X", NX_DT_FP32, 4, {2, 3, 4, 5}, NULL}, {"Scale", NX_DT_FP32, 4 - a, {0}, NULL},
+                        {"B", NX_DT_FP32, 4 - a, {0}, NULL}};
+        static const uint64_t xs[4] = {2, 3, 4, 5};
+        for (uint32_t d = a; d < 4; d++) o[1].shape[d - a] = o[2].shape[d - a] = xs[d];
+        char attrs[64];
+        snprintf(attrs, sizeof attrs, "axis=%d;epsilon=0.1", axis);
+        check_case("trn2", "layernorm", o, axis % 2 ? 2 : 3, attrs);
+    }
+    operand b[3] = {{"X", NX_DT_BF16, 2, {300, 700}, NULL}, {"Scale", NX_DT_BF16, 1, {700}, NULL},
+                    {"B", NX_DT_FP32, 1, {700}, NULL}};
+    check_case("trn1", "layernorm", b, 3, NULL);
+    operand c[2] = {{"X", NX_DT_FP32, 3, {3, 100, 1300}, NULL}, {"Scale", NX_DT_FP32, 1, {1300}, NULL}};
+    check_case("trn2", "layernorm", c, 2, "epsilon=1e-3");
+}
+
+/* By hand: X = [1, 2, 3, 4] gives Mean 2.5, InvStdDev 1 / sqrt(1.25 + eps),
+ * Y = (X - 2.5) * InvStdDev * Scale + B; a constant row gives Y = B. */
+static void layernorm_values(void **state) {
+    (void)state;
+    static const double x[8] = {1, 2, 3, 4, 7, 7, 7, 7}, g[4] = {1, 2, 0.5, -1}, b[4] = {0, 1, -1, 0.25};
+    operand o[3] = {{"X", NX_DT_FP32, 2, {2, 4}, x}, {"Scale", NX_DT_FP32, 1, {4}, g}, {"B", NX_DT_FP32, 1, {4}, b}};
+    outcome r;
+    run_case("trn2", "layernorm", o, 3, NULL, &r);
+    double inv = 1 / sqrt(1.25 + 1e-5);
+    assert_true(value_at(&r, 1, 0) == 2.5 && value_at(&r, 1, 1) == 7);
+    assert_true(fabs(value_at(&r, 2, 0) - inv) <= 1e-6 * inv);
+    for (int j = 0; j < 4; j++) {
+        double want = (x[j] - 2.5) * inv * g[j] + b[j];
+        assert_true(fabs(value_at(&r, 0, j) - want) <= 1e-6);
+        assert_true(value_at(&r, 0, 4 + j) == b[j]);
+    }
+    outcome_free(&r);
+}
+
 static void refused(const char *machine, const char *func, const operand *ops, uint32_t n, const char *attrs,
                     const char *msg) {
     nx_macro_op op;
@@ -309,7 +353,7 @@ static void rmsnorm_refusals(void **state) {
                     {"gamma", NX_DT_FP32, 1, {16384}, NULL},
                     {"r", NX_DT_FP32, 2, {2, 16384}, NULL}};
     refused("trn1", "rmsnorm", e, 3, "quant=\"row\";residual=true",
-            "operand 0 (x): H = 16384 needs 213120 bytes per partition (gamma and one buffer set), SBUF has 196608");
+            "operand 0 (x): H = 16384 needs 213632 bytes per partition (gamma and one buffer set), SBUF has 196608");
 }
 
 static void softmax_refusals(void **state) {
@@ -326,10 +370,23 @@ static void softmax_refusals(void **state) {
             "operand 0 (x): axis 1 of 70000 elements beyond the 65536 an engine streams per partition");
 }
 
+static void layernorm_refusals(void **state) {
+    (void)state;
+    operand a[3] = {{"X", NX_DT_FP32, 2, {4, 64}, NULL}, {"Scale", NX_DT_FP32, 1, {64}, NULL},
+                    {"B", NX_DT_FP32, 1, {64}, NULL}};
+    refused("trn2", "layernorm", a, 3, "epsilon=-1.0", "attribute epsilon: -1 is negative (epsilon >= 0)");
+    refused("trn2", "layernorm", a, 3, "axis=-3", "attribute axis: -3 is out of range [-2, 2) for rank 2");
+    refused("trn2", "layernorm", a, 3, "axis=0", "operand 1 (Scale): Scale must be [4, 64] (X's dims from axis 0), got [64]");
+    refused("trn2", "layernorm", a, 3, "bias=false", "attribute bias: false, but the op has operand 2 (B)");
+    refused("trn2", "layernorm", a, 2, "bias=true", "attribute bias: true, but the op has no operand 2 (B)");
+    refused("trn2", "layernorm", a, 1, NULL, "layernorm takes 2 or 3 operands (X, Scale [, B]), the op has 1");
+    refused("trn2", "layernorm", a, 3, "stash_type=0", "attribute stash_type: 0, only 1 (fp32 statistics) is supported");
+}
+
 /* The composite rows: reachable by name, family norms, never a registry key. */
 static void composite_rows(void **state) {
     (void)state;
-    static const char *names[] = {"rmsnorm", "softmax"};
+    static const char *names[] = {"rmsnorm", "softmax", "layernorm"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         nx_kernel_target t;
         nx_error err;
@@ -350,6 +407,9 @@ int main(void) {
         cmocka_unit_test(softmax_random),
         cmocka_unit_test(softmax_values),
         cmocka_unit_test(softmax_refusals),
+        cmocka_unit_test(layernorm_random),
+        cmocka_unit_test(layernorm_values),
+        cmocka_unit_test(layernorm_refusals),
         cmocka_unit_test(composite_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,6 +8,7 @@
 
 const char *const nx_rmsnorm_attrs[] = {"eps", "quant", "fp8_max", "residual", NULL};
 const char *const nx_softmax_attrs[] = {"axis", NULL};
+const char *const nx_layernorm_attrs[] = {"axis", "epsilon", "bias", "stash_type", NULL};
 
 static const nx_value *find(const nx_attrs *attrs, const char *name) {
     for (uint32_t i = 0; attrs && i < attrs->count; i++)
@@ -179,4 +180,52 @@ int nx_softmax_read(const nx_attrs *attrs, const nx_norm_tensor *in, uint32_t n_
     }
     p->A = x->shape[p->axis];
     return 0;
+}
+
+int nx_layernorm_read(const nx_attrs *attrs, const nx_norm_tensor *in, uint32_t n_in, nx_layernorm_params *p,
+                      nx_error *err) {
+    memset(p, 0, sizeof *p);
+    if (n_in < 2 || n_in > 3)
+        return nx_fail(err, "layernorm takes 2 or 3 operands (X, Scale [, B]), the op has %u", n_in);
+    const nx_norm_tensor *x = &in[0];
+    int64_t stash;
+    if (nx_norm_attr_number(attrs, "epsilon", 1e-5, &p->epsilon, err) != 0 ||
+        nx_norm_attr_bool(attrs, "bias", n_in == 3, &p->bias, err) != 0 ||
+        nx_norm_attr_int(attrs, "stash_type", 1, &stash, err) != 0)
+        return -1;
+    if (stash != 1) return nx_fail(err, "attribute stash_type: %lld, only 1 (fp32 statistics) is supported", (long long)stash);
+    if (p->epsilon < 0) return nx_fail(err, "attribute epsilon: %g is negative (epsilon >= 0)", p->epsilon);
+    if (p->bias && n_in != 3) return nx_fail(err, "attribute bias: true, but the op has no operand 2 (B)");
+    if (!p->bias && n_in == 3) return nx_fail(err, "attribute bias: false, but the op has operand 2 (%s)", in[2].name);
+    for (uint32_t i = 0; i < n_in; i++)
+        if (nx_norm_float_operand(&in[i], i, "layernorm", err) != 0) return -1;
+    if (x->ndims < 1 || x->ndims > NX_KERNEL_MAX_DIMS)
+        return nx_fail(err, "operand 0 (%s): rank %u, layernorm takes rank 1..%d", x->name, x->ndims, NX_KERNEL_MAX_DIMS);
+    if (nx_norm_attr_axis(attrs, "axis", -1, x->ndims, &p->axis, err) != 0) return -1;
+    p->dtype = x->dtype;
+    p->scale_dtype = in[1].dtype;
+    p->bias_dtype = p->bias ? in[2].dtype : in[1].dtype;
+    p->rows = p->H = 1;
+    for (uint32_t d = 0; d < x->ndims; d++) {
+        if (d < p->axis) p->rows *= x->shape[d];
+        else p->H *= x->shape[d];
+    }
+    uint32_t nn = x->ndims - p->axis;
+    for (uint32_t i = 1; i < n_in; i++) {
+        const nx_norm_tensor *t = &in[i];
+        if (t->ndims != nn || memcmp(t->shape, x->shape + p->axis, nn * sizeof *t->shape) != 0) {
+            char want[96], got[96];
+            shape_text(want, sizeof want, nn, x->shape + p->axis);
+            shape_text(got, sizeof got, t->ndims, t->shape);
+            return nx_fail(err, "operand %u (%s): %s must be %s (X's dims from axis %u), got %s", i, t->name,
+                           i == 1 ? "Scale" : "B", want, p->axis, got);
+        }
+    }
+    return 0;
+}
+
+void nx_layernorm_result(const nx_layernorm_params *p, const nx_norm_tensor *x, uint32_t j, uint32_t *ndims,
+                         uint64_t *shape) {
+    *ndims = x->ndims;
+    for (uint32_t d = 0; d < x->ndims; d++) shape[d] = j == 0 || d < p->axis ? x->shape[d] : 1;
 }

@@ -91,6 +91,34 @@ int nx_softmax_read(const nx_attrs *attrs, const nx_norm_tensor *in, uint32_t n_
                     nx_error *err);
 int nx_softmax(nx_kctx *k, const nx_kernel_call *call, nx_error *err);
 
+/* ---- layernorm ----
+ * ONNX LayerNormalization (opset 17): operands X, Scale [, B]; Scale and B
+ * have X's dims axis .. rank-1. Attributes axis (-1), epsilon (1e-5), bias
+ * (default: true when three operands are given), stash_type (1 only: fp32
+ * statistics, ONNX's default). Normalises over dims axis .. rank-1:
+ *   Mean = mean(X), InvStdDev = 1 / sqrt(mean((X - Mean)^2) + epsilon),
+ *   Y = (X - Mean) * InvStdDev * Scale [+ B];
+ * results Y (X's shape), Mean and InvStdDev (X.shape[:axis] followed by
+ * rank - axis ones), all of X's dtype. The kernel follows the NKI
+ * layernorm tutorial (aws-neuron-sdk general/nki/tutorials/layernorm.rst,
+ * its bn_stats / bn_aggr version): statistics on VectorE in chunks of 512,
+ * X - Mean on ScalarE, the products with Scale and the bias on GpSimd. */
+typedef struct nx_layernorm_params {
+    nx_dtype dtype, scale_dtype, bias_dtype;
+    uint32_t axis;
+    int bias;
+    double epsilon;
+    uint64_t rows, H;
+} nx_layernorm_params;
+
+extern const char *const nx_layernorm_attrs[];
+int nx_layernorm_read(const nx_attrs *attrs, const nx_norm_tensor *in, uint32_t n_in, nx_layernorm_params *p,
+                      nx_error *err);
+/* Result j's shape (0: Y, 1: Mean, 2: InvStdDev); its dtype is X's. */
+void nx_layernorm_result(const nx_layernorm_params *p, const nx_norm_tensor *x, uint32_t j, uint32_t *ndims,
+                         uint64_t *shape);
+int nx_layernorm(nx_kctx *k, const nx_kernel_call *call, nx_error *err);
+
 /* ---- attribute readers the norms share (errors name the attribute) ---- */
 
 /* A number (INT or FLOAT) into *out, default when absent. */

@@ -17,7 +17,8 @@
  *   POOL    y = (xt * rstd) * gamma           (one fp32 step per product)
  *   none:   DMA y -> out
  *   row:    ACT amax = max |y| (acc_out abs_max); DVE s = max(amax /
- *           fp8_max, 1e-6); DVE q = y / s -> fp8; DMA q, s -> out
+ *           fp8_max, 1e-6); DVE q = y / s -> fp8; DMA q -> out; s
+ *           transposed on the PE into one row, stored as one transfer
  *   static: DVE rstd = rstd / scale first, so POOL writes q in fp8 itself.
  * GpSimd takes the final products: its cost (150 + N cycles) does not double
  * with a second input as VectorE's does, and ScalarE already holds the
@@ -32,6 +33,7 @@
 
 typedef struct rms_bufs {
     nx_tile xt, wt, qt, small; /* small: ss, rstd, amax, s (fp32 each) */
+    nx_tile s_ps, s_sb;        /* s transposed into one row (row scale) */
 } rms_bufs;
 
 static nx_norm_tensor as_norm(const nx_tensor_ref *t) {
@@ -66,7 +68,8 @@ int nx_rmsnorm(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     /* the work tile holds r, the squares and y: fp32 when y feeds the row scale */
     const nx_dtype wdt = row ? NX_DT_FP32 : dt;
     uint64_t gamma_bytes = nx_rows_tile_bytes(H, p.gamma_dtype);
-    uint64_t set = nx_rows_tile_bytes(H, dt) + nx_rows_tile_bytes(H, wdt) + (row ? nx_rows_tile_bytes(H, NX_DT_FP8_E4M3) : 0) + 64;
+    uint64_t set = nx_rows_tile_bytes(H, dt) + nx_rows_tile_bytes(H, wdt) + 64 +
+                   (row ? nx_rows_tile_bytes(H, NX_DT_FP8_E4M3) + nx_rows_tile_bytes(r.partitions, NX_DT_FP32) : 0);
     uint64_t fixed = gamma_bytes + 64; /* gamma and the scale column */
     /* the broadcast's one-partition row and ones column, before the sets */
     if (fixed + set > r.sbuf_bytes || 2 * gamma_bytes + nx_rows_tile_bytes(r.partitions, p.gamma_dtype) > r.sbuf_bytes)
@@ -92,6 +95,8 @@ int nx_rmsnorm(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
         if (nx_kctx_alloc(k, NX_OPK_SBUF, "x_tile", dt, r.partitions, H, &b[i].xt, err) != 0 ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "work_tile", wdt, r.partitions, H, &b[i].wt, err) != 0 ||
             (row && nx_kctx_alloc(k, NX_OPK_SBUF, "q_tile", NX_DT_FP8_E4M3, r.partitions, H, &b[i].qt, err) != 0) ||
+            (row && nx_kctx_alloc(k, NX_OPK_PSUM, "s_t", NX_DT_FP32, 1, r.partitions, &b[i].s_ps, err) != 0) ||
+            (row && nx_kctx_alloc(k, NX_OPK_SBUF, "s_row", NX_DT_FP32, 1, r.partitions, &b[i].s_sb, err) != 0) ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "row_stats", NX_DT_FP32, r.partitions, 4, &b[i].small, err) != 0)
             return -1;
     }
@@ -152,11 +157,13 @@ int nx_rmsnorm(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
         nx_operand amax = small_col(&B->small, n, 2), s = small_col(&B->small, n, 3);
         nx_operand qv = nx_rows_view(&B->qt, qdt, n, 0, H), fm = nx_imm(p.fp8_max, NX_DT_FP32),
                    floor_s = nx_imm(1e-6, NX_DT_FP32);
-        nx_operand qo = nx_rows_hbm(qdt, out->hbm_offset, r0, n, H), so_d = nx_rows_hbm(NX_DT_FP32, so->hbm_offset, r0, n, 1);
+        nx_operand qo = nx_rows_hbm(qdt, out->hbm_offset, r0, n, H);
+        const uint64_t s_at = so->hbm_offset + r0 * 4;
         if (nx_rows_activation_acc(k, NX_ACT_IDENTITY, &qv, &wv, &zero, &amax, NX_ALU_ABS_MAX, err) != 0 ||
             nx_kctx_tensor_scalar(k, NX_ENG_DVE, &s, &amax, NX_ALU_DIVIDE, &fm, NX_ALU_MAX, &floor_s, err) != 0 ||
             nx_kctx_tensor_scalar(k, NX_ENG_DVE, &qv, &wv, NX_ALU_DIVIDE, &s, NX_ALU_BYPASS, NULL, err) != 0 ||
-            nx_rows_store(&r, &qo, &qv, err) != 0 || nx_rows_store(&r, &so_d, &s, err) != 0)
+            nx_rows_store(&r, &qo, &qv, err) != 0 ||
+            nx_rows_store_cols(&r, &B->small, n, 3, 1, &B->s_ps, &B->s_sb, NX_DT_FP32, &s_at, err) != 0)
             return -1;
     }
     return 0;

@@ -43,6 +43,21 @@ int nx_rows_activation_acc(nx_kctx *k, nx_act_func func, const nx_operand *dst, 
     return nx_kctx_emit(k, NX_ENG_ACT, &a, err);
 }
 
+int nx_rows_store_cols(nx_rows *r, const nx_tile *src, uint32_t n, uint64_t c0, uint32_t ncols, const nx_tile *ps,
+                       const nx_tile *sb, nx_dtype out_dt, const uint64_t *hbm, nx_error *err) {
+    nx_operand s = nx_rows_view(src, NX_DT_FP32, n, c0, ncols), pt = nx_rows_view(ps, NX_DT_FP32, ncols, 0, n);
+    nx_operand st = nx_rows_view(sb, out_dt, ncols, 0, n);
+    if (nx_kctx_transpose(r->k, NX_ENG_PE, &pt, &s, err) != 0 || nx_kctx_tensor_copy(r->k, NX_ENG_ACT, &st, &pt, err) != 0)
+        return -1;
+    for (uint32_t j = 0; j < ncols; j++) {
+        const int32_t one = 1;
+        nx_operand from = nx_tile_view(sb, out_dt, j, 1, 0, 1, &one, &n);
+        nx_operand to = nx_ap_hbm_rows(out_dt, hbm[j], 1, (int32_t)n, n);
+        if (nx_kctx_dma_on(r->k, r->store_lane + j, &to, &from, err) != 0) return -1;
+    }
+    return 0;
+}
+
 uint64_t nx_rows_tile_bytes(uint64_t elems, nx_dtype dt) { return (elems * nx_dtype_size(dt) + 63) / 64 * 64; }
 
 int nx_rows_broadcast(nx_rows *r, const char *name, uint64_t vec, nx_dtype vdt, uint64_t H, nx_dtype dt,

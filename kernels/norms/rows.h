@@ -43,6 +43,15 @@ int nx_rows_store(nx_rows *r, const nx_operand *dst, const nx_operand *src, nx_e
 int nx_rows_activation_acc(nx_kctx *k, nx_act_func func, const nx_operand *dst, const nx_operand *in,
                            const nx_operand *bias, const nx_operand *acc, nx_alu_op op, nx_error *err);
 
+/* Stores per-row values without one-element DMA rows (which move at a
+ * fraction of a DMA engine's rate): columns [c0, c0 + ncols) of the fp32
+ * tile `src`, rows [0, n), are transposed on the PE into `ps` (PSUM,
+ * ncols x >= n fp32), copied by ACT into `sb` (SBUF, ncols x >= n of
+ * out_dt, the one rounding), and column j is stored as n contiguous
+ * elements at HBM byte hbm[j]. */
+int nx_rows_store_cols(nx_rows *r, const nx_tile *src, uint32_t n, uint64_t c0, uint32_t ncols, const nx_tile *ps,
+                       const nx_tile *sb, nx_dtype out_dt, const uint64_t *hbm, nx_error *err);
+
 /* Bytes per partition of a tile of `elems` elements of dt (64-byte aligned). */
 uint64_t nx_rows_tile_bytes(uint64_t elems, nx_dtype dt);
 

@@ -23,4 +23,10 @@ int nx_ref_rmsnorm(const nx_rmsnorm_params *p, const void *x, const void *gamma,
  * NaN in a line makes the line NaN; +Inf gives NaN (Inf - Inf), as numpy. */
 int nx_ref_softmax(const nx_softmax_params *p, const void *x, void *y, nx_error *err);
 
+/* layernorm over p->rows rows of p->H (X, Scale [, B] in p's dtypes):
+ * out[0] = Y, out[1] = Mean, out[2] = InvStdDev, all of X's dtype; mean and
+ * variance by two passes in double. */
+int nx_ref_layernorm(const nx_layernorm_params *p, const void *x, const void *scale, const void *bias,
+                     void *const *out, nx_error *err);
+
 #endif

@@ -46,8 +46,9 @@ extern const nx_op_rules nx_rules_conv_column_packing_io10;
 extern const nx_op_rules nx_rules_topk;
 
 /* norms.c: the row-wise composites of kernels/norms/ (registry/composites.c):
- * rmsnorm, softmax. */
+ * rmsnorm, softmax, layernorm. */
 extern const nx_op_rules nx_rules_rmsnorm;
 extern const nx_op_rules nx_rules_softmax;
+extern const nx_op_rules nx_rules_layernorm;
 
 #endif

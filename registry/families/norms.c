@@ -14,7 +14,18 @@
  *   reference  nx_ref_softmax (double per line);
  *   tolerance  exp rounds once, the sum of A positive fp32 terms <= A u,
  *              the division once, x - max at most u |x - max| (so y e^-d d u
- *              <= u / e absolute): rel eps(dtype) + (A + 4) u, abs 2 u. */
+ *              <= u / e absolute): rel eps(dtype) + (A + 4) u, abs 2 u.
+ * layernorm (ONNX LayerNormalization, opset 17):
+ *   results    Y, Mean, InvStdDev (always all three: `-o` names as many as
+ *              the caller wants, the others are only summarised);
+ *   reference  nx_ref_layernorm (two passes in double);
+ *   tolerance  bn_stats / bn_aggr's bound (docs/parts/insns-dve.md: mean
+ *              within 4 H u max|x|, m2 within 4 H u (m2 + max|x| spread),
+ *              for data of spread about its deviation: 16 H u on the
+ *              variance, 8 H u on its rsqrt) plus a few roundings, then one
+ *              rounding to the dtype on each side: eps(dtype) + (8 H + 8) u
+ *              for Y and InvStdDev, eps(dtype) + (4 H + 4) u for Mean,
+ *              relative above 1 and absolute below (values of order 1). */
 #include "families.h"
 
 #include <stdio.h>
@@ -143,4 +154,62 @@ const nx_op_rules nx_rules_softmax = {
     .reference = sm_reference,
     .reference_name = "nx_ref_softmax",
     .tolerance = sm_tolerance,
+};
+
+static int ln_read(const nx_macro_op *op, nx_layernorm_params *p, nx_norm_tensor *in, nx_error *err) {
+    for (uint32_t i = 0; i < op->n_operands && i < NX_OP_MAX_TENSORS; i++)
+        in[i] = (nx_norm_tensor){op->operands[i].name, op->operands[i].dtype, op->operands[i].ndims,
+                                 op->operands[i].shape};
+    return nx_layernorm_read(&op->attrs, in, op->n_operands, p, err);
+}
+
+static int ln_infer(nx_macro_op *op, const char *const *names, nx_error *err) {
+    nx_layernorm_params p;
+    nx_norm_tensor in[NX_OP_MAX_TENSORS];
+    if (ln_read(op, &p, in, err) != 0) return -1;
+    for (uint32_t j = 0; j < 3; j++) {
+        uint32_t nd;
+        uint64_t shape[NX_KERNEL_MAX_DIMS];
+        nx_layernorm_result(&p, &in[0], j, &nd, shape);
+        char name[16];
+        snprintf(name, sizeof name, "out%u", j);
+        if (nx_macro_op_add_result(op, names && names[j] ? names[j] : name, p.dtype, nd, shape, err) != 0) return -1;
+    }
+    return 0;
+}
+
+static int ln_reference(const nx_macro_op *op, const void *const *in, void *const *out, nx_error *err) {
+    nx_layernorm_params p;
+    nx_norm_tensor t[NX_OP_MAX_TENSORS];
+    if (ln_read(op, &p, t, err) != 0) return -1;
+    return nx_ref_layernorm(&p, in[0], in[1], p.bias ? in[2] : NULL, out, err);
+}
+
+static int ln_default(nx_macro_op *op, nx_error *err) {
+    static const uint64_t x[2] = {512, 2048}, g[1] = {2048};
+    if (nx_macro_op_add_operand(op, "X", NX_DT_BF16, 2, x, err) != 0 ||
+        nx_macro_op_add_operand(op, "Scale", NX_DT_BF16, 1, g, err) != 0)
+        return -1;
+    return nx_macro_op_add_operand(op, "B", NX_DT_BF16, 1, g, err);
+}
+
+static int ln_tolerance(const nx_macro_op *op, uint32_t result, nx_tolerance *out, nx_error *err) {
+    nx_layernorm_params p;
+    nx_norm_tensor t[NX_OP_MAX_TENSORS];
+    memset(out, 0, sizeof *out);
+    if (ln_read(op, &p, t, err) != 0) return -1;
+    const double u = 0x1p-24, H = (double)p.H;
+    out->rel = out->abs = nx_dtype_epsilon(p.dtype) + (result == 1 ? 4 * H + 4 : 8 * H + 8) * u;
+    snprintf(out->text, sizeof out->text, "eps(%s) + (%s) u, H=%llu", nx_dtype_name(p.dtype),
+             result == 1 ? "4H+4" : "8H+8", (unsigned long long)p.H);
+    return 0;
+}
+
+const nx_op_rules nx_rules_layernorm = {
+    .attrs = nx_layernorm_attrs,
+    .infer_results = ln_infer,
+    .default_op = ln_default,
+    .reference = ln_reference,
+    .reference_name = "nx_ref_layernorm",
+    .tolerance = ln_tolerance,
 };
