@@ -30,6 +30,29 @@ int nx_rows_store(nx_rows *r, const nx_operand *dst, const nx_operand *src, nx_e
     return nx_kctx_dma_split(r->k, r->store_lane, r->engines, dst, src, err);
 }
 
+uint64_t nx_lines_count(const nx_lines *l, uint32_t P) {
+    return l->inner == 1 ? (l->outer + P - 1) / P : l->outer * ((l->inner + P - 1) / P);
+}
+
+nx_lines_tile nx_lines_at(const nx_lines *l, uint32_t P, uint64_t t) {
+    if (l->inner == 1) {
+        uint64_t r0 = t * P, n = l->outer - r0 < P ? l->outer - r0 : P;
+        return (nx_lines_tile){r0 * l->A, (uint32_t)n};
+    }
+    uint64_t per = (l->inner + P - 1) / P, o = t / per, i0 = (t % per) * P;
+    uint64_t n = l->inner - i0 < P ? l->inner - i0 : P;
+    return (nx_lines_tile){o * l->A * l->inner + i0, (uint32_t)n};
+}
+
+nx_operand nx_lines_hbm(const nx_lines *l, nx_dtype dt, uint64_t base, const nx_lines_tile *t, uint64_t a0,
+                        uint64_t count) {
+    uint64_t at = base + (t->offset + a0 * l->inner) * nx_dtype_size(dt);
+    if (l->inner == 1) return nx_ap_hbm_rows(dt, at, t->n, (int32_t)l->A, (uint32_t)count);
+    const int32_t stride = (int32_t)l->inner;
+    const uint32_t c = (uint32_t)count;
+    return nx_ap(NX_OPK_HBM, dt, 0, t->n, 1, at, 1, &stride, &c);
+}
+
 int nx_rows_activation_acc(nx_kctx *k, nx_act_func func, const nx_operand *dst, const nx_operand *in,
                            const nx_operand *bias, const nx_operand *acc, nx_alu_op op, nx_error *err) {
     nx_insn a = nx_insn_make(NX_OP_ACTIVATION);

@@ -37,6 +37,25 @@ nx_operand nx_rows_view(const nx_tile *t, nx_dtype as, uint32_t n, uint64_t c0, 
 int nx_rows_load(nx_rows *r, const nx_operand *dst, const nx_operand *src, nx_error *err);
 int nx_rows_store(nx_rows *r, const nx_operand *dst, const nx_operand *src, nx_error *err);
 
+/* Lines along one axis of a tensor viewed as [outer, A, inner]: a line is
+ * one (outer, inner) pair of A elements `inner` apart. A tile takes up to
+ * P lines: consecutive outer indices when inner == 1 (contiguous rows),
+ * else up to P consecutive inner indices of one outer index. */
+typedef struct nx_lines {
+    nx_dtype dtype;
+    uint64_t outer, A, inner;
+} nx_lines;
+typedef struct nx_lines_tile {
+    uint64_t offset; /* element offset of line 0, element 0 */
+    uint32_t n;      /* lines */
+} nx_lines_tile;
+uint64_t nx_lines_count(const nx_lines *l, uint32_t P);
+nx_lines_tile nx_lines_at(const nx_lines *l, uint32_t P, uint64_t t);
+/* Elements [a0, a0 + count) of the tile's lines in the HBM tensor at byte
+ * `base`, as `dt` (the tensor's dtype). */
+nx_operand nx_lines_hbm(const nx_lines *l, nx_dtype dt, uint64_t base, const nx_lines_tile *t, uint64_t a0,
+                        uint64_t count);
+
 /* ScalarE's accumulate form: dst = func(in + bias) (scale 1; bias an
  * immediate or per-partition scalar), acc = the fold of the fp32 results
  * with op (add, max, abs_max, ...). */

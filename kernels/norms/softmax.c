@@ -22,29 +22,6 @@
 
 #define SM_MAX_BUFS 6
 
-typedef struct sm_tile {
-    uint64_t offset; /* element offset of line 0 */
-    uint32_t n;      /* lines */
-} sm_tile;
-
-static sm_tile tile_at(const nx_softmax_params *p, uint32_t P, uint64_t t) {
-    if (p->inner == 1) {
-        uint64_t r0 = t * P, n = p->outer - r0 < P ? p->outer - r0 : P;
-        return (sm_tile){r0 * p->A, (uint32_t)n};
-    }
-    uint64_t per = (p->inner + P - 1) / P, o = t / per, i0 = (t % per) * P;
-    uint64_t n = p->inner - i0 < P ? p->inner - i0 : P;
-    return (sm_tile){o * p->A * p->inner + i0, (uint32_t)n};
-}
-
-static nx_operand lines(const nx_softmax_params *p, uint64_t base, const sm_tile *t) {
-    uint64_t es = nx_dtype_size(p->dtype);
-    if (p->inner == 1) return nx_ap_hbm_rows(p->dtype, base + t->offset * es, t->n, (int32_t)p->A, (uint32_t)p->A);
-    const int32_t stride = (int32_t)p->inner;
-    const uint32_t count = (uint32_t)p->A;
-    return nx_ap(NX_OPK_HBM, p->dtype, 0, t->n, 1, base + t->offset * es, 1, &stride, &count);
-}
-
 int nx_softmax(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     if (call->n_inputs != 1 || call->nargs != 2)
         return nx_fail(err, "softmax: expects 1 operand and 1 result, got %u and %u", call->n_inputs,
@@ -73,19 +50,21 @@ int nx_softmax(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
             nx_kctx_alloc(k, NX_OPK_SBUF, "row_stats", NX_DT_FP32, r.partitions, 2, &st[i], err) != 0)
             return -1;
     const uint32_t P = r.partitions;
-    uint64_t total = p.inner == 1 ? (p.outer + P - 1) / P : p.outer * ((p.inner + P - 1) / P), lo, hi;
+    const nx_lines ln = {p.dtype, p.outer, p.A, p.inner};
+    uint64_t total = nx_lines_count(&ln, P), lo, hi;
     nx_kctx_rows(k, total, &lo, &hi);
     const uint64_t ntiles = hi - lo;
     for (uint64_t t = 0; t < ntiles + nbufs - 1; t++) {
         if (t < ntiles) {
-            sm_tile tl = tile_at(&p, P, lo + t);
-            nx_operand d = nx_rows_view(&xt[t % nbufs], p.dtype, tl.n, 0, p.A), s = lines(&p, x->hbm_offset, &tl);
+            nx_lines_tile tl = nx_lines_at(&ln, P, lo + t);
+            nx_operand d = nx_rows_view(&xt[t % nbufs], p.dtype, tl.n, 0, p.A);
+            nx_operand s = nx_lines_hbm(&ln, p.dtype, x->hbm_offset, &tl, 0, p.A);
             if (nx_rows_load(&r, &d, &s, err) != 0) return -1;
         }
         if (t + 1 < nbufs) continue;
         uint64_t c = t + 1 - nbufs;
         uint32_t b = (uint32_t)(c % nbufs);
-        sm_tile tl = tile_at(&p, P, lo + c);
+        nx_lines_tile tl = nx_lines_at(&ln, P, lo + c);
         nx_operand xv = nx_rows_view(&xt[b], p.dtype, tl.n, 0, p.A), ev = nx_rows_view(&et[b], NX_DT_FP32, tl.n, 0, p.A);
         nx_operand nm = nx_rows_view(&st[b], NX_DT_FP32, tl.n, 0, 1), sum = nx_rows_view(&st[b], NX_DT_FP32, tl.n, 1, 1);
         nx_insn red = nx_insn_make(NX_OP_TENSOR_REDUCE);
@@ -94,7 +73,7 @@ int nx_softmax(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
         red.flags = NX_FLAG_NEGATE;
         red.op[0] = nm;
         red.op[1] = xv;
-        nx_operand yd = lines(&p, y->hbm_offset, &tl);
+        nx_operand yd = nx_lines_hbm(&ln, p.dtype, y->hbm_offset, &tl, 0, p.A);
         if (nx_kctx_emit(k, NX_ENG_DVE, &red, err) != 0 || nx_rows_activation_acc(k, NX_ACT_EXP, &ev, &xv, &nm, &sum, NX_ALU_ADD, err) != 0 ||
             nx_kctx_tensor_scalar(k, NX_ENG_POOL, &xv, &ev, NX_ALU_DIVIDE, &sum, NX_ALU_BYPASS, NULL, err) != 0 ||
             nx_rows_store(&r, &yd, &xv, err) != 0)
