@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "registry/families/families.h"
+#include "kernels/elementwise/elementwise.h"
 #include "kernels/norms/norms.h"
 #include "kernels/tutorial/tutorial.h"
 #include "topk_composite.h"
@@ -20,6 +21,7 @@ static const nx_leaf tut_opt = {"nx_tutorial_matmul_fully_optimized", nx_tutoria
 static const nx_leaf rmsnorm_leaf = {"nx_rmsnorm", nx_rmsnorm};
 static const nx_leaf softmax_leaf = {"nx_softmax", nx_softmax};
 static const nx_leaf layernorm_leaf = {"nx_layernorm", nx_layernorm};
+static const nx_leaf cumsum_leaf = {"nx_cumsum", nx_cumsum};
 #define TUT_CONFIG(leaf) {.kernel_func = &(leaf), .operand_count = NX_OPERANDS_ALL, .additional_args_builder = NULL, \
                           .requires_multicore_grid = false, .output_is_parameter = false}
 
@@ -44,6 +46,8 @@ static const nx_composite inventory_items[] = {
      .rules = &nx_rules_softmax, .via = "nxsim run softmax (ONNX Softmax, attribute axis)"},
     {.name = "layernorm", .family = "norms", .config = TUT_CONFIG(layernorm_leaf),
      .rules = &nx_rules_layernorm, .via = "nxsim run layernorm (ONNX LayerNormalization, attributes axis, epsilon, bias)"},
+    {.name = "cumsum", .family = "elementwise", .config = TUT_CONFIG(cumsum_leaf),
+     .rules = &nx_rules_cumsum, .via = "nxsim run cumsum (ONNX CumSum, attributes axis, exclusive, reverse)"},
 };
 static const nx_composite_table inventory_composites = {inventory_items,
                                                         sizeof inventory_items / sizeof inventory_items[0]};

@@ -1,4 +1,5 @@
-/* The norms composites (kernels/norms/norms.h) through the run path
+/* The norms composites (kernels/norms/norms.h) and cumsum
+ * (kernels/elementwise/elementwise.h) through the run path
  * (nx_run_op): on random shapes with ragged tails (rows not a multiple of
  * 128, H not a multiple of 512) against the rules' reference (--check, the
  * tolerance from the dtype and H), on the functional executor and on the
@@ -310,6 +311,57 @@ static void layernorm_values(void **state) {
     outcome_free(&r);
 }
 
+/* ---- cumsum ---- */
+
+static void cumsum_random(void **state) {
+    (void)state;
+    /* two chunks of the axis (4096 + 4904), a ragged tile, every mode */
+    operand a[1] = {{"x", NX_DT_FP32, 2, {130, 9000}, NULL}};
+    check_case("trn2", "cumsum", a, 1, NULL);
+    check_case("trn2", "cumsum", a, 1, "reverse=1;exclusive=1");
+    operand b[1] = {{"x", NX_DT_BF16, 3, {3, 300, 5}, NULL}};
+    check_case("trn1", "cumsum", b, 1, "axis=1;exclusive=1");
+    check_case("trn2", "cumsum", b, 1, "axis=-3;reverse=1");
+    operand c[1] = {{"x", NX_DT_FP32, 1, {4097}, NULL}};
+    check_case("trn2", "cumsum", c, 1, "exclusive=true");
+}
+
+/* The ONNX CumSum operator's examples (onnx/backend/test/case/node/
+ * cumsum.py): 1-D with exclusive / reverse, 2-D along each axis. */
+static void cumsum_values(void **state) {
+    (void)state;
+    static const double x1[5] = {1, 2, 3, 4, 5};
+    static const struct {
+        const char *attrs;
+        double want[5];
+    } one[4] = {{"", {1, 3, 6, 10, 15}},
+                {"exclusive=1", {0, 1, 3, 6, 10}},
+                {"reverse=1", {15, 14, 12, 9, 5}},
+                {"reverse=1;exclusive=1", {14, 12, 9, 5, 0}}};
+    outcome o;
+    for (int c = 0; c < 4; c++) {
+        operand a[1] = {{"x", NX_DT_FP32, 1, {5}, x1}};
+        run_case("trn2", "cumsum", a, 1, one[c].attrs, &o);
+        for (int j = 0; j < 5; j++) assert_true(value_at(&o, 0, j) == one[c].want[j]);
+        outcome_free(&o);
+    }
+    static const double x2[6] = {1, 2, 3, 4, 5, 6}, want0[6] = {1, 2, 3, 5, 7, 9}, want1[6] = {1, 3, 6, 4, 9, 15};
+    operand b[1] = {{"x", NX_DT_FP32, 2, {2, 3}, x2}};
+    run_case("trn2", "cumsum", b, 1, "axis=0", &o);
+    for (int j = 0; j < 6; j++) assert_true(value_at(&o, 0, j) == want0[j]);
+    outcome_free(&o);
+    run_case("trn2", "cumsum", b, 1, "axis=-1", &o);
+    for (int j = 0; j < 6; j++) assert_true(value_at(&o, 0, j) == want1[j]);
+    outcome_free(&o);
+    /* a first -0 stays -0 (numpy's cumsum), Inf and NaN propagate forward */
+    static const double x3[4] = {-0.0, 1, INFINITY, NAN};
+    operand c[1] = {{"x", NX_DT_BF16, 1, {4}, x3}};
+    run_case("trn2", "cumsum", c, 1, NULL, &o);
+    assert_true(value_at(&o, 0, 0) == 0 && signbit(value_at(&o, 0, 0)));
+    assert_true(value_at(&o, 0, 1) == 1 && isinf(value_at(&o, 0, 2)) && isnan(value_at(&o, 0, 3)));
+    outcome_free(&o);
+}
+
 static void refused(const char *machine, const char *func, const operand *ops, uint32_t n, const char *attrs,
                     const char *msg) {
     nx_macro_op op;
@@ -383,17 +435,28 @@ static void layernorm_refusals(void **state) {
     refused("trn2", "layernorm", a, 3, "stash_type=0", "attribute stash_type: 0, only 1 (fp32 statistics) is supported");
 }
 
+static void cumsum_refusals(void **state) {
+    (void)state;
+    operand a[1] = {{"x", NX_DT_FP32, 2, {4, 64}, NULL}};
+    refused("trn2", "cumsum", a, 1, "axis=-3", "attribute axis: -3 is out of range [-2, 2) for rank 2");
+    refused("trn2", "cumsum", a, 1, "exclusive=2", "attribute exclusive: must be true or false (or 0 / 1)");
+    operand b[1] = {{"x", NX_DT_INT32, 2, {4, 64}, NULL}};
+    refused("trn2", "cumsum", b, 1, NULL,
+            "operand 0 (x): dtype int32 is not supported yet (the engines add in fp32, exact only below 2^24); "
+            "cumsum takes fp32 or bf16");
+}
+
 /* The composite rows: reachable by name, family norms, never a registry key. */
 static void composite_rows(void **state) {
     (void)state;
-    static const char *names[] = {"rmsnorm", "softmax", "layernorm"};
+    static const char *names[] = {"rmsnorm", "softmax", "layernorm", "cumsum"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         nx_kernel_target t;
         nx_error err;
         assert_int_equal(nx_kernel_lookup(NULL, NULL, names[i], &t, &err), 0);
         assert_null(t.entry);
         assert_non_null(t.composite);
-        assert_string_equal(t.family, "norms");
+        assert_string_equal(t.family, strcmp(names[i], "cumsum") == 0 ? "elementwise" : "norms");
         assert_non_null(t.rules->reference);
         assert_non_null(t.rules->default_op);
     }
@@ -410,6 +473,9 @@ int main(void) {
         cmocka_unit_test(layernorm_random),
         cmocka_unit_test(layernorm_values),
         cmocka_unit_test(layernorm_refusals),
+        cmocka_unit_test(cumsum_random),
+        cmocka_unit_test(cumsum_values),
+        cmocka_unit_test(cumsum_refusals),
         cmocka_unit_test(composite_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -51,4 +51,8 @@ extern const nx_op_rules nx_rules_rmsnorm;
 extern const nx_op_rules nx_rules_softmax;
 extern const nx_op_rules nx_rules_layernorm;
 
+/* elementwise.c: the elementwise and scan composites of kernels/elementwise/
+ * (registry/composites.c): cumsum. */
+extern const nx_op_rules nx_rules_cumsum;
+
 #endif

@@ -1,0 +1,35 @@
+/* cumsum's operand and attribute rules (kernels/elementwise/elementwise.h),
+ * shared by the rules and the kernel. */
+#include <string.h>
+
+#include "elementwise.h"
+
+const char *const nx_cumsum_attrs[] = {"axis", "exclusive", "reverse", NULL};
+
+int nx_cumsum_read(const nx_attrs *attrs, const nx_norm_tensor *in, uint32_t n_in, nx_cumsum_params *p,
+                   nx_error *err) {
+    memset(p, 0, sizeof *p);
+    if (n_in != 1) return nx_fail(err, "cumsum takes 1 operand (x; axis is an attribute), the op has %u", n_in);
+    const nx_norm_tensor *x = &in[0];
+    if (x->dtype == NX_DT_INT32)
+        return nx_fail(err, "operand 0 (%s): dtype int32 is not supported yet (the engines add in fp32, exact only "
+                            "below 2^24); cumsum takes fp32 or bf16",
+                       x->name);
+    if (nx_norm_float_operand(x, 0, "cumsum", err) != 0) return -1;
+    if (x->ndims < 1 || x->ndims > NX_KERNEL_MAX_DIMS)
+        return nx_fail(err, "operand 0 (%s): rank %u, cumsum takes rank 1..%d", x->name, x->ndims, NX_KERNEL_MAX_DIMS);
+    if (nx_norm_attr_axis(attrs, "axis", -1, x->ndims, &p->axis, err) != 0 ||
+        nx_norm_attr_bool(attrs, "exclusive", 0, &p->exclusive, err) != 0 ||
+        nx_norm_attr_bool(attrs, "reverse", 0, &p->reverse, err) != 0)
+        return -1;
+    p->dtype = x->dtype;
+    p->outer = p->inner = 1;
+    for (uint32_t d = 0; d < x->ndims; d++) {
+        if (d < p->axis) p->outer *= x->shape[d];
+        if (d > p->axis) p->inner *= x->shape[d];
+    }
+    p->A = x->shape[p->axis];
+    if (p->A * p->inner > INT32_MAX || p->inner > INT32_MAX)
+        return nx_fail(err, "operand 0 (%s): axis %u strides beyond a 32-bit access pattern", x->name, p->axis);
+    return 0;
+}

@@ -1,0 +1,33 @@
+/* The elementwise and scan composites of the production roster: cumsum
+ * (and, following it, rope), written against the authoring layer with the
+ * row tiling of kernels/norms/rows.h. docs/parts/norms.md describes the
+ * math, the plans and what nxsim measures.
+ *
+ * cumsum: ONNX CumSum (attributes instead of the axis input: the trace needs
+ * the axis, not a value): x of fp32 or bf16 (int32 is refused: the engines
+ * add in fp32, exact only below 2^24), attributes axis (-1, any axis),
+ * exclusive (0), reverse (0); y of x's dtype and shape:
+ *   y[i] = sum of x[j] for j <= i (j < i exclusive; j >= i / j > i reverse)
+ * accumulated in fp32 along the axis, each y rounded once. */
+#ifndef NXSIM_KERNELS_ELEMENTWISE_ELEMENTWISE_H
+#define NXSIM_KERNELS_ELEMENTWISE_ELEMENTWISE_H
+
+#include <stdint.h>
+
+#include "kernels/author/author.h"
+#include "kernels/kernel.h"
+#include "kernels/norms/norms.h"
+
+typedef struct nx_cumsum_params {
+    nx_dtype dtype;
+    uint32_t axis;
+    int exclusive, reverse;
+    uint64_t outer, A, inner;
+} nx_cumsum_params;
+
+extern const char *const nx_cumsum_attrs[];
+int nx_cumsum_read(const nx_attrs *attrs, const nx_norm_tensor *in, uint32_t n_in, nx_cumsum_params *p,
+                   nx_error *err);
+int nx_cumsum(nx_kctx *k, const nx_kernel_call *call, nx_error *err);
+
+#endif

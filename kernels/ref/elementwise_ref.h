@@ -1,0 +1,14 @@
+/* The elementwise family's references (kernels/ref/ref.h's conventions). */
+#ifndef NXSIM_KERNELS_REF_ELEMENTWISE_REF_H
+#define NXSIM_KERNELS_REF_ELEMENTWISE_REF_H
+
+#include "isa/error.h"
+#include "kernels/elementwise/elementwise.h"
+
+/* cumsum along p's axis: for every line, an fp32 running sum from -0 in
+ * axis order (last to first with reverse), as ONNX CumSum and numpy's
+ * cumsum of float32 compute it; the element before the add with exclusive
+ * (+0 for the first). Each y is rounded once to p->dtype. */
+int nx_ref_cumsum(const nx_cumsum_params *p, const void *x, void *y, nx_error *err);
+
+#endif
