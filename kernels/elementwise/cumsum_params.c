@@ -15,21 +15,10 @@ int nx_cumsum_read(const nx_attrs *attrs, const nx_norm_tensor *in, uint32_t n_i
         return nx_fail(err, "operand 0 (%s): dtype int32 is not supported yet (the engines add in fp32, exact only "
                             "below 2^24); cumsum takes fp32 or bf16",
                        x->name);
-    if (nx_norm_float_operand(x, 0, "cumsum", err) != 0) return -1;
-    if (x->ndims < 1 || x->ndims > NX_KERNEL_MAX_DIMS)
-        return nx_fail(err, "operand 0 (%s): rank %u, cumsum takes rank 1..%d", x->name, x->ndims, NX_KERNEL_MAX_DIMS);
-    if (nx_norm_attr_axis(attrs, "axis", -1, x->ndims, &p->axis, err) != 0 ||
+    p->dtype = x->dtype;
+    if (nx_norm_axis_operand(attrs, x, "cumsum", &p->axis, &p->outer, &p->A, &p->inner, err) != 0 ||
         nx_norm_attr_bool(attrs, "exclusive", 0, &p->exclusive, err) != 0 ||
         nx_norm_attr_bool(attrs, "reverse", 0, &p->reverse, err) != 0)
         return -1;
-    p->dtype = x->dtype;
-    p->outer = p->inner = 1;
-    for (uint32_t d = 0; d < x->ndims; d++) {
-        if (d < p->axis) p->outer *= x->shape[d];
-        if (d > p->axis) p->inner *= x->shape[d];
-    }
-    p->A = x->shape[p->axis];
-    if (p->A * p->inner > INT32_MAX || p->inner > INT32_MAX)
-        return nx_fail(err, "operand 0 (%s): axis %u strides beyond a 32-bit access pattern", x->name, p->axis);
     return 0;
 }

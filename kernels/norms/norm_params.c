@@ -167,18 +167,24 @@ int nx_softmax_read(const nx_attrs *attrs, const nx_norm_tensor *in, uint32_t n_
                     nx_error *err) {
     memset(p, 0, sizeof *p);
     if (n_in != 1) return nx_fail(err, "softmax takes 1 operand (x), the op has %u", n_in);
-    const nx_norm_tensor *x = &in[0];
-    if (nx_norm_float_operand(x, 0, "softmax", err) != 0) return -1;
+    p->dtype = in[0].dtype;
+    return nx_norm_axis_operand(attrs, &in[0], "softmax", &p->axis, &p->outer, &p->A, &p->inner, err);
+}
+
+int nx_norm_axis_operand(const nx_attrs *attrs, const nx_norm_tensor *x, const char *what, uint32_t *axis,
+                         uint64_t *outer, uint64_t *A, uint64_t *inner, nx_error *err) {
+    if (nx_norm_float_operand(x, 0, what, err) != 0) return -1;
     if (x->ndims < 1 || x->ndims > NX_KERNEL_MAX_DIMS)
-        return nx_fail(err, "operand 0 (%s): rank %u, softmax takes rank 1..%d", x->name, x->ndims, NX_KERNEL_MAX_DIMS);
-    if (nx_norm_attr_axis(attrs, "axis", -1, x->ndims, &p->axis, err) != 0) return -1;
-    p->dtype = x->dtype;
-    p->outer = p->inner = 1;
+        return nx_fail(err, "operand 0 (%s): rank %u, %s takes rank 1..%d", x->name, x->ndims, what, NX_KERNEL_MAX_DIMS);
+    if (nx_norm_attr_axis(attrs, "axis", -1, x->ndims, axis, err) != 0) return -1;
+    *outer = *inner = 1;
     for (uint32_t d = 0; d < x->ndims; d++) {
-        if (d < p->axis) p->outer *= x->shape[d];
-        if (d > p->axis) p->inner *= x->shape[d];
+        if (d < *axis) *outer *= x->shape[d];
+        if (d > *axis) *inner *= x->shape[d];
     }
-    p->A = x->shape[p->axis];
+    *A = x->shape[*axis];
+    if (*A * *inner > INT32_MAX)
+        return nx_fail(err, "operand 0 (%s): axis %u strides beyond a 32-bit access pattern", x->name, *axis);
     return 0;
 }
 

@@ -131,6 +131,11 @@ int nx_norm_attr_int(const nx_attrs *attrs, const char *name, int64_t dflt, int6
  * [-rank, rank) with negatives from the end, into 0 .. rank-1. */
 int nx_norm_attr_axis(const nx_attrs *attrs, const char *name, int64_t dflt, uint32_t rank, uint32_t *out,
                       nx_error *err);
+/* Operand 0 of a kernel along one axis (`what` names the kernel): fp32 or
+ * bf16, rank 1..NX_KERNEL_MAX_DIMS, attribute `axis` (default -1) in
+ * range; x viewed as [outer, A, inner] around it. */
+int nx_norm_axis_operand(const nx_attrs *attrs, const nx_norm_tensor *x, const char *what, uint32_t *axis,
+                         uint64_t *outer, uint64_t *A, uint64_t *inner, nx_error *err);
 /* operand i must be fp32 or bf16 (`what` names the kernel). */
 int nx_norm_float_operand(const nx_norm_tensor *t, uint32_t i, const char *what, nx_error *err);
 
