@@ -22,6 +22,7 @@ static const nx_leaf rmsnorm_leaf = {"nx_rmsnorm", nx_rmsnorm};
 static const nx_leaf softmax_leaf = {"nx_softmax", nx_softmax};
 static const nx_leaf layernorm_leaf = {"nx_layernorm", nx_layernorm};
 static const nx_leaf cumsum_leaf = {"nx_cumsum", nx_cumsum};
+static const nx_leaf rope_leaf = {"nx_rope", nx_rope};
 #define TUT_CONFIG(leaf) {.kernel_func = &(leaf), .operand_count = NX_OPERANDS_ALL, .additional_args_builder = NULL, \
                           .requires_multicore_grid = false, .output_is_parameter = false}
 
@@ -48,6 +49,8 @@ static const nx_composite inventory_items[] = {
      .rules = &nx_rules_layernorm, .via = "nxsim run layernorm (ONNX LayerNormalization, attributes axis, epsilon, bias)"},
     {.name = "cumsum", .family = "elementwise", .config = TUT_CONFIG(cumsum_leaf),
      .rules = &nx_rules_cumsum, .via = "nxsim run cumsum (ONNX CumSum, attributes axis, exclusive, reverse)"},
+    {.name = "rope", .family = "elementwise", .config = TUT_CONFIG(rope_leaf),
+     .rules = &nx_rules_rope, .via = "nxsim run rope (attribute layout: half, interleaved)"},
 };
 static const nx_composite_table inventory_composites = {inventory_items,
                                                         sizeof inventory_items / sizeof inventory_items[0]};

@@ -1,4 +1,4 @@
-/* The norms composites (kernels/norms/norms.h) and cumsum
+/* The norms composites (kernels/norms/norms.h) and cumsum and rope
  * (kernels/elementwise/elementwise.h) through the run path
  * (nx_run_op): on random shapes with ragged tails (rows not a multiple of
  * 128, H not a multiple of 512) against the rules' reference (--check, the
@@ -362,6 +362,45 @@ static void cumsum_values(void **state) {
     outcome_free(&o);
 }
 
+/* ---- rope ---- */
+
+static void rope_random(void **state) {
+    (void)state;
+    /* S = 1024: 8 positions per partition; S = 300: ragged blocks of 128;
+     * S = 20: 6 heads packed per tile; cos [B, S, D/2] */
+    operand a[3] = {{"x", NX_DT_BF16, 4, {1, 3, 1024, 64}, NULL},
+                    {"cos", NX_DT_BF16, 2, {1024, 32}, NULL},
+                    {"sin", NX_DT_BF16, 2, {1024, 32}, NULL}};
+    check_case("trn2", "rope", a, 3, NULL);
+    check_case("trn2", "rope", a, 3, "layout=\"interleaved\"");
+    operand b[3] = {{"x", NX_DT_FP32, 4, {2, 2, 300, 256}, NULL},
+                    {"cos", NX_DT_FP32, 3, {2, 300, 128}, NULL},
+                    {"sin", NX_DT_FP32, 3, {2, 300, 128}, NULL}};
+    check_case("trn1", "rope", b, 3, "layout=\"half\"");
+    operand c[3] = {{"x", NX_DT_FP32, 4, {2, 7, 20, 6}, NULL},
+                    {"cos", NX_DT_BF16, 2, {20, 3}, NULL},
+                    {"sin", NX_DT_BF16, 2, {20, 3}, NULL}};
+    check_case("trn2", "rope", c, 3, "layout=\"interleaved\"");
+}
+
+/* By hand: a rotation by 90 degrees (cos 0, sin 1) maps (x1, x2) to
+ * (-x2, x1); cos 1, sin 0 is the identity. */
+static void rope_values(void **state) {
+    (void)state;
+    static const double x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, cs[4] = {0, 0, 1, 1}, sn[4] = {1, 1, 0, 0};
+    static const double half[8] = {-3, -4, 1, 2, 5, 6, 7, 8}, pairs[8] = {-2, 1, -4, 3, 5, 6, 7, 8};
+    operand a[3] = {{"x", NX_DT_FP32, 4, {1, 1, 2, 4}, x},
+                    {"cos", NX_DT_FP32, 2, {2, 2}, cs},
+                    {"sin", NX_DT_FP32, 2, {2, 2}, sn}};
+    outcome o;
+    run_case("trn2", "rope", a, 3, NULL, &o);
+    for (int j = 0; j < 8; j++) assert_true(value_at(&o, 0, j) == half[j]);
+    outcome_free(&o);
+    run_case("trn2", "rope", a, 3, "layout=\"interleaved\"", &o);
+    for (int j = 0; j < 8; j++) assert_true(value_at(&o, 0, j) == pairs[j]);
+    outcome_free(&o);
+}
+
 static void refused(const char *machine, const char *func, const operand *ops, uint32_t n, const char *attrs,
                     const char *msg) {
     nx_macro_op op;
@@ -446,17 +485,41 @@ static void cumsum_refusals(void **state) {
             "cumsum takes fp32 or bf16");
 }
 
+static void rope_refusals(void **state) {
+    (void)state;
+    operand a[3] = {{"x", NX_DT_FP32, 4, {1, 2, 8, 6}, NULL},
+                    {"cos", NX_DT_FP32, 2, {8, 3}, NULL},
+                    {"sin", NX_DT_FP32, 2, {8, 3}, NULL}};
+    refused("trn2", "rope", a, 3, "layout=\"neox\"", "attribute layout: 'neox' is not one of half, interleaved");
+    operand b[3] = {{"x", NX_DT_FP32, 4, {1, 2, 8, 5}, NULL},
+                    {"cos", NX_DT_FP32, 2, {8, 2}, NULL},
+                    {"sin", NX_DT_FP32, 2, {8, 2}, NULL}};
+    refused("trn2", "rope", b, 3, NULL, "operand 0 (x): D = 5 must be even");
+    operand c[3] = {{"x", NX_DT_FP32, 4, {1, 2, 8, 6}, NULL},
+                    {"cos", NX_DT_FP32, 2, {7, 3}, NULL},
+                    {"sin", NX_DT_FP32, 2, {8, 3}, NULL}};
+    refused("trn2", "rope", c, 3, NULL, "operand 1 (cos): cos must be [8, 3] or [1, 8, 3] ([S, D/2] or [B, S, D/2])");
+    operand d[3] = {{"x", NX_DT_FP32, 3, {2, 8, 6}, NULL},
+                    {"cos", NX_DT_FP32, 2, {8, 3}, NULL},
+                    {"sin", NX_DT_FP32, 2, {8, 3}, NULL}};
+    refused("trn2", "rope", d, 3, NULL, "operand 0 (x): rank 3, rope takes x [B, n_heads, S, D]");
+    operand e[3] = {{"x", NX_DT_FP32, 4, {1, 1, 2, 512}, NULL},
+                    {"cos", NX_DT_FP32, 2, {2, 256}, NULL},
+                    {"sin", NX_DT_FP32, 2, {2, 256}, NULL}};
+    refused("trn2", "rope", e, 3, NULL, "operand 0 (x): D = 512 beyond 256");
+}
+
 /* The composite rows: reachable by name, family norms, never a registry key. */
 static void composite_rows(void **state) {
     (void)state;
-    static const char *names[] = {"rmsnorm", "softmax", "layernorm", "cumsum"};
+    static const char *names[] = {"rmsnorm", "softmax", "layernorm", "cumsum", "rope"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         nx_kernel_target t;
         nx_error err;
         assert_int_equal(nx_kernel_lookup(NULL, NULL, names[i], &t, &err), 0);
         assert_null(t.entry);
         assert_non_null(t.composite);
-        assert_string_equal(t.family, strcmp(names[i], "cumsum") == 0 ? "elementwise" : "norms");
+        assert_string_equal(t.family, i >= 3 ? "elementwise" : "norms");
         assert_non_null(t.rules->reference);
         assert_non_null(t.rules->default_op);
     }
@@ -476,6 +539,9 @@ int main(void) {
         cmocka_unit_test(cumsum_random),
         cmocka_unit_test(cumsum_values),
         cmocka_unit_test(cumsum_refusals),
+        cmocka_unit_test(rope_random),
+        cmocka_unit_test(rope_values),
+        cmocka_unit_test(rope_refusals),
         cmocka_unit_test(composite_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

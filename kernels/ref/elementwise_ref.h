@@ -11,4 +11,9 @@
  * (+0 for the first). Each y is rounded once to p->dtype. */
 int nx_ref_cumsum(const nx_cumsum_params *p, const void *x, void *y, nx_error *err);
 
+/* rope (layout by p): x [B, H, S, D], cos and sin [S, D/2] or [B, S, D/2]
+ * of p's dtypes; out of x's dtype, each element x_a cos - x_b sin (or + )
+ * in double, rounded once. */
+int nx_ref_rope(const nx_rope_params *p, const void *x, const void *cos_, const void *sin_, void *out, nx_error *err);
+
 #endif

@@ -52,7 +52,8 @@ extern const nx_op_rules nx_rules_softmax;
 extern const nx_op_rules nx_rules_layernorm;
 
 /* elementwise.c: the elementwise and scan composites of kernels/elementwise/
- * (registry/composites.c): cumsum. */
+ * (registry/composites.c): cumsum, rope. */
 extern const nx_op_rules nx_rules_cumsum;
+extern const nx_op_rules nx_rules_rope;
 
 #endif
