@@ -43,6 +43,28 @@ static nx_norm_tensor as_norm(const nx_tensor_ref *t) {
 /* One element per partition of column `c` of the small tile. */
 static nx_operand small_col(const nx_tile *t, uint32_t n, uint32_t c) { return nx_rows_view(t, NX_DT_FP32, n, c, 1); }
 
+/* quant "row" for the tile at row r0: amax = max |y| on ScalarE, s and q =
+ * y / s on VectorE, q stored, s transposed into one row and stored. */
+static int row_finish(nx_kctx *k, nx_rows *r, const nx_rmsnorm_params *p, const rms_bufs *B, const nx_tensor_ref *out,
+                      const nx_tensor_ref *so, uint64_t r0, uint64_t hi, nx_error *err) {
+    const uint64_t H = p->H;
+    const uint32_t n = (uint32_t)(hi - r0 < r->partitions ? hi - r0 : r->partitions);
+    const nx_dtype qdt = NX_DT_FP8_E4M3;
+    nx_operand wv = nx_rows_view(&B->wt, NX_DT_FP32, n, 0, H), zero = nx_imm(0.0, NX_DT_FP32);
+    nx_operand amax = small_col(&B->small, n, 2), s = small_col(&B->small, n, 3);
+    nx_operand qv = nx_rows_view(&B->qt, qdt, n, 0, H), fm = nx_imm(p->fp8_max, NX_DT_FP32),
+               floor_s = nx_imm(1e-6, NX_DT_FP32);
+    nx_operand qo = nx_rows_hbm(qdt, out->hbm_offset, r0, n, H);
+    const uint64_t s_at = so->hbm_offset + r0 * 4;
+    if (nx_rows_activation_acc(k, NX_ACT_IDENTITY, &qv, &wv, &zero, &amax, NX_ALU_ABS_MAX, err) != 0 ||
+        nx_kctx_tensor_scalar(k, NX_ENG_DVE, &s, &amax, NX_ALU_DIVIDE, &fm, NX_ALU_MAX, &floor_s, err) != 0 ||
+        nx_kctx_tensor_scalar(k, NX_ENG_DVE, &qv, &wv, NX_ALU_DIVIDE, &s, NX_ALU_BYPASS, NULL, err) != 0 ||
+        nx_rows_store(r, &qo, &qv, err) != 0 ||
+        nx_rows_store_cols(r, &B->small, n, 3, 1, &B->s_ps, &B->s_sb, NX_DT_FP32, &s_at, err) != 0)
+        return -1;
+    return 0;
+}
+
 int nx_rmsnorm(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     nx_norm_tensor in[NX_KERNEL_MAX_ARGS];
     for (uint32_t i = 0; i < call->n_inputs && i < NX_KERNEL_MAX_ARGS; i++) in[i] = as_norm(&call->args[i]);
@@ -154,17 +176,10 @@ int nx_rmsnorm(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
             if (nx_rows_store(&r, &yo, &wv, err) != 0) return -1;
             continue;
         }
-        nx_operand amax = small_col(&B->small, n, 2), s = small_col(&B->small, n, 3);
-        nx_operand qv = nx_rows_view(&B->qt, qdt, n, 0, H), fm = nx_imm(p.fp8_max, NX_DT_FP32),
-                   floor_s = nx_imm(1e-6, NX_DT_FP32);
-        nx_operand qo = nx_rows_hbm(qdt, out->hbm_offset, r0, n, H);
-        const uint64_t s_at = so->hbm_offset + r0 * 4;
-        if (nx_rows_activation_acc(k, NX_ACT_IDENTITY, &qv, &wv, &zero, &amax, NX_ALU_ABS_MAX, err) != 0 ||
-            nx_kctx_tensor_scalar(k, NX_ENG_DVE, &s, &amax, NX_ALU_DIVIDE, &fm, NX_ALU_MAX, &floor_s, err) != 0 ||
-            nx_kctx_tensor_scalar(k, NX_ENG_DVE, &qv, &wv, NX_ALU_DIVIDE, &s, NX_ALU_BYPASS, NULL, err) != 0 ||
-            nx_rows_store(&r, &qo, &qv, err) != 0 ||
-            nx_rows_store_cols(&r, &B->small, n, 3, 1, &B->s_ps, &B->s_sb, NX_DT_FP32, &s_at, err) != 0)
-            return -1;
+        /* the row scale of tile c - 1 after the first stage of tile c, so
+         * ScalarE squares the next tile while GpSimd makes this one's y */
+        if (c > 0 && row_finish(k, &r, &p, &b[(c - 1) % nbufs], out, so, lo + (c - 1) * P, hi, err) != 0) return -1;
+        if (c + 1 == ntiles && row_finish(k, &r, &p, B, out, so, r0, hi, err) != 0) return -1;
     }
     return 0;
 }
