@@ -474,15 +474,41 @@ static void layernorm_refusals(void **state) {
     refused("trn2", "layernorm", a, 3, "stash_type=0", "attribute stash_type: 0, only 1 (fp32 statistics) is supported");
 }
 
+/* int32: values over the whole range, so the sums wrap many times; two
+ * chunks of the axis (4080 + 4920), several 255-element segments, every
+ * mode, and an inner axis; exact against the modulo-2^32 reference, and
+ * INT32_MAX + 1 wraps to INT32_MIN. */
+static void cumsum_int32(void **state) {
+    (void)state;
+    enum { N = 130 * 9000 };
+    double *v = malloc(N * sizeof *v);
+    assert_non_null(v);
+    test_rng g = {77};
+    for (int i = 0; i < N; i++) v[i] = (double)(int32_t)(uint32_t)test_rng_next(&g);
+    operand a[1] = {{"x", NX_DT_INT32, 2, {130, 9000}, v}};
+    check_case("trn2", "cumsum", a, 1, NULL);
+    check_case("trn2", "cumsum", a, 1, "exclusive=1");
+    check_case("trn2", "cumsum", a, 1, "reverse=1");
+    check_case("trn1", "cumsum", a, 1, "reverse=1;exclusive=1");
+    operand b[1] = {{"x", NX_DT_INT32, 3, {3, 600, 7}, v}};
+    check_case("trn2", "cumsum", b, 1, "axis=1");
+    free(v);
+    static const double w[3] = {2147483647, 1, -1};
+    operand c[1] = {{"x", NX_DT_INT32, 1, {3}, w}};
+    outcome o;
+    run_case("trn2", "cumsum", c, 1, NULL, &o);
+    assert_true(value_at(&o, 0, 0) == 2147483647 && value_at(&o, 0, 1) == -2147483648.0 &&
+                value_at(&o, 0, 2) == 2147483647);
+    outcome_free(&o);
+}
+
 static void cumsum_refusals(void **state) {
     (void)state;
     operand a[1] = {{"x", NX_DT_FP32, 2, {4, 64}, NULL}};
     refused("trn2", "cumsum", a, 1, "axis=-3", "attribute axis: -3 is out of range [-2, 2) for rank 2");
     refused("trn2", "cumsum", a, 1, "exclusive=2", "attribute exclusive: must be true or false (or 0 / 1)");
-    operand b[1] = {{"x", NX_DT_INT32, 2, {4, 64}, NULL}};
-    refused("trn2", "cumsum", b, 1, NULL,
-            "operand 0 (x): dtype int32 is not supported yet (the engines add in fp32, exact only below 2^24); "
-            "cumsum takes fp32 or bf16");
+    operand b[1] = {{"x", NX_DT_INT16, 2, {4, 64}, NULL}};
+    refused("trn2", "cumsum", b, 1, NULL, "operand 0 (x): dtype int16, cumsum takes fp32, bf16 or int32");
 }
 
 static void rope_refusals(void **state) {
@@ -538,6 +564,7 @@ int main(void) {
         cmocka_unit_test(layernorm_refusals),
         cmocka_unit_test(cumsum_random),
         cmocka_unit_test(cumsum_values),
+        cmocka_unit_test(cumsum_int32),
         cmocka_unit_test(cumsum_refusals),
         cmocka_unit_test(rope_random),
         cmocka_unit_test(rope_values),

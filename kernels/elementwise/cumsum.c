@@ -15,6 +15,7 @@
  *         exclusive the results sit one slot over and the carry (or 0)
  *         fills the free slot; with reverse both views run backwards
  *   DMA   yt -> y (fp32 in SBUF; a bf16 y is rounded once by the DMA) */
+#include "cumsum_int.h"
 #include "elementwise.h"
 #include "kernels/norms/rows.h"
 
@@ -37,6 +38,7 @@ int nx_cumsum(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     nx_norm_tensor xd = {x->name, x->dtype, x->ndims, x->shape};
     nx_cumsum_params p;
     if (nx_cumsum_read(call->attrs, &xd, 1, &p, err) != 0) return -1;
+    if (p.dtype == NX_DT_INT32) return nx_cumsum_int32(k, &p, x, y, err);
     nx_rows r;
     nx_rows_init(&r, k);
     const uint32_t P = r.partitions;

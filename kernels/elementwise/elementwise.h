@@ -4,11 +4,11 @@
  * math, the plans and what nxsim measures.
  *
  * cumsum: ONNX CumSum (attributes instead of the axis input: the trace needs
- * the axis, not a value): x of fp32 or bf16 (int32 is refused: the engines
- * add in fp32, exact only below 2^24), attributes axis (-1, any axis),
- * exclusive (0), reverse (0); y of x's dtype and shape:
+ * the axis, not a value): x of fp32, bf16 or int32, attributes axis (-1,
+ * any axis), exclusive (0), reverse (0); y of x's dtype and shape:
  *   y[i] = sum of x[j] for j <= i (j < i exclusive; j >= i / j > i reverse)
- * accumulated in fp32 along the axis, each y rounded once. */
+ * accumulated in fp32 along the axis, each y rounded once; int32 exact with
+ * two's-complement wrap (kernels/elementwise/cumsum_int.c). */
 #ifndef NXSIM_KERNELS_ELEMENTWISE_ELEMENTWISE_H
 #define NXSIM_KERNELS_ELEMENTWISE_ELEMENTWISE_H
 

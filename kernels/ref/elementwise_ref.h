@@ -8,7 +8,8 @@
 /* cumsum along p's axis: for every line, an fp32 running sum from -0 in
  * axis order (last to first with reverse), as ONNX CumSum and numpy's
  * cumsum of float32 compute it; the element before the add with exclusive
- * (+0 for the first). Each y is rounded once to p->dtype. */
+ * (+0 for the first). Each y is rounded once to p->dtype. int32: the
+ * exact sum modulo 2^32 (two's complement). */
 int nx_ref_cumsum(const nx_cumsum_params *p, const void *x, void *y, nx_error *err);
 
 /* rope (layout by p): x [B, H, S, D], cos and sin [S, D/2] or [B, S, D/2]

@@ -1,11 +1,13 @@
 /* The elementwise family's rules (kernels/elementwise/elementwise.h):
  * cumsum.
  *   results    y of x's dtype and shape;
- *   reference  nx_ref_cumsum (the fp32 running sum along the axis);
+ *   reference  nx_ref_cumsum (the fp32 running sum along the axis; int32:
+ *              the exact sum modulo 2^32);
  *   tolerance  exact: the kernel's scan adds the same fp32 values in the
  *              same order from the same -0 (the accumulator is an fp32
  *              engine value, carried exactly between chunks), and both
- *              round each result once;
+ *              round each result once; the int32 plan is exact by
+ *              construction (kernels/elementwise/cumsum_int.c);
  *   default    x [512, 2048] bf16, the last axis.
  * rope:
  *   results    out of x's dtype and shape;
