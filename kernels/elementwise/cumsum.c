@@ -22,14 +22,6 @@
 #define CS_MAX_BUFS 4
 #define CS_CHUNK 4096
 
-/* Elements [first, first + n) of partitions [0, lines) of t as fp32, in
- * order (dir +1) or backwards from `first` (dir -1). */
-static nx_operand run(const nx_tile *t, nx_dtype dt, uint32_t lines, uint64_t first, uint64_t n, int dir) {
-    const int32_t stride = dir;
-    const uint32_t count = (uint32_t)n;
-    return nx_tile_view(t, dt, 0, lines, first, 1, &stride, &count);
-}
-
 int nx_cumsum(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     if (call->n_inputs != 1 || call->nargs != 2)
         return nx_fail(err, "cumsum: expects 1 operand and 1 result, got %u and %u", call->n_inputs,
@@ -86,8 +78,8 @@ int nx_cumsum(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
         nx_insn sc = nx_insn_make(NX_OP_TENSOR_TENSOR_SCAN);
         sc.alu0 = NX_ALU_ADD;
         sc.alu1 = NX_ALU_BYPASS;
-        sc.op[0] = run(&yt[b], NX_DT_FP32, tl.n, dst0, n, dir);
-        sc.op[1] = sc.op[2] = run(&xt[b], p.dtype, tl.n, p.reverse ? n - 1 : 0, n, dir);
+        sc.op[0] = nx_rows_run(&yt[b], NX_DT_FP32, tl.n, dst0, n, dir);
+        sc.op[1] = sc.op[2] = nx_rows_run(&xt[b], p.dtype, tl.n, p.reverse ? n - 1 : 0, n, dir);
         sc.op[3] = carry;
         nx_operand from = nx_rows_view(&yt[b], NX_DT_FP32, tl.n, out0, n);
         nx_operand to = nx_lines_hbm(&ln, p.dtype, y->hbm_offset, &tl, a0, n);

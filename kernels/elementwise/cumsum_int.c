@@ -17,12 +17,6 @@
 #define CI_SEG 255
 #define CI_BUFS 2
 
-static nx_operand run(const nx_tile *t, nx_dtype dt, uint32_t lines, uint64_t first, uint64_t n, int dir) {
-    const int32_t stride = dir;
-    const uint32_t count = (uint32_t)n;
-    return nx_tile_view(t, dt, 0, lines, first, 1, &stride, &count);
-}
-
 static nx_operand col(const nx_tile *t, uint32_t lines, uint64_t at) { return nx_rows_view(t, NX_DT_FP32, lines, at, 1); }
 
 static int ts(nx_kctx *k, const nx_operand *dst, const nx_operand *in, nx_alu_op op0, double s0, nx_alu_op op1,
@@ -82,7 +76,7 @@ int nx_cumsum_int32(nx_kctx *k, const nx_cumsum_params *p, const nx_tensor_ref *
             uint64_t len = n - g < CI_SEG ? n - g : CI_SEG;
             /* in place over the halves' slots, backwards with reverse */
             uint64_t rd0 = p->reverse ? e0 + n - 1 - g : e0 + g;
-            nx_operand lin = run(&lo_t[b], NX_DT_FP32, m, rd0, len, dir), hin = run(&hi_t[b], NX_DT_FP32, m, rd0, len, dir);
+            nx_operand lin = nx_rows_run(&lo_t[b], NX_DT_FP32, m, rd0, len, dir), hin = nx_rows_run(&hi_t[b], NX_DT_FP32, m, rd0, len, dir);
             nx_operand lout = lin, hout = hin;
             nx_insn sc = nx_insn_make(NX_OP_TENSOR_TENSOR_SCAN);
             sc.alu0 = NX_ALU_ADD;

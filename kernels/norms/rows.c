@@ -22,6 +22,12 @@ nx_operand nx_rows_view(const nx_tile *t, nx_dtype as, uint32_t n, uint64_t c0, 
     return nx_tile_view(t, as, 0, n, c0, 1, &one, &count);
 }
 
+nx_operand nx_rows_run(const nx_tile *t, nx_dtype as, uint32_t lines, uint64_t first, uint64_t n, int dir) {
+    const int32_t stride = dir;
+    const uint32_t count = (uint32_t)n;
+    return nx_tile_view(t, as, 0, lines, first, 1, &stride, &count);
+}
+
 int nx_rows_load(nx_rows *r, const nx_operand *dst, const nx_operand *src, nx_error *err) {
     return nx_kctx_dma_split(r->k, NX_ROWS_LOAD_LANE, r->engines, dst, src, err);
 }

@@ -32,6 +32,10 @@ nx_operand nx_rows_hbm(nx_dtype dt, uint64_t base, uint64_t r0, uint32_t n, uint
 /* Partitions [0, n) of a tile, elements [c0, c0 + cols), as `as`. */
 nx_operand nx_rows_view(const nx_tile *t, nx_dtype as, uint32_t n, uint64_t c0, uint64_t cols);
 
+/* Elements [first, first + n) of partitions [0, lines) of t as `as`, in order
+ * (dir 1) or backwards from `first` (dir -1): a scan's view. */
+nx_operand nx_rows_run(const nx_tile *t, nx_dtype as, uint32_t lines, uint64_t first, uint64_t n, int dir);
+
 /* A row-tile transfer cut by partitions over the DMA engines (one piece
  * per engine, at most one per row), on the load or the store group. */
 int nx_rows_load(nx_rows *r, const nx_operand *dst, const nx_operand *src, nx_error *err);
