@@ -6,6 +6,7 @@
 
 #include "registry/families/families.h"
 #include "kernels/elementwise/elementwise.h"
+#include "kernels/matmul/matmul.h"
 #include "kernels/norms/norms.h"
 #include "kernels/tutorial/tutorial.h"
 #include "topk_composite.h"
@@ -23,6 +24,7 @@ static const nx_leaf softmax_leaf = {"nx_softmax", nx_softmax};
 static const nx_leaf layernorm_leaf = {"nx_layernorm", nx_layernorm};
 static const nx_leaf cumsum_leaf = {"nx_cumsum", nx_cumsum};
 static const nx_leaf rope_leaf = {"nx_rope", nx_rope};
+static const nx_leaf matmul_leaf = {"nx_matmul", nx_matmul};
 #define TUT_CONFIG(leaf) {.kernel_func = &(leaf), .operand_count = NX_OPERANDS_ALL, .additional_args_builder = NULL, \
                           .requires_multicore_grid = false, .output_is_parameter = false}
 
@@ -51,6 +53,8 @@ static const nx_composite inventory_items[] = {
      .rules = &nx_rules_cumsum, .via = "nxsim run cumsum (ONNX CumSum, attributes axis, exclusive, reverse)"},
     {.name = "rope", .family = "elementwise", .config = TUT_CONFIG(rope_leaf),
      .rules = &nx_rules_rope, .via = "nxsim run rope (attribute layout: half, interleaved)"},
+    {.name = "matmul", .family = "matmul", .config = TUT_CONFIG(matmul_leaf),
+     .rules = &nx_rules_matmul, .via = "nxsim run matmul (ONNX MatMul: batched, broadcast, any M, K, N)"},
 };
 static const nx_composite_table inventory_composites = {inventory_items,
                                                         sizeof inventory_items / sizeof inventory_items[0]};

@@ -401,6 +401,54 @@ static void rope_values(void **state) {
     outcome_free(&o);
 }
 
+/* ---- matmul ---- */
+
+/* The ONNX MatMul node tests' shapes (onnx/backend/test/case/node/
+ * matmul.py: 2-D, 3-D, 4-D), numpy's broadcasting and 1-D promotion, and
+ * ragged tiles in M, K and N (two K tiles, two N tiles). */
+static void matmul_shapes(void **state) {
+    (void)state;
+    operand a[2] = {{"A", NX_DT_FP32, 2, {3, 4}, NULL}, {"B", NX_DT_FP32, 2, {4, 3}, NULL}};
+    check_case("trn2", "matmul", a, 2, NULL);
+    operand b[2] = {{"A", NX_DT_FP32, 3, {2, 3, 4}, NULL}, {"B", NX_DT_FP32, 3, {2, 4, 3}, NULL}};
+    check_case("trn2", "matmul", b, 2, NULL);
+    operand c[2] = {{"A", NX_DT_BF16, 4, {1, 2, 3, 4}, NULL}, {"B", NX_DT_BF16, 4, {1, 2, 4, 3}, NULL}};
+    check_case("trn1", "matmul", c, 2, NULL);
+    operand d[2] = {{"A", NX_DT_FP32, 4, {2, 1, 3, 4}, NULL}, {"B", NX_DT_FP32, 3, {5, 4, 6}, NULL}};
+    check_case("trn2", "matmul", d, 2, NULL);
+    operand e[2] = {{"A", NX_DT_BF16, 1, {4}, NULL}, {"B", NX_DT_BF16, 3, {2, 4, 3}, NULL}};
+    check_case("trn2", "matmul", e, 2, NULL);
+    operand f[2] = {{"A", NX_DT_FP32, 2, {3, 4}, NULL}, {"B", NX_DT_FP32, 1, {4}, NULL}};
+    check_case("trn2", "matmul", f, 2, NULL);
+    operand g[2] = {{"A", NX_DT_BF16, 2, {130, 200}, NULL}, {"B", NX_DT_BF16, 2, {200, 600}, NULL}};
+    check_case("trn2", "matmul", g, 2, NULL);
+}
+
+/* By hand: [[1, 2], [3, 4]] @ [[5, 6], [7, 8]] = [[19, 22], [43, 50]]; the
+ * result shapes of numpy.matmul. */
+static void matmul_values(void **state) {
+    (void)state;
+    static const double x[4] = {1, 2, 3, 4}, y[4] = {5, 6, 7, 8}, want[4] = {19, 22, 43, 50};
+    operand a[2] = {{"A", NX_DT_FP32, 2, {2, 2}, x}, {"B", NX_DT_FP32, 2, {2, 2}, y}};
+    outcome o;
+    run_case("trn2", "matmul", a, 2, NULL, &o);
+    for (int j = 0; j < 4; j++) assert_true(value_at(&o, 0, j) == want[j]);
+    outcome_free(&o);
+    nx_macro_op op;
+    nx_error err;
+    operand d[2] = {{"A", NX_DT_FP32, 4, {2, 1, 3, 4}, NULL}, {"B", NX_DT_FP32, 3, {5, 4, 6}, NULL}};
+    assert_int_equal(make_op(&op, "matmul", d, 2, NULL, &err), 0);
+    assert_int_equal(op.results[0].ndims, 4);
+    assert_true(op.results[0].shape[0] == 2 && op.results[0].shape[1] == 5 && op.results[0].shape[2] == 3 &&
+                op.results[0].shape[3] == 6);
+    nx_macro_op_free(&op);
+    operand e[2] = {{"A", NX_DT_FP32, 1, {4}, NULL}, {"B", NX_DT_FP32, 3, {2, 4, 3}, NULL}};
+    assert_int_equal(make_op(&op, "matmul", e, 2, NULL, &err), 0);
+    assert_int_equal(op.results[0].ndims, 2);
+    assert_true(op.results[0].shape[0] == 2 && op.results[0].shape[1] == 3);
+    nx_macro_op_free(&op);
+}
+
 static void refused(const char *machine, const char *func, const operand *ops, uint32_t n, const char *attrs,
                     const char *msg) {
     nx_macro_op op;
@@ -535,17 +583,28 @@ static void rope_refusals(void **state) {
     refused("trn2", "rope", e, 3, NULL, "operand 0 (x): D = 512 beyond 256");
 }
 
+static void matmul_refusals(void **state) {
+    (void)state;
+    operand a[2] = {{"A", NX_DT_FP32, 2, {3, 4}, NULL}, {"B", NX_DT_FP32, 2, {5, 3}, NULL}};
+    refused("trn2", "matmul", a, 2, NULL,
+            "operand 1 (B): K = 5 differs from operand 0 (A)'s K = 4 (A [..., M, K] @ B [..., K, N])");
+    operand b[2] = {{"A", NX_DT_FP32, 3, {2, 3, 4}, NULL}, {"B", NX_DT_FP32, 3, {3, 4, 3}, NULL}};
+    refused("trn2", "matmul", b, 2, NULL, "operand 1 (B): batch dim 0 (3) does not broadcast with operand 0 (A)'s (2)");
+    operand c[2] = {{"A", NX_DT_FP32, 2, {3, 4}, NULL}, {"B", NX_DT_BF16, 2, {4, 3}, NULL}};
+    refused("trn2", "matmul", c, 2, NULL, "operand 1 (B): dtype bf16 differs from operand 0 (A)'s fp32");
+}
+
 /* The composite rows: reachable by name, family norms, never a registry key. */
 static void composite_rows(void **state) {
     (void)state;
-    static const char *names[] = {"rmsnorm", "softmax", "layernorm", "cumsum", "rope"};
+    static const char *names[] = {"rmsnorm", "softmax", "layernorm", "cumsum", "rope", "matmul"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         nx_kernel_target t;
         nx_error err;
         assert_int_equal(nx_kernel_lookup(NULL, NULL, names[i], &t, &err), 0);
         assert_null(t.entry);
         assert_non_null(t.composite);
-        assert_string_equal(t.family, i >= 3 ? "elementwise" : "norms");
+        assert_string_equal(t.family, i == 5 ? "matmul" : i >= 3 ? "elementwise" : "norms");
         assert_non_null(t.rules->reference);
         assert_non_null(t.rules->default_op);
     }
@@ -569,6 +628,9 @@ int main(void) {
         cmocka_unit_test(rope_random),
         cmocka_unit_test(rope_values),
         cmocka_unit_test(rope_refusals),
+        cmocka_unit_test(matmul_shapes),
+        cmocka_unit_test(matmul_values),
+        cmocka_unit_test(matmul_refusals),
         cmocka_unit_test(composite_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

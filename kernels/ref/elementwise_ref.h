@@ -4,6 +4,7 @@
 
 #include "isa/error.h"
 #include "kernels/elementwise/elementwise.h"
+#include "kernels/matmul/matmul.h"
 
 /* cumsum along p's axis: for every line, an fp32 running sum from -0 in
  * axis order (last to first with reverse), as ONNX CumSum and numpy's
@@ -16,5 +17,10 @@ int nx_ref_cumsum(const nx_cumsum_params *p, const void *x, void *y, nx_error *e
  * of p's dtypes; out of x's dtype, each element x_a cos - x_b sin (or + )
  * in double, rounded once. */
 int nx_ref_rope(const nx_rope_params *p, const void *x, const void *cos_, const void *sin_, void *out, nx_error *err);
+
+/* ONNX MatMul (kernels/matmul/matmul.h) of a and b into c (p->out_shape,
+ * p->dtype): per result matrix an fp32 sgemm, rounded once. Allocates fp32
+ * copies of one matrix each (freed before returning). */
+int nx_ref_matmul(const nx_matmul_params *p, const void *a, const void *b, void *c, nx_error *err);
 
 #endif

@@ -52,8 +52,10 @@ extern const nx_op_rules nx_rules_softmax;
 extern const nx_op_rules nx_rules_layernorm;
 
 /* elementwise.c: the elementwise and scan composites of kernels/elementwise/
- * (registry/composites.c): cumsum, rope. */
+ * (registry/composites.c): cumsum, rope, and matmul (ONNX MatMul,
+ * kernels/matmul/). */
 extern const nx_op_rules nx_rules_cumsum;
 extern const nx_op_rules nx_rules_rope;
+extern const nx_op_rules nx_rules_matmul;
 
 #endif
