@@ -13,6 +13,9 @@
 #include "isa/error.h"
 #include "kernels/blockwise_mm/blockwise_mm_params.h"
 #include "kernels/conv/conv_params.h"
+#include "kernels/elementwise/elementwise.h"
+#include "kernels/matmul/matmul.h"
+#include "kernels/norms/norms.h"
 #include "kernels/resize/resize_rule.h"
 #include "kernels/select_and_scatter/params.h"
 
@@ -105,5 +108,45 @@ int nx_ref_matmul_lhsT(const nx_ref_operand *lhsT, const nx_ref_operand *rhs, vo
  * axis length. Allocates one line of keys (freed before returning). */
 int nx_ref_topk(const void *in, nx_dtype dtype, uint32_t ndims, const uint64_t *shape, int32_t axis,
                 uint64_t k, int largest, void *values, int32_t *indices, nx_error *err);
+
+/* ---- the norms family (kernels/norms/) ---- */
+
+/* rmsnorm over p->rows rows of p->H: x, gamma [, r] [, scale] in the
+ * dtypes of p; out[0 .. p->n_results) the results in their order
+ * (nx_rmsnorm_result). x' = x + r is an fp32 add rounded to x's dtype (as
+ * the result holds it) and y is computed from it; s = max(fp32(max|y| /
+ * fp8_max), 1e-6) in fp32, q = fp8_e4m3(y / s) or fp8_e4m3(y / scale). */
+int nx_ref_rmsnorm(const nx_rmsnorm_params *p, const void *x, const void *gamma, const void *r, const void *scale,
+                   void *const *out, nx_error *err);
+
+/* softmax along p->axis of x ([outer, A, inner] by p), y of x's dtype:
+ * max, exp(x - max), its sum and the quotient in double, one rounding. A
+ * NaN in a line makes the line NaN; +Inf gives NaN (Inf - Inf), as numpy. */
+int nx_ref_softmax(const nx_softmax_params *p, const void *x, void *y, nx_error *err);
+
+/* layernorm over p->rows rows of p->H (X, Scale [, B] in p's dtypes):
+ * out[0] = Y, out[1] = Mean, out[2] = InvStdDev, all of X's dtype; mean and
+ * variance by two passes in double. */
+int nx_ref_layernorm(const nx_layernorm_params *p, const void *x, const void *scale, const void *bias,
+                     void *const *out, nx_error *err);
+
+/* ---- the elementwise family and matmul (kernels/elementwise/, kernels/matmul/) ---- */
+
+/* cumsum along p's axis: for every line, an fp32 running sum from -0 in
+ * axis order (last to first with reverse), as ONNX CumSum and numpy's
+ * cumsum of float32 compute it; the element before the add with exclusive
+ * (+0 for the first). Each y is rounded once to p->dtype. int32: the
+ * exact sum modulo 2^32 (two's complement). */
+int nx_ref_cumsum(const nx_cumsum_params *p, const void *x, void *y, nx_error *err);
+
+/* rope (layout by p): x [B, H, S, D], cos and sin [S, D/2] or [B, S, D/2]
+ * of p's dtypes; out of x's dtype, each element x_a cos - x_b sin (or + )
+ * in double, rounded once. */
+int nx_ref_rope(const nx_rope_params *p, const void *x, const void *cos_, const void *sin_, void *out, nx_error *err);
+
+/* ONNX MatMul (kernels/matmul/matmul.h) of a and b into c (p->out_shape,
+ * p->dtype): per result matrix an fp32 sgemm, rounded once. Allocates fp32
+ * copies of one matrix each (freed before returning). */
+int nx_ref_matmul(const nx_matmul_params *p, const void *a, const void *b, void *c, nx_error *err);
 
 #endif
