@@ -1,6 +1,6 @@
 /* The norms family's rules (kernels/norms/norms.h): rmsnorm.
  *   results    by nx_rmsnorm_result: y or q [, s] [, x'];
- *   reference  nx_ref_rmsnorm (double per row, kernels/ref/norms_ref.h);
+ *   reference  nx_ref_rmsnorm (double per row, kernels/ref/ref.h);
  *   tolerance  y: the kernel's square-sum adds H positive fp32 terms
  *              (relative error <= H u, u = 2^-24), rsqrt halves it and adds
  *              a few roundings, the two products one each: (H / 2 + 8) u;
