@@ -133,9 +133,10 @@ int nx_run_op(nx_lowerer *L, const nx_machine *m, const nx_macro_op *op, const v
     if (opt->check && (!out->target.rules || !out->target.rules->reference))
         return fail_as(out, NX_RUN_BAD_INPUT,
                        nx_fail(err, "%s: no reference implementation to check against yet", out->target.key));
-    int lowered = opt->grid ? nx_lower_on_grid(L, op, opt->grid, &out->prog, err)
-                            : nx_lower(L, op, &out->prog, &out->grid, err);
-    if (lowered != 0) return fail_as(out, NX_RUN_BAD_INPUT, -1);
+    /* the trace itself stays within the limit beside the op's tensors */
+    int limited = 0;
+    if (nx_lower_within(L, op, opt->grid, opt->max_memory, mem.total, &out->prog, &out->grid, &limited, err) != 0)
+        return fail_as(out, limited ? NX_RUN_LIMIT : NX_RUN_BAD_INPUT, -1);
     if (opt->grid) out->grid = opt->grid;
     out->new_traces = nx_lowerer_new_traces(L);
     out->cache_hits = nx_lowerer_cache_hits(L);

@@ -252,6 +252,13 @@ expect 3 "an op file of 10^9 elements" run --op "$T/op.json"
 has "$T/err" "operand x would get 3.7 GiB of pseudo-random values"
 expect 3 "over --max-memory (run)" run --op "$T/op.json" --max-fill 8G --max-memory 1G
 has "$T/err" "more than the memory limit of 1.0 GiB"
+# the trace counts while it runs: 1 partition and a 1x1 PE make nki_matmul_tiled
+# trace millions of instructions; the limit stops it at once, not after
+printf '{"base": "trn2", "name": "p1", "geometry": {"partitions": 1, "pe_rows": 1, "pe_cols": 1, "dve_transpose_max": 1, "pool_partitions_per_core": 1}}\n' >"$T/p1.json"
+expect 3 "a trace past --max-memory" run nki_matmul_tiled --functional --machine "$T/p1.json" --max-memory 12M
+has "$T/err" "nxsim: nki_matmul_tiled: the program being traced holds "
+has "$T/err" "more than the memory limit of 12.0 MiB; allow more with --max-memory"
+one_line "trace limit"
 expect 2 "--max-memory garbage" exec "$T/big.nxs" --max-memory 12X
 expect 2 "--max-memory 0" exec "$T/big.nxs" --max-memory 0
 expect 2 "--max-fill negative" exec "$T/big.nxs" --max-fill -1
