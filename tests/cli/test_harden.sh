@@ -108,6 +108,36 @@ expect 2 "--op result file = --profile" run --op "$T/prof.json" --profile "$T/./
 expect 2 "-o the -i file" run tiled_pf_transpose -i "$T/x.npy" -o "$T/x.npy"
 same_file "$T/x.npy" "$T/x_orig.npy"
 
+# ---- op-file result paths stay in the op file's tree and replace only earlier results
+mkdir -p "$T/opdir/sub" "$T/outside"
+cp "$T/x_orig.npy" "$T/opdir/sub/x.npy"
+echo notes >"$T/opdir/sub/notes.txt"
+ln -s ../../outside "$T/opdir/sub/away"
+cp "$T/x_orig.npy" "$T/outside/y.npy"
+ln -s ../../outside/y.npy "$T/opdir/sub/away.npy"
+ln -s nothing.npy "$T/opdir/sub/dangling.npy"
+result_op() { # result_op FILE: an op in opdir/sub whose result goes to FILE
+    printf '{"func_name": "tiled_pf_transpose", "operands": [{"name": "x", "file": "x.npy"}], "results": [{"name": "y", "file": "%s"}]}' "$1" >"$T/opdir/sub/op.json"
+}
+for bad in "../../x.npy:climbs out with '..'" "/tmp/nxsim_harden_y.npy:is an absolute path" \
+    "away/y.npy:leads out of the op file's directory through a link" \
+    "away.npy:is a link that leads out" "notes.txt:exists and is not a .npy file" \
+    "sub2/../y.npy:climbs out" "dangling.npy:is a link to nothing" "nodir/y.npy:: its directory: No such file or directory"; do
+    result_op "${bad%%:*}"
+    expect 3 "op result ${bad%%:*}" run --op "$T/opdir/sub/op.json" --functional
+    why=${bad#*:}; [ "${why:0:1}" = : ] || why=" $why" # "::" : the reason follows a colon
+    has "$T/err" "op.json: result 0 (y): file '${bad%%:*}'$why"
+    one_line "op result ${bad%%:*}"
+done
+same_file "$T/outside/y.npy" "$T/x_orig.npy"
+if [ "$(cat "$T/opdir/sub/notes.txt")" = notes ] && [ "$(ls "$T/outside")" = y.npy ] && [ ! -e /tmp/nxsim_harden_y.npy ]; then pass
+else fail "an op file's refused result touched a file"; fi
+result_op "deeper/y.npy"
+mkdir -p "$T/opdir/sub/deeper"
+expect 0 "op result in a subdirectory" run --op "$T/opdir/sub/op.json" --functional
+expect 0 "op result replaces its earlier result" run --op "$T/opdir/sub/op.json" --functional
+(cd "$T/opdir/sub" && "$NXSIM" run --op op.json --functional >/dev/null 2>"$T/err") && pass || fail "op file in the working directory: $(cat "$T/err")"
+
 # ---- 1+2 for the profile files: --timeline and exec's --profile are outputs
 # of the run like -o/--out: refused when they are an input or another
 # output, written through links and devices, staged with the results
