@@ -300,5 +300,12 @@ has "$T/err" "larger than 16.0 MiB (the limit for an op file)"
 expect 3 "-i from /dev/zero" run tiled_pf_transpose -i /dev/zero --max-memory 64M
 has "$T/err" "larger than 32.0 MiB"
 
+# NumPy's default float64: refused with the NumPy call that converts it
+LC_ALL=C sed "s/'<f4'/'<f8'/" "$T/x_orig.npy" >"$T/f64.npy" # the dtype is read before the data
+expect 3 "a float64 .npy" run tiled_pf_transpose -i "$T/f64.npy" --functional
+has "$T/err" "f64.npy: dtype float64 ('<f8') is not an nxsim type; convert it to fp32 with NumPy: np.save('"
+has "$T/err" "f64.npy').astype(np.float32))"
+one_line "float64"
+
 echo "test_harden: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
