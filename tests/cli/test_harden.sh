@@ -300,6 +300,11 @@ has "$T/err" "larger than 16.0 MiB (the limit for an op file)"
 expect 3 "-i from /dev/zero" run tiled_pf_transpose -i /dev/zero --max-memory 64M
 has "$T/err" "larger than 32.0 MiB"
 
+# string attributes of the composites are echoed escaped (topk's method)
+expect 3 "topk method with ESC" run topk -a 'method="SCAN\u001b]0;x\u0007"' --functional
+has "$T/err" "unknown top-k method 'SCAN\x1b]0;x\x07'"
+one_line "topk method"
+
 # NumPy's default float64: refused with the NumPy call that converts it
 LC_ALL=C sed "s/'<f4'/'<f8'/" "$T/x_orig.npy" >"$T/f64.npy" # the dtype is read before the data
 expect 3 "a float64 .npy" run tiled_pf_transpose -i "$T/f64.npy" --functional
