@@ -53,8 +53,10 @@ nx_status api_failf(nx_message *msg, nx_status st, const char *fmt, ...)
 #endif
     ;
 void api_ok(nx_message *msg);
-/* The run options of a config (NULL: defaults). */
-nx_run_options api_run_options(const nx_config *cfg);
+/* The run options of a config (NULL: defaults) into *out: NX_OK, or
+ * NX_ERR_USAGE for a size that is no nx_config's, a backend or grid out of
+ * range ("FN: nx_config.backend 7 is not a backend ..."). */
+nx_status api_run_options(const nx_config *cfg, const char *fn, nx_run_options *out, nx_message *msg);
 /* The trace of a result (the model's result inside it). */
 const nx_run_trace *api_trace(const nx_result *r);
 

@@ -1,6 +1,7 @@
 /* libnxsim (include/nxsim/nxsim.h): messages, versions, configs, dtypes and
  * the registry listings. */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,11 +45,36 @@ NXSIM_API void nx_config_init(nx_config *cfg) {
     cfg->seed = 1;
 }
 
-nx_run_options api_run_options(const nx_config *cfg) {
+/* The sizes a caller's nx_config may have: this header's, or an older one
+ * that ends after one of the fields (fields are only ever added at the end). */
+static int config_size_ok(uint32_t size) {
+    static const size_t ends[] = {offsetof(nx_config, pe_rtl),   offsetof(nx_config, race_check),
+                                  offsetof(nx_config, check),    offsetof(nx_config, keep_log),
+                                  offsetof(nx_config, progress), offsetof(nx_config, grid),
+                                  offsetof(nx_config, seed),     sizeof(nx_config)};
+    for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++)
+        if (size == ends[i]) return 1;
+    return 0;
+}
+
+nx_status api_run_options(const nx_config *cfg, const char *fn, nx_run_options *out, nx_message *msg) {
     nx_config c;
     nx_config_init(&c);
-    /* a caller built against an older header passes a shorter struct */
-    if (cfg) memcpy(&c, cfg, cfg->size && cfg->size < sizeof c ? cfg->size : sizeof c);
+    if (cfg) {
+        if (!config_size_ok(cfg->size))
+            return api_failf(msg, NX_ERR_USAGE,
+                             "%s: nx_config.size %u is not the size of an nx_config (%u in this library; "
+                             "call nx_config_init)",
+                             fn, cfg->size, (unsigned)sizeof c);
+        /* a caller built against an older header passes a shorter struct */
+        memcpy(&c, cfg, cfg->size);
+    }
+    if (c.backend != NX_BACKEND_MODEL && c.backend != NX_BACKEND_FUNCTIONAL)
+        return api_failf(msg, NX_ERR_USAGE,
+                         "%s: nx_config.backend %d is not a backend (NX_BACKEND_MODEL 0, NX_BACKEND_FUNCTIONAL 1)", fn,
+                         c.backend);
+    if (c.grid > 2)
+        return api_failf(msg, NX_ERR_USAGE, "%s: nx_config.grid %u is not 0 (the kernel's), 1 or 2", fn, c.grid);
     nx_run_options o = {
         .backend = c.backend == NX_BACKEND_FUNCTIONAL ? NX_RUN_FUNCTIONAL : NX_RUN_MODEL,
         .pe_rtl = c.pe_rtl,
@@ -59,7 +85,8 @@ nx_run_options api_run_options(const nx_config *cfg) {
         .seed = c.seed,
         .progress = c.progress,
     };
-    return o;
+    *out = o;
+    return NX_OK;
 }
 
 NXSIM_API const char *nx_engine_label(uint32_t i) { return i < NX_ENG_COUNT ? nx_engine_name((nx_engine)i) : NULL; }

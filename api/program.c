@@ -113,7 +113,9 @@ NXSIM_API nx_status nx_session_exec(nx_session *s, const nx_prog *p, uint32_t n,
     if (!s || !p || !out || (n && (!names || !data || !bytes)))
         return api_failf(msg, NX_ERR_USAGE, "nx_session_exec: a required argument is NULL");
     *out = NULL;
-    nx_run_options opt = api_run_options(cfg);
+    nx_run_options opt;
+    nx_status cs = api_run_options(cfg, "nx_session_exec", &opt, msg);
+    if (cs != NX_OK) return cs;
     if (opt.check) return api_failf(msg, NX_ERR_USAGE, "nx_session_exec: a program has no reference to check against");
     nx_error err;
     const nx_program *prog = &p->prog;

@@ -107,6 +107,9 @@ NXSIM_API nx_status nx_session_run(nx_session *s, const nx_call *c, const nx_con
                                    nx_message *msg) {
     if (!s || !c || !out) return api_failf(msg, NX_ERR_USAGE, "nx_session_run: a required argument is NULL");
     *out = NULL;
+    nx_run_options opt;
+    nx_status cs = api_run_options(cfg, "nx_session_run", &opt, msg);
+    if (cs != NX_OK) return cs;
     nx_error err;
     nx_result *r = calloc(1, sizeof *r);
     if (!r) return api_failf(msg, NX_ERR_MEMORY, "out of memory");
@@ -119,7 +122,6 @@ NXSIM_API nx_status nx_session_run(nx_session *s, const nx_call *c, const nx_con
         nx_result_free(r);
         return api_fail(msg, st, &err);
     }
-    nx_run_options opt = api_run_options(cfg);
     const void *inputs[NX_OP_MAX_TENSORS] = {0};
     for (uint32_t i = 0; i < c->op.n_operands; i++) inputs[i] = c->data[i];
     if (nx_run_op(s->L, &s->machine, &r->prep, inputs, &opt, &r->run, &err) != 0) {

@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "isa/fileio.h"
+#include "op_paths.h"
 #include "run_cmd.h"
 
 void cli_run_op_free(run_op *r) {
@@ -164,7 +165,17 @@ static int result_paths(const run_args *a, run_op *r) {
     for (uint32_t j = 0; j < r->prep.op.n_results; j++) {
         const char *p = a->op_file ? r->files.result[j] : (int)j < a->n_out ? a->outs[j] : NULL;
         if (!p) continue;
-        r->out_path[j] = a->op_file ? path_beside(a->op_file, p) : strdup(p);
+        if (a->op_file) { /* untrusted: confined to the op file's tree (cli/op_paths.h) */
+            nx_error err;
+            if (cli_op_result_path(a->op_file, p, &r->out_path[j], &err) != 0) {
+                nx_quoted q, qn;
+                cli_message("%s: result %u (%s): %s", nx_quote(&q, a->op_file, NX_QUOTE_PATH), j,
+                            nx_quote(&qn, r->prep.op.results[j].name, NX_QUOTE_NAME), err.msg);
+                return CLI_EXIT_INPUT;
+            }
+            continue;
+        }
+        r->out_path[j] = strdup(p);
         if (!r->out_path[j]) {
             cli_message("out of memory");
             return CLI_EXIT_RUNTIME;

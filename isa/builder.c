@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "dtype.h"
+#include "fileio.h" /* nx_format_bytes */
 #include "validate.h"
 
 struct nx_builder {
@@ -16,6 +17,11 @@ struct nx_builder {
     nx_src_here last_at; /* the location last interned, and its index */
     uint32_t last_src;
     int have_last;
+    uint64_t insns;     /* instructions appended in all streams */
+    uint64_t limit;     /* 0: no limit on the program's storage */
+    uint64_t beside;    /* counted against limit with it */
+    nx_builder_limit hit;
+    nx_error why;       /* the message of the emit that hit it */
 };
 
 nx_builder *nx_builder_new(const nx_geometry *geo, uint32_t cores) {
@@ -116,10 +122,45 @@ int nx_builder_semaphore(nx_builder *b, uint32_t *sem_out, nx_error *err) {
     return 0;
 }
 
+void nx_builder_set_memory_limit(nx_builder *b, uint64_t limit, uint64_t beside) {
+    b->limit = limit;
+    b->beside = beside;
+}
+
+nx_builder_limit nx_builder_limit_hit(const nx_builder *b, nx_error *why) {
+    if (b->hit && why) *why = b->why;
+    return b->hit;
+}
+
+/* Storage grows by doubling, so summing it at every power of two and then
+ * every 1024 instructions sees any limit before the program passes it by
+ * more than one growth step. */
+#define CHECK_EVERY 1024
+static int check_due(uint64_t insns) { return (insns & (insns - 1)) == 0 || insns % CHECK_EVERY == 0; }
+
 int nx_builder_emit(nx_builder *b, uint32_t core, nx_engine engine, const nx_insn *insn,
                     uint32_t *index_out, nx_error *err) {
     if (core >= b->prog.cores) return nx_fail(err, "emit on core %u of %u", core, b->prog.cores);
+    if (b->insns >= NX_PROGRAM_MAX_INSNS) {
+        b->hit = NX_BUILDER_INSN_CAP;
+        nx_fail(&b->why, "more than %u instructions, the most a program may hold", NX_PROGRAM_MAX_INSNS);
+        if (err) *err = b->why;
+        return -1;
+    }
+    if (b->limit && check_due(b->insns)) {
+        uint64_t heap = nx_program_insn_bytes(&b->prog);
+        if (heap > b->limit || b->beside > b->limit - heap) {
+            char held[32], beside[32], limit[32];
+            b->hit = NX_BUILDER_MEMORY;
+            nx_fail(&b->why, "the program being traced holds %s beside the run's %s, more than the memory limit of %s",
+                    nx_format_bytes(heap, held, sizeof held), nx_format_bytes(b->beside, beside, sizeof beside),
+                    nx_format_bytes(b->limit, limit, sizeof limit));
+            if (err) *err = b->why;
+            return -1;
+        }
+    }
     if (nx_program_append(&b->prog, core, engine, insn, err) != 0) return -1;
+    b->insns++;
     if (index_out) *index_out = b->prog.stream[core][engine].count - 1;
     return 0;
 }

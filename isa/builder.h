@@ -68,6 +68,24 @@ typedef struct nx_src_here {
  * source location in the program (isa/program.h, nx_program_insn_src). */
 int nx_builder_emit_at(nx_builder *b, uint32_t core, nx_engine engine, const nx_insn *insn,
                        const nx_src_here *at, uint32_t *index_out, nx_error *err);
+/* Limits on a trace (docs/parts/security.md), checked as each instruction
+ * is appended so a kernel that emits without end stops early: at most
+ * NX_PROGRAM_MAX_INSNS instructions in all streams, always, and with
+ * limit > 0 at most limit bytes for the program's instruction storage
+ * (nx_program_insn_bytes: records and operand pool) plus
+ * `beside` (what the caller holds for the same run). An emit past a limit
+ * fails ("more than 2097152 instructions, the most a program may hold" or
+ * "the program being traced holds 92.0 MiB beside the run's 10.5 MiB, more
+ * than the memory limit of 100 MiB") and nx_builder_limit_hit says which. */
+void nx_builder_set_memory_limit(nx_builder *b, uint64_t limit, uint64_t beside);
+typedef enum nx_builder_limit {
+    NX_BUILDER_WITHIN = 0,
+    NX_BUILDER_INSN_CAP, /* NX_PROGRAM_MAX_INSNS */
+    NX_BUILDER_MEMORY,   /* the memory limit */
+} nx_builder_limit;
+/* Which limit an emit stopped at; with one, *why (optional) gets that emit's
+ * message again (a leaf may have prefixed or replaced the one it returned). */
+nx_builder_limit nx_builder_limit_hit(const nx_builder *b, nx_error *why);
 /* An emitted instruction, copied to *scratch (the caller's); NULL if there
  * is none. nx_builder_set_insn replaces it (0, or -1 with err set). */
 const nx_insn *nx_builder_insn(const nx_builder *b, uint32_t core, nx_engine engine, uint32_t index,

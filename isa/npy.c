@@ -286,8 +286,27 @@ static int parse_descr(hdr_parser *p, parsed_descr *d) {
     return 0;
 }
 
+/* NumPy's 64-bit defaults (float64, int64) are what users bring most: the
+ * refusal gives the NumPy call that makes the file one nxsim reads (a
+ * decision: no silent narrowing; docs/parts/cli.md, "Input arrays"). */
+static int wide_default(const char *name, const char *descr, nx_error *err) {
+    static const struct {
+        const char *descr, *numpy, *to, *nx;
+    } wide[] = {{"<f8", "float64", "float32", "fp32"}, {"<i8", "int64", "int32", "int32"},
+                {"<u8", "uint64", "uint32", "uint32"}};
+    for (size_t i = 0; i < COUNT_OF(wide); i++) {
+        if (strcmp(descr, wide[i].descr) != 0) continue;
+        const char *f = strpbrk(name, "'\\") ? "FILE" : name; /* a Python literal as typed */
+        return nx_fail(err, "%s: dtype %s ('%s') is not an nxsim type; convert it to %s with NumPy: "
+                            "np.save('%s', np.load('%s').astype(np.%s))",
+                       name, wide[i].numpy, descr, wide[i].nx, f, f, wide[i].to);
+    }
+    return 0;
+}
+
 static int descr_to_dtype(const char *name, const parsed_descr *d, nx_dtype *out, nx_error *err) {
     if (!d->structured) {
+        if (wide_default(name, d->plain, err) != 0) return -1;
         for (size_t i = 0; i < COUNT_OF(plain_descrs); i++)
             if (descr_matches(d->plain, plain_descrs[i].descr)) {
                 *out = plain_descrs[i].dt;

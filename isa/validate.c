@@ -321,3 +321,32 @@ int nx_check_scalar(const nx_operand *s, const char *s_name, const nx_operand *i
         return nx_fail(err, "%s has %" PRIu64 " elements per partition, a scalar has 1", s_name, n);
     return 0;
 }
+
+int nx_check_bitvec(const nx_alu_op *ops, uint32_t nops, nx_engine engine, const nx_operand *slots,
+                    const char *const *names, uint32_t nslots, nx_error *err) {
+    int bitvec = -1, arith = -1;
+    for (uint32_t i = 0; i < nops; i++) {
+        if (ops[i] == NX_ALU_BYPASS) continue;
+        if (nx_alu_is_bitvec(ops[i])) {
+            if (bitvec < 0) bitvec = (int)i;
+        } else if (arith < 0) {
+            arith = (int)i;
+        }
+    }
+    if (bitvec < 0) return 0;
+    if (arith >= 0) {
+        int a = bitvec < arith ? bitvec : arith, b = bitvec < arith ? arith : bitvec;
+        return nx_fail(err, "op%d %s and op%d %s: a bitvec and an arithmetic op do not mix in one instruction", a,
+                       nx_alu_name(ops[a]), b, nx_alu_name(ops[b]));
+    }
+    if (engine != NX_ENG_DVE)
+        return nx_fail(err, "op%d %s: a bitvec op runs on %s only, not %s", bitvec, nx_alu_name(ops[bitvec]),
+                       nx_engine_name(NX_ENG_DVE), nx_engine_name(engine));
+    for (uint32_t s = 0; s < nslots; s++) {
+        const nx_operand *o = &slots[s];
+        if (o->kind == NX_OPK_NONE || nx_dtype_is_float((nx_dtype)o->dtype) == 0) continue;
+        return nx_fail(err, "%s: dtype %s: a bitvec op (%s) takes integer dtypes", names[s],
+                       nx_dtype_name((nx_dtype)o->dtype), nx_alu_name(ops[bitvec]));
+    }
+    return 0;
+}

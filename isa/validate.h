@@ -38,6 +38,18 @@ int nx_check_same_shape(const nx_operand *a, const char *a_name, const nx_operan
                         const char *b_name, nx_error *err);
 int nx_check_scalar(const nx_operand *s, const char *s_name, const nx_operand *in, nx_error *err);
 
+/* The public nki.isa rules for the bitvec ops (nx_alu_is_bitvec), applied to
+ * an instruction whose ALU ops are ops[0 .. nops) (bypass counts as neither
+ * kind) over the operands in slots[0 .. nslots) (names[] name them;
+ * immediates included): a bitvec op runs on DVE only, its operands have
+ * integer dtypes, and a bitvec op does not share an instruction with an
+ * arithmetic op (docs/parts/insns-dve.md, "Bitvec ops"). One line each:
+ * "op0 shift_right and op1 is_gt: a bitvec and an arithmetic op do not mix
+ * in one instruction", "op0 bitwise_and: a bitvec op runs on dve only, not
+ * pool", "in: dtype fp32: a bitvec op (bitwise_and) takes integer dtypes". */
+int nx_check_bitvec(const nx_alu_op *ops, uint32_t nops, nx_engine engine, const nx_operand *slots,
+                    const char *const *names, uint32_t nslots, nx_error *err);
+
 /* A conservative box of memory an instruction touches:
  * kind NX_OPK_HBM: bytes [lo, hi) of HBM (partitions ignored);
  * SBUF/PSUM: partitions [p_lo, p_hi) x bytes [lo, hi) within each partition.

@@ -132,14 +132,15 @@ static void cache_grow(nx_lowerer *L) {
 
 /* ---- tracing --------------------------------------------------------------- */
 
-static int trace(const nx_lowerer *L, const nx_macro_op *op, nx_resolved *r, uint32_t grid,
-                 nx_program *out, nx_error *err) {
+static int trace(const nx_lowerer *L, const nx_macro_op *op, nx_resolved *r, uint32_t grid, uint64_t max_bytes,
+                 uint64_t beside, int *limited, nx_program *out, nx_error *err) {
     const char *key = r->key;
     if (grid > L->geo.cores)
         return nx_fail(err, "%s: needs a grid of %u cores, machine '%.16s' has %u", key, grid,
                        L->geo.name, L->geo.cores);
     nx_builder *b = nx_builder_new(&L->geo, grid);
     if (!b) return nx_fail(err, "%s: out of memory creating the program builder", key);
+    nx_builder_set_memory_limit(b, max_bytes, beside);
     int rc = -1;
     /* Declare every operand (input) and result (output), in op order. */
     uint64_t off_in[NX_OP_MAX_TENSORS], off_out[NX_OP_MAX_TENSORS];
@@ -175,7 +176,15 @@ static int trace(const nx_lowerer *L, const nx_macro_op *op, nx_resolved *r, uin
         int lrc = r->leaf->fn(k, &call, err);
         if (lrc == 0) lrc = nx_kctx_finish(k, err);
         nx_kctx_free(k);
-        if (lrc != 0) goto done; /* the leaf's message, unchanged */
+        if (lrc != 0) {
+            nx_error why; /* a trace stopped at a limit: the limit's message, naming the kernel */
+            nx_builder_limit hit = nx_builder_limit_hit(b, &why);
+            if (hit != NX_BUILDER_WITHIN) {
+                nx_fail(err, "%s: %s", key, why.msg);
+                if (limited) *limited = hit == NX_BUILDER_MEMORY;
+            }
+            goto done; /* else the leaf's message, unchanged */
+        }
     }
     if (nx_builder_finish(b, out, err) != 0) {
         nx_fail_prefix(err, "%s", key);
@@ -188,7 +197,9 @@ done:
 }
 
 static int lower(nx_lowerer *L, const nx_kernel_target *t, const nx_macro_op *op, uint32_t grid_override,
-                 const nx_program **prog, uint32_t *grid_out, nx_error *err) {
+                 uint64_t max_bytes, uint64_t beside, int *limited, const nx_program **prog, uint32_t *grid_out,
+                 nx_error *err) {
+    if (limited) *limited = 0;
     nx_resolved r;
     if (nx_resolve_target(t, op, &r, err) != 0) return -1;
     uint32_t grid = grid_override ? grid_override : r.config->requires_multicore_grid ? NX_VNC_GRID : 1;
@@ -214,7 +225,7 @@ static int lower(nx_lowerer *L, const nx_kernel_target *t, const nx_macro_op *op
             e->hash = hash;
             e->grid = grid;
             nx_program_init(&e->prog);
-            if (trace(L, op, &r, grid, &e->prog, err) != 0) {
+            if (trace(L, op, &r, grid, max_bytes, beside, limited, &e->prog, err) != 0) {
                 free(e->key);
                 free(e);
                 e = NULL;
@@ -238,13 +249,20 @@ static int lower(nx_lowerer *L, const nx_kernel_target *t, const nx_macro_op *op
 
 int nx_lower(nx_lowerer *L, const nx_kernel_target *t, const nx_macro_op *op, const nx_program **prog,
              uint32_t *grid_out, nx_error *err) {
-    return lower(L, t, op, 0, prog, grid_out, err);
+    return lower(L, t, op, 0, 0, 0, NULL, prog, grid_out, err);
+}
+
+int nx_lower_within(nx_lowerer *L, const nx_kernel_target *t, const nx_macro_op *op, uint32_t grid,
+                    uint64_t max_bytes, uint64_t beside, const nx_program **prog, uint32_t *grid_out, int *limited,
+                    nx_error *err) {
+    if (grid > NX_VNC_GRID) return nx_fail(err, "grid must be 1 or %d, got %u", NX_VNC_GRID, grid);
+    return lower(L, t, op, grid, max_bytes, beside, limited, prog, grid_out, err);
 }
 
 int nx_lower_on_grid(nx_lowerer *L, const nx_kernel_target *t, const nx_macro_op *op, uint32_t grid,
                      const nx_program **prog, nx_error *err) {
     if (grid < 1 || grid > NX_VNC_GRID) return nx_fail(err, "grid must be 1 or %d, got %u", NX_VNC_GRID, grid);
-    return lower(L, t, op, grid, prog, NULL, err);
+    return lower(L, t, op, grid, 0, 0, NULL, prog, NULL, err);
 }
 
 /* The counters are read under the lock: they are 64-bit and updated by

@@ -73,6 +73,20 @@ int nx_lower(nx_lowerer *L, const nx_kernel_target *t, const nx_macro_op *op, co
 int nx_lower_on_grid(nx_lowerer *L, const nx_kernel_target *t, const nx_macro_op *op, uint32_t grid,
                      const nx_program **prog, nx_error *err);
 
+/* nx_lower (grid 0) or nx_lower_on_grid (grid 1 or 2) with a trace that
+ * stops as soon as the program being built, with `beside` bytes the run
+ * holds already, passes max_bytes (0: no limit; the instruction cap
+ * NX_PROGRAM_MAX_INSNS always applies; both are checked as instructions
+ * are appended: isa/builder.h). A trace stopped at a limit fails with "KEY:
+ * more than 2097152 instructions, the most a program may hold" or "KEY: the
+ * program being traced holds 92.0 MiB beside the run's 10.5 MiB, more than
+ * the memory limit of 100 MiB"; *limited (optional) is 1 for the second. A
+ * program that fits is cached as nx_lower's (the limit is no part of the
+ * key). */
+int nx_lower_within(nx_lowerer *L, const nx_kernel_target *t, const nx_macro_op *op, uint32_t grid,
+                    uint64_t max_bytes, uint64_t beside, const nx_program **prog, uint32_t *grid_out, int *limited,
+                    nx_error *err);
+
 /* NEW_NKI_FE: programs traced (not found in the cache) by this lowerer. */
 uint64_t nx_lowerer_new_traces(const nx_lowerer *L);
 /* Lookups answered from the cache. */

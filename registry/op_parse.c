@@ -121,8 +121,18 @@ static int check_members(const cJSON *obj, const char *path, const char *const *
     return 0;
 }
 
+/* A shape entry: a positive integer spelt as one, by the rule integer
+ * attributes follow (registry/json_read.h: 8 is an INT, 8.0 and 8e0 are
+ * FLOATs), so [8.0, 6] is refused as stride=[2.0, 2] is. */
+static int shape_dim(const cJSON *c, const nx_json_numbers *nums, uint64_t *out) {
+    const nx_json_number *ni = cJSON_IsNumber(c) ? nx_json_number_of(nums, c) : NULL;
+    if (!ni || !ni->is_int || ni->overflow || ni->i < 1 || ni->i > ((int64_t)1 << 53)) return -1;
+    *out = (uint64_t)ni->i;
+    return 0;
+}
+
 static int tensor_from_json(const cJSON *obj, const char *path, int is_result, uint32_t index,
-                            nx_op_tensor *t, char **file, nx_error *err) {
+                            const nx_json_numbers *nums, nx_op_tensor *t, char **file, nx_error *err) {
     static const char *const strict_keys[] = {"name", "shape", "dtype", NULL};
     static const char *const file_keys[] = {"name", "shape", "dtype", "file", NULL};
     if (!cJSON_IsObject(obj)) return nx_fail(err, "%s must be a JSON object", path);
@@ -159,12 +169,9 @@ static int tensor_from_json(const cJSON *obj, const char *path, int is_result, u
         if (nd < 1 || nd > NX_KERNEL_MAX_DIMS)
             return nx_fail(err, "%s.shape has %d dims, expected 1..%d", path, nd, NX_KERNEL_MAX_DIMS);
         uint32_t d = 0;
-        for (const cJSON *c = shape->child; c; c = c->next, d++) {
-            double v = cJSON_IsNumber(c) ? c->valuedouble : -1;
-            if (!(v >= 1 && v <= 9007199254740992.0) || v != floor(v))
-                return nx_fail(err, "%s.shape[%u] must be a positive integer", path, d);
-            t->shape[d] = (uint64_t)v;
-        }
+        for (const cJSON *c = shape->child; c; c = c->next, d++)
+            if (shape_dim(c, nums, &t->shape[d]) != 0)
+                return nx_fail(err, "%s.shape[%u] must be a positive integer (spelt as one: 8, not 8.0)", path, d);
         t->ndims = (uint32_t)nd;
     }
     if (dtype) {
@@ -179,7 +186,7 @@ static int tensor_from_json(const cJSON *obj, const char *path, int is_result, u
 }
 
 static int tensors_from_json(const cJSON *arr, const char *source, const char *key, int is_result,
-                             nx_op_tensor *ts, uint32_t *n, char **files, nx_error *err) {
+                             const nx_json_numbers *nums, nx_op_tensor *ts, uint32_t *n, char **files, nx_error *err) {
     if (!cJSON_IsArray(arr)) return nx_fail(err, "%s: %s must be a list of tensor objects", source, key);
     int count = cJSON_GetArraySize(arr);
     if (count > NX_OP_MAX_TENSORS)
@@ -189,7 +196,7 @@ static int tensors_from_json(const cJSON *arr, const char *source, const char *k
     for (const cJSON *c = arr->child; c; c = c->next, i++) {
         char path[256];
         snprintf(path, sizeof path, "%s: %s[%u]", source, key, i);
-        if (tensor_from_json(c, path, is_result, i, &ts[i], files ? &files[i] : NULL, err) != 0)
+        if (tensor_from_json(c, path, is_result, i, nums, &ts[i], files ? &files[i] : NULL, err) != 0)
             return -1;
     }
     *n = i;
@@ -222,9 +229,9 @@ int nx_macro_op_parse(const char *source, const char *json, nx_macro_op *out, nx
     } else if (!opnds) {
         nx_fail(err, "%s: missing \"operands\"", source);
     } else if (nx_macro_op_set_func_name(&op, fn->valuestring, err) == 0 &&
-               tensors_from_json(opnds, source, "operands", 0, op.operands, &op.n_operands,
+               tensors_from_json(opnds, source, "operands", 0, &nums, op.operands, &op.n_operands,
                                  files ? fl.operand : NULL, err) == 0 &&
-               (!res || tensors_from_json(res, source, "results", 1, op.results, &op.n_results,
+               (!res || tensors_from_json(res, source, "results", 1, &nums, op.results, &op.n_results,
                                           files ? fl.result : NULL, err) == 0) &&
                (!attrs || attrs_from_json(attrs, apath, &nums, &op.attrs, err) == 0)) {
         rc = 0;

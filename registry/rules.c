@@ -37,6 +37,12 @@ void nx_tolerance_eps(nx_tolerance *out, double multiple, nx_dtype dt) {
 
 int nx_op_rules_tolerance(const nx_op_rules *rules, const nx_macro_op *op, uint32_t result,
                           nx_tolerance *out, nx_error *err) {
+    return nx_op_rules_tolerance_on(rules, op, NULL, result, out, err);
+}
+
+int nx_op_rules_tolerance_on(const nx_op_rules *rules, const nx_macro_op *op, const nx_geometry *geo,
+                             uint32_t result, nx_tolerance *out, nx_error *err) {
+    if (rules && rules->tolerance_on) return rules->tolerance_on(op, geo, result, out, err);
     if (!rules || !rules->tolerance) return nx_tolerance_exact(op, result, out, err);
     return rules->tolerance(op, result, out, err);
 }

@@ -58,6 +58,12 @@ typedef int (*nx_reference_fn)(const nx_macro_op *op, const void *const *inputs,
 typedef int (*nx_tolerance_fn)(const nx_macro_op *op, uint32_t result, nx_tolerance *out,
                                nx_error *err);
 
+/* The same for a tolerance that depends on the machine the op runs on (a
+ * kernel blocked by the partition count); geo may be NULL (callers without
+ * a machine: the trn presets' 128 partitions). */
+typedef int (*nx_tolerance_on_fn)(const nx_macro_op *op, const nx_geometry *geo, uint32_t result,
+                                  nx_tolerance *out, nx_error *err);
+
 /* Values of operand `operand` of an op run without a file for it (the
  * default op of `nxsim run KEY`, or an --op operand without "file"), for
  * operands whose values must mean something (a routing: token ids and
@@ -81,6 +87,7 @@ typedef struct nx_op_rules {
     nx_reference_fn reference;         /* NULL: --check is refused */
     const char *reference_name;        /* "nx_ref_transpose" (with reference) */
     nx_tolerance_fn tolerance;         /* NULL with reference means exact */
+    nx_tolerance_on_fn tolerance_on;   /* when set, used instead of tolerance */
     nx_default_values_fn default_values; /* NULL: operands without a file are pseudo-random */
     nx_explain_fn explain;             /* NULL: nothing to say */
 } nx_op_rules;
@@ -103,6 +110,9 @@ double nx_dtype_epsilon(nx_dtype dt);
  * NULL). */
 int nx_op_rules_tolerance(const nx_op_rules *rules, const nx_macro_op *op, uint32_t result,
                           nx_tolerance *out, nx_error *err);
+/* The same for the op on machine geometry geo (NULL: as above). */
+int nx_op_rules_tolerance_on(const nx_op_rules *rules, const nx_macro_op *op, const nx_geometry *geo,
+                             uint32_t result, nx_tolerance *out, nx_error *err);
 
 /* Gives op its results by rules->infer_results. Results op already has
  * (from an op file) keep their names, and a declared dtype (other than

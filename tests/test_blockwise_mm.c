@@ -696,6 +696,12 @@ static void test_refusals(void **state) {
     expect_read_error(ops, &two,
                       "attribute expert_affinities_scaling_mode: \"SCALE\" is not one of "
                       "\"POST_SCALE\", \"PRE_SCALE\", \"NO_SCALE\"");
+    char hostile[] = "A\nB\x1b[2J"; /* a newline and an ESC sequence stay escaped: one line */
+    a[1].value.s = hostile;
+    expect_read_error(ops, &two,
+                      "attribute expert_affinities_scaling_mode: \"A\\nB\\x1b[2J\" is not one of "
+                      "\"POST_SCALE\", \"PRE_SCALE\", \"NO_SCALE\"");
+    a[1].value.s = bad;
     a[0].value.i = 3;
     expect_read_error(ops, &one,
                       "operand 4 (token_position_to_id): 8 positions are not a whole number of "

@@ -359,21 +359,42 @@ static void test_bitwise(void **state) {
         test_sbuf_get(&st, 0, NX_DT_INT32, 0, 256, N, got);
         test_assert_values(got, cases[k].i, N);
     }
-    /* fp32 inputs: RNE to an integer, saturate, NaN -> 0; AND with all ones
-     * keeps the value, read back signed when the input was negative. */
-    enum { F = 6 };
-    const double fa[F] = {2.5, 3.5, -2.5, 1e10, -1e10, NAN};
-    test_sbuf_put(&st, 0, NX_DT_FP32, 0, 320, F, fa);
+    /* The public nki.isa rules (docs/parts/insns-dve.md, "Bitvec ops"): a
+     * bitvec tensor_scalar or tensor_tensor takes integer dtypes only, runs
+     * on DVE only, and does not mix with an arithmetic op. */
     nx_insn in = nx_insn_make(NX_OP_TENSOR_SCALAR);
     in.alu0 = NX_ALU_BITWISE_AND;
-    in.op[0] = test_sb(NX_DT_FP32, 0, 1, 384, F);
-    in.op[1] = test_sb(NX_DT_FP32, 0, 1, 320, F);
+    in.op[0] = test_sb(NX_DT_FP32, 0, 1, 384, N);
+    in.op[1] = test_sb(NX_DT_INT32, 0, 1, 128, N);
     in.op[2] = nx_imm(4294967295.0, NX_DT_UINT32);
+    test_run_fails(&st, NX_ENG_DVE, &in, "dst: dtype fp32: a bitvec op (bitwise_and) takes integer dtypes");
+    in.op[0] = test_sb(NX_DT_INT32, 0, 1, 384, N);
+    in.op[1] = test_sb(NX_DT_FP32, 0, 1, 320, N);
+    test_run_fails(&st, NX_ENG_DVE, &in, "in: dtype fp32: a bitvec op (bitwise_and) takes integer dtypes");
+    in.op[1] = test_sb(NX_DT_INT32, 0, 1, 128, N);
+    in.op[2] = nx_imm(255, NX_DT_FP32);
+    test_run_fails(&st, NX_ENG_DVE, &in, "scalar0: dtype fp32: a bitvec op (bitwise_and) takes integer dtypes");
+    in.op[2] = nx_imm(255, NX_DT_INT32);
+    test_run_fails(&st, NX_ENG_POOL, &in, "op0 bitwise_and: a bitvec op runs on dve only, not pool");
+    in.alu0 = NX_ALU_SHIFT_RIGHT;
+    in.alu1 = NX_ALU_IS_GT;
+    in.op[3] = nx_imm(1, NX_DT_INT32);
+    test_run_fails(&st, NX_ENG_POOL, &in,
+                   "op0 shift_right and op1 is_gt: a bitvec and an arithmetic op do not mix in one instruction");
+    in.alu0 = NX_ALU_ADD;
+    in.alu1 = NX_ALU_BITWISE_OR;
+    test_run_fails(&st, NX_ENG_DVE, &in,
+                   "op0 add and op1 bitwise_or: a bitvec and an arithmetic op do not mix in one instruction");
+    in.alu0 = NX_ALU_BYPASS; /* bypass is neither kind */
     test_run_ok(&st, NX_ENG_DVE, &in);
-    double got[F];
-    const double want[F] = {2, 4, -2, 4294967296.0 /* 2^32-1 as fp32 */, -2147483648.0, 0};
-    test_sbuf_get(&st, 0, NX_DT_FP32, 0, 384, F, got);
-    test_assert_values(got, want, F);
+    nx_insn t = nx_insn_make(NX_OP_TENSOR_TENSOR);
+    t.alu0 = NX_ALU_BITWISE_XOR;
+    t.op[0] = test_sb(NX_DT_INT32, 0, 1, 256, N);
+    t.op[1] = test_sb(NX_DT_INT32, 0, 1, 128, N);
+    t.op[2] = test_sb(NX_DT_FP32, 0, 1, 320, N);
+    test_run_fails(&st, NX_ENG_DVE, &t, "in1: dtype fp32: a bitvec op (bitwise_xor) takes integer dtypes");
+    t.op[2] = test_sb(NX_DT_INT32, 0, 1, 192, N);
+    test_run_fails(&st, NX_ENG_POOL, &t, "op0 bitwise_xor: a bitvec op runs on dve only, not pool");
     nx_state_free(&st);
 }
 

@@ -375,8 +375,16 @@ static void test_unsupported_dtypes(void **state) {
                         "in.npy: unsupported dtype '<c8'");
     expect_header_error("{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }\n", 2,
                         "in.npy: unsupported dtype '|b1'");
+    /* NumPy's 64-bit defaults: refused with the call that converts the file */
     expect_header_error("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }\n", 16,
-                        "in.npy: unsupported dtype '<f8'");
+                        "in.npy: dtype float64 ('<f8') is not an nxsim type; convert it to fp32 with NumPy: "
+                        "np.save('in.npy', np.load('in.npy').astype(np.float32))");
+    expect_header_error("{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }\n", 16,
+                        "in.npy: dtype int64 ('<i8') is not an nxsim type; convert it to int32 with NumPy: "
+                        "np.save('in.npy', np.load('in.npy').astype(np.int32))");
+    expect_header_error("{'descr': '<u8', 'fortran_order': False, 'shape': (2,), }\n", 16,
+                        "in.npy: dtype uint64 ('<u8') is not an nxsim type; convert it to uint32 with NumPy: "
+                        "np.save('in.npy', np.load('in.npy').astype(np.uint32))");
     expect_header_error("{'descr': '|f4', 'fortran_order': False, 'shape': (2,), }\n", 8,
                         "in.npy: unsupported dtype '|f4'");
     expect_header_error("{'descr': [('x', '<u2')], 'fortran_order': False, 'shape': (2,), }\n", 4,

@@ -242,12 +242,45 @@ static void equal_instructions_cost_one_record(void **state) {
     nx_program_free(&p);
 }
 
+/* The trace limits hold as instructions are appended (isa/builder.h): the
+ * instruction cap at exactly NX_PROGRAM_MAX_INSNS, the memory limit within
+ * one growth step of the storage. */
+static void builder_stops_at_its_limits(void **state) {
+    (void)state;
+    nx_geometry geo = test_geometry("trn2");
+    nx_builder *b = nx_builder_new(&geo, 1);
+    assert_non_null(b);
+    nx_error err;
+    nx_insn nop = nx_insn_make(NX_OP_NOP);
+    for (uint32_t i = 0; i < NX_PROGRAM_MAX_INSNS; i++)
+        if (nx_builder_emit(b, 0, (nx_engine)(i % NX_ENG_COUNT), &nop, NULL, &err) != 0) fail_msg("#%u: %s", i, err.msg);
+    assert_int_equal(nx_builder_limit_hit(b, NULL), NX_BUILDER_WITHIN);
+    assert_int_equal(nx_builder_emit(b, 0, NX_ENG_PE, &nop, NULL, &err), -1);
+    assert_string_equal(err.msg, "more than 2097152 instructions, the most a program may hold");
+    nx_error why;
+    assert_int_equal(nx_builder_limit_hit(b, &why), NX_BUILDER_INSN_CAP);
+    assert_string_equal(why.msg, err.msg);
+    nx_builder_free(b);
+
+    b = nx_builder_new(&geo, 1);
+    nx_builder_set_memory_limit(b, (uint64_t)1 << 20, (uint64_t)1 << 19); /* 1 MiB, half of it held */
+    uint32_t n = 0;
+    while (nx_builder_emit(b, 0, NX_ENG_DVE, &nop, NULL, &err) == 0) n++;
+    assert_int_equal(nx_builder_limit_hit(b, NULL), NX_BUILDER_MEMORY);
+    /* 512 KiB of 44-byte records is 11915; the stream grows by doubling */
+    assert_true(n > 5000 && n < 16384);
+    assert_non_null(strstr(err.msg, "the program being traced holds "));
+    assert_non_null(strstr(err.msg, " beside the run's 512.0 KiB, more than the memory limit of 1.0 MiB"));
+    nx_builder_free(b);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(traces_round_trip_and_share),
         cmocka_unit_test(near_equal_operands_stay_apart),
         cmocka_unit_test(replaced_instruction_reads_back),
         cmocka_unit_test(equal_instructions_cost_one_record),
+        cmocka_unit_test(builder_stops_at_its_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

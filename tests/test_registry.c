@@ -792,7 +792,16 @@ static void test_op_json_round_trip_and_errors(void **state) {
         {"{\"func_name\": \"k\", \"operands\": [], \"extra\": 1}",
          "op.json: unknown key 'extra' (expected func_name, operands, results, attrs)"},
         {"{\"func_name\": \"k\", \"operands\": [{\"shape\": [0], \"dtype\": \"fp32\"}]}",
-         "op.json: operands[0].shape[0] must be a positive integer"},
+         "op.json: operands[0].shape[0] must be a positive integer (spelt as one: 8, not 8.0)"},
+        /* the rule of integer attributes: 8.0 and 8e0 are floats */
+        {"{\"func_name\": \"k\", \"operands\": [{\"shape\": [8.0, 6], \"dtype\": \"fp32\"}]}",
+         "op.json: operands[0].shape[0] must be a positive integer (spelt as one: 8, not 8.0)"},
+        {"{\"func_name\": \"k\", \"operands\": [{\"shape\": [8, 6e0], \"dtype\": \"fp32\"}]}",
+         "op.json: operands[0].shape[1] must be a positive integer (spelt as one: 8, not 8.0)"},
+        {"{\"func_name\": \"k\", \"operands\": [{\"shape\": [99999999999999999999], \"dtype\": \"fp32\"}]}",
+         "op.json: operands[0].shape[0] must be a positive integer (spelt as one: 8, not 8.0)"},
+        {"{\"func_name\": \"k\", \"operands\": [{\"shape\": [-3], \"dtype\": \"fp32\"}]}",
+         "op.json: operands[0].shape[0] must be a positive integer (spelt as one: 8, not 8.0)"},
         {"{\"func_name\": \"k\", \"operands\": [{\"shape\": [2], \"dtype\": \"fp64\"}]}",
          "op.json: operands[0].dtype must be a dtype name (fp32, bf16, fp16, fp8_e4m3, fp8_e5m2, int8, "
          "uint8, int16, uint16, int32, uint32)"},

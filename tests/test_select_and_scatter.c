@@ -383,6 +383,25 @@ static void test_leaf_refusals(void **state) {
     expect_refusal(&ci, NX_DT_INT32, ss,
                    "operand 0 (operand): dtype int32: select_and_scatter_kernel takes float dtypes (fp32, bf16, fp16, "
                    "fp8_e4m3, fp8_e5m2)");
+    /* an init_value past the dtype's largest finite value would fill the
+     * output with inf (or saturate) silently: refused; the largest runs */
+    sas_case cb = c;
+    cb.init = 1e308;
+    expect_refusal(&cb, NX_DT_FP32, ss, "attribute init_value: 1e+308 is outside fp32's finite range (+-3.40282e+38)");
+    cb.init = -65520;
+    cb.dt = NX_DT_FP16;
+    expect_refusal(&cb, NX_DT_FP16, ss, "attribute init_value: -65520 is outside fp16's finite range (+-65504)");
+    cb.init = 449;
+    cb.dt = NX_DT_FP8_E4M3;
+    expect_refusal(&cb, NX_DT_FP8_E4M3, ss, "attribute init_value: 449 is outside fp8_e4m3's finite range (+-448)");
+    nx_sas_params p = {.init = 0x1.fep127};
+    nx_error err;
+    assert_int_equal(nx_sas_init_check(&p, NX_DT_BF16, &err), 0);
+    p.init = 0x1.fffffep127;
+    assert_int_equal(nx_sas_init_check(&p, NX_DT_FP32, &err), 0);
+    assert_int_equal(nx_sas_init_check(&p, NX_DT_BF16, &err), -1);
+    p.init = 57344;
+    assert_int_equal(nx_sas_init_check(&p, NX_DT_FP8_E5M2, &err), 0);
 }
 
 int main(void) {

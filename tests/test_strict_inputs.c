@@ -167,6 +167,28 @@ static void test_run_limits(void **state) {
     assert_int_equal(nx_run_op(L, &m, &op, inputs, &opt, &res, &err), -1);
     assert_non_null(strstr(err.msg, "loaded and serialised tensors 2.0 MiB"));
     nx_run_result_free(&res);
+    /* the trace stops at the limit as it appends (a 2048 x 2048 transpose traces
+     * about 500 instructions; 1 KiB beside the op is room for about 20) */
+    opt.held_bytes = 0;
+    opt.check = 0;
+    opt.max_fill = 0;
+    nx_prepared big;
+    if (transpose_op(L, 2048, 2048, "permutation", &big, &err) != 0) fail_msg("%s", err.msg);
+    nx_run_memory_of_op(&m, &big.op, &opt, &mem);
+    opt.max_memory = mem.total + 1024;
+    uint64_t traced = nx_lowerer_new_traces(L);
+    assert_int_equal(nx_run_op(L, &m, &big, NULL, &opt, &res, &err), -1);
+    assert_int_equal(res.failure, NX_RUN_LIMIT);
+    one_line(err.msg);
+    assert_non_null(strstr(err.msg, "tiled_pf_transpose: the program being traced holds "));
+    assert_non_null(strstr(err.msg, ", more than the memory limit of "));
+    assert_int_equal(nx_lowerer_new_traces(L), traced); /* nothing cached */
+    nx_run_result_free(&res);
+    opt.max_memory = 0;
+    if (nx_run_op(L, &m, &big, NULL, &opt, &res, &err) != 0) fail_msg("%s", err.msg);
+    assert_true(nx_program_insn_count(res.prog) > 256);
+    nx_run_result_free(&res);
+    nx_prepared_free(&big);
     nx_prepared_free(&op);
     /* an unknown attribute is the op's fault, refused by the preparation */
     assert_int_equal(transpose_op(L, 128, 64, "permutaton", &op, &err), -1);

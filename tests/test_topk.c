@@ -298,7 +298,13 @@ static void test_refusals(void **state) {
     topk_expect_refusal(&c, "attribute folds: 3 must be a power of two in 1..4096");
     c = mk(0, NX_DT_FP32, 1, 65536, 9000, 1, NULL, LEAF_FILL_RANDOM, 1, 0, 1);
     topk_expect_refusal(&c, "naive_scanning_topk: k = 9000 over rows of 65536 elements: rows longer than one max8 "
-                            "scan (16384 elements) need k <= 8184 (a scan must hold two lists of k)");
+                            "scan (16384 elements, max8's limit on machine 'trn2') need k <= 8184 (a scan must "
+                            "hold two lists of k); k = 9000 needs scans of at least 18008 elements");
+    /* a chunk that leaves no room for k names the chunk and the length k needs */
+    c = mk(1, NX_DT_FP32, 2, 256, 7, 1, "chunk=8", LEAF_FILL_RANDOM, 1, 0, 1);
+    topk_expect_refusal(&c, "cascaded_2_stage_topk: k = 7 over rows of 256 elements: rows longer than one max8 scan "
+                            "(8 elements, the attribute chunk = 8) need k <= 0 (a scan must hold two lists of k); "
+                            "k = 7 needs scans of at least 24 elements");
     c = mk(0, NX_DT_FP32, 1, 65536, 8000, 1, NULL, LEAF_FILL_RANDOM, 1, 0, 1);
     topk_expect_refusal(&c, "naive_scanning_topk: k = 8000 over rows of 65536 elements does not fit one partition's "
                             "SBUF (229376 bytes, 0 of them held by the leaf)");

@@ -31,6 +31,7 @@
 #include "kernels/tutorial/tutorial.h"
 #include "leaf_cases.h"
 #include "registry/composites.h"
+#include "registry/families/families.h"
 #include "sim/model.h"
 #include "support.h"
 
@@ -305,6 +306,31 @@ static void dma_structure(void **state) {
     }
 }
 
+/* The fully optimised kernel's K blocks are TILE_K = the machine's
+ * partitions x tiles_in_block_k: K = 1024 is one block of 8 x 128 on trn2
+ * and four of 8 x 32 on a 32-partition machine; the tolerance counts the
+ * SBUF roundings the kernel does there. */
+static void fully_optimized_tolerance_follows_the_machine(void **state) {
+    (void)state;
+    const nx_composite *c = nx_composite_get(NULL, "nki_matmul_fully_optimized");
+    assert_non_null(c);
+    const nx_op_rules *r = c->rules;
+    nx_macro_op op;
+    nx_macro_op_init(&op);
+    nx_error err;
+    if (r->default_op(&op, &err) != 0 || r->infer_results(&op, NULL, &err) != 0) fail_msg("%s", err.msg);
+    nx_geometry geo = test_geometry("trn2");
+    nx_tolerance t128, t32;
+    assert_int_equal(nx_op_rules_tolerance_on(r, &op, &geo, 0, &t128, &err), 0);
+    assert_string_equal(t128.text, "K=1024, 1 SBUF sums: 2.5 rel, 17.5 abs x eps(bf16)");
+    geo.partitions = 32;
+    assert_int_equal(nx_op_rules_tolerance_on(r, &op, &geo, 0, &t32, &err), 0);
+    assert_string_equal(t32.text, "K=1024, 4 SBUF sums: 5.5 rel, 65.5 abs x eps(bf16)");
+    const double eps = 0x1p-7, psum = 1.0 + 2.0 * 1024 * 32 * 0x1p-24 / eps;
+    assert_true(fabs(t32.abs - (psum + 4 * 0.5 * 32) * eps) < 1e-12);
+    nx_macro_op_free(&op);
+}
+
 /* The four composites are reachable by name, in the tutorial's order, with
  * the family's rules; none is a registry key. */
 static void composite_rows(void **state) {
@@ -335,6 +361,7 @@ int main(void) {
         cmocka_unit_test(block_free_values),      cmocka_unit_test(fully_optimized_values),
         cmocka_unit_test(fully_optimized_spills), cmocka_unit_test(shape_rules),
         cmocka_unit_test(dma_structure),          cmocka_unit_test(composite_rows),
+        cmocka_unit_test(fully_optimized_tolerance_follows_the_machine),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -117,15 +117,17 @@ typedef enum nx_backend {
 } nx_backend;
 
 typedef struct nx_config {
-    uint32_t size;       /* sizeof(nx_config): nx_config_init sets it */
-    int backend;         /* nx_backend */
+    uint32_t size;       /* sizeof(nx_config): nx_config_init sets it (a size that
+                          * ends at no field is NX_ERR_USAGE) */
+    int backend;         /* nx_backend (another value is NX_ERR_USAGE) */
     int pe_rtl;          /* model: matmuls through the Verilated RTL PE array (slow) */
     int race_check;      /* model: a race fails the run with NX_ERR_RACE */
     int check;           /* nx_session_run: compare every result with the kernel's reference */
     int keep_log;        /* model: keep the per-instruction log, needed by traces, the
                           * timeline and the by-source summary (default 1) */
     int progress;        /* model: a progress line on stderr for runs over a second */
-    uint32_t grid;       /* 0: the kernel's grid; 1 or 2: trace on that many cores */
+    uint32_t grid;       /* 0: the kernel's grid; 1 or 2: trace on that many cores
+                          * (more is NX_ERR_USAGE) */
     uint64_t seed;       /* seed of pseudo-random operands / inputs (default 1) */
 } nx_config;
 

@@ -11,10 +11,12 @@
 
 int nx_validate_TENSOR_SCALAR(const nx_insn *insn, nx_engine engine, const nx_geometry *geo,
                               nx_error *err) {
-    (void)engine;
     (void)geo;
     const nx_operand *dst = &insn->op[0], *in = &insn->op[1];
     if (nx_check_same_shape(in, "in", dst, "dst", err) != 0) return -1;
+    static const char *const names[4] = {"dst", "in", "scalar0", "scalar1"};
+    const nx_alu_op ops[2] = {(nx_alu_op)insn->alu0, (nx_alu_op)insn->alu1};
+    if (nx_check_bitvec(ops, 2, engine, insn->op, names, 4, err) != 0) return -1;
     if (nx_check_scalar(&insn->op[2], "scalar0", in, err) != 0) return -1;
     if (insn->op[3].kind == NX_OPK_NONE) {
         if (insn->alu1 != NX_ALU_BYPASS)

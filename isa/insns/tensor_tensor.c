@@ -9,8 +9,10 @@
 /* a must have d's partitions and elements per partition. */
 int nx_validate_TENSOR_TENSOR(const nx_insn *insn, nx_engine engine, const nx_geometry *geo,
                               nx_error *err) {
-    (void)engine;
     (void)geo;
+    static const char *const names[3] = {"dst", "in0", "in1"};
+    const nx_alu_op op = (nx_alu_op)insn->alu0;
+    if (nx_check_bitvec(&op, 1, engine, insn->op, names, 3, err) != 0) return -1;
     if (nx_check_same_shape(&insn->op[1], "in0", &insn->op[0], "dst", err) != 0) return -1;
     return nx_check_same_shape(&insn->op[2], "in1", &insn->op[0], "dst", err);
 }

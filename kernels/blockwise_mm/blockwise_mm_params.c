@@ -55,11 +55,13 @@ static int read_attrs(const nx_attrs *attrs, nx_bwmm_params *p, nx_error *err) {
                 found = 1;
             }
         }
-        if (!found)
+        if (!found) { /* the value is the user's: escaped, so the message stays one line */
+            nx_quoted q;
             return nx_fail(err,
                            "attribute expert_affinities_scaling_mode: \"%s\" is not one of "
                            "\"POST_SCALE\", \"PRE_SCALE\", \"NO_SCALE\"",
-                           m->s);
+                           nx_quote(&q, m->s, NX_QUOTE_NAME));
+        }
     }
     return 0;
 }

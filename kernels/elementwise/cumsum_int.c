@@ -1,6 +1,7 @@
 /* cumsum of int32, exact with two's-complement wrap (ONNX CumSum on int32),
  * on engines that add in fp32 (exact only below 2^24): each element is split
- * into its low and high 16 bits (bitvec and / shift, exact), each half is
+ * into its low and high 16 bits (bitvec and / shift on int32 tiles, exact:
+ * bitvec ops take integer dtypes only), each half is
  * scanned by tensor_tensor_scan in segments of 255 elements, so a running
  * sum from a carry below 2^16 stays below 2^24, and between segments the
  * carries are reduced mod 2^16 (the low half's overflow moves into the high
@@ -17,7 +18,7 @@
 #define CI_SEG 255
 #define CI_BUFS 2
 
-static nx_operand col(const nx_tile *t, uint32_t lines, uint64_t at) { return nx_rows_view(t, NX_DT_FP32, lines, at, 1); }
+static nx_operand col(const nx_tile *t, uint32_t lines, uint64_t at) { return nx_rows_view(t, NX_DT_INT32, lines, at, 1); }
 
 static int ts(nx_kctx *k, const nx_operand *dst, const nx_operand *in, nx_alu_op op0, double s0, nx_alu_op op1,
               double s1, nx_error *err) {
@@ -34,10 +35,10 @@ int nx_cumsum_int32(nx_kctx *k, const nx_cumsum_params *p, const nx_tensor_ref *
     nx_tile xt[CI_BUFS], lo_t[CI_BUFS], hi_t[CI_BUFS], out_t[CI_BUFS], carry[CI_BUFS];
     for (uint32_t i = 0; i < CI_BUFS; i++)
         if (nx_kctx_alloc(k, NX_OPK_SBUF, "x_chunk", NX_DT_INT32, P, CH, &xt[i], err) != 0 ||
-            nx_kctx_alloc(k, NX_OPK_SBUF, "low_sums", NX_DT_FP32, P, CH + 1, &lo_t[i], err) != 0 ||
-            nx_kctx_alloc(k, NX_OPK_SBUF, "high_sums", NX_DT_FP32, P, CH + 1, &hi_t[i], err) != 0 ||
+            nx_kctx_alloc(k, NX_OPK_SBUF, "low_sums", NX_DT_INT32, P, CH + 1, &lo_t[i], err) != 0 ||
+            nx_kctx_alloc(k, NX_OPK_SBUF, "high_sums", NX_DT_INT32, P, CH + 1, &hi_t[i], err) != 0 ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "out_chunk", NX_DT_INT32, P, CH + 1, &out_t[i], err) != 0 ||
-            nx_kctx_alloc(k, NX_OPK_SBUF, "carries", NX_DT_FP32, P, 4, &carry[i], err) != 0)
+            nx_kctx_alloc(k, NX_OPK_SBUF, "carries", NX_DT_INT32, P, 4, &carry[i], err) != 0)
             return -1;
     const nx_lines ln = {NX_DT_INT32, p->outer, p->A, p->inner};
     uint64_t lo, hi;
@@ -53,9 +54,9 @@ int nx_cumsum_int32(nx_kctx *k, const nx_cumsum_params *p, const nx_tensor_ref *
         nx_operand xd = nx_rows_view(&xt[b], NX_DT_INT32, m, 0, n);
         nx_operand src = nx_lines_hbm(&ln, NX_DT_INT32, x->hbm_offset, &tl, a0, n);
         if (nx_rows_load(&r, &xd, &src, err) != 0) return -1;
-        /* the halves, as exact fp32 values in [0, 65536), in slots [e0, e0 + n) */
+        /* the halves, integers in [0, 65536) (exact in the engines' fp32), in slots [e0, e0 + n) */
         const uint64_t e0 = !p->reverse && p->exclusive ? 1 : 0;
-        nx_operand lv = nx_rows_view(&lo_t[b], NX_DT_FP32, m, e0, n), hv = nx_rows_view(&hi_t[b], NX_DT_FP32, m, e0, n);
+        nx_operand lv = nx_rows_view(&lo_t[b], NX_DT_INT32, m, e0, n), hv = nx_rows_view(&hi_t[b], NX_DT_INT32, m, e0, n);
         if (ts(k, &lv, &xd, NX_ALU_BITWISE_AND, 0xffff, NX_ALU_BYPASS, 0, err) != 0 ||
             ts(k, &hv, &xd, NX_ALU_SHIFT_RIGHT, 16, NX_ALU_BITWISE_AND, 0xffff, err) != 0)
             return -1;
@@ -76,7 +77,7 @@ int nx_cumsum_int32(nx_kctx *k, const nx_cumsum_params *p, const nx_tensor_ref *
             uint64_t len = n - g < CI_SEG ? n - g : CI_SEG;
             /* in place over the halves' slots, backwards with reverse */
             uint64_t rd0 = p->reverse ? e0 + n - 1 - g : e0 + g;
-            nx_operand lin = nx_rows_run(&lo_t[b], NX_DT_FP32, m, rd0, len, dir), hin = nx_rows_run(&hi_t[b], NX_DT_FP32, m, rd0, len, dir);
+            nx_operand lin = nx_rows_run(&lo_t[b], NX_DT_INT32, m, rd0, len, dir), hin = nx_rows_run(&hi_t[b], NX_DT_INT32, m, rd0, len, dir);
             nx_operand lout = lin, hout = hin;
             nx_insn sc = nx_insn_make(NX_OP_TENSOR_TENSOR_SCAN);
             sc.alu0 = NX_ALU_ADD;
@@ -104,7 +105,7 @@ int nx_cumsum_int32(nx_kctx *k, const nx_cumsum_params *p, const nx_tensor_ref *
          * slots: [0, n) forward (the exclusive carry-in at 0), [1, n + 1)
          * reverse exclusive, [0, n) reverse inclusive */
         const uint64_t o0 = p->reverse && p->exclusive ? 1 : 0;
-        nx_operand L = nx_rows_view(&lo_t[b], NX_DT_FP32, m, o0, n), Hh = nx_rows_view(&hi_t[b], NX_DT_FP32, m, o0, n);
+        nx_operand L = nx_rows_view(&lo_t[b], NX_DT_INT32, m, o0, n), Hh = nx_rows_view(&hi_t[b], NX_DT_INT32, m, o0, n);
         nx_operand O = nx_rows_view(&out_t[b], NX_DT_INT32, m, 0, n);
         nx_operand to = nx_lines_hbm(&ln, NX_DT_INT32, y->hbm_offset, &tl, a0, n);
         if (ts(k, &O, &L, NX_ALU_SHIFT_RIGHT, 16, NX_ALU_BYPASS, 0, err) != 0 ||

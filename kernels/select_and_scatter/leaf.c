@@ -64,6 +64,7 @@ static int check_call(const nx_kernel_call *call, nx_sas_params *prm, uint64_t *
         return nx_fail(err, "result (%s): must have operand 0 (%s)'s shape and dtype", y->name, x->name);
     /* the seed gives this leaf no builder arguments: its attributes are the op's */
     if (nx_sas_params_read(call->attrs ? call->attrs : call->additional_args, 4, prm, err) != 0) return -1;
+    if (nx_sas_init_check(prm, x->dtype, err) != 0) return -1;
     for (int d = 0; d < 2; d++)
         if (prm->window[d] != 1)
             return nx_fail(err, "attribute window_dimensions: dim %d (%s) has a window of %lld: select_and_scatter_kernel "

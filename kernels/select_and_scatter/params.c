@@ -3,6 +3,8 @@
 
 #include "params.h"
 
+#include <math.h>
+
 /* One int per dim, each >= min. */
 static int read_ints(const nx_value *v, const char *name, uint32_t rank, int64_t min, int64_t *out,
                      nx_error *err) {
@@ -61,6 +63,26 @@ int nx_sas_params_read(const nx_attrs *attrs, uint32_t rank, nx_sas_params *p, n
         else if (init->kind == NX_VAL_FLOAT) p->init = init->f;
         else return nx_fail(err, "attribute init_value: must be a number");
     }
+    return 0;
+}
+
+/* The largest finite magnitude of a float dtype (docs/parts/dtypes.md). */
+static double max_finite(nx_dtype dt) {
+    switch (dt) {
+    case NX_DT_FP32: return 0x1.fffffep127;
+    case NX_DT_BF16: return 0x1.fep127;
+    case NX_DT_FP16: return 65504.0;
+    case NX_DT_FP8_E4M3: return 448.0;
+    case NX_DT_FP8_E5M2: return 57344.0;
+    default: return INFINITY;
+    }
+}
+
+int nx_sas_init_check(const nx_sas_params *p, nx_dtype dt, nx_error *err) {
+    double max = max_finite(dt);
+    if (!(fabs(p->init) <= max))
+        return nx_fail(err, "attribute init_value: %g is outside %s's finite range (+-%g)", p->init, nx_dtype_name(dt),
+                       max);
     return 0;
 }
 

@@ -28,6 +28,11 @@ typedef struct nx_sas_params {
  * Errors name the attribute and the rule, e.g.
  *   attribute window_strides: entry 2 is 0 (must be >= 1) */
 int nx_sas_params_read(const nx_attrs *attrs, uint32_t rank, nx_sas_params *p, nx_error *err);
+/* p->init within the finite range of dtype dt ([-max, max]: fp32 3.4e38,
+ * bf16 3.39e38, fp16 65504, fp8_e4m3 448, fp8_e5m2 57344), else -1:
+ * "attribute init_value: 1e+308 is outside fp32's finite range (+-3.40282e+38)"
+ * (stored, it would fill the output with +-inf, or saturate, silently). */
+int nx_sas_init_check(const nx_sas_params *p, nx_dtype dt, nx_error *err);
 
 /* The source shape the window gives for `operand`: 0, or -1 when the window
  * does not fit the padded operand in some dim. */

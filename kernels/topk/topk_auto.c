@@ -62,9 +62,10 @@ int nx_topk_choose(const char *method, const nx_geometry *geo, nx_dtype dt, uint
     memset(out, 0, sizeof *out);
     if (strcmp(method, "AUTO") != 0) {
         nx_topk_method_id m;
+        nx_quoted q; /* the user's text, escaped: the message stays one line */
         if (nx_topk_method_from_name(method, &m, err) != 0)
             return nx_fail(err, "attribute method: unknown top-k method '%s' (AUTO, SCANNING, CASCADED, ROTATIONAL)",
-                           method);
+                           nx_quote(&q, method, NX_QUOTE_NAME));
         out->method = m;
         out->from_attr = 1;
         return 0;

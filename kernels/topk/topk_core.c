@@ -140,12 +140,9 @@ int tk_pmod(tk *t, nx_error *err) {
     nx_operand d = nx_tile_ap(&t->pmod);
     nx_operand pat = nx_pattern(0, 1, P, 0, NULL, NULL);
     if (nx_kctx_iota(t->k, &d, &pat, err) != 0) return -1;
-    nx_insn a = nx_insn_make(NX_OP_TENSOR_SCALAR);
-    a.alu0 = NX_ALU_BITWISE_AND;
-    a.op[0] = d;
-    a.op[1] = d;
-    a.op[2] = nx_imm(W - 1, NX_DT_INT32);
-    if (nx_kctx_emit(t->k, NX_ENG_POOL, &a, err) != 0) return -1;
+    /* a bitvec op: on DVE, integer dtypes only (docs/parts/insns-dve.md, "Bitvec ops") */
+    nx_operand m = nx_imm(W - 1, NX_DT_INT32);
+    if (nx_kctx_tensor_scalar(t->k, NX_ENG_DVE, &d, &d, NX_ALU_BITWISE_AND, &m, NX_ALU_BYPASS, NULL, err) != 0) return -1;
     t->have_pmod = 1;
     return 0;
 }
@@ -158,8 +155,12 @@ int tk_fold_base(tk *t, uint32_t P, uint32_t nf, uint64_t sf, nx_tile *out, nx_e
     nx_operand d = nx_tile_ap(out);
     nx_operand pat = nx_pattern(0, 1, P, 0, NULL, NULL);
     if (nx_kctx_iota(t->k, &d, &pat, err) != 0) return -1;
+    /* (p & (nf - 1)) * sf: the bitvec op on DVE, the arithmetic one after it
+     * (a tensor_scalar does not mix them: docs/parts/insns-dve.md, "Bitvec ops") */
     nx_operand m = nx_imm(nf - 1, NX_DT_INT32), f = nx_imm((double)sf, NX_DT_FP32);
-    return nx_kctx_tensor_scalar(t->k, NX_ENG_POOL, &d, &d, NX_ALU_BITWISE_AND, &m, NX_ALU_MULTIPLY, &f, err);
+    if (nx_kctx_tensor_scalar(t->k, NX_ENG_DVE, &d, &d, NX_ALU_BITWISE_AND, &m, NX_ALU_BYPASS, NULL, err) != 0)
+        return -1;
+    return nx_kctx_tensor_scalar(t->k, NX_ENG_POOL, &d, &d, NX_ALU_MULTIPLY, &f, NX_ALU_BYPASS, NULL, err);
 }
 
 int tk_alloc_list(tk *t, const char *name, nx_dtype dt, uint32_t P, uint64_t cols, nx_tile *out, nx_error *err) {

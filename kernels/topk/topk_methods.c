@@ -29,6 +29,7 @@ int nx_topk_method_from_name(const char *member, nx_topk_method_id *out, nx_erro
             return 0;
         }
     }
+    nx_quoted q; /* the user's text, escaped: the message stays one line */
     return nx_fail(err, "unknown top-k method '%s' (SupportedTopkMethods: SCANNING, CASCADED, ROTATIONAL)",
-                   member);
+                   nx_quote(&q, member, NX_QUOTE_NAME));
 }

@@ -1,6 +1,7 @@
 /* Rows of any length from HBM through the selection scheduler
  * (kernels/topk/topk_core.h tk_rows). */
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "topk_core.h"
@@ -94,11 +95,20 @@ static int make_plan(rows *w, nx_error *err) {
             if (F <= nx_max_u64(8, 2 * l8)) break;
         }
     }
-    if (sf > t->scan_max && 2 * l8 + 8 > t->scan_max)
-        return nx_fail(err, "%s: k = %llu over rows of %llu elements: rows longer than one max8 scan (%u elements) "
-                            "need k <= %u (a scan must hold two lists of k)",
-                       t->leaf, (unsigned long long)t->k_sel, (unsigned long long)sf, t->scan_max,
-                       (t->scan_max - 8) / 2 / 8 * 8);
+    if (sf > t->scan_max && 2 * l8 + 8 > t->scan_max) {
+        /* name what sets the scan length: the chunk attribute, or max8's limit */
+        char by[96];
+        if (t->scan_max < t->geo->max8_max_elems)
+            snprintf(by, sizeof by, "the attribute chunk = %u", t->scan_max);
+        else
+            snprintf(by, sizeof by, "max8's limit on machine '%.16s'", t->geo->name);
+        return nx_fail(err, "%s: k = %llu over rows of %llu elements: rows longer than one max8 scan (%u elements, "
+                            "%s) need k <= %u (a scan must hold two lists of k); k = %llu needs scans of at least "
+                            "%llu elements",
+                       t->leaf, (unsigned long long)t->k_sel, (unsigned long long)sf, t->scan_max, by,
+                       (t->scan_max - 8) / 2 / 8 * 8, (unsigned long long)t->k_sel,
+                       (unsigned long long)(2 * l8 + 8));
+    }
     return nx_fail(err, "%s: k = %llu over rows of %llu elements does not fit one partition's SBUF (%llu bytes, %llu "
                         "of them held by the leaf)",
                    t->leaf, (unsigned long long)t->k_sel, (unsigned long long)sf, (unsigned long long)sb,

@@ -21,6 +21,7 @@ its tolerance; the results and run are attached).
 """
 import ctypes
 import json
+import os
 import sys
 import threading
 
@@ -104,7 +105,7 @@ class _Session:
     def __init__(self, machine):
         self.ptr = ctypes.c_void_p()
         msg = _lib.Message()
-        _raise(_lib.lib.nx_session_open(machine.encode() if machine else None, ctypes.byref(self.ptr),
+        _raise(_lib.lib.nx_session_open(_c_path("machine", machine) if machine else None, ctypes.byref(self.ptr),
                                         ctypes.byref(msg)), msg)
         self.machine = _lib.lib.nx_session_machine(self.ptr).decode()
 
@@ -119,6 +120,7 @@ _sessions_lock = threading.Lock()
 
 
 def _session(machine):
+    machine = _machine(machine)
     key = machine or ""
     with _sessions_lock:
         s = _sessions.get(key)
@@ -127,13 +129,69 @@ def _session(machine):
         return s
 
 
+# ---- arguments: checked here, so a wrong one is a UsageError (or, for a
+# name the library would cut at a NUL, an InputError), never an
+# AttributeError or a value wrapped by ctypes (docs/parts/python.md)
+
+def _c_name(what, s):
+    """s (a str) as the C string the library reads; a NUL would end it early."""
+    if not isinstance(s, str):
+        raise UsageError("%s must be a str, got %s" % (what, type(s).__name__))
+    if "\0" in s:
+        raise InputError("%s %s holds a NUL byte" % (what, ascii(s)))
+    return s.encode("utf-8", "surrogateescape")
+
+
+def _c_path(what, path):
+    """A path (str, bytes or os.PathLike) as bytes for the library."""
+    try:
+        p = os.fsencode(path)
+    except TypeError:
+        raise UsageError("%s must be a path (str, bytes or os.PathLike), got %s" % (what, type(path).__name__)) from None
+    if b"\0" in p:
+        raise InputError("%s %s holds a NUL byte" % (what, ascii(path)))
+    return p
+
+
+def _machine(machine):
+    if machine is None:
+        return None
+    if isinstance(machine, str):
+        return machine
+    if isinstance(machine, os.PathLike):
+        return os.fsdecode(os.fspath(machine))
+    raise UsageError("machine must be None, a preset name or a machine file path, got %s" % type(machine).__name__)
+
+
+def _integer(what, v, lo, hi, hint):
+    """v as an int in [lo, hi]: an int or a NumPy integer, never a bool or a float."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise UsageError("%s must be an integer %s, got %r (%s)" % (what, hint, v, type(v).__name__))
+    v = int(v)
+    if v < lo or v > hi:
+        raise UsageError("%s must be an integer %s, got %d" % (what, hint, v))
+    return v
+
+
+def _flag(what, v, none_ok=False):
+    if v is None and none_ok:
+        return None
+    if isinstance(v, (bool, int, np.bool_, np.integer)):
+        return bool(v)
+    raise UsageError("%s must be True or False, got %s" % (what, type(v).__name__))
+
+
 def _config(backend, race_check, check, keep_log, progress, grid, seed, pe):
     cfg = _lib.Config()
     _lib.lib.nx_config_init(ctypes.byref(cfg))
-    if backend not in ("model", "functional"):
+    if not isinstance(backend, str) or backend not in ("model", "functional"):
         raise UsageError("backend must be 'model' or 'functional', got %r" % (backend,))
-    if pe not in ("model", "rtl"):
+    if not isinstance(pe, str) or pe not in ("model", "rtl"):
         raise UsageError("pe must be 'model' or 'rtl', got %r" % (pe,))
+    race_check, check, keep_log = _flag("race_check", race_check), _flag("check", check), _flag("keep_log", keep_log)
+    progress = _flag("progress", progress, none_ok=True)
+    grid = _integer("grid", grid, 0, 2, "0 (the kernel's), 1 or 2")
+    seed = _integer("seed", seed, 0, 2**64 - 1, "in [0, 2**64)")
     cfg.backend = 0 if backend == "model" else 1
     cfg.pe_rtl = 1 if pe == "rtl" else 0
     cfg.race_check = 1 if race_check else 0
@@ -142,8 +200,8 @@ def _config(backend, race_check, check, keep_log, progress, grid, seed, pe):
     if progress is None:
         progress = sys.stderr is not None and hasattr(sys.stderr, "isatty") and sys.stderr.isatty()
     cfg.progress = 1 if progress else 0
-    cfg.grid = int(grid)
-    cfg.seed = int(seed)
+    cfg.grid = grid
+    cfg.seed = seed
     return cfg
 
 
@@ -238,12 +296,12 @@ class Run:
     def save_trace(self, path):
         """Writes the Perfetto/Chrome trace JSON (ui.perfetto.dev)."""
         msg = _lib.Message()
-        _raise(_lib.lib.nx_result_write_trace(self._ptr, str(path).encode(), ctypes.byref(msg)), msg)
+        _raise(_lib.lib.nx_result_write_trace(self._ptr, _c_path("trace path", path), ctypes.byref(msg)), msg)
 
     def save_timeline(self, path):
         """Writes the SVG timeline of the run."""
         msg = _lib.Message()
-        _raise(_lib.lib.nx_result_write_timeline(self._ptr, str(path).encode(), ctypes.byref(msg)), msg)
+        _raise(_lib.lib.nx_result_write_timeline(self._ptr, _c_path("timeline path", path), ctypes.byref(msg)), msg)
 
 
 def _arrays(result):
@@ -271,13 +329,18 @@ def run(func_name, *operands, machine=None, check=False, backend="model", race_c
     machine: "trn1", "trn2" (default) or a machine JSON file. check=True
     compares every result with the kernel's reference and raises CheckError
     beyond the tolerance."""
+    if attrs is not None and not isinstance(attrs, dict):
+        raise UsageError("attrs must be a dict of attribute values, got %s" % type(attrs).__name__)
     all_attrs = dict(attrs or {})
     all_attrs.update(kwargs)
+    fname = _c_name("kernel name", func_name)
+    names = {k: _c_name("attribute name", k) for k in all_attrs}
+    cfg = _config(backend, race_check, check, keep_log, progress, grid, seed, pe)
     session = _session(machine)
     lib = _lib.lib
     msg = _lib.Message()
     call = ctypes.c_void_p()
-    _raise(lib.nx_call_new(func_name.encode(), ctypes.byref(call), ctypes.byref(msg)), msg)
+    _raise(lib.nx_call_new(fname, ctypes.byref(call), ctypes.byref(msg)), msg)
     keep = []
     try:
         for i, a in enumerate(operands):
@@ -289,10 +352,9 @@ def run(func_name, *operands, machine=None, check=False, backend="model", race_c
         for k, v in all_attrs.items():
             try:
                 text = json.dumps(v, allow_nan=True)
-            except TypeError as e:
-                raise InputError("attribute %s: %s" % (k, e)) from None
-            _raise(lib.nx_call_set_attr(call, k.encode(), text.encode(), ctypes.byref(msg)), msg)
-        cfg = _config(backend, race_check, check, keep_log, progress, grid, seed, pe)
+            except (TypeError, ValueError, RecursionError) as e:
+                raise InputError("attribute %s: %s" % (ascii(k), e)) from None
+            _raise(lib.nx_call_set_attr(call, names[k], text.encode(), ctypes.byref(msg)), msg)
         result = ctypes.c_void_p()
         _raise(lib.nx_session_run(session.ptr, call, ctypes.byref(cfg), ctypes.byref(result), ctypes.byref(msg)), msg)
     finally:
@@ -313,7 +375,7 @@ class _Program:
     def __init__(self, path):
         self.ptr = ctypes.c_void_p()
         msg = _lib.Message()
-        _raise(_lib.lib.nx_prog_load(str(path).encode(), ctypes.byref(self.ptr), ctypes.byref(msg)), msg)
+        _raise(_lib.lib.nx_prog_load(_c_path("program path", path), ctypes.byref(self.ptr), ctypes.byref(msg)), msg)
         self.machine = _lib.lib.nx_prog_machine(self.ptr).decode()
         self.tensors = {}
         for i in range(_lib.lib.nx_prog_tensor_count(self.ptr)):
@@ -334,10 +396,15 @@ def exec_program(path, inputs=None, machine=None, backend="model", race_check=Fa
     input tensor names to arrays of exactly the tensor's dtype and shape;
     other inputs get pseudo-random values from `seed`. Runs on the program's
     .machine unless `machine` is given. Returns ({output name: array}, Run)."""
+    if inputs is not None and not isinstance(inputs, dict):
+        raise UsageError("inputs must be a dict of input name to array, got %s" % type(inputs).__name__)
+    cfg = _config(backend, race_check, False, keep_log, progress, 0, seed, pe)
+    machine = _machine(machine)
     prog = _Program(path)
     session = _session(machine or prog.machine)
     names, datas, sizes, keep = [], [], [], []
     for name, a in (inputs or {}).items():
+        _c_name("input name", name)
         if name not in prog.tensors:
             raise InputError("%s: input %s: the program has no tensor '%s'" % (path, name, name))
         dtype, shape, role = prog.tensors[name]
@@ -350,7 +417,6 @@ def exec_program(path, inputs=None, machine=None, backend="model", race_check=Fa
         datas.append(arr.ctypes.data_as(ctypes.c_void_p))
         sizes.append(arr.nbytes)
     n = len(names)
-    cfg = _config(backend, race_check, False, keep_log, progress, 0, seed, pe)
     result = ctypes.c_void_p()
     msg = _lib.Message()
     st = _lib.lib.nx_session_exec(session.ptr, prog.ptr, n, (ctypes.c_char_p * max(n, 1))(*names),

@@ -162,6 +162,43 @@ class TestErrors(unittest.TestCase):
         with self.assertRaises(nxsim.InputError):
             nxsim.run("tiled_pf_transpose", np.zeros((4, 4), np.float32), permutation=object())
 
+    def test_nul_in_names_refused(self):
+        # the library reads C strings: a NUL would cut the name there
+        x = np.zeros((4, 4), np.float32)
+        with self.assertRaises(nxsim.InputError) as cm:
+            nxsim.run("tiled_pf_transpose\0junk", x)
+        self.assertEqual(str(cm.exception), "kernel name 'tiled_pf_transpose\\x00junk' holds a NUL byte")
+        with self.assertRaises(nxsim.InputError) as cm:
+            nxsim.run("tiled_pf_transpose", x, attrs={"permutation\0x": [1, 0]})
+        self.assertIn("attribute name 'permutation\\x00x' holds a NUL byte", str(cm.exception))
+        with self.assertRaises(nxsim.InputError):
+            nxsim.run("tiled_pf_transpose", x, machine="trn2\0junk")
+        with self.assertRaises(nxsim.InputError):
+            nxsim.exec_program(os.path.join(TRACES, "tensor_copy", "program.nxs") + "\0x")
+
+    def test_seed_grid_and_types_checked(self):
+        x = np.zeros((4, 4), np.float32)
+        for bad in (-1, 2**64, 1.5, True, "1", None):
+            with self.assertRaises(nxsim.UsageError) as cm:
+                nxsim.run("tiled_pf_transpose", x, seed=bad, backend="functional")
+            self.assertTrue(str(cm.exception).startswith("seed must be an integer in [0, 2**64), got "))
+        for bad in (-1, 3, 2**32, 1.0):
+            with self.assertRaises(nxsim.UsageError) as cm:
+                nxsim.run("tiled_pf_transpose", x, grid=bad, backend="functional")
+            self.assertTrue(str(cm.exception).startswith("grid must be an integer 0 (the kernel's), 1 or 2, got "))
+        y, _ = nxsim.run("tiled_pf_transpose", x, seed=2**64 - 1, grid=np.int64(1), backend="functional")
+        self.assertTrue((y == x.T).all())
+        for call in (lambda: nxsim.run(42, x), lambda: nxsim.run(b"tiled_pf_transpose", x),
+                     lambda: nxsim.run("tiled_pf_transpose", x, attrs=[("permutation", [1, 0])]),
+                     lambda: nxsim.run("tiled_pf_transpose", x, attrs={1: 2}),
+                     lambda: nxsim.run("tiled_pf_transpose", x, machine=3),
+                     lambda: nxsim.run("tiled_pf_transpose", x, check=np.zeros(2)),
+                     lambda: nxsim.run("tiled_pf_transpose", x, backend=np.zeros(2)),
+                     lambda: nxsim.exec_program(None),
+                     lambda: nxsim.exec_program(os.path.join(TRACES, "tensor_copy", "program.nxs"), inputs=[1])):
+            with self.assertRaises(nxsim.UsageError):
+                call()
+
 
 class TestPrograms(unittest.TestCase):
     def test_exec_program_matches_numpy(self):

@@ -61,8 +61,8 @@ static uint64_t check_bytes(const nx_macro_op *op, const nx_program *prog, const
 
 /* --check: the reference on the operands as given (built-in or
  * pseudo-random ones made again), each result compared under its tolerance. */
-static int check_results(const nx_macro_op *op, const void *const *inputs, const nx_run_options *opt,
-                         nx_run_result *out, nx_error *err) {
+static int check_results(const nx_geometry *geo, const nx_macro_op *op, const void *const *inputs,
+                         const nx_run_options *opt, nx_run_result *out, nx_error *err) {
     const nx_op_rules *rules = out->target.rules;
     const nx_program *prog = out->prog;
     const void *ins[NX_OP_MAX_TENSORS] = {0};
@@ -95,7 +95,7 @@ static int check_results(const nx_macro_op *op, const void *const *inputs, const
     }
     for (uint32_t j = 0; j < op->n_results; j++) {
         const nx_tensor_decl *t = &prog->tensors[out->result_tensor[j]];
-        if (nx_op_rules_tolerance(rules, op, j, &out->tolerance[j], err) != 0) {
+        if (nx_op_rules_tolerance_on(rules, op, geo, j, &out->tolerance[j], err) != 0) {
             nx_fail_prefix(err, "%s: tolerance", out->target.key);
             out->failure = NX_RUN_FAULT;
             goto done;
@@ -131,9 +131,10 @@ int nx_run_op(nx_lowerer *L, const nx_machine *m, const nx_prepared *p, const vo
     if (opt->check && (!out->target.rules || !out->target.rules->reference))
         return fail_as(out, NX_RUN_BAD_INPUT,
                        nx_fail(err, "%s: no reference implementation to check against yet", out->target.key));
-    int lowered = opt->grid ? nx_lower_on_grid(L, &p->target, op, opt->grid, &out->prog, err)
-                            : nx_lower(L, &p->target, op, &out->prog, &out->grid, err);
-    if (lowered != 0) return fail_as(out, NX_RUN_BAD_INPUT, -1);
+    /* the trace itself stays within the limit beside the op's tensors */
+    int limited = 0;
+    if (nx_lower_within(L, &p->target, op, opt->grid, opt->max_memory, mem.total, &out->prog, &out->grid, &limited, err) != 0)
+        return fail_as(out, limited ? NX_RUN_LIMIT : NX_RUN_BAD_INPUT, -1);
     if (opt->grid) out->grid = opt->grid;
     out->new_traces = nx_lowerer_new_traces(L);
     out->cache_hits = nx_lowerer_cache_hits(L);
@@ -161,7 +162,7 @@ int nx_run_op(nx_lowerer *L, const nx_machine *m, const nx_prepared *p, const vo
         nx_fail_prefix(err, "%s", op->func_name);
         return -1;
     }
-    if (opt->check && check_results(op, inputs, opt, out, err) != 0) return -1;
+    if (opt->check && check_results(&m->geo, op, inputs, opt, out, err) != 0) return -1;
     return 0;
 }
 

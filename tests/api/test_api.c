@@ -279,6 +279,58 @@ static void test_convert(void **state) {
     assert_int_equal(nx_convert("fp32", in, "nope", bf, 4, &msg), NX_ERR_INPUT);
 }
 
+/* A config whose size is no nx_config's, or whose backend or grid is out of
+ * range, is the caller's error (NX_ERR_USAGE), on both entry points; an
+ * older, shorter config that ends at a field still runs. */
+static void test_config_checked(void **state) {
+    (void)state;
+    nx_message msg;
+    nx_session *s;
+    OK(nx_session_open("trn2", &s, &msg));
+    nx_call *c;
+    OK(nx_call_new("tiled_pf_transpose", &c, &msg));
+    nx_prog *p;
+    OK(nx_prog_assemble(program, "prog.nxs", &p, &msg));
+    nx_config cfg;
+    nx_result *r = NULL;
+    const uint32_t bad_sizes[] = {0, 4, 6, 100000, (uint32_t)sizeof cfg + 8};
+    for (size_t i = 0; i < sizeof bad_sizes / sizeof bad_sizes[0]; i++) {
+        nx_config_init(&cfg);
+        cfg.size = bad_sizes[i];
+        assert_int_equal(nx_session_run(s, c, &cfg, &r, &msg), NX_ERR_USAGE);
+        assert_null(r);
+        char want[160];
+        snprintf(want, sizeof want,
+                 "nx_session_run: nx_config.size %u is not the size of an nx_config (%u in this library; call "
+                 "nx_config_init)",
+                 bad_sizes[i], (unsigned)sizeof cfg);
+        assert_string_equal(msg.text, want);
+        assert_int_equal(nx_session_exec(s, p, 0, NULL, NULL, NULL, &cfg, &r, &msg), NX_ERR_USAGE);
+        assert_non_null(strstr(msg.text, "nx_session_exec: nx_config.size"));
+    }
+    nx_config_init(&cfg);
+    cfg.backend = 7;
+    assert_int_equal(nx_session_run(s, c, &cfg, &r, &msg), NX_ERR_USAGE);
+    assert_string_equal(msg.text, "nx_session_run: nx_config.backend 7 is not a backend (NX_BACKEND_MODEL 0, "
+                                  "NX_BACKEND_FUNCTIONAL 1)");
+    assert_int_equal(nx_session_exec(s, p, 0, NULL, NULL, NULL, &cfg, &r, &msg), NX_ERR_USAGE);
+    cfg.backend = -1;
+    assert_int_equal(nx_session_run(s, c, &cfg, &r, &msg), NX_ERR_USAGE);
+    nx_config_init(&cfg);
+    cfg.grid = 3;
+    assert_int_equal(nx_session_run(s, c, &cfg, &r, &msg), NX_ERR_USAGE);
+    assert_string_equal(msg.text, "nx_session_run: nx_config.grid 3 is not 0 (the kernel's), 1 or 2");
+    /* a config of an older header that ends after grid: the rest are defaults */
+    nx_config_init(&cfg);
+    cfg.backend = NX_BACKEND_FUNCTIONAL;
+    cfg.size = (uint32_t)offsetof(nx_config, seed);
+    OK(nx_session_run(s, c, &cfg, &r, &msg));
+    nx_result_free(r);
+    nx_prog_free(p);
+    nx_call_free(c);
+    nx_session_close(s);
+}
+
 /* Two threads run the model at once on one session: both complete with the
  * right values (the runs are serialised inside). */
 typedef struct job {
@@ -330,6 +382,7 @@ int main(void) {
         cmocka_unit_test(test_exec_program),
         cmocka_unit_test(test_convert),
         cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_config_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

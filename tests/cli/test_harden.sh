@@ -108,6 +108,36 @@ expect 2 "--op result file = --profile" run --op "$T/prof.json" --profile "$T/./
 expect 2 "-o the -i file" run tiled_pf_transpose -i "$T/x.npy" -o "$T/x.npy"
 same_file "$T/x.npy" "$T/x_orig.npy"
 
+# ---- op-file result paths stay in the op file's tree and replace only earlier results
+mkdir -p "$T/opdir/sub" "$T/outside"
+cp "$T/x_orig.npy" "$T/opdir/sub/x.npy"
+echo notes >"$T/opdir/sub/notes.txt"
+ln -s ../../outside "$T/opdir/sub/away"
+cp "$T/x_orig.npy" "$T/outside/y.npy"
+ln -s ../../outside/y.npy "$T/opdir/sub/away.npy"
+ln -s nothing.npy "$T/opdir/sub/dangling.npy"
+result_op() { # result_op FILE: an op in opdir/sub whose result goes to FILE
+    printf '{"func_name": "tiled_pf_transpose", "operands": [{"name": "x", "file": "x.npy"}], "results": [{"name": "y", "file": "%s"}]}' "$1" >"$T/opdir/sub/op.json"
+}
+for bad in "../../x.npy:climbs out with '..'" "/tmp/nxsim_harden_y.npy:is an absolute path" \
+    "away/y.npy:leads out of the op file's directory through a link" \
+    "away.npy:is a link that leads out" "notes.txt:exists and is not a .npy file" \
+    "sub2/../y.npy:climbs out" "dangling.npy:is a link to nothing" "nodir/y.npy:: its directory: No such file or directory"; do
+    result_op "${bad%%:*}"
+    expect 3 "op result ${bad%%:*}" run --op "$T/opdir/sub/op.json" --functional
+    why=${bad#*:}; [ "${why:0:1}" = : ] || why=" $why" # "::" : the reason follows a colon
+    has "$T/err" "op.json: result 0 (y): file '${bad%%:*}'$why"
+    one_line "op result ${bad%%:*}"
+done
+same_file "$T/outside/y.npy" "$T/x_orig.npy"
+if [ "$(cat "$T/opdir/sub/notes.txt")" = notes ] && [ "$(ls "$T/outside")" = y.npy ] && [ ! -e /tmp/nxsim_harden_y.npy ]; then pass
+else fail "an op file's refused result touched a file"; fi
+result_op "deeper/y.npy"
+mkdir -p "$T/opdir/sub/deeper"
+expect 0 "op result in a subdirectory" run --op "$T/opdir/sub/op.json" --functional
+expect 0 "op result replaces its earlier result" run --op "$T/opdir/sub/op.json" --functional
+(cd "$T/opdir/sub" && "$NXSIM" run --op op.json --functional >/dev/null 2>"$T/err") && pass || fail "op file in the working directory: $(cat "$T/err")"
+
 # ---- 1+2 for the profile files: --timeline and exec's --profile are outputs
 # of the run like -o/--out: refused when they are an input or another
 # output, written through links and devices, staged with the results
@@ -252,6 +282,13 @@ expect 3 "an op file of 10^9 elements" run --op "$T/op.json"
 has "$T/err" "operand x would get 3.7 GiB of pseudo-random values"
 expect 3 "over --max-memory (run)" run --op "$T/op.json" --max-fill 8G --max-memory 1G
 has "$T/err" "more than the memory limit of 1.0 GiB"
+# the trace counts while it runs: 1 partition and a 1x1 PE make nki_matmul_tiled
+# trace millions of instructions; the limit stops it at once, not after
+printf '{"base": "trn2", "name": "p1", "geometry": {"partitions": 1, "pe_rows": 1, "pe_cols": 1, "dve_transpose_max": 1, "pool_partitions_per_core": 1}}\n' >"$T/p1.json"
+expect 3 "a trace past --max-memory" run nki_matmul_tiled --functional --machine "$T/p1.json" --max-memory 12M
+has "$T/err" "nxsim: nki_matmul_tiled: the program being traced holds "
+has "$T/err" "more than the memory limit of 12.0 MiB; allow more with --max-memory"
+one_line "trace limit"
 expect 2 "--max-memory garbage" exec "$T/big.nxs" --max-memory 12X
 expect 2 "--max-memory 0" exec "$T/big.nxs" --max-memory 0
 expect 2 "--max-fill negative" exec "$T/big.nxs" --max-fill -1
@@ -262,6 +299,18 @@ expect 3 "--op from /dev/zero" run --op /dev/zero
 has "$T/err" "larger than 16.0 MiB (the limit for an op file)"
 expect 3 "-i from /dev/zero" run tiled_pf_transpose -i /dev/zero --max-memory 64M
 has "$T/err" "larger than 32.0 MiB"
+
+# string attributes of the composites are echoed escaped (topk's method)
+expect 3 "topk method with ESC" run topk -a 'method="SCAN\u001b]0;x\u0007"' --functional
+has "$T/err" "unknown top-k method 'SCAN\x1b]0;x\x07'"
+one_line "topk method"
+
+# NumPy's default float64: refused with the NumPy call that converts it
+LC_ALL=C sed "s/'<f4'/'<f8'/" "$T/x_orig.npy" >"$T/f64.npy" # the dtype is read before the data
+expect 3 "a float64 .npy" run tiled_pf_transpose -i "$T/f64.npy" --functional
+has "$T/err" "f64.npy: dtype float64 ('<f8') is not an nxsim type; convert it to fp32 with NumPy: np.save('"
+has "$T/err" "f64.npy').astype(np.float32))"
+one_line "float64"
 
 echo "test_harden: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1962,10 +1962,11 @@ def bitvec():
     and saturated first); the shift count is the count's pattern & 31;
     shift_right is logical; the result reads back as int32 if an input was
     negative, else uint32; a store of the result into an integer dtype keeps
-    the pattern's low 8/16/32 bits (no saturation), into a float dtype takes
-    the value. Full-range int32/uint32 operands on DVE and POOL; masks with
+    the pattern's low 8/16/32 bits (no saturation). Full-range int32/uint32
+    operands on DVE (tensor_tensor and tensor_scalar take bitvec ops on DVE
+    and integer dtypes only, as the public nki.isa pages say); masks with
     two ops; xorshift32; scalar_tensor_tensor; a running xor scan; reductions
-    over uint32 into int32; 8/16-bit and fp32 destinations."""
+    over uint32 into int32; 8/16-bit destinations; a POOL partition reduce."""
     t = Trace("bitvec")
     ai = t.ints((32, 16), -2 ** 31, 2 ** 31 - 1)
     bi = t.ints((32, 16), -2 ** 31, 2 ** 31 - 1)
@@ -1986,13 +1987,6 @@ def bitvec():
                      f"in1=sbuf:int32[0:32]{in1}{{1:16}} op0={op}")
     lines[0] += " wait=sem0>=6"
     body = "\n".join("        " + ln for ln in lines)
-    pool_lines = []
-    for k, op in enumerate(ops):
-        in1 = "sbuf:int32[0:32]@192{1:16}" if op.startswith("shift") else "sbuf:uint32[0:32]@128{1:16}"
-        pool_lines.append(f"    tensor_tensor dst=sbuf:uint32[32:64]@{64 * k}{{1:16}} in0=sbuf:uint32[0:32]@128{{1:16}} "
-                          f"in1={in1} op0={op}")
-    pool_lines[0] += " wait=sem0>=6"
-    pool_body = "\n".join("        " + ln for ln in pool_lines)
     # xorshift32 (x ^= x << 13; x ^= x >> 17; x ^= x << 5), two steps, on the
     # uint32 seed at @384 and the same bits read as int32 at @448
     rng = []
@@ -2015,7 +2009,6 @@ def bitvec():
         .tensor u8 input uint8 [32,16]
         .tensor seed input uint32 [32,16]
         .tensor y_tt output int32 [32,{len(ops)},16]
-        .tensor y_pool output uint32 [32,{len(ops)},16]
         .tensor y_byte output int32 [32,16]
         .tensor y_low24 output int32 [32,16]
         .tensor y_rng_u output uint32 [32,16]
@@ -2027,8 +2020,6 @@ def bitvec():
         .tensor y_u8 output uint8 [32,16]
         .tensor y_i8 output int8 [32,16]
         .tensor y_i16 output int16 [32,16]
-        .tensor y_f32 output fp32 [32,16]
-        .tensor y_f32_or output fp32 [32,16]
         .tensor y_all_xor output int32 [32,16]
         .engine dve
 {body}
@@ -2042,12 +2033,9 @@ def bitvec():
             tensor_reduce dst=sbuf:int32[0:32]@1796{{1:1}} in=sbuf:uint32[0:32]@128{{1:16}} op0=bitwise_xor axes=1
             tensor_scalar dst=sbuf:uint8[0:32]@1856{{1:16}} in=sbuf:uint8[0:32]@256{{1:16}} scalar0=#1:int32 op0=shift_left
             tensor_scalar dst=sbuf:int8[0:32]@1872{{1:16}} in=sbuf:uint8[0:32]@256{{1:16}} scalar0=#1:int32 op0=shift_left
-            tensor_scalar dst=sbuf:int16[0:32]@1888{{1:16}} in=sbuf:uint8[0:32]@256{{1:16}} scalar0=#1:int32 op0=shift_left
-            tensor_scalar dst=sbuf:fp32[0:32]@1920{{1:16}} in=sbuf:int32[0:32]@0{{1:16}} scalar0=#4:int32 op0=shift_right
-            tensor_tensor dst=sbuf:fp32[0:32]@1984{{1:16}} in0=sbuf:uint32[0:32]@128{{1:16}} in1=sbuf:int32[0:32]@192{{1:16}} op0=bitwise_or inc=sem1
+            tensor_scalar dst=sbuf:int16[0:32]@1888{{1:16}} in=sbuf:uint8[0:32]@256{{1:16}} scalar0=#1:int32 op0=shift_left inc=sem1
         .engine pool
-{pool_body}
-            partition_all_reduce dst=sbuf:int32[32:64]@320{{1:16}} in=sbuf:uint32[0:32]@128{{1:16}} op0=bitwise_xor inc=sem2
+            partition_all_reduce dst=sbuf:int32[32:64]@320{{1:16}} in=sbuf:uint32[0:32]@128{{1:16}} op0=bitwise_xor wait=sem0>=6 inc=sem2
         .engine sp
             dma_copy dst=sbuf:int32[0:32]@0{{1:16}} src=hbm:int32[32/16]@ai{{1:16}} queue=0 bound=0 inc=sem0
             dma_copy dst=sbuf:int32[0:32]@64{{1:16}} src=hbm:int32[32/16]@bi{{1:16}} queue=1 bound=0 inc=sem0
@@ -2067,18 +2055,13 @@ def bitvec():
             dma_copy dst=hbm:uint8[32/16]@y_u8{{1:16}} src=sbuf:uint8[0:32]@1856{{1:16}} queue=5 bound=0
             dma_copy dst=hbm:int8[32/16]@y_i8{{1:16}} src=sbuf:int8[0:32]@1872{{1:16}} queue=5 bound=0
             dma_copy dst=hbm:int16[32/16]@y_i16{{1:16}} src=sbuf:int16[0:32]@1888{{1:16}} queue=6 bound=0
-            dma_copy dst=hbm:fp32[32/16]@y_f32{{1:16}} src=sbuf:fp32[0:32]@1920{{1:16}} queue=6 bound=0
-            dma_copy dst=hbm:fp32[32/16]@y_f32_or{{1:16}} src=sbuf:fp32[0:32]@1984{{1:16}} queue=7 bound=0
-            dma_copy dst=hbm:uint32[32/{16 * len(ops)}]@y_pool{{1:{16 * len(ops)}}} src=sbuf:uint32[32:64]@0{{1:{16 * len(ops)}}} queue=8 bound=0 wait=sem2>=1
-            dma_copy dst=hbm:int32[32/16]@y_all_xor{{1:16}} src=sbuf:int32[32:64]@320{{1:16}} queue=9 bound=0
+            dma_copy dst=hbm:int32[32/16]@y_all_xor{{1:16}} src=sbuf:int32[32:64]@320{{1:16}} queue=9 bound=0 wait=sem2>=1
     """)
     y_tt = np.stack([bits_to("int32", alu(op, ai, sh if op.startswith("shift") else bi)) for op in ops], axis=1)
     # the documented example, by hand: 1 << 31, 0x40000000 << 1, -1 << 0, 0x7fffffff << 1
     assert list(y_tt[0, 3, :4]) == [-2 ** 31, -2 ** 31, -1, -2]  # 0x80000000 0x80000000 0xffffffff 0xfffffffe
     assert list(y_tt[1, 4, :4]) == [0x0FFFFFF0, 1, -1, 2]  # logical shift right
     t.expect("y_tt", "int32", y_tt)
-    t.expect("y_pool", "uint32", np.stack(
-        [bits_to("uint32", alu(op, ui, sh if op.startswith("shift") else ui)) for op in ops], axis=1))
     t.expect("y_byte", "int32", bits_to("int32", alu("bitwise_and", alu("shift_right", ai, 24.0), 255.0)))
     t.expect("y_low24", "int32", bits_to("int32", alu("shift_right", alu("shift_left", ai, 8.0), 8.0)))
     xu = seed.astype(np.uint64)
@@ -2101,8 +2084,6 @@ def bitvec():
     t.expect("y_u8", "uint8", bits_to("uint8", shl8))
     t.expect("y_i8", "int8", bits_to("int8", shl8))
     t.expect("y_i16", "int16", bits_to("int16", shl8))
-    t.expect("y_f32", "fp32", alu("shift_right", ai, 4.0))  # a value: rounded to fp32 by the store
-    t.expect("y_f32_or", "fp32", alu("bitwise_or", ui, sh))
     allx = fold("bitwise_xor", [ui[q] for q in range(32)], 0.0)
     t.expect("y_all_xor", "int32", bits_to("int32", np.repeat(allx[None, :], 32, axis=0)))
 
