@@ -96,7 +96,8 @@ static int trace(nx_leaf_fn leaf, conv_setup *s, nx_builder *b, nx_error *err) {
         if (nx_builder_tensor(b, s->args[i].name, s->args[i].dtype, s->args[i].ndims, s->args[i].shape,
                               i < 2 ? NX_ROLE_INPUT : NX_ROLE_OUTPUT, &s->args[i].hbm_offset, err) != 0)
             fail_msg("declare %s: %s", s->args[i].name, err->msg);
-    nx_kctx *k = nx_kctx_new(b, 0, 1);
+    nx_machine km = test_machine_of(nx_builder_geometry(b));
+    nx_kctx *k = nx_kctx_new_machine(b, &km, 0, 1);
     assert_non_null(k);
     int rc = leaf(k, &s->call, err);
     if (rc == 0 && nx_kctx_finish(k, err) != 0) fail_msg("%s: finish: %s", s->what, err->msg);

@@ -42,7 +42,8 @@ static nx_builder *trace(leaf_case *c, nx_geometry *geo, nx_error *err, int *rc)
             fail_msg("%s: declare %s: %s", c->what, c->args[i].name, err->msg);
     nx_kernel_call call = {
         .args = c->args, .nargs = c->nargs, .n_inputs = c->n_inputs, .additional_args = c->attrs, .attrs = c->attrs};
-    nx_kctx *k = nx_kctx_new(b, 0, 1);
+    nx_machine km = test_machine_of(geo);
+    nx_kctx *k = nx_kctx_new_machine(b, &km, 0, 1);
     assert_non_null(k);
     *rc = c->leaf(k, &call, err);
     if (*rc == 0 && nx_kctx_finish(k, err) != 0) fail_msg("%s: finish: %s", c->what, err->msg);

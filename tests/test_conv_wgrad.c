@@ -312,7 +312,7 @@ static void test_trn1(void **state) {
     nx_error err;
     nx_machine m;
     assert_int_equal(nx_machine_load("trn1", &m, &err), 0);
-    nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
+    nx_lowerer *L = nx_lowerer_new_machine(&m, NULL, NULL);
     assert_non_null(L);
     static const char *const keys[3] = {N5, N7, N8};
     for (int i = 0; i < 3; i++) {
@@ -407,7 +407,7 @@ static void gradient_property(const fwd_conv *f, nx_dtype dt, int io10, uint64_t
     nx_error err;
     nx_machine m;
     assert_int_equal(nx_machine_load("trn2", &m, &err), 0);
-    nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
+    nx_lowerer *L = nx_lowerer_new_machine(&m, NULL, NULL);
     assert_non_null(L);
     nx_kernel_target tgt;
     assert_int_equal(nx_lowerer_lookup(L, key, &tgt, &err), 0);

@@ -43,7 +43,7 @@ static void test_transposes_on_both_backends(void **state) {
     for (int k = 0; k < 2; k++) {
         nx_macro_op op;
         default_op(&op, keys[k], &nx_rules_transpose);
-        nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
+        nx_lowerer *L = nx_lowerer_new_machine(&m, NULL, NULL);
         nx_run_options opt = {.backend = NX_RUN_MODEL, .race_check = 1, .check = 1, .seed = 3};
         nx_run_result model, func;
         if (nx_run_op(L, &m, &op, NULL, &opt, &model, &err) != 0) fail_msg("%s", err.msg);
@@ -95,7 +95,7 @@ static void test_given_inputs(void **state) {
     int32_t *x = malloc(37 * 130 * sizeof *x);
     for (int i = 0; i < 37 * 130; i++) x[i] = i * 7 - 1000;
     const void *inputs[1] = {x};
-    nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
+    nx_lowerer *L = nx_lowerer_new_machine(&m, NULL, NULL);
     nx_run_options opt = {.backend = NX_RUN_FUNCTIONAL};
     nx_run_result res;
     if (nx_run_op(L, &m, &op, inputs, &opt, &res, &err) != 0) fail_msg("%s", err.msg);
@@ -113,7 +113,7 @@ static void test_race_check_on_test_composites(void **state) {
     (void)state;
     nx_machine m = trn2();
     nx_error err;
-    nx_lowerer *L = nx_lowerer_new_with(&m.geo, NULL, &fixture_composites);
+    nx_lowerer *L = nx_lowerer_new_machine(&m, NULL, &fixture_composites);
     nx_run_result res;
     nx_macro_op op;
     const nx_op_rules *rules = fixture_composites.items[1].rules;
@@ -164,7 +164,7 @@ static void test_failed_check_is_not_an_error(void **state) {
     c.name = "wrong_ref";
     c.rules = &wrong;
     nx_composite_table t = {&c, 1};
-    nx_lowerer *L = nx_lowerer_new_with(&m.geo, NULL, &t);
+    nx_lowerer *L = nx_lowerer_new_machine(&m, NULL, &t);
     nx_macro_op op;
     default_op(&op, "wrong_ref", &wrong);
     nx_run_options opt = {.backend = NX_RUN_FUNCTIONAL, .check = 1};
@@ -193,7 +193,7 @@ static void test_refusals(void **state) {
     (void)state;
     nx_machine m = trn2();
     nx_error err;
-    nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
+    nx_lowerer *L = nx_lowerer_new_machine(&m, NULL, NULL);
     nx_run_result res;
     nx_macro_op op;
     nx_run_options opt = {.backend = NX_RUN_MODEL};

@@ -60,7 +60,8 @@ static void test_emit_records_call_site(void **state) {
     nx_error err;
     uint64_t shape[2] = {128, 64};
     assert_int_equal(nx_builder_tensor(b, "x", NX_DT_FP32, 2, shape, NX_ROLE_INPUT, &off, &err), 0);
-    nx_kctx *k = nx_kctx_new(b, 0, 1);
+    nx_machine km = test_machine_of(&g);
+    nx_kctx *k = nx_kctx_new_machine(b, &km, 0, 1);
     assert_non_null(k);
     nx_tile t, u;
     assert_int_equal(nx_kctx_alloc(k, NX_OPK_SBUF, "t", NX_DT_FP32, 128, 64, &t, &err), 0);
@@ -143,7 +144,7 @@ static void test_registry_leaf_profile(void **state) {
     assert_int_equal(nx_rules_transpose.default_op(&op, &err), 0);
     if (nx_op_rules_apply_results(&nx_rules_transpose, "tiled_pf_transpose", NULL, &op, &err) != 0)
         fail_msg("%s", err.msg);
-    nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
+    nx_lowerer *L = nx_lowerer_new_machine(&m, NULL, NULL);
     nx_run_options opt = {.backend = NX_RUN_MODEL, .keep_log = 1, .seed = 1};
     nx_run_result res;
     if (nx_run_op(L, &m, &op, NULL, &opt, &res, &err) != 0) fail_msg("%s", err.msg);

@@ -120,7 +120,7 @@ static void test_run_limits(void **state) {
     nx_macro_op op;
     /* 2^30 x 4 fp32 elements: 16 GiB of operand, refused before tracing */
     transpose_op(&op, (uint64_t)1 << 30, 4);
-    nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
+    nx_lowerer *L = nx_lowerer_new_machine(&m, NULL, NULL);
     nx_run_options opt = {.backend = NX_RUN_FUNCTIONAL, .max_memory = (uint64_t)1 << 30};
     nx_run_result res;
     assert_int_equal(nx_run_op(L, &m, &op, NULL, &opt, &res, &err), -1);

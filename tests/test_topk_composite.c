@@ -48,7 +48,7 @@ static void make_op(nx_macro_op *op, nx_dtype dt, uint32_t nd, const uint64_t *s
 
 static void run_case(nx_dtype dt, uint32_t nd, const uint64_t *shape, const char *attrs, topk_data kind, int model) {
     nx_machine m = test_machine("trn2");
-    nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
+    nx_lowerer *L = nx_lowerer_new_machine(&m, NULL, NULL);
     nx_macro_op op;
     make_op(&op, dt, nd, shape, attrs);
     uint64_t n = 1;

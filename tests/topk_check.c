@@ -84,7 +84,8 @@ static int trace(const topk_case *c, setup *s, nx_program *prog, nx_error *err) 
             fail_msg("declare %s: %s", s->args[i].name, err->msg);
     int rc = 0;
     for (uint32_t pid = 0; pid < grid && rc == 0; pid++) {
-        nx_kctx *k = nx_kctx_new(b, pid, grid);
+        nx_machine km = test_machine_of(&geo);
+        nx_kctx *k = nx_kctx_new_machine(b, &km, pid, grid);
         assert_non_null(k);
         rc = c->leaf(k, &s->call, err);
         if (rc == 0 && nx_kctx_finish(k, err) != 0) fail_msg("%s: finish: %s", s->what, err->msg);
