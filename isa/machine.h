@@ -72,6 +72,15 @@ static inline double nx_machine_dma_engines_bytes_per_ns(const nx_machine *m) {
     return (double)m->geo.dma_engines * m->dma_engine_bytes_per_ns;
 }
 
+/* The share of its engine's bandwidth a transfer gets whose shortest
+ * contiguous run per partition is run_bytes: min(1, run_bytes /
+ * dma_efficient_bytes_per_partition) (docs/parts/machine.md, "DMA"). The
+ * model's rule (sim/cost.c nx_cost_dma) and what plans weigh bytes by. */
+static inline double nx_machine_dma_efficiency(const nx_machine *m, double run_bytes) {
+    double full = (double)m->dma_efficient_bytes_per_partition;
+    return full > 0 && run_bytes < full ? run_bytes / full : 1.0;
+}
+
 #ifdef __cplusplus
 }
 #endif

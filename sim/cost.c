@@ -228,9 +228,7 @@ void nx_cost_dma(const nx_machine *m, const nx_insn *insn, nx_dma_cost *out) {
     uint64_t elems = (uint64_t)src->partition_count * nx_operand_free_elems(src);
     out->bytes = elems * max_u64(ds, ss);
     out->row_bytes = min_u64(contiguous_run(src) * ss, contiguous_run(dst) * ds);
-    out->efficiency = 1.0;
-    if (m->dma_efficient_bytes_per_partition > 0 && out->row_bytes < m->dma_efficient_bytes_per_partition)
-        out->efficiency = (double)out->row_bytes / (double)m->dma_efficient_bytes_per_partition;
+    out->efficiency = nx_machine_dma_efficiency(m, (double)out->row_bytes);
     out->touches_hbm = dst->kind == NX_OPK_HBM || src->kind == NX_OPK_HBM;
 }
 

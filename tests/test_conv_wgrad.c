@@ -182,7 +182,7 @@ static int pinned(nx_wg_kind kind, const char *labels, struct nx_kctx *k, const 
     nx_wg_problem p;
     if (nx_wg_prepare("pinned", kind, labels, call, &p, err) != 0) return -1;
     nx_wg_plan pl;
-    if (nx_wg_plan_make(nx_kctx_geometry(k), &p, &g_lim, &pl, err) != 0) return -1;
+    if (nx_wg_plan_make_machine(nx_kctx_machine(k), &p, &g_lim, &pl, err) != 0) return -1;
     if (g_expect) g_expect(&pl);
     return nx_wg_emit(k, &p, &pl, err);
 }

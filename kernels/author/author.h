@@ -67,7 +67,7 @@ nx_kctx *nx_kctx_new_machine(nx_builder *b, const nx_machine *m, uint32_t progra
 /* The same for a caller that holds only the builder: m is the preset its
  * geometry names, else the default preset (sim/machine.h
  * nx_machine_of_geometry). Transitional, for the benches that trace leaves
- * themselves; defined by registry/kctx_of_geometry.c because kernels/ does
+ * themselves; defined by registry/of_geometry.c because kernels/ does
  * not load machine files. */
 nx_kctx *nx_kctx_new(nx_builder *b, uint32_t program_id, uint32_t num_programs);
 uint32_t nx_kctx_program_id(const nx_kctx *k);

@@ -38,9 +38,6 @@
 #include "kernels/conv/conv_ap.h"
 
 #define PBP_MAX_BUFS 4
-/* A DMA moves a partition's data at full speed from runs of this many bytes
- * (docs/parts/machine.md, dma.efficient_bytes_per_partition). */
-#define PBP_EFFICIENT_DMA_BYTES 2048u
 
 static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
@@ -182,15 +179,14 @@ static uint32_t lane_next(pbp_state *s) {
 }
 
 /* DMA split by partitions over up to `pieces` input or output lanes (one
- * DMA engine each), no piece smaller than PBP_MIN_PIECE_BYTES: each piece
- * pays the fixed cost of a transfer, and pieces much smaller than one
- * efficient run per partition gain nothing from another engine. */
-#define PBP_MIN_PIECE_BYTES 2048u
+ * DMA engine each), no piece smaller than one efficient run per partition
+ * (pl->dma_run): each piece pays the fixed cost of a transfer, and pieces
+ * much smaller than that gain nothing from another engine. */
 static int dma_spread(pbp_state *s, const nx_operand *dst, const nx_operand *src, uint32_t pieces,
                       nx_error *err) {
     uint32_t rows = dst->partition_count;
     uint64_t bytes = (uint64_t)rows * nx_operand_free_elems(dst) * s->pl.es;
-    uint64_t by_size = bytes / PBP_MIN_PIECE_BYTES;
+    uint64_t by_size = bytes / s->pl.dma_run;
     if (by_size < pieces) pieces = by_size ? (uint32_t)by_size : 1;
     if (pieces > rows) pieces = rows;
     if (pieces < 1) pieces = 1;
@@ -255,7 +251,7 @@ static int load_filters(pbp_state *s, const pbp_job *j, nx_error *err) {
          * row, so that the first tile's matmuls need not wait for the rest */
         int32_t one = 1;
         uint64_t row = pl->Og * taps;
-        int split = pl->couts > 1 && (uint64_t)pl->mo * taps * pl->es >= PBP_EFFICIENT_DMA_BYTES;
+        int split = pl->couts > 1 && (uint64_t)pl->mo * taps * pl->es >= pl->dma_run;
         for (uint32_t t0 = 0; t0 < (split ? pl->couts : 1); t0++) {
             uint64_t o0 = split ? (uint64_t)t0 * pl->mo : 0;
             uint32_t run = (uint32_t)((split ? tile_mo(pl, 0, t0) : pl->Og) * taps);
@@ -971,7 +967,7 @@ int nx_conv_pbp_emit(nx_kctx *k, const nx_conv_pbp *pb, nx_error *err) {
     s.k = k;
     s.pb = pb;
     pbp_plan *pl = &s.pl;
-    if (pbp_plan_make(pb, nx_kctx_geometry(k), nx_kctx_lanes(k), pl, err) != 0) return -1;
+    if (pbp_plan_make(pb, nx_kctx_machine(k), nx_kctx_lanes(k), pl, err) != 0) return -1;
     if (pb->out_01bf && !pl->out_01bf)
         return nx_fail(err, "conv: an (OH, OW, N, O) result needs the transposed store (nx_conv_pbp_takes_01bf)");
     if (pb->filt_iohw && !pl->filt_iohw)
@@ -1061,27 +1057,27 @@ done:
 /* Which of #4's in-place routes the plan grants when asked for one. */
 typedef enum pbp_route { PBP_ROUTE_CNHW, PBP_ROUTE_IOHW, PBP_ROUTE_01BF } pbp_route;
 
-static int takes_route(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes, pbp_route r) {
+static int takes_route(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes, pbp_route r) {
     nx_conv_pbp q = *pb;
     if (r == PBP_ROUTE_CNHW) q.img_cnhw = 1;
     if (r == PBP_ROUTE_IOHW) q.filt_iohw = 1;
     if (r == PBP_ROUTE_01BF) q.out_01bf = 1;
     pbp_plan pl;
     nx_error err;
-    if (pbp_plan_make(&q, geo, lanes, &pl, &err) != 0) return 0;
+    if (pbp_plan_make(&q, m, lanes, &pl, &err) != 0) return 0;
     return r == PBP_ROUTE_CNHW ? pl.cnhw : r == PBP_ROUTE_IOHW ? pl.filt_iohw : pl.out_01bf;
 }
 
-int nx_conv_pbp_takes_cnhw(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes) {
-    return takes_route(pb, geo, lanes, PBP_ROUTE_CNHW);
+int nx_conv_pbp_takes_cnhw(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes) {
+    return takes_route(pb, m, lanes, PBP_ROUTE_CNHW);
 }
 
-int nx_conv_pbp_takes_iohw(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes) {
-    return takes_route(pb, geo, lanes, PBP_ROUTE_IOHW);
+int nx_conv_pbp_takes_iohw(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes) {
+    return takes_route(pb, m, lanes, PBP_ROUTE_IOHW);
 }
 
-int nx_conv_pbp_takes_01bf(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes) {
-    return takes_route(pb, geo, lanes, PBP_ROUTE_01BF);
+int nx_conv_pbp_takes_01bf(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes) {
+    return takes_route(pb, m, lanes, PBP_ROUTE_01BF);
 }
 
 int conv2d_pbp_0f1b_0i1o_01fb_experimental_1(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
