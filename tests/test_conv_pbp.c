@@ -258,6 +258,19 @@ static void test_plan(void **state) {
     /* N = 1100 (runs of 2200 bytes): stored directly (C_out on partitions), so not in (OH, OW, N, O) */
     pb = pb_of(NX_DT_BF16, 4, 8, 4, 1100, 3, 8, 1, 1);
     assert_false(nx_conv_pbp_takes_01bf(&pb, &m, 32));
+    /* The store reads the machine's dma.efficient_bytes_per_partition: runs
+     * of 2 KiB are full speed on trn2 (stored directly), short on a machine
+     * that needs 4 KiB (PE-transposed, so the result goes straight to
+     * (OH, OW, N, O)) */
+    nx_machine slow = m;
+    slow.dma_efficient_bytes_per_partition = 4096;
+    pb = pb_of(NX_DT_BF16, 4, 8, 4, 1024, 3, 4, 1, 1); /* runs of N x 2 = 2048 bytes */
+    assert_int_equal(pbp_plan_make(&pb, &m, 32, &p, &err), 0);
+    assert_int_equal(p.store, PBP_STORE_DIRECT);
+    assert_false(nx_conv_pbp_takes_01bf(&pb, &m, 32));
+    assert_int_equal(pbp_plan_make(&pb, &slow, 32, &p, &err), 0);
+    assert_int_equal(p.store, PBP_STORE_TRANSPOSED);
+    assert_true(nx_conv_pbp_takes_01bf(&pb, &slow, 32));
     pb = pb_of(NX_DT_BF16, 224, 64, 224, 8, 3, 64, 1, 1);
     assert_false(nx_conv_pbp_takes_cnhw(&pb, &m, 32));
     pb = pb_of(NX_DT_BF16, 200, 2, 200, 2, 3, 2, 1, 1); /* test_fb01's scratch case */
