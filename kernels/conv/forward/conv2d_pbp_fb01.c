@@ -1,6 +1,6 @@
 /* conv2d_pbp_fb01_io01_01bf_kernel_experimental_1: the dense convolution
  * with img (C, N, H, W), filt (C/G, O, KH, KW) -> out (OH, OW, N, O), by
- * #3's emitter (conv2d_pbp.c).
+ * #3's emitter (conv2d_pbp.c and its parts).
  *
  * Follows the public AWS Neuron kernel of the same name
  * (neuronxcc.nki._private_kernels.conv): transpose the image and the

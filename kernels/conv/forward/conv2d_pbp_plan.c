@@ -302,3 +302,29 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes, pb
     }
     return 0;
 }
+
+/* Which of #4's in-place routes the plan grants when asked for one. */
+typedef enum pbp_route { PBP_ROUTE_CNHW, PBP_ROUTE_IOHW, PBP_ROUTE_01BF } pbp_route;
+
+static int takes_route(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes, pbp_route r) {
+    nx_conv_pbp q = *pb;
+    if (r == PBP_ROUTE_CNHW) q.img_cnhw = 1;
+    if (r == PBP_ROUTE_IOHW) q.filt_iohw = 1;
+    if (r == PBP_ROUTE_01BF) q.out_01bf = 1;
+    pbp_plan pl;
+    nx_error err;
+    if (pbp_plan_make(&q, m, lanes, &pl, &err) != 0) return 0;
+    return r == PBP_ROUTE_CNHW ? pl.cnhw : r == PBP_ROUTE_IOHW ? pl.filt_iohw : pl.out_01bf;
+}
+
+int nx_conv_pbp_takes_cnhw(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes) {
+    return takes_route(pb, m, lanes, PBP_ROUTE_CNHW);
+}
+
+int nx_conv_pbp_takes_iohw(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes) {
+    return takes_route(pb, m, lanes, PBP_ROUTE_IOHW);
+}
+
+int nx_conv_pbp_takes_01bf(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes) {
+    return takes_route(pb, m, lanes, PBP_ROUTE_01BF);
+}
