@@ -21,7 +21,7 @@ NXSIM_API nx_status nx_session_open(const char *machine, nx_session **out, nx_me
         free(s);
         return api_fail(msg, NX_ERR_INPUT, &err);
     }
-    s->L = nx_lowerer_new(&s->machine.geo, NULL);
+    s->L = nx_lowerer_new_machine(&s->machine, NULL, NULL);
     if (!s->L) {
         free(s);
         return api_failf(msg, NX_ERR_MEMORY, "out of memory");

@@ -255,7 +255,7 @@ static int execute(const run_args *a, const nx_kernel_registry *reg, const nx_co
         return CLI_EXIT_INPUT;
     }
     /* A fresh lowerer per run: NEW_NKI_FE counts this run's traces. */
-    nx_lowerer *L = nx_lowerer_new_with(&m.geo, reg, comps);
+    nx_lowerer *L = nx_lowerer_new_machine(&m, reg, comps);
     if (!L) {
         cli_message("out of memory");
         return CLI_EXIT_RUNTIME;

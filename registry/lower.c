@@ -9,6 +9,7 @@
 #include "isa/builder.h"
 #include "isa/strbuf.h"
 #include "kernels/author/author.h"
+#include "sim/machine.h"
 
 typedef struct cache_entry {
     char *key;
@@ -19,7 +20,8 @@ typedef struct cache_entry {
 } cache_entry;
 
 struct nx_lowerer {
-    nx_geometry geo;
+    nx_machine machine; /* copy: what every authoring context gets */
+    nx_geometry geo;    /* = machine.geo */
     const nx_kernel_registry *reg; /* NULL = the live registry */
     const nx_composite_table *comps; /* NULL = the inventory's composites */
     pthread_mutex_t lock;          /* guards everything below */
@@ -36,9 +38,19 @@ nx_lowerer *nx_lowerer_new(const nx_geometry *geo, const nx_kernel_registry *reg
 
 nx_lowerer *nx_lowerer_new_with(const nx_geometry *geo, const nx_kernel_registry *reg,
                                 const nx_composite_table *comps) {
+    nx_machine m;
+    nx_error err;
+    if (nx_machine_of_geometry(geo, &m, &err) != 0) return NULL;
+    return nx_lowerer_new_machine(&m, reg, comps);
+}
+
+nx_lowerer *nx_lowerer_new_machine(const nx_machine *m, const nx_kernel_registry *reg,
+                                   const nx_composite_table *comps) {
+    if (!m) return NULL;
     nx_lowerer *L = calloc(1, sizeof *L);
     if (!L) return NULL;
-    L->geo = *geo;
+    L->machine = *m;
+    L->geo = m->geo;
     L->reg = reg;
     L->comps = comps;
     L->nbuckets = 64;
@@ -168,7 +180,7 @@ static int trace(const nx_lowerer *L, const nx_macro_op *op, nx_resolved *r, uin
     call.additional_args = &r->additional_args;
     call.attrs = &op->attrs;
     for (uint32_t pid = 0; pid < grid; pid++) {
-        nx_kctx *k = nx_kctx_new(b, pid, grid);
+        nx_kctx *k = nx_kctx_new_machine(b, &L->machine, pid, grid);
         if (!k) {
             nx_fail(err, "%s: out of memory creating the authoring context", key);
             goto done;

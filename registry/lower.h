@@ -36,6 +36,7 @@
 
 #include "isa/error.h"
 #include "isa/geometry.h"
+#include "isa/machine.h"
 #include "isa/program.h"
 #include "composites.h"
 #include "macro_op.h"
@@ -43,13 +44,21 @@
 
 typedef struct nx_lowerer nx_lowerer;
 
-/* A lowerer for machine geometry `geo` (copied), resolving against `reg`
- * (NULL = the live registry; a test passes a table of test leaves, which
- * must outlive the lowerer). NULL on out-of-memory. */
+/* A lowerer for machine description `m` (copied: every authoring context
+ * gets it, so plans read that machine's figures, kernels/author/author.h
+ * nx_kctx_new), resolving against `reg` (NULL = the live registry; a test
+ * passes a table of test leaves, which must outlive the lowerer) and
+ * reaching the composites of `comps` after a registry miss (NULL = the
+ * inventory's composites; a test passes a table of test composites, which
+ * must outlive the lowerer). NULL on out-of-memory or m NULL. */
+nx_lowerer *nx_lowerer_new_machine(const nx_machine *m, const nx_kernel_registry *reg,
+                                   const nx_composite_table *comps);
+/* For callers that hold only a geometry (copied): the other figures are
+ * those of the preset named geo->name ("trn1", "trn2"), else of the default
+ * preset, so a user's machine file reaches its kernels only through
+ * nx_lowerer_new_machine. Transitional: the CLI, the C API and the Python
+ * binding pass the whole description. */
 nx_lowerer *nx_lowerer_new(const nx_geometry *geo, const nx_kernel_registry *reg);
-/* The same, reaching the composites of `comps` after a registry miss (NULL
- * = the inventory's composites, which nx_lowerer_new uses; a test passes a
- * table of test composites, which must outlive the lowerer). */
 nx_lowerer *nx_lowerer_new_with(const nx_geometry *geo, const nx_kernel_registry *reg,
                                 const nx_composite_table *comps);
 void nx_lowerer_free(nx_lowerer *L);

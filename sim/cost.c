@@ -1,5 +1,6 @@
-/* The cost model (sim/cost.h): per-instruction cycles per engine, DMA bytes
- * and efficiency, and the DMA bandwidth split. Every figure comes from the
+/* The cost model (sim/cost.h): per-instruction cycles per engine, and every
+ * DMA timing figure: a transfer's fixed phase, bytes and efficiency, the
+ * bandwidth split, a transfer's duration alone and the DMA bound. Every figure comes from the
  * machine description; docs/parts/model.md states each formula. */
 #include "cost.h"
 
@@ -228,9 +229,8 @@ void nx_cost_dma(const nx_machine *m, const nx_insn *insn, nx_dma_cost *out) {
     uint64_t elems = (uint64_t)src->partition_count * nx_operand_free_elems(src);
     out->bytes = elems * max_u64(ds, ss);
     out->row_bytes = min_u64(contiguous_run(src) * ss, contiguous_run(dst) * ds);
-    out->efficiency = 1.0;
-    if (m->dma_efficient_bytes_per_partition > 0 && out->row_bytes < m->dma_efficient_bytes_per_partition)
-        out->efficiency = (double)out->row_bytes / (double)m->dma_efficient_bytes_per_partition;
+    out->efficiency = nx_machine_dma_efficiency(m, (double)out->row_bytes);
+    out->fixed_ns = m->dma_fixed_ns;
     out->touches_hbm = dst->kind == NX_OPK_HBM || src->kind == NX_OPK_HBM;
 }
 
@@ -278,4 +278,16 @@ void nx_cost_dma_rates(const nx_machine *m, const nx_dma_flow *flows, size_t n, 
     }
     for (size_t i = 0; i < n; i++)
         if (flows[i].touches_hbm && rates[i] > level) rates[i] = level;
+}
+
+double nx_cost_dma_alone_ns(const nx_machine *m, const nx_dma_cost *c) {
+    nx_dma_flow flow = {1, c->efficiency, c->touches_hbm};
+    double rate, scratch;
+    nx_cost_dma_rates(m, &flow, 1, &rate, &scratch);
+    return c->fixed_ns + (rate > 0.0 ? (double)c->bytes / rate : 0.0);
+}
+
+double nx_cost_dma_peak_bytes_per_ns(const nx_machine *m, uint32_t cores) {
+    double engines = (double)cores * nx_machine_dma_engines_bytes_per_ns(m);
+    return m->hbm_bytes_per_ns < engines ? m->hbm_bytes_per_ns : engines;
 }

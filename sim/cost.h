@@ -63,15 +63,34 @@ typedef struct nx_insn_access {
 } nx_insn_access;
 void nx_cost_access(const nx_geometry *geo, const nx_insn *insn, nx_insn_access *out);
 
-/* ---- DMA ---- */
+/* ---- DMA ----
+ * The one home of DMA timing (docs/parts/model.md, "DMA"): the SP's issue
+ * (nx_cost_insn, one SP cycle, sim/engine.cpp), a transfer's fixed phase,
+ * bytes and efficiency (nx_cost_dma) and its data-phase rate among the
+ * transfers flowing at once (nx_cost_dma_rates) are computed here from the
+ * machine and nowhere else; sim/dma.cpp runs the queues with them. */
 
 typedef struct nx_dma_cost {
     uint64_t bytes;      /* P * F * max(src, dst element size) */
     uint64_t row_bytes;  /* shortest contiguous run per partition (src or dst side) */
     double efficiency;   /* min(1, row_bytes / dma_efficient_bytes_per_partition) */
+    double fixed_ns;     /* the fixed phase, from the issue to the data (dma_fixed_ns) */
     uint8_t touches_hbm; /* src or dst is HBM: shares hbm_bytes_per_ns */
 } nx_dma_cost;
 void nx_cost_dma(const nx_machine *m, const nx_insn *insn, nx_dma_cost *out);
+
+/* The duration in ns of transfer c alone on the machine, from its issue to
+ * its last byte: fixed_ns + bytes / its rate with no other transfer flowing
+ * (nx_cost_dma_rates of one flow: the engine's bandwidth x efficiency,
+ * capped by HBM when it touches HBM). */
+double nx_cost_dma_alone_ns(const nx_machine *m, const nx_dma_cost *c);
+
+/* The DMA bound of `cores` cores in bytes per ns: every engine of those
+ * cores at full efficiency, capped by the HBM they share:
+ * min(cores x dma_engines x dma_engine_bytes_per_ns, hbm_bytes_per_ns).
+ * What no schedule of transfers touching HBM can beat; benches divide the
+ * bytes they move by it. */
+double nx_cost_dma_peak_bytes_per_ns(const nx_machine *m, uint32_t cores);
 
 /* An indirect transfer with oob_skip moves only its rows whose index lies
  * in [0, bound): the others move nothing and cost no bandwidth (the fixed

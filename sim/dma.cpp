@@ -73,6 +73,7 @@ void DmaSystem::issue(uint32_t core, uint32_t queue, const nx_insn *insn, uint32
     x.bytes = dc.bytes;
     x.wait_seq = wait_seq;
     x.efficiency = dc.efficiency;
+    x.fixed = (fs_t)(dc.fixed_ns * 1e6 + 0.5);
     x.next = -1;
     x.index = index;
     x.queue = core * queues_per_core_ + queue;
@@ -156,8 +157,6 @@ void DmaSystem::complete(Transfer &x, fs_t now) {
 }
 
 void DmaSystem::start_heads(fs_t now, bool *changed) {
-    const RunState &rs = plat_.rs;
-    fs_t fixed = (fs_t)(rs.m->dma_fixed_ns * 1e6 + 0.5);
     size_t w = 0;
     for (size_t i = 0; i < ready_.size(); i++) {
         uint32_t q = ready_[i];
@@ -171,7 +170,7 @@ void DmaSystem::start_heads(fs_t now, bool *changed) {
         // the fixed cost is the latency from the trigger to the start
         // (docs/parts/model.md, "DMA"): it runs from the issue, under the
         // transfers ahead of this one in its queue
-        x.t_data = std::max(now, x.t_issue + fixed);
+        x.t_data = std::max(now, x.t_issue + x.fixed);
         x.phase = x.t_data > now ? kFixed : kData;
         active_.push_back(q_head_[q]);
         *changed = true;

@@ -4,8 +4,9 @@
 // because they share HBM.
 //
 // A transfer is issued by its core's SP onto queue iparam0 and runs when it
-// reaches the head of the queue (queues are in order): a fixed phase of
-// dma_fixed_ns, then a data phase in which its bytes flow at a rate that is
+// reaches the head of the queue (queues are in order): a fixed phase
+// (nx_cost_dma's fixed_ns: every DMA timing figure comes from sim/cost.h),
+// then a data phase in which its bytes flow at a rate that is
 // recomputed whenever the set of flowing transfers changes (nx_cost_dma_rates:
 // the engine's bandwidth round-robin over its flowing queues, scaled by the
 // small-row efficiency, HBM shared max-min fairly by every HBM transfer of
@@ -52,6 +53,7 @@ class DmaSystem : public sc_core::sc_module {
         double remaining, rate;
         uint64_t bytes, wait_seq;
         double efficiency;
+        fs_t fixed;         // the fixed phase (nx_dma_cost.fixed_ns)
         int32_t next;       // next transfer on the same queue, -1 none
         uint32_t index;     // SP stream index
         uint32_t queue;     // global queue: core * queues + queue

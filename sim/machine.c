@@ -491,6 +491,17 @@ int nx_machine_load(const char *spec, nx_machine *out, nx_error *err) {
     return rc;
 }
 
+int nx_machine_of_geometry(const nx_geometry *geo, nx_machine *out, nx_error *err) {
+    if (geo == NULL || out == NULL) return nx_fail(err, "machine: no geometry or no output");
+    char name[sizeof geo->name + 1];
+    memcpy(name, geo->name, sizeof geo->name);
+    name[sizeof geo->name] = '\0';
+    int index = preset_index(name);
+    if (load_preset(index >= 0 ? index : preset_index(DEFAULT_PRESET), out, err) != 0) return -1;
+    out->geo = *geo;
+    return 0;
+}
+
 const char *nx_machine_default(void) { return DEFAULT_PRESET; }
 
 const char *const *nx_machine_presets(void) { return nx_machine_preset_names; }

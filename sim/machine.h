@@ -1,5 +1,5 @@
-/* Machine descriptions: every clock, size and cost figure of a simulated
- * machine, loaded from JSON data files (sim/machines/<name>.json, compiled
+/* Machine descriptions (the plain struct nx_machine: isa/machine.h): every
+ * clock, size and cost figure of a simulated machine, loaded from JSON data files (sim/machines/<name>.json, compiled
  * into the binary so presets work from any directory). Presets: "trn1"
  * (NeuronCore-v2-like) and "trn2" (NeuronCore-v3-like, the default).
  *
@@ -17,65 +17,22 @@
 #include <stdint.h>
 
 #include "../isa/error.h"
-#include "../isa/geometry.h"
-#include "../isa/insn.h"
+#include "../isa/machine.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef struct nx_machine {
-    nx_geometry geo;                  /* sizes and limits ("geometry") */
-    double clock_ghz[NX_ENG_COUNT];   /* "clocks_ghz": pe, dve, act, pool, sp */
-
-    /* "pe" */
-    uint32_t pe_mm_init_latency;      /* min initiation interval, cycles (64) */
-    uint32_t pe_fp32_factor;          /* fp32 multiply cost factor (4) */
-    uint32_t pe_fast_load_factor;     /* fast LoadStationary is this much quicker (4) */
-    uint32_t pe_background_load;      /* 1: load_stationary overlaps the previous multiply */
-    uint32_t pe_fill_latency;         /* cycles from a multiply's issue until PSUM holds it */
-    uint32_t pe_systolic_reference;   /* 1: SCALE-Sim weight-stationary cost model */
-
-    /* "dve" */
-    uint32_t dve_cycles_per_elem_one_input;  /* ~N (1) */
-    uint32_t dve_cycles_per_elem_two_inputs; /* ~2N (2) */
-    uint32_t dve_min_ii;              /* minimum initiation interval, cycles (64) */
-    uint32_t dve_dependency_overhead; /* a dependent instruction's extra wait, cycles (100) */
-    uint32_t dve_fixed_overhead;      /* extra fixed cycles per instruction (0) */
-    uint32_t dve_perf_modes;          /* 1: v3 2x/4x modes for bf16/fp16 */
-
-    /* "act" */
-    uint32_t act_min_cycles;          /* max(act_min_cycles, N) (64) */
-    uint32_t act_accumulate_extra;    /* + with accumulate-reduce (64) */
-    uint32_t act_dependency_overhead; /* a dependent instruction's extra wait, cycles (263 / 265) */
-
-    /* "pool" */
-    uint32_t pool_startup;            /* 150 + N */
-
-    /* "dma" (the engine and queue counts are geometry: geo.dma_engines,
-     * geo.dma_queues_per_engine, from "dma.engines" / "dma.queues_per_engine") */
-    double dma_engine_bytes_per_ns;   /* per engine bandwidth */
-    double dma_fixed_ns;              /* fixed cost per transfer (~1300) */
-    uint32_t dma_efficient_bytes_per_partition; /* >= this per partition for peak (2048) */
-
-    /* "hbm" */
-    double hbm_bytes_per_ns;          /* shared by every DMA engine of every core */
-
-    /* "sync" */
-    double semaphore_latency_ns;      /* from increment to a waiter seeing it */
-    double barrier_latency_ns;        /* core_barrier cross-core signalling */
-
-    /* "conflicts" (v2 only) */
-    uint32_t sbuf_dve_pool_conflict;  /* DVE and POOL cannot access SBUF at once */
-    uint32_t psum_dve_act_conflict;   /* DVE and ACT cannot access PSUM at once */
-    uint32_t psum_same_bank_conflict; /* v3: PSUM conflicts only on the same bank */
-} nx_machine;
 
 /* Loads a preset by name ("trn1", "trn2") or, if `spec` is not a preset name,
  * a JSON file at that path. Returns 0 or -1 with a one-line message. */
 int nx_machine_load(const char *spec, nx_machine *out, nx_error *err);
 /* Parses a JSON text; `source` names it in messages. */
 int nx_machine_parse(const char *source, const char *json, nx_machine *out, nx_error *err);
+/* The preset named geo->name ("trn1", "trn2"), else the default preset,
+ * with *geo as its geometry: the whole description for a caller that holds
+ * only a geometry (a user file's own figures are then not known). Returns 0
+ * or -1 with a one-line message. */
+int nx_machine_of_geometry(const nx_geometry *geo, nx_machine *out, nx_error *err);
 /* The default preset name ("trn2"). */
 const char *nx_machine_default(void);
 /* Names of the presets, NULL-terminated. */

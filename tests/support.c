@@ -25,6 +25,13 @@ nx_machine test_machine(const char *preset) {
 
 nx_geometry test_geometry(const char *preset) { return test_machine(preset).geo; }
 
+nx_machine test_machine_of(const nx_geometry *geo) {
+    nx_machine m;
+    nx_error err;
+    if (nx_machine_of_geometry(geo, &m, &err) != 0) fail_msg("machine of geometry: %s", err.msg);
+    return m;
+}
+
 void test_state(nx_state *st, uint32_t cores, uint64_t hbm_bytes, uint32_t sem_count) {
     nx_geometry geo = test_geometry("trn2");
     nx_error err;

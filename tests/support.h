@@ -22,6 +22,9 @@
  * (aborts the test on failure). */
 nx_machine test_machine(const char *preset);
 nx_geometry test_geometry(const char *preset);
+/* nx_machine_of_geometry (aborts the test on failure): the description an
+ * authoring context on a builder for geo gets (nx_kctx_new_machine). */
+nx_machine test_machine_of(const nx_geometry *geo);
 
 /* Initialises st for `cores` cores, hbm_bytes of HBM and sem_count
  * semaphores on the trn2 geometry (aborts the test on failure). */

@@ -26,7 +26,8 @@
 static nx_geometry geo2(void) { return test_geometry("trn2"); }
 
 static nx_kctx *new_ctx(nx_builder *b, uint32_t pid, uint32_t n) {
-    nx_kctx *k = nx_kctx_new(b, pid, n);
+    nx_machine km = test_machine_of(nx_builder_geometry(b));
+    nx_kctx *k = nx_kctx_new_machine(b, &km, pid, n);
     assert_non_null(k);
     return k;
 }
@@ -648,7 +649,11 @@ static void test_misuse_errors(void **state) {
     nx_kctx_rows(k1, 1, &lo, &hi);
     assert_int_equal(lo, 1);
     assert_int_equal(hi, 1);
-    assert_null(nx_kctx_new(b, 2, 2));
+    {
+        nx_machine km = test_machine_of(nx_builder_geometry(b));
+        assert_null(nx_kctx_new_machine(b, &km, 2, 2));
+        assert_null(nx_kctx_new_machine(b, NULL, 0, 2));
+    }
     nx_kctx_free(k0);
     nx_kctx_free(k1);
     nx_kctx_free(k);

@@ -257,7 +257,8 @@ static void run_leaf(const moe *m, const nx_geometry *g, leaf_run *lr) {
     attr[1].value = (nx_value){.kind = NX_VAL_STRING, .s = mode};
     nx_attrs attrs = {attr, 2};
     nx_kernel_call call = {args, NX_BWMM_OPERANDS + 1, NX_BWMM_OPERANDS, &attrs, &attrs};
-    nx_kctx *k = nx_kctx_new(b, 0, 1);
+    nx_machine km = test_machine_of(nx_builder_geometry(b));
+    nx_kctx *k = nx_kctx_new_machine(b, &km, 0, 1);
     assert_non_null(k);
     if (blockwise_mm(k, &call, &err) != 0) fail_msg("%s: trace: %s", what, err.msg);
     if (nx_kctx_finish(k, &err) != 0) fail_msg("%s: finish: %s", what, err.msg);

@@ -29,6 +29,7 @@
 #include "kernels/conv/depthwise/depthwise.h"
 #include "registry/macro_op.h"
 #include "registry/registry.h"
+#include "kernels/conv/depthwise/depthwise_plan.h"
 #include "support.h"
 
 typedef struct dw_leaf {
@@ -476,6 +477,31 @@ static void test_rules(void **state) {
     nx_macro_op_free(&op);
 }
 
+/* The schedules' engine ratios come from the machine's clocks as exact
+ * fractions: on both presets a DVE cycle is 5/4 of an ACT cycle, POOL runs
+ * at the ACT clock, and POOL takes 5/7 of the columns against DVE's two
+ * cycles per element; a machine with other clocks gets its own. */
+static void test_clock_ratios(void **state) {
+    (void)state;
+    static const char *const presets[2] = {"trn1", "trn2"};
+    for (int i = 0; i < 2; i++) {
+        nx_machine m = test_machine(presets[i]);
+        uint32_t n, d;
+        nx_dw_ratio(m.clock_ghz[NX_ENG_ACT] / m.clock_ghz[NX_ENG_DVE], &n, &d);
+        assert_int_equal(n, 5), assert_int_equal(d, 4);
+        nx_dw_ratio(m.clock_ghz[NX_ENG_ACT] / m.clock_ghz[NX_ENG_POOL], &n, &d);
+        assert_int_equal(n, 1), assert_int_equal(d, 1);
+        double pool = m.clock_ghz[NX_ENG_POOL], dve = m.clock_ghz[NX_ENG_DVE] / m.dve_cycles_per_elem_two_inputs;
+        nx_dw_ratio(pool / (pool + dve), &n, &d);
+        assert_int_equal(n, 5), assert_int_equal(d, 7);
+    }
+    uint32_t n, d;
+    nx_dw_ratio(1.0 / 3.0, &n, &d);
+    assert_int_equal(n, 1), assert_int_equal(d, 3);
+    nx_dw_ratio(3.14159265358979, &n, &d); /* none within 1e-9 below 65: the last convergent */
+    assert_int_equal(n, 22), assert_int_equal(d, 7);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv1d_shapes),
@@ -492,6 +518,7 @@ int main(void) {
         cmocka_unit_test(test_f01b_refusals),
         cmocka_unit_test(test_trn1),
         cmocka_unit_test(test_rules),
+        cmocka_unit_test(test_clock_ratios),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

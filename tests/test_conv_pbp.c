@@ -198,10 +198,10 @@ static nx_conv_pbp pb_of(nx_dtype dt, uint64_t H, uint64_t C, uint64_t W, uint64
 static pbp_plan plan_of(nx_dtype dt, uint64_t H, uint64_t C, uint64_t W, uint64_t N, uint64_t K, uint64_t O,
                         uint64_t G, int64_t s) {
     nx_conv_pbp pb = pb_of(dt, H, C, W, N, K, O, G, s);
-    nx_geometry geo = test_geometry("trn2");
+    nx_machine m = test_machine("trn2");
     pbp_plan pl;
     nx_error err;
-    if (pbp_plan_make(&pb, &geo, 32, &pl, &err) != 0) fail_msg("%s", err.msg);
+    if (pbp_plan_make(&pb, &m, 32, &pl, &err) != 0) fail_msg("%s", err.msg);
     return pl;
 }
 
@@ -231,12 +231,12 @@ static void test_plan(void **state) {
     /* #4's (C, N, H, W) image of the same shape is read in place (no
      * rows-first transposes, one raw step per buffer); a 224x224x64 image
      * batch 8 is not resident and goes through the scratch copy */
-    nx_geometry geo = test_geometry("trn2");
+    nx_machine m = test_machine("trn2");
     nx_conv_pbp pb = pb_of(NX_DT_BF16, 14, 256, 14, 8, 3, 256, 1, 1);
-    assert_true(nx_conv_pbp_takes_cnhw(&pb, &geo, 32));
+    assert_true(nx_conv_pbp_takes_cnhw(&pb, &m, 32));
     pb.img_cnhw = 1;
     nx_error err;
-    assert_int_equal(pbp_plan_make(&pb, &geo, 32, &p, &err), 0);
+    assert_int_equal(pbp_plan_make(&pb, &m, 32, &p, &err), 0);
     assert_true(p.cnhw);
     assert_false(p.rt);
     assert_int_equal(p.cn_elems, 8 * 14 * 14);
@@ -244,24 +244,37 @@ static void test_plan(void **state) {
     /* and its filter as it lies (one resident ungrouped chunk); not a
      * block-diagonal grouped one */
     pb.img_cnhw = 0;
-    assert_true(nx_conv_pbp_takes_iohw(&pb, &geo, 32));
+    assert_true(nx_conv_pbp_takes_iohw(&pb, &m, 32));
     /* its result written as (OH, OW, N, O) by the transposed store, the two
      * cout tiles staged together (runs of N x O per pixel) */
-    assert_true(nx_conv_pbp_takes_01bf(&pb, &geo, 32));
+    assert_true(nx_conv_pbp_takes_01bf(&pb, &m, 32));
     pb.out_01bf = 1;
-    assert_int_equal(pbp_plan_make(&pb, &geo, 32, &p, &err), 0);
+    assert_int_equal(pbp_plan_make(&pb, &m, 32, &p, &err), 0);
     assert_true(p.out_comb);
     assert_int_equal(p.stage_bufs, 3);
     assert_int_equal(p.tstore_elems, 8 * 256);
     pb = pb_of(NX_DT_BF16, 9, 8, 8, 3, 3, 8, 2, 1);
-    assert_false(nx_conv_pbp_takes_iohw(&pb, &geo, 32));
+    assert_false(nx_conv_pbp_takes_iohw(&pb, &m, 32));
     /* N = 1100 (runs of 2200 bytes): stored directly (C_out on partitions), so not in (OH, OW, N, O) */
     pb = pb_of(NX_DT_BF16, 4, 8, 4, 1100, 3, 8, 1, 1);
-    assert_false(nx_conv_pbp_takes_01bf(&pb, &geo, 32));
+    assert_false(nx_conv_pbp_takes_01bf(&pb, &m, 32));
+    /* The store reads the machine's dma.efficient_bytes_per_partition: runs
+     * of 2 KiB are full speed on trn2 (stored directly), short on a machine
+     * that needs 4 KiB (PE-transposed, so the result goes straight to
+     * (OH, OW, N, O)) */
+    nx_machine slow = m;
+    slow.dma_efficient_bytes_per_partition = 4096;
+    pb = pb_of(NX_DT_BF16, 4, 8, 4, 1024, 3, 4, 1, 1); /* runs of N x 2 = 2048 bytes */
+    assert_int_equal(pbp_plan_make(&pb, &m, 32, &p, &err), 0);
+    assert_int_equal(p.store, PBP_STORE_DIRECT);
+    assert_false(nx_conv_pbp_takes_01bf(&pb, &m, 32));
+    assert_int_equal(pbp_plan_make(&pb, &slow, 32, &p, &err), 0);
+    assert_int_equal(p.store, PBP_STORE_TRANSPOSED);
+    assert_true(nx_conv_pbp_takes_01bf(&pb, &slow, 32));
     pb = pb_of(NX_DT_BF16, 224, 64, 224, 8, 3, 64, 1, 1);
-    assert_false(nx_conv_pbp_takes_cnhw(&pb, &geo, 32));
+    assert_false(nx_conv_pbp_takes_cnhw(&pb, &m, 32));
     pb = pb_of(NX_DT_BF16, 200, 2, 200, 2, 3, 2, 1, 1); /* test_fb01's scratch case */
-    assert_false(nx_conv_pbp_takes_cnhw(&pb, &geo, 32));
+    assert_false(nx_conv_pbp_takes_cnhw(&pb, &m, 32));
     /* 28x28x128 stride 2, batch 8, fp32: W N runs of 896 bytes are loaded
      * directly; 128-wide tiles */
     p = plan_of(NX_DT_FP32, 28, 128, 28, 8, 3, 128, 1, 2);

@@ -21,7 +21,10 @@
  *    summed against |V| (L is linear in W, so the difference is exact up to
  *    fp64 rounding).
  * 3. Refusals: the exact messages (lhs_dilation, feature_group_count, the
- *    depthwise batch_group_count rule, dtypes, shapes). */
+ *    depthwise batch_group_count rule, dtypes, shapes).
+ * 4. The plan reads its machine: the bench's ResNet-50 conv1 weight
+ *    gradient tiles differently on trn1 and trn2 because of the DMA bytes a
+ *    PE cycle is worth, and giving trn2 trn1's figure gives trn1's choice. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -181,7 +184,7 @@ static int pinned(nx_wg_kind kind, const char *labels, struct nx_kctx *k, const 
     nx_wg_problem p;
     if (nx_wg_prepare("pinned", kind, labels, call, &p, err) != 0) return -1;
     nx_wg_plan pl;
-    if (nx_wg_plan_make(nx_kctx_geometry(k), &p, &g_lim, &pl, err) != 0) return -1;
+    if (nx_wg_plan_make_machine(nx_kctx_machine(k), &p, &g_lim, &pl, err) != 0) return -1;
     if (g_expect) g_expect(&pl);
     return nx_wg_emit(k, &p, &pl, err);
 }
@@ -313,7 +316,7 @@ static void test_trn1(void **state) {
     nx_error err;
     nx_machine m;
     assert_int_equal(nx_machine_load("trn1", &m, &err), 0);
-    nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
+    nx_lowerer *L = nx_lowerer_new_machine(&m, NULL, NULL);
     assert_non_null(L);
     static const char *const keys[3] = {N5, N7, N8};
     for (int i = 0; i < 3; i++) {
@@ -407,7 +410,7 @@ static void gradient_property(const fwd_conv *f, nx_dtype dt, int io10, uint64_t
     nx_error err;
     nx_machine m;
     assert_int_equal(nx_machine_load("trn2", &m, &err), 0);
-    nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
+    nx_lowerer *L = nx_lowerer_new_machine(&m, NULL, NULL);
     assert_non_null(L);
     nx_macro_op given;
     nx_macro_op_init(&given);
@@ -542,6 +545,50 @@ static void test_refusals(void **state) {
     }
 }
 
+/* #5 on ResNet-50 conv1's weight gradient (bf16 img [16, 3, 224, 224], grad
+ * [16, 64, 112, 112], padding 3/2, rhs_dilation 2: the bench's case) planned
+ * for machine m: returns the column groups Gx x Gy and the co tile. */
+static void conv1_plan(const nx_machine *m, uint32_t *gx, uint32_t *gy, uint32_t *cot) {
+    nx_wg_problem p;
+    memset(&p, 0, sizeof p);
+    p.leaf = N5, p.kind = NX_WG_DENSE, p.dt = NX_DT_BF16, p.es = 2;
+    p.CI = 16, p.N = 3, p.H = 224, p.W = 224, p.CO = 64, p.HF = 112, p.WF = 112;
+    p.sy = p.sx = 1, p.rdy = p.rdx = 2, p.ply = p.plx = 3, p.K0 = p.K1 = 7;
+    p.img_name = "img", p.filt_name = "filt";
+    nx_wg_plan pl;
+    nx_error err;
+    if (nx_wg_plan_make_machine(m, &p, NULL, &pl, &err) != 0) fail_msg("%s", err.msg);
+    *gx = pl.Gx, *gy = pl.Gy, *cot = pl.cot;
+}
+
+/* DMA bytes one PE cycle is worth: a core's DMA engines over the PE clock
+ * (trn2 16 x 23 / 2.4 = 153; trn1 16 x 17 / 2.8 = 97). */
+static double dma_per_pe_cycle(const nx_machine *m) {
+    return nx_machine_dma_engines_bytes_per_ns(m) / m->clock_ghz[NX_ENG_PE];
+}
+
+/* The same op plans differently on the presets: on trn2 the plan takes 2 x 2
+ * column groups of 32 co; trn1's PE cycle is worth fewer DMA bytes (97
+ * against 153), so PE work weighs less against DMA and it takes 4 x 2 groups
+ * of 16 co. Giving trn2 trn1's ratio (its PE clock alone changed) gives
+ * trn1's choice on trn2's geometry: that figure decides. */
+static void test_plan_reads_machine(void **state) {
+    (void)state;
+    nx_machine t1 = test_machine("trn1"), t2 = test_machine("trn2");
+    uint32_t gx, gy, cot;
+    conv1_plan(&t2, &gx, &gy, &cot);
+    assert_int_equal(gx, 2), assert_int_equal(gy, 2), assert_int_equal(cot, 32);
+    conv1_plan(&t1, &gx, &gy, &cot);
+    assert_int_equal(gx, 4), assert_int_equal(gy, 2), assert_int_equal(cot, 16);
+    /* trn2 with only its PE clock changed so that a PE cycle is worth
+     * trn1's 97 DMA bytes: trn1's choice on trn2's geometry */
+    nx_machine t2r = t2;
+    t2r.clock_ghz[NX_ENG_PE] = nx_machine_dma_engines_bytes_per_ns(&t2) / dma_per_pe_cycle(&t1);
+    assert_true(fabs(dma_per_pe_cycle(&t2r) - dma_per_pe_cycle(&t1)) < 1e-9);
+    conv1_plan(&t2r, &gx, &gy, &cot);
+    assert_int_equal(gx, 4), assert_int_equal(gy, 2), assert_int_equal(cot, 16);
+}
+
 /* The registry rules: the default ops' result shapes, an absent
  * batch_group_count taken as N for #7/#8, the tolerance text. */
 static void test_rules(void **state) {
@@ -589,6 +636,7 @@ int main(void) {
         cmocka_unit_test(test_gradient_property),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_rules),
+        cmocka_unit_test(test_plan_reads_machine),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

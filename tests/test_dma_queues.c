@@ -284,7 +284,7 @@ static void test_author_lanes_use_every_engine(void **state) {
     (void)state;
     nx_machine m = wide_machine();
     nx_builder *b = nx_builder_new(&m.geo, 1);
-    nx_kctx *k = nx_kctx_new(b, 0, 1);
+    nx_kctx *k = nx_kctx_new_machine(b, &m, 0, 1);
     assert_non_null(k);
     assert_int_equal(nx_kctx_lanes(k), 32);
     for (uint32_t l = 0; l < 32; l++) assert_int_equal(nx_kctx_lane_queue(k, l), l * PER_ENGINE);

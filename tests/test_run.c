@@ -48,7 +48,7 @@ static void test_transposes_on_both_backends(void **state) {
     nx_error err;
     static const char *const keys[] = {"tiled_pf_transpose", "tiled_dve_transpose_10"};
     for (int k = 0; k < 2; k++) {
-        nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
+        nx_lowerer *L = nx_lowerer_new_machine(&m, NULL, NULL);
         nx_prepared op;
         default_op(L, keys[k], &op);
         nx_run_options opt = {.backend = NX_RUN_MODEL, .race_check = 1, .check = 1, .seed = 3};
@@ -122,7 +122,7 @@ static void test_race_check_on_test_composites(void **state) {
     (void)state;
     nx_machine m = trn2();
     nx_error err;
-    nx_lowerer *L = nx_lowerer_new_with(&m.geo, NULL, &fixture_composites);
+    nx_lowerer *L = nx_lowerer_new_machine(&m, NULL, &fixture_composites);
     nx_run_result res;
     nx_prepared op;
     default_op(L, "racy_copy", &op);
@@ -172,7 +172,7 @@ static void test_failed_check_is_not_an_error(void **state) {
     c.name = "wrong_ref";
     c.rules = &wrong;
     nx_composite_table t = {&c, 1};
-    nx_lowerer *L = nx_lowerer_new_with(&m.geo, NULL, &t);
+    nx_lowerer *L = nx_lowerer_new_machine(&m, NULL, &t);
     nx_prepared op;
     default_op(L, "wrong_ref", &op);
     nx_run_options opt = {.backend = NX_RUN_FUNCTIONAL, .check = 1};
@@ -200,7 +200,7 @@ static void test_refusals(void **state) {
     (void)state;
     nx_machine m = trn2();
     nx_error err;
-    nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
+    nx_lowerer *L = nx_lowerer_new_machine(&m, NULL, NULL);
     nx_run_result res;
     nx_macro_op given;
     nx_prepared op;

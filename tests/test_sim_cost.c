@@ -229,6 +229,34 @@ static void dma_cost_and_rates(void **state) {
     for (int i = 0; i < 4; i++) assert_true(fabs(rates[i] - 5.0) < 1e-12);
 }
 
+/* A lone transfer's duration and the DMA bound, against the figures of the
+ * presets written out (docs/parts/machine.md): fixed 1300 ns, 23 B/ns per
+ * engine (trn2), 17 (trn1), 16 engines, HBM 720 / 820 B/ns. */
+static void dma_alone_and_peak(void **state) {
+    (void)state;
+    nx_machine m = test_machine("trn2");
+    nx_dma_cost d;
+    nx_insn ld = test_insn2(NX_OP_DMA_COPY, test_sb(NX_DT_FP32, 0, 128, 0, 512), nx_ap_hbm_rows(NX_DT_FP32, 0, 128, 512, 512));
+    nx_cost_dma(&m, &ld, &d);
+    assert_true(d.fixed_ns == 1300.0);
+    assert_true(nx_cost_dma_alone_ns(&m, &d) == 1300.0 + 262144.0 / 23.0);
+    /* 64-byte rows: 1/32 of the engine */
+    ld = test_insn2(NX_OP_DMA_COPY, test_sb(NX_DT_FP32, 0, 128, 0, 16), nx_ap_hbm_rows(NX_DT_FP32, 0, 128, 512, 16));
+    nx_cost_dma(&m, &ld, &d);
+    assert_true(fabs(nx_cost_dma_alone_ns(&m, &d) - (1300.0 + 8192.0 * 32.0 / 23.0)) < 1e-9);
+    /* HBM below one engine caps a transfer touching it */
+    m.hbm_bytes_per_ns = 10.0;
+    ld = test_insn2(NX_OP_DMA_COPY, test_sb(NX_DT_FP32, 0, 128, 0, 512), nx_ap_hbm_rows(NX_DT_FP32, 0, 128, 512, 512));
+    nx_cost_dma(&m, &ld, &d);
+    assert_true(nx_cost_dma_alone_ns(&m, &d) == 1300.0 + 262144.0 / 10.0);
+    m = test_machine("trn2");
+    assert_true(nx_cost_dma_peak_bytes_per_ns(&m, 1) == 368.0);
+    assert_true(nx_cost_dma_peak_bytes_per_ns(&m, 2) == 720.0); /* 736 capped by HBM */
+    m = test_machine("trn1");
+    assert_true(nx_cost_dma_peak_bytes_per_ns(&m, 1) == 272.0);
+    assert_true(nx_cost_dma_peak_bytes_per_ns(&m, 2) == 544.0);
+}
+
 static void conflict_access(void **state) {
     (void)state;
     nx_geometry g = test_geometry("trn2");
@@ -542,6 +570,7 @@ int main(void) {
         cmocka_unit_test(dve_formulas),
         cmocka_unit_test(act_and_pool_formulas),
         cmocka_unit_test(dma_cost_and_rates),
+        cmocka_unit_test(dma_alone_and_peak),
         cmocka_unit_test(conflict_access),
         cmocka_unit_test(model_one_instruction_per_engine),
         cmocka_unit_test(model_pe_pipeline_and_background_load),

@@ -60,7 +60,8 @@ static void test_emit_records_call_site(void **state) {
     nx_error err;
     uint64_t shape[2] = {128, 64};
     assert_int_equal(nx_builder_tensor(b, "x", NX_DT_FP32, 2, shape, NX_ROLE_INPUT, &off, &err), 0);
-    nx_kctx *k = nx_kctx_new(b, 0, 1);
+    nx_machine km = test_machine_of(&g);
+    nx_kctx *k = nx_kctx_new_machine(b, &km, 0, 1);
     assert_non_null(k);
     nx_tile t, u;
     assert_int_equal(nx_kctx_alloc(k, NX_OPK_SBUF, "t", NX_DT_FP32, 128, 64, &t, &err), 0);
@@ -140,7 +141,7 @@ static void test_registry_leaf_profile(void **state) {
     nx_macro_op given;
     nx_macro_op_init(&given);
     assert_int_equal(nx_macro_op_set_func_name(&given, "tiled_pf_transpose", &err), 0);
-    nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
+    nx_lowerer *L = nx_lowerer_new_machine(&m, NULL, NULL);
     nx_prepared op;
     if (nx_op_prepare(L, &given, NULL, &op, &err) != 0) fail_msg("%s", err.msg);
     nx_macro_op_free(&given);

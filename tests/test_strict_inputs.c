@@ -122,7 +122,7 @@ static void test_run_limits(void **state) {
     (void)state;
     nx_machine m = trn2();
     nx_error err;
-    nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
+    nx_lowerer *L = nx_lowerer_new_machine(&m, NULL, NULL);
     nx_prepared op;
     /* 2^30 x 4 fp32 elements: 16 GiB of operand, refused before tracing */
     if (transpose_op(L, (uint64_t)1 << 30, 4, "permutation", &op, &err) != 0) fail_msg("%s", err.msg);

@@ -214,7 +214,8 @@ static void run_row(int l, nx_dtype dt, const double *x, uint64_t n, int largest
     assert_int_equal(nx_attrs_set(&at, "k", &kv, &err), 0);
     assert_int_equal(nx_attrs_set(&at, "largest", &lv, &err), 0);
     nx_kernel_call call = {.args = a, .nargs = 3, .n_inputs = 1, .additional_args = &at, .attrs = &at};
-    nx_kctx *k = nx_kctx_new(b, 0, 1);
+    nx_machine km = test_machine_of(nx_builder_geometry(b));
+    nx_kctx *k = nx_kctx_new_machine(b, &km, 0, 1);
     if (leaves[l](k, &call, &err) != 0 || nx_kctx_finish(k, &err) != 0) fail_msg("%s: %s", names[l], err.msg);
     nx_kctx_free(k);
     nx_program prog;

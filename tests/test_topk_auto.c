@@ -53,7 +53,7 @@ static double run_method(nx_lowerer *L, const nx_machine *m, uint64_t rows, uint
 
 static void regime(uint64_t rows, uint64_t n, uint64_t k, int expect_table) {
     nx_machine m = test_machine("trn2");
-    nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
+    nx_lowerer *L = nx_lowerer_new_machine(&m, NULL, NULL);
     uint8_t *x = malloc(rows * n * 2);
     leaf_fill(x, NX_DT_BF16, rows * n, LEAF_FILL_RANDOM, rows + n + k);
     double t[NX_TOPK_METHOD_COUNT], best = INFINITY;

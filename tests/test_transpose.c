@@ -93,7 +93,8 @@ static void declare(nx_builder *b, call_buf *c) {
 static int trace(leaf_fn leaf, nx_builder *b, uint32_t cores,
                  const nx_kernel_call *call, nx_error *err) {
     for (uint32_t p = 0; p < cores; p++) {
-        nx_kctx *k = nx_kctx_new(b, p, cores);
+        nx_machine km = test_machine_of(nx_builder_geometry(b));
+        nx_kctx *k = nx_kctx_new_machine(b, &km, p, cores);
         assert_non_null(k);
         if (leaf(k, call, err) != 0) {
             nx_kctx_free(k);
@@ -470,7 +471,8 @@ static void test_split_share(void **state) {
         make_call(&c, NX_DT_INT16, 2, shape, NULL);
         declare(b, &c);
         nx_error err;
-        nx_kctx *k = nx_kctx_new(b, 1, 2); /* only program 1 */
+        nx_machine km = test_machine_of(&geo);
+        nx_kctx *k = nx_kctx_new_machine(b, &km, 1, 2); /* only program 1 */
         assert_int_equal(LEAVES[l](k, &c.call, &err), 0);
         assert_int_equal(nx_kctx_finish(k, &err), 0);
         nx_kctx_free(k);

@@ -271,7 +271,7 @@ static void dma_structure(void **state) {
         const uint64_t shape[2] = {rows, cols};
         uint64_t hbm;
         assert_int_equal(nx_builder_tensor(b, "A", NX_DT_BF16, 2, shape, NX_ROLE_INPUT, &hbm, &err), 0);
-        nx_kctx *k = nx_kctx_new(b, 0, 1);
+        nx_kctx *k = nx_kctx_new_machine(b, &m, 0, 1);
         assert_non_null(k);
         nx_tile t;
         assert_int_equal(nx_kctx_alloc(k, NX_OPK_SBUF, "A", NX_DT_BF16, rows, cols, &t, &err), 0);

@@ -24,15 +24,18 @@
 
 #include "isa/opcodes.h"
 
-nx_kctx *nx_kctx_new(nx_builder *b, uint32_t program_id, uint32_t num_programs) {
+nx_kctx *nx_kctx_new_machine(nx_builder *b, const nx_machine *m, uint32_t program_id,
+                            uint32_t num_programs) {
     const nx_geometry *geo = b ? nx_builder_geometry(b) : NULL;
-    if (!b || !geo || num_programs == 0 || program_id >= num_programs ||
+    if (!b || !geo || !m || num_programs == 0 || program_id >= num_programs ||
         program_id >= NX_MAX_CORES)
         return NULL;
     nx_kctx *k = calloc(1, sizeof *k);
     if (!k) return NULL;
     k->b = b;
     k->geo = *geo;
+    k->machine = *m;
+    k->machine.geo = *geo;
     k->pid = program_id;
     k->nprog = num_programs;
     uint32_t queues = nx_geometry_dma_queues(geo);
@@ -79,6 +82,7 @@ int nx_kctx_src_end_(nx_kctx *k, int rc) {
 uint32_t nx_kctx_program_id(const nx_kctx *k) { return k->pid; }
 uint32_t nx_kctx_num_programs(const nx_kctx *k) { return k->nprog; }
 const nx_geometry *nx_kctx_geometry(const nx_kctx *k) { return &k->geo; }
+const nx_machine *nx_kctx_machine(const nx_kctx *k) { return &k->machine; }
 nx_builder *nx_kctx_builder(nx_kctx *k) { return k->b; }
 uint32_t nx_kctx_lanes(const nx_kctx *k) { return k->nlanes; }
 

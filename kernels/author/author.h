@@ -50,17 +50,31 @@
 #include "isa/error.h"
 #include "isa/geometry.h"
 #include "isa/insn.h"
+#include "isa/machine.h"
 
 typedef struct nx_kctx nx_kctx;
 
 /* ---- context ---- */
 
-/* NULL on OOM (or program_id >= num_programs, or num_programs == 0); emits
- * into core program_id of b, within the machine geometry b was made for. */
+/* NULL on OOM (or m NULL, program_id >= num_programs, or num_programs == 0);
+ * emits into core program_id of b, within the machine geometry b was made
+ * for. m is the machine description that geometry came from (copied; its
+ * geometry is replaced by b's): the clocks, bandwidths and DMA figures a
+ * leaf's plan reads through nx_kctx_machine, so a kernel traced for trn1 or
+ * a user's machine file plans with that machine's figures. */
+nx_kctx *nx_kctx_new_machine(nx_builder *b, const nx_machine *m, uint32_t program_id,
+                            uint32_t num_programs);
+/* The same for a caller that holds only the builder: m is the preset its
+ * geometry names, else the default preset (sim/machine.h
+ * nx_machine_of_geometry). Transitional, for the benches that trace leaves
+ * themselves; defined by registry/of_geometry.c because kernels/ does
+ * not load machine files. */
 nx_kctx *nx_kctx_new(nx_builder *b, uint32_t program_id, uint32_t num_programs);
 uint32_t nx_kctx_program_id(const nx_kctx *k);
 uint32_t nx_kctx_num_programs(const nx_kctx *k);
 const nx_geometry *nx_kctx_geometry(const nx_kctx *k);
+/* The machine description the context was made with (geometry = b's). */
+const nx_machine *nx_kctx_machine(const nx_kctx *k);
 nx_builder *nx_kctx_builder(nx_kctx *k);
 
 /* Closes the trace: the SP waits for every DMA lane's last transfer (so the

@@ -60,6 +60,7 @@ typedef struct ktile_rec {
 struct nx_kctx {
     nx_builder *b;
     nx_geometry geo;
+    nx_machine machine; /* copy: the figures plans read (nx_kctx_machine) */
     uint32_t pid, nprog;
     uint32_t nlanes, next_lane;
     uint32_t nagents;

@@ -102,18 +102,21 @@ int tk_dma(tk *t, const nx_operand *dst, const nx_operand *src, nx_error *err) {
     uint32_t lanes = nx_kctx_lanes(t->k), P = dst->partition_count;
     uint64_t F = nx_operand_free_elems(dst);
     uint32_t engines = t->geo->dma_engines ? t->geo->dma_engines : 1;
-    /* pieces of at least 4 KiB over the DMA engines, round robin over all
-     * lanes (two queues per engine overlap their transfers' fixed costs):
-     * each transfer pays the fixed cost once, and one engine's bandwidth is
-     * a sixteenth of a core's. A row shorter than 2 KiB costs as much as
-     * 2 KiB (DMA efficiency). */
-    uint64_t bytes = (uint64_t)P * nx_max_u64(F * nx_dtype_size((nx_dtype)dst->dtype), 2048);
-    uint32_t pieces = (uint32_t)nx_min_u64(nx_max_u64(bytes / 4096, 1), engines);
+    /* pieces of at least two efficient rows (run = the machine's
+     * dma.efficient_bytes_per_partition, docs/parts/machine.md: 2 KiB, and
+     * 4 KiB saturates) over the DMA engines, round robin over all lanes (two
+     * queues per engine overlap their transfers' fixed costs): each transfer
+     * pays the fixed cost once, and one engine's bandwidth is a sixteenth of
+     * a core's. A row shorter than one run costs as much as a run (DMA
+     * efficiency). */
+    uint64_t run = nx_kctx_machine(t->k)->dma_efficient_bytes_per_partition;
+    uint64_t bytes = (uint64_t)P * nx_max_u64(F * nx_dtype_size((nx_dtype)dst->dtype), run);
+    uint32_t pieces = (uint32_t)nx_min_u64(nx_max_u64(bytes / (2 * run), 1), engines);
     if (pieces > lanes) pieces = lanes;
     if (pieces > 1 && P == 1 && dst->ndims == 1 && src->ndims == 1 && dst->stride[0] == 1 && src->stride[0] == 1) {
-        /* one row: by columns, pieces of at least 2 KiB */
+        /* one row: by columns, pieces of at least one run */
         uint64_t dsz = nx_dtype_size((nx_dtype)dst->dtype), ssz = nx_dtype_size((nx_dtype)src->dtype);
-        uint64_t per = nx_max_u64(nx_cdiv_u64(F, pieces), nx_cdiv_u64(2048, dsz));
+        uint64_t per = nx_max_u64(nx_cdiv_u64(F, pieces), nx_cdiv_u64(run, dsz));
         for (uint64_t c0 = 0; c0 < F; c0 += per) {
             uint64_t cn = nx_min_u64(per, F - c0);
             nx_operand d = *dst, s = *src;

@@ -18,7 +18,7 @@
  *    POOL and DVE side by side on disjoint output columns: POOL streams one
  *    element per cycle at its clock, DVE two cycles per element for two
  *    inputs (docs/ISA.md, cost of scalar_tensor_tensor), so POOL takes
- *    POOL_SHARE of the columns and both finish together (on trn1, where DVE
+ *    its share of the columns (from the machine's clocks) and both finish together (on trn1, where DVE
  *    and POOL share the SBUF port, the model serialises them);
  *  - fp32 accumulation in SBUF, the last tap writing the output dtype (one
  *    rounding);
@@ -43,12 +43,6 @@
 #define OS 3 /* output tiles in flight */
 #define AS 2 /* fp32 accumulators (when the output is not fp32) */
 #define FS 2 /* per-tile filters */
-/* POOL's share of a tile's columns, POOL_SHARE_NUM / POOL_SHARE_DEN:
- * rate(POOL) / (rate(POOL) + rate(DVE)) with one element per POOL cycle at
- * 1.2 GHz against one per two DVE cycles at 0.96 GHz (trn2; trn1's clocks
- * 1.4 / 1.12 give the same ratio): 1.2 / (1.2 + 0.48) = 5/7. */
-#define POOL_SHARE_NUM 5
-#define POOL_SHARE_DEN 7
 
 typedef struct c1_item {
     uint64_t r0;   /* first (n, c) row */
@@ -60,6 +54,11 @@ typedef struct c1_item {
 
 typedef struct c1_state {
     nx_kctx *k;
+    /* POOL's share of a tile's columns, pool_num / pool_den: rate(POOL) /
+     * (rate(POOL) + rate(DVE)) from the machine's clocks, one element per
+     * POOL cycle against dve.cycles_per_elem_two_inputs DVE cycles per
+     * element (both presets: 1.2 / (1.2 + 0.96 / 2) = 5/7) */
+    uint32_t pool_num, pool_den;
     const nx_dw_problem *p;
     nx_dtype dt;
     uint64_t isz, osz;
@@ -146,7 +145,7 @@ static int c1_compute(c1_state *s, const c1_item *it, const nx_tile *x, const nx
     nx_operand x0 = nx_tile_view(x, s->dt, 0, rows, 0, 1, &xs, &it->wc);
     if (nx_dw_scale_act(s->k, &d0, &x0, &f0, err) != 0) return -1;
     if (s->wf == 1) return 0;
-    uint32_t pool_cols = it->wc >= 4 ? it->wc * POOL_SHARE_NUM / POOL_SHARE_DEN : 0;
+    uint32_t pool_cols = it->wc >= 4 ? it->wc * s->pool_num / s->pool_den : 0;
     struct {
         nx_engine eng;
         uint32_t c0, n;
@@ -230,6 +229,10 @@ int conv1d_depthwise_bf01_oi01_bf01(struct nx_kctx *k, const nx_kernel_call *cal
     const nx_geometry *geo = nx_kctx_geometry(k);
     c1_state s = {0};
     s.k = k;
+    const nx_machine *m = nx_kctx_machine(k);
+    double pool_rate = m->clock_ghz[NX_ENG_POOL];
+    double dve_rate = m->clock_ghz[NX_ENG_DVE] / m->dve_cycles_per_elem_two_inputs;
+    nx_dw_ratio(pool_rate / (pool_rate + dve_rate), &s.pool_num, &s.pool_den);
     s.p = &p;
     s.dt = p.dtype;
     s.isz = s.osz = nx_dtype_size(p.dtype);

@@ -49,11 +49,6 @@
 #define OS 2   /* output band tiles */
 #define FS 2   /* filter tiles */
 #define NPROD 6 /* product tiles in flight */
-/* Relative engine speeds for the product schedule: both presets clock DVE
- * at 0.8 x the ACT/POOL clock (0.96/1.2 GHz trn2, 1.12/1.4 GHz trn1), so a
- * DVE cycle costs 5/4 of an ACT/POOL cycle. Costs are in ACT cycles. */
-#define DVE_CYCLE_NUM 5
-#define DVE_CYCLE_DEN 4
 
 typedef struct tap_grid {
     nx_dw_run ry, rx;
@@ -62,6 +57,11 @@ typedef struct tap_grid {
 
 typedef struct f01b_state {
     nx_kctx *k;
+    /* Engine costs for the product schedule in ACT cycles, from the machine:
+     * a DVE cycle is dve_num / dve_den ACT cycles and a POOL cycle pool_num /
+     * pool_den (the clock ratios: both presets clock DVE at 0.8 x ACT, so
+     * 5/4, and POOL as ACT, 1/1) */
+    uint32_t dve_num, dve_den, pool_num, pool_den;
     const nx_dw_problem *p;
     const nx_geometry *geo;
     nx_dtype dt, pdt;            /* io dtype, product dtype */
@@ -196,11 +196,14 @@ static int f01b_store(f01b_state *s, const f01b_band *b, const nx_tile *out, nx_
 }
 
 /* The engine that finishes a product of n elements first, by the cost forms
- * of docs/ISA.md (DVE max(64, N) with trn2's 4x mode for 2-byte SBUF
- * operands, ACT max(64, N), POOL 150 + N). */
+ * of docs/ISA.md with the machine's figures (DVE max(dve.min_ii, N) with
+ * trn2's 4x mode for 2-byte SBUF operands, ACT max(act.min_cycles, N), POOL
+ * pool.startup + N: 64, 64 and 150 on both presets). */
 static nx_engine pick_engine(f01b_state *s, uint64_t n, int perf) {
-    uint64_t dve_work = perf ? (n + 3) / 4 : n;
-    uint64_t cost[3] = {(dve_work > 64 ? dve_work : 64) * DVE_CYCLE_NUM / DVE_CYCLE_DEN, n > 64 ? n : 64, 150 + n};
+    const nx_machine *m = nx_kctx_machine(s->k);
+    uint64_t dve_work = perf ? (n + 3) / 4 : n, dve_min = m->dve_min_ii, act_min = m->act_min_cycles;
+    uint64_t cost[3] = {(dve_work > dve_min ? dve_work : dve_min) * s->dve_num / s->dve_den, n > act_min ? n : act_min,
+                        (m->pool_startup + n) * s->pool_num / s->pool_den};
     static const nx_engine eng[3] = {NX_ENG_DVE, NX_ENG_ACT, NX_ENG_POOL};
     int best = 0;
     for (int e = 1; e < 3; e++)
@@ -367,6 +370,9 @@ int conv2d_depthwise_f01b_o01i_bf01(struct nx_kctx *k, const nx_kernel_call *cal
     f01b_state s;
     memset(&s, 0, sizeof s);
     s.k = k;
+    const nx_machine *m = nx_kctx_machine(k);
+    nx_dw_ratio(m->clock_ghz[NX_ENG_ACT] / m->clock_ghz[NX_ENG_DVE], &s.dve_num, &s.dve_den);
+    nx_dw_ratio(m->clock_ghz[NX_ENG_ACT] / m->clock_ghz[NX_ENG_POOL], &s.pool_num, &s.pool_den);
     s.p = &p;
     s.geo = nx_kctx_geometry(k);
     s.dt = p.dtype;

@@ -2,6 +2,8 @@
  * (kernels/conv/depthwise/depthwise_plan.h). */
 #include "depthwise_plan.h"
 
+#include <math.h>
+
 #include <stdio.h>
 #include <string.h>
 
@@ -246,4 +248,20 @@ uint32_t nx_dw_partition_align(const nx_geometry *geo, uint32_t count) {
     uint32_t quarter = geo->partitions / 4 ? geo->partitions / 4 : 1;
     uint32_t half = geo->partitions / 2 ? geo->partitions / 2 : 1;
     return count <= quarter ? quarter : count <= half ? half : geo->partitions;
+}
+
+void nx_dw_ratio(double x, uint32_t *num, uint32_t *den) {
+    /* convergents p/q of x's continued fraction */
+    uint64_t p0 = 0, q0 = 1, p1 = 1, q1 = 0;
+    double r = x;
+    *num = 0, *den = 1;
+    for (int i = 0; i < 32 && x > 0; i++) {
+        double a = floor(r);
+        uint64_t ai = (uint64_t)a, p = ai * p1 + p0, q = ai * q1 + q0;
+        if (q > 64) break;
+        *num = (uint32_t)p, *den = (uint32_t)q;
+        if (fabs(x - (double)p / (double)q) < 1e-9 || r - a < 1e-12) break;
+        p0 = p1, q0 = q1, p1 = p, q1 = q;
+        r = 1.0 / (r - a);
+    }
 }

@@ -93,6 +93,13 @@ uint32_t nx_dw_half_lanes(const nx_kctx *k);
 int nx_dw_dma(nx_kctx *k, nx_dw_dir dir, uint32_t first, uint32_t pieces, const nx_operand *dst,
               const nx_operand *src, nx_error *err);
 
+/* A machine ratio (of two clocks, say) as the fraction *num / *den with the
+ * smallest denominator <= 64 within 1e-9 of x (continued fractions; else
+ * the last convergent with a denominator <= 64), so that integer schedules
+ * cut columns and weigh costs exactly: both presets' DVE : ACT clock ratio
+ * 0.96 : 1.2 is 4/5. */
+void nx_dw_ratio(double x, uint32_t *num, uint32_t *den);
+
 /* Partition alignment a compute operand of `count` partitions needs for a
  * start partition other than 0 (docs/ISA.md "Geometry rules"): a quarter
  * of the partitions for <= a quarter, half for <= half, else all. */

@@ -56,17 +56,17 @@ int nx_conv_pbp_from_call(const char *leaf, const char *labels, const nx_kernel_
 /* 1 when the emitter can read *pb's image straight from a (C, N, H, W)
  * tensor (the whole padded image resident in SBUF, beside one raw step per
  * buffer), 0 otherwise (the caller then re-lays it out into (H, C, W, N)). */
-int nx_conv_pbp_takes_cnhw(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes);
+int nx_conv_pbp_takes_cnhw(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes);
 
 /* 1 when the emitter can read *pb's filter straight from a (C/G, O, KH, KW)
  * tensor (ungrouped tiles, every cout tile's filter resident at once), 0
  * otherwise (the caller re-lays it out into (KH, C/G, KW, O)). */
-int nx_conv_pbp_takes_iohw(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes);
+int nx_conv_pbp_takes_iohw(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes);
 
 /* 1 when the emitter can write *pb's result straight into an (OH, OW, N, O)
  * tensor (every band stored PE-transposed, pixels on the partitions), 0
  * otherwise (the caller transposes an (OH, OW, O, N) result). */
-int nx_conv_pbp_takes_01bf(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes);
+int nx_conv_pbp_takes_01bf(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes);
 
 /* Emits the convolution of *pb (#3's algorithm) into k: everything it
  * allocates is released before it returns. */

@@ -1,6 +1,6 @@
 /* conv2d_pbp_fb01_io01_01bf_kernel_experimental_1: the dense convolution
  * with img (C, N, H, W), filt (C/G, O, KH, KW) -> out (OH, OW, N, O), by
- * #3's emitter (conv2d_pbp.c).
+ * #3's emitter (conv2d_pbp.c and its parts).
  *
  * Follows the public AWS Neuron kernel of the same name
  * (neuronxcc.nki._private_kernels.conv): transpose the image and the
@@ -38,10 +38,6 @@
 #include "isa/intmath.h"
 
 #define PERM_BUFS 2
-/* A store run of at least this many bytes is an efficient enough DMA row
- * (half of the 2 KiB of docs/parts/machine.md's dma.efficient_bytes_per_
- * partition) to reorder in the free dims instead of transposing on the PE. */
-#define PERM_FREE_RUN_BYTES 1024u
 /* The PE route needs this many rows per transpose to beat the reorder
  * (measured on the bench's ResNet shapes: 14 rows still win by ~10%, 28
  * about break even; the PSUM -> SBUF copies of that route use only R
@@ -300,10 +296,13 @@ done:;
  * (store runs of A x E x B) when the free-dim reorder's store runs of E x B
  * are short and there are enough rows R for the transposes to be efficient
  * (a transpose costs at least 64 PE cycles and moves R elements per
- * column), else the free-dim reorder (no PE work at all). */
+ * column), else the free-dim reorder (no PE work at all). A store run of
+ * half the machine's dma.efficient_bytes_per_partition (docs/parts/
+ * machine.md) is efficient enough to reorder in the free dims. */
 static int emit_perm(nx_kctx *k, nx_dtype dt, uint64_t A, uint64_t B, uint64_t R, uint64_t E, uint64_t src,
                      uint64_t dst, nx_error *err) {
-    if (E * B * nx_dtype_size(dt) < PERM_FREE_RUN_BYTES && R >= PERM_PE_MIN_ROWS)
+    uint64_t free_run = nx_kctx_machine(k)->dma_efficient_bytes_per_partition / 2;
+    if (E * B * nx_dtype_size(dt) < free_run && R >= PERM_PE_MIN_ROWS)
         return emit_perm_2031(k, dt, A, B, R, E, src, dst, err);
     return emit_perm_2031_free(k, dt, A, B, R, E, src, dst, err);
 }
@@ -342,16 +341,16 @@ int conv2d_pbp_fb01_io01_01bf_kernel_experimental_1(struct nx_kctx *k, const nx_
     uint64_t img = pb.img, filt = pb.filt;
     /* a resident image is read in place (C on the partitions) and reordered
      * on the chip; otherwise it goes through an (H, C, W, N) scratch copy */
-    pb.img_cnhw = nx_conv_pbp_takes_cnhw(&pb, nx_kctx_geometry(k), nx_kctx_lanes(k));
+    pb.img_cnhw = nx_conv_pbp_takes_cnhw(&pb, nx_kctx_machine(k), nx_kctx_lanes(k));
     /* likewise the filter when one resident ungrouped chunk holds it */
-    pb.filt_iohw = nx_conv_pbp_takes_iohw(&pb, nx_kctx_geometry(k), nx_kctx_lanes(k));
+    pb.filt_iohw = nx_conv_pbp_takes_iohw(&pb, nx_kctx_machine(k), nx_kctx_lanes(k));
     if ((!pb.img_cnhw && scratch(k, "conv2d_pbp_fb01.img_0f1b", pb.dtype, pb.H, pb.C, pb.W, pb.N, &pb.img, err) != 0) ||
         (!pb.filt_iohw && scratch(k, "conv2d_pbp_fb01.filt_0i1o", pb.dtype, pb.KH, Cg, pb.KW, pb.O, &pb.filt, err) != 0))
         return nx_fail_prefix(err, "%s", leaf);
     /* with N = 1 (or O = 1) the result layouts 01fb and 01bf are the same bytes */
     int direct = pb.N == 1 || pb.O == 1;
     /* or the transposed store writes each pixel's [N, O] block itself */
-    if (!direct) direct = pb.out_01bf = nx_conv_pbp_takes_01bf(&pb, nx_kctx_geometry(k), nx_kctx_lanes(k));
+    if (!direct) direct = pb.out_01bf = nx_conv_pbp_takes_01bf(&pb, nx_kctx_machine(k), nx_kctx_lanes(k));
     if (!direct && scratch(k, "conv2d_pbp_fb01.out_01fb", pb.dtype, pb.OH, pb.OW, pb.O, pb.N, &pb.out, err) != 0)
         return nx_fail_prefix(err, "%s", leaf);
     if ((!pb.filt_iohw && emit_perm(k, pb.dtype, Cg, pb.O, pb.KH, pb.KW, filt, pb.filt, err) != 0) ||

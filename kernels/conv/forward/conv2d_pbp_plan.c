@@ -18,16 +18,15 @@
  *
  * PSUM: one fp32 bank per accumulation tile of q rows x pw cols x nb batch
  * (<= FM = min(pe_moving_free_max, bank / 4) columns), rotating over up to
- * four banks; two more banks for the transposed store. */
+ * four banks; two more banks for the transposed store.
+ *
+ * DMA: whether a run is long enough is read against the machine's
+ * dma.efficient_bytes_per_partition (pl->dma_run; docs/parts/machine.md). */
 #include "conv2d_pbp_plan.h"
 #include "isa/intmath.h"
 
 #include <string.h>
 
-/* A DMA moves a partition's data at full speed from runs of this many bytes
- * (docs/parts/machine.md, dma.efficient_bytes_per_partition); the
- * geometry does not carry it, so the store-mode heuristic names it here. */
-#define PBP_EFFICIENT_RUN_BYTES 2048u
 
 static uint64_t rows_in(const pbp_plan *pl, uint64_t R) {
     return (R - 1) * (uint64_t)pl->sy + (pl->KH - 1) * (uint64_t)pl->rdy + 1;
@@ -48,8 +47,10 @@ static int band_fits(const pbp_plan *pl, const budget *b, uint64_t R, uint64_t C
            stage * pl->es <= b->stage;
 }
 
-int pbp_plan_make(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes, pbp_plan *pl,
+
+int pbp_plan_make(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes, pbp_plan *pl,
                   nx_error *err) {
+    const nx_geometry *geo = &m->geo;
     memset(pl, 0, sizeof *pl);
     pl->dt = pb->dtype;
     pl->es = nx_dtype_size(pb->dtype);
@@ -84,6 +85,7 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes,
      * lane l is engine l mod 16, queue l / 16): a spread over half of them
      * uses each engine once */
     pl->pieces = pl->lanes > 1 ? pl->lanes / 2 : 1;
+    pl->dma_run = m->dma_efficient_bytes_per_partition;
 
     /* ---- channel blocks ---- */
     if (pl->G > 1 && pl->Cg <= pl->PR && pl->Og <= pl->PC) {
@@ -227,7 +229,7 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes,
             pl->cn_elems = cn_raw;
             pl->cn_bufs = pl->steps > 1 && (whole + 2 * cn_raw) * pl->es <= 2 * b.band ? 2 : 1;
         }
-    } else if (pl->resident && pl->W * pl->N * pl->es < PBP_EFFICIENT_RUN_BYTES / 4 && banks >= 7 &&
+    } else if (pl->resident && pl->W * pl->N * pl->es < pl->dma_run / 4 && banks >= 7 &&
         rt_raw <= b.free_max && (whole + rt_raw) * pl->es <= 2 * b.band) {
         pl->rt = 1;
         pl->rt_rows = (uint32_t)nx_min_u64(nx_min_u64(pl->PR, geo->partitions), pl->H);
@@ -252,14 +254,14 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes,
     /* ---- output store ---- */
     pl->store = PBP_STORE_DIRECT;
     uint64_t direct_run = NB * pl->es;
-    if (NB == pl->N && direct_run < PBP_EFFICIENT_RUN_BYTES && banks >= 3 && pl->mo > 1) {
+    if (NB == pl->N && direct_run < pl->dma_run && banks >= 3 && pl->mo > 1) {
         uint32_t mo_pad = nx_pow2_ceil_u32(pl->mo);
         uint64_t block = (uint64_t)mo_pad * pl->es;
         int whole = pl->mo == pl->O && CW == pl->OW; /* runs continue across pixels */
         if (block <= geo->psum_bank_bytes && geo->psum_bank_bytes % block == 0) {
             uint64_t k = 1;
             if (whole) {
-                k = nx_cdiv_u64(PBP_EFFICIENT_RUN_BYTES, pl->O * pl->N * pl->es);
+                k = nx_cdiv_u64(pl->dma_run, pl->O * pl->N * pl->es);
                 k = nx_min_u64(k, geo->psum_bank_bytes / block);
                 k = nx_min_u64(k, nx_cdiv_u64(R * CW, pl->PC));
                 if (k < 1) k = 1;
@@ -292,4 +294,30 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes,
         pl->tstore_elems = pl->N * pl->O;
     }
     return 0;
+}
+
+/* Which of #4's in-place routes the plan grants when asked for one. */
+typedef enum pbp_route { PBP_ROUTE_CNHW, PBP_ROUTE_IOHW, PBP_ROUTE_01BF } pbp_route;
+
+static int takes_route(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes, pbp_route r) {
+    nx_conv_pbp q = *pb;
+    if (r == PBP_ROUTE_CNHW) q.img_cnhw = 1;
+    if (r == PBP_ROUTE_IOHW) q.filt_iohw = 1;
+    if (r == PBP_ROUTE_01BF) q.out_01bf = 1;
+    pbp_plan pl;
+    nx_error err;
+    if (pbp_plan_make(&q, m, lanes, &pl, &err) != 0) return 0;
+    return r == PBP_ROUTE_CNHW ? pl.cnhw : r == PBP_ROUTE_IOHW ? pl.filt_iohw : pl.out_01bf;
+}
+
+int nx_conv_pbp_takes_cnhw(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes) {
+    return takes_route(pb, m, lanes, PBP_ROUTE_CNHW);
+}
+
+int nx_conv_pbp_takes_iohw(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes) {
+    return takes_route(pb, m, lanes, PBP_ROUTE_IOHW);
+}
+
+int nx_conv_pbp_takes_01bf(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes) {
+    return takes_route(pb, m, lanes, PBP_ROUTE_01BF);
 }

@@ -1,6 +1,7 @@
 /* The tiling plan of the dense pixel-by-pixel convolution (conv2d_pbp.h):
  * every size the emitter uses, derived from the problem and the machine
- * geometry only (kernels/conv/forward/conv2d_pbp_plan.c; docs/parts/conv.md). Private
+ * description: its geometry and its DMA row figure (kernels/conv/forward/
+ * conv2d_pbp_plan.c; docs/parts/conv.md). Private
  * to kernels/conv/; tests read it to check the tiling. */
 #ifndef NXSIM_KERNELS_CONV_CONV2D_PBP_PLAN_H
 #define NXSIM_KERNELS_CONV_CONV2D_PBP_PLAN_H
@@ -8,7 +9,7 @@
 #include <stdint.h>
 
 #include "conv2d_pbp.h"
-#include "isa/geometry.h"
+#include "isa/machine.h"
 
 /* Output staging buffers at most (plan out_comb). */
 #define PBP_MAX_STAGES 8
@@ -31,6 +32,8 @@ typedef struct pbp_plan {
     uint32_t FM;                  /* moving free size / PSUM tile: min(N max, one fp32 bank) */
     uint32_t lanes;               /* DMA lanes of the context */
     uint32_t pieces;              /* transfers a load or store is split into (one per DMA engine) */
+    uint32_t dma_run;             /* bytes per partition a DMA moves at full speed from (machine
+                                   * dma.efficient_bytes_per_partition, docs/parts/machine.md) */
 
     /* channel blocks: super-group s packs gp groups block-diagonally when
      * a group's features fit one PE tile several times (grouped/depthwise) */
@@ -86,7 +89,7 @@ typedef struct pbp_plan {
 
 /* Builds the plan; -1 naming the limit when no tiling fits the machine
  * (e.g. a single filter tap row larger than SBUF). */
-int pbp_plan_make(const nx_conv_pbp *pb, const nx_geometry *geo, uint32_t lanes, pbp_plan *pl,
+int pbp_plan_make(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes, pbp_plan *pl,
                   nx_error *err);
 
 #endif

@@ -59,16 +59,11 @@ typedef struct nx_wg_problem {
 int nx_wg_prepare(const char *leaf, nx_wg_kind kind, const char *labels, const nx_kernel_call *call,
                   nx_wg_problem *p, nx_error *err);
 
-/* A DMA moves a partition's data at full speed from contiguous runs of
- * this many bytes (docs/parts/machine.md, dma.efficient_bytes_per_partition;
- * the geometry does not carry it): the plan's estimate and the spreading of
- * transfers over the lanes weigh a transfer's bytes by min(1, run / this). */
-#define NX_WG_EFFICIENT_RUN_BYTES 2048.0
-
 /* Buffer sets of the filter and image tiles (double buffering). */
 #define NX_WG_BUFFERS 2
 
-/* The tiling (nx_wg_plan_make), from the machine geometry. */
+/* The tiling (nx_wg_plan_make), from the machine description: its geometry
+ * sizes the tiles; its DMA and PE figures rank the candidates. */
 typedef struct nx_wg_plan {
     uint32_t P;          /* contraction rows: min(pe_rows, partitions) */
     uint32_t Mmax;       /* stationary columns / PSUM partitions */
@@ -139,6 +134,11 @@ typedef struct nx_wg_limits {
  * PSUM (and `lim`, which may be NULL). Fails (-1) only when even one filter
  * row and one output per accumulator do not fit SBUF, naming the
  * operand. */
+int nx_wg_plan_make_machine(const nx_machine *m, const nx_wg_problem *p, const nx_wg_limits *lim,
+                            nx_wg_plan *pl, nx_error *err);
+/* The same for a caller that holds only a geometry: the preset it names,
+ * else the default preset (sim/machine.h nx_machine_of_geometry; defined by
+ * registry/of_geometry.c, transitional for the weight-gradient bench). */
 int nx_wg_plan_make(const nx_geometry *geo, const nx_wg_problem *p, const nx_wg_limits *lim, nx_wg_plan *pl,
                     nx_error *err);
 

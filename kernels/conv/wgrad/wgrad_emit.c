@@ -83,8 +83,9 @@ typedef struct wg_item {
 
 /* ---- DMA ---- */
 
-static double run_eff(uint64_t run_bytes) {
-    return run_bytes >= NX_WG_EFFICIENT_RUN_BYTES ? 1.0 : (double)(run_bytes ? run_bytes : 1) / NX_WG_EFFICIENT_RUN_BYTES;
+/* A run's DMA efficiency on the context's machine (a zero run counts as one byte). */
+static double run_eff(const wg_state *s, uint64_t run_bytes) {
+    return nx_machine_dma_efficiency(nx_kctx_machine(s->k), (double)(run_bytes ? run_bytes : 1));
 }
 
 static int batch_add(const wg_state *s, wg_batch *b, const nx_operand *dst, const nx_operand *src,
@@ -94,7 +95,7 @@ static int batch_add(const wg_state *s, wg_batch *b, const nx_operand *dst, cons
     wg_xfer *x = &b->x[b->n++];
     x->dst = *dst;
     x->src = *src;
-    x->row_work = (double)nx_operand_free_elems(dst) * (double)s->p->es / run_eff(run_bytes);
+    x->row_work = (double)nx_operand_free_elems(dst) * (double)s->p->es / run_eff(s, run_bytes);
     b->total += x->row_work * dst->partition_count;
     return 0;
 }
@@ -725,6 +726,6 @@ done:
 
 int nx_wg_run(nx_kctx *k, const nx_wg_problem *p, nx_error *err) {
     nx_wg_plan pl;
-    if (nx_wg_plan_make(nx_kctx_geometry(k), p, NULL, &pl, err) != 0) return -1;
+    if (nx_wg_plan_make_machine(nx_kctx_machine(k), p, NULL, &pl, err) != 0) return -1;
     return nx_wg_emit(k, p, &pl, err);
 }

@@ -9,9 +9,9 @@
  * leaves two buffer sets of filter and image tiles inside SBUF. Each is
  * ranked by an estimate of its time: the emitter's software pipeline
  * replayed item by item (estimate() below) with PE cycles weighed at
- * WG_DMA_BYTES_PER_PE_CYCLE and DMA bytes over their efficiency, min(1,
- * contiguous run per partition / NX_WG_EFFICIENT_RUN_BYTES), the DMA rule of
- * docs/parts/machine.md.
+ * the DMA bytes one PE cycle is worth and DMA bytes over their efficiency,
+ * min(1, contiguous run per partition / dma.efficient_bytes_per_partition),
+ * the DMA rule of docs/parts/machine.md; every figure is the machine's.
  * The estimate only ranks plans; on a machine whose ratios differ the plan
  * is still correct, perhaps not the fastest. */
 #include <stdio.h>
@@ -20,20 +20,18 @@
 #include "wgrad_core.h"
 #include "isa/intmath.h"
 
-/* DMA bytes one PE cycle is worth: trn2 moves 16 x 23 B/ns per core while
- * its PE runs at 2.4 GHz (153 B per cycle; trn1: 97). Ranking only. */
-#define WG_DMA_BYTES_PER_PE_CYCLE 150.0
-/* The fixed cost of a transfer (about 1.3 us on a queue: docs/parts/
- * machine.md, dma.fixed_ns) in byte equivalents at a core's DMA rate, once
- * per load of an item (the transfers of the lanes overlap). Ranking only. */
-#define WG_DMA_FIXED_BYTES (1300.0 * 368.0)
+/* The machine's figures the estimate weighs with (ranking only). */
+typedef struct wg_rates {
+    const nx_machine *m;
+    double pe_cycle; /* DMA bytes one PE cycle is worth: a core's DMA engines' bytes per ns
+                      * over the PE clock (trn2: 16 x 23 / 2.4 = 153; trn1: 97) */
+    double fixed;    /* a transfer's fixed cost (dma.fixed_ns) in bytes at a core's DMA rate,
+                      * once per load of an item (the transfers of the lanes overlap) */
+} wg_rates;
 /* Share of an SBUF partition the input buffers may take; the rest holds the
  * identity, the masks, the fold buffers and the output staging. */
 #define WG_INPUT_SHARE 0.93
 
-static double eff(double run_bytes) {
-    return run_bytes >= NX_WG_EFFICIENT_RUN_BYTES ? 1.0 : run_bytes / NX_WG_EFFICIENT_RUN_BYTES;
-}
 
 int64_t nx_wg_rows_band(const nx_wg_problem *p, int64_t B, int64_t k0span) {
     return (B - 1) * p->rdy + (k0span - 1) * p->sy + 1;
@@ -205,13 +203,13 @@ static int blocks(const nx_wg_problem *p, uint32_t R0, uint64_t budget, const nx
  * buffer is reused); its matmuls start when its loads and item i - 1's
  * matmuls are done; a pass's fold follows its last matmuls. The image is
  * loaded with the first item of each block. */
-static double estimate(const nx_wg_problem *p, const nx_wg_plan *c, double best) {
-    double es = (double)p->es, f32 = p->dt == NX_DT_FP32 ? 4.0 : 1.0, r = WG_DMA_BYTES_PER_PE_CYCLE;
+static double estimate(const wg_rates *w, const nx_wg_problem *p, const nx_wg_plan *c, double best) {
+    double es = (double)p->es, f32 = p->dt == NX_DT_FP32 ? 4.0 : 1.0, r = w->pe_cycle;
     uint32_t blocks = c->nct * c->nhb * c->nwb;
     double steps = (double)nx_cdiv_i64(c->B, c->Gy) * (double)nx_cdiv_i64(c->WFb, c->Gx);
     double run_g = (double)(c->WFb == (uint32_t)p->WF ? c->B * c->WFb : c->WFb) * es;
-    double g_item = (double)c->cit * (double)c->cot * (double)(c->R * c->B) * (double)c->WFb * es / eff(run_g) +
-                    WG_DMA_FIXED_BYTES;
+    double g_item = (double)c->cit * (double)c->cot * (double)(c->R * c->B) * (double)c->WFb * es / nx_machine_dma_efficiency(w->m, run_g) +
+                    w->fixed;
     double l_prev = 0, c_prev = 0, c_prev2 = 0, end = 0, pe_sum = 0, dma_sum = 0;
     for (int replay = 0; replay < 2; replay++)
     for (uint32_t q = 0; q < c->npass; q++) {
@@ -232,7 +230,7 @@ static double estimate(const nx_wg_problem *p, const nx_wg_plan *c, double best)
         int64_t rb = nx_wg_rows_band(p, c->B, ps.k0hi - ps.k0lo);
         double run_i = (double)(nc == p->W ? rb * nc : nc) * es;
         double i_block =
-            (double)c->cit * (double)ps.nn * (double)(c->R * rb) * (double)nc * es / eff(run_i) + WG_DMA_FIXED_BYTES;
+            (double)c->cit * (double)ps.nn * (double)(c->R * rb) * (double)nc * es / nx_machine_dma_efficiency(w->m, run_i) + w->fixed;
         if (replay == 0) { /* a lower bound first: the PE's and the DMA's totals */
             pe_sum += (pe_item * ps.nt * blocks + fold);
             dma_sum += (g_item * ps.nt + i_block) * blocks;
@@ -254,8 +252,11 @@ static double estimate(const nx_wg_problem *p, const nx_wg_plan *c, double best)
     return end;
 }
 
-int nx_wg_plan_make(const nx_geometry *geo, const nx_wg_problem *p, const nx_wg_limits *limits, nx_wg_plan *out,
-                    nx_error *err) {
+int nx_wg_plan_make_machine(const nx_machine *m, const nx_wg_problem *p, const nx_wg_limits *limits,
+                            nx_wg_plan *out, nx_error *err) {
+    const nx_geometry *geo = &m->geo;
+    double core_dma = nx_machine_dma_engines_bytes_per_ns(m);
+    const wg_rates w = {m, core_dma / m->clock_ghz[NX_ENG_PE], m->dma_fixed_ns * core_dma};
     static const nx_wg_limits none;
     const nx_wg_limits *lim = limits ? limits : &none;
     nx_wg_plan base;
@@ -302,7 +303,7 @@ int nx_wg_plan_make(const nx_geometry *geo, const nx_wg_problem *p, const nx_wg_
                 double steps = (double)nx_cdiv_i64(p->HF, (int64_t)R0 * Gy) * (double)nx_cdiv_i64(p->WF, Gx) * c.nct * c.ncot;
                 double win = (double)(p->K0 + (int64_t)(Gy - 1) * c.ry) * (double)(p->K1 + (int64_t)(Gx - 1) * c.rx) *
                              (double)(p->kind == NX_WG_DENSE ? p->N : c.cot);
-                if (steps * win * f32 * WG_DMA_BYTES_PER_PE_CYCLE >= best) continue;
+                if (steps * win * f32 * w.pe_cycle >= best) continue;
             }
             uint32_t nacc = c.na0 * c.na1 * c.nan, amax = banks - 2; /* two banks for the fold */
             uint32_t tmax = p->kind == NX_WG_DENSE ? c.ncot : 1;
@@ -324,7 +325,7 @@ int nx_wg_plan_make(const nx_geometry *geo, const nx_wg_problem *p, const nx_wg_
                 nx_wg_plan cand[WG_BLOCK_CANDIDATES];
                 int nc = blocks(p, R0, budget, lim, &c, cand);
                 for (int b = 0; b < nc; b++) {
-                    cand[b].est = estimate(p, &cand[b], best);
+                    cand[b].est = estimate(&w, p, &cand[b], best);
                     if (best < 0 || cand[b].est < best) {
                         best = cand[b].est;
                         *out = cand[b];

@@ -1,0 +1,67 @@
+/* The resident image of the dense convolution read from #4's (C, N, H, W)
+ * tensor (plan cnhw). */
+#include "conv2d_pbp_emit.h"
+
+/* The resident image from #4's (C, N, H, W) tensor (plan cnhw): per step
+ * one transfer of [kc, N x H x W] (a single contiguous run per partition,
+ * spread over the DMA engines), then ACT, DVE and POOL in turn copy it in
+ * blocks of rows into the band's padded (row, col, n) places: a bit-exact
+ * reorder, so the band holds what #3's loads would put there. */
+static int cn_load(pbp_state *s, uint32_t st, nx_error *err) {
+    const pbp_plan *pl = &s->pl;
+    uint32_t kc = step_kc(pl, 0, st);
+    int32_t one = 1;
+    uint32_t run = (uint32_t)pl->cn_elems;
+    nx_operand dst = nx_tile_view(&s->raw[st % pl->cn_bufs], pl->dt, 0, kc, 0, 1, &one, &run);
+    uint64_t el = step_channel(pl, 0, st) * pl->cn_elems;
+    nx_operand src = nx_conv_hbm_view(pl->dt, s->pb->img + el * pl->es, kc, (int64_t)pl->cn_elems, 1, &one, &run);
+    /* steps alternate between the two queues of each engine, so that one
+     * step's fixed phase overlaps the other's data */
+    uint32_t keep = s->next_lane;
+    s->next_lane = (uint32_t)(((uint64_t)st * pl->pieces) % pl->lanes);
+    int rc = nx_pbp_dma_spread(s, &dst, &src, pl->pieces, err);
+    s->next_lane = keep;
+    return rc;
+}
+
+static int cn_reorder(pbp_state *s, const rt_geo *g, const nx_tile *band, uint32_t st, nx_error *err) {
+    const pbp_plan *pl = &s->pl;
+    uint32_t kc = step_kc(pl, 0, st);
+    const nx_tile *raw = &s->raw[st % pl->cn_bufs];
+    uint64_t rows = (uint64_t)(g->iy_hi - g->iy_lo), cols = (uint64_t)(g->ix_hi - g->ix_lo);
+    if (rows == 0 || cols == 0) return 0;
+    /* blocks of about a quarter of the image rows (at least 512 elements
+     * each), so that the first PSUM tiles' rows are in early and the three
+     * engines share the work */
+    uint64_t per_row = cols * pl->N, rb = nx_cdiv_u64(rows, 4);
+    if (rb * per_row < 512) rb = nx_cdiv_u64(512, per_row);
+    static const nx_engine engs[3] = {NX_ENG_ACT, NX_ENG_DVE, NX_ENG_POOL};
+    for (uint64_t r0 = 0; r0 < rows; r0 += rb) {
+        uint32_t nr = (uint32_t)nx_min_u64(rb, rows - r0);
+        int64_t iy = g->iy_lo + (int64_t)r0;
+        int32_t ds[3] = {(int32_t)(pl->cols_in * pl->NB), (int32_t)pl->NB, 1};
+        uint32_t dc[3] = {nr, (uint32_t)cols, (uint32_t)pl->N};
+        uint64_t off = ((uint64_t)st * pl->rows_in + (uint64_t)(iy + pl->ply)) * pl->cols_in * pl->NB +
+                       (uint64_t)(g->ix_lo + pl->plx) * pl->NB;
+        nx_operand d = nx_conv_tile_view(band, pl->dt, 0, kc, off, 3, ds, dc);
+        int32_t ss[3] = {(int32_t)pl->W, 1, (int32_t)(pl->H * pl->W)};
+        nx_operand sr = nx_conv_tile_view(raw, pl->dt, 0, kc, (uint64_t)iy * pl->W + (uint64_t)g->ix_lo, 3, ss, dc);
+        if (nx_kctx_tensor_copy(s->k, engs[s->n_cn++ % 3], &d, &sr, err) != 0) return -1;
+    }
+    return 0;
+}
+
+int nx_pbp_load_image_cnhw(pbp_state *s, const nx_tile *band, const pbp_job *first, nx_error *err) {
+    const pbp_plan *pl = &s->pl;
+    rt_geo g;
+    nx_pbp_rt_geometry(pl, &g);
+    if (nx_pbp_zero_frame(s, band, &g, err) != 0) return -1;
+    for (uint32_t st = 0; st < pl->steps && st < pl->cn_bufs; st++)
+        if (cn_load(s, st, err) != 0) return -1;
+    if (nx_pbp_load_filters(s, first, err) != 0) return -1;
+    for (uint32_t st = 0; st < pl->steps; st++) {
+        if (cn_reorder(s, &g, band, st, err) != 0) return -1;
+        if (st + pl->cn_bufs < pl->steps && cn_load(s, st + pl->cn_bufs, err) != 0) return -1;
+    }
+    return 0;
+}
