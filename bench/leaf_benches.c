@@ -15,6 +15,8 @@ static const nx_bench_leaf leaf_benches[] = {
      "the NKI matmul tutorial's kernels and the micro-figures"},
     {"data-movement", "nxsim-bench-data-movement", nx_bench_data_movement_main,
      "the data-movement leaves against the DMA/HBM bound"},
+    {"roster", "nxsim-bench-roster", nx_bench_roster_main,
+     "rmsnorm, layernorm, softmax, rope, cumsum, matmul against their bounds"},
 };
 
 const nx_bench_leaf *nx_bench_leaf_find(const char *name) {
