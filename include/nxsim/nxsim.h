@@ -149,6 +149,18 @@ typedef struct nx_prog nx_prog;
 NXSIM_API nx_status nx_prog_load(const char *path, nx_prog **out, nx_message *msg);
 /* Assembles .nxs text; `name` names it in messages. */
 NXSIM_API nx_status nx_prog_assemble(const char *text, const char *name, nx_prog **out, nx_message *msg);
+/* Assembles .nxs text written in program order and synchronises it for the
+ * session's machine: the text carries no semaphores (no .semaphores, wait=,
+ * inc=) and no @OFFSET on its tensors; each core's instructions mean what
+ * they would if each ran to completion before the next, in the order of the
+ * text across engines. The authoring layer (docs/parts/kernels.md) adds
+ * exactly the waits that order needs where footprints conflict, and an
+ * `end` per stream; a DMA's queue=N picks the layer's DMA lane N (modulo
+ * its lanes), nop and end lines are dropped. `.src` locations are kept, and
+ * an instruction the machine refuses is reported as "FILE:LINE: ..." of its
+ * .src. For front ends that trace a kernel (nxsim.nki, docs/parts/nki.md). */
+NXSIM_API nx_status nx_prog_assemble_ordered(const nx_session *s, const char *text, const char *name,
+                                             nx_prog **out, nx_message *msg);
 NXSIM_API void nx_prog_free(nx_prog *p);
 /* The machine the program targets (its .machine). */
 NXSIM_API const char *nx_prog_machine(const nx_prog *p);
