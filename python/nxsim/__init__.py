@@ -310,10 +310,16 @@ def run(func_name, *operands, machine=None, check=False, backend="model", race_c
 
 
 class _Program:
-    def __init__(self, path):
+    """A program of the library: loaded from a file, or an nx_prog pointer
+    the library made (ptr, owned from here on)."""
+
+    def __init__(self, path=None, ptr=None):
         self.ptr = ctypes.c_void_p()
-        msg = _lib.Message()
-        _raise(_lib.lib.nx_prog_load(str(path).encode(), ctypes.byref(self.ptr), ctypes.byref(msg)), msg)
+        if ptr is not None:
+            self.ptr = ptr
+        else:
+            msg = _lib.Message()
+            _raise(_lib.lib.nx_prog_load(str(path).encode(), ctypes.byref(self.ptr), ctypes.byref(msg)), msg)
         self.machine = _lib.lib.nx_prog_machine(self.ptr).decode()
         self.tensors = {}
         for i in range(_lib.lib.nx_prog_tensor_count(self.ptr)):
@@ -335,7 +341,15 @@ def exec_program(path, inputs=None, machine=None, backend="model", race_check=Fa
     other inputs get pseudo-random values from `seed`. Runs on the program's
     .machine unless `machine` is given. Returns ({output name: array}, Run)."""
     prog = _Program(path)
-    session = _session(machine or prog.machine)
+    return exec_loaded(prog, path, inputs, _session(machine or prog.machine), backend, race_check, seed, pe,
+                       keep_log, progress)
+
+
+def exec_loaded(prog, label, inputs, session, backend="model", race_check=False, seed=1, pe="model",
+                keep_log=True, progress=None):
+    """exec_program's body for a _Program already made (`label` names it in
+    messages): nxsim.nki runs its traced kernels through it."""
+    path = label
     names, datas, sizes, keep = [], [], [], []
     for name, a in (inputs or {}).items():
         if name not in prog.tensors:

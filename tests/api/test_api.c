@@ -281,6 +281,11 @@ static void test_ordered_program(void **state) {
     nx_message msg;
     nx_session *s;
     OK(nx_session_open("trn2", &s, &msg));
+    /* trn2's figures (docs/ISA.md, "Machine model") */
+    assert_int_equal(nx_session_geometry(s, "sbuf_partition_bytes"), 229376);
+    assert_int_equal(nx_session_geometry(s, "psum_bank_bytes"), 2048);
+    assert_int_equal(nx_session_geometry(s, "cores"), 2);
+    assert_int_equal(nx_session_geometry(s, "no_such_key"), 0);
     nx_prog *p;
     OK(nx_prog_assemble_ordered(s, ordered, "ordered.nxs", &p, &msg));
     float x[32];
