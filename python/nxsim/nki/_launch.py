@@ -32,8 +32,9 @@ class Traced:
     """A kernel traced on its arguments: the ordered program text, what it
     returns, the arrays its inputs get."""
 
-    def __init__(self, text, name, returns, inputs, session):
+    def __init__(self, text, name, returns, inputs, session, files=()):
         self.text = text
+        self.files = sorted(set(files), key=len, reverse=True)
         self.name = name
         self.returns = returns  # the returned structure, HbmTensors at its leaves
         self.inputs = inputs  # {tensor name: array}
@@ -49,10 +50,19 @@ class Traced:
             st = _lib.lib.nx_prog_assemble_ordered(self.session.ptr, self.text.encode(), self.name.encode(),
                                                    ctypes.byref(ptr), ctypes.byref(msg))
             if st == 1:  # the machine refused an instruction: named by the kernel's line
-                raise KernelError(msg.text.decode("utf-8", "replace"))
+                raise KernelError(self._full_path(msg.text.decode("utf-8", "replace")))
             _raise(st, msg)
             self._prog = _Program(ptr=ptr)
         return self._prog
+
+    def _full_path(self, text):
+        """The library shows paths inside the source tree relative to it
+        (isa/program_src.c); a kernel's message names the file as Python does."""
+        for f in self.files:
+            for cut in range(len(f)):
+                if f[cut] == os.sep and text.startswith(f[cut + 1:] + ":"):
+                    return f + text[len(f) - cut - 1:]
+        return text
 
     def save(self, path):
         """Writes the synchronised program (.nxs text or .nxb) for `nxsim exec`."""
@@ -151,4 +161,4 @@ def trace_kernel(fn, grid, args, kwargs, machine=None):
         if s.role != "output":
             raise KernelError("%s: returns %s, which is not an nl.shared_hbm tensor (allocate outputs with "
                               "nl.ndarray(..., buffer=nl.shared_hbm))" % (fn.__name__, s.name))
-    return Traced(tr.text(), "%s.nxs" % fn.__name__, returns, inputs, session)
+    return Traced(tr.text(), "%s.nxs" % fn.__name__, returns, inputs, session, {i.src[0] for i in tr.insns})

@@ -1,0 +1,177 @@
+"""NKI-style kernels written for nxsim's tests (not copies of public
+samples): one per group of the surface docs/parts/nki.md lists. The tests
+in test_nki.py run each on both backends against NumPy."""
+import nxsim.nki as nki
+import nxsim.nki.isa as nisa
+import nxsim.nki.language as nl
+
+
+@nki.jit
+def add_rows(a, b):
+    """Launch grid: program p adds rows [128 p, 128 p + 128)."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    p = nl.program_id(0)
+    i_p, i_f = nl.mgrid[0:128, 0:a.shape[1]]
+    x = nl.load(a[p * 128 + i_p, i_f])
+    y = nl.load(b[p * 128 + i_p, i_f])
+    nl.store(out[p * 128 + i_p, i_f], x + y)
+    return out
+
+
+@nki.jit
+def elementwise(a, s):
+    """exp, scalar ops, maximum, a per-partition [P, 1] operand, negative."""
+    out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    col = nl.load(s)  # [128, 1]
+    e = nl.exp(x)
+    t = nl.maximum(e * 0.5, x)
+    u = nl.subtract(t, col)
+    v = nl.negative(u) + 1.0
+    nl.store(out, v)
+    return out
+
+
+@nki.jit
+def ragged_copy(a):
+    """Row tiles of 128 with mask= on the ragged last tile; slices and nl.ds."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    rows, cols = a.shape
+    i_p = nl.arange(128)[:, None]
+    i_f = nl.arange(cols)[None, :]
+    for t in nl.affine_range((rows + 127) // 128):
+        x = nl.load(a[t * 128 + i_p, i_f], mask=(t * 128 + i_p < rows))
+        y = nl.multiply(x, 3.0, mask=(t * 128 + i_p < rows))
+        nl.store(out[t * 128 + i_p, i_f], value=y, mask=(t * 128 + i_p < rows))
+    return out
+
+
+@nki.jit
+def tiled_matmul(lhsT, rhs):
+    """out[M, N] = lhsT.T @ rhs, K accumulated in PSUM (+=), M, N tiled."""
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    out = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+    for m in nl.affine_range(M // 128):
+        for n in nl.affine_range(N // 512):
+            acc = nl.zeros((128, 512), dtype=nl.float32, buffer=nl.psum)
+            for k in nl.affine_range(K // 128):
+                a = nl.load(lhsT[k * 128:(k + 1) * 128, m * 128:(m + 1) * 128])
+                b = nl.load(rhs[k * 128:(k + 1) * 128, n * 512:(n + 1) * 512])
+                acc += nisa.nc_matmul(a, b)
+            res = nl.copy(acc, dtype=nl.float32)
+            nl.store(out[m * 128:(m + 1) * 128, n * 512:(n + 1) * 512], value=res)
+    return out
+
+
+@nki.jit
+def matmul_forms(x, y):
+    """nl.matmul without transpose_x (x is [M, K]): a PE transpose first."""
+    out = nl.ndarray((x.shape[0], y.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    xt = nl.load(x)
+    yt = nl.load(y)
+    r = nl.matmul(xt, yt)
+    nl.store(out, r)
+    return out
+
+
+@nki.jit
+def transposes(a, s):
+    """PE transpose of a [128, 64] tile and DVE transpose of a 32 x 32 one."""
+    out = nl.ndarray((a.shape[1], a.shape[0]), dtype=a.dtype, buffer=nl.shared_hbm)
+    out_s = nl.ndarray((32, 32), dtype=s.dtype, buffer=nl.shared_hbm)
+    t = nl.transpose(nl.load(a))
+    nl.store(out, t)
+    u = nisa.nc_transpose(nl.load(s), engine=nisa.vector_engine)
+    nl.store(out_s, u)
+    return out, out_s
+
+
+@nki.jit
+def reductions(a):
+    """sum and max over the free axis, keepdims, and a 3-D reduce of the middle axis."""
+    P, F = a.shape
+    s = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    m = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    r = nl.ndarray((P, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    nl.store(s, nl.sum(x, axis=1, keepdims=True))
+    nl.store(m, nl.max(x, axis=[1], keepdims=True))
+    x3 = nl.load(a.reshape((P, F // 8, 8)))
+    nl.store(r, nisa.tensor_reduce(nl.add, x3, axis=1))
+    return s, m, r
+
+
+@nki.jit
+def softmax_rows(a):
+    out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, nl.softmax(nl.load(a), axis=1))
+    return out
+
+
+@nki.jit
+def rmsnorm(a, w):
+    """y = x * rsqrt(mean(x^2) + eps) * w: activation with a reduce on ACT."""
+    P, F = a.shape
+    out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    wt = nl.load(w)  # [128, F]: the weight row repeated by the caller
+    ss = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation_reduce(op=nl.square, data=x, reduce_op=nl.add, reduce_res=ss)
+    ms = nisa.tensor_scalar(ss, nl.multiply, 1.0 / F, op1=nl.add, operand1=1e-6)
+    r = nl.rsqrt(ms)
+    y = nl.multiply(nl.multiply(x, r), wt)
+    nl.store(out, y)
+    return out
+
+
+@nki.jit
+def layernorm(a):
+    """(x - mean) * rsqrt(var + eps) with bn_stats / bn_aggr."""
+    out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    stats = nisa.bn_stats(x)
+    mv = nisa.bn_aggr(stats)
+    mean = mv[:, 0:1]
+    var = mv[:, 1:2]
+    rstd = nl.rsqrt(nl.add(var, 1e-5))
+    y = nisa.tensor_scalar(x, nl.subtract, mean, op1=nl.multiply, operand1=rstd)
+    nl.store(out, y)
+    return out
+
+
+@nki.jit
+def scan(a, b):
+    """h[t] = h[t-1] * a[t] + b[t] along each row (a selective-scan step)."""
+    out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    h = nisa.tensor_tensor_scan(nl.load(a), nl.load(b), 0.0, nl.multiply, nl.add)
+    nl.store(out, h)
+    return out
+
+
+@nki.jit
+def causal(a):
+    """Keep x where column <= row, else -inf (affine_select), plus iota."""
+    P, F = a.shape
+    out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    idx = nl.ndarray(a.shape, dtype=nl.int32, buffer=nl.shared_hbm)
+    i_p, i_f = nl.mgrid[0:P, 0:F]
+    x = nl.load(a)
+    nl.store(out, nisa.affine_select(i_p - i_f >= 0, x, -float("inf")))
+    nl.store(idx, nisa.iota(i_p * F + i_f, dtype=nl.int32))
+    return out, idx
+
+
+@nki.jit
+def avgpool(a):
+    """2 x 2 average pool of [128, H, W] with mgrid index arithmetic."""
+    C, H, W = a.shape
+    out = nl.ndarray((C, H // 2, W // 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    acc = nl.zeros((C, H // 2, W // 2), dtype=nl.float32)
+    i_c, i_h, i_w = nl.mgrid[0:C, 0:H // 2, 0:W // 2]
+    for dy in nl.static_range(2):
+        for dx in range(2):
+            acc[...] = nl.add(acc, x[i_c, 2 * i_h + dy, 2 * i_w + dx])
+    nl.store(out, nl.multiply(acc, 0.25))
+    return out

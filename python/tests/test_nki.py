@@ -1,0 +1,277 @@
+"""nxsim.nki against NumPy (docs/parts/nki.md): every kernel of
+nki_kernels.py on the functional executor and the SystemC model, the two
+bit for bit equal, the values against a NumPy reference (exact where one
+fp32 rounding per op matches NumPy's float32 arithmetic; otherwise a
+tolerance from fp32's epsilon and the op's error, stated per test); errors
+of a user's kernel name its file:line; the traced program carries that
+line into the profile."""
+import inspect
+import os
+import sys
+import tempfile
+import unittest
+
+try:
+    import numpy as np
+except ImportError:  # pragma: no cover
+    print("NXSIM-SKIP: numpy is not installed")
+    raise SystemExit(0)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import nxsim  # noqa: E402
+import nxsim.nki as nki  # noqa: E402
+import nxsim.nki.isa as nisa  # noqa: E402
+import nxsim.nki.language as nl  # noqa: E402
+import nki_kernels as K  # noqa: E402
+
+EPS = float(np.finfo(np.float32).eps)
+
+
+def f32(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def both(kernel, *args):
+    """Values on the functional executor and on the model, asserted equal bit for bit."""
+    fun = nki.simulate_kernel(kernel, *args, backend="functional")
+    mod, run = nki.profile_kernel(kernel, *args, backend="model")
+    fs = fun if isinstance(fun, tuple) else (fun,)
+    ms = mod if isinstance(mod, tuple) else (mod,)
+    for a, b in zip(fs, ms):
+        assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes(), \
+            "functional and model results differ"
+    return fun, run
+
+
+class Surface(unittest.TestCase):
+    def setUp(self):
+        self.rng = np.random.default_rng(7)
+
+    def test_launch_grid_add(self):
+        a, b = f32(self.rng, 512, 256), f32(self.rng, 512, 256)
+        out, run = both(K.add_rows[4], a, b)
+        np.testing.assert_array_equal(out, a + b)  # one fp32 add per element, as NumPy's
+        self.assertEqual(run.cores, 2)  # 4 programs on the 2 cores of the VNC grid
+
+    def test_elementwise(self):
+        a, s = f32(self.rng, 128, 64), f32(self.rng, 128, 1)
+        out, _ = both(K.elementwise, a, s)
+        e = np.exp(a.astype(np.float64)).astype(np.float32)  # ACT's exp: within 1 ulp of the rounded exact value
+        ref = -(np.maximum(e * np.float32(0.5), a) - s) + np.float32(1.0)
+        np.testing.assert_allclose(out, ref, rtol=4 * EPS, atol=4 * EPS)
+
+    def test_masked_ragged_tail(self):
+        a = f32(self.rng, 300, 40)
+        out, _ = both(K.ragged_copy, a)
+        np.testing.assert_array_equal(out, a * np.float32(3.0))
+
+    def test_tiled_matmul_psum_accumulation(self):
+        lhsT, rhs = f32(self.rng, 256, 256), f32(self.rng, 256, 1024)
+        out, run = both(K.tiled_matmul, lhsT, rhs)
+        ref = lhsT.T.astype(np.float64) @ rhs.astype(np.float64)
+        # fp32 products summed in k order: |error| <= K eps sum|a||b|
+        bound = 256 * EPS * (np.abs(lhsT.T) @ np.abs(rhs))
+        self.assertTrue(np.all(np.abs(out - ref) <= bound))
+        self.assertGreater(run.engines[(0, "pe")]["instructions"], 0)
+
+    def test_matmul_with_transpose(self):
+        x, y = f32(self.rng, 128, 128), f32(self.rng, 128, 256)
+        out, _ = both(K.matmul_forms, x, y)
+        ref = x.astype(np.float64) @ y.astype(np.float64)
+        bound = 128 * EPS * (np.abs(x) @ np.abs(y))
+        self.assertTrue(np.all(np.abs(out - ref) <= bound))
+
+    def test_transposes(self):
+        a, s = f32(self.rng, 128, 64), f32(self.rng, 32, 32)
+        (t, u), _ = both(K.transposes, a, s)
+        np.testing.assert_array_equal(t, a.T)
+        np.testing.assert_array_equal(u, s.T)
+
+    def test_reductions(self):
+        a = f32(self.rng, 128, 64)
+        (s, m, r), _ = both(K.reductions, a)
+        np.testing.assert_array_equal(m, a.max(axis=1, keepdims=True))
+        # sequential fp32 sums: |error| <= n eps sum|x|
+        self.assertTrue(np.all(np.abs(s[:, 0] - a.astype(np.float64).sum(axis=1)) <= 64 * EPS * np.abs(a).sum(axis=1)))
+        a3 = a.reshape(128, 8, 8)
+        self.assertTrue(np.all(np.abs(r - a3.astype(np.float64).sum(axis=1)) <= 8 * EPS * np.abs(a3).sum(axis=1)))
+
+    def test_softmax(self):
+        a = f32(self.rng, 128, 100)
+        out, _ = both(K.softmax_rows, a)
+        e = np.exp(a - a.max(axis=1, keepdims=True))
+        np.testing.assert_allclose(out, e / e.sum(axis=1, keepdims=True), rtol=100 * EPS, atol=1e-7)
+
+    def test_rmsnorm(self):
+        a, w = f32(self.rng, 128, 64), f32(self.rng, 128, 64)
+        out, _ = both(K.rmsnorm, a, w)
+        a64 = a.astype(np.float64)
+        ref = a64 / np.sqrt((a64 ** 2).mean(axis=1, keepdims=True) + 1e-6) * w
+        np.testing.assert_allclose(out, ref, rtol=80 * EPS, atol=1e-6)
+
+    def test_layernorm_bn_stats(self):
+        a = f32(self.rng, 128, 64) * 3 + 1
+        out, _ = both(K.layernorm, a)
+        a64 = a.astype(np.float64)
+        ref = (a64 - a64.mean(axis=1, keepdims=True)) / np.sqrt(a64.var(axis=1, keepdims=True) + 1e-5)
+        np.testing.assert_allclose(out, ref, rtol=100 * EPS, atol=1e-5)
+
+    def test_tensor_tensor_scan(self):
+        a, b = f32(self.rng, 128, 32) * 0.5, f32(self.rng, 128, 32)
+        out, _ = both(K.scan, a, b)
+        h = np.zeros(128, np.float32)
+        ref = np.empty_like(a)
+        for t in range(32):  # fp32 at every step, as the engine
+            h = h * a[:, t] + b[:, t]
+            ref[:, t] = h
+        np.testing.assert_array_equal(out, ref)
+
+    def test_affine_select_and_iota(self):
+        a = f32(self.rng, 128, 128)
+        (out, idx), _ = both(K.causal, a)
+        np.testing.assert_array_equal(out, np.where(np.tril(np.ones((128, 128), bool)), a, -np.inf))
+        np.testing.assert_array_equal(idx, np.arange(128 * 128, dtype=np.int32).reshape(128, 128))
+
+    def test_avgpool_mgrid(self):
+        a = f32(self.rng, 128, 8, 8)
+        out, _ = both(K.avgpool, a)
+        ref = ((a[:, 0::2, 0::2] + a[:, 0::2, 1::2]) + a[:, 1::2, 0::2] + a[:, 1::2, 1::2]) * np.float32(0.25)
+        np.testing.assert_array_equal(out, ref)
+
+
+class EntryPoints(unittest.TestCase):
+    def test_call_benchmark_baremetal_trace(self):
+        rng = np.random.default_rng(3)
+        a, b = f32(rng, 256, 128), f32(rng, 256, 128)
+        np.testing.assert_array_equal(K.add_rows[2](a, b), a + b)  # a direct call runs it
+        np.testing.assert_array_equal(nki.baremetal(K.add_rows[2])(a, b), a + b)
+        bench = nki.benchmark(warmup=2, iters=5, save_neff_name="x.neff")(K.add_rows[2])
+        bench(a, b)
+        lat = bench.benchmark_result.nc_latency
+        self.assertGreater(lat.get_latency_percentile(50), 0)
+        self.assertEqual(lat.get_latency_percentile(99), lat.get_latency_percentile(50))
+        _, run = nki.profile_kernel(K.add_rows[2], a, b, machine="trn1")
+        self.assertEqual(run.machine, "trn1")
+        with tempfile.TemporaryDirectory() as d:
+            t = nki.trace(K.add_rows[2], a, b)
+            path = os.path.join(d, "k.nxs")
+            t.save(path)
+            outs, _ = nxsim.exec_program(path, {"a": a, "b": b}, backend="functional")
+            np.testing.assert_array_equal(outs["out0"], a + b)
+
+    def test_profile_names_kernel_lines(self):
+        rng = np.random.default_rng(4)
+        a, b = f32(rng, 128, 64), f32(rng, 128, 64)
+        _, run = nki.profile_kernel(K.add_rows, a, b)
+        rows = run.by_source()
+        src, first = inspect.getsourcelines(K.add_rows.fn)
+        store_line = first + next(i for i, s in enumerate(src) if "nl.store" in s)
+        self.assertTrue(any(r["file"].endswith("nki_kernels.py") and r["line"] == store_line for r in rows), rows)
+        with tempfile.TemporaryDirectory() as d:
+            run.save_trace(os.path.join(d, "t.json"))
+            with open(os.path.join(d, "t.json")) as f:
+                self.assertIn("nki_kernels.py:%d" % store_line, f.read())
+
+
+# ---- errors: one message starting with this file's line ----
+def _line_of(fn, text):
+    src, first = inspect.getsourcelines(fn)
+    return first + next(i for i, s in enumerate(src) if text in s)
+
+
+@nki.jit
+def too_many_partitions(a):
+    t = nl.ndarray((256, 4), dtype=nl.float32, buffer=nl.sbuf)  # ERR
+    return t
+
+
+@nki.jit
+def psum_too_big(a):
+    t = nl.zeros((128, 1024), dtype=nl.float32, buffer=nl.psum)  # ERR
+    return t
+
+
+@nki.jit
+def out_of_bounds(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    i_p, i_f = nl.mgrid[0:128, 0:64]
+    x = nl.load(a[i_p, i_f + 8])  # ERR
+    nl.store(out, x)
+    return out
+
+
+@nki.jit
+def sbuf_overflow(a):
+    keep = [nl.ndarray((128, 16384), dtype=nl.float32, buffer=nl.sbuf) for _ in range(4)]  # ERR
+    return keep
+
+
+@nki.jit
+def matmul_from_psum(a):
+    x = nl.load(a)
+    p = nl.transpose(x)
+    r = nisa.nc_matmul(p, x)  # ERR
+    return r
+
+
+@nki.jit
+def unsupported_call(a):
+    x = nl.load(a)
+    y = nl.cumsum(x, axis=1)  # ERR
+    return y
+
+
+@nki.jit
+def engine_refuses(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    y = nl.zeros((128, 64), dtype=nl.float32, buffer=nl.psum)
+    z = nisa.tensor_copy(y, engine=nisa.gpsimd_engine)  # ERR
+    nl.store(out, z)
+    return out
+
+
+class Errors(unittest.TestCase):
+    def check(self, kernel, cls, words):
+        a = np.zeros((128, 64), np.float32)
+        with self.assertRaises(cls) as cm:
+            nki.simulate_kernel(kernel, a, backend="functional")
+        msg = str(cm.exception)
+        want = "%s:%d: " % (os.path.abspath(__file__), _line_of(kernel.fn, "# ERR"))
+        self.assertTrue(msg.startswith(want), "%r does not start with %r" % (msg, want))
+        for w in words:
+            self.assertIn(w, msg)
+        # raised from the entry point: no frame of the tracer below it
+        tb, frames = cm.exception.__traceback__, []
+        while tb:
+            frames.append(tb.tb_frame.f_code.co_filename)
+            tb = tb.tb_next
+        self.assertFalse(any(os.sep + "nki" + os.sep + "_" in f for f in frames), frames)
+        self.assertIsInstance(cm.exception, nxsim.Error)
+
+    def test_partition_dim(self):
+        self.check(too_many_partitions, nki.KernelError, ["partition dimension 256", "exceeds 128"])
+
+    def test_psum_bank(self):
+        self.check(psum_too_big, nki.KernelError, ["PSUM tile of 4096 bytes", "2048-byte PSUM bank"])
+
+    def test_out_of_bounds(self):
+        self.check(out_of_bounds, nki.KernelError, ["index out of bounds", "dimension 1 takes 8..71, its size is 64"])
+
+    def test_sbuf_capacity(self):
+        self.check(sbuf_overflow, nki.KernelError, ["SBUF allocation of 65536 bytes", "does not fit"])
+
+    def test_matmul_operand_buffer(self):
+        self.check(matmul_from_psum, nki.KernelError, ["stationary is in psum", "reads SBUF"])
+
+    def test_unsupported_by_name(self):
+        self.check(unsupported_call, nki.Unsupported, ["nl.cumsum is not supported"])
+        self.assertTrue(issubclass(nki.Unsupported, NotImplementedError))
+
+    def test_engine_rule(self):
+        # found by libnxsim's validation when the trace is assembled, named by the .src line
+        self.check(engine_refuses, nki.KernelError, ["engine pool cannot read psum"])
+
+
+if __name__ == "__main__":
+    unittest.main()
