@@ -174,6 +174,55 @@ class EntryPoints(unittest.TestCase):
                 self.assertIn("nki_kernels.py:%d" % store_line, f.read())
 
 
+PUBLIC_NAMES_KERNEL = """
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+import neuronxcc.nki.isa as nisa
+from neuronxcc.nki.typing import tensor
+
+@nki.jit
+def relu_rows(a_tensor: tensor):
+    out = nl.ndarray(a_tensor.shape, dtype=a_tensor.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(a_tensor.shape[0] // 128):
+        t = nl.load(a_tensor[i * 128:(i + 1) * 128, :])
+        nl.store(out[i * 128:(i + 1) * 128, :], value=nisa.activation(op=nl.relu, data=t))
+    return out
+"""
+
+
+class PublicNames(unittest.TestCase):
+    def test_aliased_modules(self):
+        """A kernel written against neuronxcc.nki runs with the names aliased by the user."""
+        import types
+
+        import nxsim.nki.typing
+
+        saved = {k: sys.modules.get(k) for k in ("neuronxcc", "neuronxcc.nki", "neuronxcc.nki.language",
+                                                 "neuronxcc.nki.isa", "neuronxcc.nki.typing", "public_kernel")}
+        root = types.ModuleType("neuronxcc")
+        root.nki = nki
+        sys.modules.update({"neuronxcc": root, "neuronxcc.nki": nki, "neuronxcc.nki.language": nl,
+                            "neuronxcc.nki.isa": nisa, "neuronxcc.nki.typing": nxsim.nki.typing})
+        try:
+            with tempfile.TemporaryDirectory() as d:
+                with open(os.path.join(d, "public_kernel.py"), "w") as f:
+                    f.write(PUBLIC_NAMES_KERNEL)
+                sys.path.insert(0, d)
+                try:
+                    import public_kernel
+                finally:
+                    sys.path.remove(d)
+                a = np.random.default_rng(5).standard_normal((256, 64)).astype(np.float32)
+                out, _ = both(public_kernel.relu_rows, a)
+                np.testing.assert_array_equal(out, np.maximum(a, 0))
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    sys.modules.pop(k, None)
+                else:
+                    sys.modules[k] = v
+
+
 # ---- errors: one message starting with this file's line ----
 def _line_of(fn, text):
     src, first = inspect.getsourcelines(fn)
