@@ -223,6 +223,63 @@ class PublicNames(unittest.TestCase):
                     sys.modules[k] = v
 
 
+CLI_KERNEL = """
+import numpy as np
+import nxsim.nki as nki
+import nxsim.nki.language as nl
+
+@nki.jit
+def halve(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.multiply(nl.load(a), 0.5))
+    return out
+
+@nki.jit
+def bad(a):
+    t = nl.ndarray((129, 2), dtype=nl.float32, buffer=nl.sbuf)
+    return t
+
+def halve_ref(a):
+    return a / 2
+
+def wrong_ref(a):
+    return a
+"""
+
+
+class Command(unittest.TestCase):
+    def test_python_m_nxsim_nki(self):
+        import subprocess
+
+        with tempfile.TemporaryDirectory() as d:
+            kf = os.path.join(d, "k.py")
+            with open(kf, "w") as f:
+                f.write(CLI_KERNEL)
+            a = np.random.default_rng(2).standard_normal((128, 32)).astype(np.float32)
+            np.save(os.path.join(d, "a.npy"), a)
+
+            def run(*argv):
+                return subprocess.run([sys.executable, "-m", "nxsim.nki"] + list(argv), cwd=d, capture_output=True,
+                                      text=True, env=dict(os.environ))
+
+            r = run("k.py:halve", "-i", "a.npy", "-o", "o.npy", "--by-source", "--check", "halve_ref", "--save",
+                    "k.nxs")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("k.py:9 (halve)", r.stdout)
+            self.assertIn("check result 0: ok", r.stdout)
+            np.testing.assert_array_equal(np.load(os.path.join(d, "o.npy")), a * np.float32(0.5))
+            outs, _ = nxsim.exec_program(os.path.join(d, "k.nxs"), {"a": a}, backend="functional")
+            np.testing.assert_array_equal(outs["out0"], a * np.float32(0.5))
+            r = run("k.py:halve", "-i", "a.npy", "--functional", "--check", "wrong_ref")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("FAILED", r.stdout)
+            r = run("k.py:bad", "-i", "a.npy")
+            self.assertEqual(r.returncode, 3)
+            self.assertTrue(r.stderr.startswith("nxsim nki: %s:14: partition dimension 129" % kf), r.stderr)
+            self.assertEqual(r.stderr.count("\n"), 1)
+            self.assertEqual(run("k.py", "-i", "a.npy").returncode, 2)
+
+
 # ---- errors: one message starting with this file's line ----
 def _line_of(fn, text):
     src, first = inspect.getsourcelines(fn)
