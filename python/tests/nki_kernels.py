@@ -175,3 +175,54 @@ def avgpool(a):
             acc[...] = nl.add(acc, x[i_c, 2 * i_h + dy, 2 * i_w + dx])
     nl.store(out, nl.multiply(acc, 0.25))
     return out
+
+
+@nki.jit
+def blocked_matmul(lhsT, rhs):
+    """The tutorial's next step: a column of K tiles loaded once into a
+    block tile (K // 128, par_dim(128), 128) and reused for every N tile."""
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    out = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+    KT = K // 128
+    for m in nl.affine_range(M // 128):
+        a = nl.ndarray((KT, nl.par_dim(128), 128), dtype=lhsT.dtype, buffer=nl.sbuf)
+        for k in nl.affine_range(KT):
+            a[k] = nl.load(lhsT[k * 128:(k + 1) * 128, m * 128:(m + 1) * 128])
+        for n in nl.affine_range(N // 512):
+            acc = nl.zeros((128, 512), dtype=nl.float32, buffer=nl.psum)
+            for k in nl.affine_range(KT):
+                b = nl.load(rhs[k * 128:(k + 1) * 128, n * 512:(n + 1) * 512])
+                acc += nl.matmul(a[k], b, transpose_x=True)
+            nl.store(out[m * 128:(m + 1) * 128, n * 512:(n + 1) * 512], value=acc)
+    return out
+
+
+@nki.jit
+def causal_attention(qT, kT, v):
+    """softmax(mask(q k^T * scale)) v for one 128-row block; qT, kT are
+    [d, S] (head dim on partitions), v is [S, d]."""
+    d, S = qT.shape
+    out = nl.ndarray((S, d), dtype=nl.float32, buffer=nl.shared_hbm)
+    q = nl.load(qT)
+    k = nl.load(kT)
+    vt = nl.load(v)
+    scores = nisa.nc_matmul(q, k)  # [S, S] = q k^T in PSUM
+    s = nl.multiply(scores, 1.0 / float(d) ** 0.5)
+    i_p, i_f = nl.mgrid[0:S, 0:S]
+    masked = nisa.affine_select(i_p - i_f >= 0, s, -1e30)
+    m = nl.max(masked, axis=1, keepdims=True)
+    negm = nl.multiply(m, -1.0)
+    rowsum = nl.ndarray((S, 1), dtype=nl.float32, buffer=nl.sbuf)
+    p = nisa.activation(op=nl.exp, data=masked, bias=negm, reduce_op=nl.add, reduce_res=rowsum)
+    pT = nl.copy(nl.transpose(p))  # [S(keys), S(queries)] for the second matmul
+    o = nisa.nc_matmul(pT, vt)  # [S, d] = p v
+    nl.store(out, nl.divide(o, rowsum))
+    return out
+
+
+@nki.jit
+def into_output_argument(a, result):
+    """The older style: the result tensor is a parameter the kernel stores into."""
+    x = nl.load(a)
+    nl.store(result, nl.where(nl.greater(x, 0.0), x, nl.multiply(x, 0.1)))

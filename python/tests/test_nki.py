@@ -139,6 +139,35 @@ class Surface(unittest.TestCase):
         ref = ((a[:, 0::2, 0::2] + a[:, 0::2, 1::2]) + a[:, 1::2, 0::2] + a[:, 1::2, 1::2]) * np.float32(0.25)
         np.testing.assert_array_equal(out, ref)
 
+    def test_blocked_matmul_block_tiles(self):
+        lhsT, rhs = f32(self.rng, 256, 256), f32(self.rng, 256, 1024)
+        out, _ = both(K.blocked_matmul, lhsT, rhs)
+        ref = lhsT.T.astype(np.float64) @ rhs.astype(np.float64)
+        self.assertTrue(np.all(np.abs(out - ref) <= 256 * EPS * (np.abs(lhsT.T) @ np.abs(rhs))))
+        # the same k-order fp32 sums as the unblocked kernel: the same bits
+        ref_bits, _ = both(K.tiled_matmul, lhsT, rhs)
+        self.assertEqual(out.tobytes(), ref_bits.tobytes())
+
+    def test_causal_attention(self):
+        qT, kT, v = f32(self.rng, 64, 128), f32(self.rng, 64, 128), f32(self.rng, 128, 64)
+        out, _ = both(K.causal_attention, qT, kT, v)
+        s = (qT.T.astype(np.float64) @ kT) / 8.0
+        s = np.where(np.tril(np.ones((128, 128), bool)), s, -np.inf)
+        p = np.exp(s - s.max(axis=1, keepdims=True))
+        ref = (p @ v) / p.sum(axis=1, keepdims=True)
+        # fp32 matmuls of 64 and 128 terms and an exp within 1 ulp: a few hundred eps of the magnitudes
+        np.testing.assert_allclose(out, ref, rtol=0, atol=512 * EPS * np.abs(v).max())
+
+    def test_output_argument_and_where(self):
+        a = f32(self.rng, 128, 64)
+        res = np.zeros_like(a)
+        self.assertIsNone(nki.simulate_kernel(K.into_output_argument, a, res, backend="functional"))
+        ref = np.where(a > 0, a, a * np.float32(0.1))
+        np.testing.assert_array_equal(res, ref)
+        res2 = np.zeros_like(a)
+        nki.simulate_kernel(K.into_output_argument, a, res2)
+        self.assertEqual(res.tobytes(), res2.tobytes())
+
 
 class EntryPoints(unittest.TestCase):
     def test_call_benchmark_baremetal_trace(self):

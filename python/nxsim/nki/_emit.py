@@ -56,6 +56,10 @@ def dma(dst, src, mask=None):
     if ops is None:
         return None
     d, s = ops
+    if d.mem == "hbm":
+        d.storage.written = True
+    if s.mem == "hbm":
+        s.storage.read = True
     if d.mem == "psum" or s.mem == "psum":
         user_error("DMA cannot reach PSUM (copy the tile to SBUF first)")
     if d.shape != s.shape and (d.partitions() != s.partitions() or d.free_size() != s.free_size()):

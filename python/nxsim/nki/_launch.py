@@ -72,6 +72,8 @@ class Traced:
     def run(self, backend="model", keep_log=True):
         results, run = exec_loaded(self.program(), self.name, self.inputs, self.session, backend=backend,
                                    keep_log=keep_log)
+        for name, array in getattr(self, "out_args", {}).items():
+            np.copyto(array, results[name].reshape(array.shape))
         return _unflatten(self.returns, results), run
 
 
@@ -157,8 +159,23 @@ def trace_kernel(fn, grid, args, kwargs, machine=None):
                                   % (fn.__name__, list(tr.program_id), names, first))
     finally:
         current.reset(token)
+    # an input argument the kernel stores into is an output argument (the
+    # style of kernels that take their result tensors as parameters): its
+    # array is updated in place after the run
+    out_args = {}
+    for pname, st in call_args.items():
+        if isinstance(st, Storage) and st.written:
+            if st.read:
+                raise KernelError("%s: argument %s is both read and written (an in-place update of an argument "
+                                  "is not supported by nxsim.nki; return a new nl.shared_hbm tensor)"
+                                  % (fn.__name__, pname))
+            st.role = "output"
+            out_args[st.name] = bound.arguments[pname]
+            del inputs[st.name]
     for s in _storages(returns, []):
         if s.role != "output":
             raise KernelError("%s: returns %s, which is not an nl.shared_hbm tensor (allocate outputs with "
                               "nl.ndarray(..., buffer=nl.shared_hbm))" % (fn.__name__, s.name))
-    return Traced(tr.text(), "%s.nxs" % fn.__name__, returns, inputs, session, {i.src[0] for i in tr.insns})
+    t = Traced(tr.text(), "%s.nxs" % fn.__name__, returns, inputs, session, {i.src[0] for i in tr.insns})
+    t.out_args = out_args
+    return t

@@ -27,6 +27,8 @@ class Storage:
         self.role = role
         self.dtype = dtype.nx
         self.shape = tuple(shape)
+        self.read = False  # a DMA read it / wrote it (an input written is an output argument)
+        self.written = False
 
 
 def _row_major(shape):

@@ -57,6 +57,11 @@ def num_programs(axes=None):
     return t.grid[axes]
 
 
+def nc(n):
+    """nl.nc(n): n programs, one per core of the VNC grid (kernel[nl.nc(2)])."""
+    return n
+
+
 def program_ndim():
     return len(trace().grid)
 
@@ -335,7 +340,22 @@ def negative(x, dtype=None, mask=None, **kwargs):
 
 
 def where(condition, x, y, dtype=None, mask=None, **kwargs):
-    refuse("nl.where")
+    """select on DVE: condition != 0 ? x : y (tiles of one shape, or numbers)."""
+    c = read(_emit.on_chip(condition, "nl.where condition"))
+    ops = []
+    for v, name in ((x, "x"), (y, "y")):
+        if isinstance(v, numbers.Number):
+            ops.append(_emit.imm(v))
+        else:
+            v = read(_emit.on_chip(v, "nl.where " + name))
+            if v.shape != c.shape:
+                v = broadcast(v, c.shape)
+            ops.append(v)
+    dts = [o.dtype for o in ops if isinstance(o, AP)]
+    dt = dtype_of(dtype) if dtype else (dts[0] if dts else float32)
+    dst = _emit.new_tile(sbuf, dt, c.shape, "nl.where result")
+    insn = _emit.compute("dve", "select", dst, [("pred", c), ("on_true", ops[0]), ("on_false", ops[1])], mask=mask)
+    return _emit.produced(dst, insn, mask)
 
 
 # ---- reductions over free axes ----
@@ -439,7 +459,7 @@ def transpose(x, dtype=None, mask=None, **kwargs):
 
 
 # ---- assignments ([...] = and +=) ----
-_RETARGETABLE = {"dma_copy", "tensor_tensor", "tensor_scalar", "scalar_tensor_tensor", "tensor_reduce",
+_RETARGETABLE = {"select", "dma_copy", "tensor_tensor", "tensor_scalar", "scalar_tensor_tensor", "tensor_reduce",
                  "tensor_copy", "tensor_tensor_scan", "activation", "memset", "iota", "affine_select",
                  "bn_stats", "bn_aggr", "multiply_moving", "transpose"}
 
