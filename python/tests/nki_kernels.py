@@ -226,3 +226,28 @@ def into_output_argument(a, result):
     """The older style: the result tensor is a parameter the kernel stores into."""
     x = nl.load(a)
     nl.store(result, nl.where(nl.greater(x, 0.0), x, nl.multiply(x, 0.1)))
+
+
+@nki.jit
+def rmsnorm_bcast(a, g):
+    """RMSNorm with the weight as one row [1, F] broadcast to every partition."""
+    P, F = a.shape
+    out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    w = nl.load(g.reshape((1, F))).broadcast_to((P, F))
+    ms = nl.mean(nl.square(x), axis=[1], keepdims=True)
+    y = x * nl.rsqrt(ms + 1e-6) * w
+    nl.store(out, y)
+    return out
+
+
+@nki.jit
+def avgpool_reduce(a):
+    """2 x 2 average pool as one 5-D index of the tile and a sum over two axes."""
+    C, H, W = a.shape
+    out = nl.ndarray((C, H // 2, W // 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    i_c, i_h, i_ph, i_w, i_pw = nl.mgrid[0:C, 0:H // 2, 0:2, 0:W // 2, 0:2]
+    s = nl.sum(x[i_c, 2 * i_h + i_ph, 2 * i_w + i_pw], axis=[2, 4])
+    nl.store(out, nl.multiply(s, 0.25))
+    return out

@@ -139,6 +139,20 @@ class Surface(unittest.TestCase):
         ref = ((a[:, 0::2, 0::2] + a[:, 0::2, 1::2]) + a[:, 1::2, 0::2] + a[:, 1::2, 1::2]) * np.float32(0.25)
         np.testing.assert_array_equal(out, ref)
 
+    def test_rmsnorm_partition_broadcast(self):
+        a, g = f32(self.rng, 128, 64), f32(self.rng, 64)
+        out, _ = both(K.rmsnorm_bcast, a, g)
+        a64 = a.astype(np.float64)
+        ref = a64 / np.sqrt((a64 ** 2).mean(axis=1, keepdims=True) + 1e-6) * g
+        np.testing.assert_allclose(out, ref, rtol=80 * EPS, atol=1e-6)
+
+    def test_avgpool_five_dim_index(self):
+        a = f32(self.rng, 128, 8, 12)
+        out, _ = both(K.avgpool_reduce, a)
+        # the reduce folds (ph, pw) in row-major order, one fp32 add per step
+        ref = (((a[:, 0::2, 0::2] + a[:, 0::2, 1::2]) + a[:, 1::2, 0::2]) + a[:, 1::2, 1::2]) * np.float32(0.25)
+        np.testing.assert_array_equal(out, ref)
+
     def test_blocked_matmul_block_tiles(self):
         lhsT, rhs = f32(self.rng, 256, 256), f32(self.rng, 256, 1024)
         out, _ = both(K.blocked_matmul, lhsT, rhs)

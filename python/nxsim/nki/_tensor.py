@@ -442,6 +442,16 @@ def broadcast(ap, shape):
         return ap
     if len(shape) != len(ap.axes):
         user_error("cannot broadcast %s to %s" % (list(ap.shape), list(shape)))
+    pa = ap.part_axis()
+    if ap.mem == "sbuf" and ap.axes[pa][1] == 1 and shape[pa] > 1:
+        # along partitions: POOL's partition_broadcast into a fresh tile
+        from . import _emit
+
+        src = read(ap)
+        wide = Tile("sbuf", ap.dtype, tuple(shape[pa] if i == pa else c for i, c in enumerate(ap.shape)),
+                    pdim=pa, name="broadcast_to result")
+        _emit.compute("pool", "partition_broadcast", wide, [("in", src)])
+        return broadcast(wide, shape)
     axes = []
     for i, ((s, c), n) in enumerate(zip(ap.axes, shape)):
         if c == n:
