@@ -251,3 +251,17 @@ def avgpool_reduce(a):
     s = nl.sum(x[i_c, 2 * i_h + i_ph, 2 * i_w + i_pw], axis=[2, 4])
     nl.store(out, nl.multiply(s, 0.25))
     return out
+
+
+@nki.jit
+def assign_after_read(a):
+    """y[...] = v after another instruction read y: v's write must stay after that read."""
+    out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    out2 = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    y = nl.load(a)
+    v = nl.multiply(y, 2.0)
+    y1 = nl.add(y, 1.0)
+    y[...] = v
+    nl.store(out, y1)
+    nl.store(out2, y)
+    return out, out2

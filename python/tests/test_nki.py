@@ -153,6 +153,12 @@ class Surface(unittest.TestCase):
         ref = (((a[:, 0::2, 0::2] + a[:, 0::2, 1::2]) + a[:, 1::2, 0::2]) + a[:, 1::2, 1::2]) * np.float32(0.25)
         np.testing.assert_array_equal(out, ref)
 
+    def test_assignment_keeps_program_order(self):
+        a = f32(self.rng, 128, 16)
+        (y1, y), _ = both(K.assign_after_read, a)
+        np.testing.assert_array_equal(y1, a + np.float32(1))
+        np.testing.assert_array_equal(y, a * np.float32(2))
+
     def test_blocked_matmul_block_tiles(self):
         lhsT, rhs = f32(self.rng, 256, 256), f32(self.rng, 256, 1024)
         out, _ = both(K.blocked_matmul, lhsT, rhs)

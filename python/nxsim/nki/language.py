@@ -468,6 +468,8 @@ def _can_retarget(value, dst):
     p = getattr(value, "producer", None)
     if p is None or not isinstance(value, Tile) or value.shape != dst.shape or p.mnemonic not in _RETARGETABLE:
         return False
+    if trace().insns[-1] is not p:  # moving an earlier write could pass reads of dst in between
+        return False
     if p.mnemonic == "dma_copy":
         return dst.mem == "sbuf" and dst.dtype.nx == value.dtype.nx
     if p.mnemonic in ("multiply_moving",) or (p.mnemonic == "transpose" and p.engine == "pe"):
@@ -506,7 +508,7 @@ def _accumulate(dst, value):
     """dst += value: a fresh matmul result accumulates in PSUM (acc=1)."""
     p = getattr(value, "producer", None)
     if p is not None and p.mnemonic == "multiply_moving" and isinstance(value, Tile) and dst.mem == "psum" \
-            and dst.dtype.nx == "fp32" and value.shape == dst.shape:
+            and dst.dtype.nx == "fp32" and value.shape == dst.shape and trace().insns[-1] is p:
         p.set_slot("dst", dst.render())
         p.set_param("acc", "1")
         value.producer = None
