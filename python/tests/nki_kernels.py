@@ -265,3 +265,11 @@ def assign_after_read(a):
     nl.store(out, y1)
     nl.store(out2, y)
     return out, out2
+
+
+@nki.jit
+def load_transposed(w):
+    """nl.load_transpose2d of a bf16 [64, 128] weight: a [128, 64] tile."""
+    out = nl.ndarray((w.shape[1], w.shape[0]), dtype=w.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.load_transpose2d(w))
+    return out

@@ -153,6 +153,12 @@ class Surface(unittest.TestCase):
         ref = (((a[:, 0::2, 0::2] + a[:, 0::2, 1::2]) + a[:, 1::2, 0::2]) + a[:, 1::2, 1::2]) * np.float32(0.25)
         np.testing.assert_array_equal(out, ref)
 
+    def test_load_transpose2d_bf16(self):
+        w = nxsim.to_bf16(f32(self.rng, 64, 128))
+        out, _ = both(K.load_transposed, w)
+        self.assertEqual(out.dtype, nxsim.bf16)
+        self.assertEqual(out.tobytes(), np.ascontiguousarray(w.T).tobytes())  # a bit-exact move
+
     def test_assignment_keeps_program_order(self):
         a = f32(self.rng, 128, 16)
         (y1, y), _ = both(K.assign_after_read, a)

@@ -49,8 +49,8 @@ def same_shape(a, b, what):
         user_error("%s: shapes %s and %s differ" % (what, list(a.shape), list(b.shape)))
 
 
-def dma(dst, src, mask=None):
-    """dma_copy on the next DMA lane of this core (the SP issues it)."""
+def dma(dst, src, mask=None, mnemonic="dma_copy"):
+    """dma_copy (or dma_transpose) on the next DMA lane of this core (the SP issues it)."""
     t = trace()
     ops = finalize([dst, src], mask)
     if ops is None:
@@ -62,9 +62,10 @@ def dma(dst, src, mask=None):
         s.storage.read = True
     if d.mem == "psum" or s.mem == "psum":
         user_error("DMA cannot reach PSUM (copy the tile to SBUF first)")
-    if d.shape != s.shape and (d.partitions() != s.partitions() or d.free_size() != s.free_size()):
+    if mnemonic == "dma_copy" and d.shape != s.shape and (d.partitions() != s.partitions()
+                                                          or d.free_size() != s.free_size()):
         user_error("DMA shapes %s and %s differ" % (list(d.shape), list(s.shape)))
-    return t.emit("sp", "dma_copy", [("dst", d.render()), ("src", s.render())], [("queue", str(t.dma_lane()))])
+    return t.emit("sp", mnemonic, [("dst", d.render()), ("src", s.render())], [("queue", str(t.dma_lane()))])
 
 
 def compute(engine, mnemonic, dst, ins, params=(), mask=None, groups=None):

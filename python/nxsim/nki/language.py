@@ -195,7 +195,16 @@ def store(dst, value, mask=None, **kwargs):
 
 
 def load_transpose2d(src, mask=None, dtype=None, **kwargs):
-    refuse("nl.load_transpose2d")
+    """dma_transpose (SP) of a 2-D [A, B] HBM region into a [B, A] SBUF tile."""
+    if mask is not None:
+        refuse("nl.load_transpose2d with mask=")
+    if not isinstance(src, AP) or src.mem != "hbm" or src.ndim != 2:
+        user_error("nl.load_transpose2d reads a 2-D region of an HBM tensor")
+    if src.dtype.itemsize != 2 or (dtype is not None and dtype_of(dtype).nx != src.dtype.nx):
+        refuse("nl.load_transpose2d of %s data (the DMA transpose moves 2-byte types, without conversion)"
+               % src.dtype)
+    dst = _emit.new_tile(sbuf, src.dtype, (src.shape[1], src.shape[0]), "nl.load_transpose2d result")
+    return _emit.produced(dst, _emit.dma(dst, src, None, "dma_transpose"), None)
 
 
 def copy(src, dtype=None, mask=None, **kwargs):
