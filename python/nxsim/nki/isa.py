@@ -177,6 +177,11 @@ def tensor_tensor_scan(data0, data1, initial, op0, op1, reverse0=False, reverse1
     dst = _emit.new_tile(nl.sbuf, dtype_of(dtype) if dtype else a.dtype, a.shape, "nisa.tensor_tensor_scan result")
     ins = [("in0", a), ("in1", b), ("initial", _emit.scalar_operand(initial, a, "nisa.tensor_tensor_scan initial"))]
     params = [("op0", _alu(op0, "op0")), ("op1", _alu(op1, "op1"))]
+    # NKI folds op0(data0, previous); nxsim's scan folds (previous op0 data0): equal for commutative ops
+    if params[0][1] not in ("add", "multiply", "max", "min", "bitwise_and", "bitwise_or", "bitwise_xor",
+                            "is_equal", "not_equal"):
+        refuse("nisa.tensor_tensor_scan with op0=nl.%s (the operand order differs; commutative op0 only)"
+               % getattr(op0, "__name__", op0))
     insn = _emit.compute("dve", "tensor_tensor_scan", dst, ins, params, mask)
     return _emit.produced(dst, insn, mask)
 
