@@ -273,3 +273,24 @@ def load_transposed(w):
     out = nl.ndarray((w.shape[1], w.shape[0]), dtype=w.dtype, buffer=nl.shared_hbm)
     nl.store(out, nl.load_transpose2d(w))
     return out
+
+
+@nki.jit
+def top8(a):
+    """The 8 largest values of each row and their positions (max8, nc_find_index8)."""
+    vals = nl.ndarray((a.shape[0], 8), dtype=a.dtype, buffer=nl.shared_hbm)
+    idx = nl.ndarray((a.shape[0], 8), dtype=nl.uint32, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    m = nisa.max8(src=x)
+    nl.store(vals, m)
+    nl.store(idx, nisa.nc_find_index8(data=x, vals=m))
+    return vals, idx
+
+
+@nki.jit
+def printing(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    nl.device_print("x =", x)
+    nl.store(out, x)
+    return out

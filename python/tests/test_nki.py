@@ -159,6 +159,23 @@ class Surface(unittest.TestCase):
         self.assertEqual(out.dtype, nxsim.bf16)
         self.assertEqual(out.tobytes(), np.ascontiguousarray(w.T).tobytes())  # a bit-exact move
 
+    def test_top8(self):
+        a = f32(self.rng, 128, 300)
+        (vals, idx), _ = both(K.top8, a)
+        order = np.argsort(-a, axis=1, kind="stable")[:, :8]
+        np.testing.assert_array_equal(vals, np.take_along_axis(a, order, axis=1))
+        np.testing.assert_array_equal(idx, order.astype(np.uint32))
+
+    def test_device_print(self):
+        import contextlib
+        import io
+
+        a = np.arange(8, dtype=np.float32).reshape(2, 4)
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            nki.simulate_kernel(K.printing, a, backend="functional")
+        self.assertEqual(buf.getvalue(), "x = %s\n" % a)
+
     def test_assignment_keeps_program_order(self):
         a = f32(self.rng, 128, 16)
         (y1, y), _ = both(K.assign_after_read, a)

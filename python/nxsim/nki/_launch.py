@@ -72,6 +72,9 @@ class Traced:
     def run(self, backend="model", keep_log=True):
         results, run = exec_loaded(self.program(), self.name, self.inputs, self.session, backend=backend,
                                    keep_log=keep_log)
+        for prefix, st, pid in self.prints:
+            print("%s%s %s" % ("" if len(self.programs) < 2 else "[program %s] " % pid, prefix,
+                               results[st.name]), flush=True)
         for name, array in getattr(self, "out_args", {}).items():
             np.copyto(array, results[name].reshape(array.shape))
         return _unflatten(self.returns, results), run
@@ -178,4 +181,6 @@ def trace_kernel(fn, grid, args, kwargs, machine=None):
                               "nl.ndarray(..., buffer=nl.shared_hbm))" % (fn.__name__, s.name))
     t = Traced(tr.text(), "%s.nxs" % fn.__name__, returns, inputs, session, {i.src[0] for i in tr.insns})
     t.out_args = out_args
+    t.prints = tr.prints
+    t.programs = range(total)
     return t

@@ -100,6 +100,7 @@ class Trace:
         self.out_ordinal = 0
         self.shared = []  # shared_hbm storages by creation ordinal (one set for every program)
         self.scratch_count = 0
+        self.prints = []  # nl.device_print: (prefix, storage, program id)
         self.lane = [0] * cores
         self.pools = {}
         for c in range(cores):

@@ -240,6 +240,27 @@ def bn_aggr(data, dtype=None, mask=None, **kwargs):
     return _emit.produced(dst, _emit.compute("dve", "bn_aggr", dst, [("in", a)], mask=mask), mask)
 
 
+# ---- top-k steps (DVE) ----
+def max8(src, dtype=None, mask=None, **kwargs):
+    """max8 (DVE): the 8 largest values of each partition, descending."""
+    a = read(_emit.on_chip(src, "nisa.max8"))
+    dst = _emit.new_tile(nl.sbuf, dtype_of(dtype) if dtype else a.dtype, (a.shape[0], 8), "nisa.max8 result")
+    if mask is not None:
+        refuse("nisa.max8 with mask=")
+    return _emit.produced(dst, _emit.compute("dve", "max8", dst, [("in", a)]), None)
+
+
+def nc_find_index8(data, vals, dtype=None, mask=None, **kwargs):
+    """find_index8 (DVE): where each of 8 values first occurs (ties: successive occurrences)."""
+    a = read(_emit.on_chip(data, "nisa.nc_find_index8 data"))
+    v = read(_emit.on_chip(vals, "nisa.nc_find_index8 vals"))
+    if mask is not None:
+        refuse("nisa.nc_find_index8 with mask=")
+    dt = dtype_of(dtype) if dtype else dtype_of("uint32")
+    dst = _emit.new_tile(nl.sbuf, dt, (a.shape[0], 8), "nisa.nc_find_index8 result")
+    return _emit.produced(dst, _emit.compute("dve", "find_index8", dst, [("in", a), ("values", v)]), None)
+
+
 # ---- DMA ----
 def dma_copy(dst=None, src=None, mask=None, dst_rmw_op=None, **kwargs):
     if dst_rmw_op is not None:
