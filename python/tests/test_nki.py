@@ -166,6 +166,13 @@ class Surface(unittest.TestCase):
         np.testing.assert_array_equal(vals, np.take_along_axis(a, order, axis=1))
         np.testing.assert_array_equal(idx, order.astype(np.uint32))
 
+    def test_top16_match_replace8(self):
+        a = f32(self.rng, 128, 200)
+        (vals, idx), _ = both(K.top16, a)
+        order = np.argsort(-a, axis=1, kind="stable")[:, :16]  # distinct random values: no ties
+        np.testing.assert_array_equal(vals, np.take_along_axis(a, order, axis=1))
+        np.testing.assert_array_equal(idx, order.astype(np.uint32))
+
     def test_device_print(self):
         import contextlib
         import io

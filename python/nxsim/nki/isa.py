@@ -261,6 +261,20 @@ def nc_find_index8(data, vals, dtype=None, mask=None, **kwargs):
     return _emit.produced(dst, _emit.compute("dve", "find_index8", dst, [("in", a), ("values", v)]), None)
 
 
+def nc_match_replace8(data, vals, imm, dst_idx=None, dtype=None, mask=None, **kwargs):
+    """match_replace8 (DVE): data with the matches of 8 values replaced by imm;
+    their positions into dst_idx (a [P, 8] int32/uint32 tile) when given."""
+    a = read(_emit.on_chip(data, "nisa.nc_match_replace8 data"))
+    v = read(_emit.on_chip(vals, "nisa.nc_match_replace8 vals"))
+    if mask is not None:
+        refuse("nisa.nc_match_replace8 with mask=")
+    dst = _emit.new_tile(nl.sbuf, dtype_of(dtype) if dtype else a.dtype, a.shape, "nisa.nc_match_replace8 result")
+    ins = [("in", a), ("values", v), ("replacement", _emit.imm(imm))]
+    if dst_idx is not None:
+        ins.append(("indices", _emit.on_chip(dst_idx, "nisa.nc_match_replace8 dst_idx")))
+    return _emit.produced(dst, _emit.compute("dve", "match_replace8", dst, ins), None)
+
+
 # ---- DMA ----
 def dma_copy(dst=None, src=None, mask=None, dst_rmw_op=None, **kwargs):
     if dst_rmw_op is not None:
