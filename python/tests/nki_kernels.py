@@ -310,3 +310,12 @@ def top16(a):
         nl.store(vals[:, r * 8:(r + 1) * 8], m)
         nl.store(idx[:, r * 8:(r + 1) * 8], pos)
     return vals, idx
+
+
+@nki.jit
+def operators(a):
+    """Python operators on tiles: comparisons, **, reflected arithmetic, nl.where."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    nl.store(out, nl.where(x > 0.0, x ** 2.0, 2.0 * x - 1.0))
+    return out

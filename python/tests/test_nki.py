@@ -173,6 +173,12 @@ class Surface(unittest.TestCase):
         np.testing.assert_array_equal(vals, np.take_along_axis(a, order, axis=1))
         np.testing.assert_array_equal(idx, order.astype(np.uint32))
 
+    def test_operators(self):
+        a = f32(self.rng, 128, 16)
+        out, _ = both(K.operators, a)
+        ref = np.where(a > 0, a.astype(np.float64) ** 2, 2 * a - 1)
+        np.testing.assert_allclose(out, ref, rtol=2 * EPS, atol=0)  # pow: the host powf, within 1 ulp
+
     def test_device_print(self):
         import contextlib
         import io

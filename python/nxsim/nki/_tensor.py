@@ -152,6 +152,21 @@ class AP:
     def __rtruediv__(self, o):
         return self._bin("divide", o, True)
 
+    def __pow__(self, o):
+        return self._bin("power", o)
+
+    def __lt__(self, o):  # (== and != keep their object meaning: tiles are compared by identity)
+        return self._bin("less", o)
+
+    def __le__(self, o):
+        return self._bin("less_equal", o)
+
+    def __gt__(self, o):
+        return self._bin("greater", o)
+
+    def __ge__(self, o):
+        return self._bin("greater_equal", o)
+
     def __neg__(self):
         from . import language
 
