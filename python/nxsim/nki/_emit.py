@@ -65,7 +65,47 @@ def dma(dst, src, mask=None, mnemonic="dma_copy"):
     if mnemonic == "dma_copy" and d.shape != s.shape and (d.partitions() != s.partitions()
                                                           or d.free_size() != s.free_size()):
         user_error("DMA shapes %s and %s differ" % (list(d.shape), list(s.shape)))
-    return t.emit("sp", mnemonic, [("dst", d.render()), ("src", s.render())], [("queue", str(t.dma_lane()))])
+    pieces = _dma_pieces(d, s) if mnemonic == "dma_copy" else 1
+    if pieces == 1:
+        return t.emit("sp", mnemonic, [("dst", d.render()), ("src", s.render())], [("queue", str(t.dma_lane()))])
+    # a large transfer is cut by rows over several DMA lanes (different DMA
+    # engines), as the compiler spreads one nl.load over the DMA rings
+    rows, parts, r0 = d.partitions(), [], 0
+    for i in range(pieces):
+        n = rows // pieces + (i < rows % pieces)
+        parts.append((t.emit("sp", mnemonic, [("dst", d[r0:r0 + n].render()), ("src", s[r0:r0 + n].render())],
+                             [("queue", str(t.dma_lane()))]), r0, n))
+        r0 += n
+    return Pieces(parts)
+
+
+class Pieces:
+    """The instructions of one transfer cut by rows: retargeted together."""
+
+    def __init__(self, parts):
+        self.parts = parts  # [(insn, first row, rows)]
+        self.mnemonic = parts[0][0].mnemonic
+        self.engine = parts[0][0].engine
+
+    def last(self):
+        return self.parts[-1][0]
+
+    def retarget(self, dst):
+        pa = dst.part_axis()
+        for insn, r0, n in self.parts:
+            key = tuple(slice(r0, r0 + n) if i == pa else slice(None) for i in range(dst.ndim))
+            insn.set_slot("dst", dst[key].render())
+
+
+DMA_PIECE_BYTES = 32768  # a piece of at least this much per lane (docs/parts/nki.md)
+DMA_MAX_PIECES = 16  # one per DMA engine of the core
+
+
+def _dma_pieces(d, s):
+    if d.part_axis() != 0 or s.part_axis() != 0 or d.partitions() != s.partitions():
+        return 1
+    nbytes = d.partitions() * d.free_size() * max(d.dtype.itemsize, s.dtype.itemsize)
+    return max(1, min(DMA_MAX_PIECES, d.partitions(), nbytes // DMA_PIECE_BYTES))
 
 
 def compute(engine, mnemonic, dst, ins, params=(), mask=None, groups=None):

@@ -43,6 +43,13 @@ class Insn:
     def set_slot(self, name, text):
         self.slots = [(n, text if n == name else t) for n, t in self.slots]
 
+    def last(self):
+        return self
+
+    def retarget(self, dst):
+        """Writes dst (an AP) instead of what it wrote."""
+        self.set_slot("dst", dst.render())
+
     def set_param(self, name, value):
         self.params = [(n, v) for n, v in self.params if n != name] + [(name, value)]
 

@@ -477,7 +477,7 @@ def _can_retarget(value, dst):
     p = getattr(value, "producer", None)
     if p is None or not isinstance(value, Tile) or value.shape != dst.shape or p.mnemonic not in _RETARGETABLE:
         return False
-    if trace().insns[-1] is not p:  # moving an earlier write could pass reads of dst in between
+    if trace().insns[-1] is not p.last():  # moving an earlier write could pass reads of dst in between
         return False
     if p.mnemonic == "dma_copy":
         return dst.mem == "sbuf" and dst.dtype.nx == value.dtype.nx
@@ -501,7 +501,7 @@ def _assign(dst, value):
     if not isinstance(value, AP):
         user_error("cannot assign %r to a tile" % (value,))
     if _can_retarget(value, dst):
-        value.producer.set_slot("dst", dst.render())
+        value.producer.retarget(dst)
         value.producer = None
         value.redirect = dst
         return
@@ -518,7 +518,7 @@ def _accumulate(dst, value):
     p = getattr(value, "producer", None)
     if p is not None and p.mnemonic == "multiply_moving" and isinstance(value, Tile) and dst.mem == "psum" \
             and dst.dtype.nx == "fp32" and value.shape == dst.shape and trace().insns[-1] is p:
-        p.set_slot("dst", dst.render())
+        p.retarget(dst)
         p.set_param("acc", "1")
         value.producer = None
         value.redirect = dst
