@@ -319,3 +319,15 @@ def operators(a):
     x = nl.load(a)
     nl.store(out, nl.where(x > 0.0, x ** 2.0, 2.0 * x - 1.0))
     return out
+
+
+@nki.jit
+def reuse_sbuf(a):
+    """Ten 32 KiB-per-partition tiles in a loop: more than SBUF holds at once,
+    fine because each iteration's tiles die when the names are rebound."""
+    out = nl.ndarray((10,) + a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(10):
+        x = nl.load(a)
+        y = nl.add(x, float(i))
+        nl.store(out[i], y)
+    return out

@@ -179,6 +179,11 @@ class Surface(unittest.TestCase):
         ref = np.where(a > 0, a.astype(np.float64) ** 2, 2 * a - 1)
         np.testing.assert_allclose(out, ref, rtol=2 * EPS, atol=0)  # pow: the host powf, within 1 ulp
 
+    def test_sbuf_reused_across_iterations(self):
+        a = f32(self.rng, 128, 8192)
+        out, _ = both(K.reuse_sbuf, a)
+        np.testing.assert_array_equal(out, a[None] + np.arange(10, dtype=np.float32)[:, None, None])
+
     def test_device_print(self):
         import contextlib
         import io
