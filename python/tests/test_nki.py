@@ -427,6 +427,16 @@ def engine_refuses(a):
     return out
 
 
+@nki.jit
+def int_matmul(a):
+    x = nl.load(a)
+    xi = nl.copy(x, dtype=nl.int32)
+    r = nisa.nc_matmul(xi, xi)  # ERR
+    out = nl.ndarray((64, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, r)
+    return out
+
+
 class Errors(unittest.TestCase):
     def check(self, kernel, cls, words):
         a = np.zeros((128, 64), np.float32)
@@ -463,6 +473,9 @@ class Errors(unittest.TestCase):
     def test_unsupported_by_name(self):
         self.check(unsupported_call, nki.Unsupported, ["nl.cumsum is not supported"])
         self.assertTrue(issubclass(nki.Unsupported, NotImplementedError))
+
+    def test_dtype_an_engine_cannot_take(self):
+        self.check(int_matmul, nki.KernelError, ["int32 is not a PE input type"])
 
     def test_engine_rule(self):
         # found by libnxsim's validation when the trace is assembled, named by the .src line
