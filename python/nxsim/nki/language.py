@@ -5,6 +5,7 @@ Names NKI defines that are not here are refused by name when a kernel
 reaches for them (module __getattr__), never approximated.
 """
 import builtins
+import inspect
 import numbers
 
 from . import _emit
@@ -341,7 +342,6 @@ gelu_apprx_tanh = _make_unary("gelu_apprx_tanh", "gelu_tanh")
 relu = _make_unary("relu", "relu")
 sign = _make_unary("sign", "sign")
 identity = _make_unary("identity", "identity")
-copy_act = None  # (nl.copy runs on DVE, see copy)
 
 
 def negative(x, dtype=None, mask=None, **kwargs):
@@ -556,7 +556,9 @@ def __getattr__(name):
     refuse("nl.%s" % name)
 
 
-__all__ = [n for n in dir() if not n.startswith("_")] + ["DType", "bfloat16", "bool_", "float8_e4m3",
-                                                        "float8_e5m2", "float16", "float32", "int8", "int16",
-                                                        "int32", "uint8", "uint16", "uint32", "arange", "ds",
-                                                        "mgrid"]
+__all__ = sorted(n for n, v in list(globals().items())
+                 if not n.startswith("_") and not inspect.ismodule(v) and n not in ("AP", "HbmTensor", "Storage", "Tile",
+                                                                                 "broadcast", "finalize", "read",
+                                                                                 "refuse", "user_error", "trace",
+                                                                                 "promote", "dtype_of", "activate",
+                                                                                 "reduce"))
