@@ -33,9 +33,12 @@ def f32(rng, *shape):
 
 
 def both(kernel, *args):
-    """Values on the functional executor and on the model, asserted equal bit for bit."""
+    """Values on the functional executor and on the model, asserted equal bit
+    for bit; the model run with the race check (the synchronisation the
+    layer added orders every conflicting pair of accesses)."""
     fun = nki.simulate_kernel(kernel, *args, backend="functional")
-    mod, run = nki.profile_kernel(kernel, *args, backend="model")
+    mod, run = nki.profile_kernel(kernel, *args, backend="model", race_check=True)
+    assert run.race_checked
     fs = fun if isinstance(fun, tuple) else (fun,)
     ms = mod if isinstance(mod, tuple) else (mod,)
     for a, b in zip(fs, ms):
@@ -249,6 +252,10 @@ class EntryPoints(unittest.TestCase):
             t.save(path)
             outs, _ = nxsim.exec_program(path, {"a": a, "b": b}, backend="functional")
             np.testing.assert_array_equal(outs["out0"], a + b)
+            t.save(os.path.join(d, "k.nxb"))  # the container, too, with the same waits
+            outs, run = nxsim.exec_program(os.path.join(d, "k.nxb"), {"a": a, "b": b}, race_check=True)
+            np.testing.assert_array_equal(outs["out0"], a + b)
+            self.assertTrue(run.race_checked)
 
     def test_profile_names_kernel_lines(self):
         rng = np.random.default_rng(4)

@@ -91,11 +91,11 @@ def trace(kernel, *args, machine=None, **kwargs):
         raise _clean(e) from None
 
 
-def _run(kernel, args, kwargs, machine, backend, keep_log):
+def _run(kernel, args, kwargs, machine, backend, keep_log, race_check=False):
     k = _kernel(kernel)
     try:
         t = trace_kernel(k.fn, k.grid, args, kwargs, machine)
-        return t.run(backend=backend, keep_log=keep_log)
+        return t.run(backend=backend, keep_log=keep_log, race_check=race_check)
     except KernelError as e:
         raise _clean(e) from None
 
@@ -121,11 +121,14 @@ def baremetal(kernel=None, machine=None, backend="model", **hardware_options):
     return wrap if kernel is None else wrap(kernel)
 
 
-def profile_kernel(kernel, *args, machine=None, backend="model", trace_file=None, timeline_file=None, **kwargs):
+def profile_kernel(kernel, *args, machine=None, backend="model", trace_file=None, timeline_file=None,
+                   race_check=False, **kwargs):
     """Runs the kernel and returns (values, run): run is an nxsim.Run with
     total_ns (simulated), summary, by_source() keyed by the kernel's file:line,
-    save_trace(path) (Perfetto) and save_timeline(path) (SVG)."""
-    values, run = _run(kernel, args, kwargs, machine, backend, keep_log=True)
+    save_trace(path) (Perfetto) and save_timeline(path) (SVG). race_check=True
+    (model only) fails the run with nxsim.RaceError if two engines' accesses
+    are not ordered (docs/parts/race.md)."""
+    values, run = _run(kernel, args, kwargs, machine, backend, keep_log=True, race_check=race_check)
     if trace_file:
         run.save_trace(trace_file)
     if timeline_file:

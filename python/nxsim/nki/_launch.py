@@ -69,9 +69,9 @@ class Traced:
         msg = _lib.Message()
         _raise(_lib.lib.nx_prog_save(self.program().ptr, str(path).encode(), ctypes.byref(msg)), msg)
 
-    def run(self, backend="model", keep_log=True):
+    def run(self, backend="model", keep_log=True, race_check=False):
         results, run = exec_loaded(self.program(), self.name, self.inputs, self.session, backend=backend,
-                                   keep_log=keep_log)
+                                   keep_log=keep_log, race_check=race_check)
         for prefix, st, pid in self.prints:
             print("%s%s %s" % ("" if len(self.programs) < 2 else "[program %s] " % pid, prefix,
                                results[st.name]), flush=True)
