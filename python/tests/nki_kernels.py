@@ -1,6 +1,8 @@
 """NKI-style kernels written for nxsim's tests (not copies of public
 samples): one per group of the surface docs/parts/nki.md lists. The tests
 in test_nki.py run each on both backends against NumPy."""
+import numpy as np
+
 import nxsim.nki as nki
 import nxsim.nki.isa as nisa
 import nxsim.nki.language as nl
@@ -144,7 +146,7 @@ def layernorm(a):
 def scan(a, b):
     """h[t] = h[t-1] * a[t] + b[t] along each row (a selective-scan step)."""
     out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
-    h = nisa.tensor_tensor_scan(nl.load(a), nl.load(b), 0.0, nl.multiply, nl.add)
+    h = nisa.tensor_tensor_scan(nl.load(a), nl.load(b), 0.0, np.multiply, np.add)  # NumPy names of the ops
     nl.store(out, h)
     return out
 

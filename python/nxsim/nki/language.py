@@ -8,6 +8,8 @@ import builtins
 import inspect
 import numbers
 
+import numpy as _np
+
 from . import _emit
 from ._dtype import (DType, bfloat16, bool_, dtype_of, float8_e4m3, float8_e5m2, float16, float32, int8, int16,
                      int32, promote, uint8, uint16, uint32)
@@ -292,6 +294,17 @@ bitwise_xor = _make_binary("bitwise_xor", "bitwise_xor")
 left_shift = _make_binary("left_shift", "shift_left")
 right_shift = _make_binary("right_shift", "shift_right")
 
+# NumPy's functions name the same operators where NKI takes an op= (the
+# "Supported Math Operators" table of the NKI reference lists both)
+
+for _f, _op in ((_np.add, "add"), (_np.subtract, "subtract"), (_np.multiply, "multiply"), (_np.divide, "divide"),
+                (_np.maximum, "max"), (_np.minimum, "min"), (_np.power, "pow"), (_np.equal, "is_equal"),
+                (_np.not_equal, "not_equal"), (_np.greater, "is_gt"), (_np.greater_equal, "is_ge"),
+                (_np.less, "is_lt"), (_np.less_equal, "is_le"), (_np.bitwise_and, "bitwise_and"),
+                (_np.bitwise_or, "bitwise_or"), (_np.bitwise_xor, "bitwise_xor"), (_np.left_shift, "shift_left"),
+                (_np.right_shift, "shift_right")):
+    _ALU[_f] = _op
+
 _ACT = {}  # nl function -> nxsim activation function (docs/ISA.md, "Activation functions")
 
 
@@ -342,6 +355,11 @@ gelu_apprx_tanh = _make_unary("gelu_apprx_tanh", "gelu_tanh")
 relu = _make_unary("relu", "relu")
 sign = _make_unary("sign", "sign")
 identity = _make_unary("identity", "identity")
+
+
+for _f, _fn in ((_np.exp, "exp"), (_np.log, "log"), (_np.sqrt, "sqrt"), (_np.square, "square"), (_np.abs, "abs"),
+                 (_np.tanh, "tanh"), (_np.reciprocal, "reciprocal"), (_np.sign, "sign")):
+    _ACT[_f] = _fn
 
 
 def negative(x, dtype=None, mask=None, **kwargs):
