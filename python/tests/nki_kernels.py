@@ -333,3 +333,15 @@ def reuse_sbuf(a):
         y = nl.add(x, float(i))
         nl.store(out[i], y)
     return out
+
+
+@nki.jit
+def add_2d_grid(a, b):
+    """A 2-D launch grid: program (x, y) adds tile (x, y) of 128 x 256."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    x, y = nl.program_id(0), nl.program_id(1)
+    assert nl.num_programs(1) == a.shape[1] // 256 and nl.program_ndim() == 2
+    ix = x * 128 + nl.arange(128)[:, None]
+    iy = y * 256 + nl.arange(256)[None, :]
+    nl.store(out[ix, iy], value=nl.load(a[ix, iy]) - nl.load(b[ix, iy]))
+    return out

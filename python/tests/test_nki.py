@@ -57,6 +57,12 @@ class Surface(unittest.TestCase):
         np.testing.assert_array_equal(out, a + b)  # one fp32 add per element, as NumPy's
         self.assertEqual(run.cores, 2)  # 4 programs on the 2 cores of the VNC grid
 
+    def test_two_dimensional_grid(self):
+        a, b = f32(self.rng, 256, 768), f32(self.rng, 256, 768)
+        out, run = both(K.add_2d_grid[2, 3], a, b)
+        np.testing.assert_array_equal(out, a - b)
+        self.assertEqual(run.cores, 2)
+
     def test_elementwise(self):
         a, s = f32(self.rng, 128, 64), f32(self.rng, 128, 1)
         out, _ = both(K.elementwise, a, s)
