@@ -1,6 +1,6 @@
 """Launching a traced kernel (docs/parts/nki.md, "Running a kernel"): bind
 the NumPy arguments to input tensors, run the kernel's Python once per
-program of the launch grid (program g on core g mod cores), assemble the
+program of the launch grid (program g of N on core g * C // N of C), assemble the
 ordered trace with libnxsim (nx_prog_assemble_ordered), run it on the
 functional executor or the SystemC model, hand back the returned tensors.
 """
@@ -150,7 +150,7 @@ def trace_kernel(fn, grid, args, kwargs, machine=None):
             for n in reversed(grid):
                 pid.append(rest % n)
                 rest //= n
-            tr.begin_program(tuple(reversed(pid)), tuple(grid), g % cores)
+            tr.begin_program(tuple(reversed(pid)), tuple(grid), g * cores // total)  # consecutive programs share a core
             actual = {k: (HbmTensor(v, _dtype.BY_NX[v.dtype], v.shape) if isinstance(v, Storage) else v)
                       for k, v in call_args.items()}
             ret = fn(**actual)
