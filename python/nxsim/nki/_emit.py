@@ -8,8 +8,8 @@ trace is assembled, and reported at the same line.
 """
 import numbers
 
-from ._dtype import FLOATS, dtype_of, float32, int32
-from ._errors import refuse, user_error
+from ._dtype import FLOATS, dtype_of
+from ._errors import user_error
 from ._tensor import AP, Tile, finalize, read
 from ._trace import trace
 
