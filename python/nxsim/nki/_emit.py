@@ -177,4 +177,4 @@ def index_pattern(expr, shape, what):
 
 
 __all__ = ["imm", "new_tile", "on_chip", "dma", "compute", "memset", "tensor_copy", "scalar_operand", "produced",
-           "index_pattern", "float32", "int32"]
+           "index_pattern"]
