@@ -61,6 +61,10 @@ typedef struct asm_state {
     uint64_t next_offset;   /* where a tensor without @OFFSET goes */
     uint64_t hbm;           /* explicit .hbm value ... */
     size_t hbm_line, hbm_col; /* ... and where it was written */
+    uint32_t src;           /* 1 + the .src location following instructions carry, 0 none */
+    nx_insn_ref *order;     /* nx_assemble_ordered: the instructions in text order ... */
+    uint32_t order_count, order_capacity; /* ... (NULL: not recorded) */
+    int record_order;
 } asm_state;
 
 /* ---- characters ---- */
@@ -735,9 +739,20 @@ static int parse_insn(asm_state *s) {
                            row->slot[i].name);
     if (nx_program_insn_count(s->prog) >= NX_PROGRAM_MAX_INSNS)
         return fail_at(s, mn_at, "too many instructions (a program holds at most %u)", NX_PROGRAM_MAX_INSNS);
-    if (nx_program_append(s->prog, s->core, (nx_engine)s->engine, &insn, s->err) != 0)
+    uint32_t index = s->prog->stream[s->core][s->engine].count;
+    if (nx_program_append(s->prog, s->core, (nx_engine)s->engine, &insn, s->err) != 0 ||
+        (s->src && nx_program_set_src(s->prog, s->core, (nx_engine)s->engine, index, s->src - 1, s->err) != 0))
         return nx_fail_prefix(s->err, "%s:%zu:%zu", s->file, s->line_no,
                               (size_t)(mn_at - s->line) + 1);
+    if (!s->record_order) return 0;
+    if (s->order_count == s->order_capacity) {
+        uint32_t cap = s->order_capacity ? s->order_capacity * 2 : 256;
+        nx_insn_ref *grown = realloc(s->order, (size_t)cap * sizeof *grown);
+        if (!grown) return fail_at(s, mn_at, "out of memory recording the instruction order");
+        s->order = grown;
+        s->order_capacity = cap;
+    }
+    s->order[s->order_count++] = (nx_insn_ref){s->core, (uint32_t)s->engine, index};
     return 0;
 }
 
@@ -811,6 +826,48 @@ static int dir_engine(asm_state *s) {
     if (separator(s) != 0 || parse_name(s, lookup_engine, what, &e) != 0) return -1;
     s->engine = (int)e;
     return end_of_line(s);
+}
+
+/* .src FILE:LINE [FUNC] (or .src - to forget it): the source location the
+ * following instructions carry (isa/program.h nx_program_insn_src). FILE
+ * is everything up to the last ':' of the first word. */
+static int dir_src(asm_state *s) {
+    if (separator(s) != 0) return -1;
+    const char *at = s->p;
+    size_t n = 0;
+    while (char_at(s, at + n) >= 0 && !is_space(char_at(s, at + n))) n++;
+    if (n == 1 && *at == '-') {
+        s->p += n;
+        s->src = 0;
+        return end_of_line(s);
+    }
+    const char *colon = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (at[i] == ':') colon = at + i;
+    if (!colon || colon == at) return expected(s, at, "FILE:LINE or '-'");
+    s->p = colon + 1;
+    uint64_t line;
+    if (parse_uint(s, "line", 0, UINT32_MAX, &line) != 0) return -1;
+    if (s->p != at + n) return expected(s, s->p, "whitespace after the line number");
+    char file[512], func[128] = "";
+    if ((size_t)(colon - at) >= sizeof file) return fail_at(s, at, "source file name too long (max %zu bytes)", sizeof file - 1);
+    memcpy(file, at, (size_t)(colon - at));
+    file[colon - at] = '\0';
+    skip_space(s);
+    if (!at_end(s)) {
+        const char *f = s->p;
+        size_t fn = 0;
+        while (char_at(s, f + fn) >= 0 && !is_space(char_at(s, f + fn))) fn++;
+        if (word_copy(func, sizeof func, f, fn) != 0)
+            return fail_at(s, f, "function name too long (max %zu bytes)", sizeof func - 1);
+        s->p += fn;
+    }
+    if (end_of_line(s) != 0) return -1;
+    uint32_t index;
+    if (nx_program_src_intern(s->prog, file, (uint32_t)line, func, &index, s->err) != 0)
+        return nx_fail_prefix(s->err, "%s:%zu:%zu", s->file, s->line_no, (size_t)(at - s->line) + 1);
+    s->src = index + 1;
+    return 0;
 }
 
 /* .tensor NAME ROLE DTYPE [D0,D1,...] [@OFFSET] */
@@ -901,6 +958,7 @@ static int parse_directive(asm_state *s) {
     if (key_is(name, n, "tensor")) return dir_tensor(s);
     if (key_is(name, n, "core")) return dir_core(s);
     if (key_is(name, n, "engine")) return dir_engine(s);
+    if (key_is(name, n, "src")) return dir_src(s);
     if (n == 0) return expected(s, at, "a directive (.machine, .tensor, .engine, ...)");
     return fail_at(s, at, "unknown directive '.%.*s%s'", quote_len(n), name, quote_more(n));
 }
@@ -938,10 +996,11 @@ static int finish(asm_state *s) {
     return 0;
 }
 
-int nx_assemble(const char *filename, const char *text, size_t len, nx_program *out,
-                nx_error *err) {
+static int assemble(const char *filename, const char *text, size_t len, nx_program *out,
+                    nx_insn_ref **order_out, uint32_t *count_out, nx_error *err) {
     asm_state s;
     memset(&s, 0, sizeof s);
+    s.record_order = order_out != NULL;
     s.file = filename ? filename : "<input>";
     s.err = err;
     s.prog = out;
@@ -963,8 +1022,28 @@ int nx_assemble(const char *filename, const char *text, size_t len, nx_program *
         p = nl + 1;
     }
     if (rc == 0) rc = finish(&s);
-    if (rc != 0) nx_program_free(out); /* leaves *out empty and initialised */
-    return rc;
+    if (rc != 0) {
+        nx_program_free(out); /* leaves *out empty and initialised */
+        free(s.order);
+        return rc;
+    }
+    if (order_out) {
+        *order_out = s.order;
+        *count_out = s.order_count;
+    }
+    return 0;
+}
+
+int nx_assemble(const char *filename, const char *text, size_t len, nx_program *out,
+                nx_error *err) {
+    return assemble(filename, text, len, out, NULL, NULL, err);
+}
+
+int nx_assemble_ordered(const char *filename, const char *text, size_t len, nx_program *out,
+                        nx_insn_ref **order_out, uint32_t *count_out, nx_error *err) {
+    *order_out = NULL;
+    *count_out = 0;
+    return assemble(filename, text, len, out, order_out, count_out, err);
 }
 
 int nx_assemble_file(const char *path, nx_program *out, nx_error *err) {

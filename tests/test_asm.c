@@ -768,6 +768,11 @@ static const bad_case bad_cases[] = {
      "t.nxs:1:6: .hbm 1000 is less than the end of tensor 'x' (1024)"},
     {".hbm 99999999999999999999\n",
      "t.nxs:1:6: hbm bytes 99999999999999999999 out of range (0..18446744073709551615)"},
+    /* .src */
+    {".src kern.py\n", "t.nxs:1:6: expected FILE:LINE or '-', found 'kern.py'"},
+    {".src kern.py:x\n", "t.nxs:1:14: expected an integer, found 'x'"},
+    {".src kern.py:3x\n", "t.nxs:1:14: expected an integer, found '3x'"},
+    {".src k.py:3 f g\n", "t.nxs:1:15: expected end of line, found 'g'"},
 };
 
 static void test_error_messages(void **state) {
@@ -792,6 +797,49 @@ static void test_error_messages(void **state) {
         nx_program_free(&p);
     }
     assert_int_equal(failures, 0);
+}
+
+/* .src FILE:LINE [FUNC] marks the instructions that follow, across engine
+ * sections, until the next .src; '.src -' forgets it; an ordered assembly
+ * lists the instructions in text order. */
+static void test_src_and_order(void **state) {
+    (void)state;
+    const char *text = DVE "    memset dst=" TILE " value=#1\n"
+                       ".src dir/k.py:12 my_kernel\n"
+                       "    memset dst=" TILE " value=#2\n"
+                       ".engine act\n"
+                       "    tensor_copy dst=" TILE " in=" TILE "\n"
+                       ".src C:/x.py:7\n"
+                       ".engine dve\n"
+                       "    memset dst=" TILE " value=#3\n"
+                       ".src -\n"
+                       "    memset dst=" TILE " value=#4\n";
+    nx_program p;
+    nx_insn_ref *order;
+    uint32_t n;
+    nx_error err = {{0}};
+    if (nx_assemble_ordered("t.nxs", text, strlen(text), &p, &order, &n, &err) != 0) fail_msg("%s", err.msg);
+    assert_null(nx_program_insn_src(&p, 0, NX_ENG_DVE, 0));
+    const nx_src_loc *a = nx_program_insn_src(&p, 0, NX_ENG_DVE, 1);
+    assert_non_null(a);
+    assert_string_equal(a->file, "dir/k.py");
+    assert_int_equal(a->line, 12);
+    assert_string_equal(a->func, "my_kernel");
+    assert_ptr_equal(nx_program_insn_src(&p, 0, NX_ENG_ACT, 0), a);
+    const nx_src_loc *b = nx_program_insn_src(&p, 0, NX_ENG_DVE, 2);
+    assert_string_equal(b->file, "C:/x.py");
+    assert_int_equal(b->line, 7);
+    assert_string_equal(b->func, "");
+    assert_null(nx_program_insn_src(&p, 0, NX_ENG_DVE, 3));
+    const nx_insn_ref want[] = {{0, NX_ENG_DVE, 0}, {0, NX_ENG_DVE, 1}, {0, NX_ENG_ACT, 0}, {0, NX_ENG_DVE, 2},
+                                {0, NX_ENG_DVE, 3}};
+    assert_int_equal(n, 5);
+    for (uint32_t i = 0; i < n; i++) {
+        assert_int_equal(order[i].engine, want[i].engine);
+        assert_int_equal(order[i].index, want[i].index);
+    }
+    free(order);
+    nx_program_free(&p);
 }
 
 static void test_file(void **state) {
@@ -923,6 +971,7 @@ int main(void) {
         cmocka_unit_test(test_format),
         cmocka_unit_test(test_round_trip_random),
         cmocka_unit_test(test_error_messages),
+        cmocka_unit_test(test_src_and_order),
         cmocka_unit_test(test_file),
         cmocka_unit_test(test_mutations),
     };

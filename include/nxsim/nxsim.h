@@ -88,6 +88,12 @@ NXSIM_API nx_status nx_session_open(const char *machine, nx_session **out, nx_me
 NXSIM_API void nx_session_close(nx_session *s);
 /* The machine's name (its "name" field). */
 NXSIM_API const char *nx_session_machine(const nx_session *s);
+/* A size or limit of the session's machine by its geometry key
+ * (docs/parts/machine.md): "cores", "partitions", "sbuf_partition_bytes",
+ * "psum_partition_bytes", "psum_bank_bytes", "sbuf_free_elems_max",
+ * "psum_free_elems_max", "pe_rows", "pe_cols", "pe_moving_free_max",
+ * "dve_transpose_max", "dma_queues". 0 for an unknown name. */
+NXSIM_API uint64_t nx_session_geometry(const nx_session *s, const char *name);
 /* The machine presets built into the library, NULL-terminated. */
 NXSIM_API const char *const *nx_machine_presets_list(void);
 
@@ -151,6 +157,22 @@ typedef struct nx_prog nx_prog;
 NXSIM_API nx_status nx_prog_load(const char *path, nx_prog **out, nx_message *msg);
 /* Assembles .nxs text; `name` names it in messages. */
 NXSIM_API nx_status nx_prog_assemble(const char *text, const char *name, nx_prog **out, nx_message *msg);
+/* Assembles .nxs text written in program order and synchronises it for the
+ * session's machine: the text carries no semaphores (no .semaphores, wait=,
+ * inc=) and no @OFFSET on its tensors; each core's instructions mean what
+ * they would if each ran to completion before the next, in the order of the
+ * text across engines. The authoring layer (docs/parts/kernels.md) adds
+ * exactly the waits that order needs where footprints conflict, and an
+ * `end` per stream; a DMA's queue=N picks the layer's DMA lane N (modulo
+ * its lanes), nop and end lines are dropped. `.src` locations are kept, and
+ * an instruction the machine refuses is reported as "FILE:LINE: ..." of its
+ * .src. For front ends that trace a kernel (nxsim.nki, docs/parts/nki.md). */
+NXSIM_API nx_status nx_prog_assemble_ordered(const nx_session *s, const char *text, const char *name,
+                                             nx_prog **out, nx_message *msg);
+/* Writes p for `nxsim exec`: a path ending in .nxs gets the canonical text
+ * (docs/parts/assembly.md), any other the .nxb container; atomically (a
+ * failed write leaves the old file). Source locations are not written. */
+NXSIM_API nx_status nx_prog_save(const nx_prog *p, const char *path, nx_message *msg);
 NXSIM_API void nx_prog_free(nx_prog *p);
 /* The machine the program targets (its .machine). */
 NXSIM_API const char *nx_prog_machine(const nx_prog *p);

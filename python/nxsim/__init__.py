@@ -372,10 +372,16 @@ def run(func_name, *operands, machine=None, check=False, backend="model", race_c
 
 
 class _Program:
-    def __init__(self, path):
+    """A program of the library: loaded from a file, or an nx_prog pointer
+    the library made (ptr, owned from here on)."""
+
+    def __init__(self, path=None, ptr=None):
         self.ptr = ctypes.c_void_p()
-        msg = _lib.Message()
-        _raise(_lib.lib.nx_prog_load(_c_path("program path", path), ctypes.byref(self.ptr), ctypes.byref(msg)), msg)
+        if ptr is not None:
+            self.ptr = ptr
+        else:
+            msg = _lib.Message()
+            _raise(_lib.lib.nx_prog_load(_c_path("program path", path), ctypes.byref(self.ptr), ctypes.byref(msg)), msg)
         self.machine = _lib.lib.nx_prog_machine(self.ptr).decode()
         self.tensors = {}
         for i in range(_lib.lib.nx_prog_tensor_count(self.ptr)):
@@ -398,10 +404,21 @@ def exec_program(path, inputs=None, machine=None, backend="model", race_check=Fa
     .machine unless `machine` is given. Returns ({output name: array}, Run)."""
     if inputs is not None and not isinstance(inputs, dict):
         raise UsageError("inputs must be a dict of input name to array, got %s" % type(inputs).__name__)
-    cfg = _config(backend, race_check, False, keep_log, progress, 0, seed, pe)
+    _config(backend, race_check, False, keep_log, progress, 0, seed, pe)  # checked before the file is read
     machine = _machine(machine)
     prog = _Program(path)
-    session = _session(machine or prog.machine)
+    return exec_loaded(prog, path, inputs, _session(machine or prog.machine), backend, race_check, seed, pe,
+                       keep_log, progress)
+
+
+def exec_loaded(prog, label, inputs, session, backend="model", race_check=False, seed=1, pe="model",
+                keep_log=True, progress=None):
+    """exec_program's body for a _Program already made (`label` names it in
+    messages): nxsim.nki runs its traced kernels through it."""
+    path = label
+    cfg = _config(backend, race_check, False, keep_log, progress, 0, seed, pe)
+    if inputs is not None and not isinstance(inputs, dict):
+        raise UsageError("inputs must be a dict of input name to array, got %s" % type(inputs).__name__)
     names, datas, sizes, keep = [], [], [], []
     for name, a in (inputs or {}).items():
         _c_name("input name", name)

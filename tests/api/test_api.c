@@ -261,6 +261,76 @@ static void test_exec_program(void **state) {
     assert_int_equal(nx_prog_load("/no/such/file.nxs", &p, &msg), NX_ERR_INPUT);
 }
 
+/* The same computation in program order, no semaphores: the layer adds the
+ * waits (without them the store would race the activation), keeps .src. */
+static const char ordered[] =
+    ".tensor x input fp32 [4,8]\n"
+    ".tensor y output fp32 [4,8]\n"
+    ".src kern.py:7 f\n"
+    ".engine sp\n"
+    "    dma_copy dst=sbuf:fp32[0:4]@0{1:8} src=hbm:fp32[4/8]@x{1:8} queue=0 bound=0\n"
+    ".src kern.py:8 f\n"
+    ".engine act\n"
+    "    activation dst=sbuf:fp32[0:4]@64{1:8} in=sbuf:fp32[0:4]@0{1:8} scale=#2 bias=#1 func=identity\n"
+    ".src kern.py:9 f\n"
+    ".engine sp\n"
+    "    dma_copy dst=hbm:fp32[4/8]@y{1:8} src=sbuf:fp32[0:4]@64{1:8} queue=1 bound=0\n";
+
+static void test_ordered_program(void **state) {
+    (void)state;
+    nx_message msg;
+    nx_session *s;
+    OK(nx_session_open("trn2", &s, &msg));
+    /* trn2's figures (docs/ISA.md, "Machine model") */
+    assert_int_equal(nx_session_geometry(s, "sbuf_partition_bytes"), 229376);
+    assert_int_equal(nx_session_geometry(s, "psum_bank_bytes"), 2048);
+    assert_int_equal(nx_session_geometry(s, "cores"), 2);
+    assert_int_equal(nx_session_geometry(s, "no_such_key"), 0);
+    nx_prog *p;
+    OK(nx_prog_assemble_ordered(s, ordered, "ordered.nxs", &p, &msg));
+    float x[32];
+    for (int i = 0; i < 32; i++) x[i] = (float)i * 0.5f - 7.0f;
+    const char *names[] = {"x"};
+    const void *data[] = {x};
+    uint64_t bytes[] = {sizeof x};
+    nx_config cfg;
+    nx_config_init(&cfg);
+    for (int backend = 0; backend < 2; backend++) {
+        cfg.backend = backend;
+        cfg.race_check = backend == 0; /* the model's race check: the waits are complete */
+        nx_result *r;
+        OK(nx_session_exec(s, p, 1, names, data, bytes, &cfg, &r, &msg));
+        const float *y = nx_result_data(r, 0);
+        for (int i = 0; i < 32; i++) assert_true(y[i] == x[i] * 2.0f + 1.0f);
+        if (backend == 0) {
+            char *src = nx_result_by_source(r, 0);
+            assert_non_null(src);
+            assert_non_null(strstr(src, "kern.py:8"));
+            nx_free(src);
+        }
+        nx_result_free(r);
+    }
+    nx_prog_free(p);
+    /* the same text assembled as it stands has no waits: the race check sees it */
+    OK(nx_prog_assemble(ordered, "plain.nxs", &p, &msg));
+    nx_result *raced = NULL;
+    cfg.backend = 0;
+    cfg.race_check = 1;
+    assert_int_equal(nx_session_exec(s, p, 1, names, data, bytes, &cfg, &raced, &msg), NX_ERR_RACE);
+    nx_result_free(raced);
+    nx_prog_free(p);
+    /* a semaphore in the text, and an instruction the machine refuses (named by its .src) */
+    assert_int_equal(nx_prog_assemble_ordered(s, ".semaphores 1\n", "o.nxs", &p, &msg), NX_ERR_INPUT);
+    assert_string_equal(msg.text, "o.nxs: .semaphores 1: an ordered program gets its semaphores from the layer");
+    assert_int_equal(nx_prog_assemble_ordered(s,
+                                              ".src kern.py:12\n.engine act\n"
+                                              "    tensor_copy dst=sbuf:fp32[0:4]@229372{1:8} in=sbuf:fp32[0:4]@0{1:8}\n",
+                                              "o.nxs", &p, &msg),
+                     NX_ERR_INPUT);
+    assert_true(strncmp(msg.text, "kern.py:12: ", 12) == 0);
+    nx_session_close(s);
+}
+
 static void test_convert(void **state) {
     (void)state;
     nx_message msg;
@@ -380,6 +450,7 @@ int main(void) {
         cmocka_unit_test(test_transpose_on_given_operand),
         cmocka_unit_test(test_default_op_and_errors),
         cmocka_unit_test(test_exec_program),
+        cmocka_unit_test(test_ordered_program),
         cmocka_unit_test(test_convert),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_config_checked),

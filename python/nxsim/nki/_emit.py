@@ -1,0 +1,180 @@
+"""The instructions NKI calls become (docs/parts/nki.md, "How calls map").
+
+Each helper checks what the user controls (buffers, shapes, sizes) with a
+message naming the kernel's line, narrows its operands by mask=, and
+appends one nxsim instruction (docs/ISA.md) to the trace. The engine rules
+and geometry the helpers do not check are checked by libnxsim when the
+trace is assembled, and reported at the same line.
+"""
+import numbers
+
+from ._dtype import FLOATS, dtype_of
+from ._errors import user_error
+from ._tensor import AP, Tile, finalize, read
+from ._trace import trace
+
+ENGINES = {"dve", "act", "pool", "pe", "sp"}
+
+
+def imm(value, dtype=None):
+    """An immediate operand: #VALUE[:DTYPE]."""
+    if isinstance(value, bool):
+        value = int(value)
+    if not isinstance(value, numbers.Number):
+        user_error("expected a number, got %r" % (value,))
+    if dtype is not None and dtype.nx not in FLOATS:
+        if value != int(value):
+            user_error("immediate %r for an integer dtype %s" % (value, dtype))
+        return "#%d:%s" % (int(value), dtype.nx)
+    return "#%s" % repr(float(value))
+
+
+def new_tile(buffer, dtype, shape, name):
+    return Tile(buffer, dtype_of(dtype), shape, name=name)
+
+
+def on_chip(x, what):
+    if isinstance(x, AP) and x.mem in ("sbuf", "psum"):
+        if x.pdim != 0:
+            user_error("%s: the partition dimension must be the first one (tile %s)" % (what, list(x.shape)))
+        return x
+    if isinstance(x, AP):
+        user_error("%s: operand %s is in HBM; compute engines read SBUF/PSUM (nl.load it first)"
+                   % (what, x.name or list(x.shape)))
+    user_error("%s: expected a tile, got %r" % (what, x))
+
+
+def same_shape(a, b, what):
+    if a.shape != b.shape:
+        user_error("%s: shapes %s and %s differ" % (what, list(a.shape), list(b.shape)))
+
+
+def dma(dst, src, mask=None, mnemonic="dma_copy"):
+    """dma_copy (or dma_transpose) on the next DMA lane of this core (the SP issues it)."""
+    t = trace()
+    ops = finalize([dst, src], mask)
+    if ops is None:
+        return None
+    d, s = ops
+    if d.mem == "hbm":
+        d.storage.written = True
+    if s.mem == "hbm":
+        s.storage.read = True
+    if d.mem == "psum" or s.mem == "psum":
+        user_error("DMA cannot reach PSUM (copy the tile to SBUF first)")
+    if mnemonic == "dma_copy" and d.shape != s.shape and (d.partitions() != s.partitions()
+                                                          or d.free_size() != s.free_size()):
+        user_error("DMA shapes %s and %s differ" % (list(d.shape), list(s.shape)))
+    pieces = _dma_pieces(d, s) if mnemonic == "dma_copy" else 1
+    if pieces == 1:
+        return t.emit("sp", mnemonic, [("dst", d.render()), ("src", s.render())], [("queue", str(t.dma_lane()))])
+    # a large transfer is cut by rows over several DMA lanes (different DMA
+    # engines), as the compiler spreads one nl.load over the DMA rings
+    rows, parts, r0 = d.partitions(), [], 0
+    for i in range(pieces):
+        n = rows // pieces + (i < rows % pieces)
+        parts.append((t.emit("sp", mnemonic, [("dst", d[r0:r0 + n].render()), ("src", s[r0:r0 + n].render())],
+                             [("queue", str(t.dma_lane()))]), r0, n))
+        r0 += n
+    return Pieces(parts)
+
+
+class Pieces:
+    """The instructions of one transfer cut by rows: retargeted together."""
+
+    def __init__(self, parts):
+        self.parts = parts  # [(insn, first row, rows)]
+        self.mnemonic = parts[0][0].mnemonic
+        self.engine = parts[0][0].engine
+
+    def last(self):
+        return self.parts[-1][0]
+
+    def retarget(self, dst):
+        pa = dst.part_axis()
+        for insn, r0, n in self.parts:
+            key = tuple(slice(r0, r0 + n) if i == pa else slice(None) for i in range(dst.ndim))
+            insn.set_slot("dst", dst[key].render())
+
+
+DMA_PIECE_BYTES = 32768  # a piece of at least this much per lane (docs/parts/nki.md)
+DMA_MAX_PIECES = 16  # one per DMA engine of the core
+
+
+def _dma_pieces(d, s):
+    if d.part_axis() != 0 or s.part_axis() != 0 or d.partitions() != s.partitions():
+        return 1
+    nbytes = d.partitions() * d.free_size() * max(d.dtype.itemsize, s.dtype.itemsize)
+    return max(1, min(DMA_MAX_PIECES, d.partitions(), nbytes // DMA_PIECE_BYTES))
+
+
+def compute(engine, mnemonic, dst, ins, params=(), mask=None, groups=None):
+    """One compute instruction: dst and the named inputs (APs or immediates
+    given as text), narrowed by mask together."""
+    t = trace()
+    names = [n for n, _ in ins]
+    vals = [v for _, v in ins]
+    ops = finalize([dst] + vals, mask)
+    if ops is None:
+        return None
+    d = ops[0]
+    slots = [] if d is None else [("dst", d.render(groups[0] if groups else None))]
+    for i, (n, v) in enumerate(zip(names, ops[1:])):
+        if isinstance(v, AP):
+            g = groups[i + 1] if groups else None
+            slots.append((n, v.render(g)))
+        else:
+            slots.append((n, v))
+    return t.emit(engine, mnemonic, slots, params)
+
+
+def produced(tile, insn, mask):
+    """Records the instruction that wrote all of a fresh tile (mask: not all)."""
+    if insn is not None and mask is None:
+        tile.producer = insn
+    return tile
+
+
+def memset(dst, value, mask=None, engine="dve"):
+    if dst.mem == "psum" and engine == "pool":
+        engine = "dve"
+    return compute(engine, "memset", dst, [("value", imm(value, dst.dtype))], mask=mask)
+
+
+def tensor_copy(dst, src, mask=None, engine="dve"):
+    src = read(src)
+    return compute(engine, "tensor_copy", dst, [("in", src)], mask=mask)
+
+
+def scalar_operand(x, ref, what):
+    """A per-partition scalar: a number (immediate) or a [P, 1] tile."""
+    if isinstance(x, numbers.Number):
+        return imm(x)
+    x = read(on_chip(x, what))
+    if x.partitions() != ref.partitions() or x.free_size() != 1:
+        user_error("%s: a scalar operand is a number or a [%d, 1] tile, got %s"
+                   % (what, ref.partitions(), list(x.shape)))
+    return x
+
+
+def index_pattern(expr, shape, what):
+    """pat:int32[P](BASE,CM){...} of an affine index over the tile shape."""
+    from ._index import Affine
+
+    if isinstance(expr, numbers.Integral):
+        expr = Affine(int(expr))
+    if not isinstance(expr, Affine):
+        user_error("%s: expected an index expression of nl.arange / nl.mgrid, got %r" % (what, expr))
+    nd = len(shape)
+    coef = [0] * nd
+    for v, c in expr.terms.items():
+        r = v.axis + nd - v.ndim
+        if r < 0 or r >= nd or v.size != shape[r]:
+            user_error("%s: index variable of size %d does not match the tile %s" % (what, v.size, list(shape)))
+        coef[r] += c
+    free = "".join("%d:%d," % (c, n) for c, n in zip(coef[1:], shape[1:]))
+    return "pat:int32[%d](%d,%d){%s}" % (shape[0], expr.const, coef[0], free.rstrip(",") or "0:1")
+
+
+__all__ = ["imm", "new_tile", "on_chip", "dma", "compute", "memset", "tensor_copy", "scalar_operand", "produced",
+           "index_pattern"]

@@ -1,0 +1,347 @@
+"""NKI-style kernels written for nxsim's tests (not copies of public
+samples): one per group of the surface docs/parts/nki.md lists. The tests
+in test_nki.py run each on both backends against NumPy."""
+import numpy as np
+
+import nxsim.nki as nki
+import nxsim.nki.isa as nisa
+import nxsim.nki.language as nl
+
+
+@nki.jit
+def add_rows(a, b):
+    """Launch grid: program p adds rows [128 p, 128 p + 128)."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    p = nl.program_id(0)
+    i_p, i_f = nl.mgrid[0:128, 0:a.shape[1]]
+    x = nl.load(a[p * 128 + i_p, i_f])
+    y = nl.load(b[p * 128 + i_p, i_f])
+    nl.store(out[p * 128 + i_p, i_f], x + y)
+    return out
+
+
+@nki.jit
+def elementwise(a, s):
+    """exp, scalar ops, maximum, a per-partition [P, 1] operand, negative."""
+    out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    col = nl.load(s)  # [128, 1]
+    e = nl.exp(x)
+    t = nl.maximum(e * 0.5, x)
+    u = nl.subtract(t, col)
+    v = nl.negative(u) + 1.0
+    nl.store(out, v)
+    return out
+
+
+@nki.jit
+def ragged_copy(a):
+    """Row tiles of 128 with mask= on the ragged last tile; slices and nl.ds."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    rows, cols = a.shape
+    i_p = nl.arange(128)[:, None]
+    i_f = nl.arange(cols)[None, :]
+    for t in nl.affine_range((rows + 127) // 128):
+        x = nl.load(a[t * 128 + i_p, i_f], mask=(t * 128 + i_p < rows))
+        y = nl.multiply(x, 3.0, mask=(t * 128 + i_p < rows))
+        nl.store(out[t * 128 + i_p, i_f], value=y, mask=(t * 128 + i_p < rows))
+    return out
+
+
+@nki.jit
+def tiled_matmul(lhsT, rhs):
+    """out[M, N] = lhsT.T @ rhs, K accumulated in PSUM (+=), M, N tiled."""
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    out = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+    for m in nl.affine_range(M // 128):
+        for n in nl.affine_range(N // 512):
+            acc = nl.zeros((128, 512), dtype=nl.float32, buffer=nl.psum)
+            for k in nl.affine_range(K // 128):
+                a = nl.load(lhsT[k * 128:(k + 1) * 128, m * 128:(m + 1) * 128])
+                b = nl.load(rhs[k * 128:(k + 1) * 128, n * 512:(n + 1) * 512])
+                acc += nisa.nc_matmul(a, b)
+            res = nl.copy(acc, dtype=nl.float32)
+            nl.store(out[m * 128:(m + 1) * 128, n * 512:(n + 1) * 512], value=res)
+    return out
+
+
+@nki.jit
+def matmul_forms(x, y):
+    """nl.matmul without transpose_x (x is [M, K]): a PE transpose first."""
+    out = nl.ndarray((x.shape[0], y.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    xt = nl.load(x)
+    yt = nl.load(y)
+    r = nl.matmul(xt, yt)
+    nl.store(out, r)
+    return out
+
+
+@nki.jit
+def transposes(a, s):
+    """PE transpose of a [128, 64] tile and DVE transpose of a 32 x 32 one."""
+    out = nl.ndarray((a.shape[1], a.shape[0]), dtype=a.dtype, buffer=nl.shared_hbm)
+    out_s = nl.ndarray((32, 32), dtype=s.dtype, buffer=nl.shared_hbm)
+    t = nl.transpose(nl.load(a))
+    nl.store(out, t)
+    u = nisa.nc_transpose(nl.load(s), engine=nisa.vector_engine)
+    nl.store(out_s, u)
+    return out, out_s
+
+
+@nki.jit
+def reductions(a):
+    """sum and max over the free axis, keepdims, and a 3-D reduce of the middle axis."""
+    P, F = a.shape
+    s = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    m = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    r = nl.ndarray((P, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    nl.store(s, nl.sum(x, axis=1, keepdims=True))
+    nl.store(m, nl.max(x, axis=[1], keepdims=True))
+    x3 = nl.load(a.reshape((P, F // 8, 8)))
+    nl.store(r, nisa.tensor_reduce(nl.add, x3, axis=1))
+    return s, m, r
+
+
+@nki.jit
+def softmax_rows(a):
+    out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, nl.softmax(nl.load(a), axis=1))
+    return out
+
+
+@nki.jit
+def rmsnorm(a, w):
+    """y = x * rsqrt(mean(x^2) + eps) * w: activation with a reduce on ACT."""
+    P, F = a.shape
+    out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    wt = nl.load(w)  # [128, F]: the weight row repeated by the caller
+    ss = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation_reduce(op=nl.square, data=x, reduce_op=nl.add, reduce_res=ss)
+    ms = nisa.tensor_scalar(ss, nl.multiply, 1.0 / F, op1=nl.add, operand1=1e-6)
+    r = nl.rsqrt(ms)
+    y = nl.multiply(nl.multiply(x, r), wt)
+    nl.store(out, y)
+    return out
+
+
+@nki.jit
+def layernorm(a):
+    """(x - mean) * rsqrt(var + eps) with bn_stats / bn_aggr."""
+    out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    stats = nisa.bn_stats(x)
+    mv = nisa.bn_aggr(stats)
+    mean = mv[:, 0:1]
+    var = mv[:, 1:2]
+    rstd = nl.rsqrt(nl.add(var, 1e-5))
+    y = nisa.tensor_scalar(x, nl.subtract, mean, op1=nl.multiply, operand1=rstd)
+    nl.store(out, y)
+    return out
+
+
+@nki.jit
+def scan(a, b):
+    """h[t] = h[t-1] * a[t] + b[t] along each row (a selective-scan step)."""
+    out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    h = nisa.tensor_tensor_scan(nl.load(a), nl.load(b), 0.0, np.multiply, np.add)  # NumPy names of the ops
+    nl.store(out, h)
+    return out
+
+
+@nki.jit
+def causal(a):
+    """Keep x where column <= row, else -inf (affine_select), plus iota."""
+    P, F = a.shape
+    out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    idx = nl.ndarray(a.shape, dtype=nl.int32, buffer=nl.shared_hbm)
+    i_p, i_f = nl.mgrid[0:P, 0:F]
+    x = nl.load(a)
+    nl.store(out, nisa.affine_select(i_p - i_f >= 0, x, -float("inf")))
+    nl.store(idx, nisa.iota(i_p * F + i_f, dtype=nl.int32))
+    return out, idx
+
+
+@nki.jit
+def avgpool(a):
+    """2 x 2 average pool of [128, H, W] with mgrid index arithmetic."""
+    C, H, W = a.shape
+    out = nl.ndarray((C, H // 2, W // 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    acc = nl.zeros((C, H // 2, W // 2), dtype=nl.float32)
+    i_c, i_h, i_w = nl.mgrid[0:C, 0:H // 2, 0:W // 2]
+    for dy in nl.static_range(2):
+        for dx in range(2):
+            acc[...] = nl.add(acc, x[i_c, 2 * i_h + dy, 2 * i_w + dx])
+    nl.store(out, nl.multiply(acc, 0.25))
+    return out
+
+
+@nki.jit
+def blocked_matmul(lhsT, rhs):
+    """The tutorial's next step: a column of K tiles loaded once into a
+    block tile (K // 128, par_dim(128), 128) and reused for every N tile."""
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    out = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+    KT = K // 128
+    for m in nl.affine_range(M // 128):
+        a = nl.ndarray((KT, nl.par_dim(128), 128), dtype=lhsT.dtype, buffer=nl.sbuf)
+        for k in nl.affine_range(KT):
+            a[k] = nl.load(lhsT[k * 128:(k + 1) * 128, m * 128:(m + 1) * 128])
+        for n in nl.affine_range(N // 512):
+            acc = nl.zeros((128, 512), dtype=nl.float32, buffer=nl.psum)
+            for k in nl.affine_range(KT):
+                b = nl.load(rhs[k * 128:(k + 1) * 128, n * 512:(n + 1) * 512])
+                acc += nl.matmul(a[k], b, transpose_x=True)
+            nl.store(out[m * 128:(m + 1) * 128, n * 512:(n + 1) * 512], value=acc)
+    return out
+
+
+@nki.jit
+def causal_attention(qT, kT, v):
+    """softmax(mask(q k^T * scale)) v for one 128-row block; qT, kT are
+    [d, S] (head dim on partitions), v is [S, d]."""
+    d, S = qT.shape
+    out = nl.ndarray((S, d), dtype=nl.float32, buffer=nl.shared_hbm)
+    q = nl.load(qT)
+    k = nl.load(kT)
+    vt = nl.load(v)
+    scores = nisa.nc_matmul(q, k)  # [S, S] = q k^T in PSUM
+    s = nl.multiply(scores, 1.0 / float(d) ** 0.5)
+    i_p, i_f = nl.mgrid[0:S, 0:S]
+    masked = nisa.affine_select(i_p - i_f >= 0, s, -1e30)
+    m = nl.max(masked, axis=1, keepdims=True)
+    negm = nl.multiply(m, -1.0)
+    rowsum = nl.ndarray((S, 1), dtype=nl.float32, buffer=nl.sbuf)
+    p = nisa.activation(op=nl.exp, data=masked, bias=negm, reduce_op=nl.add, reduce_res=rowsum)
+    pT = nl.copy(nl.transpose(p))  # [S(keys), S(queries)] for the second matmul
+    o = nisa.nc_matmul(pT, vt)  # [S, d] = p v
+    nl.store(out, nl.divide(o, rowsum))
+    return out
+
+
+@nki.jit
+def into_output_argument(a, result):
+    """The older style: the result tensor is a parameter the kernel stores into."""
+    x = nl.load(a)
+    nl.store(result, nl.where(nl.greater(x, 0.0), x, nl.multiply(x, 0.1)))
+
+
+@nki.jit
+def rmsnorm_bcast(a, g):
+    """RMSNorm with the weight as one row [1, F] broadcast to every partition."""
+    P, F = a.shape
+    out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    w = nl.load(g.reshape((1, F))).broadcast_to((P, F))
+    ms = nl.mean(nl.square(x), axis=[1], keepdims=True)
+    y = x * nl.rsqrt(ms + 1e-6) * w
+    nl.store(out, y)
+    return out
+
+
+@nki.jit
+def avgpool_reduce(a):
+    """2 x 2 average pool as one 5-D index of the tile and a sum over two axes."""
+    C, H, W = a.shape
+    out = nl.ndarray((C, H // 2, W // 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    i_c, i_h, i_ph, i_w, i_pw = nl.mgrid[0:C, 0:H // 2, 0:2, 0:W // 2, 0:2]
+    s = nl.sum(x[i_c, 2 * i_h + i_ph, 2 * i_w + i_pw], axis=[2, 4])
+    nl.store(out, nl.multiply(s, 0.25))
+    return out
+
+
+@nki.jit
+def assign_after_read(a):
+    """y[...] = v after another instruction read y: v's write must stay after that read."""
+    out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    out2 = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    y = nl.load(a)
+    v = nl.multiply(y, 2.0)
+    y1 = nl.add(y, 1.0)
+    y[...] = v
+    nl.store(out, y1)
+    nl.store(out2, y)
+    return out, out2
+
+
+@nki.jit
+def load_transposed(w):
+    """nl.load_transpose2d of a bf16 [64, 128] weight: a [128, 64] tile."""
+    out = nl.ndarray((w.shape[1], w.shape[0]), dtype=w.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.load_transpose2d(w))
+    return out
+
+
+@nki.jit
+def top8(a):
+    """The 8 largest values of each row and their positions (max8, nc_find_index8)."""
+    vals = nl.ndarray((a.shape[0], 8), dtype=a.dtype, buffer=nl.shared_hbm)
+    idx = nl.ndarray((a.shape[0], 8), dtype=nl.uint32, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    m = nisa.max8(src=x)
+    nl.store(vals, m)
+    nl.store(idx, nisa.nc_find_index8(data=x, vals=m))
+    return vals, idx
+
+
+@nki.jit
+def printing(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    nl.device_print("x =", x)
+    nl.store(out, x)
+    return out
+
+
+@nki.jit
+def top16(a):
+    """Two rounds of max8 + nc_match_replace8: the 16 largest values per row and their positions."""
+    P = a.shape[0]
+    vals = nl.ndarray((P, 16), dtype=a.dtype, buffer=nl.shared_hbm)
+    idx = nl.ndarray((P, 16), dtype=nl.uint32, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    for r in nl.sequential_range(2):
+        m = nisa.max8(src=x)
+        pos = nl.ndarray((P, 8), dtype=nl.uint32, buffer=nl.sbuf)
+        x = nisa.nc_match_replace8(data=x, vals=m, imm=-float("inf"), dst_idx=pos)
+        nl.store(vals[:, r * 8:(r + 1) * 8], m)
+        nl.store(idx[:, r * 8:(r + 1) * 8], pos)
+    return vals, idx
+
+
+@nki.jit
+def operators(a):
+    """Python operators on tiles: comparisons, **, reflected arithmetic, nl.where."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    nl.store(out, nl.where(x > 0.0, x ** 2.0, 2.0 * x - 1.0))
+    return out
+
+
+@nki.jit
+def reuse_sbuf(a):
+    """Ten 32 KiB-per-partition tiles in a loop: more than SBUF holds at once,
+    fine because each iteration's tiles die when the names are rebound."""
+    out = nl.ndarray((10,) + a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(10):
+        x = nl.load(a)
+        y = nl.add(x, float(i))
+        nl.store(out[i], y)
+    return out
+
+
+@nki.jit
+def add_2d_grid(a, b):
+    """A 2-D launch grid: program (x, y) adds tile (x, y) of 128 x 256."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    x, y = nl.program_id(0), nl.program_id(1)
+    assert nl.num_programs(1) == a.shape[1] // 256 and nl.program_ndim() == 2
+    ix = x * 128 + nl.arange(128)[:, None]
+    iy = y * 256 + nl.arange(256)[None, :]
+    nl.store(out[ix, iy], value=nl.load(a[ix, iy]) - nl.load(b[ix, iy]))
+    return out

@@ -1,0 +1,499 @@
+"""nxsim.nki against NumPy (docs/parts/nki.md): every kernel of
+nki_kernels.py on the functional executor and the SystemC model, the two
+bit for bit equal, the values against a NumPy reference (exact where one
+fp32 rounding per op matches NumPy's float32 arithmetic; otherwise a
+tolerance from fp32's epsilon and the op's error, stated per test); errors
+of a user's kernel name its file:line; the traced program carries that
+line into the profile."""
+import inspect
+import os
+import sys
+import tempfile
+import unittest
+
+try:
+    import numpy as np
+except ImportError:  # pragma: no cover
+    print("NXSIM-SKIP: numpy is not installed")
+    raise SystemExit(0)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import nxsim  # noqa: E402
+import nxsim.nki as nki  # noqa: E402
+import nxsim.nki.isa as nisa  # noqa: E402
+import nxsim.nki.language as nl  # noqa: E402
+import nki_kernels as K  # noqa: E402
+
+EPS = float(np.finfo(np.float32).eps)
+
+
+def f32(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def both(kernel, *args):
+    """Values on the functional executor and on the model, asserted equal bit
+    for bit; the model run with the race check (the synchronisation the
+    layer added orders every conflicting pair of accesses)."""
+    fun = nki.simulate_kernel(kernel, *args, backend="functional")
+    mod, run = nki.profile_kernel(kernel, *args, backend="model", race_check=True)
+    assert run.race_checked
+    fs = fun if isinstance(fun, tuple) else (fun,)
+    ms = mod if isinstance(mod, tuple) else (mod,)
+    for a, b in zip(fs, ms):
+        assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes(), \
+            "functional and model results differ"
+    return fun, run
+
+
+class Surface(unittest.TestCase):
+    def setUp(self):
+        self.rng = np.random.default_rng(7)
+
+    def test_launch_grid_add(self):
+        a, b = f32(self.rng, 512, 256), f32(self.rng, 512, 256)
+        out, run = both(K.add_rows[4], a, b)
+        np.testing.assert_array_equal(out, a + b)  # one fp32 add per element, as NumPy's
+        self.assertEqual(run.cores, 2)  # 4 programs on the 2 cores of the VNC grid
+
+    def test_two_dimensional_grid(self):
+        a, b = f32(self.rng, 256, 768), f32(self.rng, 256, 768)
+        out, run = both(K.add_2d_grid[2, 3], a, b)
+        np.testing.assert_array_equal(out, a - b)
+        self.assertEqual(run.cores, 2)
+
+    def test_elementwise(self):
+        a, s = f32(self.rng, 128, 64), f32(self.rng, 128, 1)
+        out, _ = both(K.elementwise, a, s)
+        e = np.exp(a.astype(np.float64)).astype(np.float32)  # ACT's exp: within 1 ulp of the rounded exact value
+        ref = -(np.maximum(e * np.float32(0.5), a) - s) + np.float32(1.0)
+        np.testing.assert_allclose(out, ref, rtol=4 * EPS, atol=4 * EPS)
+
+    def test_masked_ragged_tail(self):
+        a = f32(self.rng, 300, 40)
+        out, _ = both(K.ragged_copy, a)
+        np.testing.assert_array_equal(out, a * np.float32(3.0))
+
+    def test_tiled_matmul_psum_accumulation(self):
+        lhsT, rhs = f32(self.rng, 256, 256), f32(self.rng, 256, 1024)
+        out, run = both(K.tiled_matmul, lhsT, rhs)
+        ref = lhsT.T.astype(np.float64) @ rhs.astype(np.float64)
+        # fp32 products summed in k order: |error| <= K eps sum|a||b|
+        bound = 256 * EPS * (np.abs(lhsT.T) @ np.abs(rhs))
+        self.assertTrue(np.all(np.abs(out - ref) <= bound))
+        self.assertGreater(run.engines[(0, "pe")]["instructions"], 0)
+
+    def test_matmul_with_transpose(self):
+        x, y = f32(self.rng, 128, 128), f32(self.rng, 128, 256)
+        out, _ = both(K.matmul_forms, x, y)
+        ref = x.astype(np.float64) @ y.astype(np.float64)
+        bound = 128 * EPS * (np.abs(x) @ np.abs(y))
+        self.assertTrue(np.all(np.abs(out - ref) <= bound))
+
+    def test_transposes(self):
+        a, s = f32(self.rng, 128, 64), f32(self.rng, 32, 32)
+        (t, u), _ = both(K.transposes, a, s)
+        np.testing.assert_array_equal(t, a.T)
+        np.testing.assert_array_equal(u, s.T)
+
+    def test_reductions(self):
+        a = f32(self.rng, 128, 64)
+        (s, m, r), _ = both(K.reductions, a)
+        np.testing.assert_array_equal(m, a.max(axis=1, keepdims=True))
+        # sequential fp32 sums: |error| <= n eps sum|x|
+        self.assertTrue(np.all(np.abs(s[:, 0] - a.astype(np.float64).sum(axis=1)) <= 64 * EPS * np.abs(a).sum(axis=1)))
+        a3 = a.reshape(128, 8, 8)
+        self.assertTrue(np.all(np.abs(r - a3.astype(np.float64).sum(axis=1)) <= 8 * EPS * np.abs(a3).sum(axis=1)))
+
+    def test_softmax(self):
+        a = f32(self.rng, 128, 100)
+        out, _ = both(K.softmax_rows, a)
+        e = np.exp(a - a.max(axis=1, keepdims=True))
+        np.testing.assert_allclose(out, e / e.sum(axis=1, keepdims=True), rtol=100 * EPS, atol=1e-7)
+
+    def test_rmsnorm(self):
+        a, w = f32(self.rng, 128, 64), f32(self.rng, 128, 64)
+        out, _ = both(K.rmsnorm, a, w)
+        a64 = a.astype(np.float64)
+        ref = a64 / np.sqrt((a64 ** 2).mean(axis=1, keepdims=True) + 1e-6) * w
+        np.testing.assert_allclose(out, ref, rtol=80 * EPS, atol=1e-6)
+
+    def test_layernorm_bn_stats(self):
+        a = f32(self.rng, 128, 64) * 3 + 1
+        out, _ = both(K.layernorm, a)
+        a64 = a.astype(np.float64)
+        ref = (a64 - a64.mean(axis=1, keepdims=True)) / np.sqrt(a64.var(axis=1, keepdims=True) + 1e-5)
+        np.testing.assert_allclose(out, ref, rtol=100 * EPS, atol=1e-5)
+
+    def test_tensor_tensor_scan(self):
+        a, b = f32(self.rng, 128, 32) * 0.5, f32(self.rng, 128, 32)
+        out, _ = both(K.scan, a, b)
+        h = np.zeros(128, np.float32)
+        ref = np.empty_like(a)
+        for t in range(32):  # fp32 at every step, as the engine
+            h = h * a[:, t] + b[:, t]
+            ref[:, t] = h
+        np.testing.assert_array_equal(out, ref)
+
+    def test_affine_select_and_iota(self):
+        a = f32(self.rng, 128, 128)
+        (out, idx), _ = both(K.causal, a)
+        np.testing.assert_array_equal(out, np.where(np.tril(np.ones((128, 128), bool)), a, -np.inf))
+        np.testing.assert_array_equal(idx, np.arange(128 * 128, dtype=np.int32).reshape(128, 128))
+
+    def test_avgpool_mgrid(self):
+        a = f32(self.rng, 128, 8, 8)
+        out, _ = both(K.avgpool, a)
+        ref = ((a[:, 0::2, 0::2] + a[:, 0::2, 1::2]) + a[:, 1::2, 0::2] + a[:, 1::2, 1::2]) * np.float32(0.25)
+        np.testing.assert_array_equal(out, ref)
+
+    def test_rmsnorm_partition_broadcast(self):
+        a, g = f32(self.rng, 128, 64), f32(self.rng, 64)
+        out, _ = both(K.rmsnorm_bcast, a, g)
+        a64 = a.astype(np.float64)
+        ref = a64 / np.sqrt((a64 ** 2).mean(axis=1, keepdims=True) + 1e-6) * g
+        np.testing.assert_allclose(out, ref, rtol=80 * EPS, atol=1e-6)
+
+    def test_avgpool_five_dim_index(self):
+        a = f32(self.rng, 128, 8, 12)
+        out, _ = both(K.avgpool_reduce, a)
+        # the reduce folds (ph, pw) in row-major order, one fp32 add per step
+        ref = (((a[:, 0::2, 0::2] + a[:, 0::2, 1::2]) + a[:, 1::2, 0::2]) + a[:, 1::2, 1::2]) * np.float32(0.25)
+        np.testing.assert_array_equal(out, ref)
+
+    def test_load_transpose2d_bf16(self):
+        w = nxsim.to_bf16(f32(self.rng, 64, 128))
+        out, _ = both(K.load_transposed, w)
+        self.assertEqual(out.dtype, nxsim.bf16)
+        self.assertEqual(out.tobytes(), np.ascontiguousarray(w.T).tobytes())  # a bit-exact move
+
+    def test_top8(self):
+        a = f32(self.rng, 128, 300)
+        (vals, idx), _ = both(K.top8, a)
+        order = np.argsort(-a, axis=1, kind="stable")[:, :8]
+        np.testing.assert_array_equal(vals, np.take_along_axis(a, order, axis=1))
+        np.testing.assert_array_equal(idx, order.astype(np.uint32))
+
+    def test_top16_match_replace8(self):
+        a = f32(self.rng, 128, 200)
+        (vals, idx), _ = both(K.top16, a)
+        order = np.argsort(-a, axis=1, kind="stable")[:, :16]  # distinct random values: no ties
+        np.testing.assert_array_equal(vals, np.take_along_axis(a, order, axis=1))
+        np.testing.assert_array_equal(idx, order.astype(np.uint32))
+
+    def test_operators(self):
+        a = f32(self.rng, 128, 16)
+        out, _ = both(K.operators, a)
+        ref = np.where(a > 0, a.astype(np.float64) ** 2, 2 * a - 1)
+        np.testing.assert_allclose(out, ref, rtol=2 * EPS, atol=0)  # pow: the host powf, within 1 ulp
+
+    def test_sbuf_reused_across_iterations(self):
+        a = f32(self.rng, 128, 8192)
+        out, _ = both(K.reuse_sbuf, a)
+        np.testing.assert_array_equal(out, a[None] + np.arange(10, dtype=np.float32)[:, None, None])
+
+    def test_device_print(self):
+        import contextlib
+        import io
+
+        a = np.arange(8, dtype=np.float32).reshape(2, 4)
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            nki.simulate_kernel(K.printing, a, backend="functional")
+        self.assertEqual(buf.getvalue(), "x = %s\n" % a)
+
+    def test_assignment_keeps_program_order(self):
+        a = f32(self.rng, 128, 16)
+        (y1, y), _ = both(K.assign_after_read, a)
+        np.testing.assert_array_equal(y1, a + np.float32(1))
+        np.testing.assert_array_equal(y, a * np.float32(2))
+
+    def test_blocked_matmul_block_tiles(self):
+        lhsT, rhs = f32(self.rng, 256, 256), f32(self.rng, 256, 1024)
+        out, _ = both(K.blocked_matmul, lhsT, rhs)
+        ref = lhsT.T.astype(np.float64) @ rhs.astype(np.float64)
+        self.assertTrue(np.all(np.abs(out - ref) <= 256 * EPS * (np.abs(lhsT.T) @ np.abs(rhs))))
+        # the same k-order fp32 sums as the unblocked kernel: the same bits
+        ref_bits, _ = both(K.tiled_matmul, lhsT, rhs)
+        self.assertEqual(out.tobytes(), ref_bits.tobytes())
+
+    def test_causal_attention(self):
+        qT, kT, v = f32(self.rng, 64, 128), f32(self.rng, 64, 128), f32(self.rng, 128, 64)
+        out, _ = both(K.causal_attention, qT, kT, v)
+        s = (qT.T.astype(np.float64) @ kT) / 8.0
+        s = np.where(np.tril(np.ones((128, 128), bool)), s, -np.inf)
+        p = np.exp(s - s.max(axis=1, keepdims=True))
+        ref = (p @ v) / p.sum(axis=1, keepdims=True)
+        # fp32 matmuls of 64 and 128 terms and an exp within 1 ulp: a few hundred eps of the magnitudes
+        np.testing.assert_allclose(out, ref, rtol=0, atol=512 * EPS * np.abs(v).max())
+
+    def test_output_argument_and_where(self):
+        a = f32(self.rng, 128, 64)
+        res = np.zeros_like(a)
+        self.assertIsNone(nki.simulate_kernel(K.into_output_argument, a, res, backend="functional"))
+        ref = np.where(a > 0, a, a * np.float32(0.1))
+        np.testing.assert_array_equal(res, ref)
+        res2 = np.zeros_like(a)
+        nki.simulate_kernel(K.into_output_argument, a, res2)
+        self.assertEqual(res.tobytes(), res2.tobytes())
+
+
+class EntryPoints(unittest.TestCase):
+    def test_call_benchmark_baremetal_trace(self):
+        rng = np.random.default_rng(3)
+        a, b = f32(rng, 256, 128), f32(rng, 256, 128)
+        np.testing.assert_array_equal(K.add_rows[2](a, b), a + b)  # a direct call runs it
+        np.testing.assert_array_equal(nki.baremetal(K.add_rows[2])(a, b), a + b)
+        bench = nki.benchmark(warmup=2, iters=5, save_neff_name="x.neff")(K.add_rows[2])
+        bench(a, b)
+        lat = bench.benchmark_result.nc_latency
+        self.assertGreater(lat.get_latency_percentile(50), 0)
+        self.assertEqual(lat.get_latency_percentile(99), lat.get_latency_percentile(50))
+        _, run = nki.profile_kernel(K.add_rows[2], a, b, machine="trn1")
+        self.assertEqual(run.machine, "trn1")
+        with tempfile.TemporaryDirectory() as d:
+            t = nki.trace(K.add_rows[2], a, b)
+            path = os.path.join(d, "k.nxs")
+            t.save(path)
+            outs, _ = nxsim.exec_program(path, {"a": a, "b": b}, backend="functional")
+            np.testing.assert_array_equal(outs["out0"], a + b)
+            t.save(os.path.join(d, "k.nxb"))  # the container, too, with the same waits
+            outs, run = nxsim.exec_program(os.path.join(d, "k.nxb"), {"a": a, "b": b}, race_check=True)
+            np.testing.assert_array_equal(outs["out0"], a + b)
+            self.assertTrue(run.race_checked)
+
+    def test_profile_names_kernel_lines(self):
+        rng = np.random.default_rng(4)
+        a, b = f32(rng, 128, 64), f32(rng, 128, 64)
+        _, run = nki.profile_kernel(K.add_rows, a, b)
+        rows = run.by_source()
+        src, first = inspect.getsourcelines(K.add_rows.fn)
+        store_line = first + next(i for i, s in enumerate(src) if "nl.store" in s)
+        self.assertTrue(any(r["file"].endswith("nki_kernels.py") and r["line"] == store_line for r in rows), rows)
+        with tempfile.TemporaryDirectory() as d:
+            run.save_trace(os.path.join(d, "t.json"))
+            with open(os.path.join(d, "t.json")) as f:
+                self.assertIn("nki_kernels.py:%d" % store_line, f.read())
+
+
+PUBLIC_NAMES_KERNEL = """
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+import neuronxcc.nki.isa as nisa
+from neuronxcc.nki.typing import tensor
+
+@nki.jit
+def relu_rows(a_tensor: tensor):
+    out = nl.ndarray(a_tensor.shape, dtype=a_tensor.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(a_tensor.shape[0] // 128):
+        t = nl.load(a_tensor[i * 128:(i + 1) * 128, :])
+        nl.store(out[i * 128:(i + 1) * 128, :], value=nisa.activation(op=nl.relu, data=t))
+    return out
+"""
+
+
+class PublicNames(unittest.TestCase):
+    def test_aliased_modules(self):
+        """A kernel written against neuronxcc.nki runs with the names aliased by the user."""
+        import types
+
+        import nxsim.nki.typing
+
+        saved = {k: sys.modules.get(k) for k in ("neuronxcc", "neuronxcc.nki", "neuronxcc.nki.language",
+                                                 "neuronxcc.nki.isa", "neuronxcc.nki.typing", "public_kernel")}
+        root = types.ModuleType("neuronxcc")
+        root.nki = nki
+        sys.modules.update({"neuronxcc": root, "neuronxcc.nki": nki, "neuronxcc.nki.language": nl,
+                            "neuronxcc.nki.isa": nisa, "neuronxcc.nki.typing": nxsim.nki.typing})
+        try:
+            with tempfile.TemporaryDirectory() as d:
+                with open(os.path.join(d, "public_kernel.py"), "w") as f:
+                    f.write(PUBLIC_NAMES_KERNEL)
+                sys.path.insert(0, d)
+                try:
+                    import public_kernel
+                finally:
+                    sys.path.remove(d)
+                a = np.random.default_rng(5).standard_normal((256, 64)).astype(np.float32)
+                out, _ = both(public_kernel.relu_rows, a)
+                np.testing.assert_array_equal(out, np.maximum(a, 0))
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    sys.modules.pop(k, None)
+                else:
+                    sys.modules[k] = v
+
+
+CLI_KERNEL = """
+import numpy as np
+import nxsim.nki as nki
+import nxsim.nki.language as nl
+
+@nki.jit
+def halve(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.multiply(nl.load(a), 0.5))
+    return out
+
+@nki.jit
+def bad(a):
+    t = nl.ndarray((129, 2), dtype=nl.float32, buffer=nl.sbuf)
+    return t
+
+def halve_ref(a):
+    return a / 2
+
+def wrong_ref(a):
+    return a
+"""
+
+
+class Command(unittest.TestCase):
+    def test_python_m_nxsim_nki(self):
+        import subprocess
+
+        with tempfile.TemporaryDirectory() as d:
+            kf = os.path.join(d, "k.py")
+            with open(kf, "w") as f:
+                f.write(CLI_KERNEL)
+            a = np.random.default_rng(2).standard_normal((128, 32)).astype(np.float32)
+            np.save(os.path.join(d, "a.npy"), a)
+
+            def run(*argv):
+                return subprocess.run([sys.executable, "-m", "nxsim.nki"] + list(argv), cwd=d, capture_output=True,
+                                      text=True, env=dict(os.environ))
+
+            r = run("k.py:halve", "-i", "a.npy", "-o", "o.npy", "--by-source", "--check", "halve_ref", "--save",
+                    "k.nxs")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("k.py:9 (halve)", r.stdout)
+            self.assertIn("check result 0: ok", r.stdout)
+            np.testing.assert_array_equal(np.load(os.path.join(d, "o.npy")), a * np.float32(0.5))
+            outs, _ = nxsim.exec_program(os.path.join(d, "k.nxs"), {"a": a}, backend="functional")
+            np.testing.assert_array_equal(outs["out0"], a * np.float32(0.5))
+            r = run("k.py:halve", "-i", "a.npy", "--functional", "--check", "wrong_ref")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("FAILED", r.stdout)
+            r = run("k.py:bad", "-i", "a.npy")
+            self.assertEqual(r.returncode, 3)
+            self.assertTrue(r.stderr.startswith("nxsim nki: %s:14: partition dimension 129" % kf), r.stderr)
+            self.assertEqual(r.stderr.count("\n"), 1)
+            self.assertEqual(run("k.py", "-i", "a.npy").returncode, 2)
+
+
+# ---- errors: one message starting with this file's line ----
+def _line_of(fn, text):
+    src, first = inspect.getsourcelines(fn)
+    return first + next(i for i, s in enumerate(src) if text in s)
+
+
+@nki.jit
+def too_many_partitions(a):
+    t = nl.ndarray((256, 4), dtype=nl.float32, buffer=nl.sbuf)  # ERR
+    return t
+
+
+@nki.jit
+def psum_too_big(a):
+    t = nl.zeros((128, 1024), dtype=nl.float32, buffer=nl.psum)  # ERR
+    return t
+
+
+@nki.jit
+def out_of_bounds(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    i_p, i_f = nl.mgrid[0:128, 0:64]
+    x = nl.load(a[i_p, i_f + 8])  # ERR
+    nl.store(out, x)
+    return out
+
+
+@nki.jit
+def sbuf_overflow(a):
+    keep = [nl.ndarray((128, 16384), dtype=nl.float32, buffer=nl.sbuf) for _ in range(4)]  # ERR
+    return keep
+
+
+@nki.jit
+def matmul_from_psum(a):
+    x = nl.load(a)
+    p = nl.transpose(x)
+    r = nisa.nc_matmul(p, x)  # ERR
+    return r
+
+
+@nki.jit
+def unsupported_call(a):
+    x = nl.load(a)
+    y = nl.cumsum(x, axis=1)  # ERR
+    return y
+
+
+@nki.jit
+def engine_refuses(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    y = nl.zeros((128, 64), dtype=nl.float32, buffer=nl.psum)
+    z = nisa.tensor_copy(y, engine=nisa.gpsimd_engine)  # ERR
+    nl.store(out, z)
+    return out
+
+
+@nki.jit
+def int_matmul(a):
+    x = nl.load(a)
+    xi = nl.copy(x, dtype=nl.int32)
+    r = nisa.nc_matmul(xi, xi)  # ERR
+    out = nl.ndarray((64, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, r)
+    return out
+
+
+class Errors(unittest.TestCase):
+    def check(self, kernel, cls, words):
+        a = np.zeros((128, 64), np.float32)
+        with self.assertRaises(cls) as cm:
+            nki.simulate_kernel(kernel, a, backend="functional")
+        msg = str(cm.exception)
+        want = "%s:%d: " % (os.path.abspath(__file__), _line_of(kernel.fn, "# ERR"))
+        self.assertTrue(msg.startswith(want), "%r does not start with %r" % (msg, want))
+        for w in words:
+            self.assertIn(w, msg)
+        # raised from the entry point: no frame of the tracer below it
+        tb, frames = cm.exception.__traceback__, []
+        while tb:
+            frames.append(tb.tb_frame.f_code.co_filename)
+            tb = tb.tb_next
+        self.assertFalse(any(os.sep + "nki" + os.sep + "_" in f for f in frames), frames)
+        self.assertIsInstance(cm.exception, nxsim.Error)
+
+    def test_partition_dim(self):
+        self.check(too_many_partitions, nki.KernelError, ["partition dimension 256", "exceeds 128"])
+
+    def test_psum_bank(self):
+        self.check(psum_too_big, nki.KernelError, ["PSUM tile of 4096 bytes", "2048-byte PSUM bank"])
+
+    def test_out_of_bounds(self):
+        self.check(out_of_bounds, nki.KernelError, ["index out of bounds", "dimension 1 takes 8..71, its size is 64"])
+
+    def test_sbuf_capacity(self):
+        self.check(sbuf_overflow, nki.KernelError, ["SBUF allocation of 65536 bytes", "does not fit"])
+
+    def test_matmul_operand_buffer(self):
+        self.check(matmul_from_psum, nki.KernelError, ["stationary is in psum", "reads SBUF"])
+
+    def test_unsupported_by_name(self):
+        self.check(unsupported_call, nki.Unsupported, ["nl.cumsum is not supported"])
+        self.assertTrue(issubclass(nki.Unsupported, NotImplementedError))
+
+    def test_dtype_an_engine_cannot_take(self):
+        self.check(int_matmul, nki.KernelError, ["int32 is not a PE input type"])
+
+    def test_engine_rule(self):
+        # found by libnxsim's validation when the trace is assembled, named by the .src line
+        self.check(engine_refuses, nki.KernelError, ["engine pool cannot read psum"])
+
+
+if __name__ == "__main__":
+    unittest.main()
