@@ -138,6 +138,33 @@ static void test_refusals(void **state) {
     nx_attrs_free(&a);
 }
 
+/* A value longer than the message's room is cut with "..." at every depth;
+ * the writer never measures past its buffer (a fuzz_op finding: a list whose
+ * first pair holds a long quoted string left the list writer at the buffer's
+ * end, and it read on). */
+static void test_long_value_cut(void **state) {
+    (void)state;
+    char pair[512];
+    int n = snprintf(pair, sizeof pair, "padding=[[\"");
+    for (int i = 0; i < 60; i++) n += snprintf(pair + n, sizeof pair - n, "\xe9"); /* escaped 4 bytes each */
+    snprintf(pair + n, sizeof pair - n, "padding\", 1], [2, 3], [4, 5]]");
+    nx_attrs a;
+    const char *pp = pair;
+    set_attrs(&a, 1, &pp);
+    nx_conv_params p;
+    nx_error err;
+    assert_int_equal(nx_conv_params_read(&a, 2, NULL, &p, &err), -1);
+    nx_attrs_free(&a);
+    const char *rule = ": must hold 2 [lo, hi] pairs of ints (one per spatial dim)";
+    assert_non_null(strstr(err.msg, "attribute padding=[[\""));
+    assert_non_null(strstr(err.msg, rule));
+    assert_null(strchr(err.msg, '\n'));
+    /* the value part ends in the cut mark, right before the rule */
+    const char *r = strstr(err.msg, rule);
+    assert_true(r - err.msg > 3);
+    assert_memory_equal(r - 3, "...", 3);
+}
+
 static void test_require_default(void **state) {
     (void)state;
     nx_conv_params p;
@@ -281,7 +308,7 @@ int main(void) {
         cmocka_unit_test(test_defaults),     cmocka_unit_test(test_forms),
         cmocka_unit_test(test_refusals),     cmocka_unit_test(test_require_default),
         cmocka_unit_test(test_result_shape), cmocka_unit_test(test_rule_infer),
-        cmocka_unit_test(test_tolerance),
+        cmocka_unit_test(test_tolerance),     cmocka_unit_test(test_long_value_cut),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

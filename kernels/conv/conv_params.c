@@ -1,6 +1,7 @@
 /* Conv labels, attributes, output size and result shape (conv_params.h). */
 #include "conv_params.h"
 
+#include "isa/intmath.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -98,7 +99,8 @@ static void format_value(const nx_value *v, char *buf, size_t len) {
     do {                                                                          \
         if (n < len) {                                                            \
             int w_ = snprintf(buf + n, len - n, __VA_ARGS__);                     \
-            n += w_ > 0 ? (size_t)w_ : 0;                                         \
+            /* a cut write leaves n == len: the mark of truncation below */       \
+            n = w_ < 0 ? n : nx_min_u64(n + (size_t)w_, len);                     \
         }                                                                         \
     } while (0)
     switch (v->kind) {
@@ -120,7 +122,8 @@ static void format_value(const nx_value *v, char *buf, size_t len) {
         PUT("[");
         for (uint32_t i = 0; i < v->count && n < len; i++) {
             if (i) PUT(",");
-            if (n < len) format_value(&v->items[i], buf + n, len - n);
+            if (n >= len) break; /* buf + n is past the end: nothing to measure */
+            format_value(&v->items[i], buf + n, len - n);
             n += strlen(buf + n);
         }
         PUT("]");
