@@ -36,6 +36,8 @@ int cmd_list(int argc, char **argv);
 void cmd_list_help(FILE *f);
 int cmd_kernels(int argc, char **argv);
 void cmd_kernels_help(FILE *f);
+int cmd_nki(int argc, char **argv);
+void cmd_nki_help(FILE *f);
 
 /* Prints "nxsim: MESSAGE\n" to stderr. */
 void cli_message(const char *fmt, ...)

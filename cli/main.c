@@ -19,6 +19,7 @@ static const cli_command commands[] = {
     {"list", "list the internal kernel registry and the top-k methods", cmd_list, cmd_list_help},
     {"kernels", "list every kernel with its tier, family and registry key", cmd_kernels,
      cmd_kernels_help},
+    {"nki", "trace and run an NKI-language kernel (FILE.py:KERNEL) on .npy inputs", cmd_nki, cmd_nki_help},
 };
 #define COMMAND_COUNT (sizeof commands / sizeof commands[0])
 

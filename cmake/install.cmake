@@ -8,7 +8,7 @@ include(CMakePackageConfigHelpers)
 
 set(NXSIM_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/nxsim)
 set(NXSIM_INSTALL_MACHINES ${CMAKE_INSTALL_DATADIR}/nxsim/machines)
-set(NXSIM_INSTALL_PYTHONDIR ${CMAKE_INSTALL_LIBDIR}/python3/dist-packages)
+# NXSIM_INSTALL_PYTHONDIR: cmake/python.cmake (the nki command reads it too)
 
 install(TARGETS nxsim RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS nxsim_lib EXPORT nxsimTargets

@@ -26,3 +26,7 @@ if(NXSIM_PYTHON3 STREQUAL "")
 elseif(NOT NXSIM_PYTHON3_NUMPY)
   message(STATUS "nxsim: ${NXSIM_PYTHON3} has no numpy: the Python package tests will skip (apt-get install -y python3-numpy)")
 endif()
+
+# Where `cmake --install` puts the Python package (cmake/install.cmake); the
+# `nxsim nki` command finds it from its own directory (cli/cmd_nki.c).
+set(NXSIM_INSTALL_PYTHONDIR ${CMAKE_INSTALL_LIBDIR}/python3/dist-packages)

@@ -26,7 +26,7 @@ implement.
 """
 import functools
 
-from ._errors import KernelError, Unsupported
+from ._errors import KernelError, Unsupported, entry_point
 from ._launch import Traced, trace_kernel
 
 __all__ = ["jit", "simulate_kernel", "profile_kernel", "benchmark", "baremetal", "trace", "KernelError",
@@ -43,12 +43,14 @@ class Kernel:
         self.options = dict(options or {})
         functools.update_wrapper(self, fn)
 
+    @entry_point
     def __getitem__(self, grid):
         g = grid if isinstance(grid, tuple) else (grid,)
         if not g or any(not isinstance(n, int) or n < 1 for n in g):
             raise KernelError("%s[%r]: a launch grid is one or more positive integers" % (self.fn.__name__, grid))
         return Kernel(self.fn, g, self.options)
 
+    @entry_point
     def __call__(self, *args, **kwargs):
         return simulate_kernel(self, *args, **kwargs)
 
@@ -74,32 +76,23 @@ def _kernel(k):
     raise KernelError("expected an nki.jit kernel, got %r" % (k,))
 
 
-def _clean(e):
-    """The error again, raised from the entry point: no frames inside nxsim."""
-    return type(e)(e.message)
-
-
+@entry_point
 def trace(kernel, *args, machine=None, **kwargs):
     """Traces kernel on these arguments without running it: a Traced with
     .text (the ordered .nxs), .save(path) (.nxs or .nxb for `nxsim exec`)."""
     k = _kernel(kernel)
-    try:
-        t = trace_kernel(k.fn, k.grid, args, kwargs, machine)
-        t.program()
-        return t
-    except KernelError as e:
-        raise _clean(e) from None
+    t = trace_kernel(k.fn, k.grid, args, kwargs, machine)
+    t.program()
+    return t
 
 
 def _run(kernel, args, kwargs, machine, backend, keep_log, race_check=False):
     k = _kernel(kernel)
-    try:
-        t = trace_kernel(k.fn, k.grid, args, kwargs, machine)
-        return t.run(backend=backend, keep_log=keep_log, race_check=race_check)
-    except KernelError as e:
-        raise _clean(e) from None
+    t = trace_kernel(k.fn, k.grid, args, kwargs, machine)
+    return t.run(backend=backend, keep_log=keep_log, race_check=race_check)
 
 
+@entry_point
 def simulate_kernel(kernel, *args, machine=None, backend="model", **kwargs):
     """Runs the kernel on NumPy arrays; returns what it returns, as arrays."""
     values, _ = _run(kernel, args, kwargs, machine, backend, keep_log=False)
@@ -113,6 +106,7 @@ def baremetal(kernel=None, machine=None, backend="model", **hardware_options):
         k = _kernel(k)
 
         @functools.wraps(k.fn)
+        @entry_point
         def run(*args, **kwargs):
             return simulate_kernel(k, *args, machine=machine, backend=backend, **kwargs)
 
@@ -121,6 +115,7 @@ def baremetal(kernel=None, machine=None, backend="model", **hardware_options):
     return wrap if kernel is None else wrap(kernel)
 
 
+@entry_point
 def profile_kernel(kernel, *args, machine=None, backend="model", trace_file=None, timeline_file=None,
                    race_check=False, **kwargs):
     """Runs the kernel and returns (values, run): run is an nxsim.Run with
@@ -163,6 +158,7 @@ class _Benchmarked:
     def __getitem__(self, grid):
         return _Benchmarked(self.kernel[grid], self.machine, self.backend, self.options)
 
+    @entry_point
     def __call__(self, *args, **kwargs):
         values, run = profile_kernel(self.kernel, *args, machine=self.machine, backend=self.backend, **kwargs)
         if not run.on_model:

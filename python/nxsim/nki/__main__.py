@@ -9,6 +9,8 @@ import argparse
 import importlib.util
 import os
 import sys
+import tempfile
+import traceback
 
 import numpy as np
 
@@ -20,8 +22,18 @@ from . import KernelError, profile_kernel, simulate_kernel, trace
 _RTOL = {"fp32": 1e-5, "fp16": 2e-3, "bf16": 2e-2, "fp8_e4m3": 0.13, "fp8_e5m2": 0.25}
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the nxsim command's one-line usage errors (exit 2)."""
+
+    def error(self, message):
+        print("nxsim nki: %s; try '%s --help'" % (message, self.prog), file=sys.stderr)
+        sys.exit(2)
+
+
 def _parser():
-    p = argparse.ArgumentParser(prog="python3 -m nxsim.nki", description="Run an NKI kernel on nxsim.")
+    # `nxsim nki` (cli/cmd_nki.c) runs this module with NXSIM_NKI_PROG set
+    p = _Parser(prog=os.environ.get("NXSIM_NKI_PROG") or "python3 -m nxsim.nki",
+                description="Run an NKI kernel on nxsim.")
     p.add_argument("kernel", metavar="FILE.py:KERNEL", help="the file and the kernel's name in it")
     p.add_argument("-i", "--input", action="append", default=[], metavar="A.npy",
                    help="an input array, in the kernel's parameter order (repeat)")
@@ -50,11 +62,60 @@ def _load(spec):
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     try:
         mspec.loader.exec_module(module)
+    except SyntaxError as e:
+        raise InputError("%s:%s: %s" % (e.filename or path, e.lineno or 0, e.msg)) from None
+    except Exception as e:  # the file's own code failed: its line, not our traceback
+        frames = [f for f in traceback.extract_tb(e.__traceback__) if os.path.abspath(f.filename) == os.path.abspath(path)]
+        line = frames[-1].lineno if frames else 0
+        raise InputError("%s:%d: loading the file raised %s: %s" % (path, line, type(e).__name__, e)) from None
     finally:
         sys.path.pop(0)
     if not hasattr(module, name):
         raise InputError("%s: no kernel '%s' in the file" % (path, name))
     return module, getattr(module, name)
+
+
+def _same_file(a, b):
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
+
+
+def _check_paths(args):
+    """Refuses (exit 2) an output that is an input or another output, before
+    anything runs: nothing the command line reads is overwritten."""
+    outs = [("-o", p) for p in args.output] + [(o, getattr(args, k)) for o, k in
+                                                (("--profile", "profile"), ("--timeline", "timeline"),
+                                                 ("--save", "save")) if getattr(args, k)]
+    ins = [("-i", p) for p in args.input] + [("the kernel file", args.kernel.rpartition(":")[0])]
+    for j, (olabel, opath) in enumerate(outs):
+        if os.path.exists(opath) and not os.path.isfile(opath) and opath not in ("/dev/null", "/dev/stdout"):
+            raise UsageError("%s %r is not a regular file" % (olabel, opath))
+        for ilabel, ipath in ins:
+            if ipath and _same_file(opath, ipath):
+                raise UsageError("%s %r is the input %s %r: refusing to overwrite it" % (olabel, opath, ilabel, ipath))
+        for olabel2, opath2 in outs[:j]:
+            if _same_file(opath, opath2):
+                raise UsageError("%s %r is also %s: two outputs in one file" % (olabel, opath, olabel2))
+
+
+def _save_npy(path, array):
+    """np.save through a temporary file renamed into place: a failed write
+    leaves no partial .npy (devices are written through)."""
+    if os.path.exists(path) and not os.path.isfile(path):
+        with open(path, "wb") as f:
+            np.save(f, array)
+        return
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".nxsim-", suffix=".npy", dir=d)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.save(f, array)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 def _check(results, expected, name):
@@ -84,6 +145,7 @@ def _check(results, expected, name):
 def main(argv=None):
     args = _parser().parse_args(argv)
     try:
+        _check_paths(args)
         module, kernel = _load(args.kernel)
         if args.grid:
             try:
@@ -110,7 +172,10 @@ def main(argv=None):
         if len(args.output) > len(results):
             raise UsageError("%d -o given, the kernel returns %d results" % (len(args.output), len(results)))
         for path, a in zip(args.output, results):
-            np.save(path, a)
+            try:
+                _save_npy(path, a)
+            except OSError as e:
+                raise Error("-o %s: %s" % (path, e.strerror or e)) from None
         if run is not None and run.on_model:
             print("simulated: %.3f us on %s, %d core%s" % (run.total_ns / 1000, run.machine, run.cores,
                                                           "" if run.cores == 1 else "s"))
