@@ -48,3 +48,21 @@ print("wheel ok:", nxsim._lib.path, "%.3f us" % (run.total_ns / 1000))
 PY
 env -u PYTHONPATH -u NXSIM_LIBRARY "$tmp/v/bin/python" kernel.py
 "$tmp/v/bin/nxsim" --version
+# `nxsim nki` from the venv: the python3 beside the command, the package in
+# its site-packages (cli/cmd_nki.c); values checked by the file's function
+cat > nkicmd.py <<'PY'
+import nxsim.nki as nki
+import nxsim.nki.language as nl
+
+@nki.jit
+def scale(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.multiply(nl.load(a), 3.0))
+    return out
+
+def scale_ref(a):
+    return a * 3.0
+PY
+"$tmp/v/bin/python" -c "import numpy as np; np.save('a.npy', np.arange(128 * 16, dtype=np.float32).reshape(128, 16))"
+env -u PYTHONPATH -u NXSIM_LIBRARY -u NXSIM_PYTHON "$tmp/v/bin/nxsim" nki nkicmd.py:scale -i a.npy --check scale_ref | tee nki.out
+grep -q "^check result 0: ok" nki.out
