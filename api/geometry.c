@@ -26,6 +26,8 @@ NXSIM_API uint64_t nx_session_geometry(const nx_session *s, const char *name) {
         {"pe_moving_free_max", offsetof(nx_geometry, pe_moving_free_max), 0},
         {"dve_transpose_max", offsetof(nx_geometry, dve_transpose_max), 0},
         {"dma_queues", offsetof(nx_geometry, dma_queues), 0},
+        {"dma_engines", offsetof(nx_geometry, dma_engines), 0},
+        {"dma_queues_per_engine", offsetof(nx_geometry, dma_queues_per_engine), 0},
     };
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
         if (strcmp(fields[i].name, name) != 0) continue;

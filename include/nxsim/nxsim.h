@@ -92,7 +92,8 @@ NXSIM_API const char *nx_session_machine(const nx_session *s);
  * (docs/parts/machine.md): "cores", "partitions", "sbuf_partition_bytes",
  * "psum_partition_bytes", "psum_bank_bytes", "sbuf_free_elems_max",
  * "psum_free_elems_max", "pe_rows", "pe_cols", "pe_moving_free_max",
- * "dve_transpose_max", "dma_queues". 0 for an unknown name. */
+ * "dve_transpose_max", "dma_queues", "dma_engines",
+ * "dma_queues_per_engine". 0 for an unknown name. */
 NXSIM_API uint64_t nx_session_geometry(const nx_session *s, const char *name);
 /* The machine presets built into the library, NULL-terminated. */
 NXSIM_API const char *const *nx_machine_presets_list(void);

@@ -345,3 +345,25 @@ def add_2d_grid(a, b):
     iy = y * 256 + nl.arange(256)[None, :]
     nl.store(out[ix, iy], value=nl.load(a[ix, iy]) - nl.load(b[ix, iy]))
     return out
+
+
+@nki.jit
+def zeros_then_touched(lhsT, rhs):
+    """nl.zeros in PSUM, then a write into half of it before the matmul
+    accumulates: the zeros must stay (not folded into the matmul)."""
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.zeros((128, 512), dtype=nl.float32, buffer=nl.psum)
+    acc[:, 0:256] = nisa.nc_matmul(nl.load(lhsT), nl.load(rhs[:, 0:256]))
+    acc += nisa.nc_matmul(nl.load(lhsT), nl.load(rhs))
+    nl.store(out, value=nl.copy(acc))
+    return out
+
+
+@nki.jit
+def copy_tiles(a, b):
+    """a [128, 128] and b [4, 4096]: one nl.load each, stored back."""
+    oa = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    ob = nl.ndarray(b.shape, dtype=b.dtype, buffer=nl.shared_hbm)
+    nl.store(oa, value=nl.load(a))
+    nl.store(ob, value=nl.load(b))
+    return oa, ob

@@ -85,6 +85,65 @@ class Surface(unittest.TestCase):
         self.assertTrue(np.all(np.abs(out - ref) <= bound))
         self.assertGreater(run.engines[(0, "pe")]["instructions"], 0)
 
+    def test_psum_zeros_fold_into_the_matmul(self):
+        # nl.zeros then += matmul: the first matmul starts the accumulation,
+        # no memset; values as with the zeros
+        lhsT, rhs = f32(self.rng, 256, 256), f32(self.rng, 256, 1024)
+        text = nki.trace(K.tiled_matmul, lhsT, rhs).text
+        self.assertNotIn("memset", text)
+        starts = [ln for ln in text.splitlines() if "multiply_moving" in ln and "acc=1" not in ln]
+        self.assertEqual(len(starts), 2 * 2)  # one per (m, n) PSUM tile
+        # touched between the zeros and the +=: the memset stays
+        a, b = f32(self.rng, 128, 128), f32(self.rng, 128, 512)
+        self.assertEqual(nki.trace(K.zeros_then_touched, a, b).text.count("memset"), 1)
+        out, _ = both(K.zeros_then_touched, a, b)
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        ref = a64.T @ b64
+        ref[:, 0:256] = (a64.T @ b64[:, 0:256]).astype(np.float32)  # the half written, then accumulated
+        ref[:, 0:256] += a64.T @ b64[:, 0:256]
+        bound = 2 * 128 * EPS * (np.abs(a.T) @ np.abs(b))
+        self.assertTrue(np.all(np.abs(out - ref) <= bound))
+
+    def test_dma_cut_over_the_engines(self):
+        # [128, 128]: 16 transfers of 8 partitions, one per DMA engine, on one
+        # queue of each; [4, 4096]: fewer partitions than a share, one transfer
+        a, b = f32(self.rng, 128, 128), f32(self.rng, 4, 4096)
+        t = nki.trace(K.copy_tiles, a, b)
+        with tempfile.TemporaryDirectory() as tmp:
+            t.save(os.path.join(tmp, "copy.nxs"))
+            with open(os.path.join(tmp, "copy.nxs")) as f:
+                dmas = [ln.split() for ln in f if "dma_copy" in ln]
+        queues = [int(next(w for w in d if w.startswith("queue="))[6:]) for d in dmas]
+        rows = [d[1] for d in dmas]
+        self.assertEqual(len(dmas), 16 + 16 + 1 + 1)
+        load_a = queues[:16]
+        self.assertEqual(sorted(q // 16 for q in load_a), list(range(16)))  # every engine once
+        self.assertEqual(len({q % 16 for q in load_a}), 1)  # one queue of each
+        self.assertTrue(all("[%d:%d]" % (8 * i, 8 * i + 8) in rows[i] for i in range(16)), rows[:16])
+        oa, ob = both(K.copy_tiles, a, b)[0]
+        np.testing.assert_array_equal(oa, a)
+        np.testing.assert_array_equal(ob, b)
+
+    def test_tutorial_ladder_small(self):
+        # the four tutorial loop nests of bench/nki/tutorial_matmul.py, against
+        # NumPy: bf16 products exact in fp32, sums over K in fp32
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "nki"))
+        try:
+            import tutorial_matmul as T
+        finally:
+            sys.path.pop(0)
+        lhsT = nxsim.to_bf16(f32(self.rng, 256, 256))
+        rhs = nxsim.to_bf16(f32(self.rng, 256, 1024))
+        la, ra = nxsim.to_float32(lhsT).astype(np.float64), nxsim.to_float32(rhs).astype(np.float64)
+        ref = la.T @ ra
+        # fp32 sums of K = 256 exact products, then one bf16 rounding
+        bound = 256 * EPS * (np.abs(la.T) @ np.abs(ra)) + 2.0 ** -8 * np.abs(ref)
+        kernels = [k for _, k, _, _ in T.LADDER[:3]] + [T.matmul_fully_optimized(2, 1, 1)]
+        for k in kernels:
+            out, _ = both(k, lhsT, rhs)
+            err = np.abs(nxsim.to_float32(out).astype(np.float64) - ref)
+            self.assertTrue(np.all(err <= bound), "%s: %g" % (k, (err - bound).max()))
+
     def test_matmul_with_transpose(self):
         x, y = f32(self.rng, 128, 128), f32(self.rng, 128, 256)
         out, _ = both(K.matmul_forms, x, y)

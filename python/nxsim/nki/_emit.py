@@ -9,7 +9,7 @@ trace is assembled, and reported at the same line.
 import numbers
 
 from ._dtype import FLOATS, dtype_of
-from ._errors import user_error
+from ._errors import user_error, user_location
 from ._tensor import AP, Tile, finalize, read
 from ._trace import trace
 
@@ -65,17 +65,18 @@ def dma(dst, src, mask=None, mnemonic="dma_copy"):
     if mnemonic == "dma_copy" and d.shape != s.shape and (d.partitions() != s.partitions()
                                                           or d.free_size() != s.free_size()):
         user_error("DMA shapes %s and %s differ" % (list(d.shape), list(s.shape)))
-    pieces = _dma_pieces(d, s) if mnemonic == "dma_copy" else 1
-    if pieces == 1:
+    share = _dma_share(t, d, s) if mnemonic == "dma_copy" else 0
+    rows = d.partitions()
+    if share == 0 or share >= rows:
         return t.emit("sp", mnemonic, [("dst", d.render()), ("src", s.render())], [("queue", str(t.dma_lane()))])
-    # a large transfer is cut by rows over several DMA lanes (different DMA
-    # engines), as the compiler spreads one nl.load over the DMA rings
-    rows, parts, r0 = d.partitions(), [], 0
-    for i in range(pieces):
-        n = rows // pieces + (i < rows % pieces)
-        parts.append((t.emit("sp", mnemonic, [("dst", d[r0:r0 + n].render()), ("src", s[r0:r0 + n].render())],
-                             [("queue", str(t.dma_lane()))]), r0, n))
-        r0 += n
+    # a transfer of many partitions is cut by rows, one engine's share each,
+    # on one queue of every engine (docs/parts/nki.md, "How a kernel is
+    # traced"): the NKI DMA overview's [128, 128] tile as 16 transfers
+    first, parts, where = t.dma_group(), [], user_location()
+    for i, r0 in enumerate(range(0, rows, share)):
+        n = min(share, rows - r0)
+        parts.append((t.emit("sp", mnemonic, [("dst", d.rows(r0, n).render()), ("src", s.rows(r0, n).render())],
+                             [("queue", str(first + i))], where=where), r0, n))
     return Pieces(parts)
 
 
@@ -97,15 +98,13 @@ class Pieces:
             insn.set_slot("dst", dst[key].render())
 
 
-DMA_PIECE_BYTES = 32768  # a piece of at least this much per lane (docs/parts/nki.md)
-DMA_MAX_PIECES = 16  # one per DMA engine of the core
-
-
-def _dma_pieces(d, s):
+def _dma_share(t, d, s):
+    """Rows per piece when a transfer is cut over the DMA engines: the
+    partitions over the engines (8 of 128 on 16), or 0 (not cut: the two
+    sides' rows are not both partitions)."""
     if d.part_axis() != 0 or s.part_axis() != 0 or d.partitions() != s.partitions():
-        return 1
-    nbytes = d.partitions() * d.free_size() * max(d.dtype.itemsize, s.dtype.itemsize)
-    return max(1, min(DMA_MAX_PIECES, d.partitions(), nbytes // DMA_PIECE_BYTES))
+        return 0
+    return max(1, t.geo["partitions"] // t.dma_engines)
 
 
 def compute(engine, mnemonic, dst, ins, params=(), mask=None, groups=None):

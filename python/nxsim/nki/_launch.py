@@ -19,7 +19,7 @@ from ._tensor import HbmTensor, Storage
 from ._trace import Trace, current
 
 GEOMETRY_KEYS = ("cores", "partitions", "sbuf_partition_bytes", "psum_partition_bytes", "psum_bank_bytes",
-                 "pe_cols", "pe_moving_free_max", "dve_transpose_max")
+                 "pe_cols", "pe_moving_free_max", "dve_transpose_max", "dma_engines")
 
 for _name, _types in {"nx_prog_assemble_ordered": (ctypes.c_int, [_lib.P, _lib.S, _lib.S, _lib.PP, _lib.MSG]),
                       "nx_prog_save": (ctypes.c_int, [_lib.P, _lib.S, _lib.MSG]),

@@ -109,6 +109,12 @@ class Trace:
         self.scratch_count = 0
         self.prints = []  # nl.device_print: (prefix, storage, program id)
         self.lane = [0] * cores
+        self.group = [0] * cores
+        # DMA lanes as the authoring layer numbers them (kernels/author):
+        # lane l is DMA engine l % engines, that engine's queue l // engines;
+        # two queues per engine, so two transfers of an engine can overlap
+        self.dma_engines = max(1, int(geometry.get("dma_engines") or 16))
+        self.dma_lanes = 2 * self.dma_engines
         self.pools = {}
         for c in range(cores):
             self.pools[(c, "sbuf")] = Pool("SBUF", geometry["sbuf_partition_bytes"], 64)
@@ -136,15 +142,26 @@ class Trace:
         return off
 
     # ---- instructions ----
-    def emit(self, engine, mnemonic, slots, params=()):
-        insn = Insn(self.core, engine, mnemonic, list(slots), list(params), user_location())
+    def emit(self, engine, mnemonic, slots, params=(), where=None):
+        """Appends one instruction; `where`: its user_location() if the
+        caller has it already (the pieces of one transfer share one)."""
+        insn = Insn(self.core, engine, mnemonic, list(slots), list(params), where or user_location())
         self.insns.append(insn)
         return insn
 
     def dma_lane(self):
+        """The next lane for a transfer of one piece: every engine in turn."""
         lane = self.lane[self.core]
-        self.lane[self.core] = (lane + 1) % 16
+        self.lane[self.core] = (lane + 1) % self.dma_lanes
         return lane
+
+    def dma_group(self):
+        """The first lane of the next group of `dma_engines` lanes (one queue
+        of every engine) for a transfer cut over the engines: successive cut
+        transfers alternate between the engines' two queues."""
+        g = self.group[self.core]
+        self.group[self.core] = (g + 1) % 2
+        return g * self.dma_engines
 
     # ---- the program text ----
     def text(self):

@@ -7,6 +7,7 @@ reaches for them (module __getattr__), never approximated.
 import builtins
 import inspect
 import numbers
+import re
 
 import numpy as _np
 
@@ -531,13 +532,61 @@ def _assign(dst, value):
     _emit.tensor_copy(dst, v)
 
 
+_PSUM_AT = re.compile(r"^psum:[^@]*@(\d+)")
+
+
+def _immediate(text):
+    """The value of an immediate slot ("#0.0", "#0:int32"), or None."""
+    try:
+        return float(text[1:].split(":")[0]) if text.startswith("#") else None
+    except ValueError:
+        return None
+
+
+def _zeroed_untouched(dst, t):
+    """The memset of nl.zeros that wrote all of PSUM tile dst, if nothing has
+    touched dst's bytes since (read() clears the producer; a write into part
+    of the tile, or any other access of its bytes, shows in the slots of
+    the instructions after the memset): then the first matmul may start the
+    accumulation itself (acc=0) and the memset goes, as the NKI compiler
+    folds the zeros into the matmul group (docs/parts/nki.md)."""
+    z = getattr(dst, "producer", None)
+    if not isinstance(dst, Tile) or z is None or z.mnemonic != "memset" or \
+            _immediate(dict(z.slots).get("value", "")) != 0.0:
+        return None
+    at = len(t.insns) - 1
+    while at >= 0 and t.insns[at] is not z:  # searched from the end: the memset is near
+        at -= 1
+    if at < 0:
+        return None
+    lo = dst.offset_bytes
+    hi = lo + dst.free_size() * dst.dtype.itemsize
+    for insn in t.insns[at + 1:-1]:  # the last one is the matmul itself
+        if insn.core != dst.core:
+            continue
+        for _, text in insn.slots:
+            m = _PSUM_AT.match(text)
+            if m and lo <= int(m.group(1)) < hi:
+                return None
+    return at
+
+
 def _accumulate(dst, value):
-    """dst += value: a fresh matmul result accumulates in PSUM (acc=1)."""
+    """dst += value: a fresh matmul result accumulates in PSUM (acc=1), or
+    starts the accumulation when dst is nl.zeros nothing touched since."""
     p = getattr(value, "producer", None)
+    t = trace()
     if p is not None and p.mnemonic == "multiply_moving" and isinstance(value, Tile) and dst.mem == "psum" \
-            and dst.dtype.nx == "fp32" and value.shape == dst.shape and trace().insns[-1] is p:
+            and dst.dtype.nx == "fp32" and value.shape == dst.shape and t.insns[-1] is p:
         p.retarget(dst)
-        p.set_param("acc", "1")
+        zero_at = _zeroed_untouched(dst, t)
+        if zero_at is not None:
+            del t.insns[zero_at]
+        else:
+            p.set_param("acc", "1")
+        # an accumulation group is no single instruction's: nothing to retarget
+        if isinstance(dst, Tile):
+            dst.producer = None
         value.producer = None
         value.redirect = dst
     else:

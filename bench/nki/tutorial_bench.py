@@ -1,0 +1,67 @@
+"""The NKI matmul tutorial ladder written in NKI (tutorial_matmul.py) traced
+by nxsim.nki and run on the model, beside the C composites of the same loop
+nests (docs/parts/tutorial.md) run in the same process and the latencies
+the tutorial publishes for one Trainium1 NeuronCore.
+
+    PYTHONPATH=build/python python3 bench/nki/tutorial_bench.py            # the published shape on trn1
+    PYTHONPATH=build/python python3 bench/nki/tutorial_bench.py --shape 2048,2048,2048 --machine trn2
+
+Prints, per kernel: the NKI version's simulated time, the C composite's,
+their ratio, the published time and the NKI version's ratio to it (only at
+the published shape on trn1), the values' largest difference from the C
+composite's (relative to the largest result), and the host wall time of
+tracing plus running. Exit 1 if values differ beyond bf16's rounding.
+"""
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nxsim  # noqa: E402
+import nxsim.nki as nki  # noqa: E402
+import tutorial_matmul  # noqa: E402
+
+PUBLISHED_SHAPE = (8192, 4096, 8192)  # K, M, N: lhsT [8192, 4096] @ rhs [8192, 8192]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--shape", default="%d,%d,%d" % PUBLISHED_SHAPE, help="K,M,N (default: the tutorial's)")
+    p.add_argument("--machine", default="trn1")
+    p.add_argument("--only", action="append", default=[], help="a kernel name (repeat)")
+    args = p.parse_args()
+    K, M, N = (int(x) for x in args.shape.split(","))
+    published = (K, M, N) == PUBLISHED_SHAPE and args.machine == "trn1"
+    rng = np.random.default_rng(1)
+    lhsT = nxsim.to_bf16(rng.standard_normal((K, M)).astype(np.float32))
+    rhs = nxsim.to_bf16(rng.standard_normal((K, N)).astype(np.float32))
+    print("NKI tutorial ladder: lhsT [%d, %d] @ rhs [%d, %d] bf16 on %s" % (K, M, K, N, args.machine))
+    ok = True
+    for name, kernel, composite, published_ms in tutorial_matmul.LADDER:
+        if args.only and name not in args.only:
+            continue
+        t0 = time.time()
+        try:
+            out, run = nki.profile_kernel(kernel, lhsT, rhs, machine=args.machine)
+        except nxsim.Error as e:
+            print("%-22s refused: %s" % (name, e))
+            ok = False
+            continue
+        wall = time.time() - t0
+        ref, base = nxsim.run(composite, lhsT, rhs, machine=args.machine, keep_log=False)
+        got, want = nxsim.to_float32(out).astype(np.float64), nxsim.to_float32(ref).astype(np.float64)
+        diff = float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
+        ok = ok and diff <= 2.0 ** -7  # one bf16 rounding of the result
+        nki_ms, c_ms = run.total_ns / 1e6, base.total_ns / 1e6
+        line = "%-22s nki %9.3f ms  C %9.3f ms  nki/C %.3f" % (name, nki_ms, c_ms, nki_ms / c_ms)
+        if published:
+            line += "  published %6.2f ms  nki/published %.3f" % (published_ms, nki_ms / published_ms)
+        print(line + "  values vs C %.2g  wall %.1f s" % (diff, wall))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
