@@ -64,6 +64,24 @@ class Surface(unittest.TestCase):
         np.testing.assert_array_equal(out, a - b)
         self.assertEqual(run.cores, 2)
 
+    def test_spmd_dim_and_nc(self):
+        # nl.spmd_dim(nl.nc(2), 2): one dimension of 4, the cores outermost:
+        # the same programs on the same cores as kernel[4]
+        a, b = f32(self.rng, 512, 256), f32(self.rng, 512, 256)
+        grid = nl.spmd_dim(nl.nc(2), 2)
+        self.assertEqual(grid, 4)
+        self.assertEqual(nki.trace(K.add_rows[grid], a, b).text, nki.trace(K.add_rows[4], a, b).text)
+        out, run = both(K.add_rows[grid], a, b)
+        np.testing.assert_array_equal(out, a + b)
+        self.assertEqual(run.cores, 2)
+        with self.assertRaises(nki.Unsupported) as cm:
+            K.add_2d_grid[2, nl.nc(3)]
+        self.assertIn("nl.nc on a grid dimension after the first", str(cm.exception))
+        with self.assertRaises(nki.Unsupported):
+            nl.spmd_dim(2, nl.nc(2))
+        with self.assertRaises(nki.KernelError):
+            nl.spmd_dim(nl.nc(2), 0)
+
     def test_elementwise(self):
         a, s = f32(self.rng, 128, 64), f32(self.rng, 128, 1)
         out, _ = both(K.elementwise, a, s)

@@ -26,6 +26,7 @@ implement.
 """
 import functools
 
+from . import language
 from ._errors import KernelError, Unsupported, entry_point
 from ._launch import Traced, trace_kernel
 
@@ -48,7 +49,11 @@ class Kernel:
         g = grid if isinstance(grid, tuple) else (grid,)
         if not g or any(not isinstance(n, int) or n < 1 for n in g):
             raise KernelError("%s[%r]: a launch grid is one or more positive integers" % (self.fn.__name__, grid))
-        return Kernel(self.fn, g, self.options)
+        if any(isinstance(n, language._Cores) for n in g[1:]):
+            # consecutive programs share a core: the core dimension is the first
+            raise Unsupported("%s%r: nl.nc on a grid dimension after the first is not supported by nxsim.nki "
+                              "(docs/parts/nki.md lists what is)" % (self.fn.__name__, list(g)))
+        return Kernel(self.fn, tuple(int(n) for n in g), self.options)
 
     @entry_point
     def __call__(self, *args, **kwargs):

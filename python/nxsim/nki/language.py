@@ -61,9 +61,31 @@ def num_programs(axes=None):
     return t.grid[axes]
 
 
+class _Cores(int):
+    """The size nl.nc(n) gives: n, marked as the grid's core dimension."""
+
+
 def nc(n):
     """nl.nc(n): n programs, one per core of the VNC grid (kernel[nl.nc(2)])."""
-    return n
+    if not isinstance(n, int) or n < 1:
+        user_error("nl.nc(%r): a core count is a positive integer" % (n,))
+    return _Cores(n)
+
+
+def spmd_dim(*factors):
+    """nl.spmd_dim(nl.nc(2), 2): one launch-grid dimension of the factors'
+    product, the cores outermost (program i of 4 on core i // 2: the
+    mapping every grid gets, consecutive programs on one core,
+    docs/parts/nki.md). A core factor after another factor would put
+    consecutive programs on different cores: refused by name."""
+    if not factors or any(not isinstance(f, int) or f < 1 for f in factors):
+        user_error("nl.spmd_dim%r: the factors are positive integers (nl.nc(n) for the cores)" % (factors,))
+    if any(isinstance(f, _Cores) for f in factors[1:]):
+        refuse("nl.spmd_dim with nl.nc after another factor (cores inner)")
+    n = 1
+    for f in factors:
+        n *= f
+    return _Cores(n) if isinstance(factors[0], _Cores) else n
 
 
 def program_ndim():
