@@ -105,17 +105,8 @@ def matmul_fully_optimized(tiles_in_block_m=16, tiles_in_block_n=2, tiles_in_blo
         _, N = rhs.shape
         NBM = M // BLOCK_M
         result = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
-        # one accumulator for every N block, zeroed per block: allocated
-        # inside the n2 loop (as the tutorial does) the tracer would hold the
-        # previous block's until the name is rebound (docs/parts/nki.md,
-        # "What differs")
-        acc_sb = nl.ndarray((NBM, TBM, TBN, nl.par_dim(TILE_M), TILE_N), dtype=nl.float32, buffer=nl.sbuf)
         for n2 in nl.affine_range(N // BLOCK_N):
-            for m2 in nl.affine_range(NBM):
-                for bm in nl.affine_range(TBM):
-                    for bn in nl.affine_range(TBN):
-                        acc_sb[m2, bm, bn] = nl.zeros((nl.par_dim(TILE_M), TILE_N), dtype=nl.float32,
-                                                      buffer=nl.sbuf)
+            acc_sb = nl.zeros((NBM, TBM, TBN, nl.par_dim(TILE_M), TILE_N), dtype=nl.float32, buffer=nl.sbuf)
             for k2 in nl.affine_range(K // BLOCK_K):
                 b = nl.ndarray((TBK, nl.par_dim(TILE_K), BLOCK_N), dtype=rhs.dtype, buffer=nl.sbuf)
                 for bk in nl.affine_range(TBK):

@@ -367,3 +367,16 @@ def copy_tiles(a, b):
     nl.store(oa, value=nl.load(a))
     nl.store(ob, value=nl.load(b))
     return oa, ob
+
+
+@nki.jit
+def big_tile_per_iteration(a):
+    """A tile too big for two copies allocated inside a loop: the second
+    iteration's takes the first's buffer (its name is rebound right after)."""
+    out = nl.ndarray((2, 128, 512), dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(2):
+        big = nl.zeros((2, nl.par_dim(128), 15360), dtype=nl.float32, buffer=nl.sbuf)  # 120 KiB
+        big[1, :, 0:512] = nl.add(nl.load(a), float(i + 1))
+        nl.store(out[i], value=big[1, :, 0:512])
+    return out
+

@@ -82,6 +82,14 @@ class Surface(unittest.TestCase):
         with self.assertRaises(nki.KernelError):
             nl.spmd_dim(nl.nc(2), 0)
 
+    def test_tile_of_a_loop_takes_its_previous_buffer(self):
+        # 120 KiB per partition twice does not fit SBUF: the second
+        # iteration's tile reuses the first's buffer, the values stay right
+        a = f32(self.rng, 128, 512)
+        out, _ = both(K.big_tile_per_iteration, a)
+        np.testing.assert_array_equal(out[0], a + np.float32(1))
+        np.testing.assert_array_equal(out[1], a + np.float32(2))
+
     def test_elementwise(self):
         a, s = f32(self.rng, 128, 64), f32(self.rng, 128, 1)
         out, _ = both(K.elementwise, a, s)
@@ -468,6 +476,21 @@ def _line_of(fn, text):
 
 
 @nki.jit
+def big_tile_kept(a):
+    """The same, but the first iteration's tile named by a second variable
+    and used after its buffer went to the second's: refused at the use (a
+    tile a list holds keeps its buffer: sbuf_overflow)."""
+    out = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.shared_hbm)
+    first = None
+    for i in nl.affine_range(2):
+        big = nl.zeros((2, nl.par_dim(128), 15360), dtype=nl.float32, buffer=nl.sbuf)
+        if first is None:
+            first = big
+    nl.store(out, value=first[1, :, 0:512])  # ERR
+    return out
+
+
+@nki.jit
 def too_many_partitions(a):
     t = nl.ndarray((256, 4), dtype=nl.float32, buffer=nl.sbuf)  # ERR
     return t
@@ -560,6 +583,9 @@ class Errors(unittest.TestCase):
         if below:
             self.assertEqual(below[-1].lineno, _line_of(kernel.fn, "# ERR"))
         self.assertIsInstance(raised, nxsim.Error)
+
+    def test_reclaimed_tile_used(self):
+        self.check(big_tile_kept, nki.KernelError, ["used after its buffer went to the tile this line allocates"])
 
     def test_partition_dim(self):
         self.check(too_many_partitions, nki.KernelError, ["partition dimension 256", "exceeds 128"])

@@ -230,6 +230,10 @@ class AP:
             rows = self.axes[0][1] if self.axes else 1
             pstride = self.axes[0][0] if self.axes and rows > 1 else 0
             return "hbm:%s[%d/%d]@%s+%d%s" % (dt, rows, pstride, self.storage.name, self.offset * size, body)
+        if getattr(self.tile, "reclaimed", False):
+            user_error("%s: used after its buffer went to the tile this line allocates in a later iteration "
+                       "(%s was full: give the tile a name outside the loop, or allocate it once)"
+                       % (self.name or "a tile", self.mem.upper()))
         base = self.tile.offset_bytes + self.offset * size
         if base < 0:
             user_error("%s: the access starts before the tile" % self.name)

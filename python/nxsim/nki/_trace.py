@@ -13,6 +13,8 @@ no handle (nl.load(...)), so the tracer must be reachable from them; a
 ContextVar keeps two threads tracing at once apart.
 """
 import contextvars
+import gc
+import types
 import weakref
 
 from ._errors import user_error, user_location
@@ -116,6 +118,7 @@ class Trace:
         self.dma_engines = max(1, int(geometry.get("dma_engines") or 16))
         self.dma_lanes = 2 * self.dma_engines
         self.pools = {}
+        self.site_tiles = {}  # (core, buffer, (file, line)) -> [(weakref to tile, its finalizer)]
         for c in range(cores):
             self.pools[(c, "sbuf")] = Pool("SBUF", geometry["sbuf_partition_bytes"], 64)
             self.pools[(c, "psum")] = Pool("PSUM", geometry["psum_partition_bytes"], 4, geometry["psum_bank_bytes"])
@@ -134,12 +137,48 @@ class Trace:
             user_error("%s: a PSUM tile of %d bytes per partition exceeds the %d-byte PSUM bank "
                        "(nl.tile_size.psum_fmax = %d fp32)" % (what, nbytes, self.geo["psum_bank_bytes"],
                                                                self.geo["psum_bank_bytes"] // 4))
+        site = (self.core, buffer, user_location()[:2])
         off, need = pool.alloc(nbytes)
+        if off is None:
+            off, need = self._reclaim_same_site(pool, site, nbytes)
         if off is None:
             user_error("%s: %s allocation of %d bytes per partition does not fit: %d of %d bytes in use"
                        % (what, pool.what, need, pool.in_use(), pool.size))
-        weakref.finalize(tile, pool.free, off, need)
+        fin = weakref.finalize(tile, pool.free, off, need)
+        entries = self.site_tiles.setdefault(site, [])
+        if len(entries) >= 8:  # the dead ones go: a loop allocates here once per iteration
+            entries[:] = [e for e in entries if e[1].alive]
+        entries.append((weakref.ref(tile), fin))
         return off
+
+    def _reclaim_same_site(self, pool, site, nbytes):
+        """A full pool, and tiles of an earlier iteration allocated on this
+        same line still named (`t = nl.zeros(...)` inside a loop: the old
+        tile lives until the name is rebound, after this allocation): their
+        buffers go to the new tile, oldest first, as the NKI compiler gives
+        one declaration one buffer. An old tile used after that is an error
+        naming its line (_tensor.AP.render), never a silent overwrite; the
+        layer orders the reuse after the old tile's last access."""
+        entries = self.site_tiles.get(site, [])
+        off, need = None, 0
+        for entry in list(entries):
+            if off is not None:
+                break
+            ref, fin = entry
+            old = ref()
+            if old is None or not fin.alive:
+                entries.remove(entry)
+                continue
+            # only a tile that nothing but variables name: one a list, a
+            # dict or a view holds is kept on purpose (tiles = [nl.zeros(...)
+            # for ...] all come from one line)
+            if any(not isinstance(r, types.FrameType) for r in gc.get_referrers(old)):
+                continue
+            entries.remove(entry)
+            fin()  # frees its bytes now; the finalizer is spent
+            old.reclaimed = True
+            off, need = pool.alloc(nbytes)
+        return off, need if off is not None else -(-max(nbytes, 1) // pool.align) * pool.align
 
     # ---- instructions ----
     def emit(self, engine, mnemonic, slots, params=(), where=None):
