@@ -1,7 +1,7 @@
 /* The online-softmax step (kernels/attention/softmax_step.h). */
 #include "softmax_step.h"
 
-int nx_attn_softmax_step(nx_kctx *k, const nx_attn_step *st, nx_error *err) {
+int nx_attn_softmax_stats(nx_kctx *k, const nx_attn_step *st, nx_error *err) {
     nx_insn red = nx_insn_make(NX_OP_TENSOR_REDUCE);
     red.alu0 = st->scale >= 0 ? NX_ALU_MAX : NX_ALU_MIN;
     red.iparam[0] = 1; /* the one free dim */
@@ -13,6 +13,11 @@ int nx_attn_softmax_step(nx_kctx *k, const nx_attn_step *st, nx_error *err) {
         nx_kctx_tensor_scalar(k, NX_ENG_DVE, &st->nm_new, &st->negmax, NX_ALU_MULTIPLY, &sc, NX_ALU_MIN, &st->nm_old,
                               err) != 0)
         return -1;
+    return 0;
+}
+
+int nx_attn_softmax_exp(nx_kctx *k, const nx_attn_step *st, nx_error *err) {
+    nx_operand sc = nx_imm(st->scale, NX_DT_FP32);
     if (!st->first) {
         nx_insn a = nx_insn_make(NX_OP_ACTIVATION);
         a.func = NX_ACT_EXP;
@@ -39,6 +44,10 @@ int nx_attn_softmax_step(nx_kctx *k, const nx_attn_step *st, nx_error *err) {
         if (nx_kctx_emit(k, NX_ENG_ACT, &r, err) != 0) return -1;
     }
     return 0;
+}
+
+int nx_attn_softmax_step(nx_kctx *k, const nx_attn_step *st, nx_error *err) {
+    return nx_attn_softmax_stats(k, st, err) != 0 ? -1 : nx_attn_softmax_exp(k, st, err);
 }
 
 int nx_attn_normalize(nx_kctx *k, const nx_operand *acc, const nx_operand *acc_l, const nx_operand *sink,

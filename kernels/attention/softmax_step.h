@@ -32,6 +32,10 @@ typedef struct nx_attn_step {
 } nx_attn_step;
 
 int nx_attn_softmax_step(nx_kctx *k, const nx_attn_step *st, nx_error *err);
+/* Its two halves, for a pipeline that emits them apart: the statistics
+ * (DVE: r, nm_new) and the exponentials (ACT: alpha, P, the rescale). */
+int nx_attn_softmax_stats(nx_kctx *k, const nx_attn_step *st, nx_error *err);
+int nx_attn_softmax_exp(nx_kctx *k, const nx_attn_step *st, nx_error *err);
 
 /* The end of a row tile: l = acc_l (+ exp(sink + nm) when sink is given),
  * out = acc / max(l, 1e-30), rounded to out's dtype (a row that saw no
