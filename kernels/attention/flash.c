@@ -7,9 +7,11 @@
  * exp on ScalarE, P rounded to the input dtype and transposed on the PE for
  * the P V matmul, the output divided by the running sum at the end. Past
  * the public kernel: D up to 256 (Q K^T in two contraction passes, P V in
- * one pass of N = D + 1), grouped-query heads, sliding windows, sinks,
- * prefix-cache query positions, ragged lengths, and the row sum taken from
- * the P V matmul through a ones column of V (the sum of the rounded P).
+ * one of N = D), grouped-query heads, sliding windows, sinks, prefix-cache
+ * query positions, ragged lengths, and full key blocks loaded permuted
+ * (partition p holds keys 4p .. 4p + 3: 4 D contiguous elements per
+ * partition, where key-per-partition rows would move D at an eighth of
+ * the DMA rate), undone in the K^T copy and matched by strided P^T chunks.
  * Operands and math: kernels/attention/flash.h; plan, numerics and figures:
  * docs/parts/attention.md.
  *
@@ -26,17 +28,18 @@
  * and block sizes, not by the lengths. Units are dealt to the VNC grid's
  * cores by a greedy balance of their key columns (causal units differ).
  *
- * The pipeline (this file): every (tile, block) step goes through six
+ * The pipeline (this file): every (tile, block) step goes through seven
  * stages, each on its engine, emitted in slots: in slot i
- *   ACT  alpha, P = exp(...) of step i-2        (reads S of i-2)
- *   DVE  max and nm of step i-1
- *   PE   S = Q K^T (+ masks) of step i; P^T chunks of step i-3
- *   DVE|ACT  copy P^T of step i-4 to SBUF (the less loaded engine)
- *   PE   o += P^T [V | 1] of step i-5, then the tile's end if it was its last
- *   ACT  o *= alpha of step i-4
+ *   ACT  alpha, P = exp(...) and its row sum of step i-3; GpSimd l update
+ *   DVE  max and nm of step i-2
+ *   PE   S = Q K^T (+ masks) of step i; P^T chunks of step i-5
+ *   DVE|ACT  copy P^T of step i-6 to SBUF (the less loaded engine)
+ *   PE   o += P^T V of step i-8, then the tile's end if it was its last
+ *   ACT  o *= alpha of step i-7
  * so every stage reads what an earlier slot produced and the engines
- * overlap across steps and units; the block loads run 6 steps ahead, K^T
- * and the next unit's Q^T 3 steps ahead (stages: flash_stages.c). */
+ * overlap across steps and units (the lags were tuned on the model:
+ * docs/parts/attention.md); the block loads run 6 steps ahead, K^T and the
+ * next unit's Q^T 3 steps ahead (stages: flash_stages.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,9 +77,7 @@ static int alloc_all(fa_ctx *c, nx_error *err) {
     for (uint32_t i = 0; i < FA_KBUFS; i++)
         if (nx_kctx_alloc(k, NX_OPK_SBUF, "k_block", dt, P, 4 * D, &c->k_sb[i], err) != 0) return -1;
     for (uint32_t i = 0; i < FA_VBUFS; i++) {
-        if (nx_kctx_alloc(k, NX_OPK_SBUF, "v_block", dt, P, 4 * (D + 1), &c->v_sb[i], err) != 0) return -1;
-        nx_operand ones = nx_tile_ap(&c->v_sb[i]); /* column D of each chunk stays 1 */
-        if (nx_kctx_memset(k, NX_ENG_POOL, &ones, 1.0, err) != 0) return -1;
+        if (nx_kctx_alloc(k, NX_OPK_SBUF, "v_block", dt, P, 4 * D, &c->v_sb[i], err) != 0) return -1;
     }
     for (uint32_t i = 0; i < FA_KTBUFS; i++)
         for (uint32_t dd = 0; dd < c->nd; dd++)
@@ -102,7 +103,7 @@ static int alloc_all(fa_ctx *c, nx_error *err) {
     for (uint32_t dd = 0; dd < c->nd; dd++)
         if (nx_kctx_alloc(k, NX_OPK_PSUM, "k_t_psum", dt, P, FA_BK, &c->kt_ps[dd], err) != 0) return -1;
     for (uint32_t g = 0; g < c->G; g++)
-        if (nx_kctx_alloc(k, NX_OPK_PSUM, "out_acc", NX_DT_FP32, P, D + 1, &c->o_ps[g], err) != 0) return -1;
+        if (nx_kctx_alloc(k, NX_OPK_PSUM, "out_acc", NX_DT_FP32, P, D, &c->o_ps[g], err) != 0) return -1;
     return 0;
 }
 
@@ -111,7 +112,7 @@ static int alloc_all(fa_ctx *c, nx_error *err) {
  * straddle banks (the layer's rule). */
 static uint32_t group_size(const nx_geometry *g, nx_dtype dt, uint32_t nd, uint64_t D, uint32_t nS) {
     uint64_t bank = g->psum_bank_bytes ? g->psum_bank_bytes : g->psum_partition_bytes, at = 0;
-    uint64_t sizes[8];
+    uint64_t sizes[16];
     uint32_t ns = 0;
     for (uint32_t i = 0; i < nS; i++) sizes[ns++] = FA_BK * 4;
     for (uint32_t i = 0; i < 2 + nd; i++) sizes[ns++] = FA_BK * nx_dtype_size(dt);
@@ -119,7 +120,7 @@ static uint32_t group_size(const nx_geometry *g, nx_dtype dt, uint32_t nd, uint6
         if (at / bank != (at + sizes[i] - 1) / bank) at = (at / bank + 1) * bank;
         at += sizes[i];
     }
-    const uint64_t o = (D + 1) * 4;
+    const uint64_t o = D * 4;
     uint32_t G = 0;
     while (G < FA_GMAX) {
         uint64_t a = at;
@@ -225,7 +226,7 @@ static int run_pipeline(fa_ctx *c, const fa_plan *pl, nx_error *err) {
     fa_pipe q = {.c = c, .pl = pl};
     const uint64_t N = pl->nsteps;
     static const struct { int kind, lag; } slot[] = {
-        {K_EXP, 2}, {K_STATS, 1}, {K_SCORES, 0}, {K_T, 3}, {K_COPY, 4}, {K_PV, 5}, {K_RESCALE, 4},
+        {K_EXP, 3}, {K_STATS, 2}, {K_SCORES, 0}, {K_T, 5}, {K_COPY, 6}, {K_PV, 8}, {K_RESCALE, 7},
     };
     for (uint64_t i = 0; i < N + 6; i++) {
         while (q.next[K_BLOAD] < pl->nblocks && pl->blocks[q.next[K_BLOAD]].first_step <= i + 6)
@@ -239,8 +240,10 @@ static int run_pipeline(fa_ctx *c, const fa_plan *pl, nx_error *err) {
         for (size_t j = 0; j < sizeof slot / sizeof *slot; j++)
             if (i >= (uint64_t)slot[j].lag && need(&q, slot[j].kind, i - (uint64_t)slot[j].lag, err) != 0) return -1;
     }
-    /* units without steps (every tile saw no key) still write their zeros */
-    return need(&q, K_UBEGIN, pl->nunits - 1, err);
+    /* the last steps' late stages; units without steps (every tile saw
+     * no key) still write their zeros */
+    if (N && need(&q, K_PV, N - 1, err) != 0) return -1;
+    return pl->nunits ? need(&q, K_UBEGIN, pl->nunits - 1, err) : 0;
 }
 
 int nx_attention_flash(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
@@ -267,9 +270,13 @@ int nx_attention_flash(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     c->es = nx_dtype_size(p.dtype);
     c->P = 128;
     c->nd = (uint32_t)((p.D + c->P - 1) / c->P);
-    c->nS = 3;
-    c->G = group_size(geo, p.dtype, c->nd, p.D, 3);
-    if (c->G < 4) c->nS = 2, c->G = group_size(geo, p.dtype, c->nd, p.D, 2);
+    /* the most score banks that leave room for a full unit, else for 4 tiles, else 2 banks */
+    c->nS = 0;
+    for (uint32_t want = FA_GMAX; want >= 4 && !c->nS; want /= 2)
+        for (uint32_t ns = FA_SMAX; ns >= 2 && !c->nS; ns--)
+            if (group_size(geo, p.dtype, c->nd, p.D, ns) >= want) c->nS = ns;
+    if (!c->nS) c->nS = 2;
+    c->G = group_size(geo, p.dtype, c->nd, p.D, c->nS);
     fa_plan pl = {0};
     int rc = -1;
     if (c->G == 0) {

@@ -14,12 +14,14 @@
 #define FA_KBUFS 3u  /* K blocks */
 #define FA_KTBUFS 4u /* K^T blocks */
 #define FA_VBUFS 6u  /* V blocks (live until their last P V) */
-#define FA_RING 3u   /* P, P^T, output rows */
+#define FA_RING 6u   /* P, P^T, output rows */
+#define FA_SMAX 4u   /* score banks */
 #define FA_BIG 3.0e38
 
-/* stats columns of a tile (fp32): four nm, four alpha (rotating over the
- * tile's steps, so a late stage reads its own step's), negmax, the sink */
-enum { ST_NM = 0, ST_ALPHA = 4, ST_NEGMAX = 8, ST_SINK = 9, ST_COLS = 12 };
+/* stats columns of a tile (fp32): four nm, four alpha and four row sums
+ * (rotating over the tile's steps, so a late stage reads its own step's),
+ * negmax, the sink, the running sum l */
+enum { ST_NM = 0, ST_ALPHA = 4, ST_RS = 8, ST_NEGMAX = 12, ST_SINK = 13, ST_L = 14, ST_COLS = 16 };
 
 typedef struct fa_unit {
     uint64_t b, h, t0;
@@ -31,13 +33,14 @@ typedef struct fa_block {
     uint64_t unit, first_step;
     int64_t c0;
     uint32_t w;
+    uint8_t perm; /* a full block: partition p holds keys c0 + 4p .. 4p + 3 */
 } fa_block;
 
 typedef struct fa_step {
     uint64_t unit, block;
     uint32_t g;           /* tile within the unit */
     uint32_t a_al, wa;    /* block columns [a_al, a_al + wa) */
-    uint32_t nm_old, nm_new, alpha;
+    uint32_t nm_old, nm_new, alpha, rs;
     uint8_t first, last;  /* the tile's first / last step */
 } fa_step;
 
@@ -60,7 +63,7 @@ typedef struct fa_ctx {
     nx_tile ident, um, lm;
     nx_tile k_sb[FA_KBUFS], v_sb[FA_VBUFS], kt_sb[FA_KTBUFS][2];
     nx_tile p_sb[FA_RING], pt_sb[FA_RING], out_sb[FA_RING], norm_sb[FA_RING];
-    nx_tile s_ps[3], pt_ps[2], kt_ps[2];
+    nx_tile s_ps[FA_SMAX], pt_ps[2], kt_ps[2];
     nx_tile q_sb[2][FA_GMAX], qt[2][FA_GMAX][2], st[2][FA_GMAX], o_ps[FA_GMAX];
     uint64_t nouts;
 } fa_ctx;

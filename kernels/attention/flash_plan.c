@@ -21,7 +21,7 @@ uint64_t fa_head_base(const fa_ctx *c, const nx_tensor_ref *t, uint64_t b, uint6
 }
 
 nx_engine fa_copy_engine(fa_ctx *c, uint64_t elems) {
-    double d = c->dve_ns + ((double)elems + 100) / 0.96, a = c->act_ns + ((double)elems + 265) / 1.2;
+    double d = c->dve_ns + ((double)elems + 32) / 0.96, a = c->act_ns + ((double)elems + 32) / 1.2;
     if (d <= a) {
         c->dve_ns = d;
         return NX_ENG_DVE;
@@ -62,20 +62,55 @@ static int grow(void **a, uint64_t *cap, uint64_t need, size_t sz) {
     return 0;
 }
 
+typedef struct unit_cost_at {
+    uint64_t cost, u;
+} unit_cost_at;
+
+static int by_cost(const void *a, const void *b) {
+    const unit_cost_at *x = a, *y = b;
+    if (x->cost != y->cost) return x->cost > y->cost ? -1 : 1;
+    return x->u < y->u ? -1 : x->u > y->u;
+}
+
+/* Longest first to the least loaded core (ties to the lower core): the
+ * units this core takes (1) among nu. */
+static uint8_t *deal(const fa_ctx *c, uint64_t nu, uint64_t per_head, uint64_t T, uint32_t me, uint32_t np) {
+    unit_cost_at *at = malloc((size_t)(nu ? nu : 1) * sizeof *at);
+    uint8_t *mine = calloc((size_t)(nu ? nu : 1), 1);
+    if (!at || !mine) {
+        free(at), free(mine);
+        return NULL;
+    }
+    for (uint64_t u = 0; u < nu; u++) {
+        uint64_t t0 = (u % per_head) * c->G;
+        at[u] = (unit_cost_at){unit_cost(c, t0, (uint32_t)(T - t0 < c->G ? T - t0 : c->G)), u};
+    }
+    qsort(at, (size_t)nu, sizeof *at, by_cost);
+    uint64_t load[NX_MAX_CORES] = {0};
+    for (uint64_t i = 0; i < nu; i++) {
+        uint32_t who = 0;
+        for (uint32_t j = 1; j < np && j < NX_MAX_CORES; j++)
+            if (load[j] < load[who]) who = j;
+        load[who] += at[i].cost;
+        if (who == me) mine[at[i].u] = 1;
+    }
+    free(at);
+    return mine;
+}
+
 int fa_plan_build(const fa_ctx *c, fa_plan *pl, nx_error *err) {
     const nx_attention_params *p = c->p;
     memset(pl, 0, sizeof *pl);
     const uint64_t T = (p->Sq + c->P - 1) / c->P, per_head = (T + c->G - 1) / c->G;
     const uint32_t me = nx_kctx_program_id(c->k), np = nx_kctx_num_programs(c->k);
-    uint64_t load[NX_MAX_CORES] = {0}, cu = 0, cb = 0, cs = 0;
-    for (uint64_t u = 0; u < p->B * p->Hq * per_head; u++) {
+    const uint64_t nu = p->B * p->Hq * per_head;
+    uint64_t cu = 0, cb = 0, cs = 0;
+    uint8_t *mine = deal(c, nu, per_head, T, me, np);
+    if (!mine) goto oom;
+    for (uint64_t u = 0; u < nu; u++) {
         const uint64_t bh = u / per_head, t0 = (u % per_head) * c->G;
         const uint32_t nt = (uint32_t)(T - t0 < c->G ? T - t0 : c->G);
-        uint32_t who = 0; /* the core with the least work so far (ties to the first) */
-        for (uint32_t i = 1; i < np && i < NX_MAX_CORES; i++)
-            if (load[i] < load[who]) who = i;
-        load[who] += unit_cost(c, t0, nt);
-        if (who != me) continue;
+        if (!mine[u]) continue;
         if (grow((void **)&pl->units, &cu, pl->nunits + 1, sizeof *pl->units) != 0) goto oom;
         fa_unit *un = &pl->units[pl->nunits];
         *un = (fa_unit){.b = bh / p->Hq, .h = bh % p->Hq, .t0 = t0, .nt = nt, .par = (uint32_t)(pl->nunits % 2),
@@ -99,7 +134,7 @@ int fa_plan_build(const fa_ctx *c, fa_plan *pl, nx_error *err) {
             int64_t c0 = glo + (int64_t)(j * FA_BK), c1 = c0 + FA_BK < ghi ? c0 + FA_BK : ghi;
             if (grow((void **)&pl->blocks, &cb, pl->nblocks + 1, sizeof *pl->blocks) != 0) goto oom;
             pl->blocks[pl->nblocks] = (fa_block){.unit = pl->nunits, .first_step = pl->nsteps, .c0 = c0,
-                                                 .w = (uint32_t)(c1 - c0)};
+                                                 .w = (uint32_t)(c1 - c0), .perm = c1 - c0 == 4 * (int64_t)c->P};
             for (uint32_t g = 0; g < nt; g++) {
                 if (!(ft[g].lo < c1 && ft[g].hi > c0)) continue;
                 int64_t a = (ft[g].lo > c0 ? ft[g].lo : c0) - c0, e = (ft[g].hi < c1 ? ft[g].hi : c1) - c0;
@@ -110,14 +145,17 @@ int fa_plan_build(const fa_ctx *c, fa_plan *pl, nx_error *err) {
                 s->a_al = (uint32_t)(a / c->P * c->P);
                 s->wa = (uint32_t)(e - s->a_al);
                 s->nm_old = ST_NM + ks % 4, s->nm_new = ST_NM + (ks + 1) % 4, s->alpha = ST_ALPHA + ks % 4;
+                s->rs = ST_RS + ks % 4;
                 s->first = ks == 0, s->last = ks + 1 == total[g];
             }
             pl->nblocks++;
         }
         pl->nunits++;
     }
+    free(mine);
     return 0;
 oom:
+    free(mine);
     fa_plan_free(pl);
     return nx_fail(err, "attention: out of memory for the plan");
 }

@@ -33,6 +33,10 @@ int nx_attn_softmax_exp(nx_kctx *k, const nx_attn_step *st, nx_error *err) {
     e.op[1] = st->s;
     e.op[2] = sc;
     e.op[3] = st->nm_new;
+    if (st->rowsum.kind != NX_OPK_NONE) {
+        e.alu0 = NX_ALU_ADD;
+        e.op[4] = st->rowsum;
+    }
     if (nx_kctx_emit(k, NX_ENG_ACT, &e, err) != 0) return -1;
     if (st->acc && !st->first) {
         nx_insn r = nx_insn_make(NX_OP_ACTIVATION);

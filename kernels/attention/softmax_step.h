@@ -12,8 +12,9 @@
  *   ACT  alpha  = exp(nm_new - nm_old)                    (not on the first step)
  *   ACT  P      = exp(scale * S + nm_new), rounded to P's dtype
  *   ACT  acc    = acc * alpha                             (the rescale, if acc given)
- * The row sums are not folded here: the callers get them from the P V
- * matmul through a ones column of V (the sum of the rounded P). */
+ * The row sum of P comes from exp's accumulate output when `rowsum` is
+ * given; folding it into the running sum (l = l alpha + rowsum) is the
+ * caller's (flash attention does it on GpSimd). */
 #ifndef NXSIM_KERNELS_ATTENTION_SOFTMAX_STEP_H
 #define NXSIM_KERNELS_ATTENTION_SOFTMAX_STEP_H
 
@@ -27,6 +28,7 @@ typedef struct nx_attn_step {
     nx_operand nm_new;   /* SBUF [n, 1] fp32: -max after it (not nm_old) */
     nx_operand alpha;    /* SBUF [n, 1] fp32: exp(m_old - m_new) */
     nx_operand p;        /* SBUF [n, w]: the unnormalised probabilities */
+    nx_operand rowsum;   /* SBUF [n, 1] fp32: their fp32 row sum (ACT accumulate), or kind NONE */
     const nx_operand *acc; /* PSUM [n, F] fp32 to rescale by alpha, or NULL */
     int first;           /* no alpha and no rescale */
 } nx_attn_step;

@@ -9,7 +9,7 @@
  *              normalised P): each weight is off by up to eps/2 relative, so
  *              the output by eps |v| at most, plus its own rounding; the
  *              fp32 scores differ by the summation order of D products and
- *              the row sums by that of Skv terms: 4 + 2 (D sqrt(D) + sqrt(Skv))
+ *              the row sums by that of Skv terms: 4 + 2 (D + sqrt(Skv))
  *              u / eps(dtype) units of eps, relative above 1 and absolute
  *              below (u = 2^-24, for |q|, |k| of order 1);
  *   default    q [1, 4, 384, 128] bf16, k and v [1, 2, 512, 128] bf16
@@ -57,7 +57,7 @@ static int attn_tolerance(const nx_macro_op *op, uint32_t result, nx_tolerance *
     nx_attention_params p;
     if (attn_read(op, &p, err) != 0) return -1;
     double D = (double)p.D, S = (double)p.Skv, eps = nx_dtype_epsilon(p.dtype);
-    double m = 4.0 + 2.0 * (D * sqrt(D) + sqrt(S)) * 0x1p-24 / eps;
+    double m = 4.0 + 2.0 * (D + sqrt(S)) * 0x1p-24 / eps;
     memset(out, 0, sizeof *out);
     out->abs = out->rel = m * eps;
     snprintf(out->text, sizeof out->text, "D=%.0f Skv=%.0f: %.3g x eps(%s)", D, S, m, nx_dtype_name(p.dtype));
