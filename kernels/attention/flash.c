@@ -30,12 +30,12 @@
  *
  * The pipeline (this file): every (tile, block) step goes through seven
  * stages, each on its engine, emitted in slots: in slot i
- *   ACT  alpha, P = exp(...) and its row sum of step i-3; GpSimd l update
- *   DVE  max and nm of step i-2
- *   PE   S = Q K^T (+ masks) of step i; P^T chunks of step i-5
- *   DVE|ACT  copy P^T of step i-6 to SBUF (the less loaded engine)
- *   PE   o += P^T V of step i-8, then the tile's end if it was its last
- *   ACT  o *= alpha of step i-7
+ *   ACT  alpha, P = exp(...) and its row sum of step i-2; GpSimd l update
+ *   DVE  max and nm of step i-1
+ *   PE   S = Q K^T (+ masks) of step i; P^T chunks of step i-4
+ *   DVE|ACT  copy P^T of step i-5 to SBUF (the less loaded engine)
+ *   PE   o += P^T V of step i-7, then the tile's end if it was its last
+ *   ACT  o *= alpha of step i-6
  * so every stage reads what an earlier slot produced and the engines
  * overlap across steps and units (the lags were tuned on the model:
  * docs/parts/attention.md); the block loads run 6 steps ahead, K^T and the
@@ -226,7 +226,7 @@ static int run_pipeline(fa_ctx *c, const fa_plan *pl, nx_error *err) {
     fa_pipe q = {.c = c, .pl = pl};
     const uint64_t N = pl->nsteps;
     static const struct { int kind, lag; } slot[] = {
-        {K_EXP, 3}, {K_STATS, 2}, {K_SCORES, 0}, {K_T, 5}, {K_COPY, 6}, {K_PV, 8}, {K_RESCALE, 7},
+        {K_EXP, 2}, {K_STATS, 1}, {K_SCORES, 0}, {K_T, 4}, {K_COPY, 5}, {K_PV, 7}, {K_RESCALE, 6},
     };
     for (uint64_t i = 0; i < N + 6; i++) {
         while (q.next[K_BLOAD] < pl->nblocks && pl->blocks[q.next[K_BLOAD]].first_step <= i + 6)
@@ -270,12 +270,16 @@ int nx_attention_flash(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     c->es = nx_dtype_size(p.dtype);
     c->P = 128;
     c->nd = (uint32_t)((p.D + c->P - 1) / c->P);
-    /* the most score banks that leave room for a full unit, else for 4 tiles, else 2 banks */
-    c->nS = 0;
-    for (uint32_t want = FA_GMAX; want >= 4 && !c->nS; want /= 2)
-        for (uint32_t ns = FA_SMAX; ns >= 2 && !c->nS; ns--)
-            if (group_size(geo, p.dtype, c->nd, p.D, ns) >= want) c->nS = ns;
-    if (!c->nS) c->nS = 2;
+    /* the most score banks that leave room for two output accumulators
+     * (more score banks beat more tiles per unit on the model: D = 256
+     * bf16 ran 2048 x 2048 in 106 us with 4 banks and 2 tiles, 132 us
+     * with 2 banks and 6 tiles), else 2 banks */
+    c->nS = 2;
+    for (uint32_t ns = FA_SMAX; ns > 2; ns--)
+        if (group_size(geo, p.dtype, c->nd, p.D, ns) >= 2) {
+            c->nS = ns;
+            break;
+        }
     c->G = group_size(geo, p.dtype, c->nd, p.D, c->nS);
     fa_plan pl = {0};
     int rc = -1;

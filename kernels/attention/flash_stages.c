@@ -190,6 +190,7 @@ static nx_attn_step softmax_of(const fa_ctx *c, const fa_plan *pl, const fa_step
         .rowsum = fa_col(st, n, s->rs),
         .acc = NULL, /* rescaled later, after the tile's previous P V */
         .first = 0,  /* alpha also on the first step: exp(-inf-ish) = 0 for l */
+        .nm_on_pool = 0,
     };
 }
 
@@ -199,7 +200,7 @@ int fa_softmax_stats(fa_ctx *c, const fa_plan *pl, const fa_step *s, nx_error *e
     fa_tile ft;
     step_tile(c, pl, s, &u, &ft);
     nx_attn_step st = softmax_of(c, pl, s, ft.n);
-    c->dve_ns += ((double)s->wa + 64) / 0.96;
+    c->dve_ns += (double)s->wa / 0.96;
     return nx_attn_softmax_stats(c->k, &st, err);
 }
 
@@ -219,7 +220,7 @@ int fa_softmax_exp(fa_ctx *c, const fa_plan *pl, uint64_t si, nx_error *err) {
             (rest && nx_kctx_memset(c->k, NX_ENG_POOL, &z1, 0.0, err) != 0))
             return -1;
     }
-    c->act_ns += ((double)s->wa + 64 + 64 + 64) / 1.2;
+    c->act_ns += ((double)s->wa + 128) / 1.2;
     if (nx_attn_softmax_exp(c->k, &st, err) != 0) return -1;
     /* l = l alpha + the step's row sum, on GpSimd */
     const nx_tile *t = &c->st[u->par][s->g];
@@ -298,7 +299,7 @@ int fa_rescale(fa_ctx *c, const fa_plan *pl, const fa_step *s, nx_error *err) {
     r.func = NX_ACT_IDENTITY;
     r.op[0] = acc, r.op[1] = acc, r.op[2] = fa_col(&c->st[u->par][s->g], ft.n, s->alpha);
     r.op[3] = nx_imm(0.0, NX_DT_FP32);
-    c->act_ns += ((double)c->p->D + 32) / 1.2;
+    c->act_ns += (double)(c->p->D > 64 ? c->p->D : 64) / 1.2;
     return nx_kctx_emit(c->k, NX_ENG_ACT, &r, err);
 }
 

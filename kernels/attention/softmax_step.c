@@ -10,7 +10,7 @@ int nx_attn_softmax_stats(nx_kctx *k, const nx_attn_step *st, nx_error *err) {
     red.op[1] = st->s;
     nx_operand sc = nx_imm(st->scale, NX_DT_FP32);
     if (nx_kctx_emit(k, NX_ENG_DVE, &red, err) != 0 ||
-        nx_kctx_tensor_scalar(k, NX_ENG_DVE, &st->nm_new, &st->negmax, NX_ALU_MULTIPLY, &sc, NX_ALU_MIN, &st->nm_old,
+        nx_kctx_tensor_scalar(k, st->nm_on_pool ? NX_ENG_POOL : NX_ENG_DVE, &st->nm_new, &st->negmax, NX_ALU_MULTIPLY, &sc, NX_ALU_MIN, &st->nm_old,
                               err) != 0)
         return -1;
     return 0;

@@ -8,7 +8,7 @@
  * that it is directly exp's per-partition bias. A step over a score tile S
  * of n rows (any columns; masked entries hold a huge negative value):
  *   DVE  r      = -max(S)  (min when scale < 0)           tensor_reduce
- *   DVE  nm_new = min(r * scale, nm_old)                  tensor_scalar
+ *   DVE  nm_new = min(r * scale, nm_old)                  tensor_scalar (or POOL)
  *   ACT  alpha  = exp(nm_new - nm_old)                    (not on the first step)
  *   ACT  P      = exp(scale * S + nm_new), rounded to P's dtype
  *   ACT  acc    = acc * alpha                             (the rescale, if acc given)
@@ -31,6 +31,7 @@ typedef struct nx_attn_step {
     nx_operand rowsum;   /* SBUF [n, 1] fp32: their fp32 row sum (ACT accumulate), or kind NONE */
     const nx_operand *acc; /* PSUM [n, F] fp32 to rescale by alpha, or NULL */
     int first;           /* no alpha and no rescale */
+    int nm_on_pool;      /* the nm update on GpSimd (SBUF operands), off VectorE */
 } nx_attn_step;
 
 int nx_attn_softmax_step(nx_kctx *k, const nx_attn_step *st, nx_error *err);
