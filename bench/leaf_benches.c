@@ -17,6 +17,7 @@ static const nx_bench_leaf leaf_benches[] = {
      "the data-movement leaves against the DMA/HBM bound"},
     {"roster", "nxsim-bench-roster", nx_bench_roster_main,
      "rmsnorm, layernorm, softmax, rope, cumsum, matmul against their bounds"},
+    {"attention", "nxsim-bench-attention", nx_bench_attention_main, "flash attention (context encoding) against the PE bound"},
 };
 
 const nx_bench_leaf *nx_bench_leaf_find(const char *name) {

@@ -30,6 +30,19 @@ int nx_bench_topk_main(int argc, char **argv);
 int nx_bench_transpose_main(int argc, char **argv);
 int nx_bench_tutorial_main(int argc, char **argv);
 int nx_bench_wgrad_main(int argc, char **argv);
+int nx_bench_attention_main(int argc, char **argv);
+
+/* A composite's op (func_name, operands, attrs) through the registry and
+ * the SystemC model with nx_run_op's seeded operands, then the rules'
+ * reference on the same operands under the rules' tolerance
+ * (bench/roster_bench.c): simulated ns, wall seconds of the run and of the
+ * reference, ok, and the results' bytes. */
+struct nx_macro_op;
+typedef struct nx_bench_op_result {
+    double sim_ns, sim_s, ref_s, result_bytes;
+    int ok;
+} nx_bench_op_result;
+int nx_bench_run_op(const struct nx_macro_op *given, const nx_machine *m, nx_bench_op_result *out, nx_error *err);
 
 /* The options of the leaf bench cases, parsed in one place (getopt_long);
  * a case names the ones it takes (NX_BENCH_OPT_*) and reads the rest of

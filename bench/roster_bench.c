@@ -111,44 +111,58 @@ done:
     return rc;
 }
 
-static int run_case(const roster_case *c, const nx_machine *m, roster_result *r, nx_error *err) {
-    memset(r, 0, sizeof *r);
-    nx_macro_op given;
+int nx_bench_run_op(const nx_macro_op *given, const nx_machine *m, nx_bench_op_result *out, nx_error *err) {
+    memset(out, 0, sizeof *out);
     nx_prepared op;
     nx_prepared_init(&op);
     nx_run_result res;
     memset(&res, 0, sizeof res);
     nx_lowerer *L = NULL;
+    roster_result r;
+    memset(&r, 0, sizeof r);
     int rc = -1;
-    if (build_op(c, &given, err) != 0) goto out;
     if (!(L = nx_lowerer_new(&m->geo, NULL))) {
         nx_fail(err, "out of memory");
         goto out;
     }
-    if (nx_op_prepare(L, &given, NULL, &op, err) != 0) goto out;
+    if (nx_op_prepare(L, given, NULL, &op, err) != 0) goto out;
     /* operands: nx_run_op's pseudo-random values from the seed */
     nx_run_options opt = {.backend = NX_RUN_MODEL, .seed = 1};
     double t0 = nx_bench_now_s();
     if (nx_run_op(L, m, &op, NULL, &opt, &res, err) != 0) goto out;
-    r->sim_s = nx_bench_now_s() - t0; /* the trace and the model's run */
-    r->sim_ns = res.trace.sim.total_ns;
-    if (reference(&op, &res, opt.seed, r, err) != 0) goto out;
-    if (c->pe_bound) {
-        const uint64_t *a = op.op.operands[0].shape, *b = op.op.operands[1].shape;
-        r->bound_ns = nx_bench_pe_bound_ns(m, (double)a[0] * (double)a[1] * (double)b[1], c->dt);
-    } else {
-        double bytes = 0;
-        for (uint32_t i = 0; i < op.op.n_operands; i++)
-            bytes += (double)(count(op.op.operands[i].ndims, op.op.operands[i].shape) * nx_dtype_size(op.op.operands[i].dtype));
-        for (uint32_t j = 0; j < op.op.n_results; j++)
-            bytes += (double)(count(op.op.results[j].ndims, op.op.results[j].shape) * nx_dtype_size(op.op.results[j].dtype));
-        r->bound_ns = bytes / nx_bench_core_dma_bytes_per_ns(m);
-    }
+    out->sim_s = nx_bench_now_s() - t0; /* the trace and the model's run */
+    out->sim_ns = res.trace.sim.total_ns;
+    if (reference(&op, &res, opt.seed, &r, err) != 0) goto out;
+    out->ref_s = r.ref_s, out->ok = r.ok;
+    for (uint32_t j = 0; j < op.op.n_results; j++)
+        out->result_bytes +=
+            (double)(count(op.op.results[j].ndims, op.op.results[j].shape) * nx_dtype_size(op.op.results[j].dtype));
     rc = 0;
 out:
     nx_run_result_free(&res);
     nx_lowerer_free(L);
     nx_prepared_free(&op);
+    return rc;
+}
+
+static int run_case(const roster_case *c, const nx_machine *m, roster_result *r, nx_error *err) {
+    memset(r, 0, sizeof *r);
+    nx_macro_op given;
+    nx_bench_op_result o;
+    int rc = -1;
+    if (build_op(c, &given, err) != 0 || nx_bench_run_op(&given, m, &o, err) != 0) goto out;
+    r->sim_ns = o.sim_ns, r->sim_s = o.sim_s, r->ref_s = o.ref_s, r->ok = o.ok;
+    if (c->pe_bound) {
+        const uint64_t *a = given.operands[0].shape, *b = given.operands[1].shape;
+        r->bound_ns = nx_bench_pe_bound_ns(m, (double)a[0] * (double)a[1] * (double)b[1], c->dt);
+    } else {
+        double bytes = o.result_bytes;
+        for (uint32_t i = 0; i < given.n_operands; i++)
+            bytes += (double)(count(given.operands[i].ndims, given.operands[i].shape) * nx_dtype_size(given.operands[i].dtype));
+        r->bound_ns = bytes / nx_bench_core_dma_bytes_per_ns(m);
+    }
+    rc = 0;
+out:
     nx_macro_op_free(&given);
     return rc;
 }

@@ -18,6 +18,7 @@
 #include "kernels/norms/norms.h"
 #include "kernels/resize/resize_rule.h"
 #include "kernels/select_and_scatter/params.h"
+#include "kernels/attention/flash.h"
 
 #define NX_REF_MAX_DIMS 6
 
@@ -148,5 +149,13 @@ int nx_ref_rope(const nx_rope_params *p, const void *x, const void *cos_, const 
  * p->dtype): per result matrix an fp32 sgemm, rounded once. Allocates fp32
  * copies of one matrix each (freed before returning). */
 int nx_ref_matmul(const nx_matmul_params *p, const void *a, const void *b, void *c, nx_error *err);
+
+/* attention (kernels/attention/flash.h): q [B, Hq, Sq, D], k and v
+ * [B, Hkv, Skv, D], sink [Hq] fp32 (NULL without), out of q's dtype: the
+ * masked fp32 scores, a softmax in double with the sink logit, P rounded
+ * to the dtype, P v in fp32 (OpenBLAS), rounded once; a row with no
+ * visible key is 0. */
+int nx_ref_attention(const nx_attention_params *p, const void *q, const void *k, const void *v, const float *sink,
+                     void *out, nx_error *err);
 
 #endif

@@ -1,0 +1,347 @@
+/* The stages of the flash attention pipeline (kernels/attention/flash_impl.h):
+ * block loads and K^T, a unit's Q^T and statistics, and per step the
+ * scores with their masks, the online-softmax statistics and exp
+ * (kernels/attention/softmax_step.h), the P^T transposes and copies, the
+ * rescale and the P V matmul; a tile's normalisation and store. */
+#include "flash_impl.h"
+#include "softmax_step.h"
+
+static uint32_t dchunk(const fa_ctx *c, uint32_t dd) {
+    uint32_t rest = (uint32_t)c->p->D - dd * c->P;
+    return rest < c->P ? rest : c->P;
+}
+
+/* Keys [c0, c0 + w) of K or V into a [P, 4 x D] tile: a full block
+ * permuted (partition p holds keys c0 + 4p + j at j D: 4 D contiguous
+ * elements per partition in HBM), else natural chunks (chunk c at c D holds
+ * keys c0 + 128 c + partition). */
+static int load_rows(fa_ctx *c, const nx_tile *dst, uint64_t base, const fa_block *bl, nx_error *err) {
+    const uint64_t D = c->p->D, c0 = (uint64_t)bl->c0;
+    const uint32_t w = bl->w, full = w / c->P, tail = w % c->P;
+    if (bl->perm) {
+        nx_operand d = nx_tile_ap(dst);
+        nx_operand s = nx_ap_hbm_rows(c->dt, base + c0 * D * c->es, c->P, (int32_t)(4 * D), (uint32_t)(4 * D));
+        return nx_rows_load(&c->r, &d, &s, err);
+    }
+    if (full) {
+        const int32_t ds[2] = {(int32_t)D, 1}, ss[2] = {(int32_t)(c->P * D), 1};
+        const uint32_t cn[2] = {full, (uint32_t)D};
+        nx_operand d = nx_tile_view(dst, c->dt, 0, c->P, 0, 2, ds, cn);
+        nx_operand s = nx_ap(NX_OPK_HBM, c->dt, 0, c->P, (int32_t)D, base + c0 * D * c->es, 2, ss, cn);
+        if (nx_rows_load(&c->r, &d, &s, err) != 0) return -1;
+    }
+    if (tail) {
+        nx_operand d = fa_view(dst, c->dt, tail, (uint64_t)full * D, (uint32_t)D);
+        nx_operand s = nx_ap_hbm_rows(c->dt, base + (c0 + (uint64_t)full * c->P) * D * c->es, tail, (int32_t)D,
+                                      (uint32_t)D);
+        if (nx_rows_load(&c->r, &d, &s, err) != 0) return -1;
+    }
+    return 0;
+}
+
+static uint64_t kv_base(const fa_ctx *c, const nx_tensor_ref *t, const fa_unit *u) {
+    const nx_attention_params *p = c->p;
+    return fa_head_base(c, t, u->b, u->h / (p->Hq / p->Hkv), p->Hkv, p->Skv);
+}
+
+int fa_block_load(fa_ctx *c, const fa_block *bl, uint64_t bi, const fa_unit *u, nx_error *err) {
+    if (load_rows(c, &c->k_sb[bi % FA_KBUFS], kv_base(c, c->kk, u), bl, err) != 0) return -1;
+    return load_rows(c, &c->v_sb[bi % FA_VBUFS], kv_base(c, c->v, u), bl, err);
+}
+
+/* K^T of a loaded block: a PE transpose per chunk and D-chunk into PSUM,
+ * one copy per D-chunk into kt_sb (D-chunk rows x w keys in key order: a
+ * permuted block's copy puts column j 128 + p at key 4 p + j). */
+int fa_block_kt(fa_ctx *c, uint64_t bi, const fa_block *bl, nx_error *err) {
+    const uint32_t w = bl->w, nch = (w + c->P - 1) / c->P, P = c->P;
+    const nx_tile *ksb = &c->k_sb[bi % FA_KBUFS];
+    for (uint32_t dd = 0; dd < c->nd; dd++) {
+        uint32_t dc = dchunk(c, dd);
+        const nx_tile *ps = &c->kt_ps[dd], *kt = &c->kt_sb[bi % FA_KTBUFS][dd];
+        for (uint32_t ch = 0; ch < nch; ch++) {
+            uint32_t cw = w - ch * P < P ? w - ch * P : P;
+            nx_operand src = fa_view(ksb, c->dt, cw, (uint64_t)ch * c->p->D + dd * P, dc);
+            nx_operand dst = fa_view(ps, c->dt, dc, (uint64_t)ch * P, cw);
+            if (nx_kctx_transpose(c->k, NX_ENG_PE, &dst, &src, err) != 0) return -1;
+        }
+        nx_operand from = fa_view(ps, c->dt, dc, 0, w), to = fa_view(kt, c->dt, dc, 0, w);
+        if (bl->perm) {
+            const int32_t fs[2] = {(int32_t)P, 1}, ts[2] = {1, 4};
+            const uint32_t cn[2] = {4, P};
+            from = nx_tile_view(ps, c->dt, 0, dc, 0, 2, fs, cn);
+            to = nx_tile_view(kt, c->dt, 0, dc, 0, 2, ts, cn);
+        }
+        if (nx_kctx_tensor_copy(c->k, fa_copy_engine(c, w), &to, &from, err) != 0) return -1;
+    }
+    return 0;
+}
+
+int fa_unit_load(fa_ctx *c, const fa_unit *u, nx_error *err) {
+    const nx_attention_params *p = c->p;
+    uint64_t base = fa_head_base(c, c->q, u->b, u->h, p->Hq, p->Sq);
+    for (uint32_t g = 0; g < u->nt; g++) {
+        fa_tile ft;
+        fa_tile_at(c, u->t0 + g, &ft);
+        if (ft.lo >= ft.hi) continue;
+        nx_operand d = fa_view(&c->q_sb[u->par][g], c->dt, ft.n, 0, (uint32_t)p->D);
+        nx_operand s = nx_rows_hbm(c->dt, base, ft.r0, ft.n, p->D);
+        if (nx_rows_load(&c->r, &d, &s, err) != 0) return -1;
+        if (p->sink) {
+            nx_operand sk = fa_col(&c->st[u->par][g], ft.n, ST_SINK);
+            nx_operand hs = nx_ap_hbm_rows(NX_DT_FP32, c->sink->hbm_offset + u->h * 4, ft.n, 0, 1);
+            if (nx_rows_load(&c->r, &sk, &hs, err) != 0) return -1;
+        }
+    }
+    return 0;
+}
+
+/* Q^T per tile and D-chunk, the running max initialised (-sink or -1e30
+ * negated), and the zero rows of tiles that see no key. */
+int fa_unit_begin(fa_ctx *c, const fa_unit *u, nx_error *err) {
+    const nx_attention_params *p = c->p;
+    for (uint32_t g = 0; g < u->nt; g++) {
+        fa_tile ft;
+        fa_tile_at(c, u->t0 + g, &ft);
+        if (ft.lo >= ft.hi) {
+            if (fa_tile_end(c, u, g, -1, err) != 0) return -1;
+            continue;
+        }
+        const nx_tile *qs = &c->q_sb[u->par][g];
+        for (uint32_t dd = 0; dd < c->nd; dd++) {
+            uint32_t dc = dchunk(c, dd);
+            nx_operand src = fa_view(qs, c->dt, ft.n, dd * c->P, dc), ps = fa_view(&c->kt_ps[dd], c->dt, dc, 0, ft.n);
+            nx_operand to = fa_view(&c->qt[u->par][g][dd], c->dt, dc, 0, ft.n);
+            if (nx_kctx_transpose(c->k, NX_ENG_PE, &ps, &src, err) != 0 ||
+                nx_kctx_tensor_copy(c->k, fa_copy_engine(c, ft.n), &to, &ps, err) != 0)
+                return -1;
+        }
+        nx_operand nm = fa_col(&c->st[u->par][g], ft.n, ST_NM), l = fa_col(&c->st[u->par][g], ft.n, ST_L);
+        if (nx_kctx_memset(c->k, NX_ENG_POOL, &l, 0.0, err) != 0) return -1;
+        if (p->sink) {
+            nx_operand sk = fa_col(&c->st[u->par][g], ft.n, ST_SINK), m1 = nx_imm(-1.0, NX_DT_FP32);
+            if (nx_kctx_tensor_scalar(c->k, NX_ENG_DVE, &nm, &sk, NX_ALU_MULTIPLY, &m1, NX_ALU_BYPASS, NULL, err) != 0)
+                return -1;
+        } else if (nx_kctx_memset(c->k, NX_ENG_DVE, &nm, 1e30, err) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void step_tile(const fa_ctx *c, const fa_plan *pl, const fa_step *s, const fa_unit **u, fa_tile *ft) {
+    *u = &pl->units[s->unit];
+    fa_tile_at(c, (*u)->t0 + s->g, ft);
+}
+
+/* S = Q K^T over the step's columns, plus the masks on the PE. */
+int fa_scores(fa_ctx *c, const fa_plan *pl, const fa_step *s, nx_error *err) {
+    nx_kctx *k = c->k;
+    const nx_attention_params *p = c->p;
+    const fa_unit *u;
+    fa_tile ft;
+    step_tile(c, pl, s, &u, &ft);
+    const fa_block *bl = &pl->blocks[s->block];
+    const uint32_t n = ft.n;
+    const nx_tile *sp = &c->s_ps[(s - pl->steps) % c->nS];
+    nx_operand S = fa_view(sp, NX_DT_FP32, n, 0, s->wa);
+    for (uint32_t dd = 0; dd < c->nd; dd++) {
+        uint32_t dc = dchunk(c, dd);
+        nx_operand st = fa_view(&c->qt[u->par][s->g][dd], c->dt, dc, 0, n);
+        nx_operand mv = fa_view(&c->kt_sb[s->block % FA_KTBUFS][dd], c->dt, dc, s->a_al, s->wa);
+        if (nx_kctx_load_stationary(k, &st, err) != 0 || nx_kctx_multiply_moving(k, &S, &mv, dd > 0, err) != 0)
+            return -1;
+    }
+    /* the causal triangle starts at the diagonal of row 0; the window
+     * mask's 128 fully masked columns end where row 0's window starts */
+    const int64_t a = s->a_al, b = (int64_t)s->a_al + s->wa;
+    struct { const nx_tile *t; int64_t start, width; int on; } m[2] = {
+        {&c->um, ft.pos0 - bl->c0, c->P, p->causal},
+        {&c->lm, ft.pos0 - (int64_t)p->window + 1 - bl->c0 - c->P, 2 * (int64_t)c->P, p->window > 0},
+    };
+    int ident = 0;
+    for (int i = 0; i < 2; i++) {
+        if (!m[i].on) continue;
+        int64_t x0 = m[i].start > a ? m[i].start : a, x1 = m[i].start + m[i].width < b ? m[i].start + m[i].width : b;
+        if (x0 >= x1) continue;
+        if (!ident) {
+            nx_operand id = fa_view(&c->ident, NX_DT_BF16, n, 0, n);
+            if (nx_kctx_load_stationary(k, &id, err) != 0) return -1;
+            ident = 1;
+        }
+        nx_operand mv = fa_view(m[i].t, NX_DT_BF16, n, (uint64_t)(x0 - m[i].start), (uint32_t)(x1 - x0));
+        nx_operand dst = fa_view(sp, NX_DT_FP32, n, (uint64_t)(x0 - a), (uint32_t)(x1 - x0));
+        if (nx_kctx_multiply_moving(k, &dst, &mv, 1, err) != 0) return -1;
+    }
+    return 0;
+}
+
+static nx_attn_step softmax_of(const fa_ctx *c, const fa_plan *pl, const fa_step *s, uint32_t n) {
+    const fa_unit *u = &pl->units[s->unit];
+    const nx_tile *st = &c->st[u->par][s->g];
+    uint64_t si = (uint64_t)(s - pl->steps);
+    return (nx_attn_step){
+        .s = fa_view(&c->s_ps[si % c->nS], NX_DT_FP32, n, 0, s->wa),
+        .scale = c->p->scale,
+        .negmax = fa_col(st, n, ST_NEGMAX),
+        .nm_old = fa_col(st, n, s->nm_old),
+        .nm_new = fa_col(st, n, s->nm_new),
+        .alpha = fa_col(st, n, s->alpha),
+        .p = fa_view(&c->p_sb[si % FA_RING], c->dt, n, s->a_al, s->wa),
+        .rowsum = fa_col(st, n, s->rs),
+        .acc = NULL, /* rescaled later, after the tile's previous P V */
+        .first = 0,  /* alpha also on the first step: exp(-inf-ish) = 0 for l */
+        .nm_on_pool = 0,
+    };
+}
+
+/* The statistics half of the online-softmax step (DVE) ... */
+int fa_softmax_stats(fa_ctx *c, const fa_plan *pl, const fa_step *s, nx_error *err) {
+    const fa_unit *u;
+    fa_tile ft;
+    step_tile(c, pl, s, &u, &ft);
+    nx_attn_step st = softmax_of(c, pl, s, ft.n);
+    c->dve_ns += (double)s->wa / 0.96;
+    return nx_attn_softmax_stats(c->k, &st, err);
+}
+
+/* ... and its exponentials (ACT). */
+int fa_softmax_exp(fa_ctx *c, const fa_plan *pl, uint64_t si, nx_error *err) {
+    const fa_step *s = &pl->steps[si];
+    const fa_unit *u;
+    fa_tile ft;
+    step_tile(c, pl, s, &u, &ft);
+    nx_attn_step st = softmax_of(c, pl, s, ft.n);
+    const nx_tile *pb = &c->p_sb[si % FA_RING];
+    if (pl->blocks[s->block].perm) { /* the P^T chunks read all 512 columns: zero the others */
+        nx_operand z0 = fa_view(pb, c->dt, ft.n, 0, s->a_al), z1 = fa_view(pb, c->dt, ft.n, s->a_al + s->wa, 0);
+        uint32_t rest = FA_BK - s->a_al - s->wa;
+        if (rest) z1 = fa_view(pb, c->dt, ft.n, s->a_al + s->wa, rest);
+        if ((s->a_al && nx_kctx_memset(c->k, NX_ENG_POOL, &z0, 0.0, err) != 0) ||
+            (rest && nx_kctx_memset(c->k, NX_ENG_POOL, &z1, 0.0, err) != 0))
+            return -1;
+    }
+    c->act_ns += ((double)s->wa + 128) / 1.2;
+    if (nx_attn_softmax_exp(c->k, &st, err) != 0) return -1;
+    /* l = l alpha + the step's row sum, on GpSimd */
+    const nx_tile *t = &c->st[u->par][s->g];
+    nx_operand l = fa_col(t, ft.n, ST_L), al = fa_col(t, ft.n, s->alpha);
+    return nx_kctx_scalar_tensor_tensor(c->k, NX_ENG_POOL, &l, &l, NX_ALU_MULTIPLY, &al, NX_ALU_ADD, &st.rowsum, err);
+}
+
+/* The P^T chunks of a step: a permuted block's chunk j is P's columns
+ * j, j + 4, ... (the keys of V's slice j); natural chunks are the step's
+ * 128-column pieces. */
+typedef struct fa_chunks {
+    uint32_t first, count; /* block chunks */
+} fa_chunks;
+
+static fa_chunks chunks_of(const fa_ctx *c, const fa_plan *pl, const fa_step *s) {
+    if (pl->blocks[s->block].perm) return (fa_chunks){0, 4};
+    return (fa_chunks){s->a_al / c->P, (s->wa + c->P - 1) / c->P};
+}
+
+static uint32_t chunk_rows(const fa_ctx *c, const fa_plan *pl, const fa_step *s, uint32_t ch) {
+    if (pl->blocks[s->block].perm) return c->P;
+    uint32_t end = s->a_al + s->wa;
+    return end - ch * c->P < c->P ? end - ch * c->P : c->P;
+}
+
+int fa_transpose_p(fa_ctx *c, const fa_plan *pl, uint64_t si, nx_error *err) {
+    const fa_step *s = &pl->steps[si];
+    const fa_unit *u;
+    fa_tile ft;
+    step_tile(c, pl, s, &u, &ft);
+    const uint32_t P = c->P;
+    const fa_chunks ch = chunks_of(c, pl, s);
+    const int perm = pl->blocks[s->block].perm;
+    for (uint32_t i = 0; i < ch.count; i++) {
+        uint32_t cc = ch.first + i, cw = chunk_rows(c, pl, s, cc);
+        const int32_t stride = perm ? 4 : 1;
+        nx_operand src = nx_tile_view(&c->p_sb[si % FA_RING], c->dt, 0, ft.n, perm ? cc : (uint64_t)cc * P, 1, &stride, &cw);
+        nx_operand dst = fa_view(&c->pt_ps[si % 2], c->dt, cw, (uint64_t)i * P, ft.n);
+        if (nx_kctx_transpose(c->k, NX_ENG_PE, &dst, &src, err) != 0) return -1;
+    }
+    return 0;
+}
+
+int fa_copy_pt(fa_ctx *c, const fa_plan *pl, uint64_t si, nx_error *err) {
+    const fa_step *s = &pl->steps[si];
+    const fa_unit *u;
+    fa_tile ft;
+    step_tile(c, pl, s, &u, &ft);
+    const uint32_t P = c->P, n = ft.n;
+    const fa_chunks ch = chunks_of(c, pl, s);
+    const uint32_t nch = ch.count, last = chunk_rows(c, pl, s, ch.first + nch - 1), full = last == P ? nch : nch - 1;
+    const nx_tile *ps = &c->pt_ps[si % 2], *pt = &c->pt_sb[si % FA_RING];
+    nx_engine ce = fa_copy_engine(c, (uint64_t)nch * n);
+    if (full) {
+        const int32_t str[2] = {(int32_t)P, 1};
+        const uint32_t cn[2] = {full, n};
+        nx_operand from = nx_tile_view(ps, c->dt, 0, P, 0, 2, str, cn), to = nx_tile_view(pt, c->dt, 0, P, 0, 2, str, cn);
+        if (nx_kctx_tensor_copy(c->k, ce, &to, &from, err) != 0) return -1;
+    }
+    if (nch > full) {
+        uint32_t cw = last;
+        nx_operand from = fa_view(ps, c->dt, cw, (uint64_t)full * P, n), to = fa_view(pt, c->dt, cw, (uint64_t)full * P, n);
+        if (nx_kctx_tensor_copy(c->k, ce, &to, &from, err) != 0) return -1;
+    }
+    return 0;
+}
+
+/* o *= alpha (ACT), after the tile's previous P V and before this one's. */
+int fa_rescale(fa_ctx *c, const fa_plan *pl, const fa_step *s, nx_error *err) {
+    if (s->first) return 0;
+    const fa_unit *u;
+    fa_tile ft;
+    step_tile(c, pl, s, &u, &ft);
+    nx_operand acc = fa_view(&c->o_ps[s->g], NX_DT_FP32, ft.n, 0, (uint32_t)c->p->D);
+    nx_insn r = nx_insn_make(NX_OP_ACTIVATION);
+    r.func = NX_ACT_IDENTITY;
+    r.op[0] = acc, r.op[1] = acc, r.op[2] = fa_col(&c->st[u->par][s->g], ft.n, s->alpha);
+    r.op[3] = nx_imm(0.0, NX_DT_FP32);
+    c->act_ns += (double)(c->p->D > 64 ? c->p->D : 64) / 1.2;
+    return nx_kctx_emit(c->k, NX_ENG_ACT, &r, err);
+}
+
+/* o (+)= P^T x V per chunk. */
+int fa_pv(fa_ctx *c, const fa_plan *pl, uint64_t si, nx_error *err) {
+    const fa_step *s = &pl->steps[si];
+    const fa_unit *u;
+    fa_tile ft;
+    step_tile(c, pl, s, &u, &ft);
+    const uint32_t P = c->P, D = (uint32_t)c->p->D;
+    const fa_chunks ch = chunks_of(c, pl, s);
+    nx_operand acc = fa_view(&c->o_ps[s->g], NX_DT_FP32, ft.n, 0, D);
+    for (uint32_t i = 0; i < ch.count; i++) {
+        uint32_t cc = ch.first + i, cw = chunk_rows(c, pl, s, cc);
+        nx_operand st = fa_view(&c->pt_sb[si % FA_RING], c->dt, cw, (uint64_t)i * P, ft.n);
+        nx_operand mv = fa_view(&c->v_sb[s->block % FA_VBUFS], c->dt, cw, (uint64_t)cc * D, D);
+        if (nx_kctx_load_stationary(c->k, &st, err) != 0 ||
+            nx_kctx_multiply_moving(c->k, &acc, &mv, !s->first || i > 0, err) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int fa_tile_end(fa_ctx *c, const fa_unit *u, uint32_t g, int nm_col, nx_error *err) {
+    const nx_attention_params *p = c->p;
+    fa_tile ft;
+    fa_tile_at(c, u->t0 + g, &ft);
+    const uint32_t n = ft.n, D = (uint32_t)p->D;
+    uint64_t i = c->nouts++;
+    const nx_tile *ob = &c->out_sb[i % FA_RING];
+    nx_operand out = fa_view(ob, c->dt, n, 0, D);
+    if (nm_col < 0) {
+        if (nx_kctx_memset(c->k, NX_ENG_POOL, &out, 0.0, err) != 0) return -1;
+    } else {
+        const nx_tile *st = &c->st[u->par][g];
+        nx_operand acc = fa_view(&c->o_ps[g], NX_DT_FP32, n, 0, D), l = fa_col(&c->st[u->par][g], n, ST_L);
+        nx_operand sk = fa_col(st, n, ST_SINK), nm = fa_col(st, n, (uint32_t)nm_col);
+        c->act_ns += ((double)D + 32) / 1.2;
+        if (nx_attn_normalize(c->k, &acc, &l, p->sink ? &sk : NULL, &nm, &c->norm_sb[i % FA_RING], &out, err) != 0)
+            return -1;
+    }
+    uint64_t base = fa_head_base(c, c->out, u->b, u->h, p->Hq, p->Sq);
+    nx_operand hd = nx_rows_hbm(c->dt, base, ft.r0, n, p->D);
+    return nx_rows_store(&c->r, &hd, &out, err);
+}
