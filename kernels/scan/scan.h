@@ -39,12 +39,14 @@ extern const char *const nx_scan_attrs[];
  * counts (the optional ones as the attributes ask), ranks, shapes, dtypes. */
 int nx_scan_read(const nx_attrs *attrs, const nx_norm_tensor *in, uint32_t n_in, nx_scan_params *p, nx_error *err);
 
-/* The plan (kernels/scan/scan_plan.c): the sequence tile T and the SBUF
- * bytes per partition it takes, for machine geometry geo; -1 with "operand
- * 3 (Bm): N = 600 needs ... bytes per partition at the smallest tile, SBUF
+/* The plan (kernels/scan/scan_plan.c): the sequence tile T, the states
+ * per chunk (a step's unit of work) and the SBUF bytes per partition they
+ * take, for machine geometry geo; -1 with "operand 3 (Bm): N = 9000
+ * needs ... bytes per partition ... at the smallest tile (T = 64), SBUF
  * has ..." when nothing fits. */
 typedef struct nx_scan_plan {
     uint64_t T;          /* sequence elements per tile */
+    uint64_t nc, chunks; /* states per chunk, chunks per tile (ceil(N / nc)) */
     uint64_t ct_max;     /* channel tiles of one batch a core holds state for */
     uint64_t bytes;      /* SBUF bytes per partition */
 } nx_scan_plan;

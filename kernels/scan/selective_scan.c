@@ -19,18 +19,23 @@
  * Cm of a sequence tile are broadcast to the partitions (one DMA each,
  * partition stride 0) once for all the core's channel tiles, and each
  * channel tile's state h [N] stays in SBUF from one sequence tile to the
- * next. Per step (channel tile c, sequence tile t of T elements):
- *   DMA   u, delta -> SBUF (two steps ahead; Bm, Cm with a tile's first)
- *   ACT   [delta' = max(delta, 0) + log(1 + exp(-|delta|))]
- *   ACT   dA[n] = exp(delta' * A[c, n])            n < N (A a scalar per partition)
- *   POOL  du = delta' u;  h[n] = du * Bm[n]       (one instruction over [N, T])
- *   DVE   h[n] = scan(dA[n], h[n]) from state[n]   n < N; state = h[:, T-1]
- *   POOL  dA = h * Cm; y = sum over n of dA;  [y = u D[c] + y]
+ * next. A step is one chunk of nc states (kernels/scan/scan_plan.c) of
+ * channel tile c over sequence tile t (T elements):
+ *   DMA   u, delta -> SBUF with a tile's first chunk; the chunk's rows of
+ *         Bm and Cm with the sequence tile's first channel tile (two steps
+ *         ahead)
+ *   ACT   [delta' = max(delta, 0) + log(1 + exp(-|delta|)), first chunk]
+ *   ACT   dA[n] = exp(delta' * A[c, n])            n in the chunk (A a scalar per partition)
+ *   POOL  [du = delta' u, first chunk];  h[n] = du * Bm[n]  (one instruction)
+ *   DVE   h[n] = scan(dA[n], h[n]) from state[n]   n in the chunk; state = h[:, T-1]
+ *   POOL  dA = h * Cm;  part[chunk] = sum over the chunk's n of dA
+ *   POOL  [last chunk: y = sum of the parts;  y = u D[c] + y]
  *   DMA   y -> HBM (rounded to y's dtype by the DMA); the last sequence
  *         tile also stores state -> h_final
  * Iteration i prepares step i + 1 (ACT, POOL), scans step i (DVE), reduces
  * step i (POOL) and issues the loads of step i + 2, so the three engines
- * and the DMA queues work on three steps at once. */
+ * and the DMA queues work on three steps at once, even when a core has a
+ * single channel tile and sequence tile. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +47,9 @@
 #define SC_MAX_OPERANDS 7
 
 typedef struct sc_step {
+    uint64_t tile;     /* (channel, sequence) tile index: the u, delta, y sets */
+    uint64_t n0, nn;   /* the chunk's states */
+    int first_chunk, last_chunk;
     uint64_t b, c0;    /* batch, first channel (absolute) */
     uint64_t t0, tl;   /* sequence tile */
     uint32_t np;       /* channels in the tile */
@@ -59,7 +67,8 @@ typedef struct sc_ctx {
     nx_scan_plan pl;
     const nx_tensor_ref *u, *dl, *A, *Bm, *Cm, *D, *h0, *y, *hf;
     nx_tile ut[SC_IN_SETS], dt[SC_IN_SETS];
-    nx_tile bt[SC_SETS], cmt[SC_SETS], da[SC_SETS], h[SC_SETS], du[SC_SETS], yt[SC_SETS], sp[SC_SETS], sp2[SC_SETS];
+    nx_tile bt[SC_SETS], cmt[SC_SETS], da[SC_SETS], h[SC_SETS], du[SC_SETS], yt[SC_SETS], part[SC_SETS];
+    nx_tile sp[SC_SETS], sp2[SC_SETS];
     nx_tile atab[SC_SETS], dtab[SC_SETS], state[SC_SETS];
 } sc_ctx;
 
@@ -71,18 +80,25 @@ static sc_step *make_steps(const sc_ctx *s, uint32_t P, uint64_t *count) {
     uint64_t n = 0;
     for (uint64_t r = lo; r < hi;) {
         uint64_t b = r / C, e = (b + 1) * C < hi ? (b + 1) * C : hi;
-        n += ntt * ((e - r + P - 1) / P);
+        n += ntt * ((e - r + P - 1) / P) * s->pl.chunks;
         r = e;
     }
     *count = n;
     sc_step *st = calloc(n ? n : 1, sizeof *st);
     if (!st) return NULL;
-    uint64_t i = 0, seg = 0, group = 0;
+    uint64_t i = 0, seg = 0, group = 0, tile = 0;
+    const uint64_t N = s->p.N, ncs = s->pl.nc;
     for (uint64_t r = lo; r < hi; seg++) {
         uint64_t b = r / C, e = (b + 1) * C < hi ? (b + 1) * C : hi, nc = e - r, nct = (nc + P - 1) / P;
         for (uint64_t tt = 0; tt < ntt; tt++, group++)
-            for (uint64_t ct = 0; ct < nct; ct++, i++) {
+            for (uint64_t ct = 0; ct < nct; ct++, tile++)
+            for (uint64_t n0 = 0; n0 < N; n0 += ncs, i++) {
                 sc_step *x = &st[i];
+                x->tile = tile;
+                x->n0 = n0;
+                x->nn = N - n0 < ncs ? N - n0 : ncs;
+                x->first_chunk = n0 == 0;
+                x->last_chunk = n0 + ncs >= N;
                 x->b = b;
                 x->c0 = r - b * C + ct * P;
                 x->np = (uint32_t)(nc - ct * P < P ? nc - ct * P : P);
@@ -91,7 +107,7 @@ static sc_step *make_steps(const sc_ctx *s, uint32_t P, uint64_t *count) {
                 x->t0 = tt * T;
                 x->tl = s->p.L - x->t0 < T ? s->p.L - x->t0 : T;
                 x->seg = seg, x->group = group;
-                x->first_in_seg = tt == 0 && ct == 0;
+                x->first_in_seg = tt == 0 && ct == 0 && n0 == 0;
                 x->first_in_group = ct == 0;
                 x->first_t = tt == 0;
                 x->last_t = tt + 1 == ntt;
@@ -112,19 +128,19 @@ static nx_operand row(const nx_tile *t, nx_dtype dt, uint32_t np, uint64_t first
     return nx_rows_view(t, dt, np, first, n);
 }
 
-/* [N, tl] rows T apart of a tile (stride 0 over n: one row read N times). */
-static nx_operand rows_nt(const sc_ctx *s, const nx_tile *t, nx_dtype dt, uint32_t np, uint64_t tl, int bcast) {
+/* [nr, tl] rows T apart of a tile from row r0 (bcast: one row read nr times). */
+static nx_operand rows_nt(const sc_ctx *s, const nx_tile *t, nx_dtype dt, uint32_t np, uint64_t r0, uint64_t nr,
+                          uint64_t tl, int bcast) {
     const int32_t st[2] = {bcast ? 0 : (int32_t)s->pl.T, 1};
-    const uint32_t ct[2] = {(uint32_t)s->p.N, (uint32_t)tl};
-    return v(t, dt, np, 0, 2, st, ct);
+    const uint32_t ct[2] = {(uint32_t)nr, (uint32_t)tl};
+    return v(t, dt, np, bcast ? 0 : r0 * s->pl.T, 2, st, ct);
 }
 
 static uint64_t esz(nx_dtype dt) { return nx_dtype_size(dt); }
 
-/* The loads of step x: the segment's tables, the sequence tile's Bm and Cm
- * broadcasts, u and delta. */
-static int load_step(sc_ctx *s, const sc_step *x, uint64_t i, nx_error *err) {
-    nx_kctx *k = s->k;
+/* The loads of step x: the segment's tables, the chunk's rows of the
+ * sequence tile's Bm and Cm broadcasts, u and delta. */
+static int load_step(sc_ctx *s, const sc_step *x, nx_error *err) {
     const nx_scan_params *p = &s->p;
     const nx_dtype dt = p->dtype;
     const uint32_t ts = (uint32_t)(x->seg % SC_SETS);
@@ -133,35 +149,36 @@ static int load_step(sc_ctx *s, const sc_step *x, uint64_t i, nx_error *err) {
         for (uint64_t ct = 0; ct < nct; ct++) {
             uint64_t c0 = x->seg_c0 + ct * P;
             uint32_t np = (uint32_t)(x->seg_nc - ct * P < P ? x->seg_nc - ct * P : P);
-            uint32_t lane = (uint32_t)(NX_ROWS_LOAD_LANE + 3 * ct);
             nx_operand ad = row(&s->atab[ts], p->a_dtype, np, ct * p->N, p->N);
             nx_operand as = nx_ap_hbm_rows(p->a_dtype, s->A->hbm_offset + c0 * p->N * esz(p->a_dtype), np,
                                            (int32_t)p->N, (uint32_t)p->N);
-            if (nx_kctx_dma_on(k, lane, &ad, &as, err) != 0) return -1;
+            if (nx_rows_load(&s->r, &ad, &as, err) != 0) return -1;
             if (p->skip) {
                 nx_operand dd = row(&s->dtab[ts], p->d_dtype, np, ct, 1);
                 nx_operand ds = nx_ap_hbm_rows(p->d_dtype, s->D->hbm_offset + c0 * esz(p->d_dtype), np, 1, 1);
-                if (nx_kctx_dma_on(k, lane + 1, &dd, &ds, err) != 0) return -1;
+                if (nx_rows_load(&s->r, &dd, &ds, err) != 0) return -1;
             }
             if (p->initial_state) {
                 nx_operand hd = row(&s->state[ts], NX_DT_FP32, np, ct * p->N, p->N);
                 nx_operand hs = nx_ap_hbm_rows(NX_DT_FP32, s->h0->hbm_offset + (x->b * p->C + c0) * p->N * 4, np,
                                                (int32_t)p->N, (uint32_t)p->N);
-                if (nx_kctx_dma_on(k, lane + 2, &hd, &hs, err) != 0) return -1;
+                if (nx_rows_load(&s->r, &hd, &hs, err) != 0) return -1;
             }
         }
     }
     if (x->first_in_group) {
         const uint32_t g = (uint32_t)(x->group % SC_SETS);
         const int32_t st[2] = {(int32_t)p->L, 1};
-        const uint32_t ct[2] = {(uint32_t)p->N, (uint32_t)x->tl};
-        const uint64_t off = (x->b * p->N * p->L + x->t0) * esz(dt);
+        const uint32_t ct[2] = {(uint32_t)x->nn, (uint32_t)x->tl};
+        const uint64_t off = ((x->b * p->N + x->n0) * p->L + x->t0) * esz(dt);
         nx_operand bs = nx_ap(NX_OPK_HBM, dt, 0, x->gp, 0, s->Bm->hbm_offset + off, 2, st, ct);
         nx_operand cs = nx_ap(NX_OPK_HBM, dt, 0, x->gp, 0, s->Cm->hbm_offset + off, 2, st, ct);
-        nx_operand bd = rows_nt(s, &s->bt[g], dt, x->gp, x->tl, 0), cd = rows_nt(s, &s->cmt[g], dt, x->gp, x->tl, 0);
+        nx_operand bd = rows_nt(s, &s->bt[g], dt, x->gp, x->n0, x->nn, x->tl, 0);
+        nx_operand cd = rows_nt(s, &s->cmt[g], dt, x->gp, x->n0, x->nn, x->tl, 0);
         if (nx_rows_load(&s->r, &bd, &bs, err) != 0 || nx_rows_load(&s->r, &cd, &cs, err) != 0) return -1;
     }
-    const uint32_t b = (uint32_t)(i % SC_IN_SETS);
+    if (!x->first_chunk) return 0;
+    const uint32_t b = (uint32_t)(x->tile % SC_IN_SETS);
     const uint64_t off = ((x->b * p->C + x->c0) * p->L + x->t0) * esz(dt);
     nx_operand ud = row(&s->ut[b], dt, x->np, 0, x->tl), dd = row(&s->dt[b], dt, x->np, 0, x->tl);
     nx_operand us = nx_ap_hbm_rows(dt, s->u->hbm_offset + off, x->np, (int32_t)p->L, (uint32_t)x->tl);
@@ -181,80 +198,96 @@ static int act(nx_kctx *k, nx_act_func f, const nx_operand *dst, const nx_operan
     return nx_kctx_emit(k, NX_ENG_ACT, &a, err);
 }
 
-/* Step x's discretisation: delta' (softplus), dA = exp(delta' A), du =
- * delta' u and h = du Bm (the scan's addend). */
+/* Step x's discretisation: delta' (softplus) and du = delta' u with a
+ * tile's first chunk; the chunk's dA = exp(delta' A) and h = du Bm (the
+ * scan's addend). */
 static int prepare(sc_ctx *s, const sc_step *x, uint64_t i, nx_error *err) {
     nx_kctx *k = s->k;
     const nx_scan_params *p = &s->p;
-    const uint32_t b = (uint32_t)(i % SC_IN_SETS), c = (uint32_t)(i % SC_SETS), g = (uint32_t)(x->group % SC_SETS);
+    const uint32_t b = (uint32_t)(x->tile % SC_IN_SETS), w = (uint32_t)(x->tile % SC_SETS);
+    const uint32_t c = (uint32_t)(i % SC_SETS), g = (uint32_t)(x->group % SC_SETS);
     const uint32_t ts = (uint32_t)(x->seg % SC_SETS), np = x->np;
     const uint64_t tl = x->tl;
-    nx_operand dlt = row(&s->dt[b], p->dtype, np, 0, tl);
+    nx_operand dlt = row(&s->dt[b], p->dtype, np, 0, tl), u = row(&s->ut[b], p->dtype, np, 0, tl);
+    nx_operand du = row(&s->du[w], NX_DT_FP32, np, 0, tl);
     const nx_operand one = nx_imm(1.0, NX_DT_FP32), minus = nx_imm(-1.0, NX_DT_FP32), zero = nx_imm(0.0, NX_DT_FP32);
     if (p->delta_softplus) {
         /* softplus(x) = max(x, 0) + log(1 + exp(-|x|)): no overflow for large x */
-        nx_operand t1 = row(&s->sp[c], NX_DT_FP32, np, 0, tl), t2 = row(&s->sp2[c], NX_DT_FP32, np, 0, tl);
-        if (act(k, NX_ACT_ABS, &t1, &dlt, &one, 0.0, err) != 0 || act(k, NX_ACT_EXP, &t1, &t1, &minus, 0.0, err) != 0 ||
-            act(k, NX_ACT_LOG, &t1, &t1, &one, 1.0, err) != 0 ||
-            nx_kctx_scalar_tensor_tensor(k, NX_ENG_POOL, &t2, &dlt, NX_ALU_MAX, &zero, NX_ALU_ADD, &t1, err) != 0)
+        nx_operand t1 = row(&s->sp[w], NX_DT_FP32, np, 0, tl), t2 = row(&s->sp2[w], NX_DT_FP32, np, 0, tl);
+        if (x->first_chunk &&
+            (act(k, NX_ACT_ABS, &t1, &dlt, &one, 0.0, err) != 0 || act(k, NX_ACT_EXP, &t1, &t1, &minus, 0.0, err) != 0 ||
+             act(k, NX_ACT_LOG, &t1, &t1, &one, 1.0, err) != 0 ||
+             nx_kctx_scalar_tensor_tensor(k, NX_ENG_POOL, &t2, &dlt, NX_ALU_MAX, &zero, NX_ALU_ADD, &t1, err) != 0))
             return -1;
         dlt = t2;
     }
-    for (uint64_t n = 0; n < p->N; n++) {
+    for (uint64_t n = 0; n < x->nn; n++) {
         nx_operand dst = row(&s->da[c], NX_DT_FP32, np, n * s->pl.T, tl);
-        nx_operand a = row(&s->atab[ts], p->a_dtype, np, x->ct * p->N + n, 1);
+        nx_operand a = row(&s->atab[ts], p->a_dtype, np, x->ct * p->N + x->n0 + n, 1);
         if (act(k, NX_ACT_EXP, &dst, &dlt, &a, 0.0, err) != 0) return -1;
     }
-    nx_operand du = row(&s->du[c], NX_DT_FP32, np, 0, tl), u = row(&s->ut[b], p->dtype, np, 0, tl);
-    nx_operand dub = rows_nt(s, &s->du[c], NX_DT_FP32, np, tl, 1), bm = rows_nt(s, &s->bt[g], p->dtype, np, tl, 0);
-    nx_operand hv = rows_nt(s, &s->h[c], NX_DT_FP32, np, tl, 0);
-    if (nx_kctx_tensor_tensor(k, NX_ENG_POOL, NX_ALU_MULTIPLY, &du, &dlt, &u, err) != 0 ||
-        nx_kctx_tensor_tensor(k, NX_ENG_POOL, NX_ALU_MULTIPLY, &hv, &dub, &bm, err) != 0)
-        return -1;
-    return 0;
+    if (x->first_chunk && nx_kctx_tensor_tensor(k, NX_ENG_POOL, NX_ALU_MULTIPLY, &du, &dlt, &u, err) != 0) return -1;
+    nx_operand dub = rows_nt(s, &s->du[w], NX_DT_FP32, np, 0, x->nn, tl, 1);
+    nx_operand bm = rows_nt(s, &s->bt[g], p->dtype, np, x->n0, x->nn, tl, 0);
+    nx_operand hv = rows_nt(s, &s->h[c], NX_DT_FP32, np, 0, x->nn, tl, 0);
+    return nx_kctx_tensor_tensor(k, NX_ENG_POOL, NX_ALU_MULTIPLY, &hv, &dub, &bm, err);
 }
 
-/* Step x's recurrence: one scan per state from the carried state (or h0 /
- * zero), then the carry. */
+/* Step x's recurrence: one scan per state of the chunk from the carried
+ * state (or h0 / zero), then the carry. */
 static int scan(sc_ctx *s, const sc_step *x, uint64_t i, nx_error *err) {
     nx_kctx *k = s->k;
     const nx_scan_params *p = &s->p;
     const uint32_t c = (uint32_t)(i % SC_SETS), ts = (uint32_t)(x->seg % SC_SETS), np = x->np;
-    const uint64_t T = s->pl.T, tl = x->tl;
-    for (uint64_t n = 0; n < p->N; n++) {
+    const uint64_t T = s->pl.T, tl = x->tl, s0 = x->ct * p->N + x->n0;
+    for (uint64_t n = 0; n < x->nn; n++) {
         nx_insn sc = nx_insn_make(NX_OP_TENSOR_TENSOR_SCAN);
         sc.alu0 = NX_ALU_MULTIPLY;
         sc.alu1 = NX_ALU_ADD;
         sc.op[0] = sc.op[2] = row(&s->h[c], NX_DT_FP32, np, n * T, tl);
         sc.op[1] = row(&s->da[c], NX_DT_FP32, np, n * T, tl);
         sc.op[3] = x->first_t && !p->initial_state ? nx_imm(0.0, NX_DT_FP32)
-                                                   : row(&s->state[ts], NX_DT_FP32, np, x->ct * p->N + n, 1);
+                                                   : row(&s->state[ts], NX_DT_FP32, np, s0 + n, 1);
         if (nx_kctx_emit(k, NX_ENG_DVE, &sc, err) != 0) return -1;
     }
     const int32_t st = (int32_t)T;
-    const uint32_t cnt = (uint32_t)p->N;
+    const uint32_t cnt = (uint32_t)x->nn;
     nx_operand last = v(&s->h[c], NX_DT_FP32, np, tl - 1, 1, &st, &cnt);
-    nx_operand carry = row(&s->state[ts], NX_DT_FP32, np, x->ct * p->N, p->N);
+    nx_operand carry = row(&s->state[ts], NX_DT_FP32, np, s0, x->nn);
     return nx_kctx_tensor_copy(k, NX_ENG_DVE, &carry, &last, err);
 }
 
-/* Step x's output: y = sum_n Cm[n] h[n] (+ D u), stored; the final state
+static int reduce(nx_kctx *k, const nx_operand *dst, const nx_operand *in, nx_error *err) {
+    nx_insn red = nx_insn_make(NX_OP_TENSOR_REDUCE);
+    red.alu0 = NX_ALU_ADD;
+    red.iparam[0] = 1; /* axes: dim 0 (states or chunks) */
+    red.op[0] = *dst;
+    red.op[1] = *in;
+    return nx_kctx_emit(k, NX_ENG_POOL, &red, err);
+}
+
+/* Step x's output: the chunk's sum over n of Cm[n] h[n]; with the last
+ * chunk y = the sum of the chunks' (+ D u), stored, and the final state
  * after the last sequence tile. */
 static int contract(sc_ctx *s, const sc_step *x, uint64_t i, nx_error *err) {
     nx_kctx *k = s->k;
     const nx_scan_params *p = &s->p;
-    const uint32_t b = (uint32_t)(i % SC_IN_SETS), c = (uint32_t)(i % SC_SETS), g = (uint32_t)(x->group % SC_SETS);
+    const uint32_t b = (uint32_t)(x->tile % SC_IN_SETS), w = (uint32_t)(x->tile % SC_SETS);
+    const uint32_t c = (uint32_t)(i % SC_SETS), g = (uint32_t)(x->group % SC_SETS);
     const uint32_t ts = (uint32_t)(x->seg % SC_SETS), np = x->np;
-    const uint64_t tl = x->tl;
-    nx_operand hv = rows_nt(s, &s->h[c], NX_DT_FP32, np, tl, 0), cm = rows_nt(s, &s->cmt[g], p->dtype, np, tl, 0);
-    nx_operand pr = rows_nt(s, &s->da[c], NX_DT_FP32, np, tl, 0), y = row(&s->yt[c], NX_DT_FP32, np, 0, tl);
-    if (nx_kctx_tensor_tensor(k, NX_ENG_POOL, NX_ALU_MULTIPLY, &pr, &hv, &cm, err) != 0) return -1;
-    nx_insn red = nx_insn_make(NX_OP_TENSOR_REDUCE);
-    red.alu0 = NX_ALU_ADD;
-    red.iparam[0] = 1; /* axes: dim 0, the states */
-    red.op[0] = y;
-    red.op[1] = pr;
-    if (nx_kctx_emit(k, NX_ENG_POOL, &red, err) != 0) return -1;
+    const uint64_t tl = x->tl, chunks = s->pl.chunks, j = x->n0 / s->pl.nc;
+    nx_operand hv = rows_nt(s, &s->h[c], NX_DT_FP32, np, 0, x->nn, tl, 0);
+    nx_operand cm = rows_nt(s, &s->cmt[g], p->dtype, np, x->n0, x->nn, tl, 0);
+    nx_operand pr = rows_nt(s, &s->da[c], NX_DT_FP32, np, 0, x->nn, tl, 0);
+    nx_operand y = row(&s->yt[w], NX_DT_FP32, np, 0, tl);
+    nx_operand part = chunks > 1 ? row(&s->part[w], NX_DT_FP32, np, j * s->pl.T, tl) : y;
+    if (nx_kctx_tensor_tensor(k, NX_ENG_POOL, NX_ALU_MULTIPLY, &pr, &hv, &cm, err) != 0 || reduce(k, &part, &pr, err) != 0)
+        return -1;
+    if (!x->last_chunk) return 0;
+    if (chunks > 1) {
+        nx_operand parts = rows_nt(s, &s->part[w], NX_DT_FP32, np, 0, chunks, tl, 0);
+        if (reduce(k, &y, &parts, err) != 0) return -1;
+    }
     if (p->skip) {
         nx_operand u = row(&s->ut[b], p->dtype, np, 0, tl), d = row(&s->dtab[ts], p->d_dtype, np, x->ct, 1);
         if (nx_kctx_scalar_tensor_tensor(k, NX_ENG_POOL, &y, &u, NX_ALU_MULTIPLY, &d, NX_ALU_ADD, &y, err) != 0)
@@ -267,7 +300,7 @@ static int contract(sc_ctx *s, const sc_step *x, uint64_t i, nx_error *err) {
         nx_operand from = row(&s->state[ts], NX_DT_FP32, np, x->ct * p->N, p->N);
         nx_operand hto = nx_ap_hbm_rows(NX_DT_FP32, s->hf->hbm_offset + (x->b * p->C + x->c0) * p->N * 4, np,
                                         (int32_t)p->N, (uint32_t)p->N);
-        if (nx_kctx_dma_on(k, s->r.store_lane + 1 + x->ct, &hto, &from, err) != 0) return -1;
+        if (nx_rows_store(&s->r, &hto, &from, err) != 0) return -1;
     }
     return 0;
 }
@@ -276,14 +309,16 @@ static int alloc_all(sc_ctx *s, nx_error *err) {
     nx_kctx *k = s->k;
     const nx_scan_params *p = &s->p;
     const uint32_t P = s->r.partitions;
-    const uint64_t T = s->pl.T, NT = p->N * T, ct = s->pl.ct_max;
+    const uint64_t T = s->pl.T, NT = p->N * T, CT = s->pl.nc * T, ct = s->pl.ct_max;
     for (uint32_t j = 0; j < SC_SETS; j++)
         if (nx_kctx_alloc(k, NX_OPK_SBUF, "bm_bcast", p->dtype, P, NT, &s->bt[j], err) != 0 ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "cm_bcast", p->dtype, P, NT, &s->cmt[j], err) != 0 ||
-            nx_kctx_alloc(k, NX_OPK_SBUF, "exp_delta_a", NX_DT_FP32, P, NT, &s->da[j], err) != 0 ||
-            nx_kctx_alloc(k, NX_OPK_SBUF, "state_seq", NX_DT_FP32, P, NT, &s->h[j], err) != 0 ||
+            nx_kctx_alloc(k, NX_OPK_SBUF, "exp_delta_a", NX_DT_FP32, P, CT, &s->da[j], err) != 0 ||
+            nx_kctx_alloc(k, NX_OPK_SBUF, "states", NX_DT_FP32, P, CT, &s->h[j], err) != 0 ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "delta_u", NX_DT_FP32, P, T, &s->du[j], err) != 0 ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "y", NX_DT_FP32, P, T, &s->yt[j], err) != 0 ||
+            (s->pl.chunks > 1 &&
+             nx_kctx_alloc(k, NX_OPK_SBUF, "chunk_sums", NX_DT_FP32, P, s->pl.chunks * T, &s->part[j], err) != 0) ||
             (p->delta_softplus && (nx_kctx_alloc(k, NX_OPK_SBUF, "softplus_tmp", NX_DT_FP32, P, T, &s->sp[j], err) != 0 ||
                                    nx_kctx_alloc(k, NX_OPK_SBUF, "softplus", NX_DT_FP32, P, T, &s->sp2[j], err) != 0)) ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "a_table", p->a_dtype, P, ct * p->N, &s->atab[j], err) != 0 ||
@@ -321,13 +356,13 @@ int nx_selective_scan(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     sc_step *st = make_steps(&s, s.r.partitions, &n);
     if (!st) return nx_fail(err, "selective_scan: out of memory for the step list");
     int rc = -1;
-    if (n > 0 && (load_step(&s, &st[0], 0, err) != 0 || (n > 1 && load_step(&s, &st[1], 1, err) != 0) ||
+    if (n > 0 && (load_step(&s, &st[0], err) != 0 || (n > 1 && load_step(&s, &st[1], err) != 0) ||
                   prepare(&s, &st[0], 0, err) != 0))
         goto done;
     for (uint64_t i = 0; i < n; i++) {
         if (i + 1 < n && prepare(&s, &st[i + 1], i + 1, err) != 0) goto done;
         if (scan(&s, &st[i], i, err) != 0 || contract(&s, &st[i], i, err) != 0) goto done;
-        if (i + 2 < n && load_step(&s, &st[i + 2], i + 2, err) != 0) goto done;
+        if (i + 2 < n && load_step(&s, &st[i + 2], err) != 0) goto done;
     }
     rc = 0;
 done:
