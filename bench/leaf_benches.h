@@ -8,6 +8,7 @@
 #ifndef NXSIM_BENCH_LEAF_BENCHES_H
 #define NXSIM_BENCH_LEAF_BENCHES_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "sim/machine.h"
@@ -30,6 +31,16 @@ int nx_bench_topk_main(int argc, char **argv);
 int nx_bench_transpose_main(int argc, char **argv);
 int nx_bench_tutorial_main(int argc, char **argv);
 int nx_bench_wgrad_main(int argc, char **argv);
+int nx_bench_scan_main(int argc, char **argv);
+
+/* The rules' reference of a run's op on the operands the run placed (made
+ * again from `seed`, as nx_run_op's --check does): its wall time into
+ * *ref_s and whether every result is within the rules' tolerance into *ok
+ * (bench/roster_bench.c). */
+struct nx_prepared;
+struct nx_run_result;
+int nx_bench_reference(const struct nx_prepared *p, const struct nx_run_result *res, uint64_t seed, double *ref_s,
+                       int *ok, struct nx_error *err);
 
 /* The options of the leaf bench cases, parsed in one place (getopt_long);
  * a case names the ones it takes (NX_BENCH_OPT_*) and reads the rest of

@@ -69,8 +69,9 @@ static int build_op(const roster_case *c, nx_macro_op *op, nx_error *err) {
 
 /* The rules' reference on the operands the run placed (made again from the
  * seed, as nx_run_op's --check does), timed, and each result compared under
- * the rules' tolerance. */
-static int reference(const nx_prepared *p, const nx_run_result *res, uint64_t seed, roster_result *r, nx_error *err) {
+ * the rules' tolerance (bench/leaf_benches.h). */
+int nx_bench_reference(const nx_prepared *p, const nx_run_result *res, uint64_t seed, double *ref_s, int *ok,
+                       nx_error *err) {
     const nx_macro_op *op = &p->op;
     const nx_op_rules *rules = p->target.rules;
     if (!rules || !rules->reference) return nx_fail(err, "%s has no reference", op->func_name);
@@ -91,8 +92,8 @@ static int reference(const nx_prepared *p, const nx_run_result *res, uint64_t se
     }
     double t0 = nx_bench_now_s();
     if (rules->reference(op, ins, outs, err) != 0) goto done;
-    r->ref_s = nx_bench_now_s() - t0;
-    r->ok = 1;
+    *ref_s = nx_bench_now_s() - t0;
+    *ok = 1;
     for (uint32_t j = 0; j < op->n_results; j++) {
         const nx_tensor_decl *t = &res->prog->tensors[res->result_tensor[j]];
         nx_tolerance tol;
@@ -100,7 +101,7 @@ static int reference(const nx_prepared *p, const nx_run_result *res, uint64_t se
         if (nx_op_rules_tolerance(rules, op, j, &tol, err) != 0) goto done;
         nx_dtype dt = (nx_dtype)t->dtype;
         nx_check_compare(dt, res->results[j], outs[j], nx_tensor_bytes(t) / nx_dtype_size(dt), &tol, &cr);
-        if (cr.bad) r->ok = 0;
+        if (cr.bad) *ok = 0;
     }
     rc = 0;
     goto done;
@@ -132,7 +133,7 @@ static int run_case(const roster_case *c, const nx_machine *m, roster_result *r,
     if (nx_run_op(L, m, &op, NULL, &opt, &res, err) != 0) goto out;
     r->sim_s = nx_bench_now_s() - t0; /* the trace and the model's run */
     r->sim_ns = res.trace.sim.total_ns;
-    if (reference(&op, &res, opt.seed, r, err) != 0) goto out;
+    if (nx_bench_reference(&op, &res, opt.seed, &r->ref_s, &r->ok, err) != 0) goto out;
     if (c->pe_bound) {
         const uint64_t *a = op.op.operands[0].shape, *b = op.op.operands[1].shape;
         r->bound_ns = nx_bench_pe_bound_ns(m, (double)a[0] * (double)a[1] * (double)b[1], c->dt);
