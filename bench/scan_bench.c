@@ -8,7 +8,8 @@
  * per partition: the scan's 2 VectorE cycles each, exp's 1 ScalarE cycle,
  * and the products delta u Bm, h Cm and the sum over n, 1 GpSimd cycle each
  * or 2, 2 and 1 VectorE cycles, the sum split between the two engines so
- * they finish together: docs/parts/scan.md "Bounds"); the DMA bound (every
+ * they finish together, or all of it added up where the two cannot touch
+ * SBUF at once (trn1): docs/parts/scan.md "Bounds"); the DMA bound (every
  * operand and result byte once over the grid's DMA engines, capped by HBM;
  * bench/dma_bound.h); which is larger; the bound's share of the simulated
  * time beside the target (>= 60%); the broadcast's own DMA time per core
@@ -71,6 +72,9 @@ static void bounds(const scan_case *c, const nx_machine *m, uint32_t cores, cons
     x = x < 0 ? 0 : x > 1 ? 1 : x;
     double dve = (2 + x) * E / fd, pool = (3 - x) * E / fp, act = E / fa;
     f->eng_ns = dve > pool ? dve : pool;
+    /* VectorE and GpSimd that cannot touch SBUF at once (trn1) add up: the
+     * scan on VectorE, each product and the sum on the quicker engine */
+    if (m->sbuf_dve_pool_conflict) f->eng_ns = 2 * E / fd + 2 * E / (fp > fd / 2 ? fp : fd / 2) + E / (fp > fd ? fp : fd);
     if (act > f->eng_ns) f->eng_ns = act;
     double bytes = 0;
     for (uint32_t i = 0; i < op->n_operands; i++) bytes += (double)(elems(&op->operands[i]) * nx_dtype_size(op->operands[i].dtype));

@@ -256,7 +256,7 @@ static void refusals(void **state) {
     /* N beyond what the plan holds: Bm and Cm broadcast [N, 64] per partition */
     const scan_shape big = {NX_DT_FP32, NX_DT_FP32, 1, 128, 64, 4096, NULL};
     refused(&big, NULL, NULL, NULL, NULL, 0, NULL,
-            "operand 3 (Bm): N = 4096 needs 6360704 bytes per partition and 262144 elements per instruction at the "
+            "operand 3 (Bm): N = 4096 needs 4264576 bytes per partition and 262144 elements per instruction at the "
             "smallest tile (T = 64), SBUF has 229376 bytes and 65536 elements");
 }
 

@@ -2,10 +2,11 @@
  * A step is one chunk of nc states of one channel tile over one sequence
  * tile of T elements. Per partition:
  *   Bm and Cm broadcast to every partition   2 sets x 2 x N T (dtype)
- *   exp(delta A) and the states h of a chunk 2 sets x 2 x nc T fp32
+ *   exp(delta A) of a chunk and the sum of
+ *   the chunks before it                     3 sets x (nc + 1) T fp32
+ *   the states h of a chunk                  2 sets x nc T fp32
  *   u, delta                                 3 sets x 2 x T (dtype)
- *   delta u, y, the chunks' partial sums
- *   (and softplus(delta))                    2 sets x (2 + chunks (+ 2)) x T fp32
+ *   delta u, y (and softplus(delta))         2 sets x (2 (+ 2)) x T fp32
  *   A, D and the carried state per channel tile, 2 sets (one per batch
  *   segment in flight).
  * T: 2048 bytes of the dtype (a DMA row at full efficiency), or L when
@@ -24,9 +25,8 @@ static uint64_t rb(uint64_t elems, nx_dtype dt) { return (elems * nx_dtype_size(
 
 static uint64_t plan_bytes(const nx_scan_params *p, uint64_t T, uint64_t nc, uint64_t ct_max) {
     const nx_dtype dt = p->dtype, f = NX_DT_FP32;
-    const uint64_t chunks = (p->N + nc - 1) / nc;
-    uint64_t b = 2 * 2 * rb(p->N * T, dt) + 2 * 2 * rb(nc * T, f);
-    b += 3 * 2 * rb(T, dt) + 2 * ((2 + (p->delta_softplus ? 2 : 0)) * rb(T, f) + (chunks > 1 ? rb(chunks * T, f) : 0));
+    uint64_t b = 2 * 2 * rb(p->N * T, dt) + 3 * rb((nc + 1) * T, f) + 2 * rb(nc * T, f);
+    b += 3 * 2 * rb(T, dt) + 2 * (2 + (p->delta_softplus ? 2 : 0)) * rb(T, f);
     b += 2 * (rb(ct_max * p->N, p->a_dtype) + rb(ct_max, p->skip ? p->d_dtype : f) + rb(ct_max * p->N, f));
     return b;
 }

@@ -28,14 +28,20 @@
  *   ACT   dA[n] = exp(delta' * A[c, n])            n in the chunk (A a scalar per partition)
  *   POOL  [du = delta' u, first chunk];  h[n] = du * Bm[n]  (one instruction)
  *   DVE   h[n] = scan(dA[n], h[n]) from state[n]   n in the chunk; state = h[:, T-1]
- *   POOL  dA = h * Cm;  part[chunk] = sum over the chunk's n of dA
- *   POOL  [last chunk: y = sum of the parts;  y = u D[c] + y]
+ *   POOL  dA = h * Cm
+ *   POOL  y' = sum over the chunk's n of dA, and the previous chunks' y'
+ *         (kept as one more row of the next chunk's dA: one reduction
+ *         reads both); or on DVE, emitted after the next step's scan
+ *   ...   [last chunk: y = y' (+ u D[c]) on the same engine]
  *   DMA   y -> HBM (rounded to y's dtype by the DMA); the last sequence
  *         tile also stores state -> h_final
- * Iteration i prepares step i + 1 (ACT, POOL), scans step i (DVE), reduces
- * step i (POOL) and issues the loads of step i + 2, so the three engines
- * and the DMA queues work on three steps at once, even when a core has a
- * single channel tile and sequence tile. */
+ * Iteration i prepares step i + 1 (ACT, POOL), scans step i (DVE), forms
+ * step i's products (POOL), finishes its sum (POOL, or DVE after scan i +
+ * 1) and issues the loads of step i + 2, so the three engines and the DMA
+ * queues work on three steps at once, even when a core has a single
+ * channel tile and sequence tile. The sums go to whichever of GpSimd and
+ * VectorE has less work queued (their cycle counts as the cost model
+ * gives them), so the two engines finish together. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +50,7 @@
 
 #define SC_IN_SETS 3
 #define SC_SETS 2
+#define SC_DA_SETS 3 /* a sum deferred to DVE still reads its step's dA */
 #define SC_MAX_OPERANDS 7
 
 typedef struct sc_step {
@@ -67,7 +74,8 @@ typedef struct sc_ctx {
     nx_scan_plan pl;
     const nx_tensor_ref *u, *dl, *A, *Bm, *Cm, *D, *h0, *y, *hf;
     nx_tile ut[SC_IN_SETS], dt[SC_IN_SETS];
-    nx_tile bt[SC_SETS], cmt[SC_SETS], da[SC_SETS], h[SC_SETS], du[SC_SETS], yt[SC_SETS], part[SC_SETS];
+    nx_tile bt[SC_SETS], cmt[SC_SETS], da[SC_DA_SETS], h[SC_SETS], du[SC_SETS], yt[SC_SETS];
+    double dve_ns, pool_ns; /* work queued so far, the cost model's cycles over the clocks */
     nx_tile sp[SC_SETS], sp2[SC_SETS];
     nx_tile atab[SC_SETS], dtab[SC_SETS], state[SC_SETS];
 } sc_ctx;
@@ -205,7 +213,7 @@ static int prepare(sc_ctx *s, const sc_step *x, uint64_t i, nx_error *err) {
     nx_kctx *k = s->k;
     const nx_scan_params *p = &s->p;
     const uint32_t b = (uint32_t)(x->tile % SC_IN_SETS), w = (uint32_t)(x->tile % SC_SETS);
-    const uint32_t c = (uint32_t)(i % SC_SETS), g = (uint32_t)(x->group % SC_SETS);
+    const uint32_t c = (uint32_t)(i % SC_SETS), g = (uint32_t)(x->group % SC_SETS), e = (uint32_t)(i % SC_DA_SETS);
     const uint32_t ts = (uint32_t)(x->seg % SC_SETS), np = x->np;
     const uint64_t tl = x->tl;
     nx_operand dlt = row(&s->dt[b], p->dtype, np, 0, tl), u = row(&s->ut[b], p->dtype, np, 0, tl);
@@ -222,7 +230,7 @@ static int prepare(sc_ctx *s, const sc_step *x, uint64_t i, nx_error *err) {
         dlt = t2;
     }
     for (uint64_t n = 0; n < x->nn; n++) {
-        nx_operand dst = row(&s->da[c], NX_DT_FP32, np, n * s->pl.T, tl);
+        nx_operand dst = row(&s->da[e], NX_DT_FP32, np, n * s->pl.T, tl);
         nx_operand a = row(&s->atab[ts], p->a_dtype, np, x->ct * p->N + x->n0 + n, 1);
         if (act(k, NX_ACT_EXP, &dst, &dlt, &a, 0.0, err) != 0) return -1;
     }
@@ -230,6 +238,7 @@ static int prepare(sc_ctx *s, const sc_step *x, uint64_t i, nx_error *err) {
     nx_operand dub = rows_nt(s, &s->du[w], NX_DT_FP32, np, 0, x->nn, tl, 1);
     nx_operand bm = rows_nt(s, &s->bt[g], p->dtype, np, x->n0, x->nn, tl, 0);
     nx_operand hv = rows_nt(s, &s->h[c], NX_DT_FP32, np, 0, x->nn, tl, 0);
+    s->pool_ns += (double)(x->nn * tl + 150) / nx_kctx_machine(k)->clock_ghz[NX_ENG_POOL];
     return nx_kctx_tensor_tensor(k, NX_ENG_POOL, NX_ALU_MULTIPLY, &hv, &dub, &bm, err);
 }
 
@@ -238,14 +247,16 @@ static int prepare(sc_ctx *s, const sc_step *x, uint64_t i, nx_error *err) {
 static int scan(sc_ctx *s, const sc_step *x, uint64_t i, nx_error *err) {
     nx_kctx *k = s->k;
     const nx_scan_params *p = &s->p;
-    const uint32_t c = (uint32_t)(i % SC_SETS), ts = (uint32_t)(x->seg % SC_SETS), np = x->np;
+    const uint32_t c = (uint32_t)(i % SC_SETS), e = (uint32_t)(i % SC_DA_SETS), ts = (uint32_t)(x->seg % SC_SETS);
+    const uint32_t np = x->np;
     const uint64_t T = s->pl.T, tl = x->tl, s0 = x->ct * p->N + x->n0;
+    s->dve_ns += (double)(2 * x->nn * tl + 64) / nx_kctx_machine(k)->clock_ghz[NX_ENG_DVE];
     for (uint64_t n = 0; n < x->nn; n++) {
         nx_insn sc = nx_insn_make(NX_OP_TENSOR_TENSOR_SCAN);
         sc.alu0 = NX_ALU_MULTIPLY;
         sc.alu1 = NX_ALU_ADD;
         sc.op[0] = sc.op[2] = row(&s->h[c], NX_DT_FP32, np, n * T, tl);
-        sc.op[1] = row(&s->da[c], NX_DT_FP32, np, n * T, tl);
+        sc.op[1] = row(&s->da[e], NX_DT_FP32, np, n * T, tl);
         sc.op[3] = x->first_t && !p->initial_state ? nx_imm(0.0, NX_DT_FP32)
                                                    : row(&s->state[ts], NX_DT_FP32, np, s0 + n, 1);
         if (nx_kctx_emit(k, NX_ENG_DVE, &sc, err) != 0) return -1;
@@ -257,41 +268,63 @@ static int scan(sc_ctx *s, const sc_step *x, uint64_t i, nx_error *err) {
     return nx_kctx_tensor_copy(k, NX_ENG_DVE, &carry, &last, err);
 }
 
-static int reduce(nx_kctx *k, const nx_operand *dst, const nx_operand *in, nx_error *err) {
+static int reduce(nx_kctx *k, nx_engine eng, const nx_operand *dst, const nx_operand *in, nx_error *err) {
     nx_insn red = nx_insn_make(NX_OP_TENSOR_REDUCE);
     red.alu0 = NX_ALU_ADD;
-    red.iparam[0] = 1; /* axes: dim 0 (states or chunks) */
+    red.iparam[0] = 1; /* axes: dim 0, the rows */
     red.op[0] = *dst;
     red.op[1] = *in;
-    return nx_kctx_emit(k, NX_ENG_POOL, &red, err);
+    return nx_kctx_emit(k, eng, &red, err);
 }
 
-/* Step x's output: the chunk's sum over n of Cm[n] h[n]; with the last
- * chunk y = the sum of the chunks' (+ D u), stored, and the final state
- * after the last sequence tile. */
-static int contract(sc_ctx *s, const sc_step *x, uint64_t i, nx_error *err) {
+/* Step x's products dA = h * Cm (GpSimd). */
+static int products(sc_ctx *s, const sc_step *x, uint64_t i, nx_error *err) {
+    const nx_scan_params *p = &s->p;
+    const uint32_t c = (uint32_t)(i % SC_SETS), e = (uint32_t)(i % SC_DA_SETS), g = (uint32_t)(x->group % SC_SETS);
+    nx_operand hv = rows_nt(s, &s->h[c], NX_DT_FP32, x->np, 0, x->nn, x->tl, 0);
+    nx_operand cm = rows_nt(s, &s->cmt[g], p->dtype, x->np, x->n0, x->nn, x->tl, 0);
+    nx_operand pr = rows_nt(s, &s->da[e], NX_DT_FP32, x->np, 0, x->nn, x->tl, 0);
+    s->pool_ns += (double)(x->nn * x->tl + 150) / nx_kctx_machine(s->k)->clock_ghz[NX_ENG_POOL];
+    return nx_kctx_tensor_tensor(s->k, NX_ENG_POOL, NX_ALU_MULTIPLY, &pr, &hv, &cm, err);
+}
+
+/* The engine of step x's sum: the one of GpSimd and VectorE with less work
+ * queued once it is added; where the two cannot touch SBUF at once
+ * (sbuf_dve_pool_conflict, trn1) their work adds up, and the quicker one
+ * takes it. */
+static nx_engine sum_engine(sc_ctx *s, const sc_step *x) {
+    const nx_machine *m = nx_kctx_machine(s->k);
+    const double e = (double)((x->nn + !x->first_chunk) * x->tl + (x->last_chunk && s->p.skip ? x->tl : 0));
+    const double dp = (e + 150) / m->clock_ghz[NX_ENG_POOL], dd = (e + 64) / m->clock_ghz[NX_ENG_DVE];
+    const double pool = s->pool_ns + dp, dve = s->dve_ns + dd;
+    if (m->sbuf_dve_pool_conflict ? dd < dp : dve < pool) {
+        s->dve_ns = dve;
+        return NX_ENG_DVE;
+    }
+    s->pool_ns = pool;
+    return NX_ENG_POOL;
+}
+
+/* Step x's sum on `eng`: the chunk's rows of dA and the previous chunks'
+ * sum (one row below them) into the next chunk's dA (the row below its
+ * rows), or with the last chunk into y (+ D u), stored, and the final
+ * state after the last sequence tile. nx: the next step (NULL: none). */
+static int finish(sc_ctx *s, const sc_step *x, const sc_step *nx, uint64_t i, nx_engine eng, nx_error *err) {
     nx_kctx *k = s->k;
     const nx_scan_params *p = &s->p;
     const uint32_t b = (uint32_t)(x->tile % SC_IN_SETS), w = (uint32_t)(x->tile % SC_SETS);
-    const uint32_t c = (uint32_t)(i % SC_SETS), g = (uint32_t)(x->group % SC_SETS);
-    const uint32_t ts = (uint32_t)(x->seg % SC_SETS), np = x->np;
-    const uint64_t tl = x->tl, chunks = s->pl.chunks, j = x->n0 / s->pl.nc;
-    nx_operand hv = rows_nt(s, &s->h[c], NX_DT_FP32, np, 0, x->nn, tl, 0);
-    nx_operand cm = rows_nt(s, &s->cmt[g], p->dtype, np, x->n0, x->nn, tl, 0);
-    nx_operand pr = rows_nt(s, &s->da[c], NX_DT_FP32, np, 0, x->nn, tl, 0);
+    const uint32_t e = (uint32_t)(i % SC_DA_SETS), ts = (uint32_t)(x->seg % SC_SETS), np = x->np;
+    const uint64_t tl = x->tl;
+    nx_operand in = rows_nt(s, &s->da[e], NX_DT_FP32, np, 0, x->nn + !x->first_chunk, tl, 0);
     nx_operand y = row(&s->yt[w], NX_DT_FP32, np, 0, tl);
-    nx_operand part = chunks > 1 ? row(&s->part[w], NX_DT_FP32, np, j * s->pl.T, tl) : y;
-    if (nx_kctx_tensor_tensor(k, NX_ENG_POOL, NX_ALU_MULTIPLY, &pr, &hv, &cm, err) != 0 || reduce(k, &part, &pr, err) != 0)
-        return -1;
-    if (!x->last_chunk) return 0;
-    if (chunks > 1) {
-        nx_operand parts = rows_nt(s, &s->part[w], NX_DT_FP32, np, 0, chunks, tl, 0);
-        if (reduce(k, &y, &parts, err) != 0) return -1;
+    if (!x->last_chunk) {
+        nx_operand acc = row(&s->da[(i + 1) % SC_DA_SETS], NX_DT_FP32, np, nx->nn * s->pl.T, tl);
+        return reduce(k, eng, &acc, &in, err);
     }
+    if (reduce(k, eng, &y, &in, err) != 0) return -1;
     if (p->skip) {
         nx_operand u = row(&s->ut[b], p->dtype, np, 0, tl), d = row(&s->dtab[ts], p->d_dtype, np, x->ct, 1);
-        if (nx_kctx_scalar_tensor_tensor(k, NX_ENG_POOL, &y, &u, NX_ALU_MULTIPLY, &d, NX_ALU_ADD, &y, err) != 0)
-            return -1;
+        if (nx_kctx_scalar_tensor_tensor(k, eng, &y, &u, NX_ALU_MULTIPLY, &d, NX_ALU_ADD, &y, err) != 0) return -1;
     }
     const uint64_t off = ((x->b * p->C + x->c0) * p->L + x->t0) * esz(p->dtype);
     nx_operand to = nx_ap_hbm_rows(p->dtype, s->y->hbm_offset + off, np, (int32_t)p->L, (uint32_t)tl);
@@ -313,18 +346,17 @@ static int alloc_all(sc_ctx *s, nx_error *err) {
     for (uint32_t j = 0; j < SC_SETS; j++)
         if (nx_kctx_alloc(k, NX_OPK_SBUF, "bm_bcast", p->dtype, P, NT, &s->bt[j], err) != 0 ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "cm_bcast", p->dtype, P, NT, &s->cmt[j], err) != 0 ||
-            nx_kctx_alloc(k, NX_OPK_SBUF, "exp_delta_a", NX_DT_FP32, P, CT, &s->da[j], err) != 0 ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "states", NX_DT_FP32, P, CT, &s->h[j], err) != 0 ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "delta_u", NX_DT_FP32, P, T, &s->du[j], err) != 0 ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "y", NX_DT_FP32, P, T, &s->yt[j], err) != 0 ||
-            (s->pl.chunks > 1 &&
-             nx_kctx_alloc(k, NX_OPK_SBUF, "chunk_sums", NX_DT_FP32, P, s->pl.chunks * T, &s->part[j], err) != 0) ||
             (p->delta_softplus && (nx_kctx_alloc(k, NX_OPK_SBUF, "softplus_tmp", NX_DT_FP32, P, T, &s->sp[j], err) != 0 ||
                                    nx_kctx_alloc(k, NX_OPK_SBUF, "softplus", NX_DT_FP32, P, T, &s->sp2[j], err) != 0)) ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "a_table", p->a_dtype, P, ct * p->N, &s->atab[j], err) != 0 ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "d_table", p->skip ? p->d_dtype : NX_DT_FP32, P, ct, &s->dtab[j], err) != 0 ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "state", NX_DT_FP32, P, ct * p->N, &s->state[j], err) != 0)
             return -1;
+    for (uint32_t j = 0; j < SC_DA_SETS; j++)
+        if (nx_kctx_alloc(k, NX_OPK_SBUF, "exp_delta_a", NX_DT_FP32, P, CT + T, &s->da[j], err) != 0) return -1;
     for (uint32_t j = 0; j < SC_IN_SETS; j++)
         if (nx_kctx_alloc(k, NX_OPK_SBUF, "u", p->dtype, P, T, &s->ut[j], err) != 0 ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "delta", p->dtype, P, T, &s->dt[j], err) != 0)
@@ -359,9 +391,16 @@ int nx_selective_scan(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     if (n > 0 && (load_step(&s, &st[0], err) != 0 || (n > 1 && load_step(&s, &st[1], err) != 0) ||
                   prepare(&s, &st[0], 0, err) != 0))
         goto done;
+    int deferred = 0; /* step i - 1's sum waits for DVE */
     for (uint64_t i = 0; i < n; i++) {
-        if (i + 1 < n && prepare(&s, &st[i + 1], i + 1, err) != 0) goto done;
-        if (scan(&s, &st[i], i, err) != 0 || contract(&s, &st[i], i, err) != 0) goto done;
+        const sc_step *nx = i + 1 < n ? &st[i + 1] : NULL;
+        if (nx && prepare(&s, nx, i + 1, err) != 0) goto done;
+        if (scan(&s, &st[i], i, err) != 0) goto done;
+        if (deferred && finish(&s, &st[i - 1], &st[i], i - 1, NX_ENG_DVE, err) != 0) goto done;
+        if (products(&s, &st[i], i, err) != 0) goto done;
+        nx_engine eng = sum_engine(&s, &st[i]);
+        deferred = eng == NX_ENG_DVE && nx;
+        if (!deferred && finish(&s, &st[i], nx, i, eng, err) != 0) goto done;
         if (i + 2 < n && load_step(&s, &st[i + 2], err) != 0) goto done;
     }
     rc = 0;
