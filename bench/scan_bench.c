@@ -45,7 +45,7 @@ typedef struct scan_figures {
 static int build_op(const scan_case *c, nx_macro_op *op, nx_error *err) {
     const uint64_t bcl[3] = {c->B, c->C, c->L}, cn[2] = {c->C, c->N}, bnl[3] = {c->B, c->N, c->L}, c1[1] = {c->C};
     nx_macro_op_init(op);
-    nx_value t = nx_value_bool(1);
+    nx_value t = nx_value_bool(1), sp = nx_value_bool(1); /* nx_attrs_set moves the value */
     if (nx_macro_op_set_func_name(op, "selective_scan", err) != 0 ||
         nx_macro_op_add_operand(op, "u", c->dt, 3, bcl, err) != 0 ||
         nx_macro_op_add_operand(op, "delta", c->dt, 3, bcl, err) != 0 ||
@@ -54,7 +54,7 @@ static int build_op(const scan_case *c, nx_macro_op *op, nx_error *err) {
         nx_macro_op_add_operand(op, "Cm", c->dt, 3, bnl, err) != 0 ||
         nx_macro_op_add_operand(op, "D", NX_DT_FP32, 1, c1, err) != 0 || nx_attrs_set(&op->attrs, "skip", &t, err) != 0)
         return -1;
-    return nx_attrs_set(&op->attrs, "delta_softplus", &t, err);
+    return nx_attrs_set(&op->attrs, "delta_softplus", &sp, err);
 }
 
 static uint64_t elems(const nx_op_tensor *t) {

@@ -151,7 +151,15 @@ static uint64_t esz(nx_dtype dt) { return nx_dtype_size(dt); }
 static int load_step(sc_ctx *s, const sc_step *x, nx_error *err) {
     const nx_scan_params *p = &s->p;
     const nx_dtype dt = p->dtype;
-    const uint32_t ts = (uint32_t)(x->seg % SC_SETS);
+    const uint32_t ts = (uint32_t)(x->seg % SC_SETS), b = (uint32_t)(x->tile % SC_IN_SETS);
+    const uint64_t off = ((x->b * p->C + x->c0) * p->L + x->t0) * esz(dt);
+    /* in the order the engines need them: delta and A (ScalarE), u, Bm
+     * (GpSimd), Cm (after the scan) */
+    if (x->first_chunk) {
+        nx_operand dd = row(&s->dt[b], dt, x->np, 0, x->tl);
+        nx_operand ds = nx_ap_hbm_rows(dt, s->dl->hbm_offset + off, x->np, (int32_t)p->L, (uint32_t)x->tl);
+        if (nx_rows_load(&s->r, &dd, &ds, err) != 0) return -1;
+    }
     if (x->first_in_seg) {
         const uint64_t P = s->r.partitions, nct = (x->seg_nc + P - 1) / P;
         for (uint64_t ct = 0; ct < nct; ct++) {
@@ -174,24 +182,22 @@ static int load_step(sc_ctx *s, const sc_step *x, nx_error *err) {
             }
         }
     }
+    if (x->first_chunk) {
+        nx_operand ud = row(&s->ut[b], dt, x->np, 0, x->tl);
+        nx_operand us = nx_ap_hbm_rows(dt, s->u->hbm_offset + off, x->np, (int32_t)p->L, (uint32_t)x->tl);
+        if (nx_rows_load(&s->r, &ud, &us, err) != 0) return -1;
+    }
     if (x->first_in_group) {
         const uint32_t g = (uint32_t)(x->group % SC_SETS);
         const int32_t st[2] = {(int32_t)p->L, 1};
         const uint32_t ct[2] = {(uint32_t)x->nn, (uint32_t)x->tl};
-        const uint64_t off = ((x->b * p->N + x->n0) * p->L + x->t0) * esz(dt);
-        nx_operand bs = nx_ap(NX_OPK_HBM, dt, 0, x->gp, 0, s->Bm->hbm_offset + off, 2, st, ct);
-        nx_operand cs = nx_ap(NX_OPK_HBM, dt, 0, x->gp, 0, s->Cm->hbm_offset + off, 2, st, ct);
+        const uint64_t boff = ((x->b * p->N + x->n0) * p->L + x->t0) * esz(dt);
+        nx_operand bs = nx_ap(NX_OPK_HBM, dt, 0, x->gp, 0, s->Bm->hbm_offset + boff, 2, st, ct);
+        nx_operand cs = nx_ap(NX_OPK_HBM, dt, 0, x->gp, 0, s->Cm->hbm_offset + boff, 2, st, ct);
         nx_operand bd = rows_nt(s, &s->bt[g], dt, x->gp, x->n0, x->nn, x->tl, 0);
         nx_operand cd = rows_nt(s, &s->cmt[g], dt, x->gp, x->n0, x->nn, x->tl, 0);
         if (nx_rows_load(&s->r, &bd, &bs, err) != 0 || nx_rows_load(&s->r, &cd, &cs, err) != 0) return -1;
     }
-    if (!x->first_chunk) return 0;
-    const uint32_t b = (uint32_t)(x->tile % SC_IN_SETS);
-    const uint64_t off = ((x->b * p->C + x->c0) * p->L + x->t0) * esz(dt);
-    nx_operand ud = row(&s->ut[b], dt, x->np, 0, x->tl), dd = row(&s->dt[b], dt, x->np, 0, x->tl);
-    nx_operand us = nx_ap_hbm_rows(dt, s->u->hbm_offset + off, x->np, (int32_t)p->L, (uint32_t)x->tl);
-    nx_operand ds = nx_ap_hbm_rows(dt, s->dl->hbm_offset + off, x->np, (int32_t)p->L, (uint32_t)x->tl);
-    if (nx_rows_load(&s->r, &dd, &ds, err) != 0 || nx_rows_load(&s->r, &ud, &us, err) != 0) return -1;
     return 0;
 }
 

@@ -58,9 +58,9 @@ static int sc_default(nx_macro_op *op, nx_error *err) {
         nx_macro_op_add_operand(op, "Cm", NX_DT_BF16, 3, bm, err) != 0 ||
         nx_macro_op_add_operand(op, "D", NX_DT_FP32, 1, d, err) != 0)
         return -1;
-    nx_value t = nx_value_bool(1);
+    nx_value t = nx_value_bool(1), sp = nx_value_bool(1); /* nx_attrs_set moves the value */
     if (nx_attrs_set(&op->attrs, "skip", &t, err) != 0) return -1;
-    return nx_attrs_set(&op->attrs, "delta_softplus", &t, err);
+    return nx_attrs_set(&op->attrs, "delta_softplus", &sp, err);
 }
 
 static int sc_tolerance(const nx_macro_op *op, uint32_t result, nx_tolerance *out, nx_error *err) {
