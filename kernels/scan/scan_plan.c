@@ -47,7 +47,10 @@ int nx_scan_plan_make(const nx_scan_params *p, const nx_geometry *geo, uint32_t 
         for (uint64_t nc = p->N < want ? p->N : want; nc >= 1; nc--) {
             uint64_t bytes = plan_bytes(p, T, nc, out->ct_max);
             if (bytes <= budget && nc * T <= fmax && p->N * T <= fmax) {
-                out->T = T, out->nc = nc, out->chunks = (p->N + nc - 1) / nc, out->bytes = bytes;
+                /* as many chunks, of even sizes (16 = 4 x 4, not 5 + 5 + 5 + 1) */
+                out->chunks = (p->N + nc - 1) / nc;
+                out->nc = (p->N + out->chunks - 1) / out->chunks;
+                out->T = T, out->bytes = plan_bytes(p, T, out->nc, out->ct_max);
                 return 0;
             }
         }
