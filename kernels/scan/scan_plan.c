@@ -15,11 +15,15 @@
  * it still has about 16 steps to pipeline (the first step's loads and the
  * last step's reduction are not overlapped: a step's time each), but at
  * least 2 (each instruction pays its engine's fixed start); the most that
- * fit. nc T is capped by the engines' free size. */
+ * fit. With 4 or more channel tiles per core (the broadcasts shared, the
+ * engines bound) chunks of at least 4 states come first, at a shorter T if
+ * need be. nc T is capped by the engines' free size. */
 #include "scan.h"
 
 #define SC_NC_MAX 8
 #define SC_STEPS_WANTED 16
+#define SC_CT_ENGINE 4
+#define SC_NC_ENGINE 4
 
 static uint64_t rb(uint64_t elems, nx_dtype dt) { return (elems * nx_dtype_size(dt) + 63) / 64 * 64; }
 
@@ -38,13 +42,19 @@ int nx_scan_plan_make(const nx_scan_params *p, const nx_geometry *geo, uint32_t 
     /* a core's part of one batch is tiled from its first channel */
     out->ct_max = (seg + P - 1) / P;
     const uint64_t budget = geo->sbuf_partition_bytes, fmax = geo->sbuf_free_elems_max;
+    /* With several channel tiles per core the broadcasts are shared and the
+     * engines bound: first keep chunks of at least SC_NC_ENGINE states
+     * (fewer instructions, each with its fixed start) at a shorter T; then
+     * (or with few channel tiles, DMA-heavy) the longest T with any nc. */
+    for (int pass = out->ct_max >= SC_CT_ENGINE ? 0 : 1; pass < 2; pass++) {
     uint64_t T = 2048 / nx_dtype_size(p->dtype);
     if (T > p->L) T = p->L;
     for (;;) {
         const uint64_t tiles = (p->L + T - 1) / T * out->ct_max;
         uint64_t want = p->N * tiles / SC_STEPS_WANTED;
         want = want < 2 ? 2 : want > SC_NC_MAX ? SC_NC_MAX : want;
-        for (uint64_t nc = p->N < want ? p->N : want; nc >= 1; nc--) {
+        const uint64_t top = p->N < want ? p->N : want, floor = pass ? 1 : top < SC_NC_ENGINE ? top : SC_NC_ENGINE;
+        for (uint64_t nc = top; nc >= floor; nc--) {
             uint64_t bytes = plan_bytes(p, T, nc, out->ct_max);
             if (bytes <= budget && nc * T <= fmax && p->N * T <= fmax) {
                 /* as many chunks, of even sizes (16 = 4 x 4, not 5 + 5 + 5 + 1) */
@@ -57,6 +67,8 @@ int nx_scan_plan_make(const nx_scan_params *p, const nx_geometry *geo, uint32_t 
         if (T <= 64) break;
         T = T / 2 < 64 ? 64 : T / 2;
     }
+    }
+    const uint64_t T = p->L < 64 ? p->L : 64;
     return nx_fail(err,
                    "operand 3 (%s): N = %llu needs %llu bytes per partition and %llu elements per instruction at "
                    "the smallest tile (T = %llu), SBUF has %llu bytes and %llu elements",
