@@ -33,14 +33,20 @@ int nx_bench_tutorial_main(int argc, char **argv);
 int nx_bench_wgrad_main(int argc, char **argv);
 int nx_bench_scan_main(int argc, char **argv);
 
-/* The rules' reference of a run's op on the operands the run placed (made
- * again from `seed`, as nx_run_op's --check does): its wall time into
- * *ref_s and whether every result is within the rules' tolerance into *ok
- * (bench/roster_bench.c). */
-struct nx_prepared;
-struct nx_run_result;
-int nx_bench_reference(const struct nx_prepared *p, const struct nx_run_result *res, uint64_t seed, double *ref_s,
-                       int *ok, struct nx_error *err);
+/* A composite's op on the SystemC model (bench/roster_bench.c): `given`
+ * prepared for m (results inferred), run with nxsim run's pseudo-random
+ * operands (seed 1), then the rules' reference on the same operands, timed,
+ * every result compared under the rules' tolerance; bounds(op as prepared,
+ * the grid's cores, ctx) is called before the run is freed (may be NULL). */
+typedef struct nx_bench_run {
+    double sim_ns, sim_s, ref_s; /* simulated time; wall time of the run and of the reference */
+    uint32_t grid;               /* cores it ran on */
+    int ok;                      /* every result within tolerance */
+} nx_bench_run;
+struct nx_macro_op;
+typedef void (*nx_bench_bounds_fn)(const struct nx_macro_op *op, uint32_t grid, void *ctx);
+int nx_bench_run_op(const struct nx_macro_op *given, const nx_machine *m, nx_bench_bounds_fn bounds, void *ctx,
+                    nx_bench_run *out, struct nx_error *err);
 
 /* The options of the leaf bench cases, parsed in one place (getopt_long);
  * a case names the ones it takes (NX_BENCH_OPT_*) and reads the rest of

@@ -69,9 +69,9 @@ static int build_op(const roster_case *c, nx_macro_op *op, nx_error *err) {
 
 /* The rules' reference on the operands the run placed (made again from the
  * seed, as nx_run_op's --check does), timed, and each result compared under
- * the rules' tolerance (bench/leaf_benches.h). */
-int nx_bench_reference(const nx_prepared *p, const nx_run_result *res, uint64_t seed, double *ref_s, int *ok,
-                       nx_error *err) {
+ * the rules' tolerance. */
+static int reference(const nx_prepared *p, const nx_run_result *res, uint64_t seed, double *ref_s, int *ok,
+                     nx_error *err) {
     const nx_macro_op *op = &p->op;
     const nx_op_rules *rules = p->target.rules;
     if (!rules || !rules->reference) return nx_fail(err, "%s has no reference", op->func_name);
@@ -112,46 +112,69 @@ done:
     return rc;
 }
 
-static int run_case(const roster_case *c, const nx_machine *m, roster_result *r, nx_error *err) {
-    memset(r, 0, sizeof *r);
-    nx_macro_op given;
+int nx_bench_run_op(const nx_macro_op *given, const nx_machine *m, nx_bench_bounds_fn bounds, void *ctx,
+                    nx_bench_run *out, nx_error *err) {
+    memset(out, 0, sizeof *out);
     nx_prepared op;
     nx_prepared_init(&op);
     nx_run_result res;
     memset(&res, 0, sizeof res);
-    nx_lowerer *L = NULL;
+    nx_lowerer *L = nx_lowerer_new(&m->geo, NULL);
     int rc = -1;
-    if (build_op(c, &given, err) != 0) goto out;
-    if (!(L = nx_lowerer_new(&m->geo, NULL))) {
+    if (!L) {
         nx_fail(err, "out of memory");
         goto out;
     }
-    if (nx_op_prepare(L, &given, NULL, &op, err) != 0) goto out;
+    if (nx_op_prepare(L, given, NULL, &op, err) != 0) goto out;
     /* operands: nx_run_op's pseudo-random values from the seed */
     nx_run_options opt = {.backend = NX_RUN_MODEL, .seed = 1};
     double t0 = nx_bench_now_s();
     if (nx_run_op(L, m, &op, NULL, &opt, &res, err) != 0) goto out;
-    r->sim_s = nx_bench_now_s() - t0; /* the trace and the model's run */
-    r->sim_ns = res.trace.sim.total_ns;
-    if (nx_bench_reference(&op, &res, opt.seed, &r->ref_s, &r->ok, err) != 0) goto out;
-    if (c->pe_bound) {
-        const uint64_t *a = op.op.operands[0].shape, *b = op.op.operands[1].shape;
-        r->bound_ns = nx_bench_pe_bound_ns(m, (double)a[0] * (double)a[1] * (double)b[1], c->dt);
-    } else {
-        double bytes = 0;
-        for (uint32_t i = 0; i < op.op.n_operands; i++)
-            bytes += (double)(count(op.op.operands[i].ndims, op.op.operands[i].shape) * nx_dtype_size(op.op.operands[i].dtype));
-        for (uint32_t j = 0; j < op.op.n_results; j++)
-            bytes += (double)(count(op.op.results[j].ndims, op.op.results[j].shape) * nx_dtype_size(op.op.results[j].dtype));
-        r->bound_ns = bytes / nx_bench_core_dma_bytes_per_ns(m);
-    }
+    out->sim_s = nx_bench_now_s() - t0; /* the trace and the model's run */
+    out->sim_ns = res.trace.sim.total_ns;
+    out->grid = res.grid;
+    if (reference(&op, &res, opt.seed, &out->ref_s, &out->ok, err) != 0) goto out;
+    if (bounds) bounds(&op.op, res.grid, ctx);
     rc = 0;
 out:
     nx_run_result_free(&res);
     nx_lowerer_free(L);
     nx_prepared_free(&op);
-    nx_macro_op_free(&given);
     return rc;
+}
+
+typedef struct roster_bounds_ctx {
+    const roster_case *c;
+    const nx_machine *m;
+    roster_result *r;
+} roster_bounds_ctx;
+
+static void roster_bounds(const nx_macro_op *op, uint32_t grid, void *ctx) {
+    (void)grid;
+    const roster_bounds_ctx *b = ctx;
+    if (b->c->pe_bound) {
+        const uint64_t *a = op->operands[0].shape, *bb = op->operands[1].shape;
+        b->r->bound_ns = nx_bench_pe_bound_ns(b->m, (double)a[0] * (double)a[1] * (double)bb[1], b->c->dt);
+        return;
+    }
+    double bytes = 0;
+    for (uint32_t i = 0; i < op->n_operands; i++)
+        bytes += (double)(count(op->operands[i].ndims, op->operands[i].shape) * nx_dtype_size(op->operands[i].dtype));
+    for (uint32_t j = 0; j < op->n_results; j++)
+        bytes += (double)(count(op->results[j].ndims, op->results[j].shape) * nx_dtype_size(op->results[j].dtype));
+    b->r->bound_ns = bytes / nx_bench_core_dma_bytes_per_ns(b->m);
+}
+
+static int run_case(const roster_case *c, const nx_machine *m, roster_result *r, nx_error *err) {
+    memset(r, 0, sizeof *r);
+    nx_macro_op given;
+    roster_bounds_ctx ctx = {c, m, r};
+    nx_bench_run run;
+    int rc = build_op(c, &given, err) == 0 ? nx_bench_run_op(&given, m, roster_bounds, &ctx, &run, err) : -1;
+    nx_macro_op_free(&given);
+    if (rc != 0) return -1;
+    r->sim_ns = run.sim_ns, r->sim_s = run.sim_s, r->ref_s = run.ref_s, r->ok = run.ok;
+    return 0;
 }
 
 static void usage(FILE *f) {

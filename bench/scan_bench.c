@@ -25,11 +25,8 @@
 
 #include "dma_bound.h"
 #include "leaf_benches.h"
-#include "registry/prepare.h"
-#include "registry/rules.h"
-#include "registry/run/run.h"
+#include "registry/macro_op.h"
 #include "sim/machine.h"
-#include "wall_clock.h"
 
 typedef struct scan_case {
     uint64_t B, C, L, N;
@@ -85,36 +82,27 @@ static void bounds(const scan_case *c, const nx_machine *m, uint32_t cores, cons
     f->bc_ns = 2 * part * (double)(c->N * c->L * nx_dtype_size(c->dt)) * segs / nx_bench_core_dma_bytes_per_ns(m);
 }
 
+typedef struct scan_bounds_ctx {
+    const scan_case *c;
+    const nx_machine *m;
+    scan_figures *f;
+} scan_bounds_ctx;
+
+static void scan_bounds(const nx_macro_op *op, uint32_t grid, void *ctx) {
+    const scan_bounds_ctx *b = ctx;
+    bounds(b->c, b->m, grid, op, b->f);
+}
+
 static int run_case(const scan_case *c, const nx_machine *m, scan_figures *f, nx_error *err) {
     memset(f, 0, sizeof *f);
     nx_macro_op given;
-    nx_prepared op;
-    nx_prepared_init(&op);
-    nx_run_result res;
-    memset(&res, 0, sizeof res);
-    nx_lowerer *L = NULL;
-    int rc = -1;
-    if (build_op(c, &given, err) != 0) goto out;
-    if (!(L = nx_lowerer_new(&m->geo, NULL))) {
-        nx_fail(err, "out of memory");
-        goto out;
-    }
-    if (nx_op_prepare(L, &given, NULL, &op, err) != 0) goto out;
-    nx_run_options opt = {.backend = NX_RUN_MODEL, .seed = 1};
-    double t0 = nx_bench_now_s();
-    if (nx_run_op(L, m, &op, NULL, &opt, &res, err) != 0) goto out;
-    f->sim_s = nx_bench_now_s() - t0;
-    f->sim_ns = res.trace.sim.total_ns;
-    f->cores = res.grid;
-    bounds(c, m, res.grid, &op.op, f);
-    if (nx_bench_reference(&op, &res, opt.seed, &f->ref_s, &f->ok, err) != 0) goto out;
-    rc = 0;
-out:
-    nx_run_result_free(&res);
-    nx_lowerer_free(L);
-    nx_prepared_free(&op);
+    scan_bounds_ctx ctx = {c, m, f};
+    nx_bench_run run;
+    int rc = build_op(c, &given, err) == 0 ? nx_bench_run_op(&given, m, scan_bounds, &ctx, &run, err) : -1;
     nx_macro_op_free(&given);
-    return rc;
+    if (rc != 0) return -1;
+    f->sim_ns = run.sim_ns, f->sim_s = run.sim_s, f->ref_s = run.ref_s, f->ok = run.ok, f->cores = run.grid;
+    return 0;
 }
 
 static void usage(FILE *f) {
