@@ -83,12 +83,12 @@ int nx_bench_attention_main(int argc, char **argv) {
         nx_error err;
         const uint64_t shape[4] = {c->B, c->H, c->S, c->D};
         nx_value cv = nx_value_bool(c->causal);
-        nx_bench_op_result r;
+        nx_bench_run r;
         int rc = nx_macro_op_set_func_name(&op, "attention", &err) != 0 ||
                          nx_macro_op_add_operand(&op, "q", NX_DT_BF16, 4, shape, &err) != 0 ||
                          nx_macro_op_add_operand(&op, "k", NX_DT_BF16, 4, shape, &err) != 0 ||
                          nx_macro_op_add_operand(&op, "v", NX_DT_BF16, 4, shape, &err) != 0 ||
-                         nx_attrs_set(&op.attrs, "causal", &cv, &err) != 0 || nx_bench_run_op(&op, &m, &r, &err) != 0
+                         nx_attrs_set(&op.attrs, "causal", &cv, &err) != 0 || nx_bench_run_op(&op, &m, NULL, NULL, &r, &err) != 0
                      ? -1
                      : 0;
         nx_macro_op_free(&op);

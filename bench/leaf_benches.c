@@ -18,6 +18,7 @@ static const nx_bench_leaf leaf_benches[] = {
     {"roster", "nxsim-bench-roster", nx_bench_roster_main,
      "rmsnorm, layernorm, softmax, rope, cumsum, matmul against their bounds"},
     {"attention", "nxsim-bench-attention", nx_bench_attention_main, "flash attention (context encoding) against the PE bound"},
+    {"scan", "nxsim-bench-scan", nx_bench_scan_main, "selective_scan (Mamba) against its engine and DMA bounds"},
 };
 
 const nx_bench_leaf *nx_bench_leaf_find(const char *name) {

@@ -8,6 +8,7 @@
 #ifndef NXSIM_BENCH_LEAF_BENCHES_H
 #define NXSIM_BENCH_LEAF_BENCHES_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "sim/machine.h"
@@ -31,18 +32,22 @@ int nx_bench_transpose_main(int argc, char **argv);
 int nx_bench_tutorial_main(int argc, char **argv);
 int nx_bench_wgrad_main(int argc, char **argv);
 int nx_bench_attention_main(int argc, char **argv);
+int nx_bench_scan_main(int argc, char **argv);
 
-/* A composite's op (func_name, operands, attrs) through the registry and
- * the SystemC model with nx_run_op's seeded operands, then the rules'
- * reference on the same operands under the rules' tolerance
- * (bench/roster_bench.c): simulated ns, wall seconds of the run and of the
- * reference, ok, and the results' bytes. */
+/* A composite's op on the SystemC model (bench/roster_bench.c): `given`
+ * prepared for m (results inferred), run with nxsim run's pseudo-random
+ * operands (seed 1), then the rules' reference on the same operands, timed,
+ * every result compared under the rules' tolerance; bounds(op as prepared,
+ * the grid's cores, ctx) is called before the run is freed (may be NULL). */
+typedef struct nx_bench_run {
+    double sim_ns, sim_s, ref_s; /* simulated time; wall time of the run and of the reference */
+    uint32_t grid;               /* cores it ran on */
+    int ok;                      /* every result within tolerance */
+} nx_bench_run;
 struct nx_macro_op;
-typedef struct nx_bench_op_result {
-    double sim_ns, sim_s, ref_s, result_bytes;
-    int ok;
-} nx_bench_op_result;
-int nx_bench_run_op(const struct nx_macro_op *given, const nx_machine *m, nx_bench_op_result *out, nx_error *err);
+typedef void (*nx_bench_bounds_fn)(const struct nx_macro_op *op, uint32_t grid, void *ctx);
+int nx_bench_run_op(const struct nx_macro_op *given, const nx_machine *m, nx_bench_bounds_fn bounds, void *ctx,
+                    nx_bench_run *out, struct nx_error *err);
 
 /* The options of the leaf bench cases, parsed in one place (getopt_long);
  * a case names the ones it takes (NX_BENCH_OPT_*) and reads the rest of

@@ -70,7 +70,8 @@ static int build_op(const roster_case *c, nx_macro_op *op, nx_error *err) {
 /* The rules' reference on the operands the run placed (made again from the
  * seed, as nx_run_op's --check does), timed, and each result compared under
  * the rules' tolerance. */
-static int reference(const nx_prepared *p, const nx_run_result *res, uint64_t seed, roster_result *r, nx_error *err) {
+static int reference(const nx_prepared *p, const nx_run_result *res, uint64_t seed, double *ref_s, int *ok,
+                     nx_error *err) {
     const nx_macro_op *op = &p->op;
     const nx_op_rules *rules = p->target.rules;
     if (!rules || !rules->reference) return nx_fail(err, "%s has no reference", op->func_name);
@@ -91,8 +92,8 @@ static int reference(const nx_prepared *p, const nx_run_result *res, uint64_t se
     }
     double t0 = nx_bench_now_s();
     if (rules->reference(op, ins, outs, err) != 0) goto done;
-    r->ref_s = nx_bench_now_s() - t0;
-    r->ok = 1;
+    *ref_s = nx_bench_now_s() - t0;
+    *ok = 1;
     for (uint32_t j = 0; j < op->n_results; j++) {
         const nx_tensor_decl *t = &res->prog->tensors[res->result_tensor[j]];
         nx_tolerance tol;
@@ -100,7 +101,7 @@ static int reference(const nx_prepared *p, const nx_run_result *res, uint64_t se
         if (nx_op_rules_tolerance(rules, op, j, &tol, err) != 0) goto done;
         nx_dtype dt = (nx_dtype)t->dtype;
         nx_check_compare(dt, res->results[j], outs[j], nx_tensor_bytes(t) / nx_dtype_size(dt), &tol, &cr);
-        if (cr.bad) r->ok = 0;
+        if (cr.bad) *ok = 0;
     }
     rc = 0;
     goto done;
@@ -111,17 +112,16 @@ done:
     return rc;
 }
 
-int nx_bench_run_op(const nx_macro_op *given, const nx_machine *m, nx_bench_op_result *out, nx_error *err) {
+int nx_bench_run_op(const nx_macro_op *given, const nx_machine *m, nx_bench_bounds_fn bounds, void *ctx,
+                    nx_bench_run *out, nx_error *err) {
     memset(out, 0, sizeof *out);
     nx_prepared op;
     nx_prepared_init(&op);
     nx_run_result res;
     memset(&res, 0, sizeof res);
-    nx_lowerer *L = NULL;
-    roster_result r;
-    memset(&r, 0, sizeof r);
+    nx_lowerer *L = nx_lowerer_new(&m->geo, NULL);
     int rc = -1;
-    if (!(L = nx_lowerer_new(&m->geo, NULL))) {
+    if (!L) {
         nx_fail(err, "out of memory");
         goto out;
     }
@@ -132,11 +132,9 @@ int nx_bench_run_op(const nx_macro_op *given, const nx_machine *m, nx_bench_op_r
     if (nx_run_op(L, m, &op, NULL, &opt, &res, err) != 0) goto out;
     out->sim_s = nx_bench_now_s() - t0; /* the trace and the model's run */
     out->sim_ns = res.trace.sim.total_ns;
-    if (reference(&op, &res, opt.seed, &r, err) != 0) goto out;
-    out->ref_s = r.ref_s, out->ok = r.ok;
-    for (uint32_t j = 0; j < op.op.n_results; j++)
-        out->result_bytes +=
-            (double)(count(op.op.results[j].ndims, op.op.results[j].shape) * nx_dtype_size(op.op.results[j].dtype));
+    out->grid = res.grid;
+    if (reference(&op, &res, opt.seed, &out->ref_s, &out->ok, err) != 0) goto out;
+    if (bounds) bounds(&op.op, res.grid, ctx);
     rc = 0;
 out:
     nx_run_result_free(&res);
@@ -145,26 +143,38 @@ out:
     return rc;
 }
 
+typedef struct roster_bounds_ctx {
+    const roster_case *c;
+    const nx_machine *m;
+    roster_result *r;
+} roster_bounds_ctx;
+
+static void roster_bounds(const nx_macro_op *op, uint32_t grid, void *ctx) {
+    (void)grid;
+    const roster_bounds_ctx *b = ctx;
+    if (b->c->pe_bound) {
+        const uint64_t *a = op->operands[0].shape, *bb = op->operands[1].shape;
+        b->r->bound_ns = nx_bench_pe_bound_ns(b->m, (double)a[0] * (double)a[1] * (double)bb[1], b->c->dt);
+        return;
+    }
+    double bytes = 0;
+    for (uint32_t i = 0; i < op->n_operands; i++)
+        bytes += (double)(count(op->operands[i].ndims, op->operands[i].shape) * nx_dtype_size(op->operands[i].dtype));
+    for (uint32_t j = 0; j < op->n_results; j++)
+        bytes += (double)(count(op->results[j].ndims, op->results[j].shape) * nx_dtype_size(op->results[j].dtype));
+    b->r->bound_ns = bytes / nx_bench_core_dma_bytes_per_ns(b->m);
+}
+
 static int run_case(const roster_case *c, const nx_machine *m, roster_result *r, nx_error *err) {
     memset(r, 0, sizeof *r);
     nx_macro_op given;
-    nx_bench_op_result o;
-    int rc = -1;
-    if (build_op(c, &given, err) != 0 || nx_bench_run_op(&given, m, &o, err) != 0) goto out;
-    r->sim_ns = o.sim_ns, r->sim_s = o.sim_s, r->ref_s = o.ref_s, r->ok = o.ok;
-    if (c->pe_bound) {
-        const uint64_t *a = given.operands[0].shape, *b = given.operands[1].shape;
-        r->bound_ns = nx_bench_pe_bound_ns(m, (double)a[0] * (double)a[1] * (double)b[1], c->dt);
-    } else {
-        double bytes = o.result_bytes;
-        for (uint32_t i = 0; i < given.n_operands; i++)
-            bytes += (double)(count(given.operands[i].ndims, given.operands[i].shape) * nx_dtype_size(given.operands[i].dtype));
-        r->bound_ns = bytes / nx_bench_core_dma_bytes_per_ns(m);
-    }
-    rc = 0;
-out:
+    roster_bounds_ctx ctx = {c, m, r};
+    nx_bench_run run;
+    int rc = build_op(c, &given, err) == 0 ? nx_bench_run_op(&given, m, roster_bounds, &ctx, &run, err) : -1;
     nx_macro_op_free(&given);
-    return rc;
+    if (rc != 0) return -1;
+    r->sim_ns = run.sim_ns, r->sim_s = run.sim_s, r->ref_s = run.ref_s, r->ok = run.ok;
+    return 0;
 }
 
 static void usage(FILE *f) {

@@ -17,6 +17,7 @@
 #include "kernels/matmul/matmul.h"
 #include "kernels/norms/norms.h"
 #include "kernels/resize/resize_rule.h"
+#include "kernels/scan/scan.h"
 #include "kernels/select_and_scatter/params.h"
 #include "kernels/attention/flash.h"
 
@@ -157,5 +158,13 @@ int nx_ref_matmul(const nx_matmul_params *p, const void *a, const void *b, void 
  * visible key is 0. */
 int nx_ref_attention(const nx_attention_params *p, const void *q, const void *k, const void *v, const float *sink,
                      void *out, nx_error *err);
+/* ---- the state-space scan (kernels/scan/) ---- */
+
+/* selective_scan (kernels/scan/scan.h): in[] the operands in order (u,
+ * delta, A, Bm, Cm [, D] [, h0]); the recurrence per (batch, channel,
+ * state) in double in sequence order, softplus(delta) as torch computes it
+ * (threshold 20); y [B, C, L] rounded once to p->dtype, h_final [B, C, N]
+ * once to fp32. */
+int nx_ref_selective_scan(const nx_scan_params *p, const void *const *in, void *y, void *h_final, nx_error *err);
 
 #endif
