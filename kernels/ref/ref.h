@@ -13,6 +13,7 @@
 #include "isa/error.h"
 #include "kernels/blockwise_mm/blockwise_mm_params.h"
 #include "kernels/conv/conv_params.h"
+#include "kernels/conv/onnx/conv_onnx.h"
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/matmul/matmul.h"
 #include "kernels/norms/norms.h"
@@ -148,5 +149,11 @@ int nx_ref_rope(const nx_rope_params *p, const void *x, const void *cos_, const 
  * p->dtype): per result matrix an fp32 sgemm, rounded once. Allocates fp32
  * copies of one matrix each (freed before returning). */
 int nx_ref_matmul(const nx_matmul_params *p, const void *a, const void *b, void *c, nx_error *err);
+
+/* ONNX Conv (the `conv` composite, kernels/conv/onnx/conv_onnx.h) of x
+ * (NCHW), w (OIHW) and b ([O], NULL: none) into y (NCHW), all of p->dtype:
+ * a direct sum per output element in double, rounded to fp32 then to the
+ * dtype, then + b[o] in fp32, rounded again. */
+int nx_ref_conv_onnx(const nx_conv_onnx_params *p, const void *x, const void *w, const void *b, void *y, nx_error *err);
 
 #endif
