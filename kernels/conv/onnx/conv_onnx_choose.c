@@ -70,5 +70,5 @@ void nx_conv_onnx_choice_text(const nx_conv_onnx_params *p, const nx_conv_onnx_c
         break;
     }
     snprintf(buf, len, "leaf %s: %s; layout: %s%s", c->key, c->why, lay,
-             p->has_bias ? "; B added in a last DVE/POOL pass" : "");
+             p->has_bias ? "; B added in a last DVE/POOL/ACT pass" : "");
 }
