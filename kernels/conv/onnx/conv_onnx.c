@@ -35,34 +35,6 @@ static int scratch(nx_kctx *k, const char *name, nx_dtype dt, uint32_t nd, const
     return 0;
 }
 
-/* dst[b][a][e] = src[a][b][e] (A x B blocks of E elements), HBM -> HBM:
- * strided DMAs of whole b rows, two per lane. The model costs it at min(1, E x dtype bytes / the
- * efficient run) of the engines' rate (docs/parts/machine.md, "DMA"): for
- * an image's H x W runs close to a plain copy; for a 3x3 filter's 9-element
- * runs slow, but filters are small (docs/parts/conv.md measures both). */
-static int swap_outer(nx_kctx *k, nx_dtype dt, uint64_t A, uint64_t B, uint64_t E, uint64_t src, uint64_t dst,
-                      const char *what, nx_error *err) {
-    if (B * E > INT32_MAX || A * E > UINT32_MAX)
-        return nx_fail(err, "conv: %s: %llu x %llu x %llu elements exceed 32-bit access-pattern strides", what,
-                       (unsigned long long)A, (unsigned long long)B, (unsigned long long)E);
-    uint64_t es = nx_dtype_size(dt), P = nx_kctx_geometry(k)->partitions, lanes = nx_kctx_lanes(k);
-    /* pieces of whole b rows (disjoint destination spans, so they run in
-     * parallel), two per lane */
-    uint64_t rows = (B + 2 * lanes - 1) / (2 * lanes);
-    if (rows > P) rows = P;
-    for (uint64_t b0 = 0; b0 < B; b0 += rows) {
-        uint32_t nb = (uint32_t)(B - b0 < rows ? B - b0 : rows);
-        int32_t st[2] = {(int32_t)(B * E), 1};
-        uint32_t ct[2] = {(uint32_t)A, (uint32_t)E};
-        nx_operand s = nx_conv_hbm_view(dt, src + b0 * E * es, nb, (int64_t)E, 2, st, ct);
-        int32_t dst_st[1] = {1};
-        uint32_t dst_ct[1] = {(uint32_t)(A * E)};
-        nx_operand d = nx_conv_hbm_view(dt, dst + b0 * A * E * es, nb, (int64_t)(A * E), 1, dst_st, dst_ct);
-        if (nx_kctx_dma(k, &d, &s, err) != 0) return nx_fail_prefix(err, "conv: %s", what);
-    }
-    return 0;
-}
-
 static int set_list(nx_attrs *a, const char *name, const int64_t *v, uint32_t n, nx_error *err) {
     uint64_t u[4];
     for (uint32_t i = 0; i < n; i++) u[i] = (uint64_t)v[i];
@@ -122,12 +94,11 @@ int nx_conv_onnx(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
             (ch.move_w && scratch(k, "conv.w_iohw", dt, 4, ws, &t[1], err) != 0) ||
             scratch(k, "conv.y_01bf", dt, 4, ys, &t[2], err) != 0)
             return -1;
-        if (ch.move_x && swap_outer(k, dt, p.N, p.C, p.H * p.W, X->hbm_offset, t[0].hbm_offset, "X NCHW -> CNHW",
-                                    err) != 0)
-            return -1;
-        if (ch.move_w && swap_outer(k, dt, p.O, p.Cg, p.KH * p.KW, Wt->hbm_offset, t[1].hbm_offset, "W OIHW -> IOHW",
-                                    err) != 0)
-            return -1;
+        int sb;
+        if (ch.move_x && nx_conv_onnx_swap(k, dt, p.N, p.C, p.H * p.W, X->hbm_offset, t[0].hbm_offset, &sb, err) != 0)
+            return nx_fail_prefix(err, "conv: X NCHW -> CNHW");
+        if (ch.move_w && nx_conv_onnx_swap(k, dt, p.O, p.Cg, p.KH * p.KW, Wt->hbm_offset, t[1].hbm_offset, &sb, err) != 0)
+            return nx_fail_prefix(err, "conv: W OIHW -> IOHW");
         if (leaf_attrs(&p, p.group, NULL, &a, err) != 0) return -1;
         rc = run_leaf(k, conv2d_pbp_fb01_io01_01bf_kernel_experimental_1, t, &a, err);
         nx_attrs_free(&a);
