@@ -17,6 +17,8 @@ static const nx_bench_leaf leaf_benches[] = {
      "the data-movement leaves against the DMA/HBM bound"},
     {"roster", "nxsim-bench-roster", nx_bench_roster_main,
      "rmsnorm, layernorm, softmax, rope, cumsum, matmul against their bounds"},
+    {"conv-onnx", "nxsim-bench-conv-onnx", nx_bench_conv_onnx_main,
+     "the conv composite (ONNX Conv) on ResNet-50 and MobileNet shapes"},
 };
 
 const nx_bench_leaf *nx_bench_leaf_find(const char *name) {
