@@ -6,8 +6,9 @@
  * array's peak for N O OH OW C/g KH KW MACs, or the DMA time of X, W, B and
  * Y if longer; depthwise: that DMA time; bench/dma_bound.h), of_bound, the
  * simulated time of the chosen leaf alone on operands already in its
- * layouts (`leaf_us`, the registry key run the same way: what the layout
- * steps and B add is the difference), the wall times of the model and of
+ * layouts (`leaf_us`, the registry key run the same way, one image times N
+ * for #9, which runs once per image: what the layout steps and B add is
+ * the difference), the wall times of the model and of
  * the reference nx_ref_conv_onnx, and whether the result is within the
  * rules' tolerance (`ok` / `WRONG`). Figures only: times never decide the
  * exit status. --quick: small shapes (the ctest smoke). */
@@ -124,11 +125,8 @@ static int leaf_alone(const nx_conv_onnx_params *p, const nx_conv_onnx_choice *c
     if (ch->leaf == NX_CONV_ONNX_PBP_FB01) {
         uint64_t a[4] = {p->C, p->N, p->H, p->W}, b[4] = {p->Cg, p->O, p->KH, p->KW};
         memcpy(img, a, sizeof a), memcpy(flt, b, sizeof b);
-    } else if (ch->leaf == NX_CONV_ONNX_DW_F01B) {
-        uint64_t a[4] = {p->C, p->H, p->W, p->N}, b[4] = {p->C, p->KH, p->KW, 1};
-        memcpy(img, a, sizeof a), memcpy(flt, b, sizeof b);
     } else {
-        uint64_t a[4] = {p->N, p->C, p->H, p->W}, b[4] = {p->C, 1, p->KH, p->KW};
+        uint64_t a[4] = {ch->leaf == NX_CONV_ONNX_DW_CP1 ? 1 : p->N, p->C, p->H, p->W}, b[4] = {p->C, 1, p->KH, p->KW};
         memcpy(img, a, sizeof a), memcpy(flt, b, sizeof b);
     }
     if (nx_macro_op_set_func_name(&given, ch->key, err) != 0 ||
@@ -152,6 +150,7 @@ static int leaf_alone(const nx_conv_onnx_params *p, const nx_conv_onnx_choice *c
     nx_run_options opt = {.backend = NX_RUN_MODEL, .seed = 1};
     if (nx_run_op(L, m, &op, NULL, &opt, &res, err) != 0) goto out;
     *ns = res.trace.sim.total_ns;
+    if (ch->leaf == NX_CONV_ONNX_DW_CP1) *ns *= (double)p->N; /* one call per image */
     rc = 0;
 out:
     nx_run_result_free(&res);

@@ -1,7 +1,7 @@
 /* The `conv` composite (kernels/conv/onnx/conv_onnx.h, ONNX Conv on NCHW /
  * OIHW) through the run path (nx_run_op): random shapes over every leaf it
  * chooses (dense #4 with its layout swaps, grouped and channel-multiplier
- * convolutions on #4, depthwise #6 / #9 / #11), every auto_pad, strides,
+ * convolutions on #4, depthwise #6 and #9 once per image), every auto_pad, strides,
  * dilations, pads, 1-D convolutions, with and without B, fp32 and bf16,
  * against nx_ref_conv_onnx within the rules' tolerance, on the functional
  * executor and on the SystemC model with the race detector (the two bit for
@@ -224,7 +224,7 @@ static void auto_pads(void **state) {
         char a[200];
         snprintf(a, sizeof a, "%s;strides=[2,3];dilations=[1,2]", modes[i]);
         conv2d(NX_DT_FP32, 2, 6, 9, 10, 5, 1, 4, 3, 1, a);   /* even kernel: SAME_UPPER != SAME_LOWER */
-        conv2d(NX_DT_FP32, 2, 4, 7, 7, 4, 4, 4, 3, 0, a);    /* depthwise, N > 1 (#11) */
+        conv2d(NX_DT_FP32, 2, 4, 7, 7, 4, 4, 4, 3, 0, a);    /* depthwise, N > 1 (#9 per image) */
         conv2d(NX_DT_FP32, 1, 4, 7, 7, 4, 4, 4, 3, 1, a);    /* depthwise, N = 1 (#9) */
     }
 }
@@ -233,7 +233,7 @@ static void grouped(void **state) {
     (void)state;
     conv2d(NX_DT_BF16, 2, 12, 8, 8, 18, 3, 3, 3, 1, "pads=[1,1,1,1]");     /* 1 < group < C */
     conv2d(NX_DT_FP32, 2, 8, 6, 7, 16, 8, 3, 3, 1, "pads=[1,1,1,1]");      /* multiplier 2 */
-    conv2d(NX_DT_BF16, 3, 32, 10, 9, 32, 32, 3, 3, 1, "pads=[1,1,1,1]");   /* depthwise #11 */
+    conv2d(NX_DT_BF16, 3, 32, 10, 9, 32, 32, 3, 3, 1, "pads=[1,1,1,1]");   /* depthwise, #9 per image */
     conv2d(NX_DT_FP32, 1, 48, 12, 12, 48, 48, 3, 3, 1, "strides=[2,2];pads=[1,0,1,0]"); /* #9 */
     conv2d(NX_DT_BF16, 1, 20, 9, 9, 20, 20, 5, 5, 0, "dilations=[2,1];pads=[4,2,0,2]");
 }
@@ -355,11 +355,11 @@ static void choices(void **state) {
     choice_of(2, 16, 16, 4, 4, 0, "Conv2d_pbp_fb01_io01_01bf_experimental_1",
               "leaf Conv2d_pbp_fb01_io01_01bf_experimental_1: grouped (1 < group < C); layout: X NCHW -> CNHW (DMA "
               "swap), W OIHW -> IOHW (DMA swap), Y OH,OW,N,O -> NCHW (a registry transpose)");
-    choice_of(2, 16, 16, 16, 4, 0, "conv2d_depthwise_f01b_o01i_bf01",
-              "leaf conv2d_depthwise_f01b_o01i_bf01: depthwise (group = C = O) with N > 1; layout: X NCHW -> CHWN (a "
-              "registry transpose), W OIHW read as C,KH,KW,1 (same bytes), Y written NCHW");
+    choice_of(4, 16, 16, 16, 4, 0, "conv2d_column_packing_1",
+              "leaf conv2d_column_packing_1: depthwise (group = C = O), once per image; layout: X NCHW, W OIHW and Y "
+              "NCHW read and written as they are, 4 calls on one image each");
     choice_of(1, 16, 16, 16, 4, 1, "conv2d_column_packing_1",
-              "leaf conv2d_column_packing_1: depthwise (group = C = O) with N = 1; layout: X NCHW, W OIHW and Y NCHW "
+              "leaf conv2d_column_packing_1: depthwise (group = C = O), one image; layout: X NCHW, W OIHW and Y NCHW "
               "read and written as they are (the leaf's layouts); B added in a last DVE/POOL/ACT pass");
     choice_of(3, 16, 16, 16, 3, 0, "Conv1d_depthwise_bf01_oi01_bf01",
               "leaf Conv1d_depthwise_bf01_oi01_bf01: depthwise 1-D (group = C = O); layout: X NCW, W OIW and Y NCW read "

@@ -89,7 +89,7 @@ static const nx_op_rules nx_rules_conv_onnx = {
 static const nx_composite conv_onnx_composites[] = {
     {.name = "conv", .config = NX_CONFIG(NX_LEAF(nx_conv_onnx), NX_OPERANDS_ALL, &nx_args_attrs, false),
      .rules = &nx_rules_conv_onnx,
-     .via = "ONNX Conv: the leaf by group and batch (depthwise #6/#9/#11, else #4) with the layout steps"},
+     .via = "ONNX Conv: the leaf by group (depthwise: #6 1-D, #9 per image; else #4) with the layout steps"},
 };
 
 const nx_family nx_family_conv_onnx = {.name = "conv", NX_FAMILY_COMPOSITES(conv_onnx_composites)};

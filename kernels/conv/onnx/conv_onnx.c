@@ -107,27 +107,18 @@ int nx_conv_onnx(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
         if (nx_transpose_tensors_sized(k, &t[2], &y_nchw, perm, 4, S * p.N * p.O * es, err) != 0)
             return nx_fail_prefix(err, "conv (Y OH,OW,N,O -> NCHW)");
     } else {
-        nx_leaf_fn fn = ch.leaf == NX_CONV_ONNX_DW_1D    ? conv1d_depthwise_bf01_oi01_bf01
-                        : ch.leaf == NX_CONV_ONNX_DW_CP1 ? conv2d_column_packing_1
-                                                         : conv2d_depthwise_f01b_o01i_bf01;
-        uint64_t xs[4] = {p.N, p.C, p.H, p.W}, ws[4] = {p.C, 1, p.KH, p.KW};
-        nx_tensor_ref t[3] = {tensor(X->name, dt, 4, xs, X->hbm_offset), tensor(Wt->name, dt, 4, ws, Wt->hbm_offset),
-                              y_nchw};
-        if (ch.leaf == NX_CONV_ONNX_DW_F01B) {
-            uint64_t xt[4] = {p.C, p.H, p.W, p.N}, wt[4] = {p.C, p.KH, p.KW, 1};
-            t[1] = tensor(Wt->name, dt, 4, wt, Wt->hbm_offset); /* OIHW with I = 1: the same bytes */
-            if (ch.move_x) {
-                static const int64_t perm[4] = {1, 2, 3, 0};
-                nx_tensor_ref x_in = t[0];
-                if (scratch(k, "conv.x_chwn", dt, 4, xt, &t[0], err) != 0) return -1;
-                if (nx_transpose_tensors_sized(k, &x_in, &t[0], perm, 4, p.N * p.C * p.H * p.W * es, err) != 0)
-                    return nx_fail_prefix(err, "conv (X NCHW -> CHWN)");
-            } else {
-                t[0] = tensor(X->name, dt, 4, xt, X->hbm_offset); /* N = 1: the same bytes */
-            }
+        nx_leaf_fn fn = ch.leaf == NX_CONV_ONNX_DW_1D ? conv1d_depthwise_bf01_oi01_bf01 : conv2d_column_packing_1;
+        /* #6 takes the whole batch; #9 one image per call (N = 1) */
+        uint64_t per = ch.leaf == NX_CONV_ONNX_DW_1D ? p.N : 1;
+        uint64_t xs[4] = {per, p.C, p.H, p.W}, ws[4] = {p.C, 1, p.KH, p.KW}, ys[4] = {per, p.O, p.OH, p.OW};
+        uint64_t xstep = per * p.C * p.H * p.W * es, ystep = per * p.O * S * es;
+        if (leaf_attrs(&p, (int64_t)p.C, ys, &a, err) != 0) return -1;
+        for (uint64_t n = 0; n < p.N && rc == 0; n += per) {
+            nx_tensor_ref t[3] = {tensor(X->name, dt, 4, xs, X->hbm_offset + (n / per) * xstep),
+                                  tensor(Wt->name, dt, 4, ws, Wt->hbm_offset),
+                                  tensor(y_nchw.name, dt, 4, ys, y_nchw.hbm_offset + (n / per) * ystep)};
+            rc = run_leaf(k, fn, t, &a, err);
         }
-        if (leaf_attrs(&p, (int64_t)p.C, t[2].shape, &a, err) != 0) return -1;
-        rc = run_leaf(k, fn, t, &a, err);
         nx_attrs_free(&a);
         if (rc != 0) return nx_fail_prefix(err, "conv (leaf %s)", ch.key);
     }

@@ -59,8 +59,7 @@ int nx_conv_onnx_read(const nx_attrs *attrs, const nx_norm_tensor *in, uint32_t 
 typedef enum nx_conv_onnx_leaf {
     NX_CONV_ONNX_PBP_FB01 = 0, /* #4 conv2d_pbp_fb01_io01_01bf_kernel_experimental_1 */
     NX_CONV_ONNX_DW_1D,        /* #6 conv1d_depthwise_bf01_oi01_bf01 */
-    NX_CONV_ONNX_DW_CP1,       /* #9 conv2d_column_packing_1 */
-    NX_CONV_ONNX_DW_F01B,      /* #11 conv2d_depthwise_f01b_o01i_bf01 */
+    NX_CONV_ONNX_DW_CP1,       /* #9 conv2d_column_packing_1, once per image */
 } nx_conv_onnx_leaf;
 
 typedef struct nx_conv_onnx_choice {
@@ -72,14 +71,15 @@ typedef struct nx_conv_onnx_choice {
     int move_x, move_w, move_y;
 } nx_conv_onnx_choice;
 
-/* The choice for p: depthwise (group = C = O) 1-D -> #6; depthwise with
- * N = 1 -> #9; depthwise -> #11; everything else (dense, grouped, a
- * channel multiplier) -> #4. */
+/* The choice for p: depthwise (group = C = O) 1-D -> #6; depthwise 2-D ->
+ * #9 once per image; everything else (dense, grouped, a channel
+ * multiplier) -> #4 (kernels/conv/onnx/conv_onnx_choose.c says why). */
 void nx_conv_onnx_choose(const nx_conv_onnx_params *p, nx_conv_onnx_choice *c);
 
-/* One line: "conv2d_depthwise_f01b_o01i_bf01 (#11): group = C = O = 32
- * with N = 4 ...; layout: X NCHW -> CHWN (transpose), W OIHW read as
- * C,KH,KW,1 (same bytes), Y written NCHW; B added on DVE/POOL". */
+/* One line for the run report: "leaf conv2d_column_packing_1: depthwise
+ * (group = C = O), once per image; layout: X NCHW, W OIHW and Y NCHW read
+ * and written as they are, 4 calls on one image each; B added in a last
+ * DVE/POOL/ACT pass". */
 void nx_conv_onnx_choice_text(const nx_conv_onnx_params *p, const nx_conv_onnx_choice *c, char *buf, size_t len);
 
 /* The kernel: call->args = X, W [, B], then Y. */

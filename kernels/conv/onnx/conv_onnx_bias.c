@@ -3,15 +3,17 @@
  * partitions and the OH x OW pixels on the free axis, B[o] a per-partition
  * fp32 scalar. With O < partitions a tile holds floor(P / O) whole images'
  * channels, so every tile starts at o = 0 and the scalars are loaded once.
- * Chunks of the free axis rotate over three SBUF buffers (load, add, store
- * overlap), the add on DVE, POOL and ACT in turn (the same fp32 add and one
- * rounding to the result dtype on each). */
+ * Chunks of the free axis rotate over four SBUF buffers (load, add, store
+ * overlap), each load split by rows over the first half of the DMA lanes
+ * and each store over the second half (one transfer on one engine would
+ * move at 1/16 of the core's rate), the add on DVE, POOL and ACT in turn
+ * (the same fp32 add and one rounding to the result dtype on each). */
 #include <string.h>
 
 #include "conv_onnx.h"
 #include "isa/builder.h"
 
-#define NBUF 3
+#define NBUF 4
 
 /* Loads B[o0 .. o0 + n) wrapping at O into rows [r, r + n) of tile t. */
 static int load_bias(nx_kctx *k, nx_dtype dt, const nx_tile *t, uint32_t r, uint64_t o0, uint64_t n, uint64_t O,
@@ -52,7 +54,8 @@ int nx_conv_onnx_bias(nx_kctx *k, nx_dtype dt, uint64_t N, uint64_t O, uint64_t 
     if (rows > R) rows = R;
     if (S > INT32_MAX) return nx_fail(err, "conv: rows of %llu pixels exceed 32-bit access-pattern pitches",
                                       (unsigned long long)S);
-    /* free chunk: 3 buffers in at most half of a partition */
+    uint32_t half = nx_kctx_lanes(k) / 2 ? nx_kctx_lanes(k) / 2 : 1;
+    /* free chunk: the buffers in at most half of a partition */
     uint64_t chunk = geo->sbuf_partition_bytes / 2 / NBUF / es;
     if (chunk > 8192) chunk = 8192;
     if (chunk > S) chunk = S;
@@ -77,8 +80,9 @@ int nx_conv_onnx_bias(nx_kctx *k, nx_dtype dt, uint64_t N, uint64_t O, uint64_t 
             nx_operand v = nx_tile_view(t, dt, 0, np, 0, 1, (const int32_t[]){1}, (const uint32_t[]){nf});
             nx_operand in = nx_ap_hbm_rows(dt, src + (r0 * S + f0) * es, np, (int32_t)S, nf);
             nx_operand out = nx_ap_hbm_rows(dt, y + (r0 * S + f0) * es, np, (int32_t)S, nf);
-            if (nx_kctx_dma(k, &v, &in, err) != 0 || add_bias(k, turn, &v, &v, &bs, err) != 0 ||
-                nx_kctx_dma(k, &out, &v, err) != 0)
+            uint32_t pieces = np < half ? np : half;
+            if (nx_kctx_dma_split(k, 0, pieces, &v, &in, err) != 0 || add_bias(k, turn, &v, &v, &bs, err) != 0 ||
+                nx_kctx_dma_split(k, half, pieces, &out, &v, err) != 0)
                 return -1;
         }
     }

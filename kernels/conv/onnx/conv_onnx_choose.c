@@ -7,11 +7,13 @@
  *   block-diagonal PE tiles (docs/parts/depthwise.md).
  *   - 1-D (X [N, C, W]): #6, whose layouts (N,C,1,W / C,1,1,Wf) are ONNX's
  *     NCW / OIW bytes: no layout step.
- *   - N = 1: #9 (column packing on the PE), whose layouts (1,C,H,W /
- *     C,1,KH,KW / 1,C,OH,OW) are ONNX's NCHW / OIHW bytes: no layout step.
- *   - otherwise #11: filter (C,KH,KW,1) and result (N,C,OH,OW) are ONNX's
- *     bytes; the image (C,H,W,N) is one 2-D transpose of X ([N, CHW] ->
- *     [CHW, N]) by a registry transpose.
+ *   - 2-D: #9 (column packing on the PE) once per image: its layouts
+ *     (1,C,H,W / C,1,KH,KW / 1,C,OH,OW) are one image of ONNX's NCHW /
+ *     OIHW bytes, so no layout step. #11 (any batch, C,H,W,N images) is
+ *     not chosen: measured on trn2 (bf16, C = 256, 3x3, pads 1), N calls of
+ *     #9 take 4x to 7x less time than one of #11 (7x7 x 32 images: 232 us
+ *     against 1550 us; 56x56 x 2: 61 us against 244 us), before #11's
+ *     NCHW -> CHWN transpose (docs/parts/conv.md).
  * - Everything else (dense, grouped, a channel multiplier): #4 over #3,
  *   because #4's layouts are the nearest to ONNX's: img (C,N,H,W) and filt
  *   (C/G,O,KH,KW) are X and W with their two outer dims swapped (runs of
@@ -31,15 +33,10 @@ void nx_conv_onnx_choose(const nx_conv_onnx_params *p, nx_conv_onnx_choice *c) {
         c->leaf = NX_CONV_ONNX_DW_1D;
         c->key = "Conv1d_depthwise_bf01_oi01_bf01";
         c->why = "depthwise 1-D (group = C = O)";
-    } else if (depthwise && p->N == 1) {
+    } else if (depthwise) {
         c->leaf = NX_CONV_ONNX_DW_CP1;
         c->key = "conv2d_column_packing_1";
-        c->why = "depthwise (group = C = O) with N = 1";
-    } else if (depthwise) {
-        c->leaf = NX_CONV_ONNX_DW_F01B;
-        c->key = "conv2d_depthwise_f01b_o01i_bf01";
-        c->why = "depthwise (group = C = O) with N > 1";
-        c->move_x = p->N > 1;
+        c->why = p->N == 1 ? "depthwise (group = C = O), one image" : "depthwise (group = C = O), once per image";
     } else {
         c->leaf = NX_CONV_ONNX_PBP_FB01;
         c->key = "Conv2d_pbp_fb01_io01_01bf_experimental_1";
@@ -57,12 +54,15 @@ void nx_conv_onnx_choice_text(const nx_conv_onnx_params *p, const nx_conv_onnx_c
     char lay[256];
     switch (c->leaf) {
     case NX_CONV_ONNX_DW_1D:
-    case NX_CONV_ONNX_DW_CP1:
         snprintf(lay, sizeof lay, "X %s, W %s and Y %s read and written as they are (the leaf's layouts)", x, w, x);
         break;
-    case NX_CONV_ONNX_DW_F01B:
-        snprintf(lay, sizeof lay, "X %s -> CHWN %s, W %s read as C,KH,KW,1 (same bytes), Y written %s", x,
-                 c->move_x ? "(a registry transpose)" : "(same bytes: N = 1)", w, x);
+    case NX_CONV_ONNX_DW_CP1:
+        if (p->N == 1)
+            snprintf(lay, sizeof lay, "X %s, W %s and Y %s read and written as they are (the leaf's layouts)", x, w,
+                     x);
+        else
+            snprintf(lay, sizeof lay, "X %s, W %s and Y %s read and written as they are, %llu calls on one image each",
+                     x, w, x, (unsigned long long)p->N);
         break;
     default:
         snprintf(lay, sizeof lay, "X %s -> CNHW %s, W %s -> IOHW %s, Y OH,OW,N,O -> %s (a registry transpose)", x,
