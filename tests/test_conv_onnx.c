@@ -344,17 +344,17 @@ static void choice_of(uint64_t N, uint64_t C, uint64_t O, uint64_t g, uint32_t r
 static void choices(void **state) {
     (void)state;
     choice_of(2, 16, 32, 1, 4, 1, "Conv2d_pbp_fb01_io01_01bf_experimental_1",
-              "leaf Conv2d_pbp_fb01_io01_01bf_experimental_1: dense (group = 1); layout: X NCHW -> CNHW (DMA swap), "
-              "W OIHW -> IOHW (DMA swap), Y OH,OW,N,O -> NCHW (a registry transpose); B added in a last DVE/POOL/ACT pass");
+              "leaf Conv2d_pbp_fb01_io01_01bf_experimental_1: dense (group = 1); layout: X NCHW -> CNHW (outer-dim swap), "
+              "W OIHW -> IOHW (outer-dim swap), Y OH,OW,N,O -> NCHW (PE transposes); B added in a last DVE/POOL/ACT pass");
     choice_of(1, 16, 32, 1, 4, 0, "Conv2d_pbp_fb01_io01_01bf_experimental_1",
               "leaf Conv2d_pbp_fb01_io01_01bf_experimental_1: dense (group = 1); layout: X NCHW -> CNHW (same bytes), "
-              "W OIHW -> IOHW (DMA swap), Y OH,OW,N,O -> NCHW (a registry transpose)");
+              "W OIHW -> IOHW (outer-dim swap), Y OH,OW,N,O -> NCHW (PE transposes)");
     choice_of(2, 16, 32, 16, 4, 0, "Conv2d_pbp_fb01_io01_01bf_experimental_1",
               "leaf Conv2d_pbp_fb01_io01_01bf_experimental_1: grouped with a channel multiplier (group = C, O = m x C); "
-              "layout: X NCHW -> CNHW (DMA swap), W OIHW -> IOHW (same bytes), Y OH,OW,N,O -> NCHW (a registry transpose)");
+              "layout: X NCHW -> CNHW (outer-dim swap), W OIHW -> IOHW (same bytes), Y OH,OW,N,O -> NCHW (PE transposes)");
     choice_of(2, 16, 16, 4, 4, 0, "Conv2d_pbp_fb01_io01_01bf_experimental_1",
-              "leaf Conv2d_pbp_fb01_io01_01bf_experimental_1: grouped (1 < group < C); layout: X NCHW -> CNHW (DMA "
-              "swap), W OIHW -> IOHW (DMA swap), Y OH,OW,N,O -> NCHW (a registry transpose)");
+              "leaf Conv2d_pbp_fb01_io01_01bf_experimental_1: grouped (1 < group < C); layout: X NCHW -> CNHW (outer-dim "
+              "swap), W OIHW -> IOHW (outer-dim swap), Y OH,OW,N,O -> NCHW (PE transposes)");
     choice_of(4, 16, 16, 16, 4, 0, "conv2d_column_packing_1",
               "leaf conv2d_column_packing_1: depthwise (group = C = O), once per image; layout: X NCHW, W OIHW and Y "
               "NCHW read and written as they are, 4 calls on one image each");

@@ -95,16 +95,20 @@ int nx_conv_onnx(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
             scratch(k, "conv.y_01bf", dt, 4, ys, &t[2], err) != 0)
             return -1;
         int sb;
-        if (ch.move_x && nx_conv_onnx_swap(k, dt, p.N, p.C, p.H * p.W, X->hbm_offset, t[0].hbm_offset, &sb, err) != 0)
+        if (ch.move_x && nx_conv_onnx_swap(k, dt, p.N, p.C, p.H * p.W, X->hbm_offset, t[0].hbm_offset, 1, &sb, err) != 0)
             return nx_fail_prefix(err, "conv: X NCHW -> CNHW");
-        if (ch.move_w && nx_conv_onnx_swap(k, dt, p.O, p.Cg, p.KH * p.KW, Wt->hbm_offset, t[1].hbm_offset, &sb, err) != 0)
+        if (ch.move_w && nx_conv_onnx_swap(k, dt, p.O, p.Cg, p.KH * p.KW, Wt->hbm_offset, t[1].hbm_offset, 1, &sb, err) != 0)
             return nx_fail_prefix(err, "conv: W OIHW -> IOHW");
         if (leaf_attrs(&p, p.group, NULL, &a, err) != 0) return -1;
         rc = run_leaf(k, conv2d_pbp_fb01_io01_01bf_kernel_experimental_1, t, &a, err);
         nx_attrs_free(&a);
         if (rc != 0) return nx_fail_prefix(err, "conv (leaf %s)", ch.key);
+        /* Y: [OH OW][N O] -> [N O][OH OW], the SBUF swap (several pixels per
+         * partition: long runs), else a registry transpose */
+        int yr = nx_conv_onnx_swap(k, dt, S, p.N * p.O, 1, t[2].hbm_offset, y_nchw.hbm_offset, 0, &sb, err);
+        if (yr < 0) return nx_fail_prefix(err, "conv (Y OH,OW,N,O -> NCHW)");
         static const int64_t perm[4] = {2, 3, 0, 1};
-        if (nx_transpose_tensors_sized(k, &t[2], &y_nchw, perm, 4, S * p.N * p.O * es, err) != 0)
+        if (yr == 1 && nx_transpose_tensors_sized(k, &t[2], &y_nchw, perm, 4, S * p.N * p.O * es, err) != 0)
             return nx_fail_prefix(err, "conv (Y OH,OW,N,O -> NCHW)");
     } else {
         nx_leaf_fn fn = ch.leaf == NX_CONV_ONNX_DW_1D ? conv1d_depthwise_bf01_oi01_bf01 : conv2d_column_packing_1;

@@ -88,9 +88,10 @@ int nx_conv_onnx(nx_kctx *k, const nx_kernel_call *call, nx_error *err);
 /* dst = src with its two outer dims swapped, [A][B][E] -> [B][A][E], HBM
  * tensors of dtype dt: by strided DMAs or through SBUF with PE transposes,
  * whichever the machine's figures make cheaper (*via_sbuf says which;
- * kernels/conv/onnx/conv_onnx_layout.c). */
+ * kernels/conv/onnx/conv_onnx_layout.c). With allow_dma 0 only the SBUF
+ * route is taken: 1 (nothing emitted) when it does not fit. */
 int nx_conv_onnx_swap(nx_kctx *k, nx_dtype dt, uint64_t A, uint64_t B, uint64_t E, uint64_t src, uint64_t dst,
-                      int *via_sbuf, nx_error *err);
+                      int allow_dma, int *via_sbuf, nx_error *err);
 
 /* The bias pass (kernels/conv/onnx/conv_onnx_bias.c): y[n, o, s] = src[n,
  * o, s] + b[o] for HBM tensors src and y (N x O rows of S elements, may be

@@ -65,8 +65,8 @@ void nx_conv_onnx_choice_text(const nx_conv_onnx_params *p, const nx_conv_onnx_c
                      x, w, x, (unsigned long long)p->N);
         break;
     default:
-        snprintf(lay, sizeof lay, "X %s -> CNHW %s, W %s -> IOHW %s, Y OH,OW,N,O -> %s (a registry transpose)", x,
-                 c->move_x ? "(DMA swap)" : "(same bytes)", w, c->move_w ? "(DMA swap)" : "(same bytes)", x);
+        snprintf(lay, sizeof lay, "X %s -> CNHW %s, W %s -> IOHW %s, Y OH,OW,N,O -> %s (PE transposes)", x,
+                 c->move_x ? "(outer-dim swap)" : "(same bytes)", w, c->move_w ? "(outer-dim swap)" : "(same bytes)", x);
         break;
     }
     snprintf(buf, len, "leaf %s: %s; layout: %s%s", c->key, c->why, lay,
