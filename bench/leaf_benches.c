@@ -19,6 +19,8 @@ static const nx_bench_leaf leaf_benches[] = {
      "rmsnorm, layernorm, softmax, rope, cumsum, matmul against their bounds"},
     {"attention", "nxsim-bench-attention", nx_bench_attention_main, "flash attention (context encoding) against the PE bound"},
     {"scan", "nxsim-bench-scan", nx_bench_scan_main, "selective_scan (Mamba) against its engine and DMA bounds"},
+    {"conv-onnx", "nxsim-bench-conv-onnx", nx_bench_conv_onnx_main,
+     "the conv composite (ONNX Conv) on ResNet-50 and MobileNet shapes"},
 };
 
 const nx_bench_leaf *nx_bench_leaf_find(const char *name) {

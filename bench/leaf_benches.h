@@ -27,6 +27,7 @@ int nx_bench_data_movement_main(int argc, char **argv);
 int nx_bench_depthwise_main(int argc, char **argv);
 int nx_bench_moe_main(int argc, char **argv);
 int nx_bench_roster_main(int argc, char **argv);
+int nx_bench_conv_onnx_main(int argc, char **argv);
 int nx_bench_topk_main(int argc, char **argv);
 int nx_bench_transpose_main(int argc, char **argv);
 int nx_bench_tutorial_main(int argc, char **argv);

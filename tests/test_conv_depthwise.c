@@ -197,7 +197,8 @@ static void test_conv1d_refusals(void **state) {
                    "lhs_dilation [1,1] only)");
     k = c1(NX_DT_FP32, 1, 4, 10, 3, 1, 0, 0, 1);
     k.h = 2;
-    expect_refusal(&C1D, &k, "Conv1d_depthwise_bf01_oi01_bf01: operand 0 (img): dim 2 (H) is 2, a conv1d image has H = 1");
+    expect_refusal(&C1D, &k, "Conv1d_depthwise_bf01_oi01_bf01: operand 0 (img): dim 2 (H) is 2, a conv1d image has H = 1"
+            " (img is N,C,1,W, filt C,1,1,KW)");
     k = c1(NX_DT_FP32, 1, 4, 10, 3, 1, 0, 0, 1);
     k.lo[0] = 1;
     expect_refusal(&C1D, &k,
@@ -207,7 +208,8 @@ static void test_conv1d_refusals(void **state) {
     k.fgc = 1;
     expect_refusal(&C1D, &k,
                    "Conv1d_depthwise_bf01_oi01_bf01: operand 1 (filt): dim 1 (i) is 1 but operand 0 (img) features 4 / "
-                   "feature_group_count 1 = 4");
+                   "feature_group_count 1 = 4"
+            " (layouts, labels bf01_oi01->bf01: operand 0 (img) N,C,H,W, operand 1 (filt) O,C/G,KH,KW, result N,O,OH,OW)");
     k = c1(NX_DT_FP32, 1, 4, 10, 3, 0, 0, 0, 1);
     k.stride[1] = 0;
     expect_refusal(&C1D, &k, "Conv1d_depthwise_bf01_oi01_bf01: attribute stride=[1,0]: entries must be >= 1");
@@ -284,17 +286,20 @@ static void test_f01b_refusals(void **state) {
     k.fgc = 2;
     expect_refusal(&F01B, &k,
                    "conv2d_depthwise_f01b_o01i_bf01: operand 1 (filt): dim 3 (i) is 1 but operand 0 (img) features 4 / "
-                   "feature_group_count 2 = 2");
+                   "feature_group_count 2 = 2"
+            " (layouts, labels f01b_o01i->bf01: operand 0 (img) C,H,W,N, operand 1 (filt) O,KH,KW,C/G, result N,O,OH,OW)");
     /* a filter of 2 per channel (channel multiplier 2): a valid conv, not this leaf's */
     k = c2(NX_DT_FP32, 1, 4, 5, 5, 3, 3, 1, 1);
     k.mult = 2;
     expect_refusal(&F01B, &k,
                    "conv2d_depthwise_f01b_o01i_bf01: operand 1 (filt): dim 0 (o) is 8: channel multiplier 2 is not "
-                   "supported (this leaf takes o = C = 4)");
+                   "supported (this leaf takes o = C = 4"
+            "; layouts, labels f01b_o01i->bf01: operand 0 (img) C,H,W,N, operand 1 (filt) O,KH,KW,C/G, result N,O,OH,OW)");
     k = c2(NX_DT_FP32, 1, 4, 2, 2, 5, 5, 1, 0);
     expect_refusal(&F01B, &k,
                    "conv2d_depthwise_f01b_o01i_bf01: conv spatial dim 0: the window (5 taps, rhs_dilation 1) does not "
-                   "fit the input (2, lhs_dilation 1, padding [0,0]): no output");
+                   "fit the input (2, lhs_dilation 1, padding [0,0]): no output"
+            " (layouts, labels f01b_o01i->bf01: operand 0 (img) C,H,W,N, operand 1 (filt) O,KH,KW,C/G, result N,O,OH,OW)");
     k = c2(NX_DT_BF16, 1, 4, 5, 5, 3, 3, 1, 1);
     k.filt_dt = (int)NX_DT_FP32;
     expect_refusal(&F01B, &k,
@@ -371,7 +376,7 @@ static void test_cp1_refusals(void **state) {
     (void)state;
     dw_case k = c2(NX_DT_FP32, 2, 4, 5, 5, 3, 3, 1, 1);
     expect_refusal(&CP1, &k,
-                   "conv2d_column_packing_1: operand 0 (img): batch 2 is not supported (this leaf takes N = 1; "
+                   "conv2d_column_packing_1: operand 0 (img): batch 2 is not supported (this leaf takes N = 1, img 1,C,H,W; "
                    "conv2d_depthwise_f01b_o01i_bf01 takes any batch)");
     k = c2(NX_DT_FP32, 1, 4, 5, 5, 3, 3, 1, 1);
     k.stride[0] = 1ll << 30;
@@ -462,7 +467,8 @@ static void test_rules(void **state) {
     assert_int_equal(nx_attrs_set(&op.attrs, "feature_group_count", &one, &err), 0);
     assert_int_equal(r->infer_results(&op, NULL, &err), -1);
     assert_string_equal(err.msg, "operand 1 (filt): dim 1 (i) is 1 but operand 0 (img) features 8 / "
-                                 "feature_group_count 1 = 8");
+                                 "feature_group_count 1 = 8"
+            " (layouts, labels bf01_oi01->bf01: operand 0 (img) N,C,H,W, operand 1 (filt) O,C/G,KH,KW, result N,O,OH,OW)");
     nx_macro_op_free(&op);
     /* f01b's bf16 products widen its tolerance by sqrt(K) */
     r = rules_of("conv2d_depthwise_f01b_o01i_bf01");

@@ -236,11 +236,14 @@ static void test_result_shape(void **state) {
     assert_int_equal(out[2], 6);
     assert_int_equal(out[3], 5);
     assert_int_equal(nx_conv_result_shape(&L, &p, 4, im3, 4, f3bad, "img", "filt", out, &err), -1);
-    assert_string_equal(err.msg, "filt: dim 1 (i) is 8 but img features 8 / feature_group_count 2 = 4");
+    assert_string_equal(err.msg, "filt: dim 1 (i) is 8 but img features 8 / feature_group_count 2 = 4"
+            " (layouts, labels 0f1b_0i1o->01fb: img H,C,W,N, filt KH,C/G,KW,O, result OH,OW,O,N)");
     assert_int_equal(nx_conv_result_shape(&L, &p, 4, im3, 4, f3odd, "img", "filt", out, &err), -1);
-    assert_string_equal(err.msg, "filt: dim 3 (o) of 5 output features is not divisible by feature_group_count 2");
+    assert_string_equal(err.msg, "filt: dim 3 (o) of 5 output features is not divisible by feature_group_count 2"
+            " (layouts, labels 0f1b_0i1o->01fb: img H,C,W,N, filt KH,C/G,KW,O, result OH,OW,O,N)");
     assert_int_equal(nx_conv_result_shape(&L, &p, 3, im3, 4, f3, "img", "filt", out, &err), -1);
-    assert_string_equal(err.msg, "img: 3 dims, the labels 0f1b_0i1o->01fb need 4");
+    assert_string_equal(err.msg, "img: 3 dims, the labels 0f1b_0i1o->01fb need 4"
+            " (layouts, labels 0f1b_0i1o->01fb: img H,C,W,N, filt KH,C/G,KW,O, result OH,OW,O,N)");
     nx_conv_params_default(&p, 1);
     assert_int_equal(nx_conv_result_shape(&L, &p, 4, im3, 4, f3, "img", "filt", out, &err), -1);
     assert_string_equal(err.msg, "conv: attributes are for 1 spatial dims, the labels 0f1b_0i1o->01fb have 2");
@@ -289,7 +292,8 @@ static void test_rule_infer(void **state) {
     op.operands[1].shape[1] = filt2[1];
     assert_int_equal(nx_conv_rule_infer(&op, "0f1b_0i1o->01fb", NULL, &err), -1);
     assert_string_equal(err.msg, "operand 1 (w): dim 1 (i) is 32 but operand 0 (img) features 64 / "
-                                 "feature_group_count 1 = 64");
+                                 "feature_group_count 1 = 64"
+            " (layouts, labels 0f1b_0i1o->01fb: operand 0 (img) H,C,W,N, operand 1 (w) KH,C/G,KW,O, result OH,OW,O,N)");
     nx_macro_op_free(&op);
 }
 

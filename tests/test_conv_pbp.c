@@ -140,7 +140,8 @@ static void test_refusals(void **state) {
     const uint64_t wrong[4] = {4, 4, 4, 2};
     conv_expect_refusal(K3, &c, wrong,
                         "operand 2 (out): shape [4,4,4,2] must be [3,4,4,2] (the convolution of operand 0 (img) "
-                        "[5,3,6,2] and operand 1 (filt) [3,3,3,4])");
+                        "[5,3,6,2] and operand 1 (filt) [3,3,3,4]"
+            "; layouts, labels 0f1b_0i1o->01fb: operand 0 (img) H,C,W,N, operand 1 (filt) KH,C/G,KW,O, result OH,OW,O,N)");
     c.attrs = "lhs_dilation=[1,2]";
     conv_expect_refusal(K3, &c, NULL,
                         N3 ": attribute lhs_dilation=[1,2] is not supported (this leaf takes lhs_dilation [1,1] only)");
@@ -155,18 +156,21 @@ static void test_refusals(void **state) {
                         N3 ": attribute dilation: not a conv attribute (stride, padding, lhs_dilation, rhs_dilation, "
                            "feature_group_count, batch_group_count, out_shape)");
     c.attrs = "feature_group_count=2";
-    conv_expect_refusal(K3, &c, wrong, "operand 0 (img): dim 1 (f) of 3 features is not divisible by feature_group_count 2");
+    conv_expect_refusal(K3, &c, wrong, "operand 0 (img): dim 1 (f) of 3 features is not divisible by feature_group_count 2"
+            " (layouts, labels 0f1b_0i1o->01fb: operand 0 (img) H,C,W,N, operand 1 (filt) KH,C/G,KW,O, result OH,OW,O,N)");
     c.attrs = "rhs_dilation=[3,1]";
     conv_expect_refusal(K3, &c, wrong,
                         "conv spatial dim 0: the window (3 taps, rhs_dilation 3) does not fit the input (5, "
-                        "lhs_dilation 1, padding [0,0]): no output");
+                        "lhs_dilation 1, padding [0,0]): no output"
+            " (layouts, labels 0f1b_0i1o->01fb: operand 0 (img) H,C,W,N, operand 1 (filt) KH,C/G,KW,O, result OH,OW,O,N)");
     /* dtypes: equal, and a PE input type */
     conv_case i8 = {L3, NX_DT_INT8, {5, 3, 6, 2}, {3, 3, 3, 4}, NULL, 0, 1};
     conv_expect_refusal(K3, &i8, NULL,
                         "operand 0 (img): dtype int8 is not a PE input type (fp32, bf16, fp16, fp8_e4m3, fp8_e5m2)");
     conv_case c4 = {L4, NX_DT_BF16, {3, 2, 5, 6}, {2, 4, 3, 3}, NULL, 0, 1};
     conv_expect_refusal(K4, &c4, NULL,
-                        "operand 1 (filt): dim 0 (i) is 2 but operand 0 (img) features 3 / feature_group_count 1 = 3");
+                        "operand 1 (filt): dim 0 (i) is 2 but operand 0 (img) features 3 / feature_group_count 1 = 3"
+            " (layouts, labels fb01_io01->01bf: operand 0 (img) C,N,H,W, operand 1 (filt) C/G,O,KH,KW, result OH,OW,N,O)");
     c4.rhs[0] = 3;
     c4.attrs = "padding=[[1,1]]";
     conv_expect_refusal(K4, &c4, wrong,

@@ -502,7 +502,8 @@ static void test_reference_errors(void **state) {
     nx_ref_operand a = {x, NX_DT_FP32, 3, xs}, b = {w, NX_DT_FP32, 3, ws};
     assert_int_equal(nx_ref_conv("bf0_oi0->bf0", &p, &a, &b, out, NX_DT_FP32, 3, os, &err), -1);
     assert_string_equal(err.msg, "conv reference rhs: dim 1 (i) is 3 but conv reference lhs features 4 / "
-                                 "feature_group_count 1 = 4");
+                                 "feature_group_count 1 = 4"
+            " (layouts, labels bf0_oi0->bf0: conv reference lhs N,C,W, conv reference rhs O,C/G,KW, result N,O,OW)");
     /* the output shape given does not match */
     const uint64_t ws2[3] = {2, 4, 1}, bad[3] = {1, 2, 5};
     nx_ref_operand b2 = {w, NX_DT_FP32, 3, ws2};
@@ -513,11 +514,13 @@ static void test_reference_errors(void **state) {
     nx_ref_operand b3 = {w, NX_DT_FP32, 3, ws3};
     assert_int_equal(nx_ref_conv("bf0_oi0->bf0", &p, &a, &b3, out, NX_DT_FP32, 3, os, &err), -1);
     assert_string_equal(err.msg, "conv spatial dim 0: the window (6 taps, rhs_dilation 1) does not fit the input "
-                                 "(4, lhs_dilation 1, padding [0,0]): no output");
+                                 "(4, lhs_dilation 1, padding [0,0]): no output"
+            " (layouts, labels bf0_oi0->bf0: conv reference lhs N,C,W, conv reference rhs O,C/G,KW, result N,O,OW)");
     /* batch groups must divide the batch */
     p.batch_group_count = 2;
     assert_int_equal(nx_ref_conv("bf0_oi0->bf0", &p, &a, &b2, out, NX_DT_FP32, 3, os, &err), -1);
-    assert_string_equal(err.msg, "conv reference lhs: dim 0 (b) of batch 1 is not divisible by batch_group_count 2");
+    assert_string_equal(err.msg, "conv reference lhs: dim 0 (b) of batch 1 is not divisible by batch_group_count 2"
+            " (layouts, labels bf0_oi0->bf0: conv reference lhs N,C,W, conv reference rhs O,C/G,KW, result N,O,OW)");
 }
 
 static void test_out_size(void **state) {

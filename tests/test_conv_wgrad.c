@@ -531,7 +531,8 @@ static const refusal REFUSALS[] = {
      "fp16, fp8_e4m3, fp8_e5m2)"},
     {K5, {L5, NX_DT_FP32, {2, 3, 8, 8}, {2, 4, 4, 4}, NULL, 0, 1}, 2,
      "Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh: operand 2 (out): shape [5,5,4,3] must be [5,5,3,4] (the "
-     "convolution's result)"},
+     "convolution's result; layouts, labels fb01_io01->01bf: operand 0 (img) C,N,H,W, operand 1 (filt) C/G,O,KH,KW, "
+     "result OH,OW,N,O)"},
     {K5, {L5, NX_DT_FP32, {2, 3, 8, 8}, {2, 4, 4, 4}, "strides=[1,1]", 0, 1}, 1,
      "Conv2d_dw_fb01_io01_01bf_rep_nhwc_Pcinh: attribute strides: not a conv attribute (stride, padding, "
      "lhs_dilation, rhs_dilation, feature_group_count, batch_group_count, out_shape)"},

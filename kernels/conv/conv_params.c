@@ -2,6 +2,7 @@
 #include "conv_params.h"
 
 #include "isa/intmath.h"
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -279,6 +280,67 @@ uint64_t nx_conv_out_size(uint64_t in, uint64_t k, int64_t stride, int64_t lo, i
     return (uint64_t)((padded - dk - 1) / stride + 1);
 }
 
+/* ---- layout names ---------------------------------------------------------- */
+
+/* The letters of one part: lhs/out b -> N, f -> C (out: O); rhs o -> O,
+ * i -> C/G; spatial digits H, W (1 dim: W; 3: D, H, W), prefixed K (rhs)
+ * or O (out). */
+static size_t part_text(const char *part, size_t len, char kind, uint32_t spatial, char *buf, size_t cap) {
+    static const char *const sp1[] = {"W"}, *const sp2[] = {"H", "W"}, *const sp3[] = {"D", "H", "W"};
+    const char *const *names = spatial == 1 ? sp1 : spatial == 2 ? sp2 : sp3;
+    size_t n = 0;
+    for (size_t i = 0; i < len && n < cap; i++) {
+        char ch = part[i];
+        const char *t = "?", *pre = "";
+        if (ch >= '0' && ch <= '9' && (uint32_t)(ch - '0') < spatial) {
+            t = names[ch - '0'];
+            pre = kind == 'r' ? "K" : kind == 'o' ? "O" : "";
+        } else if (ch == 'b') {
+            t = "N";
+        } else if (ch == 'f') {
+            t = kind == 'o' ? "O" : "C";
+        } else if (ch == 'o') {
+            t = "O";
+        } else if (ch == 'i') {
+            t = "C/G";
+        }
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s%s", i ? "," : "", pre, t);
+    }
+    return n < cap ? n : cap;
+}
+
+void nx_conv_layout_text(const nx_conv_layout *L, const char *lhs_name, const char *rhs_name, char *buf, size_t len) {
+    if (len == 0) return;
+    const char *t = L->text, *us = strchr(t, '_'), *arrow = strstr(t, "->");
+    char a[64], b[64], c[64];
+    if (!us || !arrow) {
+        snprintf(buf, len, "labels %s", t);
+        return;
+    }
+    part_text(t, (size_t)(us - t), 'l', L->spatial, a, sizeof a);
+    part_text(us + 1, (size_t)(arrow - us - 1), 'r', L->spatial, b, sizeof b);
+    part_text(arrow + 2, strlen(arrow + 2), 'o', L->spatial, c, sizeof c);
+    snprintf(buf, len, "layouts, labels %s: %s %s, %s %s, result %s", t, lhs_name, a, rhs_name, b, c);
+}
+
+/* nx_fail with " (the layouts)" after the message. */
+static int layout_fail(nx_error *err, const nx_conv_layout *L, const char *lhs_name, const char *rhs_name,
+                       const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+static int layout_fail(nx_error *err, const nx_conv_layout *L, const char *lhs_name, const char *rhs_name,
+                       const char *fmt, ...) {
+    char msg[400], lay[240];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    nx_conv_layout_text(L, lhs_name, rhs_name, lay, sizeof lay);
+    return nx_fail(err, "%s (%s)", msg, lay);
+}
+
 int nx_conv_result_shape(const nx_conv_layout *L, const nx_conv_params *p, uint32_t lhs_ndims,
                          const uint64_t *lhs_shape, uint32_t rhs_ndims, const uint64_t *rhs_shape,
                          const char *lhs_name, const char *rhs_name, uint64_t *out_shape,
@@ -288,27 +350,29 @@ int nx_conv_result_shape(const nx_conv_layout *L, const nx_conv_params *p, uint3
         return nx_fail(err, "conv: attributes are for %u spatial dims, the labels %s have %u", p->spatial,
                        L->text, L->spatial);
     if (lhs_ndims != nd)
-        return nx_fail(err, "%s: %u dims, the labels %s need %u", lhs_name, lhs_ndims, L->text, nd);
+        return layout_fail(err, L, lhs_name, rhs_name, "%s: %u dims, the labels %s need %u", lhs_name, lhs_ndims,
+                           L->text, nd);
     if (rhs_ndims != nd)
-        return nx_fail(err, "%s: %u dims, the labels %s need %u", rhs_name, rhs_ndims, L->text, nd);
+        return layout_fail(err, L, lhs_name, rhs_name, "%s: %u dims, the labels %s need %u", rhs_name, rhs_ndims,
+                           L->text, nd);
     uint64_t batch = lhs_shape[L->lhs_batch], feat = lhs_shape[L->lhs_feature];
     uint64_t rin = rhs_shape[L->rhs_in], rout = rhs_shape[L->rhs_out];
     uint64_t fg = (uint64_t)p->feature_group_count, bg = (uint64_t)p->batch_group_count;
     if (feat % fg != 0)
-        return nx_fail(err, "%s: dim %u (f) of %llu features is not divisible by feature_group_count %llu",
+        return layout_fail(err, L, lhs_name, rhs_name, "%s: dim %u (f) of %llu features is not divisible by feature_group_count %llu",
                        lhs_name, L->lhs_feature, (unsigned long long)feat, (unsigned long long)fg);
     if (rin != feat / fg)
-        return nx_fail(err, "%s: dim %u (i) is %llu but %s features %llu / feature_group_count %llu = %llu",
+        return layout_fail(err, L, lhs_name, rhs_name, "%s: dim %u (i) is %llu but %s features %llu / feature_group_count %llu = %llu",
                        rhs_name, L->rhs_in, (unsigned long long)rin, lhs_name, (unsigned long long)feat,
                        (unsigned long long)fg, (unsigned long long)(feat / fg));
     if (rout % fg != 0)
-        return nx_fail(err, "%s: dim %u (o) of %llu output features is not divisible by feature_group_count %llu",
+        return layout_fail(err, L, lhs_name, rhs_name, "%s: dim %u (o) of %llu output features is not divisible by feature_group_count %llu",
                        rhs_name, L->rhs_out, (unsigned long long)rout, (unsigned long long)fg);
     if (rout % bg != 0)
-        return nx_fail(err, "%s: dim %u (o) of %llu output features is not divisible by batch_group_count %llu",
+        return layout_fail(err, L, lhs_name, rhs_name, "%s: dim %u (o) of %llu output features is not divisible by batch_group_count %llu",
                        rhs_name, L->rhs_out, (unsigned long long)rout, (unsigned long long)bg);
     if (batch % bg != 0)
-        return nx_fail(err, "%s: dim %u (b) of batch %llu is not divisible by batch_group_count %llu", lhs_name,
+        return layout_fail(err, L, lhs_name, rhs_name, "%s: dim %u (b) of batch %llu is not divisible by batch_group_count %llu", lhs_name,
                        L->lhs_batch, (unsigned long long)batch, (unsigned long long)bg);
     uint64_t shape[NX_KERNEL_MAX_DIMS];
     shape[L->out_batch] = batch / bg;
@@ -318,7 +382,7 @@ int nx_conv_result_shape(const nx_conv_layout *L, const nx_conv_params *p, uint3
         uint64_t o = nx_conv_out_size(in, k, p->stride[d], p->pad_lo[d], p->pad_hi[d], p->lhs_dilation[d],
                                       p->rhs_dilation[d]);
         if (o == 0)
-            return nx_fail(err, "conv spatial dim %u: the window (%llu taps, rhs_dilation %lld) does not fit the input "
+            return layout_fail(err, L, lhs_name, rhs_name, "conv spatial dim %u: the window (%llu taps, rhs_dilation %lld) does not fit the input "
                            "(%llu, lhs_dilation %lld, padding [%lld,%lld]): no output",
                            d, (unsigned long long)k, (long long)p->rhs_dilation[d], (unsigned long long)in,
                            (long long)p->lhs_dilation[d], (long long)p->pad_lo[d], (long long)p->pad_hi[d]);

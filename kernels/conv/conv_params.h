@@ -61,6 +61,14 @@ typedef struct nx_conv_layout {
  *   conv labels "bf01_oi0->bf01": rhs "oi0" has 1 spatial dim, lhs "bf01" has 2 */
 int nx_conv_layout_parse(const char *labels, nx_conv_layout *out, nx_error *err);
 
+/* The layouts of L in dimension names, for messages: "layouts, labels
+ * 0f1b_0i1o->01fb: operand 0 (img) H,C,W,N, operand 1 (filt) KH,C/G,KW,O,
+ * result OH,OW,O,N" (lhs_name / rhs_name as given). Every operand-shape
+ * refusal of nx_conv_result_shape ends with it in parentheses, so a user
+ * whose tensors are in another layout (ONNX's NCHW / OIHW: the `conv`
+ * composite) sees which layout each operand must have. */
+void nx_conv_layout_text(const nx_conv_layout *L, const char *lhs_name, const char *rhs_name, char *buf, size_t len);
+
 /* ---- window attributes ------------------------------------------------ */
 
 /* The attributes of a convolution, per spatial dim d < spatial. Defaults

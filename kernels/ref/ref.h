@@ -13,6 +13,7 @@
 #include "isa/error.h"
 #include "kernels/blockwise_mm/blockwise_mm_params.h"
 #include "kernels/conv/conv_params.h"
+#include "kernels/conv/onnx/conv_onnx.h"
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/matmul/matmul.h"
 #include "kernels/norms/norms.h"
@@ -166,5 +167,10 @@ int nx_ref_attention(const nx_attention_params *p, const void *q, const void *k,
  * (threshold 20); y [B, C, L] rounded once to p->dtype, h_final [B, C, N]
  * once to fp32. */
 int nx_ref_selective_scan(const nx_scan_params *p, const void *const *in, void *y, void *h_final, nx_error *err);
+/* ONNX Conv (the `conv` composite, kernels/conv/onnx/conv_onnx.h) of x
+ * (NCHW), w (OIHW) and b ([O], NULL: none) into y (NCHW), all of p->dtype:
+ * a direct sum per output element in double, rounded to fp32 then to the
+ * dtype, then + b[o] in fp32, rounded again. */
+int nx_ref_conv_onnx(const nx_conv_onnx_params *p, const void *x, const void *w, const void *b, void *y, nx_error *err);
 
 #endif

@@ -202,6 +202,32 @@ for mode in "" --functional; do
         -i "$T/box4.npy" -o "$T/conv4.npy" -a 'stride=[2,2]' -a 'padding=[[1,1],[0,2]]' --check
     same_file "$T/conv4.npy" "$T/conv_expected.npy"
 done
+# The same problem in ONNX's own terms through the conv composite (X NCHW, W OIHW, ONNX pads
+# [H_begin, W_begin, H_end, W_end]): the report names the leaf and the layout steps (one channel:
+# group = C = O = 1 is a depthwise conv, and N = 1 takes #9 with no layout step).
+make_npy "$T/conv_onnx_expected.npy" "'<f4'" "(1, 1, 4, 3)" 1 "$CONV"
+rm -f "$T/conv_onnx.npy"
+expect 0 "conv composite (ONNX layouts)" run conv -i "$T/img4.npy" -i "$T/box4.npy" -o "$T/conv_onnx.npy" \
+    -a 'strides=[2,2]' -a 'pads=[1,0,1,2]' --check
+same_file "$T/conv_onnx.npy" "$T/conv_onnx_expected.npy"
+if grep -q '^  dispatch leaf conv2d_column_packing_1: depthwise (group = C = O), one image; layout: X NCHW, W OIHW and Y NCHW read and written as they are (the leaf.s layouts)$' "$T/out"; then
+    pass
+else
+    fail "conv composite: dispatch line"
+fi
+expect 0 "run conv --check" run conv --check
+if grep -qE '^check: Y vs nx_ref_conv_onnx: .*: ok$' "$T/out"; then pass; else fail "conv: check line"; fi
+# An ONNX OIHW filter [2, 1, 3, 3] given to #4 (fb01_io01: filt I,O,KH,KW): the refusal names
+# the layouts each operand must have.
+make_npy "$T/box4x2.npy" "'<f4'" "(2, 1, 3, 3)" 2 "$BOX$BOX"
+expect 3 "conv #4 with an OIHW filter" run Conv2d_pbp_fb01_io01_01bf_experimental_1 -i "$T/img4.npy" \
+    -i "$T/box4x2.npy" -o "$T/never.npy"
+stderr_is "nxsim: operand 1 (in1): dim 0 (i) is 2 but operand 0 (in0) features 1 / feature_group_count 1 = 1 (layouts, labels fb01_io01->01bf: operand 0 (in0) C,N,H,W, operand 1 (in1) C/G,O,KH,KW, result OH,OW,N,O)"
+absent "$T/never.npy"
+expect 3 "conv composite: group not dividing C" run conv -i "$T/img4.npy" -i "$T/box4.npy" -a 'group=2' \
+    -o "$T/never.npy"
+stderr_is "nxsim: attribute group=2: does not divide operand 0 (in0)'s C = 1 (X is NCHW: [N, C, H, W])"
+absent "$T/never.npy"
 # refusals name the attribute, its value and the rule; no output is written
 expect 3 "conv lhs_dilation" run Conv2d_pbp_0f1b_0i1o_01fb_experimental_1 -i "$T/img3.npy" -i "$T/box3.npy" \
     -o "$T/never.npy" -a 'lhs_dilation=[2,1]'
@@ -212,7 +238,7 @@ stderr_is "nxsim: attribute stride=[0,1]: entries must be >= 1"
 absent "$T/never.npy"
 expect 3 "conv window too large" run Conv2d_pbp_0f1b_0i1o_01fb_experimental_1 -i "$T/img3.npy" -i "$T/box3.npy" \
     -a 'rhs_dilation=[4,4]' -o "$T/never.npy"
-stderr_is "nxsim: conv spatial dim 0: the window (3 taps, rhs_dilation 4) does not fit the input (7, lhs_dilation 1, padding [0,0]): no output"
+stderr_is "nxsim: conv spatial dim 0: the window (3 taps, rhs_dilation 4) does not fit the input (7, lhs_dilation 1, padding [0,0]): no output (layouts, labels 0f1b_0i1o->01fb: operand 0 (in0) H,C,W,N, operand 1 (in1) KH,C/G,KW,O, result OH,OW,O,N)"
 absent "$T/never.npy"
 
 # ---- the weight-gradient convolutions (#5, #7, #8) ---------------------------------------

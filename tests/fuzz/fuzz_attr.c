@@ -3,13 +3,15 @@
  * Oracles: a rejected value gets a one-line message; an accepted one writes
  * back (nx_value_to_json) to text that parses to the same value (the same
  * text and canonical text again), and set on the default op of every
- * registry entry it goes down the run path (lower.h) with one-line
- * refusals. */
+ * registry entry and of every composite (the string attributes of topk,
+ * rmsnorm, rope, conv, ...) it goes down the run path (lower.h) with
+ * one-line refusals. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "fuzz.h"
 #include "lower.h"
+#include "registry/composites.h"
 #include "registry/registry.h"
 #include "registry/rules.h"
 
@@ -56,6 +58,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (nx_macro_op_set_func_name(&op, reg->entries[k].key, &err) != 0)
             nx_fuzz_fail("default op of %s: %s", reg->entries[k].key, err.msg);
         uint64_t default_bytes = nx_fuzz_lower_and_run(&op, 0);
+        nx_value copy;
+        if (nx_value_copy(&copy, &v, &err) != 0) nx_fuzz_fail("%s", err.msg);
+        if (nx_attrs_set(&op.attrs, name, &copy, &err) != 0) nx_fuzz_fail("%s", err.msg);
+        nx_fuzz_lower_and_run(&op, default_bytes < NX_FUZZ_LOWER_MAX_BYTES ? default_bytes : NX_FUZZ_LOWER_MAX_BYTES);
+        nx_macro_op_free(&op);
+    }
+    /* The composites the same way. One that does not read the attribute
+     * refuses it in the preparation (the attribute check), before anything
+     * is lowered: only that refusal is checked, so the composites' default
+     * ops are lowered only for the names they read. */
+    const nx_composite_table *comps = nx_composites();
+    for (uint32_t c = 0; c < comps->count; c++) {
+        const nx_composite *cp = &comps->items[c];
+        if (!cp->rules || !cp->rules->default_op || !cp->config.kernel_func || !cp->config.kernel_func->fn) continue;
+        int reads = nx_op_rules_reads_attr(cp->rules, name);
+        nx_macro_op op;
+        nx_macro_op_init(&op);
+        if (nx_macro_op_set_func_name(&op, cp->name, &err) != 0)
+            nx_fuzz_fail("default op of %s: %s", cp->name, err.msg);
+        uint64_t default_bytes = reads ? nx_fuzz_lower_and_run(&op, 0) : 0;
         nx_value copy;
         if (nx_value_copy(&copy, &v, &err) != 0) nx_fuzz_fail("%s", err.msg);
         if (nx_attrs_set(&op.attrs, name, &copy, &err) != 0) nx_fuzz_fail("%s", err.msg);

@@ -209,10 +209,11 @@ int conv1d_depthwise_bf01_oi01_bf01(struct nx_kctx *k, const nx_kernel_call *cal
     if (nx_dw_prepare(LEAF, call, "bf01_oi01->bf01", &p, err) != 0) return -1;
     const nx_dw_axis *ah = &p.ax[0], *aw = &p.ax[1];
     if (ah->in != 1)
-        return nx_fail(err, "%s: operand 0 (%s): dim 2 (H) is %lld, a conv1d image has H = 1", LEAF, p.img->name,
+        return nx_fail(err, "%s: operand 0 (%s): dim 2 (H) is %lld, a conv1d image has H = 1 (img is N,C,1,W, filt C,1,1,KW)", LEAF, p.img->name,
                        (long long)ah->in);
     if (ah->k != 1)
-        return nx_fail(err, "%s: operand 1 (%s): dim 2 (H_f) is %lld, a conv1d filter has H_f = 1", LEAF,
+        return nx_fail(err, "%s: operand 1 (%s): dim 2 (H_f) is %lld, a conv1d filter has H_f = 1 (img is N,C,1,W, filt C,1,1,KW)",
+                       LEAF,
                        p.filt->name, (long long)ah->k);
     if (ah->pad_lo != 0 || ah->pad_hi != 0) {
         char v[128];

@@ -490,7 +490,7 @@ int conv2d_column_packing_1(struct nx_kctx *k, const nx_kernel_call *call, nx_er
     nx_dw_problem p;
     if (nx_dw_prepare(LEAF, call, "bf01_oi01->bf01", &p, err) != 0) return -1;
     if (p.n != 1)
-        return nx_fail(err, "%s: operand 0 (%s): batch %llu is not supported (this leaf takes N = 1; "
+        return nx_fail(err, "%s: operand 0 (%s): batch %llu is not supported (this leaf takes N = 1, img 1,C,H,W; "
                             "conv2d_depthwise_f01b_o01i_bf01 takes any batch)",
                        LEAF, p.img->name, (unsigned long long)p.n);
     if (nx_conv_require_default(&p.params, NX_CONV_LHS_DILATION, LEAF, err) != 0) return -1;

@@ -121,19 +121,24 @@ int nx_dw_prepare(const char *leaf, const nx_kernel_call *call, const char *labe
                             "feature_group_count = C = %llu)",
                        leaf, v, (unsigned long long)p->c);
     }
-    if (filt->shape[L.rhs_out] != p->c)
+    if (filt->shape[L.rhs_out] != p->c) {
+        char lay[240];
+        nx_conv_layout_text(&L, iname, fname, lay, sizeof lay);
         return nx_fail(err, "%s: operand 1 (%s): dim %u (o) is %llu: channel multiplier %llu is not supported "
-                            "(this leaf takes o = C = %llu)",
+                            "(this leaf takes o = C = %llu; %s)",
                        leaf, filt->name, L.rhs_out, (unsigned long long)filt->shape[L.rhs_out],
-                       (unsigned long long)(filt->shape[L.rhs_out] / p->c), (unsigned long long)p->c);
+                       (unsigned long long)(filt->shape[L.rhs_out] / p->c), (unsigned long long)p->c, lay);
+    }
     int same = out->ndims == img->ndims;
     for (uint32_t i = 0; same && i < out->ndims; i++) same = out->shape[i] == want[i];
     if (!same) {
         char got[128], w[128];
         nx_format_u64_list(got, sizeof got, out->shape, out->ndims <= NX_KERNEL_MAX_DIMS ? out->ndims : 0);
         nx_format_u64_list(w, sizeof w, want, img->ndims);
-        return nx_fail(err, "%s: operand 2 (%s): shape %s must be %s (the convolution's result)", leaf, out->name,
-                       got, w);
+        char lay[240];
+        nx_conv_layout_text(&L, iname, fname, lay, sizeof lay);
+        return nx_fail(err, "%s: operand 2 (%s): shape %s must be %s (the convolution's result; %s)", leaf, out->name,
+                       got, w, lay);
     }
     uint32_t di[4] = {L.lhs_batch, L.lhs_feature, L.lhs_spatial[0], L.lhs_spatial[1]};
     uint32_t df[4] = {L.rhs_out, L.rhs_in, L.rhs_spatial[0], L.rhs_spatial[1]};

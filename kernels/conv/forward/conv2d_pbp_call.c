@@ -49,8 +49,10 @@ int nx_conv_pbp_from_call(const char *leaf, const char *labels, const nx_kernel_
         fmt_shape(b, sizeof b, 4, want);
         fmt_shape(c, sizeof c, img->ndims, img->shape);
         fmt_shape(d, sizeof d, flt->ndims, flt->shape);
-        return nx_fail(err, "operand 2 (%s): shape %s must be %s (the convolution of %s %s and %s %s)", out->name, a, b,
-                       in_name, c, f_name, d);
+        char lay[240];
+        nx_conv_layout_text(&L, in_name, f_name, lay, sizeof lay);
+        return nx_fail(err, "operand 2 (%s): shape %s must be %s (the convolution of %s %s and %s %s; %s)", out->name,
+                       a, b, in_name, c, f_name, d, lay);
     }
     pb->dtype = dt;
     pb->H = img->shape[L.lhs_spatial[0]];

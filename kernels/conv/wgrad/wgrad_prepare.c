@@ -38,10 +38,14 @@ int nx_wg_prepare(const char *leaf, nx_wg_kind kind, const char *labels, const n
         if (call->args[i].dtype != dt)
             return nx_fail(err, "%s: operand %d (%s): dtype %s differs from operand 0 (%s)'s %s", leaf, i,
                            call->args[i].name, nx_dtype_name(call->args[i].dtype), img->name, nx_dtype_name(dt));
+    char in_name[96], f_name[96], lay[240];
+    snprintf(in_name, sizeof in_name, "operand 0 (%s)", img->name);
+    snprintf(f_name, sizeof f_name, "operand 1 (%s)", flt->name);
+    nx_conv_layout_text(&L, in_name, f_name, lay, sizeof lay);
     for (int i = 0; i < 2; i++)
         if (call->args[i].ndims != 4)
-            return nx_fail(err, "%s: operand %d (%s) has %u dims, the labels %s need 4", leaf, i, call->args[i].name,
-                           call->args[i].ndims, labels);
+            return nx_fail(err, "%s: operand %d (%s) has %u dims, the labels %s need 4 (%s)", leaf, i,
+                           call->args[i].name, call->args[i].ndims, labels, lay);
     if (kind == NX_WG_DEPTHWISE) {
         /* one lhs batch (channel) per group, one filter per group */
         uint64_t n = img->shape[L.lhs_batch], co = flt->shape[L.rhs_out];
@@ -54,9 +58,6 @@ int nx_wg_prepare(const char *leaf, nx_wg_kind kind, const char *labels, const n
                            leaf, v, img->name, (unsigned long long)n, flt->name, (unsigned long long)co);
         }
     }
-    char in_name[96], f_name[96];
-    snprintf(in_name, sizeof in_name, "operand 0 (%s)", img->name);
-    snprintf(f_name, sizeof f_name, "operand 1 (%s)", flt->name);
     uint64_t want[NX_KERNEL_MAX_DIMS];
     if (nx_conv_result_shape(&L, cp, img->ndims, img->shape, flt->ndims, flt->shape, in_name, f_name, want, err) != 0)
         return nx_fail_prefix(err, "%s", leaf);
@@ -66,8 +67,8 @@ int nx_wg_prepare(const char *leaf, nx_wg_kind kind, const char *labels, const n
         char a[96], b[96];
         fmt_shape(a, sizeof a, out->ndims, out->shape);
         fmt_shape(b, sizeof b, 4, want);
-        return nx_fail(err, "%s: operand 2 (%s): shape %s must be %s (the convolution's result)", leaf, out->name, a,
-                       b);
+        return nx_fail(err, "%s: operand 2 (%s): shape %s must be %s (the convolution's result; %s)", leaf, out->name,
+                       a, b, lay);
     }
     p->dt = dt;
     p->es = nx_dtype_size(dt);
