@@ -45,6 +45,7 @@ typedef struct pf_state {
     nx_tile in[PF_MAX_STAGES], out[PF_MAX_STAGES], ps[PF_PSUM_BUFS];
     uint64_t cblocks; /* column blocks computed so far (PSUM and engine rotation) */
     uint32_t in_lanes, next_in;
+    uint32_t piece; /* rows per store piece (0: whole stores) */
 } pf_state;
 
 static nx_dtype same_size_type(uint64_t size, nx_dtype f4, nx_dtype f2, nx_dtype f1) {
@@ -102,7 +103,20 @@ static int pf_store(pf_state *s, const pf_block *sb, const nx_tile *tile, nx_err
         nx_operand dst = nx_ap_hbm_rows(s->dt, pl->out_offset + (row * pl->rows + sb->r0) * s->size,
                                         cp, (int32_t)pl->rows, sb->rw);
         /* transfers writing the same output rows share a lane (they would
-         * otherwise wait for each other); other rows spread over the lanes */
+         * otherwise wait for each other); other rows spread over the lanes.
+         * A program with fewer row blocks than output lanes cuts each store
+         * into pieces of `piece` rows, each on its rows' lane: the pieces'
+         * footprint boxes are disjoint (every piece's columns lie within one
+         * output row pitch), so all the lanes work. */
+        if (s->piece && out_lanes) {
+            for (uint32_t p0 = 0; p0 < cp; p0 += s->piece) {
+                uint32_t n = cp - p0 < s->piece ? cp - p0 : s->piece;
+                nx_operand ps = nx_operand_rows(&src, p0, n), pd = nx_operand_rows(&dst, p0, n);
+                uint32_t lane = s->in_lanes + (uint32_t)(((row + p0) / s->piece) % out_lanes);
+                if (nx_kctx_dma_on(s->k, lane, &pd, &ps, err) != 0) return -1;
+            }
+            continue;
+        }
         uint32_t lane = out_lanes ? s->in_lanes + (uint32_t)((row / s->tb) % out_lanes) : 0;
         if (nx_kctx_dma_on(s->k, lane, &dst, &src, err) != 0) return -1;
     }
@@ -177,6 +191,15 @@ int tiled_pf_transpose(struct nx_kctx *k, const nx_kernel_call *call, nx_error *
     uint32_t lanes = nx_kctx_lanes(k);
     s.in_lanes = lanes > 1 ? lanes / 2 : 1;
 
+    {
+        uint64_t lo, hi;
+        nx_kctx_rows(k, pl.batch * pl.cols, &lo, &hi);
+        uint32_t out_lanes = lanes - s.in_lanes;
+        if (out_lanes > 1 && nx_cdiv_u64(hi - lo, s.tb) < out_lanes) {
+            s.piece = (s.tb + out_lanes - 1) / out_lanes;
+            if (s.piece < 8) s.piece = 8;
+        }
+    }
     pf_block *blocks = NULL;
     size_t n = 0;
     if (pf_blocks(&s, &blocks, &n, err) != 0) return -1;
