@@ -155,6 +155,18 @@ static void higher_ranks(void **state) {
     static const int64_t pb[3] = {2, 0, 1}, pneg[3] = {-1, -3, -2};
     check_perm(NX_DT_FP32, 3, big, pb, 1);
     check_perm(NX_DT_BF16, 3, big, pneg, 1);
+    /* the PE leaf with few, long output rows: the grid splits the input
+     * rows, whole rows packed kp to a partition when they divide evenly
+     * (the bench shape; C = 96, kp = 4; C = 64), ragged rows unpacked */
+    static const uint64_t bench[3] = {64, 128, 256}, c96[3] = {4, 1024, 96}, c200[3] = {3, 1000, 200};
+    static const uint64_t c64[2] = {8192, 64};
+    static const int64_t p10[2] = {1, 0};
+    check_perm(NX_DT_FP32, 3, bench, pb, 1);
+    check_perm(NX_DT_BF16, 3, bench, pb, 1);
+    check_perm(NX_DT_FP32, 3, c96, pb, 1);
+    check_perm(NX_DT_BF16, 3, c200, pb, 1);
+    check_perm(NX_DT_FP32, 2, c64, p10, 1);
+    check_perm(NX_DT_INT8, 2, c64, p10, 1);
     static const uint64_t one[1] = {1000}, id[3] = {4, 5, 6};
     static const int64_t p1[1] = {0}, pid[3] = {0, 1, 2};
     check_perm(NX_DT_FP32, 1, one, p1, 1);
