@@ -167,6 +167,9 @@ static void higher_ranks(void **state) {
     check_perm(NX_DT_BF16, 3, c200, pb, 1);
     check_perm(NX_DT_FP32, 2, c64, p10, 1);
     check_perm(NX_DT_INT8, 2, c64, p10, 1);
+    static const uint64_t batched[3] = {2, 4096, 64};
+    static const int64_t p021[3] = {0, 2, 1};
+    check_perm(NX_DT_FP32, 3, batched, p021, 1);
     static const uint64_t one[1] = {1000}, id[3] = {4, 5, 6};
     static const int64_t p1[1] = {0}, pid[3] = {0, 1, 2};
     check_perm(NX_DT_FP32, 1, one, p1, 1);

@@ -22,102 +22,16 @@
  * background. When two blocks' aT fit SBUF, the next block's prep is
  * emitted after the first N tile of the current one, so its loads and
  * transposes overlap the current block's multiplies. */
-#include "matmul.h"
+#include "matmul_tiles.h"
 
 #include <string.h>
-
-#include "kernels/norms/rows.h"
-
-#define MM_BBUFS 16   /* B tiles in flight */
-#define MM_OBUFS 12   /* result tiles */
-#define MM_MB_MAX 6   /* row tiles per block */
-#define MM_TP_GROUP 4 /* transposes per PSUM bank */
-#define MM_ABUFS 3    /* A row tiles in flight */
-
-typedef struct mm_state {
-    nx_kctx *k;
-    nx_rows r;
-    const nx_matmul_params *p;
-    const nx_tensor_ref *A, *B, *C;
-    nx_dtype dt;
-    uint64_t es, nk, mtiles, ntiles;
-    uint32_t TK, TM, TN, MB, abufs;
-    nx_tile at[MM_ABUFS], aT[2][MM_MB_MAX], bt[MM_BBUFS], ot[MM_OBUFS], acc[MM_MB_MAX], tp[2];
-    uint64_t loads, trs, bsteps, outs;
-    uint64_t lo, blocks, bsteps_total, bloaded; /* the B load stream */
-} mm_state;
-
-static uint32_t clip32(uint64_t v, uint32_t cap) { return (uint32_t)(v < cap ? v : cap); }
-
-/* A block's prep, emitted one unit (a group of up to 4 transposes and its
- * copy) at a time so that it interleaves with the multiplies of the block
- * before it: the PE never waits for a copy, and the A row loads (row tile
- * m + 1 is loaded when m starts, into one of three rotating buffers) have
- * a row tile's time to arrive. */
-typedef struct mm_prep {
-    int active;
-    uint64_t bi, mt0, kt;
-    uint32_t nm, buf, m, at0;
-} mm_prep;
-
-static int mm_load_rows(mm_state *s, const mm_prep *pr, uint32_t m, nx_error *err) {
-    const nx_matmul_params *p = s->p;
-    const uint64_t abase = s->A->hbm_offset + nx_matmul_a_index(p, pr->bi) * p->M * p->K * s->es;
-    const uint64_t m0 = (pr->mt0 + m) * s->TM;
-    const uint32_t mw = clip32(p->M - m0, s->TM);
-    nx_operand ad = nx_rows_view(&s->at[(pr->at0 + m) % MM_ABUFS], s->dt, mw, 0, p->K);
-    nx_operand as = nx_rows_hbm(s->dt, abase, m0, mw, p->K);
-    return nx_rows_load(&s->r, &ad, &as, err);
-}
-
-/* Starts the prep of row tiles [mt0, mt0 + nm) of batch bi into aT[buf]. */
-static int mm_prep_begin(mm_state *s, mm_prep *pr, uint64_t bi, uint64_t mt0, uint32_t nm, uint32_t buf, nx_error *err) {
-    *pr = (mm_prep){.active = 1, .bi = bi, .mt0 = mt0, .nm = nm, .buf = buf, .at0 = s->loads};
-    s->loads += nm;
-    return mm_load_rows(s, pr, 0, err);
-}
-
-static int mm_prep_unit(mm_state *s, mm_prep *pr, nx_error *err) {
-    if (!pr->active) return 0;
-    const nx_matmul_params *p = s->p;
-    const uint32_t m = pr->m, mw = clip32(p->M - (pr->mt0 + m) * s->TM, s->TM);
-    const uint64_t kt = pr->kt;
-    if (kt == 0 && m + 1 < pr->nm && mm_load_rows(s, pr, m + 1, err) != 0) return -1;
-    const nx_tile *at = &s->at[(pr->at0 + m) % MM_ABUFS];
-    const uint32_t kw = clip32(p->K - kt * s->TK, s->TK);
-    uint32_t g = 0; /* full K tiles share a bank; a ragged one goes alone */
-    while (g < MM_TP_GROUP && kt + g < s->nk && clip32(p->K - (kt + g) * s->TK, s->TK) == kw) g++;
-    const nx_tile *tp = &s->tp[s->trs++ % 2];
-    const int32_t one = 1, st2[2] = {(int32_t)s->TM, 1};
-    const uint32_t c2[2] = {g, mw};
-    for (uint32_t j = 0; j < g; j++) {
-        nx_operand src = nx_tile_view(at, s->dt, 0, mw, (kt + j) * s->TK, 1, &one, &kw);
-        nx_operand pt = nx_tile_view(tp, NX_DT_FP32, 0, kw, (uint64_t)j * s->TM, 1, &one, &mw);
-        if (nx_kctx_transpose(s->k, NX_ENG_PE, &pt, &src, err) != 0) return -1;
-    }
-    nx_operand from = nx_tile_view(tp, NX_DT_FP32, 0, kw, 0, 2, st2, c2);
-    nx_operand to = nx_tile_view(&s->aT[pr->buf][m], s->dt, 0, kw, kt * s->TM, 2, st2, c2);
-    if (nx_kctx_tensor_copy(s->k, s->trs % 2 ? NX_ENG_DVE : NX_ENG_ACT, &to, &from, err) != 0) return -1;
-    pr->kt += g;
-    if (pr->kt >= s->nk) {
-        pr->kt = 0;
-        if (++pr->m >= pr->nm) pr->active = 0;
-    }
-    return 0;
-}
-
-static int mm_prep_flush(mm_state *s, mm_prep *pr, nx_error *err) {
-    while (pr->active)
-        if (mm_prep_unit(s, pr, err) != 0) return -1;
-    return 0;
-}
 
 /* B load number j of this program: step j of (block, N tile, K tile). */
 static int mm_load_b(mm_state *s, uint64_t j, nx_error *err) {
     const nx_matmul_params *p = s->p;
     const uint64_t kt = j % s->nk, nt = (j / s->nk) % s->ntiles, w = s->lo + j / (s->nk * s->ntiles);
     const uint64_t bi = w / s->blocks, n0 = nt * s->TN;
-    const uint32_t kw = clip32(p->K - kt * s->TK, s->TK), nw = clip32(p->N - n0, s->TN);
+    const uint32_t kw = mm_clip32(p->K - kt * s->TK, s->TK), nw = mm_clip32(p->N - n0, s->TN);
     const uint64_t bbase = s->B->hbm_offset + nx_matmul_b_index(p, bi) * p->K * p->N * s->es;
     nx_operand bd = nx_rows_view(&s->bt[j % MM_BBUFS], s->dt, kw, 0, nw);
     nx_operand bs = nx_ap_hbm_rows(s->dt, bbase + (kt * s->TK * p->N + n0) * s->es, kw, (int32_t)p->N, nw);
@@ -130,9 +44,9 @@ static int mm_ntile(mm_state *s, uint64_t bi, uint64_t mt0, uint32_t nm, uint32_
     const nx_matmul_params *p = s->p;
     const uint64_t cbase = s->C->hbm_offset + bi * p->M * p->N * s->es;
     const uint64_t n0 = nt * s->TN;
-    const uint32_t nw = clip32(p->N - n0, s->TN);
+    const uint32_t nw = mm_clip32(p->N - n0, s->TN);
     for (uint64_t kt = 0; kt < s->nk; kt++) {
-        const uint32_t kw = clip32(p->K - kt * s->TK, s->TK);
+        const uint32_t kw = mm_clip32(p->K - kt * s->TK, s->TK);
         const uint64_t j = s->bsteps++;
         /* B loads run MM_BBUFS - 2 steps ahead, across N tiles and blocks,
          * so a store waiting for its copy never holds up the next loads */
@@ -140,17 +54,17 @@ static int mm_ntile(mm_state *s, uint64_t bi, uint64_t mt0, uint32_t nm, uint32_
             if (mm_load_b(s, s->bloaded++, err) != 0) return -1;
         nx_operand bd = nx_rows_view(&s->bt[j % MM_BBUFS], s->dt, kw, 0, nw);
         for (uint32_t m = 0; m < nm; m++) {
-            const uint32_t mw = clip32(p->M - (mt0 + m) * s->TM, s->TM);
+            const uint32_t mw = mm_clip32(p->M - (mt0 + m) * s->TM, s->TM);
             nx_operand acc = nx_rows_view(&s->acc[m], NX_DT_FP32, mw, 0, nw);
             nx_operand st = nx_rows_view(&s->aT[buf][m], s->dt, kw, kt * s->TM, mw);
             if (nx_kctx_load_stationary(s->k, &st, err) != 0 || nx_kctx_multiply_moving(s->k, &acc, &bd, kt > 0, err) != 0)
                 return -1;
         }
-        if (mm_prep_unit(s, next, err) != 0) return -1;
+        if (nx_matmul_prep_unit(s, next, err) != 0) return -1;
     }
     for (uint32_t m = 0; m < nm; m++, s->outs++) {
         const uint64_t m0 = (mt0 + m) * s->TM;
-        const uint32_t mw = clip32(p->M - m0, s->TM);
+        const uint32_t mw = mm_clip32(p->M - m0, s->TM);
         nx_operand acc = nx_rows_view(&s->acc[m], NX_DT_FP32, mw, 0, nw);
         nx_operand od = nx_rows_view(&s->ot[s->outs % MM_OBUFS], s->dt, mw, 0, nw);
         nx_operand cd = nx_ap_hbm_rows(s->dt, cbase + (m0 * p->N + n0) * s->es, mw, (int32_t)p->N, nw);
@@ -237,14 +151,14 @@ int nx_matmul(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     mm_prep pr = {0};
     for (uint64_t w = lo; w < hi; w++) {
         const uint64_t bi = w / blocks, mt0 = (w % blocks) * s.MB;
-        const uint32_t nm = clip32(s.mtiles - mt0, s.MB), buf = s.abufs == 2 ? (uint32_t)((w - lo) % 2) : 0;
+        const uint32_t nm = mm_clip32(s.mtiles - mt0, s.MB), buf = s.abufs == 2 ? (uint32_t)((w - lo) % 2) : 0;
         /* this block's prep (begun during the previous block, or now) is done first */
-        if (!pr.active && (s.abufs == 1 || w == lo) && mm_prep_begin(&s, &pr, bi, mt0, nm, buf, err) != 0) return -1;
-        if (mm_prep_flush(&s, &pr, err) != 0) return -1;
+        if (!pr.active && (s.abufs == 1 || w == lo) && nx_matmul_prep_begin(&s, &pr, bi, mt0, nm, buf, err) != 0) return -1;
+        if (nx_matmul_prep_flush(&s, &pr, err) != 0) return -1;
         /* the next block's prep interleaves with this block's multiplies */
         if (s.abufs == 2 && w + 1 < hi) {
             const uint64_t b2 = (w + 1) / blocks, m2 = ((w + 1) % blocks) * s.MB;
-            if (mm_prep_begin(&s, &pr, b2, m2, clip32(s.mtiles - m2, s.MB), 1 - buf, err) != 0) return -1;
+            if (nx_matmul_prep_begin(&s, &pr, b2, m2, mm_clip32(s.mtiles - m2, s.MB), 1 - buf, err) != 0) return -1;
         }
         for (uint64_t nt = 0; nt < s.ntiles; nt++)
             if (mm_ntile(&s, bi, mt0, nm, buf, nt, &pr, err) != 0) return -1;

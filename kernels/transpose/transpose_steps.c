@@ -10,7 +10,7 @@
 #include "transpose_plan.h"
 
 #define TS_MAXG NX_KERNEL_MAX_DIMS
-#define TS_CODES 46656 /* 6^6: a layout of up to 6 groups as a base-6 number */
+#define TS_CODES 720 /* 6!: a layout of up to 6 groups by its rank among the permutations */
 
 typedef struct ts_ctx {
     const nx_machine *m;
@@ -21,16 +21,29 @@ typedef struct ts_ctx {
     double fixed; /* ns per step */
 } ts_ctx;
 
+/* The rank of layout l (a permutation of 0..n-1) in lexicographic order
+ * (its Lehmer code), and back. */
 static uint32_t code_of(const uint8_t *l, uint32_t n) {
     uint32_t c = 0;
-    for (uint32_t i = 0; i < n; i++) c = c * TS_MAXG + l[i];
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t smaller = 0;
+        for (uint32_t j = i + 1; j < n; j++) smaller += l[j] < l[i];
+        c = c * (n - i) + smaller;
+    }
     return c;
 }
 
 static void layout_of(uint32_t c, uint32_t n, uint8_t *l) {
+    uint32_t digit[TS_MAXG];
     for (uint32_t i = n; i-- > 0;) {
-        l[i] = (uint8_t)(c % TS_MAXG);
-        c /= TS_MAXG;
+        digit[i] = c % (n - i);
+        c /= n - i;
+    }
+    uint8_t left[TS_MAXG];
+    for (uint32_t i = 0; i < n; i++) left[i] = (uint8_t)i;
+    for (uint32_t i = 0, m = n; i < n; i++, m--) {
+        l[i] = left[digit[i]];
+        for (uint32_t j = digit[i]; j + 1 < m; j++) left[j] = left[j + 1];
     }
 }
 
@@ -163,8 +176,8 @@ int nx_transpose_steps_plan(const nx_machine *m, uint32_t programs, uint32_t ndi
         start[i] = (uint8_t)i;
         goal[i] = (uint8_t)gperm[i];
     }
-    static _Thread_local ts_node nodes[TS_CODES];
-    static _Thread_local uint32_t open[TS_CODES];
+    ts_node nodes[TS_CODES];
+    uint32_t open[TS_CODES];
     memset(nodes, 0, sizeof nodes);
     uint32_t nopen = 0, s0 = code_of(start, c.ng), g0 = code_of(goal, c.ng);
     nodes[s0].kind = 255;
