@@ -70,7 +70,10 @@ NXSIM_API nx_status nx_prog_tensor(const nx_prog *p, uint32_t i, nx_tensor_info 
 NXSIM_API nx_status nx_result_tensor(const nx_result *r, uint32_t j, nx_tensor_info *out) {
     if (!r || !out || j >= r->count) return NX_ERR_USAGE;
     tensor_info(&r->prog->tensors[r->tensor[j]], out);
-    if (r->is_op) out->name = r->prep.op.results[j].name;
+    if (r->is_op) {
+        out->name = r->prep.op.results[j].name;
+        if (r->prep.op.results[j].ndims == 0) out->ndims = 0; /* numpy.matmul of two 1-D operands */
+    }
     return NX_OK;
 }
 

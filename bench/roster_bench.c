@@ -7,7 +7,9 @@
  *   softmax   x [4096,4096] bf16;
  *   rope      x [1,32,2048,128] bf16, cos and sin [2048,64];
  *   cumsum    x [2048,8192] fp32;
- *   matmul    A [4096,4096] @ B [4096,4096] bf16.
+ *   matmul    A [4096,4096] @ B [4096,4096] bf16;
+ *   transpose data [64,128,256] perm [2,0,1], fp32 and bf16 (on the VNC(2)
+ *             grid: bounded by the grid's DMA rate, "DMAx2").
  * Prints per case the simulated time, its bound (the memory-bound ones: the
  * bytes of every operand and result over one core's DMA rate; matmul: the
  * PE array's peak; bench/dma_bound.h), of_bound beside the target (>= 70%
@@ -45,6 +47,9 @@ typedef struct roster_case {
     uint32_t n_operands;
     roster_operand operand[ROSTER_MAX_OPERANDS];
     int pe_bound;    /* 1: bounded by the PE array (matmul), 0: by DMA */
+    uint32_t nperm;  /* transpose: attribute perm */
+    uint64_t perm[4];
+    uint32_t cores;  /* the DMA bound's cores (0: 1) */
 } roster_case;
 
 typedef struct roster_result {
@@ -64,6 +69,7 @@ static int build_op(const roster_case *c, nx_macro_op *op, nx_error *err) {
     for (uint32_t i = 0; i < c->n_operands; i++)
         if (nx_macro_op_add_operand(op, c->operand[i].name, c->dt, c->operand[i].ndims, c->operand[i].shape, err) != 0)
             return -1;
+    if (c->nperm && nx_attrs_set_int_list(&op->attrs, "perm", c->perm, c->nperm, err) != 0) return -1;
     return 0;
 }
 
@@ -162,7 +168,7 @@ static void roster_bounds(const nx_macro_op *op, uint32_t grid, void *ctx) {
         bytes += (double)(count(op->operands[i].ndims, op->operands[i].shape) * nx_dtype_size(op->operands[i].dtype));
     for (uint32_t j = 0; j < op->n_results; j++)
         bytes += (double)(count(op->results[j].ndims, op->results[j].shape) * nx_dtype_size(op->results[j].dtype));
-    b->r->bound_ns = bytes / nx_bench_core_dma_bytes_per_ns(b->m);
+    b->r->bound_ns = nx_bench_dma_bound_ns(b->m, b->c->cores ? b->c->cores : 1, bytes);
 }
 
 static int run_case(const roster_case *c, const nx_machine *m, roster_result *r, nx_error *err) {
@@ -180,7 +186,8 @@ static int run_case(const roster_case *c, const nx_machine *m, roster_result *r,
 static void usage(FILE *f) {
     fputs("Usage: nxsim-bench-roster [--quick] [--machine NAME|FILE]\n"
           "Runs rmsnorm and layernorm [2048,4096] and [2048,8192] (bf16, fp32), softmax [4096,4096]\n"
-          "bf16, rope [1,32,2048,128] bf16, cumsum [2048,8192] fp32 and matmul 4096^3 bf16 on the\n"
+          "bf16, rope [1,32,2048,128] bf16, cumsum [2048,8192] fp32, matmul 4096^3 bf16 and transpose\n"
+          "[64,128,256] perm [2,0,1] (fp32, bf16) on the\n"
           "SystemC model (default trn2) against their bounds and their references' wall time.\n"
           "--quick: small shapes (the ctest smoke run).\n",
           f);
@@ -195,14 +202,16 @@ static uint32_t roster_cases(uint64_t R, uint64_t H, uint64_t heads, roster_case
     for (int k = 0; k < 2; k++)
         for (int d = 0; d < 2; d++)
             for (int h = 0; h < 2; h++)
-                out[n++] = k == 0 ? (roster_case){"rmsnorm", dts[d], 2, {{"x", 2, {R, hs[h]}}, {"gamma", 1, {hs[h]}}}, 0}
+                out[n++] = k == 0 ? (roster_case){"rmsnorm", dts[d], 2, {{"x", 2, {R, hs[h]}}, {"gamma", 1, {hs[h]}}}, 0, 0, {0}, 0}
                                   : (roster_case){"layernorm", dts[d], 3,
-                                                  {{"X", 2, {R, hs[h]}}, {"Scale", 1, {hs[h]}}, {"B", 1, {hs[h]}}}, 0};
-    out[n++] = (roster_case){"softmax", NX_DT_BF16, 1, {{"x", 2, {2 * R, H}}}, 0};
+                                                  {{"X", 2, {R, hs[h]}}, {"Scale", 1, {hs[h]}}, {"B", 1, {hs[h]}}}, 0, 0, {0}, 0};
+    out[n++] = (roster_case){"softmax", NX_DT_BF16, 1, {{"x", 2, {2 * R, H}}}, 0, 0, {0}, 0};
     out[n++] = (roster_case){"rope", NX_DT_BF16, 3,
-                             {{"x", 4, {1, heads, R, 128}}, {"cos", 2, {R, 64}}, {"sin", 2, {R, 64}}}, 0};
-    out[n++] = (roster_case){"cumsum", NX_DT_FP32, 1, {{"x", 2, {R, 2 * H}}}, 0};
-    out[n++] = (roster_case){"matmul", NX_DT_BF16, 2, {{"A", 2, {H, H}}, {"B", 2, {H, H}}}, 1};
+                             {{"x", 4, {1, heads, R, 128}}, {"cos", 2, {R, 64}}, {"sin", 2, {R, 64}}}, 0, 0, {0}, 0};
+    out[n++] = (roster_case){"cumsum", NX_DT_FP32, 1, {{"x", 2, {R, 2 * H}}}, 0, 0, {0}, 0};
+    out[n++] = (roster_case){"matmul", NX_DT_BF16, 2, {{"A", 2, {H, H}}, {"B", 2, {H, H}}}, 1, 0, {0}, 0};
+    for (int d = 0; d < 2; d++)
+        out[n++] = (roster_case){"transpose", dts[1 - d], 1, {{"data", 3, {H / 64, R / 16, 256}}}, 0, 3, {2, 0, 1}, 2};
     return n;
 }
 
@@ -242,14 +251,14 @@ int nx_bench_roster_main(int argc, char **argv) {
             continue;
         }
         printf("%-26s %-5s %11.1f %11.1f %5s %8.1f%% %6s%% %9.3f %9.3f %8.2f %s\n", label, nx_dtype_name(cases[i].dt),
-               r.sim_ns / 1e3, r.bound_ns / 1e3, cases[i].pe_bound ? "PE" : "DMA", 100.0 * r.bound_ns / r.sim_ns,
+               r.sim_ns / 1e3, r.bound_ns / 1e3, cases[i].pe_bound ? "PE" : cases[i].cores > 1 ? "DMAx2" : "DMA", 100.0 * r.bound_ns / r.sim_ns,
                cases[i].pe_bound ? ">=85" : ">=70", r.sim_s, r.ref_s, r.ref_s > 0 ? r.sim_s / r.ref_s : 0.0,
                r.ok ? "ok" : "WRONG");
         fflush(stdout);
         if (!r.ok) status = 1;
     }
     printf("of_bound: the bound's share of the simulated time (100%% = at the limit); DMA bound = the bytes of\n"
-           "every operand and result / one core's DMA rate; PE bound = M N K MACs on the full PE array;\n"
+           "every operand and result / one core's DMA rate (DMAx2: the VNC(2) grid's); PE bound = M N K MACs on the full PE array;\n"
            "sim_s: wall time of nx_run_op (trace and model); ref_s: the rules' reference on the same operands.\n");
     return status;
 }

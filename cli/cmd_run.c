@@ -204,9 +204,14 @@ static int exit_status(nx_run_failure f) {
 static int report_and_write(const run_args *a, const run_op *r, const nx_machine *m, const nx_run_result *res,
                             cli_outputs *outs) {
     const nx_macro_op *op = &r->prep.op;
-    for (uint32_t j = 0; j < op->n_results; j++)
-        if (r->out_path[j])
-            cli_outputs_add(outs, r->out_path[j], &res->prog->tensors[res->result_tensor[j]], res->results[j]);
+    /* the results' files take the op's shapes (a 0-d result is a 1-element tensor of the program) */
+    nx_tensor_decl decl[NX_OP_MAX_TENSORS]; /* outs borrows them until written, below */
+    for (uint32_t j = 0; j < op->n_results && j < NX_OP_MAX_TENSORS; j++)
+        if (r->out_path[j]) {
+            decl[j] = res->prog->tensors[res->result_tensor[j]];
+            if (op->results[j].ndims == 0) decl[j].ndims = 0;
+            cli_outputs_add(outs, r->out_path[j], &decl[j], res->results[j]);
+        }
     cli_profile_src src = {m, res->prog, &res->trace.sim};
     cli_outputs_add_profile(outs, a->profile, a->timeline, &src);
     int status = CLI_EXIT_OK;

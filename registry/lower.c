@@ -165,7 +165,9 @@ static int trace(const nx_lowerer *L, const nx_macro_op *op, nx_resolved *r, uin
     }
     for (uint32_t j = 0; j < op->n_results; j++) {
         const nx_op_tensor *t = &op->results[j];
-        if (nx_builder_tensor(b, t->name, t->dtype, t->ndims, t->shape, NX_ROLE_OUTPUT, &off_out[j], err) != 0) {
+        static const uint64_t one[1] = {1}; /* a 0-d result is one element */
+        if (nx_builder_tensor(b, t->name, t->dtype, t->ndims ? t->ndims : 1, t->ndims ? t->shape : one, NX_ROLE_OUTPUT,
+                              &off_out[j], err) != 0) {
             nx_fail_prefix(err, "%s: result %u (%s)", key, j, t->name);
             goto done;
         }

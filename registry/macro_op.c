@@ -45,12 +45,14 @@ int nx_op_tensor_name_check(const char *what, const char *name, nx_error *err) {
     return 0;
 }
 
+/* min_dims: 1 for operands; 0 for results (a 0-d result: numpy.matmul of
+ * two 1-D operands), which the lowerer places as one element. */
 static int set_tensor(nx_op_tensor *t, const char *what, const char *name, nx_dtype dtype,
-                      uint32_t ndims, const uint64_t *shape, nx_error *err) {
+                      uint32_t ndims, const uint64_t *shape, uint32_t min_dims, nx_error *err) {
     if (nx_op_tensor_name_check(what, name, err) != 0) return -1;
     if (!nx_dtype_is_valid((int)dtype)) return nx_fail(err, "%s (%s): invalid dtype code %d", what, name, (int)dtype);
-    if (ndims < 1 || ndims > NX_KERNEL_MAX_DIMS)
-        return nx_fail(err, "%s (%s): %u dims, expected 1..%d", what, name, ndims, NX_KERNEL_MAX_DIMS);
+    if (ndims < min_dims || ndims > NX_KERNEL_MAX_DIMS)
+        return nx_fail(err, "%s (%s): %u dims, expected %u..%d", what, name, ndims, min_dims, NX_KERNEL_MAX_DIMS);
     for (uint32_t d = 0; d < ndims; d++)
         if (shape[d] == 0) return nx_fail(err, "%s (%s): dim %u is 0", what, name, d);
     memset(t, 0, sizeof *t);
@@ -67,7 +69,7 @@ int nx_macro_op_add_operand(nx_macro_op *op, const char *name, nx_dtype dtype, u
     snprintf(what, sizeof what, "operand %u", op->n_operands);
     if (op->n_operands >= NX_OP_MAX_TENSORS)
         return nx_fail(err, "%s: an op takes at most %d operands", what, NX_OP_MAX_TENSORS);
-    if (set_tensor(&op->operands[op->n_operands], what, name, dtype, ndims, shape, err) != 0) return -1;
+    if (set_tensor(&op->operands[op->n_operands], what, name, dtype, ndims, shape, 1, err) != 0) return -1;
     op->n_operands++;
     return 0;
 }
@@ -78,7 +80,7 @@ int nx_macro_op_add_result(nx_macro_op *op, const char *name, nx_dtype dtype, ui
     snprintf(what, sizeof what, "result %u", op->n_results);
     if (op->n_results >= NX_OP_MAX_TENSORS)
         return nx_fail(err, "%s: an op has at most %d results", what, NX_OP_MAX_TENSORS);
-    if (set_tensor(&op->results[op->n_results], what, name, dtype, ndims, shape, err) != 0) return -1;
+    if (set_tensor(&op->results[op->n_results], what, name, dtype, ndims, shape, 0, err) != 0) return -1;
     op->n_results++;
     return 0;
 }
@@ -102,7 +104,7 @@ int nx_macro_op_check(const nx_macro_op *op, nx_error *err) {
     for (uint32_t i = 0; i < n; i++) {
         const nx_op_tensor *t = all[i];
         if (nx_op_tensor_name_check(what[i], t->name, err) != 0) return -1;
-        if (t->ndims < 1 || t->ndims > NX_KERNEL_MAX_DIMS || !nx_dtype_is_valid((int)t->dtype))
+        if (t->ndims < (i < op->n_operands ? 1u : 0u) || t->ndims > NX_KERNEL_MAX_DIMS || !nx_dtype_is_valid((int)t->dtype))
             return nx_fail(err, "%s (%s): shape or dtype not set", what[i], t->name);
         for (uint32_t j = 0; j < i; j++)
             if (strcmp(all[j]->name, t->name) == 0)

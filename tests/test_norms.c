@@ -467,6 +467,16 @@ static void matmul_values(void **state) {
     assert_int_equal(op.results[0].ndims, 2);
     assert_true(op.results[0].shape[0] == 2 && op.results[0].shape[1] == 3);
     nx_macro_op_free(&op);
+    /* 1-D @ 1-D: numpy's 0-d result, [0..4] . [1..5] = 40 */
+    static const double u[5] = {0, 1, 2, 3, 4}, v[5] = {1, 2, 3, 4, 5};
+    operand f[2] = {{"A", NX_DT_FP32, 1, {5}, u}, {"B", NX_DT_FP32, 1, {5}, v}};
+    assert_int_equal(make_op(&op, "matmul", f, 2, NULL, &err), 0);
+    assert_int_equal(op.results[0].ndims, 0);
+    nx_macro_op_free(&op);
+    run_case("trn2", "matmul", f, 2, NULL, &o);
+    assert_int_equal(o.size[0], 4);
+    assert_true(value_at(&o, 0, 0) == 40);
+    outcome_free(&o);
 }
 
 static void refused(const char *machine, const char *func, const operand *ops, uint32_t n, const char *attrs,

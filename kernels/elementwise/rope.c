@@ -12,7 +12,7 @@
  * sin_i):
  *   DVE   a = x * [cos, cos]
  *   POOL  b = [x2, x1] * [-sin, sin]
- *   DVE   out = a + b  (GpSimd every other tile, so the two engines share
+ *   DVE   out = a + b  (GpSimd on 4 of 7 tiles, so the two engines share
  *                       the three products evenly; a, b in x's dtype)
  * With S < 128 one tile packs the rows of 128 / S heads (cos and sin
  * copied into each head's partitions); otherwise a tile is 128 positions of
@@ -21,6 +21,7 @@
 #include "kernels/norms/rows.h"
 
 #define ROPE_BUFS 6
+#define ROPE_LAG 2 /* a tile's sum is emitted after the products of the ROPE_LAG tiles after it */
 
 typedef struct rope_step {
     uint64_t b, s0, h0;
@@ -51,6 +52,18 @@ static rope_step step_at(const nx_rope_params *p, uint32_t P, uint32_t R, uint64
     s.hp = (uint32_t)(p->H - s.h0 < hp ? p->H - s.h0 : hp);
     s.first = t % nhg == 0;
     return s;
+}
+
+/* A tile's second stage: out = a + b into a, stored. */
+typedef struct rope_sum_step {
+    int valid;
+    nx_engine engine;
+    nx_operand a, b, y;
+} rope_sum_step;
+
+static int rope_sum(nx_kctx *k, nx_rows *r, const rope_sum_step *s, nx_error *err) {
+    if (nx_kctx_tensor_tensor(k, s->engine, NX_ALU_ADD, &s->a, &s->a, &s->b, err) != 0) return -1;
+    return nx_rows_store(r, &s->y, &s->a, err);
 }
 
 /* A view of partitions [0, n) of t: `nd` dims of (stride, count). */
@@ -94,6 +107,7 @@ int nx_rope(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     /* per partition: R rows of D; the sin tile's two signed copies */
     const int32_t sgn_st[2] = {(int32_t)D, p.interleaved ? 2 : 1}, raw_st[2] = {(int32_t)half, 1};
     const uint32_t sgn_ct[2] = {R, h};
+    rope_sum_step pend[ROPE_LAG] = {{0}};
     for (uint64_t t = 0; t < steps + ROPE_BUFS - 1; t++) {
         if (t < steps) {
             rope_step s = step_at(&p, P, R, lo + t);
@@ -151,12 +165,20 @@ int nx_rope(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
         uint64_t row0 = ((s.b * p.H + s.h0) * p.S + s.s0);
         nx_operand yd = nx_ap_hbm_rows(dt, y->hbm_offset + row0 * D * nx_dtype_size(dt), n, (int32_t)RD, RD);
         /* the sum goes into a (stored from there), so the next load into x
-         * waits only for this tile's reads of it, not for the store */
+         * waits only for this tile's reads of it, not for the store; the sum
+         * of a tile is emitted after the next tile's products, so neither
+         * engine waits for the other's product of the same tile */
         if (nx_kctx_tensor_tensor(k, NX_ENG_DVE, NX_ALU_MULTIPLY, &av, &xv, &cv, err) != 0 ||
-            nx_kctx_tensor_tensor(k, NX_ENG_POOL, NX_ALU_MULTIPLY, &bv, &xsw, &sv, err) != 0 ||
-            nx_kctx_tensor_tensor(k, c % 2 ? NX_ENG_POOL : NX_ENG_DVE, NX_ALU_ADD, &av, &av, &bv, err) != 0 ||
-            nx_rows_store(&r, &yd, &av, err) != 0)
+            nx_kctx_tensor_tensor(k, NX_ENG_POOL, NX_ALU_MULTIPLY, &bv, &xsw, &sv, err) != 0)
             return -1;
+        rope_sum_step *q = &pend[c % ROPE_LAG];
+        if (q->valid && rope_sum(k, &r, q, err) != 0) return -1;
+        /* the sums: 3 of 7 tiles on VectorE (its bf16 products are slower than GpSimd's) */
+        *q = (rope_sum_step){1, c % 7 < 3 ? NX_ENG_DVE : NX_ENG_POOL, av, bv, yd};
+    }
+    for (uint64_t i = 0; i < ROPE_LAG; i++) {
+        rope_sum_step *q = &pend[(steps + i) % ROPE_LAG];
+        if (q->valid && rope_sum(k, &r, q, err) != 0) return -1;
     }
     return 0;
 }

@@ -45,7 +45,7 @@ int nx_matmul_read(const nx_norm_tensor *in, uint32_t n_in, nx_matmul_params *p,
     for (uint32_t d = 0; d < nd; d++) p->out_shape[o++] = p->batch[d];
     if (!a1) p->out_shape[o++] = p->M;
     if (!b1) p->out_shape[o++] = p->N;
-    if (o == 0) p->out_shape[o++] = 1; /* numpy gives a scalar; a tensor has >= 1 dim */
+    /* o == 0 (1-D @ 1-D): numpy's 0-d scalar (the program holds it as one element) */
     p->out_ndims = o;
     if (p->K > INT32_MAX || p->N > INT32_MAX)
         return nx_fail(err, "operand 0 (%s): rows beyond a 32-bit access-pattern pitch", a->name);

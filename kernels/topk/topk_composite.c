@@ -11,17 +11,6 @@
 #include "topk_auto.h"
 #include "topk_methods.h"
 
-static nx_tensor_ref tensor(const char *name, nx_dtype dt, uint32_t nd, const uint64_t *shape, uint64_t off) {
-    nx_tensor_ref t;
-    memset(&t, 0, sizeof t);
-    snprintf(t.name, sizeof t.name, "%s", name);
-    t.dtype = dt;
-    t.ndims = nd;
-    memcpy(t.shape, shape, nd * sizeof *shape);
-    t.hbm_offset = off;
-    return t;
-}
-
 int nx_topk_composite(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     if (call->n_inputs != 1 || call->nargs != 3)
         return nx_fail(err, "topk: expects 1 input and 2 outputs (values, indices), got %u inputs and %u outputs",
@@ -59,9 +48,9 @@ int nx_topk_composite(struct nx_kctx *k, const nx_kernel_call *call, nx_error *e
         nx_kctx_scratch(k, "topk.values_axis_last", x->dtype, nd, vs, &ov, err) != 0 ||
         nx_kctx_scratch(k, "topk.indices_axis_last", NX_DT_INT32, nd, vs, &oi, err) != 0)
         return nx_fail_prefix(err, "topk");
-    nx_tensor_ref t[3] = {tensor("topk.x_axis_last", x->dtype, nd, xs, ox),
-                          tensor("topk.values_axis_last", x->dtype, nd, vs, ov),
-                          tensor("topk.indices_axis_last", NX_DT_INT32, nd, vs, oi)};
+    nx_tensor_ref t[3] = {nx_tensor_ref_at("topk.x_axis_last", x->dtype, nd, xs, ox),
+                          nx_tensor_ref_at("topk.values_axis_last", x->dtype, nd, vs, ov),
+                          nx_tensor_ref_at("topk.indices_axis_last", NX_DT_INT32, nd, vs, oi)};
     if (nx_transpose_tensors_sized(k, x, &t[0], perm, x->ndims, n * inner * es, err) != 0 || nx_kctx_barrier(k, err) != 0)
         return nx_fail_prefix(err, "topk (axis %d to the end)", a.axis);
     nx_attrs attrs;

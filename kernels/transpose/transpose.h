@@ -44,6 +44,14 @@ int nx_transpose_tensors(struct nx_kctx *k, nx_leaf_fn leaf, const nx_tensor_ref
  * SBUF partition of k's machine; else through the PE (tiled_pf_transpose).
  * The rule names the leaves, so it lives with them, not in the authoring
  * layer below them. */
+/* An HBM tensor reference (name truncated to fit) at byte offset off: for
+ * composites that hand a leaf views of their operands or scratch tensors. */
+nx_tensor_ref nx_tensor_ref_at(const char *name, nx_dtype dt, uint32_t nd, const uint64_t *shape, uint64_t off);
+
+/* The leaf that rule picks for an R x C matrix of matrix_bytes on geometry
+ * g, and its registry key in *name (when name is not NULL). */
+nx_leaf_fn nx_transpose_leaf_for(const nx_geometry *g, uint64_t matrix_bytes, const char **name);
+
 int nx_transpose_tensors_sized(struct nx_kctx *k, const nx_tensor_ref *in, const nx_tensor_ref *out,
                                const int64_t *perm, uint32_t ndims, uint64_t matrix_bytes, nx_error *err);
 

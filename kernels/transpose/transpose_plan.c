@@ -49,21 +49,8 @@ static int normalise_perm(uint32_t ndims, const int64_t *perm, uint32_t *p, nx_e
     return 0;
 }
 
-int nx_transpose_reduce(uint32_t ndims, const uint64_t *shape, const int64_t *perm,
-                        nx_transpose_plan *plan, nx_error *err) {
-    char ptxt[128];
-    nx_format_i64_list(ptxt, sizeof ptxt, perm, ndims);
-    uint32_t p[NX_KERNEL_MAX_DIMS];
-    if (normalise_perm(ndims, perm, p, err) != 0) return -1;
-    uint64_t elems = 1;
-    for (uint32_t i = 0; i < ndims; i++) elems *= shape[i];
-    plan->batch = plan->rows = plan->cols = 1;
-    plan->elems = elems;
-    plan->copy = 1;
-    if (elems == 0) {
-        plan->batch = 0;
-        return 0;
-    }
+void nx_transpose_groups(uint32_t ndims, const uint64_t *shape, const uint32_t *p, uint32_t *ng_out,
+                         uint64_t *in_size, int64_t *gperm) {
     /* rank of each dim among the dims of size > 1, in input order */
     int rank[NX_KERNEL_MAX_DIMS];
     int kept = 0;
@@ -84,18 +71,39 @@ int nx_transpose_reduce(uint32_t ndims, const uint64_t *shape, const int64_t *pe
         }
         prev = r;
     }
-    if (ng <= 1) {
-        plan->rows = elems;
-        return 0;
-    }
     /* gperm[k]: input position of output group k; in_size: sizes in input order */
-    int64_t gperm[NX_KERNEL_MAX_DIMS];
-    uint64_t in_size[NX_KERNEL_MAX_DIMS];
     for (int k = 0; k < ng; k++) {
         int pos = 0;
         for (int j = 0; j < ng; j++) pos += first[j] < first[k];
         gperm[k] = pos;
         in_size[pos] = size[k];
+    }
+    *ng_out = (uint32_t)ng;
+}
+
+int nx_transpose_reduce(uint32_t ndims, const uint64_t *shape, const int64_t *perm,
+                        nx_transpose_plan *plan, nx_error *err) {
+    char ptxt[128];
+    nx_format_i64_list(ptxt, sizeof ptxt, perm, ndims);
+    uint32_t p[NX_KERNEL_MAX_DIMS];
+    if (normalise_perm(ndims, perm, p, err) != 0) return -1;
+    uint64_t elems = 1;
+    for (uint32_t i = 0; i < ndims; i++) elems *= shape[i];
+    plan->batch = plan->rows = plan->cols = 1;
+    plan->elems = elems;
+    plan->copy = 1;
+    if (elems == 0) {
+        plan->batch = 0;
+        return 0;
+    }
+    int64_t gperm[NX_KERNEL_MAX_DIMS];
+    uint64_t in_size[NX_KERNEL_MAX_DIMS];
+    uint32_t ngu;
+    nx_transpose_groups(ndims, shape, p, &ngu, in_size, gperm);
+    int ng = (int)ngu;
+    if (ng <= 1) {
+        plan->rows = elems;
+        return 0;
     }
     if (ng == 2) { /* gperm is [1,0]: an identity would have merged */
         plan->rows = in_size[0];
@@ -117,28 +125,36 @@ int nx_transpose_reduce(uint32_t ndims, const uint64_t *shape, const int64_t *pe
     return 0;
 }
 
-int nx_transpose_perm_attr(const nx_attrs *attrs, uint32_t ndims, int64_t *perm, nx_error *err) {
-    const nx_value *v = nx_attrs_get_given(attrs, "permutation");
+static int perm_attr(const nx_attrs *attrs, const char *name, uint32_t ndims, int64_t *perm, nx_error *err) {
+    const nx_value *v = nx_attrs_get_given(attrs, name);
     if (!v) {
         for (uint32_t i = 0; i < ndims; i++) perm[i] = (int64_t)(ndims - 1 - i);
         return 0;
     }
-    if (v->kind != NX_VAL_LIST) return nx_fail(err, "attribute permutation: must be a list of ints");
+    if (v->kind != NX_VAL_LIST) return nx_fail(err, "attribute %s: must be a list of ints", name);
     for (uint32_t i = 0; i < v->count; i++)
-        if (v->items[i].kind != NX_VAL_INT)
-            return nx_fail(err, "attribute permutation: must be a list of ints");
+        if (v->items[i].kind != NX_VAL_INT) return nx_fail(err, "attribute %s: must be a list of ints", name);
     if (v->count != ndims)
-        return nx_fail(err, "attribute permutation: has %u entries, the input has %u dims", v->count,
-                       ndims);
+        return nx_fail(err, "attribute %s: has %u entries, the input has %u dims", name, v->count, ndims);
     for (uint32_t i = 0; i < ndims; i++) perm[i] = v->items[i].i;
     return 0;
 }
 
+int nx_transpose_perm_attr(const nx_attrs *attrs, uint32_t ndims, int64_t *perm, nx_error *err) {
+    return perm_attr(attrs, "permutation", ndims, perm, err);
+}
+
 int nx_transpose_out_shape(const nx_attrs *attrs, uint32_t ndims, const uint64_t *shape, int64_t *perm,
                            uint64_t *out_shape, nx_error *err) {
+    return nx_transpose_out_shape_named(attrs, "permutation", ndims, shape, perm, out_shape, err);
+}
+
+int nx_transpose_out_shape_named(const nx_attrs *attrs, const char *name, uint32_t ndims, const uint64_t *shape,
+                                 int64_t *perm, uint64_t *out_shape, nx_error *err) {
     uint32_t p[NX_KERNEL_MAX_DIMS];
-    if (nx_transpose_perm_attr(attrs, ndims, perm, err) != 0) return -1;
-    if (normalise_perm(ndims, perm, p, err) != 0) return -1;
+    if (perm_attr(attrs, name, ndims, perm, err) != 0) return -1;
+    if (normalise_perm(ndims, perm, p, err) != 0)
+        return strcmp(name, "permutation") == 0 ? -1 : nx_fail_prefix(err, "attribute %s", name);
     for (uint32_t i = 0; i < ndims; i++) {
         perm[i] = p[i];
         out_shape[i] = shape[p[i]];

@@ -46,6 +46,19 @@ int nx_transpose_perm_attr(const nx_attrs *attrs, uint32_t ndims, int64_t *perm,
 int nx_transpose_out_shape(const nx_attrs *attrs, uint32_t ndims, const uint64_t *shape, int64_t *perm,
                            uint64_t *out_shape, nx_error *err);
 
+/* The same for the attribute `name` (the `transpose` composite's "perm");
+ * its messages name it ("attribute perm: has 2 entries, the input has 3
+ * dims"). */
+int nx_transpose_out_shape_named(const nx_attrs *attrs, const char *name, uint32_t ndims, const uint64_t *shape,
+                                 int64_t *perm, uint64_t *out_shape, nx_error *err);
+
+/* The merged form nx_transpose_reduce refuses or accepts: size-1 dims
+ * dropped, dims adjacent in the input and the output merged; *ng groups,
+ * in_size[j] the size of the j-th group in input order, gperm[k] the input
+ * position of output group k. p: the normalised permutation. */
+void nx_transpose_groups(uint32_t ndims, const uint64_t *shape, const uint32_t *p, uint32_t *ng,
+                         uint64_t *in_size, int64_t *gperm);
+
 /* The call checks both leaves share: one input args[0] and one output
  * args[1], the permutation, equal dtypes and the output's shape; then the
  * reduction. Messages name the operand: "operand 0 (x): permutation ..." ,

@@ -1,0 +1,49 @@
+/* The matmul composite's internal state (kernels/matmul/matmul.c, the
+ * tiling; kernels/matmul/matmul_prep.c, the K-major A tiles). Internal to
+ * the family. */
+#ifndef NXSIM_KERNELS_MATMUL_TILES_H
+#define NXSIM_KERNELS_MATMUL_TILES_H
+
+#include "matmul.h"
+
+#include "kernels/norms/rows.h"
+
+#define MM_BBUFS 16   /* B tiles in flight */
+#define MM_OBUFS 12   /* result tiles */
+#define MM_MB_MAX 6   /* row tiles per block */
+#define MM_TP_GROUP 4 /* transposes per PSUM bank */
+#define MM_ABUFS 3    /* A row tiles in flight */
+
+typedef struct mm_state {
+    nx_kctx *k;
+    nx_rows r;
+    const nx_matmul_params *p;
+    const nx_tensor_ref *A, *B, *C;
+    nx_dtype dt;
+    uint64_t es, nk, mtiles, ntiles;
+    uint32_t TK, TM, TN, MB, abufs;
+    nx_tile at[MM_ABUFS], aT[2][MM_MB_MAX], bt[MM_BBUFS], ot[MM_OBUFS], acc[MM_MB_MAX], tp[2];
+    uint64_t loads, trs, bsteps, outs;
+    uint64_t lo, blocks, bsteps_total, bloaded; /* the B load stream */
+} mm_state;
+
+static inline uint32_t mm_clip32(uint64_t v, uint32_t cap) { return (uint32_t)(v < cap ? v : cap); }
+
+/* A block's prep, emitted one unit (a group of up to 4 transposes and its
+ * copy) at a time so that it interleaves with the multiplies of the block
+ * before it: the PE never waits for a copy, and the A row loads (row tile
+ * m + 1 is loaded when m starts, into one of three rotating buffers) have
+ * a row tile's time to arrive. */
+typedef struct mm_prep {
+    int active;
+    uint64_t bi, mt0, kt;
+    uint32_t nm, buf, m, at0;
+} mm_prep;
+
+/* Starts the prep of row tiles [mt0, mt0 + nm) of batch bi into aT[buf]
+ * (loads row tile 0); each unit then emits one group; flush emits the rest. */
+int nx_matmul_prep_begin(mm_state *s, mm_prep *pr, uint64_t bi, uint64_t mt0, uint32_t nm, uint32_t buf, nx_error *err);
+int nx_matmul_prep_unit(mm_state *s, mm_prep *pr, nx_error *err);
+int nx_matmul_prep_flush(mm_state *s, mm_prep *pr, nx_error *err);
+
+#endif
