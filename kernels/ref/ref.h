@@ -11,6 +11,7 @@
 
 #include "isa/dtype.h"
 #include "isa/error.h"
+#include "kernels/attention/decode.h"
 #include "kernels/blockwise_mm/blockwise_mm_params.h"
 #include "kernels/conv/conv_params.h"
 #include "kernels/elementwise/elementwise.h"
@@ -148,5 +149,14 @@ int nx_ref_rope(const nx_rope_params *p, const void *x, const void *cos_, const 
  * p->dtype): per result matrix an fp32 sgemm, rounded once. Allocates fp32
  * copies of one matrix each (freed before returning). */
 int nx_ref_matmul(const nx_matmul_params *p, const void *a, const void *b, void *c, nx_error *err);
+
+/* ---- attention_decode (kernels/attention/decode.h) ---- */
+
+/* Decode attention: in = the operands of p (q, k_cache, v_cache, k_new,
+ * v_new, lengths [, block_table] [, sink]), out = out, k_cache', v_cache'.
+ * Per query row a softmax over the keys it reads in double, P rounded to
+ * the dtype before P V; refuses lengths with L_b + s beyond S_max and
+ * (paged) a used block id outside the cache. */
+int nx_ref_attention_decode(const nx_decode_params *p, const void *const *in, void *const *out, nx_error *err);
 
 #endif

@@ -1,0 +1,230 @@
+/* attention_decode's cache pieces (kernels/attention/decode_impl.h): the
+ * copy-through of the caches into the results, the rows the new entries go
+ * to (from the run-time lengths and, paged, the block table), their
+ * scatters, and the cache tiles' loads: plain DMAs of c positions per
+ * partition for a contiguous cache, indirect gathers of page chunks for a
+ * paged one (any block order; chunks at or past L_b skipped, a block id
+ * outside the cache a fault). docs/parts/attention-decode.md. */
+#include "decode_impl.h"
+
+nx_operand dec_view(const nx_tile *t, nx_dtype as, uint32_t p0, uint32_t np, uint64_t e0, uint64_t n) {
+    const int32_t one = 1;
+    const uint32_t cnt = (uint32_t)n;
+    return nx_tile_view(t, as, p0, np, e0, 1, &one, &cnt);
+}
+
+nx_operand dec_psum(const dec_core *c, nx_dtype as, uint64_t byte_off, uint32_t np, uint64_t n) {
+    return dec_view(&c->psum, as, 0, np, byte_off / nx_dtype_size(as), n);
+}
+
+dec_item dec_item_at(const dec_plan *pl, uint64_t i) {
+    dec_item it;
+    it.hc = i % pl->nhc;
+    it.g = (i / pl->nhc) % pl->p.Hkv;
+    it.b = i / (pl->nhc * pl->p.Hkv);
+    it.h0 = it.g * pl->p.G + it.hc * pl->gh;
+    return it;
+}
+
+static int emit_dma(nx_kctx *k, uint32_t lane, const nx_operand *dst, const nx_operand *src, const nx_operand *off,
+                    uint64_t bound, uint16_t flags, nx_error *err) {
+    nx_insn d = nx_insn_make(NX_OP_DMA_COPY);
+    d.op[0] = *dst;
+    d.op[1] = *src;
+    if (off) {
+        d.op[2] = *off;
+        d.iparam[1] = (int32_t)bound;
+    }
+    d.flags = flags;
+    return nx_kctx_dma_insn(k, lane, &d, err);
+}
+
+/* One tensor's share: rows of CH elements, at most 128 rows a transfer. */
+static int copy_share(dec_core *c, const nx_tensor_ref *src, const nx_tensor_ref *dst, uint32_t *lane, nx_error *err) {
+    const uint64_t CH = 16384;
+    uint64_t E = 1;
+    for (uint32_t d = 0; d < src->ndims; d++) E *= src->shape[d];
+    const uint32_t np = nx_kctx_num_programs(c->k), pid = nx_kctx_program_id(c->k);
+    uint64_t a = E * pid / np, b = E * (pid + 1) / np;
+    const uint64_t es = c->pl.es;
+    while (a < b) {
+        uint64_t rows = (b - a) / CH;
+        if (rows > 128) rows = 128;
+        uint64_t cols = CH;
+        if (rows == 0) rows = 1, cols = b - a;
+        nx_operand s = nx_ap_hbm_rows(c->pl.p.dtype, src->hbm_offset + a * es, (uint32_t)rows, (int32_t)cols, (uint32_t)cols);
+        nx_operand d = nx_ap_hbm_rows(c->pl.p.dtype, dst->hbm_offset + a * es, (uint32_t)rows, (int32_t)cols, (uint32_t)cols);
+        if (emit_dma(c->k, c->r.store_lane + (*lane)++ % c->r.engines, &d, &s, NULL, 0, 0, err) != 0) return -1;
+        a += rows * cols;
+    }
+    return 0;
+}
+
+int dec_copy_caches(dec_core *c, nx_error *err) {
+    const nx_kernel_call *call = c->call;
+    const uint32_t n = c->pl.p.n_operands;
+    uint32_t lane = 0;
+    if (copy_share(c, &call->args[1], &call->args[n + 1], &lane, err) != 0) return -1;
+    return copy_share(c, &call->args[2], &call->args[n + 2], &lane, err);
+}
+
+int dec_write_rows(dec_core *c, const dec_item *it, uint32_t col, nx_error *err) {
+    const dec_plan *pl = &c->pl;
+    const nx_decode_params *p = &pl->p;
+    nx_kctx *k = c->k;
+    const uint32_t s = (uint32_t)p->s;
+    nx_operand u = dec_view(&c->wtmp, NX_DT_FP32, 0, s, 7, 1), x = dec_view(&c->wtmp, NX_DT_FP32, 0, s, 0, 1);
+    nx_operand L = dec_view(&c->lf, NX_DT_FP32, 0, s, it->b, 1);
+    nx_operand w = dec_view(&c->woff, NX_DT_INT32, 0, s, col, 1);
+    if (!p->paged) /* row L_b + t of the (b, g) slab */
+        return nx_kctx_tensor_scalar(k, NX_ENG_DVE, &w, &u, NX_ALU_ADD, &L, NX_ALU_BYPASS, NULL, err);
+    /* position x = L_b + t: block column x / N (the rounding of (x - (N-1)/2) / N
+     * to an integer is the floor: the fraction stays below 1/2), offset x mod N */
+    const double N = (double)p->N;
+    nx_operand kq = dec_view(&c->wtmp, NX_DT_INT32, 0, s, 1, 1), kf = dec_view(&c->wtmp, NX_DT_FP32, 0, s, 2, 1);
+    nx_operand off = dec_view(&c->wtmp, NX_DT_FP32, 0, s, 3, 1), blk = dec_view(&c->wtmp, NX_DT_INT32, 0, s, 4, 1);
+    nx_operand bf = dec_view(&c->wtmp, NX_DT_FP32, 0, s, 5, 1), row = dec_view(&c->wtmp, NX_DT_FP32, 0, s, 6, 1);
+    nx_operand half = nx_imm((N - 1) / 2, NX_DT_FP32), nn = nx_imm(N, NX_DT_FP32), mn = nx_imm(-N, NX_DT_FP32);
+    nx_operand hn = nx_imm((double)(p->Hkv * p->N), NX_DT_FP32), gn = nx_imm((double)(it->g * p->N), NX_DT_FP32);
+    const nx_tensor_ref *bt = &c->call->args[p->bt_operand];
+    nx_operand bsrc = nx_ap_hbm_rows(NX_DT_INT32, bt->hbm_offset + it->b * p->max_blocks * 4, s, 1, 1);
+    if (nx_kctx_tensor_scalar(k, NX_ENG_DVE, &x, &u, NX_ALU_ADD, &L, NX_ALU_BYPASS, NULL, err) != 0 ||
+        nx_kctx_tensor_scalar(k, NX_ENG_DVE, &kq, &x, NX_ALU_SUBTRACT, &half, NX_ALU_DIVIDE, &nn, err) != 0 ||
+        nx_kctx_tensor_copy(k, NX_ENG_DVE, &kf, &kq, err) != 0 ||
+        nx_kctx_scalar_tensor_tensor(k, NX_ENG_DVE, &off, &kf, NX_ALU_MULTIPLY, &mn, NX_ALU_ADD, &x, err) != 0 ||
+        /* the block of each new position: a block column past max_blocks (L_b + t
+         * beyond the table) faults here */
+        emit_dma(k, NX_ROWS_LOAD_LANE + 1, &blk, &bsrc, &kq, p->max_blocks, 0, err) != 0 ||
+        nx_kctx_tensor_copy(k, NX_ENG_DVE, &bf, &blk, err) != 0 ||
+        nx_kctx_tensor_scalar(k, NX_ENG_DVE, &row, &bf, NX_ALU_MULTIPLY, &hn, NX_ALU_ADD, &gn, err) != 0)
+        return -1;
+    return nx_kctx_tensor_tensor(k, NX_ENG_DVE, NX_ALU_ADD, &w, &row, &off, err);
+}
+
+int dec_write_new(dec_core *c, const dec_item *it, uint32_t col, nx_error *err) {
+    const dec_plan *pl = &c->pl;
+    const nx_decode_params *p = &pl->p;
+    const nx_kernel_call *call = c->call;
+    const uint32_t s = (uint32_t)p->s, n = p->n_operands;
+    const uint64_t es = pl->es, D = p->D;
+    nx_operand w = dec_view(&c->woff, NX_DT_INT32, 0, s, col, 1);
+    for (uint32_t kv = 0; kv < 2; kv++) {
+        const nx_tensor_ref *src = &call->args[3 + kv], *dst = &call->args[n + 1 + kv];
+        uint64_t base = dst->hbm_offset, bound = p->num_blocks * p->Hkv * p->N;
+        if (!p->paged) base += (it->b * p->Hkv + it->g) * p->S_max * D * es, bound = p->S_max;
+        nx_operand so = nx_ap_hbm_rows(p->dtype, src->hbm_offset + (it->b * p->Hkv + it->g) * p->s * D * es, s,
+                                       (int32_t)D, (uint32_t)D);
+        nx_operand d = nx_ap_hbm_rows(p->dtype, base, s, (int32_t)D, (uint32_t)D);
+        /* a row past the slab (L_b + t >= S_max) or outside the cache faults */
+        if (emit_dma(c->k, c->r.store_lane + kv, &d, &so, &w, bound, NX_FLAG_SCATTER, err) != 0) return -1;
+    }
+    return 0;
+}
+
+int dec_load_blocks(dec_core *c, const dec_item *it, uint32_t set, nx_error *err) {
+    const dec_plan *pl = &c->pl;
+    const nx_decode_params *p = &pl->p;
+    const nx_tensor_ref *bt = &c->call->args[p->bt_operand];
+    nx_operand all = nx_tile_ap(&c->bt[set]);
+    if (nx_kctx_memset(c->k, NX_ENG_POOL, &all, -1.0, err) != 0) return -1;
+    const uint64_t Tf = p->max_blocks / pl->nb, rem = p->max_blocks % pl->nb;
+    const uint64_t row = bt->hbm_offset + it->b * p->max_blocks * 4;
+    for (uint32_t u = 0; u < pl->cpb; u++) {
+        /* partition u nb + j of tile tau holds block tau nb + j */
+        if (Tf > 0) {
+            const int32_t st = (int32_t)pl->nb;
+            const uint32_t cnt = (uint32_t)Tf;
+            nx_operand d = dec_view(&c->bt[set], NX_DT_INT32, u * pl->nb, pl->nb, 0, Tf);
+            nx_operand s = nx_ap(NX_OPK_HBM, NX_DT_INT32, 0, pl->nb, 1, row, 1, &st, &cnt);
+            if (nx_kctx_dma_on(c->k, NX_ROWS_LOAD_LANE + u, &d, &s, err) != 0) return -1;
+        }
+        if (rem > 0) {
+            nx_operand d = dec_view(&c->bt[set], NX_DT_INT32, u * pl->nb, (uint32_t)rem, Tf, 1);
+            nx_operand s = nx_ap_hbm_rows(NX_DT_INT32, row + Tf * pl->nb * 4, (uint32_t)rem, 1, 1);
+            if (nx_kctx_dma_on(c->k, NX_ROWS_LOAD_LANE + u + 1, &d, &s, err) != 0) return -1;
+        }
+    }
+    nx_operand f = nx_tile_ap(&c->btf[set]);
+    return nx_kctx_tensor_copy(c->k, NX_ENG_POOL, &f, &all, err);
+}
+
+/* A transfer cut by partitions into pieces on consecutive load lanes; with
+ * offsets, each piece takes its rows' offsets. */
+static int load_split(dec_core *c, uint32_t np, const nx_operand *dst, const nx_operand *src, const nx_operand *off,
+                      uint64_t bound, uint16_t flags, uint32_t lane0, nx_error *err) {
+    uint32_t pieces = c->r.engines < np ? c->r.engines : np;
+    for (uint32_t i = 0; i < pieces; i++) {
+        uint32_t p0 = np * i / pieces, p1 = np * (i + 1) / pieces;
+        nx_operand d = nx_operand_rows(dst, p0, p1 - p0);
+        nx_operand s = off ? *src : nx_operand_rows(src, p0, p1 - p0);
+        if (off) s.partition_count = (uint8_t)(p1 - p0);
+        nx_operand o;
+        if (off) o = nx_operand_rows(off, p0, p1 - p0);
+        if (emit_dma(c->k, NX_ROWS_LOAD_LANE + lane0 + i, &d, &s, off ? &o : NULL, bound, flags, err) != 0) return -1;
+    }
+    return 0;
+}
+
+int dec_load_tile(dec_core *c, const dec_item *it, uint32_t set, uint64_t tau, uint32_t buf, nx_error *err) {
+    const dec_plan *pl = &c->pl;
+    const nx_decode_params *p = &pl->p;
+    const nx_kernel_call *call = c->call;
+    const uint64_t es = pl->es, D = p->D, cD = pl->c * D;
+    const nx_tensor_ref *kc = &call->args[1], *vc = &call->args[2];
+    nx_kctx *k = c->k;
+    if (!p->paged) {
+        const uint64_t base = ((it->b * p->Hkv + it->g) * p->S_max + tau * pl->Ft) * D;
+        uint64_t rem = p->S_max - tau * pl->Ft;
+        if (rem > pl->Ft) rem = pl->Ft;
+        const uint32_t nfull = (uint32_t)(rem / pl->c), part = (uint32_t)(rem % pl->c);
+        for (uint32_t kv = 0; kv < 2; kv++) {
+            const nx_tensor_ref *t = kv ? vc : kc;
+            const nx_tile *dt = kv ? &c->vt[buf] : &c->kt[buf];
+            if (nfull) {
+                nx_operand d = dec_view(dt, p->dtype, 0, nfull, 0, cD);
+                nx_operand s = nx_ap_hbm_rows(p->dtype, t->hbm_offset + base * es, nfull, (int32_t)cD, (uint32_t)cD);
+                if (load_split(c, nfull, &d, &s, NULL, 0, 0, kv * 8, err) != 0) return -1;
+            }
+            if (part) {
+                nx_operand d = dec_view(dt, p->dtype, nfull, 1, 0, (uint64_t)part * D);
+                nx_operand s = nx_ap_hbm_rows(p->dtype, t->hbm_offset + (base + (uint64_t)nfull * cD) * es, 1,
+                                              (int32_t)(part * D), (uint32_t)(part * D));
+                if (nx_kctx_dma_on(k, NX_ROWS_LOAD_LANE + kv, &d, &s, err) != 0) return -1;
+            }
+        }
+        return 0;
+    }
+    /* paged: chunk (u, j) of tile tau is chunk u of block bt[b][tau nb + j]:
+     * cache row (of c D elements) bt (Hkv cpb) + g cpb + u; a chunk starting at
+     * or past L_b gets row -1 (skipped) */
+    const uint32_t Pt = pl->Pt;
+    nx_operand vt = dec_view(&c->vtmp[buf], NX_DT_FP32, 0, Pt, 0, 1), t1 = dec_view(&c->vtmp[buf], NX_DT_FP32, 0, Pt, 1, 1);
+    nx_operand t2 = dec_view(&c->vtmp[buf], NX_DT_FP32, 0, Pt, 2, 1);
+    nx_operand pc = dec_view(&c->pchunk, NX_DT_FP32, 0, Pt, 0, 1), uc = dec_view(&c->ucol, NX_DT_FP32, 0, Pt, 0, 1);
+    nx_operand L = dec_view(&c->lf, NX_DT_FP32, 0, Pt, it->b, 1);
+    nx_operand bf = dec_view(&c->btf[set], NX_DT_FP32, 0, Pt, tau, 1);
+    nx_operand ix = dec_view(&c->idx[buf], NX_DT_INT32, 0, Pt, 0, 1), vx = dec_view(&c->vidx[buf], NX_DT_INT32, 0, Pt, 0, 1);
+    nx_operand base = nx_imm((double)(tau * pl->nb * p->N), NX_DT_FP32);
+    nx_operand hc = nx_imm((double)(p->Hkv * pl->cpb), NX_DT_FP32), gc = nx_imm((double)(it->g * pl->cpb), NX_DT_FP32);
+    nx_operand one = nx_imm(1.0, NX_DT_FP32), mone = nx_imm(-1.0, NX_DT_FP32);
+    if (nx_kctx_tensor_scalar(k, NX_ENG_POOL, &vt, &pc, NX_ALU_ADD, &base, NX_ALU_IS_LT, &L, err) != 0 ||
+        nx_kctx_tensor_scalar(k, NX_ENG_POOL, &t1, &bf, NX_ALU_MULTIPLY, &hc, NX_ALU_ADD, &gc, err) != 0 ||
+        nx_kctx_tensor_tensor(k, NX_ENG_POOL, NX_ALU_ADD, &t1, &t1, &uc, err) != 0 ||
+        nx_kctx_scalar_tensor_tensor(k, NX_ENG_POOL, &t2, &t1, NX_ALU_ADD, &one, NX_ALU_MULTIPLY, &vt, err) != 0 ||
+        nx_kctx_tensor_scalar(k, NX_ENG_POOL, &ix, &t2, NX_ALU_ADD, &mone, NX_ALU_BYPASS, NULL, err) != 0 ||
+        nx_kctx_tensor_tensor(k, NX_ENG_POOL, NX_ALU_MULTIPLY, &vx, &bf, &vt, err) != 0)
+        return -1;
+    /* a block id the used chunks name outside [0, num_blocks) faults here */
+    nx_operand vd = dec_view(&c->vsink[buf], p->dtype, 0, Pt, 0, 1);
+    nx_operand vs = nx_ap_hbm_rows(p->dtype, kc->hbm_offset, Pt, (int32_t)(p->Hkv * p->N * D), 1);
+    if (emit_dma(k, NX_ROWS_LOAD_LANE + 15, &vd, &vs, &vx, p->num_blocks, 0, err) != 0) return -1;
+    const uint64_t rows = p->num_blocks * p->Hkv * pl->cpb;
+    for (uint32_t kv = 0; kv < 2; kv++) {
+        const nx_tensor_ref *t = kv ? vc : kc;
+        const nx_tile *dt = kv ? &c->vt[buf] : &c->kt[buf];
+        nx_operand d = dec_view(dt, p->dtype, 0, Pt, 0, cD);
+        nx_operand s = nx_ap_hbm_rows(p->dtype, t->hbm_offset, Pt, (int32_t)cD, (uint32_t)cD);
+        if (load_split(c, Pt, &d, &s, &ix, rows, NX_FLAG_OOB_SKIP, kv * 8, err) != 0) return -1;
+    }
+    return 0;
+}
