@@ -87,9 +87,9 @@ static int plan(dec_plan *pl, const nx_geometry *geo, const char *kname, nx_erro
                            (unsigned long long)p->num_blocks, (unsigned long long)p->Hkv, (unsigned long long)p->N);
     } else {
         pl->T = (p->S_max + pl->Ft - 1) / pl->Ft;
-        if ((double)p->S_max >= 0x1p24)
-            return nx_fail(err, "operand 1 (k_cache): S_max = %llu beyond the 2^24 an index holds exactly",
-                           (unsigned long long)p->S_max);
+        if ((double)p->B * p->Hkv * p->S_max >= 0x1p24)
+            return nx_fail(err, "operand 1 (k_cache): %llu x %llu x %llu rows, beyond the 2^24 an index holds exactly",
+                           (unsigned long long)p->B, (unsigned long long)p->Hkv, (unsigned long long)p->S_max);
     }
     return 0;
 }
@@ -144,9 +144,6 @@ static int alloc_all(dec_core *c, nx_error *err) {
     ALLOC(&c->posabs, NX_OPK_SBUF, "positions", NX_DT_FP32, Pt, c_);
     ALLOC(&c->m01, NX_OPK_SBUF, "valid", NX_DT_FP32, Pt, c_);
     ALLOC(&c->mw, NX_OPK_SBUF, "window_mask", NX_DT_FP32, Pt, (uint64_t)c_ * R);
-    uint64_t nw = c->hi - c->lo;
-    ALLOC(&c->woff, NX_OPK_SBUF, "write_rows", NX_DT_INT32, s, nw ? nw : 1);
-    ALLOC(&c->wtmp, NX_OPK_SBUF, "write_math", NX_DT_FP32, s, 8);
     return 0;
 }
 
@@ -204,8 +201,8 @@ static int constants(dec_core *c, nx_error *err) {
     } else if (nx_kctx_tensor_scalar(k, NX_ENG_POOL, &nm, &nm, NX_ALU_IS_GE, &z, NX_ALU_BYPASS, NULL, err) != 0)
         return -1;
     (void)R;
-    nx_operand on = nx_tile_ap(&c->ones), u7 = dec_view(&c->wtmp, NX_DT_FP32, 0, s, 7, 1);
-    if (nx_kctx_memset(k, NX_ENG_POOL, &on, 1.0, err) != 0 || iota(k, &u7, 0, 1, 1, &zero, &c1, err) != 0) return -1;
+    nx_operand on = nx_tile_ap(&c->ones);
+    if (nx_kctx_memset(k, NX_ENG_POOL, &on, 1.0, err) != 0) return -1;
     for (uint32_t i = 0; i < DEC_BUFS; i++) {
         nx_operand a = nx_tile_ap(&c->kt[i]), b = nx_tile_ap(&c->vt[i]);
         if (nx_kctx_memset(k, NX_ENG_DVE, &a, 0.0, err) != 0 || nx_kctx_memset(k, NX_ENG_DVE, &b, 0.0, err) != 0) return -1;
@@ -436,24 +433,20 @@ int nx_attention_decode(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     const uint64_t per = c.pl.T + 1, nsteps = (c.hi - c.lo) * per, ahead = DEC_BUFS - 1;
     for (uint64_t q = 0; q < nsteps && q < ahead; q++)
         if (step_loads(&c, q, err) != 0) return -1;
-    uint32_t par = 0, wcol = 0;
+    uint32_t par = 0;
+    const int writer = nx_kctx_program_id(k) == 0;
+    if (writer && dec_write_rows(&c, err) != 0) return -1;
     for (uint64_t q = 0; q < nsteps; q++) {
         if (q + ahead < nsteps && step_loads(&c, q + ahead, err) != 0) return -1;
         const uint64_t i = q / per, j = q % per;
         dec_item it = dec_item_at(&c.pl, c.lo + i);
         if (j == 0) {
             if (item_begin(&c, &it, (uint32_t)(i % DEC_ISETS), &par, err) != 0) return -1;
-            if (it.hc == 0 && dec_write_rows(&c, &it, wcol++, err) != 0) return -1;
         } else if (item_tile(&c, &it, j - 1, (uint32_t)((i * c.pl.T + j - 1) % DEC_BUFS), &par, err) != 0)
             return -1;
         if (j + 1 == per && item_end(&c, &it, err) != 0) return -1;
     }
     /* the new entries land after both cores' copies */
     if (nx_kctx_num_programs(k) > 1 && nx_kctx_barrier(k, err) != 0) return -1;
-    wcol = 0;
-    for (uint64_t i = c.lo; i < c.hi; i++) {
-        dec_item it = dec_item_at(&c.pl, i);
-        if (it.hc == 0 && dec_write_new(&c, &it, wcol++, err) != 0) return -1;
-    }
-    return 0;
+    return writer ? dec_write_new(&c, err) : 0;
 }

@@ -68,56 +68,137 @@ int dec_copy_caches(dec_core *c, nx_error *err) {
     return copy_share(c, &call->args[2], &call->args[n + 2], &lane, err);
 }
 
-int dec_write_rows(dec_core *c, const dec_item *it, uint32_t col, nx_error *err) {
+/* The rows (of D elements) of the results where the new entries go, for
+ * every (b, kv head g, token t), on partitions (g - g0) s + t of a chunk of
+ * hg kv heads, column ch B + b of c->woff; and the checks that make a bad
+ * length a fault before anything is written. Vector work over all rows at
+ * once: a few instructions, not a few per row. */
+int dec_write_rows(dec_core *c, nx_error *err) {
+    nx_kctx *k = c->k;
     const dec_plan *pl = &c->pl;
     const nx_decode_params *p = &pl->p;
-    nx_kctx *k = c->k;
-    const uint32_t s = (uint32_t)p->s;
-    nx_operand u = dec_view(&c->wtmp, NX_DT_FP32, 0, s, 7, 1), x = dec_view(&c->wtmp, NX_DT_FP32, 0, s, 0, 1);
-    nx_operand L = dec_view(&c->lf, NX_DT_FP32, 0, s, it->b, 1);
-    nx_operand w = dec_view(&c->woff, NX_DT_INT32, 0, s, col, 1);
-    if (!p->paged) /* row L_b + t of the (b, g) slab */
-        return nx_kctx_tensor_scalar(k, NX_ENG_DVE, &w, &u, NX_ALU_ADD, &L, NX_ALU_BYPASS, NULL, err);
-    /* position x = L_b + t: block column x / N (the rounding of (x - (N-1)/2) / N
-     * to an integer is the floor: the fraction stays below 1/2), offset x mod N */
-    const double N = (double)p->N;
-    nx_operand kq = dec_view(&c->wtmp, NX_DT_INT32, 0, s, 1, 1), kf = dec_view(&c->wtmp, NX_DT_FP32, 0, s, 2, 1);
-    nx_operand off = dec_view(&c->wtmp, NX_DT_FP32, 0, s, 3, 1), blk = dec_view(&c->wtmp, NX_DT_INT32, 0, s, 4, 1);
-    nx_operand bf = dec_view(&c->wtmp, NX_DT_FP32, 0, s, 5, 1), row = dec_view(&c->wtmp, NX_DT_FP32, 0, s, 6, 1);
-    nx_operand half = nx_imm((N - 1) / 2, NX_DT_FP32), nn = nx_imm(N, NX_DT_FP32), mn = nx_imm(-N, NX_DT_FP32);
-    nx_operand hn = nx_imm((double)(p->Hkv * p->N), NX_DT_FP32), gn = nx_imm((double)(it->g * p->N), NX_DT_FP32);
-    const nx_tensor_ref *bt = &c->call->args[p->bt_operand];
-    nx_operand bsrc = nx_ap_hbm_rows(NX_DT_INT32, bt->hbm_offset + it->b * p->max_blocks * 4, s, 1, 1);
-    if (nx_kctx_tensor_scalar(k, NX_ENG_DVE, &x, &u, NX_ALU_ADD, &L, NX_ALU_BYPASS, NULL, err) != 0 ||
-        nx_kctx_tensor_scalar(k, NX_ENG_DVE, &kq, &x, NX_ALU_SUBTRACT, &half, NX_ALU_DIVIDE, &nn, err) != 0 ||
-        nx_kctx_tensor_copy(k, NX_ENG_DVE, &kf, &kq, err) != 0 ||
-        nx_kctx_scalar_tensor_tensor(k, NX_ENG_DVE, &off, &kf, NX_ALU_MULTIPLY, &mn, NX_ALU_ADD, &x, err) != 0 ||
-        /* the block of each new position: a block column past max_blocks (L_b + t
-         * beyond the table) faults here */
-        emit_dma(k, NX_ROWS_LOAD_LANE + 1, &blk, &bsrc, &kq, p->max_blocks, 0, err) != 0 ||
-        nx_kctx_tensor_copy(k, NX_ENG_DVE, &bf, &blk, err) != 0 ||
-        nx_kctx_tensor_scalar(k, NX_ENG_DVE, &row, &bf, NX_ALU_MULTIPLY, &hn, NX_ALU_ADD, &gn, err) != 0)
+    const uint32_t s = (uint32_t)p->s, B = (uint32_t)p->B;
+    const uint32_t hg = (uint32_t)(p->Hkv < pl->Pt / s ? p->Hkv : pl->Pt / s), nch = (uint32_t)((p->Hkv + hg - 1) / hg);
+    const uint32_t Pw = hg * s;
+    c->whg = hg, c->wch = nch;
+    nx_tile wf, wi;
+    if (nx_kctx_alloc(k, NX_OPK_SBUF, "write_rows", NX_DT_INT32, Pw, (uint64_t)nch * B, &c->woff, err) != 0 ||
+        nx_kctx_alloc(k, NX_OPK_SBUF, "write_math", NX_DT_FP32, Pw, 4 + 4 * (uint64_t)B, &wf, err) != 0 ||
+        nx_kctx_alloc(k, NX_OPK_SBUF, "write_ints", NX_DT_INT32, Pw, 2 * (uint64_t)B, &wi, err) != 0)
         return -1;
-    return nx_kctx_tensor_tensor(k, NX_ENG_DVE, NX_ALU_ADD, &w, &row, &off, err);
+    /* per partition: t = p - s floor(p / s), the chunk-local head p / s */
+    const int32_t zero = 0;
+    const uint32_t one = 1;
+    nx_operand pp = dec_view(&wf, NX_DT_FP32, 0, Pw, 0, 1), gl = dec_view(&wf, NX_DT_FP32, 0, Pw, 1, 1);
+    nx_operand tt = dec_view(&wf, NX_DT_FP32, 0, Pw, 2, 1), cp = dec_view(&wf, NX_DT_FP32, 0, Pw, 3, 1);
+    nx_operand gi = dec_view(&wi, NX_DT_INT32, 0, Pw, 0, 1);
+    nx_operand hs = nx_imm((s - 1) / 2.0, NX_DT_FP32), sv = nx_imm((double)s, NX_DT_FP32), msv = nx_imm(-(double)s, NX_DT_FP32);
+    nx_operand pat = nx_pattern(0, 1, Pw, 1, &zero, &one);
+    pat.dtype = NX_DT_INT32;
+    if (nx_kctx_iota(k, &pp, &pat, err) != 0 ||
+        nx_kctx_tensor_scalar(k, NX_ENG_DVE, &gi, &pp, NX_ALU_SUBTRACT, &hs, NX_ALU_DIVIDE, &sv, err) != 0 ||
+        nx_kctx_tensor_copy(k, NX_ENG_DVE, &gl, &gi, err) != 0 ||
+        nx_kctx_scalar_tensor_tensor(k, NX_ENG_DVE, &tt, &gl, NX_ALU_MULTIPLY, &msv, NX_ALU_ADD, &pp, err) != 0)
+        return -1;
+    nx_operand L = dec_view(&c->lf, NX_DT_FP32, 0, Pw, 0, B);
+    nx_operand x = dec_view(&wf, NX_DT_FP32, 0, Pw, 4, B);
+    if (nx_kctx_tensor_scalar(k, NX_ENG_DVE, &x, &L, NX_ALU_ADD, &tt, NX_ALU_BYPASS, NULL, err) != 0) return -1;
+    if (!p->paged) {
+        /* row (b Hkv + g) S_max + L_b + t of the whole cache; L_b + s - 1 <
+         * S_max and L_b >= 0 checked by two probes that fault otherwise */
+        nx_tile pt;
+        const uint32_t nb_ = B < pl->Pt ? B : pl->Pt;
+        if (nx_kctx_alloc(k, NX_OPK_SBUF, "length_probe", NX_DT_FP32, nb_, 4, &pt, err) != 0) return -1;
+        for (uint32_t pr = 0; pr < 2; pr++)
+            for (uint32_t b0 = 0; b0 < B; b0 += nb_) {
+                uint32_t n = B - b0 < nb_ ? B - b0 : nb_;
+                nx_operand li = dec_view(&pt, NX_DT_INT32, 0, n, 0, 1), lfv = dec_view(&pt, NX_DT_FP32, 0, n, 1, 1);
+                nx_operand lv = dec_view(&pt, NX_DT_INT32, 0, n, 2, 1), probe = dec_view(&pt, NX_DT_FP32, 0, n, 3, 1);
+                nx_operand ls = nx_ap_hbm_rows(NX_DT_INT32, c->call->args[5].hbm_offset + (uint64_t)b0 * 4, n, 1, 1);
+                nx_operand add = nx_imm(pr ? (double)(s - 1) : 0.0, NX_DT_FP32);
+                nx_operand src = nx_ap_hbm_rows(NX_DT_FP32, c->call->args[5].hbm_offset, n, 1, 1);
+                /* a probe row of the lengths tensor itself, S_max rows deep:
+                 * only its bound matters */
+                if (nx_kctx_dma_on(k, NX_ROWS_LOAD_LANE + 4, &li, &ls, err) != 0 ||
+                    nx_kctx_tensor_copy(k, NX_ENG_DVE, &lfv, &li, err) != 0 ||
+                    nx_kctx_tensor_scalar(k, NX_ENG_DVE, &lv, &lfv, NX_ALU_ADD, &add, NX_ALU_BYPASS, NULL, err) != 0)
+                    return -1;
+                src.partition_stride = 0;
+                if (emit_dma(k, NX_ROWS_LOAD_LANE + 5, &probe, &src, &lv, p->S_max, 0, err) != 0) return -1;
+            }
+        for (uint32_t ch = 0; ch < nch; ch++) {
+            /* per partition: (g0 + p / s) S_max; per column b: b Hkv S_max */
+            const int32_t bst = (int32_t)(p->Hkv * p->S_max);
+            const uint32_t bc = B;
+            nx_operand bp = dec_view(&wf, NX_DT_FP32, 0, Pw, 4 + B, B);
+            nx_operand bpat = nx_pattern(0, 0, Pw, 1, &bst, &bc);
+            bpat.dtype = NX_DT_INT32;
+            nx_operand sm = nx_imm((double)p->S_max, NX_DT_FP32), g0 = nx_imm((double)ch * hg * p->S_max, NX_DT_FP32);
+            nx_operand w = dec_view(&c->woff, NX_DT_INT32, 0, Pw, (uint64_t)ch * B, B);
+            if (nx_kctx_scalar_tensor_tensor(k, NX_ENG_DVE, &cp, &gl, NX_ALU_MULTIPLY, &sm, NX_ALU_ADD, &tt, err) != 0 ||
+                nx_kctx_iota(k, &bp, &bpat, err) != 0 ||
+                nx_kctx_tensor_tensor(k, NX_ENG_DVE, NX_ALU_ADD, &bp, &bp, &L, err) != 0 ||
+                nx_kctx_tensor_scalar(k, NX_ENG_DVE, &w, &bp, NX_ALU_ADD, &cp, NX_ALU_ADD, &g0, err) != 0)
+                return -1;
+        }
+        return 0;
+    }
+    /* paged: position x = L_b + t: block column x / N (the rounding of
+     * (x - (N-1)/2) / N to an integer is the floor: the fraction stays below
+     * 1/2), offset x mod N; the block id gathered from the table (a column
+     * past max_blocks faults); row (blk Hkv + g) N + offset (a block id
+     * outside the cache faults in the scatter) */
+    const double N = (double)p->N;
+    nx_operand kq = dec_view(&wi, NX_DT_INT32, 0, Pw, 0, B), kf = dec_view(&wf, NX_DT_FP32, 0, Pw, 4 + B, B);
+    nx_operand off = dec_view(&wf, NX_DT_FP32, 0, Pw, 4 + 2 * (uint64_t)B, B);
+    nx_operand blk = dec_view(&wi, NX_DT_INT32, 0, Pw, B, B), bf = dec_view(&wf, NX_DT_FP32, 0, Pw, 4 + 3 * (uint64_t)B, B);
+    nx_operand half = nx_imm((N - 1) / 2, NX_DT_FP32), nn = nx_imm(N, NX_DT_FP32), mn = nx_imm(-N, NX_DT_FP32);
+    nx_operand hn = nx_imm((double)(p->Hkv * p->N), NX_DT_FP32);
+    const nx_tensor_ref *bt = &c->call->args[p->bt_operand];
+    if (nx_kctx_tensor_scalar(k, NX_ENG_DVE, &kq, &x, NX_ALU_SUBTRACT, &half, NX_ALU_DIVIDE, &nn, err) != 0 ||
+        nx_kctx_tensor_copy(k, NX_ENG_DVE, &kf, &kq, err) != 0 ||
+        nx_kctx_scalar_tensor_tensor(k, NX_ENG_DVE, &off, &kf, NX_ALU_MULTIPLY, &mn, NX_ALU_ADD, &x, err) != 0)
+        return -1;
+    for (uint32_t b = 0; b < B; b++) {
+        nx_operand bd = dec_view(&wi, NX_DT_INT32, 0, Pw, B + b, 1), ko = dec_view(&wi, NX_DT_INT32, 0, Pw, b, 1);
+        nx_operand bs = nx_ap_hbm_rows(NX_DT_INT32, bt->hbm_offset + (uint64_t)b * p->max_blocks * 4, Pw, 1, 1);
+        if (emit_dma(k, NX_ROWS_LOAD_LANE + 4 + b % 8, &bd, &bs, &ko, p->max_blocks, 0, err) != 0) return -1;
+    }
+    if (nx_kctx_tensor_copy(k, NX_ENG_DVE, &bf, &blk, err) != 0 ||
+        nx_kctx_scalar_tensor_tensor(k, NX_ENG_DVE, &bf, &bf, NX_ALU_MULTIPLY, &hn, NX_ALU_ADD, &off, err) != 0)
+        return -1;
+    for (uint32_t ch = 0; ch < nch; ch++) {
+        nx_operand gn = nx_imm(N, NX_DT_FP32), g0 = nx_imm((double)ch * hg * N, NX_DT_FP32);
+        nx_operand w = dec_view(&c->woff, NX_DT_INT32, 0, Pw, (uint64_t)ch * B, B);
+        if (nx_kctx_tensor_scalar(k, NX_ENG_DVE, &cp, &gl, NX_ALU_MULTIPLY, &gn, NX_ALU_ADD, &g0, err) != 0 ||
+            nx_kctx_tensor_scalar(k, NX_ENG_DVE, &w, &bf, NX_ALU_ADD, &cp, NX_ALU_BYPASS, NULL, err) != 0)
+            return -1;
+    }
+    return 0;
 }
 
-int dec_write_new(dec_core *c, const dec_item *it, uint32_t col, nx_error *err) {
+int dec_write_new(dec_core *c, nx_error *err) {
     const dec_plan *pl = &c->pl;
     const nx_decode_params *p = &pl->p;
     const nx_kernel_call *call = c->call;
-    const uint32_t s = (uint32_t)p->s, n = p->n_operands;
+    const uint32_t s = (uint32_t)p->s, n = p->n_operands, B = (uint32_t)p->B;
     const uint64_t es = pl->es, D = p->D;
-    nx_operand w = dec_view(&c->woff, NX_DT_INT32, 0, s, col, 1);
-    for (uint32_t kv = 0; kv < 2; kv++) {
-        const nx_tensor_ref *src = &call->args[3 + kv], *dst = &call->args[n + 1 + kv];
-        uint64_t base = dst->hbm_offset, bound = p->num_blocks * p->Hkv * p->N;
-        if (!p->paged) base += (it->b * p->Hkv + it->g) * p->S_max * D * es, bound = p->S_max;
-        nx_operand so = nx_ap_hbm_rows(p->dtype, src->hbm_offset + (it->b * p->Hkv + it->g) * p->s * D * es, s,
-                                       (int32_t)D, (uint32_t)D);
-        nx_operand d = nx_ap_hbm_rows(p->dtype, base, s, (int32_t)D, (uint32_t)D);
-        /* a row past the slab (L_b + t >= S_max) or outside the cache faults */
-        if (emit_dma(c->k, c->r.store_lane + kv, &d, &so, &w, bound, NX_FLAG_SCATTER, err) != 0) return -1;
-    }
+    uint32_t lane = 0;
+    for (uint32_t b = 0; b < B; b++)
+        for (uint32_t ch = 0; ch < c->wch; ch++) {
+            const uint64_t g0 = (uint64_t)ch * c->whg, hg = p->Hkv - g0 < c->whg ? p->Hkv - g0 : c->whg;
+            const uint32_t rows = (uint32_t)(hg * s);
+            nx_operand w = dec_view(&c->woff, NX_DT_INT32, 0, rows, (uint64_t)ch * B + b, 1);
+            for (uint32_t kv = 0; kv < 2; kv++) {
+                const nx_tensor_ref *src = &call->args[3 + kv], *dst = &call->args[n + 1 + kv];
+                uint64_t bound = p->paged ? p->num_blocks * p->Hkv * p->N : p->B * p->Hkv * p->S_max;
+                nx_operand so = nx_ap_hbm_rows(p->dtype, src->hbm_offset + (b * p->Hkv + g0) * p->s * D * es, rows,
+                                               (int32_t)D, (uint32_t)D);
+                nx_operand d = nx_ap_hbm_rows(p->dtype, dst->hbm_offset, rows, (int32_t)D, (uint32_t)D);
+                if (emit_dma(c->k, c->r.store_lane + lane++ % c->r.engines, &d, &so, &w, bound, NX_FLAG_SCATTER, err) != 0)
+                    return -1;
+            }
+        }
     return 0;
 }
 

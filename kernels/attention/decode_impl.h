@@ -51,8 +51,8 @@ typedef struct dec_core {
     nx_tile stat;                 /* [R, 8] fp32 running statistics */
     nx_tile oacc, osb;            /* [R, D] fp32, [R, D] dtype */
     nx_tile thr, posabs, m01, mw; /* per tile masks */
-    nx_tile woff;                 /* [s, items] int32 rows of the new entries */
-    nx_tile wtmp;                 /* [s, 8] fp32 scratch of the write rows */
+    nx_tile woff;                 /* [hg s, chunks x B] int32 rows of the new entries */
+    uint32_t whg, wch;            /* kv heads per write chunk, chunks */
     uint64_t lo, hi;              /* this core's items */
 } dec_core;
 
@@ -61,11 +61,11 @@ dec_item dec_item_at(const dec_plan *pl, uint64_t i);
 /* Copies this core's share of k_cache and v_cache to the results
  * (HBM -> HBM, long runs on the store lanes). */
 int dec_copy_caches(dec_core *c, nx_error *err);
-/* The rows (of D elements) of the results where item i's new entries go,
- * into column `col` of c->woff (items with hc == 0 only). */
-int dec_write_rows(dec_core *c, const dec_item *it, uint32_t col, nx_error *err);
-/* The scatters of k_new / v_new into the results at those rows. */
-int dec_write_new(dec_core *c, const dec_item *it, uint32_t col, nx_error *err);
+/* Program 0: the rows (of D elements) of the results where every new
+ * entry goes, into c->woff (and the probes that fault on a bad length). */
+int dec_write_rows(dec_core *c, nx_error *err);
+/* Program 0: the scatters of k_new / v_new into the results at those rows. */
+int dec_write_new(dec_core *c, nx_error *err);
 /* Paged: item it's block ids into c->btf[set]. */
 int dec_load_blocks(dec_core *c, const dec_item *it, uint32_t set, nx_error *err);
 /* Cache tile tau of item it into buffer buf (contiguous: plain loads;
