@@ -17,6 +17,8 @@ static const nx_bench_leaf leaf_benches[] = {
      "the data-movement leaves against the DMA/HBM bound"},
     {"roster", "nxsim-bench-roster", nx_bench_roster_main,
      "rmsnorm, layernorm, softmax, rope, cumsum, matmul against their bounds"},
+    {"attention-decode", "nxsim-bench-attention-decode", nx_bench_attention_decode_main,
+     "attention_decode against the KV-streaming bound"},
 };
 
 const nx_bench_leaf *nx_bench_leaf_find(const char *name) {

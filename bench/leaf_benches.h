@@ -30,6 +30,7 @@ int nx_bench_topk_main(int argc, char **argv);
 int nx_bench_transpose_main(int argc, char **argv);
 int nx_bench_tutorial_main(int argc, char **argv);
 int nx_bench_wgrad_main(int argc, char **argv);
+int nx_bench_attention_decode_main(int argc, char **argv);
 
 /* The options of the leaf bench cases, parsed in one place (getopt_long);
  * a case names the ones it takes (NX_BENCH_OPT_*) and reads the rest of

@@ -39,23 +39,27 @@ static int emit_dma(nx_kctx *k, uint32_t lane, const nx_operand *dst, const nx_o
     return nx_kctx_dma_insn(k, lane, &d, err);
 }
 
-/* One tensor's share: rows of CH elements, at most 128 rows a transfer. */
+/* One tensor's share, cut into one piece per DMA engine, each piece rows
+ * of up to CH contiguous elements (at most 128 rows a transfer). */
 static int copy_share(dec_core *c, const nx_tensor_ref *src, const nx_tensor_ref *dst, uint32_t *lane, nx_error *err) {
-    const uint64_t CH = 16384;
+    const uint64_t CH = 8192;
     uint64_t E = 1;
     for (uint32_t d = 0; d < src->ndims; d++) E *= src->shape[d];
-    const uint32_t np = nx_kctx_num_programs(c->k), pid = nx_kctx_program_id(c->k);
-    uint64_t a = E * pid / np, b = E * (pid + 1) / np;
-    const uint64_t es = c->pl.es;
-    while (a < b) {
-        uint64_t rows = (b - a) / CH;
-        if (rows > 128) rows = 128;
-        uint64_t cols = CH;
-        if (rows == 0) rows = 1, cols = b - a;
-        nx_operand s = nx_ap_hbm_rows(c->pl.p.dtype, src->hbm_offset + a * es, (uint32_t)rows, (int32_t)cols, (uint32_t)cols);
-        nx_operand d = nx_ap_hbm_rows(c->pl.p.dtype, dst->hbm_offset + a * es, (uint32_t)rows, (int32_t)cols, (uint32_t)cols);
-        if (emit_dma(c->k, c->r.store_lane + (*lane)++ % c->r.engines, &d, &s, NULL, 0, 0, err) != 0) return -1;
-        a += rows * cols;
+    const uint32_t np = nx_kctx_num_programs(c->k), pid = nx_kctx_program_id(c->k), pieces = c->r.engines;
+    const uint64_t lo = E * pid / np, hi = E * (pid + 1) / np, es = c->pl.es;
+    for (uint32_t i = 0; i < pieces; i++) {
+        uint64_t a = lo + (hi - lo) * i / pieces, b = lo + (hi - lo) * (i + 1) / pieces;
+        const uint32_t ln = c->r.store_lane + (*lane)++ % c->r.engines;
+        while (a < b) {
+            uint64_t rows = (b - a) / CH;
+            if (rows > 128) rows = 128;
+            uint64_t cols = CH;
+            if (rows == 0) rows = 1, cols = b - a;
+            nx_operand s = nx_ap_hbm_rows(c->pl.p.dtype, src->hbm_offset + a * es, (uint32_t)rows, (int32_t)cols, (uint32_t)cols);
+            nx_operand d = nx_ap_hbm_rows(c->pl.p.dtype, dst->hbm_offset + a * es, (uint32_t)rows, (int32_t)cols, (uint32_t)cols);
+            if (emit_dma(c->k, ln, &d, &s, NULL, 0, 0, err) != 0) return -1;
+            a += rows * cols;
+        }
     }
     return 0;
 }
@@ -203,30 +207,44 @@ int dec_write_new(dec_core *c, nx_error *err) {
 }
 
 int dec_load_blocks(dec_core *c, const dec_item *it, uint32_t set, nx_error *err) {
+    /* row b of the table arrives as [T, nb] (tile tau's blocks in partition
+     * tau: runs of nb ids, not single ids), turned by a PE transpose into
+     * [nb, T] and spread to the tile layout (partition u nb + j holds block
+     * tau nb + j) by a one-hot matmul: exact in fp32 (ids < 2^24) */
+    nx_kctx *k = c->k;
     const dec_plan *pl = &c->pl;
     const nx_decode_params *p = &pl->p;
     const nx_tensor_ref *bt = &c->call->args[p->bt_operand];
+    const uint64_t row = bt->hbm_offset + it->b * p->max_blocks * 4, T = pl->T, nb = pl->nb;
     nx_operand all = nx_tile_ap(&c->bt[set]);
-    if (nx_kctx_memset(c->k, NX_ENG_POOL, &all, -1.0, err) != 0) return -1;
-    const uint64_t Tf = p->max_blocks / pl->nb, rem = p->max_blocks % pl->nb;
-    const uint64_t row = bt->hbm_offset + it->b * p->max_blocks * 4;
-    for (uint32_t u = 0; u < pl->cpb; u++) {
-        /* partition u nb + j of tile tau holds block tau nb + j */
-        if (Tf > 0) {
-            const int32_t st = (int32_t)pl->nb;
-            const uint32_t cnt = (uint32_t)Tf;
-            nx_operand d = dec_view(&c->bt[set], NX_DT_INT32, u * pl->nb, pl->nb, 0, Tf);
-            nx_operand s = nx_ap(NX_OPK_HBM, NX_DT_INT32, 0, pl->nb, 1, row, 1, &st, &cnt);
-            if (nx_kctx_dma_on(c->k, NX_ROWS_LOAD_LANE + u, &d, &s, err) != 0) return -1;
+    if (nx_kctx_memset(k, NX_ENG_POOL, &all, -1.0, err) != 0) return -1;
+    for (uint64_t t0 = 0; t0 < T; t0 += 128) {
+        const uint32_t nt = (uint32_t)(T - t0 < 128 ? T - t0 : 128);
+        const uint64_t first = t0 * nb, have = p->max_blocks - first; /* blocks from first on */
+        const uint32_t full = (uint32_t)(have / nb < nt ? have / nb : nt), rem = (uint32_t)(full < nt ? have % nb : 0);
+        nx_operand d = dec_view(&c->bt[set], NX_DT_INT32, 0, full, t0 / 128 * nb, nb);
+        if (full) {
+            nx_operand s = nx_ap_hbm_rows(NX_DT_INT32, row + first * 4, full, (int32_t)nb, (uint32_t)nb);
+            if (nx_kctx_dma_on(k, NX_ROWS_LOAD_LANE + 10, &d, &s, err) != 0) return -1;
         }
-        if (rem > 0) {
-            nx_operand d = dec_view(&c->bt[set], NX_DT_INT32, u * pl->nb, (uint32_t)rem, Tf, 1);
-            nx_operand s = nx_ap_hbm_rows(NX_DT_INT32, row + Tf * pl->nb * 4, (uint32_t)rem, 1, 1);
-            if (nx_kctx_dma_on(c->k, NX_ROWS_LOAD_LANE + u + 1, &d, &s, err) != 0) return -1;
+        if (rem) {
+            nx_operand dr = dec_view(&c->bt[set], NX_DT_INT32, full, 1, t0 / 128 * nb, rem);
+            nx_operand sr = nx_ap_hbm_rows(NX_DT_INT32, row + (first + (uint64_t)full * nb) * 4, 1, (int32_t)rem, rem);
+            if (nx_kctx_dma_on(k, NX_ROWS_LOAD_LANE + 11, &dr, &sr, err) != 0) return -1;
         }
+        nx_operand bi = dec_view(&c->bt[set], NX_DT_INT32, 0, nt, t0 / 128 * nb, nb);
+        nx_operand bf = dec_view(&c->btrf, NX_DT_FP32, 0, nt, 0, nb);
+        nx_operand tp = dec_psum(c, NX_DT_FP32, pl->ps_pt, (uint32_t)nb, nt);
+        nx_operand xs = dec_view(&c->btx, NX_DT_FP32, 0, (uint32_t)nb, 0, nt);
+        nx_operand sel = nx_tile_ap(&c->sel);
+        nx_operand sp = dec_psum(c, NX_DT_FP32, pl->ps_pt, pl->Pt, nt);
+        nx_operand out = dec_view(&c->btf[set], NX_DT_FP32, 0, pl->Pt, t0, nt);
+        if (nx_kctx_tensor_copy(k, NX_ENG_POOL, &bf, &bi, err) != 0 || nx_kctx_transpose(k, NX_ENG_PE, &tp, &bf, err) != 0 ||
+            nx_kctx_tensor_copy(k, NX_ENG_DVE, &xs, &tp, err) != 0 || nx_kctx_load_stationary(k, &sel, err) != 0 ||
+            nx_kctx_multiply_moving(k, &sp, &xs, 0, err) != 0 || nx_kctx_tensor_copy(k, NX_ENG_DVE, &out, &sp, err) != 0)
+            return -1;
     }
-    nx_operand f = nx_tile_ap(&c->btf[set]);
-    return nx_kctx_tensor_copy(c->k, NX_ENG_POOL, &f, &all, err);
+    return 0;
 }
 
 /* A transfer cut by partitions into pieces on consecutive load lanes; with

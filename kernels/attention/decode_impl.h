@@ -7,7 +7,7 @@
 #include "decode.h"
 #include "kernels/norms/rows.h"
 
-#define DEC_BUFS 3              /* cache tiles in flight */
+#define DEC_BUFS 4              /* cache tiles in flight: loading, A, B2, and one ahead */
 #define DEC_ISETS (DEC_BUFS + 1) /* per-item operand sets in flight */
 #define DEC_NEG_INIT (-1e30)    /* the running max before any score (no sink) */
 
@@ -21,7 +21,8 @@ typedef struct dec_plan {
     uint32_t nd, Dp;           /* D pieces of Dp rows (the PE's contraction) */
     uint64_t items;            /* B x Hkv x nhc */
     /* PSUM arena offsets (bytes per partition) */
-    uint64_t ps_kt, ps_s, ps_pt, ps_o, ps_l;
+    uint64_t ps_kt, ps_s, ps_s_step, ps_pt, ps_o, ps_l;
+    uint32_t s_bufs;           /* score buffers: 2 lets stage A run a step ahead */
 } dec_plan;
 
 typedef struct dec_item {
@@ -45,9 +46,10 @@ typedef struct dec_core {
     nx_tile idx[DEC_BUFS], vidx[DEC_BUFS], vtmp[DEC_BUFS], vsink[DEC_BUFS]; /* paged gather indices */
     nx_tile qt[DEC_ISETS], kn[DEC_ISETS], vn[DEC_ISETS], sk[DEC_ISETS], bt[DEC_ISETS]; /* per item */
     nx_tile btf[DEC_ISETS];       /* paged: [Pt, T] fp32 block ids */
-    nx_tile qT, knT;              /* [Dp, nd x R], [Dp, nd x s] */
+    nx_tile btrf, btx, sel;       /* paged: the table row as [T, nb], as [nb, T], the one-hot spread */
+    nx_tile qT[2], knT[2];        /* [Dp, nd x R], [Dp, nd x s], by item parity */
     nx_tile ktT;                  /* [Dp, nd x Ft] */
-    nx_tile pb, ptb;              /* P [R, Ft], P^T [Pt, c R] */
+    nx_tile pb[2], ptb;           /* P [R, Ft] by step parity, P^T [Pt, c R] */
     nx_tile stat;                 /* [R, 8] fp32 running statistics */
     nx_tile oacc, osb;            /* [R, D] fp32, [R, D] dtype */
     nx_tile thr, posabs, m01, mw; /* per tile masks */
