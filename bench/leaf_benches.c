@@ -21,6 +21,8 @@ static const nx_bench_leaf leaf_benches[] = {
     {"scan", "nxsim-bench-scan", nx_bench_scan_main, "selective_scan (Mamba) against its engine and DMA bounds"},
     {"conv-onnx", "nxsim-bench-conv-onnx", nx_bench_conv_onnx_main,
      "the conv composite (ONNX Conv) on ResNet-50 and MobileNet shapes"},
+    {"attention-decode", "nxsim-bench-attention-decode", nx_bench_attention_decode_main,
+     "attention_decode against the KV-streaming bound"},
 };
 
 const nx_bench_leaf *nx_bench_leaf_find(const char *name) {

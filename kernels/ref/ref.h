@@ -11,6 +11,7 @@
 
 #include "isa/dtype.h"
 #include "isa/error.h"
+#include "kernels/attention/decode.h"
 #include "kernels/blockwise_mm/blockwise_mm_params.h"
 #include "kernels/conv/conv_params.h"
 #include "kernels/conv/onnx/conv_onnx.h"
@@ -172,5 +173,13 @@ int nx_ref_selective_scan(const nx_scan_params *p, const void *const *in, void *
  * a direct sum per output element in double, rounded to fp32 then to the
  * dtype, then + b[o] in fp32, rounded again. */
 int nx_ref_conv_onnx(const nx_conv_onnx_params *p, const void *x, const void *w, const void *b, void *y, nx_error *err);
+/* ---- attention_decode (kernels/attention/decode.h) ---- */
+
+/* Decode attention: in = the operands of p (q, k_cache, v_cache, k_new,
+ * v_new, lengths [, block_table] [, sink]), out = out, k_cache', v_cache'.
+ * Per query row a softmax over the keys it reads in double, P rounded to
+ * the dtype before P V; refuses lengths with L_b + s beyond S_max and
+ * (paged) a used block id outside the cache. */
+int nx_ref_attention_decode(const nx_decode_params *p, const void *const *in, void *const *out, nx_error *err);
 
 #endif

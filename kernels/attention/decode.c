@@ -1,0 +1,557 @@
+/* attention_decode: token generation against a KV cache, after the public
+ * NKI decode attention kernels (aws-neuron-sdk nki-samples "token gen"
+ * attention: q rows of all the heads sharing a kv head as one stationary
+ * block, K^T streamed past it, softmax in fp32, P transposed for P V) and
+ * the flash-decoding online softmax (Dao et al., "Flash-Decoding for
+ * long-context inference", 2023). Past them: s = 1..8 new tokens with their
+ * causal mask, run-time ragged lengths, paged caches in any block order
+ * (indirect gathers of page chunks, chunks past L_b skipped), sliding
+ * windows, sinks, D up to 256 (two PE passes) and the cache results written
+ * in place of a separate update kernel. docs/parts/attention-decode.md.
+ *
+ * Work item: (b, kv head g, chunk of gh q heads): R = gh x s rows (row
+ * jh s + t). Per item: Q^T and K_new^T by PE transposes, the new block's
+ * scores first, then per cache tile of Pt partitions x c positions (one DMA
+ * run of c D elements per partition):
+ *   PE   K^T pieces by transposes into PSUM; DVE copies them out;
+ *   PE   S = Q K^T [R, Ft] (stationary Q^T, moving K^T 512 columns);
+ *   DVE  running max; ACT P = exp(scale S - m) rounded to the dtype;
+ *   PE   P^T per sub-block; ACT/DVE copy it out times the 0/1 mask
+ *        (position < L_b, window);
+ *   PE   O += P^T' V, l += P^T' 1 (PSUM); DVE O_acc = O_acc a + O, l = l a + l'.
+ * Items split over the grid's cores; tiles load DEC_BUFS - 1 steps ahead. */
+#include <math.h>
+#include <string.h>
+
+#include "decode_impl.h"
+
+static int act(nx_kctx *k, nx_act_func f, const nx_operand *dst, const nx_operand *in, const nx_operand *scale,
+               const nx_operand *bias, nx_error *err) {
+    nx_insn a = nx_insn_make(NX_OP_ACTIVATION);
+    a.func = (uint8_t)f;
+    a.op[0] = *dst;
+    a.op[1] = *in;
+    a.op[2] = *scale;
+    a.op[3] = *bias;
+    return nx_kctx_emit(k, NX_ENG_ACT, &a, err);
+}
+
+static int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
+
+static int plan(dec_plan *pl, const nx_geometry *geo, const char *kname, nx_error *err) {
+    const nx_decode_params *p = &pl->p;
+    pl->es = (uint32_t)nx_dtype_size(p->dtype);
+    pl->Pt = geo->partitions < geo->pe_rows ? geo->partitions : geo->pe_rows;
+    if (pl->Pt > geo->pe_cols) pl->Pt = geo->pe_cols;
+    pl->nd = p->D > pl->Pt ? 2 : 1;
+    pl->Dp = (uint32_t)(p->D / pl->nd);
+    if (pl->Dp > pl->Pt) return nx_fail(err, "operand 0 (q): D = %llu beyond two PE passes", (unsigned long long)p->D);
+    uint32_t rmax = geo->pe_cols < pl->Pt ? geo->pe_cols : pl->Pt;
+    pl->gh = 0;
+    for (uint64_t gh = p->G; gh >= 1; gh--)
+        if (p->G % gh == 0 && gh * p->s <= rmax) {
+            pl->gh = (uint32_t)gh;
+            break;
+        }
+    pl->R = pl->gh * (uint32_t)p->s;
+    pl->nhc = (uint32_t)(p->G / pl->gh);
+    pl->items = p->B * p->Hkv * pl->nhc;
+    const uint64_t bank = geo->psum_bank_bytes, banks = geo->psum_partition_bytes / bank;
+    uint32_t ct = (uint32_t)(2048 / (p->D * pl->es));
+    if (ct < 1) ct = 1;
+    if (ct * pl->Pt > 1024) ct = 1024 / pl->Pt;
+    for (uint32_t c = ct; c >= 1; c--) {
+        if (p->paged && (p->N % c != 0 || p->N / c > pl->Pt || !is_pow2(p->N / c))) continue;
+        uint64_t Ft = (uint64_t)pl->Pt * c;
+        uint64_t kt = (pl->nd * Ft * pl->es + bank - 1) / bank, sb = (Ft * 4 + bank - 1) / bank;
+        uint64_t pt = (c * pl->R * pl->es + bank - 1) / bank;
+        if (c * pl->R * pl->es > bank || kt + sb + pt + 1 > banks) continue;
+        /* the Q^T and K_new^T transposes share the K^T banks */
+        if (pl->nd * (pl->R + p->s) * pl->es > kt * bank) continue;
+        pl->c = c;
+        pl->Ft = Ft;
+        pl->s_bufs = kt + 2 * sb + pt + 1 <= banks ? 2 : 1;
+        pl->ps_kt = 0, pl->ps_s = kt * bank, pl->ps_s_step = sb * bank;
+        pl->ps_pt = (kt + pl->s_bufs * sb) * bank, pl->ps_o = (kt + pl->s_bufs * sb + pt) * bank;
+        pl->ps_l = pl->ps_o + p->D * 4;
+        break;
+    }
+    if (pl->c == 0) {
+        if (p->paged)
+            return nx_fail(err, "attribute block_size: N = %llu must be c x 2^k with c <= %u and 2^k <= %u", (unsigned long long)p->N,
+                           ct, pl->Pt);
+        return nx_fail(err, "%s: no cache tile fits PSUM", kname);
+    }
+    if (p->paged) {
+        pl->cpb = (uint32_t)(p->N / pl->c);
+        pl->nb = pl->Pt / pl->cpb;
+        pl->T = (p->max_blocks + pl->nb - 1) / pl->nb;
+        if ((double)p->num_blocks * p->Hkv * p->N >= 0x1p24)
+            return nx_fail(err, "operand 1 (k_cache): %llu x %llu x %llu rows, beyond the 2^24 an index holds exactly",
+                           (unsigned long long)p->num_blocks, (unsigned long long)p->Hkv, (unsigned long long)p->N);
+    } else {
+        pl->T = (p->S_max + pl->Ft - 1) / pl->Ft;
+        if ((double)p->B * p->Hkv * p->S_max >= 0x1p24)
+            return nx_fail(err, "operand 1 (k_cache): %llu x %llu x %llu rows, beyond the 2^24 an index holds exactly",
+                           (unsigned long long)p->B, (unsigned long long)p->Hkv, (unsigned long long)p->S_max);
+    }
+    return 0;
+}
+
+#define ALLOC(t, mem, name, dt, parts, n) \
+    if (nx_kctx_alloc(k, mem, name, dt, parts, n, t, err) != 0) return -1
+
+static int alloc_all(dec_core *c, nx_error *err) {
+    nx_kctx *k = c->k;
+    const dec_plan *pl = &c->pl;
+    const nx_decode_params *p = &pl->p;
+    const nx_dtype dt = p->dtype;
+    const uint32_t Pt = pl->Pt, R = pl->R, s = (uint32_t)p->s, c_ = pl->c;
+    const nx_geometry *g = nx_kctx_geometry(k);
+    ALLOC(&c->psum, NX_OPK_PSUM, "psum", NX_DT_FP32, Pt, g->psum_partition_bytes / 4);
+    ALLOC(&c->lf, NX_OPK_SBUF, "lengths", NX_DT_FP32, Pt, p->B);
+    ALLOC(&c->posmap, NX_OPK_SBUF, "posmap", NX_DT_FP32, Pt, c_);
+    ALLOC(&c->pchunk, NX_OPK_SBUF, "pchunk", NX_DT_FP32, Pt, 1);
+    ALLOC(&c->ucol, NX_OPK_SBUF, "ucol", NX_DT_FP32, Pt, 1);
+    ALLOC(&c->tpat, NX_OPK_SBUF, "tpat", NX_DT_FP32, Pt, R);
+    ALLOC(&c->newmask, NX_OPK_SBUF, "newmask", NX_DT_FP32, s, R);
+    ALLOC(&c->ones, NX_OPK_SBUF, "ones", dt, Pt, 1);
+    for (uint32_t i = 0; i < DEC_BUFS; i++) {
+        ALLOC(&c->kt[i], NX_OPK_SBUF, "k_tile", dt, Pt, (uint64_t)c_ * p->D);
+        ALLOC(&c->vt[i], NX_OPK_SBUF, "v_tile", dt, Pt, (uint64_t)c_ * p->D);
+        if (p->paged) {
+            ALLOC(&c->idx[i], NX_OPK_SBUF, "rows", NX_DT_INT32, Pt, 1);
+            ALLOC(&c->vidx[i], NX_OPK_SBUF, "block_ids", NX_DT_INT32, Pt, 1);
+            ALLOC(&c->vtmp[i], NX_OPK_SBUF, "row_math", NX_DT_FP32, Pt, 4);
+            ALLOC(&c->vsink[i], NX_OPK_SBUF, "block_probe", dt, Pt, 1);
+        }
+    }
+    for (uint32_t i = 0; i < DEC_ISETS; i++) {
+        ALLOC(&c->qt[i], NX_OPK_SBUF, "q_rows", dt, R, p->D);
+        ALLOC(&c->kn[i], NX_OPK_SBUF, "k_new", dt, s, p->D);
+        ALLOC(&c->vn[i], NX_OPK_SBUF, "v_new", dt, s, p->D);
+        ALLOC(&c->sk[i], NX_OPK_SBUF, "sink", NX_DT_FP32, R, 1);
+        if (p->paged) {
+            ALLOC(&c->bt[i], NX_OPK_SBUF, "block_table", NX_DT_INT32, 128, (pl->T + 127) / 128 * pl->nb);
+            ALLOC(&c->btf[i], NX_OPK_SBUF, "block_ids_f", NX_DT_FP32, Pt, pl->T);
+        }
+    }
+    if (p->paged) {
+        ALLOC(&c->btrf, NX_OPK_SBUF, "block_ids_rows", NX_DT_FP32, 128, pl->nb);
+        ALLOC(&c->btx, NX_OPK_SBUF, "block_ids_t", NX_DT_FP32, pl->nb, pl->T < 128 ? pl->T : 128);
+        ALLOC(&c->sel, NX_OPK_SBUF, "block_select", NX_DT_FP32, pl->nb, Pt);
+    }
+    for (uint32_t i = 0; i < 2; i++) {
+        ALLOC(&c->qT[i], NX_OPK_SBUF, "q_t", dt, pl->Dp, (uint64_t)pl->nd * R);
+        ALLOC(&c->knT[i], NX_OPK_SBUF, "k_new_t", dt, pl->Dp, (uint64_t)pl->nd * s);
+    }
+    ALLOC(&c->ktT, NX_OPK_SBUF, "k_t", dt, pl->Dp, pl->nd * pl->Ft);
+    ALLOC(&c->pb[0], NX_OPK_SBUF, "p", dt, R, pl->Ft);
+    ALLOC(&c->pb[1], NX_OPK_SBUF, "p", dt, R, pl->Ft);
+    ALLOC(&c->ptb, NX_OPK_SBUF, "p_t", dt, Pt, (uint64_t)c_ * R);
+    ALLOC(&c->stat, NX_OPK_SBUF, "stats", NX_DT_FP32, R, 8);
+    ALLOC(&c->oacc, NX_OPK_SBUF, "o_acc", NX_DT_FP32, R, p->D);
+    ALLOC(&c->osb, NX_OPK_SBUF, "o_out", dt, R, p->D);
+    ALLOC(&c->thr, NX_OPK_SBUF, "window_lo", NX_DT_FP32, Pt, R);
+    ALLOC(&c->posabs, NX_OPK_SBUF, "positions", NX_DT_FP32, Pt, c_);
+    ALLOC(&c->m01, NX_OPK_SBUF, "valid", NX_DT_FP32, Pt, c_);
+    ALLOC(&c->mw, NX_OPK_SBUF, "window_mask", NX_DT_FP32, Pt, (uint64_t)c_ * R);
+    return 0;
+}
+
+static int iota(nx_kctx *k, const nx_operand *dst, int64_t base, int32_t cm, uint32_t nd, const int32_t *st,
+                const uint32_t *cn, nx_error *err) {
+    nx_operand pat = nx_pattern(base, cm, dst->partition_count, nd, st, cn);
+    pat.dtype = NX_DT_INT32;
+    return nx_kctx_iota(k, dst, &pat, err);
+}
+
+/* Constants: lengths as fp32 in every partition, position maps, row tokens,
+ * the new block's mask, ones. */
+static int constants(dec_core *c, nx_error *err) {
+    nx_kctx *k = c->k;
+    const dec_plan *pl = &c->pl;
+    const nx_decode_params *p = &pl->p;
+    const uint32_t Pt = pl->Pt, s = (uint32_t)p->s, R = pl->R;
+    /* the lengths in every partition: one row loaded (one run), as fp32,
+     * times a ones column on the PE (exact: 1 x L) */
+    nx_tile li, lr, on1;
+    if (nx_kctx_alloc(k, NX_OPK_SBUF, "lengths_i", NX_DT_INT32, 1, p->B, &li, err) != 0 ||
+        nx_kctx_alloc(k, NX_OPK_SBUF, "lengths_f", NX_DT_FP32, 1, p->B, &lr, err) != 0 ||
+        nx_kctx_alloc(k, NX_OPK_SBUF, "ones_row", NX_DT_FP32, 1, Pt, &on1, err) != 0)
+        return -1;
+    nx_operand lid = nx_tile_ap(&li), lrd = nx_tile_ap(&lr), o1 = nx_tile_ap(&on1);
+    nx_operand lsrc = nx_ap_hbm_rows(NX_DT_INT32, c->call->args[5].hbm_offset, 1, (int32_t)p->B, (uint32_t)p->B);
+    if (nx_kctx_dma_on(k, NX_ROWS_LOAD_LANE + 2, &lid, &lsrc, err) != 0 ||
+        nx_kctx_tensor_copy(k, NX_ENG_DVE, &lrd, &lid, err) != 0 || nx_kctx_memset(k, NX_ENG_DVE, &o1, 1.0, err) != 0 ||
+        nx_kctx_load_stationary(k, &o1, err) != 0)
+        return -1;
+    for (uint64_t b0 = 0; b0 < p->B; b0 += 512) {
+        const uint64_t nbb = p->B - b0 < 512 ? p->B - b0 : 512;
+        nx_operand ps = dec_psum(c, NX_DT_FP32, pl->ps_o, Pt, nbb), mv = dec_view(&lr, NX_DT_FP32, 0, 1, b0, nbb);
+        nx_operand dst = dec_view(&c->lf, NX_DT_FP32, 0, Pt, b0, nbb);
+        if (nx_kctx_multiply_moving(k, &ps, &mv, 0, err) != 0 || nx_kctx_tensor_copy(k, NX_ENG_DVE, &dst, &ps, err) != 0)
+            return -1;
+    }
+    if (p->paged) { /* sel[k][u nb + j] = (k == j) */
+        const int32_t st[2] = {0, 1};
+        const uint32_t cn[2] = {pl->cpb, pl->nb};
+        nx_operand sl = nx_tile_ap(&c->sel), z0 = nx_imm(0.0, NX_DT_FP32);
+        if (iota(k, &sl, 0, -1, 2, st, cn, err) != 0 ||
+            nx_kctx_tensor_scalar(k, NX_ENG_POOL, &sl, &sl, NX_ALU_IS_EQUAL, &z0, NX_ALU_BYPASS, NULL, err) != 0)
+            return -1;
+    }
+    const int32_t one = 1, zero = 0;
+    const int32_t st2[2] = {0, 1};
+    const uint32_t cn2[2] = {pl->gh, s}, cc = pl->c, c1 = 1;
+    nx_operand pm = nx_tile_ap(&c->posmap);
+    if (!p->paged) {
+        if (iota(k, &pm, 0, (int32_t)pl->c, 1, &one, &cc, err) != 0) return -1;
+    } else {
+        nx_operand pcol = nx_tile_ap(&c->pchunk), uc = nx_tile_ap(&c->ucol);
+        nx_operand ui = dec_view(&c->mw, NX_DT_INT32, 0, Pt, 0, 1), pn = dec_view(&c->mw, NX_DT_FP32, 0, Pt, 1, 1);
+        nx_operand pp = dec_view(&c->mw, NX_DT_FP32, 0, Pt, 2, 1);
+        nx_operand half = nx_imm((pl->nb - 1) / 2.0, NX_DT_FP32), nbv = nx_imm((double)pl->nb, NX_DT_FP32);
+        nx_operand step = nx_imm(-((double)pl->nb * (double)p->N - pl->c), NX_DT_FP32);
+        if (iota(k, &pp, 0, 1, 1, &zero, &c1, err) != 0 || iota(k, &pn, 0, (int32_t)p->N, 1, &zero, &c1, err) != 0 ||
+            nx_kctx_tensor_scalar(k, NX_ENG_POOL, &ui, &pp, NX_ALU_SUBTRACT, &half, NX_ALU_DIVIDE, &nbv, err) != 0 ||
+            nx_kctx_tensor_copy(k, NX_ENG_POOL, &uc, &ui, err) != 0 ||
+            nx_kctx_scalar_tensor_tensor(k, NX_ENG_POOL, &pcol, &uc, NX_ALU_MULTIPLY, &step, NX_ALU_ADD, &pn, err) != 0 ||
+            iota(k, &pm, 0, 0, 1, &one, &cc, err) != 0 ||
+            nx_kctx_tensor_scalar(k, NX_ENG_POOL, &pm, &pm, NX_ALU_ADD, &pcol, NX_ALU_BYPASS, NULL, err) != 0)
+            return -1;
+    }
+    nx_operand tp = nx_tile_ap(&c->tpat), nm = nx_tile_ap(&c->newmask);
+    /* new key u is visible to token t when v = t - u is in [0, W - 1]
+     * (no window: v >= 0): |v - (W - 1) / 2| <= (W - 1) / 2 */
+    const double hw = p->window ? (double)(p->window - 1) / 2 : 0;
+    nx_operand z = nx_imm(0.0, NX_DT_FP32), hv = nx_imm(hw, NX_DT_FP32);
+    if (iota(k, &tp, 0, 0, 2, st2, cn2, err) != 0 || iota(k, &nm, 0, -1, 2, st2, cn2, err) != 0) return -1;
+    if (p->window) {
+        if (nx_kctx_tensor_scalar(k, NX_ENG_POOL, &nm, &nm, NX_ALU_SUBTRACT, &hv, NX_ALU_ABS_MAX, &z, err) != 0 ||
+            nx_kctx_tensor_scalar(k, NX_ENG_POOL, &nm, &nm, NX_ALU_IS_LE, &hv, NX_ALU_BYPASS, NULL, err) != 0)
+            return -1;
+    } else if (nx_kctx_tensor_scalar(k, NX_ENG_POOL, &nm, &nm, NX_ALU_IS_GE, &z, NX_ALU_BYPASS, NULL, err) != 0)
+        return -1;
+    (void)R;
+    nx_operand on = nx_tile_ap(&c->ones);
+    if (nx_kctx_memset(k, NX_ENG_POOL, &on, 1.0, err) != 0) return -1;
+    for (uint32_t i = 0; i < DEC_BUFS; i++) {
+        nx_operand a = nx_tile_ap(&c->kt[i]), b = nx_tile_ap(&c->vt[i]);
+        if (nx_kctx_memset(k, NX_ENG_DVE, &a, 0.0, err) != 0 || nx_kctx_memset(k, NX_ENG_DVE, &b, 0.0, err) != 0) return -1;
+    }
+    return 0;
+}
+
+/* Item-level loads: q rows, k_new / v_new, the sinks, the block ids. */
+static int load_item(dec_core *c, const dec_item *it, uint32_t set, nx_error *err) {
+    nx_kctx *k = c->k;
+    const dec_plan *pl = &c->pl;
+    const nx_decode_params *p = &pl->p;
+    const nx_kernel_call *call = c->call;
+    const uint64_t es = pl->es, D = p->D, s = p->s;
+    nx_operand qd = nx_tile_ap(&c->qt[set]);
+    nx_operand qs = nx_ap_hbm_rows(p->dtype, call->args[0].hbm_offset + (it->b * p->Hq + it->h0) * s * D * es, pl->R,
+                                   (int32_t)D, (uint32_t)D);
+    if (nx_kctx_dma_split(k, NX_ROWS_LOAD_LANE + 3, pl->R < 4 ? pl->R : 4, &qd, &qs, err) != 0) return -1;
+    for (uint32_t kv = 0; kv < 2; kv++) {
+        nx_operand d = nx_tile_ap(kv ? &c->vn[set] : &c->kn[set]);
+        nx_operand sr = nx_ap_hbm_rows(p->dtype, call->args[3 + kv].hbm_offset + (it->b * p->Hkv + it->g) * s * D * es,
+                                       (uint32_t)s, (int32_t)D, (uint32_t)D);
+        if (nx_kctx_dma_on(k, NX_ROWS_LOAD_LANE + 7 + kv, &d, &sr, err) != 0) return -1;
+    }
+    if (p->sink) {
+        const uint64_t so = call->args[p->sink_operand].hbm_offset;
+        for (uint32_t jh = 0; jh < pl->gh; jh++) {
+            nx_operand d = dec_view(&c->sk[set], NX_DT_FP32, jh * (uint32_t)s, (uint32_t)s, 0, 1);
+            nx_operand sr = nx_ap_hbm_rows(NX_DT_FP32, so + (it->h0 + jh) * 4, (uint32_t)s, 0, 1);
+            if (nx_kctx_dma_on(k, NX_ROWS_LOAD_LANE + 9 + jh % 4, &d, &sr, err) != 0) return -1;
+        }
+    }
+    return p->paged ? dec_load_blocks(c, it, set, err) : 0;
+}
+
+enum { MASK_NEW, MASK_CACHE };
+
+/* The online-softmax step in two halves, so the first of step q + 1
+ * (DVE/ACT on its scores) overlaps the second of step q (PE). Stats
+ * columns: 0, 1 the running max (m_old = par), 2 the block max, 3 + ps the
+ * negated new max, 5 l, 6 + ps the rescale alpha; ps = the step's parity.
+ *
+ * Half 1 on S [R, F] (PSUM): m_new = max(m_old, scale max S), alpha =
+ * exp(m_old - m_new), P = exp(scale S - m_new) rounded to the dtype. */
+static int block1(dec_core *c, uint64_t s_off, uint32_t F, uint32_t ps, uint32_t *par, nx_error *err) {
+    nx_kctx *k = c->k;
+    const dec_plan *pl = &c->pl;
+    const nx_decode_params *p = &pl->p;
+    const uint32_t R = pl->R;
+    nx_operand S = dec_psum(c, NX_DT_FP32, s_off, R, F);
+    nx_operand mo = dec_view(&c->stat, NX_DT_FP32, 0, R, *par, 1), mn = dec_view(&c->stat, NX_DT_FP32, 0, R, 1 - *par, 1);
+    nx_operand cm = dec_view(&c->stat, NX_DT_FP32, 0, R, 2, 1), ng = dec_view(&c->stat, NX_DT_FP32, 0, R, 3 + ps, 1);
+    nx_operand al = dec_view(&c->stat, NX_DT_FP32, 0, R, 6 + ps, 1);
+    nx_operand sc = nx_imm(p->scale, NX_DT_FP32), one = nx_imm(1.0, NX_DT_FP32), m1 = nx_imm(-1.0, NX_DT_FP32);
+    nx_insn red = nx_insn_make(NX_OP_TENSOR_REDUCE);
+    red.alu0 = NX_ALU_MAX;
+    red.iparam[0] = 1;
+    red.op[0] = cm;
+    red.op[1] = S;
+    nx_operand P = dec_view(&c->pb[ps], p->dtype, 0, R, 0, F);
+    if (nx_kctx_emit(k, NX_ENG_DVE, &red, err) != 0 ||
+        nx_kctx_scalar_tensor_tensor(k, NX_ENG_DVE, &mn, &cm, NX_ALU_MULTIPLY, &sc, NX_ALU_MAX, &mo, err) != 0 ||
+        nx_kctx_tensor_scalar(k, NX_ENG_DVE, &ng, &mn, NX_ALU_MULTIPLY, &m1, NX_ALU_BYPASS, NULL, err) != 0 ||
+        act(k, NX_ACT_EXP, &P, &S, &sc, &ng, err) != 0 || act(k, NX_ACT_EXP, &al, &mo, &one, &ng, err) != 0)
+        return -1;
+    *par = 1 - *par;
+    return 0;
+}
+
+/* Half 2 on P (ne sub-blocks of w columns) against V (ne sub-blocks of w
+ * rows): P^T by PE transposes, copied out times the 0/1 mask, O = P^T' V
+ * and l' = P^T' 1 in PSUM, O_acc = O_acc alpha + O, l = l alpha + l'. */
+static int block2(dec_core *c, uint32_t ne, uint32_t w, const nx_tile *V, int mask, uint32_t ps, nx_error *err) {
+    nx_kctx *k = c->k;
+    const dec_plan *pl = &c->pl;
+    const nx_decode_params *p = &pl->p;
+    const nx_dtype dt = p->dtype;
+    const uint32_t R = pl->R;
+    const uint64_t D = p->D, es = pl->es;
+    nx_operand al = dec_view(&c->stat, NX_DT_FP32, 0, R, 6 + ps, 1), l = dec_view(&c->stat, NX_DT_FP32, 0, R, 5, 1);
+    for (uint32_t e = 0; e < ne; e++) {
+        nx_operand src = dec_view(&c->pb[ps], dt, 0, R, (uint64_t)e * w, w);
+        nx_operand dst = dec_psum(c, dt, pl->ps_pt + (uint64_t)e * R * es, w, R);
+        if (nx_kctx_transpose(k, NX_ENG_PE, &dst, &src, err) != 0) return -1;
+    }
+    for (uint32_t e = 0; e < ne; e++) {
+        nx_operand pt = dec_psum(c, dt, pl->ps_pt + (uint64_t)e * R * es, w, R);
+        nx_operand pd = dec_view(&c->ptb, dt, 0, w, (uint64_t)e * R, R);
+        int rc;
+        if (mask == MASK_NEW) {
+            nx_operand nm = nx_tile_ap(&c->newmask);
+            rc = nx_kctx_tensor_tensor(k, NX_ENG_DVE, NX_ALU_MULTIPLY, &pd, &pt, &nm, err);
+        } else if (p->window) {
+            nx_operand mw = dec_view(&c->mw, NX_DT_FP32, 0, w, (uint64_t)e * R, R);
+            rc = nx_kctx_tensor_tensor(k, NX_ENG_DVE, NX_ALU_MULTIPLY, &pd, &pt, &mw, err);
+        } else {
+            nx_operand m = dec_view(&c->m01, NX_DT_FP32, 0, w, e, 1), z = nx_imm(0.0, NX_DT_FP32);
+            rc = (e % 2) ? nx_kctx_tensor_scalar(k, NX_ENG_DVE, &pd, &pt, NX_ALU_MULTIPLY, &m, NX_ALU_BYPASS, NULL, err)
+                         : act(k, NX_ACT_IDENTITY, &pd, &pt, &m, &z, err);
+        }
+        if (rc != 0) return -1;
+    }
+    nx_operand O = dec_psum(c, NX_DT_FP32, pl->ps_o, R, D), Ls = dec_psum(c, NX_DT_FP32, pl->ps_l, R, 1);
+    nx_operand on = dec_view(&c->ones, dt, 0, w, 0, 1);
+    for (uint32_t e = 0; e < ne; e++) {
+        nx_operand st = dec_view(&c->ptb, dt, 0, w, (uint64_t)e * R, R);
+        nx_operand v = dec_view(V, dt, 0, w, (uint64_t)e * D, D);
+        if (nx_kctx_load_stationary(k, &st, err) != 0 || nx_kctx_multiply_moving(k, &O, &v, e > 0, err) != 0 ||
+            nx_kctx_multiply_moving(k, &Ls, &on, e > 0, err) != 0)
+            return -1;
+    }
+    nx_operand oa = nx_tile_ap(&c->oacc);
+    if (nx_kctx_scalar_tensor_tensor(k, NX_ENG_DVE, &oa, &oa, NX_ALU_MULTIPLY, &al, NX_ALU_ADD, &O, err) != 0 ||
+        nx_kctx_scalar_tensor_tensor(k, NX_ENG_DVE, &l, &l, NX_ALU_MULTIPLY, &al, NX_ALU_ADD, &Ls, err) != 0)
+        return -1;
+    return 0;
+}
+
+/* Step q of this core: item lo + q / (T + 1), j = q % (T + 1) (0: the new
+ * block, else cache tile j - 1), its buffers. */
+typedef struct dec_step {
+    dec_item it;
+    uint32_t set, ip, buf, ps;
+    uint64_t j, soff;
+} dec_step;
+
+static dec_step step_of(const dec_core *c, uint64_t q) {
+    const uint64_t per = c->pl.T + 1, i = q / per;
+    dec_step s;
+    s.it = dec_item_at(&c->pl, c->lo + i);
+    s.j = q % per;
+    s.set = (uint32_t)(i % DEC_ISETS), s.ip = (uint32_t)(i % 2);
+    s.buf = s.j ? (uint32_t)((i * c->pl.T + s.j - 1) % DEC_BUFS) : 0;
+    s.soff = c->pl.ps_s + (q % c->pl.s_bufs) * c->pl.ps_s_step;
+    s.ps = (uint32_t)(q % 2);
+    return s;
+}
+
+static int item_end(dec_core *c, const dec_item *it, nx_error *err) {
+    nx_kctx *k = c->k;
+    const dec_plan *pl = &c->pl;
+    const nx_decode_params *p = &pl->p;
+    const uint64_t es = pl->es, D = p->D;
+    nx_operand l = dec_view(&c->stat, NX_DT_FP32, 0, pl->R, 5, 1), oa = nx_tile_ap(&c->oacc), os = nx_tile_ap(&c->osb);
+    const nx_tensor_ref *out = &c->call->args[p->n_operands];
+    nx_operand od = nx_ap_hbm_rows(p->dtype, out->hbm_offset + (it->b * p->Hq + it->h0) * p->s * D * es, pl->R,
+                                   (int32_t)D, (uint32_t)D);
+    if (nx_kctx_tensor_scalar(k, NX_ENG_DVE, &os, &oa, NX_ALU_DIVIDE, &l, NX_ALU_BYPASS, NULL, err) != 0) return -1;
+    return nx_kctx_dma_split(k, c->r.store_lane + 4, pl->R < 4 ? pl->R : 4, &od, &os, err);
+}
+
+/* Stage A of a step: what fills the step's scores S (PSUM buffer sb): the
+ * new block (Q^T and K_new^T by transposes, S_new = Q K_new^T) or a cache
+ * tile (K^T by transposes, copied out by ACT, S = Q K^T). Emitted one step
+ * ahead of stage B, so the PE streams the next tile's work while DVE and
+ * ACT run this one's softmax. */
+static int stage_a(dec_core *c, const dec_step *st, nx_error *err) {
+    const uint32_t set = st->set, ip = st->ip, buf = st->buf;
+    const uint64_t j = st->j, s_off = st->soff;
+    nx_kctx *k = c->k;
+    const dec_plan *pl = &c->pl;
+    const nx_decode_params *p = &pl->p;
+    const nx_dtype dt = p->dtype;
+    const uint32_t R = pl->R, s = (uint32_t)p->s, Dp = pl->Dp, Pt = pl->Pt, cc = pl->c;
+    const uint64_t es = pl->es, Ft = pl->Ft, D = p->D;
+    if (j == 0) {
+        for (uint32_t d = 0; d < pl->nd; d++) {
+            nx_operand qs = dec_view(&c->qt[set], dt, 0, R, (uint64_t)d * Dp, Dp);
+            nx_operand qp = dec_psum(c, dt, pl->ps_kt + (uint64_t)d * R * es, Dp, R);
+            nx_operand qd = dec_view(&c->qT[ip], dt, 0, Dp, (uint64_t)d * R, R);
+            nx_operand ks = dec_view(&c->kn[set], dt, 0, s, (uint64_t)d * Dp, Dp);
+            nx_operand kp = dec_psum(c, dt, pl->ps_kt + ((uint64_t)pl->nd * R + (uint64_t)d * s) * es, Dp, s);
+            nx_operand kd = dec_view(&c->knT[ip], dt, 0, Dp, (uint64_t)d * s, s);
+            if (nx_kctx_transpose(k, NX_ENG_PE, &qp, &qs, err) != 0 || nx_kctx_transpose(k, NX_ENG_PE, &kp, &ks, err) != 0 ||
+                nx_kctx_tensor_copy(k, NX_ENG_ACT, &qd, &qp, err) != 0 || nx_kctx_tensor_copy(k, NX_ENG_ACT, &kd, &kp, err) != 0)
+                return -1;
+        }
+        nx_operand S = dec_psum(c, NX_DT_FP32, s_off, R, s);
+        for (uint32_t d = 0; d < pl->nd; d++) {
+            nx_operand st = dec_view(&c->qT[ip], dt, 0, Dp, (uint64_t)d * R, R);
+            nx_operand mv = dec_view(&c->knT[ip], dt, 0, Dp, (uint64_t)d * s, s);
+            if (nx_kctx_load_stationary(k, &st, err) != 0 || nx_kctx_multiply_moving(k, &S, &mv, d > 0, err) != 0) return -1;
+        }
+        return 0;
+    }
+    for (uint32_t d = 0; d < pl->nd; d++) {
+        for (uint32_t e = 0; e < cc; e++) {
+            nx_operand src = dec_view(&c->kt[buf], dt, 0, Pt, (uint64_t)e * D + (uint64_t)d * Dp, Dp);
+            nx_operand dst = dec_psum(c, dt, pl->ps_kt + ((uint64_t)d * Ft + (uint64_t)e * Pt) * es, Dp, Pt);
+            if (nx_kctx_transpose(k, NX_ENG_PE, &dst, &src, err) != 0) return -1;
+        }
+        nx_operand kp = dec_psum(c, dt, pl->ps_kt + (uint64_t)d * Ft * es, Dp, Ft);
+        nx_operand kd = dec_view(&c->ktT, dt, 0, Dp, (uint64_t)d * Ft, Ft);
+        if (nx_kctx_tensor_copy(k, NX_ENG_ACT, &kd, &kp, err) != 0) return -1;
+    }
+    for (uint32_t d = 0; d < pl->nd; d++) {
+        nx_operand st = dec_view(&c->qT[ip], dt, 0, Dp, (uint64_t)d * R, R);
+        if (nx_kctx_load_stationary(k, &st, err) != 0) return -1;
+        for (uint64_t n0 = 0; n0 < Ft; n0 += 512) {
+            uint64_t nw = Ft - n0 < 512 ? Ft - n0 : 512;
+            nx_operand S = dec_psum(c, NX_DT_FP32, s_off + n0 * 4, R, nw);
+            nx_operand mv = dec_view(&c->ktT, dt, 0, Dp, (uint64_t)d * Ft + n0, nw);
+            if (nx_kctx_multiply_moving(k, &S, &mv, d > 0, err) != 0) return -1;
+        }
+    }
+    return 0;
+}
+
+/* Stage B1: the running max's start (new block) and softmax half 1. */
+static int stage_b1(dec_core *c, const dec_step *st, uint32_t *par, nx_error *err) {
+    nx_kctx *k = c->k;
+    const dec_plan *pl = &c->pl;
+    const nx_decode_params *p = &pl->p;
+    const uint32_t R = pl->R;
+    if (st->j == 0) {
+        *par = 0;
+        nx_operand m0 = dec_view(&c->stat, NX_DT_FP32, 0, R, 0, 1);
+        if (p->sink) {
+            nx_operand sk = nx_tile_ap(&c->sk[st->set]);
+            if (nx_kctx_tensor_copy(k, NX_ENG_DVE, &m0, &sk, err) != 0) return -1;
+        } else if (nx_kctx_memset(k, NX_ENG_DVE, &m0, DEC_NEG_INIT, err) != 0)
+            return -1;
+        return block1(c, st->soff, (uint32_t)p->s, st->ps, par, err);
+    }
+    return block1(c, st->soff, (uint32_t)pl->Ft, st->ps, par, err);
+}
+
+/* Stage B2: l and O_acc's start (new block), the masks (cache tile: position
+ * < L_b, the window), softmax half 2. */
+static int stage_b2(dec_core *c, const dec_step *st, nx_error *err) {
+    nx_kctx *k = c->k;
+    const dec_plan *pl = &c->pl;
+    const nx_decode_params *p = &pl->p;
+    const dec_item *it = &st->it;
+    const uint32_t R = pl->R, Pt = pl->Pt, cc = pl->c;
+    nx_operand L = dec_view(&c->lf, NX_DT_FP32, 0, Pt, it->b, 1);
+    if (st->j == 0) {
+        nx_operand l = dec_view(&c->stat, NX_DT_FP32, 0, R, 5, 1), oa = nx_tile_ap(&c->oacc);
+        if (nx_kctx_memset(k, NX_ENG_DVE, &l, p->sink ? 1.0 : 0.0, err) != 0 ||
+            nx_kctx_memset(k, NX_ENG_POOL, &oa, 0.0, err) != 0)
+            return -1;
+        if (p->window) {
+            nx_operand th = nx_tile_ap(&c->thr), tp = nx_tile_ap(&c->tpat);
+            nx_operand w1 = nx_imm(1.0 - (double)p->window, NX_DT_FP32);
+            if (nx_kctx_tensor_scalar(k, NX_ENG_POOL, &th, &tp, NX_ALU_ADD, &L, NX_ALU_ADD, &w1, err) != 0) return -1;
+        }
+        return block2(c, 1, (uint32_t)p->s, &c->vn[st->set], MASK_NEW, st->ps, err);
+    }
+    const uint64_t tau = st->j - 1;
+    nx_operand pa = nx_tile_ap(&c->posabs), pm = nx_tile_ap(&c->posmap), m01 = nx_tile_ap(&c->m01);
+    nx_operand base = nx_imm((double)(tau * pl->Ft), NX_DT_FP32);
+    if (nx_kctx_tensor_scalar(k, NX_ENG_POOL, &pa, &pm, NX_ALU_ADD, &base, NX_ALU_BYPASS, NULL, err) != 0 ||
+        nx_kctx_tensor_scalar(k, NX_ENG_POOL, &m01, &pa, NX_ALU_IS_LT, &L, NX_ALU_BYPASS, NULL, err) != 0)
+        return -1;
+    if (p->window)
+        for (uint32_t e = 0; e < cc; e++) {
+            nx_operand mw = dec_view(&c->mw, NX_DT_FP32, 0, Pt, (uint64_t)e * R, R), th = nx_tile_ap(&c->thr);
+            nx_operand pe = dec_view(&c->posabs, NX_DT_FP32, 0, Pt, e, 1), me = dec_view(&c->m01, NX_DT_FP32, 0, Pt, e, 1);
+            if (nx_kctx_tensor_scalar(k, NX_ENG_POOL, &mw, &th, NX_ALU_IS_LE, &pe, NX_ALU_MULTIPLY, &me, err) != 0) return -1;
+        }
+    return block2(c, cc, Pt, &c->vt[st->buf], MASK_CACHE, st->ps, err);
+}
+
+static int step_loads(dec_core *c, uint64_t q, nx_error *err) {
+    const uint64_t per = c->pl.T + 1, i = q / per, j = q % per;
+    dec_item it = dec_item_at(&c->pl, c->lo + i);
+    uint32_t set = (uint32_t)(i % DEC_ISETS);
+    if (j == 0) return load_item(c, &it, set, err);
+    uint64_t tile = i * c->pl.T + (j - 1);
+    return dec_load_tile(c, &it, set, j - 1, (uint32_t)(tile % DEC_BUFS), err);
+}
+
+int nx_attention_decode(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
+    nx_norm_tensor in[NX_KERNEL_MAX_ARGS];
+    for (uint32_t i = 0; i < call->n_inputs && i < NX_KERNEL_MAX_ARGS; i++)
+        in[i] = (nx_norm_tensor){call->args[i].name, call->args[i].dtype, call->args[i].ndims, call->args[i].shape};
+    dec_core c;
+    memset(&c, 0, sizeof c);
+    if (nx_decode_read(call->attrs, in, call->n_inputs, &c.pl.p, err) != 0) return -1;
+    if (call->nargs != c.pl.p.n_operands + 3)
+        return nx_fail(err, "attention_decode: expects 3 results (out, k_cache, v_cache), got %u",
+                       call->nargs - call->n_inputs);
+    if (plan(&c.pl, nx_kctx_geometry(k), "attention_decode", err) != 0) return -1;
+    c.k = k;
+    c.call = call;
+    nx_rows_init(&c.r, k);
+    nx_kctx_rows(k, c.pl.items, &c.lo, &c.hi);
+    if (alloc_all(&c, err) != 0 || constants(&c, err) != 0 || dec_copy_caches(&c, err) != 0) return -1;
+    const uint64_t per = c.pl.T + 1, nsteps = (c.hi - c.lo) * per, ahead = DEC_BUFS - 1;
+    for (uint64_t q = 0; q < nsteps && q < ahead; q++)
+        if (step_loads(&c, q, err) != 0) return -1;
+    uint32_t par = 0;
+    const int writer = nx_kctx_program_id(k) == 0;
+    if (writer && dec_write_rows(&c, err) != 0) return -1;
+    /* emission order: A(q + 1), B1(q), B2(q - 1): the PE runs the next
+     * tile's K^T and scores and the last tile's P V while DVE and ACT run
+     * this tile's softmax (with one score buffer: A, B1, B2 in turn) */
+    const int deep = c.pl.s_bufs == 2;
+    for (uint64_t q = 0; q < nsteps + (deep ? 1 : 0); q++) {
+        dec_step cur = step_of(&c, q), nxt = step_of(&c, q + 1), prv = step_of(&c, q ? q - 1 : 0);
+        if (q + ahead < nsteps && step_loads(&c, q + ahead, err) != 0) return -1;
+        if (!deep) {
+            if (stage_a(&c, &cur, err) != 0 || stage_b1(&c, &cur, &par, err) != 0 || stage_b2(&c, &cur, err) != 0)
+                return -1;
+            if (cur.j == c.pl.T && item_end(&c, &cur.it, err) != 0) return -1;
+            continue;
+        }
+        if (q == 0 && stage_a(&c, &cur, err) != 0) return -1;
+        if (q + 1 < nsteps && stage_a(&c, &nxt, err) != 0) return -1;
+        if (q < nsteps && stage_b1(&c, &cur, &par, err) != 0) return -1;
+        if (q > 0) {
+            if (stage_b2(&c, &prv, err) != 0) return -1;
+            if (prv.j == c.pl.T && item_end(&c, &prv.it, err) != 0) return -1;
+        }
+    }
+    /* the new entries land after both cores' copies */
+    if (nx_kctx_num_programs(k) > 1 && nx_kctx_barrier(k, err) != 0) return -1;
+    return writer ? dec_write_new(&c, err) : 0;
+}

@@ -1,0 +1,81 @@
+/* attention_decode's internals (kernels/attention/decode*.c): the plan, the
+ * tiles a core keeps and the cache pieces (copy-through, the new entries'
+ * writes, the paged gathers). docs/parts/attention-decode.md explains them. */
+#ifndef NXSIM_KERNELS_ATTENTION_DECODE_IMPL_H
+#define NXSIM_KERNELS_ATTENTION_DECODE_IMPL_H
+
+#include "decode.h"
+#include "kernels/norms/rows.h"
+
+#define DEC_BUFS 4              /* cache tiles in flight: loading, A, B2, and one ahead */
+#define DEC_ISETS (DEC_BUFS + 1) /* per-item operand sets in flight */
+#define DEC_NEG_INIT (-1e30)    /* the running max before any score (no sink) */
+
+typedef struct dec_plan {
+    nx_decode_params p;
+    uint32_t es;
+    uint32_t Pt, c;            /* a cache tile: Pt partitions of c positions */
+    uint32_t cpb, nb;          /* paged: chunks per block, blocks per tile */
+    uint64_t Ft, T;            /* positions per tile, tiles per row */
+    uint32_t gh, R, nhc;       /* q heads per item, its rows (gh x s), head chunks per kv head */
+    uint32_t nd, Dp;           /* D pieces of Dp rows (the PE's contraction) */
+    uint64_t items;            /* B x Hkv x nhc */
+    /* PSUM arena offsets (bytes per partition) */
+    uint64_t ps_kt, ps_s, ps_s_step, ps_pt, ps_o, ps_l;
+    uint32_t s_bufs;           /* score buffers: 2 lets stage A run a step ahead */
+} dec_plan;
+
+typedef struct dec_item {
+    uint64_t b, g, hc, h0; /* h0: first q head */
+} dec_item;
+
+/* What one core keeps for the whole trace. */
+typedef struct dec_core {
+    nx_kctx *k;
+    nx_rows r;
+    const nx_kernel_call *call;
+    dec_plan pl;
+    nx_tile psum;                 /* the whole PSUM, carved by pl.ps_* */
+    nx_tile lf;                   /* [Pt, B] fp32 lengths in every partition */
+    nx_tile posmap;               /* [Pt, c] fp32: position of (p, e) in its tile */
+    nx_tile pchunk, ucol;         /* paged: [Pt, 1] chunk start, sub-chunk index */
+    nx_tile tpat;                 /* [Pt, R] fp32: row r's token t */
+    nx_tile newmask;              /* [s, R] the new block's 0/1 mask */
+    nx_tile ones;                 /* [Pt, 1] of the dtype */
+    nx_tile kt[DEC_BUFS], vt[DEC_BUFS];   /* [Pt, c D] cache tiles */
+    nx_tile idx[DEC_BUFS], vidx[DEC_BUFS], vtmp[DEC_BUFS], vsink[DEC_BUFS]; /* paged gather indices */
+    nx_tile qt[DEC_ISETS], kn[DEC_ISETS], vn[DEC_ISETS], sk[DEC_ISETS], bt[DEC_ISETS]; /* per item */
+    nx_tile btf[DEC_ISETS];       /* paged: [Pt, T] fp32 block ids */
+    nx_tile btrf, btx, sel;       /* paged: the table row as [T, nb], as [nb, T], the one-hot spread */
+    nx_tile qT[2], knT[2];        /* [Dp, nd x R], [Dp, nd x s], by item parity */
+    nx_tile ktT;                  /* [Dp, nd x Ft] */
+    nx_tile pb[2], ptb;           /* P [R, Ft] by step parity, P^T [Pt, c R] */
+    nx_tile stat;                 /* [R, 8] fp32 running statistics */
+    nx_tile oacc, osb;            /* [R, D] fp32, [R, D] dtype */
+    nx_tile thr, posabs, m01, mw; /* per tile masks */
+    nx_tile woff;                 /* [hg s, chunks x B] int32 rows of the new entries */
+    uint32_t whg, wch;            /* kv heads per write chunk, chunks */
+    uint64_t lo, hi;              /* this core's items */
+} dec_core;
+
+dec_item dec_item_at(const dec_plan *pl, uint64_t i);
+
+/* Copies this core's share of k_cache and v_cache to the results
+ * (HBM -> HBM, long runs on the store lanes). */
+int dec_copy_caches(dec_core *c, nx_error *err);
+/* Program 0: the rows (of D elements) of the results where every new
+ * entry goes, into c->woff (and the probes that fault on a bad length). */
+int dec_write_rows(dec_core *c, nx_error *err);
+/* Program 0: the scatters of k_new / v_new into the results at those rows. */
+int dec_write_new(dec_core *c, nx_error *err);
+/* Paged: item it's block ids into c->btf[set]. */
+int dec_load_blocks(dec_core *c, const dec_item *it, uint32_t set, nx_error *err);
+/* Cache tile tau of item it into buffer buf (contiguous: plain loads;
+ * paged: the gathers, chunks at or past L_b skipped). */
+int dec_load_tile(dec_core *c, const dec_item *it, uint32_t set, uint64_t tau, uint32_t buf, nx_error *err);
+
+/* Views */
+nx_operand dec_view(const nx_tile *t, nx_dtype as, uint32_t p0, uint32_t np, uint64_t e0, uint64_t n);
+nx_operand dec_psum(const dec_core *c, nx_dtype as, uint64_t byte_off, uint32_t np, uint64_t n);
+
+#endif
