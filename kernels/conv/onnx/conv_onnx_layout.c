@@ -19,17 +19,16 @@
 
 #include "conv_onnx.h"
 #include "isa/builder.h"
+#include "isa/intmath.h"
 #include "kernels/conv/conv_ap.h"
 
-static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
-static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 static int swap_dma(nx_kctx *k, nx_dtype dt, uint64_t A, uint64_t B, uint64_t E, uint64_t src, uint64_t dst,
                     nx_error *err) {
     uint64_t es = nx_dtype_size(dt), P = nx_kctx_geometry(k)->partitions, lanes = nx_kctx_lanes(k);
-    uint64_t rows = min64(cdiv(B, 2 * lanes), P);
+    uint64_t rows = nx_min_u64(nx_cdiv_u64(B, 2 * lanes), P);
     for (uint64_t b0 = 0; b0 < B; b0 += rows) {
-        uint32_t nb = (uint32_t)min64(B - b0, rows);
+        uint32_t nb = (uint32_t)nx_min_u64(B - b0, rows);
         int32_t st[2] = {(int32_t)(B * E), 1};
         uint32_t ct[2] = {(uint32_t)A, (uint32_t)E};
         nx_operand s = nx_conv_hbm_view(dt, src + b0 * E * es, nb, (int64_t)E, 2, st, ct);
@@ -56,11 +55,11 @@ static int sbuf_fits(const nx_kctx *k, nx_dtype dt, uint64_t A, uint64_t B, uint
     const nx_geometry *g = nx_kctx_geometry(k);
     uint64_t es = nx_dtype_size(dt), P = g->partitions, quarter = g->sbuf_partition_bytes / 4;
     uint64_t eff = nx_kctx_machine(k)->dma_efficient_bytes_per_partition;
-    pl->ta = min64(A, P);
-    pl->tb = min64(B, P);
+    pl->ta = nx_min_u64(A, P);
+    pl->tb = nx_min_u64(B, P);
     pl->q = 1;
     if (B * E * es < eff && A >= 2 * P) {
-        pl->q = cdiv(eff, B * E * es);
+        pl->q = nx_cdiv_u64(eff, B * E * es);
         while (pl->q > 1 && (pl->q * P > A || pl->q * B * E * es > quarter || P * pl->q * E * es > quarter)) pl->q--;
     }
     uint64_t bank = g->psum_bank_bytes ? g->psum_bank_bytes : 2048;
@@ -84,19 +83,19 @@ static int swap_sbuf_range(nx_kctx *k, nx_dtype dt, uint64_t A, uint64_t B, uint
             return -1;
     uint32_t lanes = nx_kctx_lanes(k), half = lanes / 2 ? lanes / 2 : 1, turn = 0, tiles = 0, atiles = 0;
     for (uint64_t a0 = a_lo; a0 < a_hi; a0 += pl->ta * q, atiles++) {
-        uint32_t np = (uint32_t)min64(cdiv(a_hi - a0, q), pl->ta); /* partitions; q divides the rest when q > 1 */
-        uint64_t na = min64(a_hi - a0, (uint64_t)np * q);
+        uint32_t np = (uint32_t)nx_min_u64(nx_cdiv_u64(a_hi - a0, q), pl->ta); /* partitions; q divides the rest when q > 1 */
+        uint64_t na = nx_min_u64(a_hi - a0, (uint64_t)np * q);
         const nx_tile *ti = &in[atiles % 2];
         nx_operand s = nx_ap_hbm_rows(dt, src + a0 * B * E * es, np, (int32_t)(q * B * E), (uint32_t)(q * B * E));
         nx_operand d =
             nx_tile_view(ti, dt, 0, np, 0, 1, (const int32_t[]){1}, (const uint32_t[]){(uint32_t)(q * B * E)});
         if (nx_kctx_dma_split(k, 0, np < half ? np : half, &d, &s, err) != 0) return -1;
         for (uint64_t b0 = 0; b0 < B; b0 += pl->tb, tiles++) {
-            uint32_t nb = (uint32_t)min64(B - b0, pl->tb);
+            uint32_t nb = (uint32_t)nx_min_u64(B - b0, pl->tb);
             const nx_tile *to = &out[tiles % 2];
             for (uint64_t j = 0; j < q; j++)
                 for (uint64_t e0 = 0; e0 < E; e0 += pl->m, turn++) {
-                    uint32_t me = (uint32_t)min64(E - e0, pl->m);
+                    uint32_t me = (uint32_t)nx_min_u64(E - e0, pl->m);
                     const nx_tile *tp = &ps[turn % 2];
                     for (uint32_t jj = 0; jj < me; jj++) {
                         /* the [a, b] slice of a = a0 + p q + j at e: in[p][j B E + b E + e] */
@@ -147,10 +146,10 @@ int nx_conv_onnx_swap(nx_kctx *k, nx_dtype dt, uint64_t A, uint64_t B, uint64_t 
     double dma_ns = bytes / (bw * nx_machine_dma_efficiency(m, (double)E * es));
     sbuf_plan pl;
     if (sbuf_fits(k, dt, A, B, E, &pl) == 0) {
-        double tiles = (double)(cdiv(A, pl.ta) * cdiv(B, pl.tb));
-        tiles = (double)(cdiv(A, pl.ta * pl.q) * cdiv(B, pl.tb)) * (double)pl.q;
+        double tiles = (double)(nx_cdiv_u64(A, pl.ta) * nx_cdiv_u64(B, pl.tb));
+        tiles = (double)(nx_cdiv_u64(A, pl.ta * pl.q) * nx_cdiv_u64(B, pl.tb)) * (double)pl.q;
         double pe_ns = tiles * (double)E * (double)m->pe_mm_init_latency / m->clock_ghz[NX_ENG_PE];
-        double cp_ns = tiles * (double)cdiv(E, pl.m) * (double)(pl.m * pl.ta > 64 ? pl.m * pl.ta : 64) /
+        double cp_ns = tiles * (double)nx_cdiv_u64(E, pl.m) * (double)(pl.m * pl.ta > 64 ? pl.m * pl.ta : 64) /
                        m->clock_ghz[NX_ENG_DVE] / 2;
         double sb_ns = 2 * bytes / bw + 2 * m->dma_fixed_ns + (pe_ns > cp_ns ? pe_ns : cp_ns);
         if (sb_ns < dma_ns) {
