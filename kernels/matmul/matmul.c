@@ -98,7 +98,7 @@ static uint32_t mm_plan(const mm_state *s, uint64_t sbuf, uint32_t banks, uint32
 }
 
 int nx_matmul_setup(mm_state *s, nx_kctx *k, const nx_matmul_params *p, const nx_tensor_ref *A, const nx_tensor_ref *B,
-                    const nx_tensor_ref *C, uint64_t k0, uint64_t Kp, nx_error *err) {
+                    const nx_tensor_ref *C, uint64_t k0, uint64_t Kp, uint64_t reserve, nx_error *err) {
     memset(s, 0, sizeof *s);
     s->k = k;
     s->p = p;
@@ -120,12 +120,13 @@ int nx_matmul_setup(mm_state *s, nx_kctx *k, const nx_matmul_params *p, const nx
     s->ntiles = (p->N + s->TN - 1) / s->TN;
     uint64_t need1;
     const uint32_t banks = (uint32_t)(g->psum_partition_bytes / g->psum_bank_bytes);
-    s->MB = mm_plan(s, s->r.sbuf_bytes, banks, &s->abufs, &need1);
+    const uint64_t sbuf = s->r.sbuf_bytes > reserve ? s->r.sbuf_bytes - reserve : 0;
+    s->MB = mm_plan(s, sbuf, banks, &s->abufs, &need1);
     if (s->MB == 0)
         return nx_fail(err, "operand 0 (%s): K = %llu needs %llu bytes per partition (a row block, its %llu transposed "
                             "tiles and the B and result buffers), SBUF has %llu",
                        A->name, (unsigned long long)Kp, (unsigned long long)need1, (unsigned long long)s->nk,
-                       (unsigned long long)s->r.sbuf_bytes);
+                       (unsigned long long)sbuf);
     for (uint32_t i = 0; i < MM_ABUFS; i++)
         if (nx_kctx_alloc(k, NX_OPK_SBUF, "a_rows", s->dt, s->TM, Kp, &s->at[i], err) != 0) return -1;
     for (uint32_t i = 0; i < 2; i++)
@@ -177,7 +178,7 @@ int nx_matmul(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     nx_matmul_params p;
     if (nx_matmul_read(in, 2, &p, err) != 0) return -1;
     mm_state s;
-    if (nx_matmul_setup(&s, k, &p, &call->args[0], &call->args[1], &call->args[2], 0, p.K, err) != 0) return -1;
+    if (nx_matmul_setup(&s, k, &p, &call->args[0], &call->args[1], &call->args[2], 0, p.K, 0, err) != 0) return -1;
     uint64_t lo, hi;
     nx_kctx_rows(k, p.batches * s.blocks, &lo, &hi);
     return nx_matmul_blocks(&s, lo, hi, err);

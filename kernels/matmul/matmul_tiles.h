@@ -58,10 +58,11 @@ int nx_matmul_prep_begin(mm_state *s, mm_prep *pr, uint64_t bi, uint64_t mt0, ui
 int nx_matmul_prep_unit(mm_state *s, mm_prep *pr, nx_error *err);
 int nx_matmul_prep_flush(mm_state *s, mm_prep *pr, nx_error *err);
 
-/* Plans the tiling of p (on K range [k0, k0 + Kp), Kp >= 1) and allocates
- * its tiles; s's hooks are the caller's to set afterwards. */
+/* Plans the tiling of p (on K range [k0, k0 + Kp), Kp >= 1) leaving
+ * `reserve` bytes per partition of SBUF to the caller, and allocates its
+ * tiles; s's hooks are the caller's to set afterwards. */
 int nx_matmul_setup(mm_state *s, nx_kctx *k, const nx_matmul_params *p, const nx_tensor_ref *A, const nx_tensor_ref *B,
-                    const nx_tensor_ref *C, uint64_t k0, uint64_t Kp, nx_error *err);
+                    const nx_tensor_ref *C, uint64_t k0, uint64_t Kp, uint64_t reserve, nx_error *err);
 /* Units (batch, row block) [lo, hi) of s->blocks per batch. */
 int nx_matmul_blocks(mm_state *s, uint64_t lo, uint64_t hi, nx_error *err);
 
