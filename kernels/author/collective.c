@@ -48,9 +48,10 @@ static nx_coll_buf cols_of(const nx_coll_buf *b, uint64_t c0, uint64_t n) {
 }
 
 void nx_coll_share(const nx_kctx *k, uint32_t core, uint64_t R, uint64_t *lo, uint64_t *hi) {
-    const uint64_t n = nx_kctx_num_programs(k), chunk = nx_cdiv_u64(R, n);
-    *lo = nx_min_u64(chunk * core, R);
-    *hi = nx_min_u64(*lo + chunk, R);
+    const uint64_t n = nx_kctx_num_programs(k);
+    const uint64_t split = n < 2 ? R : nx_min_u64(nx_round_up_u64(nx_cdiv_u64(R, n), 32), R);
+    *lo = core == 0 ? 0 : split;
+    *hi = core == 0 ? split : R;
 }
 
 static int same_bytes(const nx_coll_buf *a, const nx_coll_buf *b) {
@@ -108,15 +109,19 @@ static nx_coll_buf slot_buf(const nx_coll *c, uint32_t core, uint64_t at, nx_dty
     return nx_coll_hbm(dt, off, rows, cols, cols, 0);
 }
 
-/* Rows this core stages of buffer src, and the slot bytes each core
- * reserves for it (the same on every core). */
+/* Rows this core stages of buffer src (the other core's share, or all),
+ * and the rows each core reserves for it in a slot (the same on every
+ * core). */
 static uint64_t staged_rows(const nx_kctx *k, nx_coll_kind kind, const nx_coll_buf *src, const nx_coll_buf *dst,
                             uint64_t *reserve_rows) {
     const int scatter = kind == NX_COLL_REDUCE_SCATTER || (kind == NX_COLL_ALL_REDUCE && dst->shared);
     if (kind == NX_COLL_ALL_GATHER && dst->shared) return *reserve_rows = 0;
     if (!scatter) return *reserve_rows = src->rows;
-    *reserve_rows = nx_cdiv_u64(src->rows, nx_kctx_num_programs(k));
-    return *reserve_rows;
+    uint64_t lo, hi; /* core 0's share is the larger */
+    nx_coll_share(k, 0, src->rows, &lo, &hi);
+    *reserve_rows = hi - lo;
+    nx_coll_share(k, 1 - nx_kctx_program_id(k), src->rows, &lo, &hi);
+    return hi - lo;
 }
 
 static int check_buf(nx_kctx *k, const nx_coll *c, nx_coll_kind kind, const char *what, const nx_coll_buf *b,
@@ -124,7 +129,8 @@ static int check_buf(nx_kctx *k, const nx_coll *c, nx_coll_kind kind, const char
     const nx_geometry *g = nx_kctx_geometry(k);
     const char *kn = kind_name(kind);
     if (b->mem != NX_OPK_SBUF && b->mem != NX_OPK_HBM)
-        return nx_fail(err, "%s '%s': %s is in memory kind %u; SBUF or HBM", kn, c->name, what, (unsigned)b->mem);
+        return nx_fail(err, "%s '%s': %s is in %s; SBUF or HBM (the DMA queues move it)", kn, c->name, what,
+                       b->mem == NX_OPK_PSUM ? "PSUM" : "no memory");
     if (b->dtype != NX_DT_FP32 && b->dtype != NX_DT_BF16)
         return nx_fail(err, "%s '%s': %s is %s; fp32 or bf16", kn, c->name, what, nx_dtype_name((nx_dtype)b->dtype));
     if (b->mem == NX_OPK_SBUF && (b->shared || b->p0 + b->rows > g->partitions))
@@ -208,11 +214,12 @@ int nx_coll_begin(nx_kctx *k, nx_coll *c, nx_coll_kind kind, uint32_t n, const n
         nx_coll_buf from, to;
         own_part(k, kind, &src[i], &dst[i], &from, &to);
         if (np > 1) {
-            uint64_t reserve, rows = staged_rows(k, kind, &src[i], &dst[i], &reserve);
+            uint64_t reserve;
+            staged_rows(k, kind, &src[i], &dst[i], &reserve);
             if (reserve) {
                 /* what the other core needs: all of src, or (scatter) its share */
                 nx_coll_buf give = src[i];
-                if (rows != src[i].rows) {
+                if (kind == NX_COLL_REDUCE_SCATTER || dst[i].shared) {
                     uint64_t lo, hi;
                     nx_coll_share(k, 1 - me, src[i].rows, &lo, &hi);
                     give = nx_coll_rows(&src[i], lo, hi - lo);

@@ -12,8 +12,10 @@
  * SBUF or a private HBM buffer holds this core's data, a *shared* HBM
  * buffer is the same bytes on every core (the grid's one tensor).
  *
- * Which core holds what (n cores, this core c; shares of R rows are
- * nx_kctx_rows' split: core c takes rows [c ceil(R/n), ...)):
+ * Which core holds what (two cores, this core c; the shares of R rows:
+ * core 0 takes rows [0, s), core 1 [s, R), s = ceil(R/2) rounded up to a
+ * multiple of 32, at most R, so that a share of an SBUF tile starts on a
+ * partition an engine instruction may start at (nx_coll_share)):
  *   all_reduce      src [R x C]; dst [R x C] = the sum over the cores' src.
  *                   A shared dst is written share by share (each core its
  *                   rows), then a barrier over dst: every core may read the
@@ -118,7 +120,7 @@ int nx_coll_all_reduce(nx_kctx *k, nx_coll *c, const nx_coll_buf *src, const nx_
 int nx_coll_all_gather(nx_kctx *k, nx_coll *c, const nx_coll_buf *src, const nx_coll_buf *dst, nx_error *err);
 int nx_coll_reduce_scatter(nx_kctx *k, nx_coll *c, const nx_coll_buf *src, const nx_coll_buf *dst, nx_error *err);
 
-/* Core c's share [*lo, *hi) of R rows among the grid's cores. */
+/* Core c's share [*lo, *hi) of R rows (above; all of them on one core). */
 void nx_coll_share(const nx_kctx *k, uint32_t core, uint64_t R, uint64_t *lo, uint64_t *hi);
 
 #endif

@@ -137,7 +137,9 @@ int nx_collective_matmul(nx_kctx *k, const nx_kernel_call *call, nx_error *err) 
     memset(&c, 0, sizeof c);
     c.scatter = scatter;
     /* a round stages up to MB tiles' rows (all of them without the scatter) */
-    const uint64_t rows = scatter ? (s.TM + np - 1) / np : s.TM;
+    uint64_t lo0, rows;
+    nx_coll_share(k, 0, s.TM, &lo0, &rows);
+    if (!scatter) rows = s.TM;
     if (nx_coll_init(k, &c.coll, "collective_matmul.exchange", (uint64_t)s.MB * ((rows * s.TN * 4 + 63) / 64 * 64),
                      err) != 0)
         return -1;

@@ -9,7 +9,7 @@
  * number of cores.
  *
  * Attribute (an nxsim addition, for measurement): reduce_scatter (1) = each
- * core owns the share of rows nx_kctx_rows gives it in every result tile,
+ * core owns the share of rows nx_coll_share gives it in every result tile,
  * receives the other core's partial of those rows only and stores them;
  * 0 = every tile is all-reduced (both cores hold the whole sum) and each
  * stores its share. */
