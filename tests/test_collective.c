@@ -203,8 +203,8 @@ static void test_all_reduce(void **state) {
     const coll_case cases[] = {
         {NX_COLL_ALL_REDUCE, MEM_SBUF, MEM_SBUF, NX_DT_FP32, 128, 96, 1 << 20, 1},
         {NX_COLL_ALL_REDUCE, MEM_SBUF, MEM_SBUF, NX_DT_BF16, 77, 130, 1 << 20, 0},
-        {NX_COLL_ALL_REDUCE, MEM_SBUF, MEM_HBM, NX_DT_BF16, 128, 200, 4096, 0},  /* 32 rounds of 8 columns */
-        {NX_COLL_ALL_REDUCE, MEM_HBM, MEM_HBM, NX_DT_FP32, 300, 40, 6400, 0},    /* rows past 128, 6 rounds */
+        {NX_COLL_ALL_REDUCE, MEM_SBUF, MEM_HBM, NX_DT_BF16, 128, 200, 4096, 0},  /* 13 rounds of 16 columns */
+        {NX_COLL_ALL_REDUCE, MEM_HBM, MEM_HBM, NX_DT_FP32, 300, 40, 6400, 0},    /* rows past 128, 8 rounds of 5 columns */
         {NX_COLL_ALL_REDUCE, MEM_HBM, MEM_SHARED, NX_DT_FP32, 5, 33, 1 << 16, 0},
         {NX_COLL_ALL_REDUCE, MEM_SBUF, MEM_SHARED, NX_DT_BF16, 1, 64, 1 << 16, 0}, /* core 1's share is empty */
     };
