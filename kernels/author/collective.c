@@ -71,7 +71,7 @@ static nx_operand ap_of(const nx_coll_buf *b, uint64_t r0, uint32_t n) {
 
 /* dst <- src (acc: dst += src in fp32), the rows cut into pieces of at most
  * 128 over the collective's lanes. */
-static int move(nx_kctx *k, nx_coll *c, const nx_coll_buf *dst, const nx_coll_buf *src, int acc, nx_error *err) {
+static int coll_dma(nx_kctx *k, nx_coll *c, const nx_coll_buf *dst, const nx_coll_buf *src, int acc, nx_error *err) {
     const uint64_t R = dst->rows;
     if (R == 0 || dst->cols == 0) return 0;
     uint64_t pieces = nx_max_u64(nx_cdiv_u64(R, 128), nx_min_u64(R, c->lanes));
@@ -225,12 +225,12 @@ int nx_coll_begin(nx_kctx *k, nx_coll *c, nx_coll_kind kind, uint32_t n, const n
                     give = nx_coll_rows(&src[i], lo, hi - lo);
                 }
                 nx_coll_buf slot = slot_buf(c, me, at, (nx_dtype)src[i].dtype, give.rows, give.cols);
-                if (move(k, c, &slot, &give, 0, err) != 0) return -1;
+                if (coll_dma(k, c, &slot, &give, 0, err) != 0) return -1;
                 at += nx_round_up_u64(reserve * src[i].cols * nx_dtype_size((nx_dtype)src[i].dtype), 64);
                 staged = 1;
             }
         }
-        if (!same_bytes(&from, &to) && move(k, c, &to, &from, 0, err) != 0) return -1;
+        if (!same_bytes(&from, &to) && coll_dma(k, c, &to, &from, 0, err) != 0) return -1;
     }
     uint64_t lo, hi;
     scratch_range(k, c, &lo, &hi);
@@ -272,7 +272,7 @@ int nx_coll_end(nx_kctx *k, nx_coll *c, nx_error *err) {
         if (reserve) {
             nx_coll_buf from, to;
             other_part(k, c, src, dst, at, &from, &to);
-            if (move(k, c, &to, &from, c->kind != NX_COLL_ALL_GATHER, err) != 0) return -1;
+            if (coll_dma(k, c, &to, &from, c->kind != NX_COLL_ALL_GATHER, err) != 0) return -1;
             at += nx_round_up_u64(reserve * src->cols * nx_dtype_size((nx_dtype)src->dtype), 64);
         }
     }
