@@ -1,0 +1,118 @@
+/* The router's selection and affinities for one token tile
+ * (kernels/moe/router_impl.h), from its logits in PSUM [tw, E] fp32:
+ *   ACT   logits -> SBUF (the logits result), stored;
+ *   DVE   the k largest: ceil(k/8) rounds of max8 + match_replace8
+ *         (kernels/topk/topk_tile.c nx_topk_rowsel) reading PSUM: values
+ *         descending, positions = expert ids, ties to the lower index, and
+ *         the keys with -inf at exactly the selected experts; indices stored;
+ *   ACT   softmax: e = exp(l - max) (the max is max8's first value) with its
+ *         row sum Z (accumulate form); sigmoid: e = sigmoid(l);
+ *   DVE   mask = (keys == -inf); affinities = mask e / Z (pre_norm softmax),
+ *         mask e (sigmoid), or mask e / sum(mask e) (normalised over the
+ *         selected: norm_topk, or softmax over the k selected without
+ *         pre_norm, where the shift by the max cancels);
+ *   DMA   affinities stored.
+ * The mask is exact because match_replace8 knocked out exactly the
+ * selected positions: a real logit is never -inf unless x or w holds an
+ * infinity (docs/parts/moe.md). */
+#include <math.h>
+
+#include "router_impl.h"
+
+#include "kernels/topk/topk.h"
+
+uint64_t nx_router_select_bytes(const rt_state *s) {
+    const uint64_t E = s->p->E;
+    uint64_t one = nx_rows_tile_bytes(s->Epad, NX_DT_FP32) + 4 * nx_rows_tile_bytes(E, NX_DT_FP32) +
+                   2 * nx_rows_tile_bytes(NX_ROUTER_MAX_K, NX_DT_FP32) + nx_rows_tile_bytes(4, NX_DT_FP32);
+    return 2 * one;
+}
+
+int nx_router_select_alloc(rt_state *s, nx_error *err) {
+    nx_kctx *k = s->k;
+    const uint64_t E = s->p->E;
+    for (uint32_t i = 0; i < 2; i++)
+        if (nx_kctx_alloc(k, NX_OPK_SBUF, "router_keys", NX_DT_FP32, s->TT, s->Epad, &s->keys[i], err) != 0 ||
+            nx_kctx_alloc(k, NX_OPK_SBUF, "router_logits_sb", NX_DT_FP32, s->TT, E, &s->lsb[i], err) != 0 ||
+            nx_kctx_alloc(k, NX_OPK_SBUF, "router_act", NX_DT_FP32, s->TT, E, &s->ex[i], err) != 0 ||
+            nx_kctx_alloc(k, NX_OPK_SBUF, "router_mask", NX_DT_FP32, s->TT, E, &s->mk[i], err) != 0 ||
+            nx_kctx_alloc(k, NX_OPK_SBUF, "router_affinities", NX_DT_FP32, s->TT, E, &s->aff[i], err) != 0 ||
+            nx_kctx_alloc(k, NX_OPK_SBUF, "router_values", NX_DT_FP32, s->TT, NX_ROUTER_MAX_K, &s->vals[i], err) != 0 ||
+            nx_kctx_alloc(k, NX_OPK_SBUF, "router_indices", NX_DT_INT32, s->TT, NX_ROUTER_MAX_K, &s->idx[i], err) != 0 ||
+            nx_kctx_alloc(k, NX_OPK_SBUF, "router_row_stats", NX_DT_FP32, s->TT, 4, &s->st[i], err) != 0)
+            return -1;
+    return 0;
+}
+
+/* ACT: dst = func(in + bias) (bias a per-partition scalar), with the row
+ * sum into sum when sum is not NULL. */
+static int act(rt_state *s, nx_act_func func, const nx_operand *dst, const nx_operand *in, const nx_operand *bias,
+               const nx_operand *sum, nx_error *err) {
+    nx_insn a = nx_insn_make(NX_OP_ACTIVATION);
+    a.func = (uint8_t)func;
+    a.alu0 = (uint8_t)NX_ALU_ADD;
+    a.op[0] = *dst;
+    a.op[1] = *in;
+    a.op[2] = nx_imm(1.0, NX_DT_FP32);
+    a.op[3] = bias ? *bias : nx_imm(0.0, NX_DT_FP32);
+    if (sum) a.op[4] = *sum;
+    return nx_kctx_emit(s->k, NX_ENG_ACT, &a, err);
+}
+
+static int row_sum(rt_state *s, const nx_operand *dst, const nx_operand *in, nx_error *err) {
+    nx_insn red = nx_insn_make(NX_OP_TENSOR_REDUCE);
+    red.alu0 = NX_ALU_ADD;
+    red.iparam[0] = 1; /* axes: the one free dim */
+    red.op[0] = *dst;
+    red.op[1] = *in;
+    return nx_kctx_emit(s->k, NX_ENG_DVE, &red, err);
+}
+
+int nx_router_select(rt_state *s, uint64_t t0, uint32_t tw, uint32_t b, nx_error *err) {
+    const nx_router_params *p = s->p;
+    nx_kctx *k = s->k;
+    const uint64_t E = p->E;
+    nx_operand lg = nx_rows_view(&s->acc[b], NX_DT_FP32, tw, 0, E), keys_in = nx_rows_view(&s->acc[b], NX_DT_FP32, tw, 0, s->Epad);
+    nx_operand lsb = nx_rows_view(&s->lsb[b], NX_DT_FP32, tw, 0, E);
+    nx_operand lg_out = nx_rows_hbm(NX_DT_FP32, s->lg->hbm_offset, t0, tw, E);
+    if (nx_kctx_tensor_copy(k, NX_ENG_ACT, &lsb, &lg, err) != 0 || nx_rows_store(&s->r, &lg_out, &lsb, err) != 0)
+        return -1;
+    nx_topk_rowsel_args sel = {.in = keys_in, .P = tw, .n = E, .L = p->k, .keys = &s->keys[b], .vals = &s->vals[b],
+                               .idx = &s->idx[b]};
+    if (nx_topk_rowsel(k, &sel, err) != 0) return -1;
+    nx_operand iv = nx_rows_view(&s->idx[b], NX_DT_INT32, tw, 0, p->k);
+    nx_operand ix_out = nx_rows_hbm(NX_DT_INT32, s->ix->hbm_offset, t0, tw, p->k);
+    if (nx_rows_store(&s->r, &ix_out, &iv, err) != 0) return -1;
+    nx_operand ex = nx_rows_view(&s->ex[b], NX_DT_FP32, tw, 0, E), mk = nx_rows_view(&s->mk[b], NX_DT_FP32, tw, 0, E);
+    nx_operand af = nx_rows_view(&s->aff[b], NX_DT_FP32, tw, 0, E);
+    nx_operand nm = nx_rows_view(&s->st[b], NX_DT_FP32, tw, 0, 1), z = nx_rows_view(&s->st[b], NX_DT_FP32, tw, 1, 1);
+    nx_operand zs = nx_rows_view(&s->st[b], NX_DT_FP32, tw, 2, 1);
+    nx_operand v0 = nx_rows_view(&s->vals[b], NX_DT_FP32, tw, 0, 1);
+    const int softmax = p->act == NX_ROUTER_SOFTMAX;
+    /* softmax over all E (pre_norm without norm_topk), or affinities
+     * normalised over the selected (norm_topk, or a softmax over the k
+     * selected logits), or masked sigmoids */
+    const int over_all = softmax && p->pre_norm && !p->norm_topk;
+    const int normalise = p->norm_topk || (softmax && !p->pre_norm);
+    nx_operand neg = nx_imm(-1.0, NX_DT_FP32), ninf = nx_imm(-INFINITY, NX_DT_FP32);
+    if (softmax) {
+        if (nx_kctx_tensor_scalar(k, NX_ENG_DVE, &nm, &v0, NX_ALU_MULTIPLY, &neg, NX_ALU_BYPASS, NULL, err) != 0 ||
+            act(s, NX_ACT_EXP, &ex, &lg, &nm, over_all ? &z : NULL, err) != 0)
+            return -1;
+    } else if (act(s, NX_ACT_SIGMOID, &ex, &lg, NULL, NULL, err) != 0) {
+        return -1;
+    }
+    nx_operand kv = nx_rows_view(&s->keys[b], NX_DT_FP32, tw, 0, E);
+    if (nx_kctx_tensor_scalar(k, NX_ENG_DVE, &mk, &kv, NX_ALU_IS_EQUAL, &ninf, NX_ALU_BYPASS, NULL, err) != 0) return -1;
+    if (over_all) {
+        if (nx_kctx_scalar_tensor_tensor(k, NX_ENG_DVE, &af, &ex, NX_ALU_DIVIDE, &z, NX_ALU_MULTIPLY, &mk, err) != 0)
+            return -1;
+    } else {
+        if (nx_kctx_tensor_tensor(k, NX_ENG_DVE, NX_ALU_MULTIPLY, &af, &ex, &mk, err) != 0) return -1;
+        if (normalise && (row_sum(s, &zs, &af, err) != 0 ||
+                       nx_kctx_tensor_scalar(k, NX_ENG_DVE, &af, &af, NX_ALU_DIVIDE, &zs, NX_ALU_BYPASS, NULL, err) != 0))
+            return -1;
+    }
+    nx_operand af_out = nx_rows_hbm(NX_DT_FP32, s->af->hbm_offset, t0, tw, E);
+    return nx_rows_store(&s->r, &af_out, &af, err);
+}
