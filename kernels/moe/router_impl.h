@@ -8,7 +8,9 @@
 
 #include "kernels/norms/rows.h"
 
-#define RT_WBUFS 6 /* streamed w chunks in flight */
+#define RT_WBUFS 6     /* streamed w chunks in flight */
+#define RT_TP_BANKS 4  /* PSUM banks the x transposes rotate over */
+#define RT_TP_MAX 16   /* transposes per bank (one copy each group) */
 
 typedef struct rt_state {
     nx_kctx *k;
@@ -21,19 +23,26 @@ typedef struct rt_state {
     uint32_t tail;     /* rows of the last K tile (h = R KP + p), 0: none */
     uint64_t nk;       /* K tiles */
     uint32_t TT;       /* tokens per tile */
-    uint32_t G;        /* transposes per PSUM bank */
     uint32_t Epad;     /* max(E, 8): max8 scans at least 8 */
     uint64_t cj;       /* main K tiles per w chunk */
     int resident;      /* w loaded once; else streamed per token tile */
     uint32_t wbufs;
     uint32_t wlane;    /* first lane of the w loads */
+    uint32_t aff_lane; /* first lane of the affinity stores */
     nx_tile wt, wtail, wc[RT_WBUFS];
-    nx_tile xt[2], xT[2], tp[2], acc[2], ones, brow;
+    nx_tile xt[2], xT[2], tp[RT_TP_BANKS], acc[2], ones, brow;
     nx_tile keys[2], lsb[2], ex[2], mk[2], aff[2], vals[2], idx[2], st[2];
     uint64_t trs;      /* transpose groups so far (bank and copy engine rotation) */
     uint64_t wq, wused, wtotal; /* streamed chunk loads: issued, consumed, total */
     uint64_t lo, hi;   /* this program's tokens */
 } rt_state;
+
+/* A token tile's transposes: tw tokens in xt[b] / xT[b], K tiles below
+ * next_j done. */
+typedef struct rt_prep {
+    uint32_t tw, b;
+    uint64_t next_j;
+} rt_prep;
 
 static inline uint32_t rt_clip32(uint64_t v, uint32_t cap) { return (uint32_t)(v < cap ? v : cap); }
 

@@ -96,7 +96,7 @@ int nx_router_select(rt_state *s, uint64_t t0, uint32_t tw, uint32_t b, nx_error
     const int normalise = p->norm_topk || (softmax && !p->pre_norm);
     nx_operand neg = nx_imm(-1.0, NX_DT_FP32), ninf = nx_imm(-INFINITY, NX_DT_FP32);
     if (softmax) {
-        if (nx_kctx_tensor_scalar(k, NX_ENG_DVE, &nm, &v0, NX_ALU_MULTIPLY, &neg, NX_ALU_BYPASS, NULL, err) != 0 ||
+        if (nx_kctx_tensor_scalar(k, NX_ENG_POOL, &nm, &v0, NX_ALU_MULTIPLY, &neg, NX_ALU_BYPASS, NULL, err) != 0 ||
             act(s, NX_ACT_EXP, &ex, &lg, &nm, over_all ? &z : NULL, err) != 0)
             return -1;
     } else if (act(s, NX_ACT_SIGMOID, &ex, &lg, NULL, NULL, err) != 0) {
@@ -114,5 +114,6 @@ int nx_router_select(rt_state *s, uint64_t t0, uint32_t tw, uint32_t b, nx_error
             return -1;
     }
     nx_operand af_out = nx_rows_hbm(NX_DT_FP32, s->af->hbm_offset, t0, tw, E);
-    return nx_rows_store(&s->r, &af_out, &af, err);
+    /* on a queue group of its own: not behind this tile's logits */
+    return nx_kctx_dma_split(k, s->aff_lane, s->r.engines, &af_out, &af, err);
 }

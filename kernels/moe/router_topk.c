@@ -74,29 +74,44 @@ static int load_x(rt_state *s, uint64_t t0, uint32_t tw, uint32_t b, nx_error *e
     return nx_rows_load(&s->r, &d, &src, err);
 }
 
-/* PE transposes of token tile (tw tokens in xt[b]) into xT[b]: K tile j's
- * [kw, tw] at columns j TT; full tiles G to a PSUM bank, the ragged one alone. */
-static int transposes(rt_state *s, uint32_t tw, uint32_t b, nx_error *err) {
+/* PE transposes of a token tile (tw tokens in xt[b]) into xT[b], K tile
+ * j's [kw, tw] at columns j TT, emitted group by group up to K tile jend
+ * so that they interleave with the matmuls: full tiles share a PSUM bank
+ * (as many as its 512 fp32 columns hold), the ragged one goes alone. */
+static uint32_t tp_per_bank(const rt_state *s, uint32_t tw) {
+    const uint64_t bank = nx_kctx_geometry(s->k)->psum_bank_bytes / 4;
+    return (uint32_t)(bank / tw < RT_TP_MAX ? bank / tw : RT_TP_MAX);
+}
+
+/* K tiles the transposes run ahead of the matmuls: as many as the banks
+ * hold, so the PE never waits for a copy while there is x to transpose. */
+static uint64_t tp_ahead(const rt_state *s, const rt_prep *pp) {
+    return (uint64_t)tp_per_bank(s, pp->tw) * (RT_TP_BANKS - 1);
+}
+
+static int transposes_until(rt_state *s, rt_prep *pp, uint64_t jend, nx_error *err) {
     const int32_t one = 1;
-    for (uint64_t j = 0; j < s->nk;) {
+    const uint32_t tw = pp->tw, b = pp->b, per = tp_per_bank(s, tw);
+    if (jend > s->nk) jend = s->nk;
+    while (pp->next_j < jend) {
+        const uint64_t j = pp->next_j;
         const int main_tile = j < s->R;
-        uint32_t g = main_tile ? rt_clip32(s->R - j, s->G) : 1;
+        const uint32_t g = main_tile ? rt_clip32(s->R - j, per) : 1;
         const uint32_t kw = main_tile ? s->KP : s->tail;
-        const nx_tile *tp = &s->tp[s->trs % 2];
+        const nx_tile *tp = &s->tp[s->trs % RT_TP_BANKS];
         for (uint32_t i = 0; i < g; i++) {
-            const uint64_t jj = j + i;
             const int32_t stride = main_tile ? (int32_t)s->R : 1;
-            const uint64_t first = main_tile ? jj : s->R * s->KP;
+            const uint64_t first = main_tile ? j + i : s->R * s->KP;
             nx_operand src = nx_tile_view(&s->xt[b], s->p->dtype, 0, tw, first, 1, &stride, &kw);
-            nx_operand pt = nx_tile_view(tp, NX_DT_FP32, 0, kw, (uint64_t)i * s->TT, 1, &one, &tw);
+            nx_operand pt = nx_tile_view(tp, NX_DT_FP32, 0, kw, (uint64_t)i * tw, 1, &one, &tw);
             if (nx_kctx_transpose(s->k, NX_ENG_PE, &pt, &src, err) != 0) return -1;
         }
-        const int32_t st2[2] = {(int32_t)s->TT, 1};
+        const int32_t st2[2] = {(int32_t)tw, 1}, dt2[2] = {(int32_t)s->TT, 1};
         const uint32_t c2[2] = {g, tw};
         nx_operand from = nx_tile_view(tp, NX_DT_FP32, 0, kw, 0, 2, st2, c2);
-        nx_operand to = nx_tile_view(&s->xT[b], s->p->dtype, 0, kw, j * s->TT, 2, st2, c2);
+        nx_operand to = nx_tile_view(&s->xT[b], s->p->dtype, 0, kw, j * s->TT, 2, dt2, c2);
         if (nx_kctx_tensor_copy(s->k, s->trs++ % 2 ? NX_ENG_DVE : NX_ENG_ACT, &to, &from, err) != 0) return -1;
-        j += g;
+        pp->next_j = j + g;
     }
     return 0;
 }
@@ -108,8 +123,10 @@ static int mm(rt_state *s, const nx_operand *acc, const nx_tile *xT, uint64_t co
     return nx_kctx_multiply_moving(s->k, acc, moving, accumulate, err);
 }
 
-/* The router matmul of token tile (tw tokens, xT[b]) into acc[b]. */
-static int matmuls(rt_state *s, uint32_t tw, uint32_t b, nx_error *err) {
+/* The router matmul of token tile (tw tokens, xT[b]) into acc[b], each
+ * chunk's transposes (and the next group's) emitted just before it. */
+static int matmuls(rt_state *s, rt_prep *pp, nx_error *err) {
+    const uint32_t tw = pp->tw, b = pp->b;
     const uint64_t E = s->p->E;
     nx_operand acc = nx_rows_view(&s->acc[b], NX_DT_FP32, tw, 0, E);
     int started = 0;
@@ -132,12 +149,14 @@ static int matmuls(rt_state *s, uint32_t tw, uint32_t b, nx_error *err) {
             wsrc = &s->wc[q % s->wbufs];
             wcol0 = 0;
         }
+        if (transposes_until(s, pp, j1 + tp_ahead(s, pp), err) != 0) return -1;
         for (uint64_t j = j0; j < j1; j++) {
             nx_operand mv = nx_rows_view(wsrc, s->p->dtype, s->KP, wcol0 + (j - j0) * E, E);
             if (mm(s, &acc, &s->xT[b], j * s->TT, s->KP, tw, &mv, started, err) != 0) return -1;
             started = 1;
         }
     }
+    if (transposes_until(s, pp, s->nk, err) != 0) return -1;
     if (s->tail) {
         nx_operand mv = nx_rows_view(&s->wtail, s->p->dtype, s->tail, 0, E);
         if (mm(s, &acc, &s->xT[b], s->R * s->TT, s->tail, tw, &mv, started, err) != 0) return -1;
@@ -164,8 +183,6 @@ static int plan(rt_state *s, nx_error *err) {
     s->R = p->H / s->KP;
     s->tail = (uint32_t)(p->H - s->R * s->KP);
     s->nk = s->R + (s->tail ? 1 : 0);
-    const uint64_t bank = g->psum_bank_bytes / 4;
-    s->G = (uint32_t)(bank / s->TT ? bank / s->TT : 1);
     s->Epad = (uint32_t)(E < 8 ? 8 : E);
     if (s->Epad * 4 > g->psum_bank_bytes)
         return nx_fail(err, "operand 1 (%s): E = %llu fp32 logits per token exceed a PSUM bank of %llu bytes", s->w->name,
@@ -192,6 +209,7 @@ static int plan(rt_state *s, nx_error *err) {
     }
     const uint32_t lanes = nx_kctx_lanes(s->k);
     s->wlane = s->resident ? 0 : (lanes >= 3 * s->r.engines ? 2 * s->r.engines : 0);
+    s->aff_lane = lanes >= 4 * s->r.engines ? 3 * s->r.engines : s->r.store_lane;
     return 0;
 }
 
@@ -207,10 +225,12 @@ static int alloc_all(rt_state *s, nx_error *err) {
     }
     if (s->tail && nx_kctx_alloc(k, NX_OPK_SBUF, "router_w_tail", p->dtype, s->tail, p->E, &s->wtail, err) != 0)
         return -1;
+    const uint64_t bank = nx_kctx_geometry(k)->psum_bank_bytes / 4;
+    for (uint32_t i = 0; i < RT_TP_BANKS; i++)
+        if (nx_kctx_alloc(k, NX_OPK_PSUM, "router_xT_psum", NX_DT_FP32, s->KP, bank, &s->tp[i], err) != 0) return -1;
     for (uint32_t i = 0; i < 2; i++)
         if (nx_kctx_alloc(k, NX_OPK_SBUF, "router_x", p->dtype, s->TT, p->H, &s->xt[i], err) != 0 ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "router_xT", p->dtype, s->KP, s->nk * s->TT, &s->xT[i], err) != 0 ||
-            nx_kctx_alloc(k, NX_OPK_PSUM, "router_xT_psum", NX_DT_FP32, s->KP, (uint64_t)s->G * s->TT, &s->tp[i], err) != 0 ||
             nx_kctx_alloc(k, NX_OPK_PSUM, "router_logits", NX_DT_FP32, s->TT, s->Epad, &s->acc[i], err) != 0)
             return -1;
     if (p->bias && (nx_kctx_alloc(k, NX_OPK_SBUF, "router_ones", p->bias_dtype, 1, s->TT, &s->ones, err) != 0 ||
@@ -264,19 +284,24 @@ int nx_router_topk(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     if (plan(&s, err) != 0 || alloc_all(&s, err) != 0 || setup(&s, err) != 0) return -1;
     const uint64_t ntiles = (s.hi - s.lo + s.TT - 1) / s.TT;
     s.wtotal = s.resident ? 0 : ntiles * ((s.R + s.cj - 1) / s.cj);
-    const uint32_t tw0 = rt_clip32(s.hi - s.lo, s.TT);
+    rt_prep pr[2] = {{rt_clip32(s.hi - s.lo, s.TT), 0, 0}, {0, 1, 0}};
     /* the first x tile ahead of w on the same queues: its transposes start first */
-    if (load_x(&s, s.lo, tw0, 0, err) != 0 || (s.resident && load_w_resident(&s, err) != 0) ||
-        load_w_tail(&s, err) != 0 || transposes(&s, tw0, 0, err) != 0)
+    if (load_x(&s, s.lo, pr[0].tw, 0, err) != 0 || (s.resident && load_w_resident(&s, err) != 0) ||
+        load_w_tail(&s, err) != 0 || transposes_until(&s, &pr[0], tp_ahead(&s, &pr[0]), err) != 0)
         return -1;
     for (uint64_t i = 0; i < ntiles; i++) {
         const uint64_t t0 = s.lo + i * s.TT, t1 = t0 + s.TT;
-        const uint32_t tw = rt_clip32(s.hi - t0, s.TT), b = (uint32_t)(i % 2);
+        const uint32_t b = (uint32_t)(i % 2);
         const uint32_t tn = i + 1 < ntiles ? rt_clip32(s.hi - t1, s.TT) : 0;
-        if (tn && load_x(&s, t1, tn, 1 - b, err) != 0) return -1;
-        if (matmuls(&s, tw, b, err) != 0) return -1;
-        if (tn && transposes(&s, tn, 1 - b, err) != 0) return -1;
-        if (nx_router_select(&s, t0, tw, b, err) != 0) return -1;
+        if (tn) {
+            pr[1 - b] = (rt_prep){tn, 1 - b, 0};
+            if (load_x(&s, t1, tn, 1 - b, err) != 0) return -1;
+        }
+        if (matmuls(&s, &pr[b], err) != 0) return -1;
+        /* the next tile's transposes before this tile's selection: the PE
+         * and the copies work on tile i + 1 while tile i is selected */
+        if (tn && transposes_until(&s, &pr[1 - b], s.nk, err) != 0) return -1;
+        if (nx_router_select(&s, t0, pr[b].tw, b, err) != 0) return -1;
     }
     return 0;
 }
