@@ -50,7 +50,7 @@ static int act(rt_state *s, nx_act_func func, const nx_operand *dst, const nx_op
                const nx_operand *sum, nx_error *err) {
     nx_insn a = nx_insn_make(NX_OP_ACTIVATION);
     a.func = (uint8_t)func;
-    a.alu0 = (uint8_t)NX_ALU_ADD;
+    a.alu0 = (uint8_t)(sum ? NX_ALU_ADD : NX_ALU_BYPASS);
     a.op[0] = *dst;
     a.op[1] = *in;
     a.op[2] = nx_imm(1.0, NX_DT_FP32);
