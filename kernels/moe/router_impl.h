@@ -31,7 +31,7 @@ typedef struct rt_state {
     uint32_t aff_lane; /* first lane of the affinity stores */
     nx_tile wt, wtail, wc[RT_WBUFS];
     nx_tile xt[2], xT[2], tp[RT_TP_BANKS], acc[2], ones, brow;
-    nx_tile keys[2], lsb[2], ex[2], mk[2], aff[2], vals[2], idx[2], st[2];
+    nx_tile keys[2], lsb[2], ex[2], mk[2], aff[2], vals[2], vact[2], idx[2], st[2];
     uint64_t trs;      /* transpose groups so far (bank and copy engine rotation) */
     uint64_t wq, wused, wtotal; /* streamed chunk loads: issued, consumed, total */
     uint64_t lo, hi;   /* this program's tokens */

@@ -7,10 +7,11 @@
  *         the keys with -inf at exactly the selected experts; indices stored;
  *   ACT   softmax: e = exp(l - max) (the max is max8's first value) with its
  *         row sum Z (accumulate form); sigmoid: e = sigmoid(l);
- *   DVE   mask = (keys == -inf); affinities = mask e / Z (pre_norm softmax),
- *         mask e (sigmoid), or mask e / sum(mask e) (normalised over the
- *         selected: norm_topk, or softmax over the k selected without
- *         pre_norm, where the shift by the max cancels);
+ *   ACT   normalised over the selected (norm_topk, or a softmax over the k
+ *         selected without pre_norm, where the shift by the max cancels):
+ *         their sum Z from the k values max8 returned (a [tw, 8] pass);
+ *   DVE   mask = (keys == -inf); affinities = e / Z x mask (softmax over
+ *         all E, or normalised), or e x mask (sigmoid);
  *   DMA   affinities stored.
  * The mask is exact because match_replace8 knocked out exactly the
  * selected positions: a real logit is never -inf unless x or w holds an
@@ -24,7 +25,7 @@
 uint64_t nx_router_select_bytes(const rt_state *s) {
     const uint64_t E = s->p->E;
     uint64_t one = nx_rows_tile_bytes(s->Epad, NX_DT_FP32) + 4 * nx_rows_tile_bytes(E, NX_DT_FP32) +
-                   2 * nx_rows_tile_bytes(NX_ROUTER_MAX_K, NX_DT_FP32) + nx_rows_tile_bytes(4, NX_DT_FP32);
+                   3 * nx_rows_tile_bytes(NX_ROUTER_MAX_K, NX_DT_FP32) + nx_rows_tile_bytes(4, NX_DT_FP32);
     return 2 * one;
 }
 
@@ -39,6 +40,7 @@ int nx_router_select_alloc(rt_state *s, nx_error *err) {
             nx_kctx_alloc(k, NX_OPK_SBUF, "router_affinities", NX_DT_FP32, s->TT, E, &s->aff[i], err) != 0 ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "router_values", NX_DT_FP32, s->TT, NX_ROUTER_MAX_K, &s->vals[i], err) != 0 ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "router_indices", NX_DT_INT32, s->TT, NX_ROUTER_MAX_K, &s->idx[i], err) != 0 ||
+            nx_kctx_alloc(k, NX_OPK_SBUF, "router_values_act", NX_DT_FP32, s->TT, NX_ROUTER_MAX_K, &s->vact[i], err) != 0 ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "router_row_stats", NX_DT_FP32, s->TT, 4, &s->st[i], err) != 0)
             return -1;
     return 0;
@@ -57,15 +59,6 @@ static int act(rt_state *s, nx_act_func func, const nx_operand *dst, const nx_op
     a.op[3] = bias ? *bias : nx_imm(0.0, NX_DT_FP32);
     if (sum) a.op[4] = *sum;
     return nx_kctx_emit(s->k, NX_ENG_ACT, &a, err);
-}
-
-static int row_sum(rt_state *s, const nx_operand *dst, const nx_operand *in, nx_error *err) {
-    nx_insn red = nx_insn_make(NX_OP_TENSOR_REDUCE);
-    red.alu0 = NX_ALU_ADD;
-    red.iparam[0] = 1; /* axes: the one free dim */
-    red.op[0] = *dst;
-    red.op[1] = *in;
-    return nx_kctx_emit(s->k, NX_ENG_DVE, &red, err);
 }
 
 int nx_router_select(rt_state *s, uint64_t t0, uint32_t tw, uint32_t b, nx_error *err) {
@@ -102,16 +95,22 @@ int nx_router_select(rt_state *s, uint64_t t0, uint32_t tw, uint32_t b, nx_error
     } else if (act(s, NX_ACT_SIGMOID, &ex, &lg, NULL, NULL, err) != 0) {
         return -1;
     }
+    if (normalise) {
+        /* the sum over the selected from the k values max8 found (the
+         * unused slots of the last round are -inf: act gives 0), on ScalarE
+         * while VectorE knocks the selection out */
+        const uint64_t w8 = (p->k + 7) / 8 * 8;
+        nx_operand vv = nx_rows_view(&s->vals[b], NX_DT_FP32, tw, 0, w8), va = nx_rows_view(&s->vact[b], NX_DT_FP32, tw, 0, w8);
+        if (act(s, softmax ? NX_ACT_EXP : NX_ACT_SIGMOID, &va, &vv, softmax ? &nm : NULL, &zs, err) != 0) return -1;
+    }
     nx_operand kv = nx_rows_view(&s->keys[b], NX_DT_FP32, tw, 0, E);
     if (nx_kctx_tensor_scalar(k, NX_ENG_DVE, &mk, &kv, NX_ALU_IS_EQUAL, &ninf, NX_ALU_BYPASS, NULL, err) != 0) return -1;
-    if (over_all) {
-        if (nx_kctx_scalar_tensor_tensor(k, NX_ENG_DVE, &af, &ex, NX_ALU_DIVIDE, &z, NX_ALU_MULTIPLY, &mk, err) != 0)
+    if (over_all || normalise) {
+        const nx_operand *den = over_all ? &z : &zs;
+        if (nx_kctx_scalar_tensor_tensor(k, NX_ENG_DVE, &af, &ex, NX_ALU_DIVIDE, den, NX_ALU_MULTIPLY, &mk, err) != 0)
             return -1;
-    } else {
-        if (nx_kctx_tensor_tensor(k, NX_ENG_DVE, NX_ALU_MULTIPLY, &af, &ex, &mk, err) != 0) return -1;
-        if (normalise && (row_sum(s, &zs, &af, err) != 0 ||
-                       nx_kctx_tensor_scalar(k, NX_ENG_DVE, &af, &af, NX_ALU_DIVIDE, &zs, NX_ALU_BYPASS, NULL, err) != 0))
-            return -1;
+    } else if (nx_kctx_tensor_tensor(k, NX_ENG_DVE, NX_ALU_MULTIPLY, &af, &ex, &mk, err) != 0) {
+        return -1;
     }
     nx_operand af_out = nx_rows_hbm(NX_DT_FP32, s->af->hbm_offset, t0, tw, E);
     /* on a queue group of its own: not behind this tile's logits */

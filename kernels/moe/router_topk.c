@@ -68,10 +68,30 @@ static int load_w_chunk(rt_state *s, uint64_t q, nx_error *err) {
     return nx_kctx_dma_split(s->k, s->wlane, s->r.engines, &d, &src, err);
 }
 
+/* x rows [t0, t0 + tw) -> xt[b], cut over the DMA engines by rows, or,
+ * with fewer rows than engines (decode), each row by columns too (pieces
+ * of at least the 2 KiB a DMA needs for its full rate), so a single token
+ * does not sit on one engine ahead of its share of w. */
 static int load_x(rt_state *s, uint64_t t0, uint32_t tw, uint32_t b, nx_error *err) {
-    nx_operand d = nx_rows_view(&s->xt[b], s->p->dtype, tw, 0, s->p->H);
-    nx_operand src = nx_rows_hbm(s->p->dtype, s->x->hbm_offset, t0, tw, s->p->H);
-    return nx_rows_load(&s->r, &d, &src, err);
+    const uint64_t H = s->p->H, row = H * s->es;
+    const uint32_t E = s->r.engines;
+    const uint64_t run = nx_kctx_machine(s->k)->dma_efficient_bytes_per_partition;
+    uint64_t q = tw < E ? E / tw : 1, most = run ? row / run : q;
+    if (q > most) q = most;
+    if (q <= 1) {
+        nx_operand d = nx_rows_view(&s->xt[b], s->p->dtype, tw, 0, H);
+        nx_operand src = nx_rows_hbm(s->p->dtype, s->x->hbm_offset, t0, tw, H);
+        return nx_rows_load(&s->r, &d, &src, err);
+    }
+    for (uint32_t r = 0; r < tw; r++)
+        for (uint64_t c = 0; c < q; c++) {
+            const uint64_t c0 = c * H / q, c1 = (c + 1) * H / q;
+            nx_operand d = nx_tile_view(&s->xt[b], s->p->dtype, r, 1, c0, 1, &(int32_t){1}, &(uint32_t){(uint32_t)(c1 - c0)});
+            nx_operand src = nx_ap_hbm_rows(s->p->dtype, s->x->hbm_offset + ((t0 + r) * H + c0) * s->es, 1,
+                                            (int32_t)(c1 - c0), (uint32_t)(c1 - c0));
+            if (nx_kctx_dma_on(s->k, NX_ROWS_LOAD_LANE + (uint32_t)(r * q + c), &d, &src, err) != 0) return -1;
+        }
+    return 0;
 }
 
 /* PE transposes of a token tile (tw tokens in xt[b]) into xT[b], K tile
