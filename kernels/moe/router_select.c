@@ -113,6 +113,8 @@ int nx_router_select(rt_state *s, uint64_t t0, uint32_t tw, uint32_t b, nx_error
         return -1;
     }
     nx_operand af_out = nx_rows_hbm(NX_DT_FP32, s->af->hbm_offset, t0, tw, E);
-    /* on a queue group of its own: not behind this tile's logits */
+    /* on a queue group of its own where the context has one (it has two
+     * per engine by default: then behind this tile's logits and indices,
+     * whose data phases are over by the time its fixed cost is) */
     return nx_kctx_dma_split(k, s->aff_lane, s->r.engines, &af_out, &af, err);
 }

@@ -21,9 +21,11 @@
  *   DMA   x rows -> xt (all DMA engines), w chunks of >= 2 KiB per
  *         partition run (once when w stays in SBUF, behind the first x
  *         tile on the same queues so the transposes start early; else per
- *         tile, on a lane group of their own, RT_WBUFS chunks in flight);
- *   PE    transposes x columns -> PSUM, G per bank; DVE / ACT copy each
- *         bank -> xT (the x dtype, exact);
+ *         tile, RT_WBUFS chunks in flight);
+ *   PE    transposes of x columns -> PSUM, as many per bank as its 512
+ *         fp32 columns hold, over RT_TP_BANKS banks, running that far
+ *         ahead of the matmuls; DVE / ACT copy each bank -> xT (the x
+ *         dtype, exact);
  *   PE    [bias: ones [1, T] x bias [1, E]], then per K tile
  *         load_stationary xT_j [K, T], multiply_moving w_j [K, E]
  *         accumulating logits [T, E] fp32 in one PSUM bank;
@@ -228,6 +230,8 @@ static int plan(rt_state *s, nx_error *err) {
                            (unsigned long long)sbuf);
     }
     const uint32_t lanes = nx_kctx_lanes(s->k);
+    /* streamed chunks wait for their buffers: on a group of their own
+     * where the context has one, so no x load waits behind them */
     s->wlane = s->resident ? 0 : (lanes >= 3 * s->r.engines ? 2 * s->r.engines : 0);
     s->aff_lane = lanes >= 4 * s->r.engines ? 3 * s->r.engines : s->r.store_lane;
     return 0;
