@@ -46,6 +46,14 @@ typedef struct rt_prep {
 
 static inline uint32_t rt_clip32(uint64_t v, uint32_t cap) { return (uint32_t)(v < cap ? v : cap); }
 
+/* The plan of this program (s->p, s->x, s->w, s->r, s->es set): fails
+ * with the operand and what does not fit. */
+int nx_router_plan(rt_state *s, nx_error *err);
+/* Allocates every tile of the plan (router_plan.c). */
+int nx_router_alloc(rt_state *s, nx_error *err);
+/* Once per program: the bias row and its ones, the -inf logit padding. */
+int nx_router_setup(rt_state *s, nx_error *err);
+
 /* Selection, affinities and the three stores of token tile `tile` (tokens
  * [t0, t0 + tw), its logits in acc[b]). */
 int nx_router_select(rt_state *s, uint64_t t0, uint32_t tw, uint32_t b, nx_error *err);
