@@ -11,6 +11,7 @@
 #define RT_WBUFS 6     /* streamed w chunks in flight */
 #define RT_TP_BANKS 4  /* PSUM banks the x transposes rotate over */
 #define RT_TP_MAX 16   /* transposes per bank (one copy each group) */
+#define RT_SPLIT_MIN_E 64 /* experts from which the mask and affinities split over DVE and POOL */
 
 typedef struct rt_state {
     nx_kctx *k;

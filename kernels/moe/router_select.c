@@ -10,8 +10,9 @@
  *   ACT   normalised over the selected (norm_topk, or a softmax over the k
  *         selected without pre_norm, where the shift by the max cancels):
  *         their sum Z from the k values max8 returned (a [tw, 8] pass);
- *   DVE   mask = (keys == -inf); affinities = e / Z x mask (softmax over
- *         all E, or normalised), or e x mask (sigmoid);
+ *   DVE + POOL  (half the experts each) mask = (keys == -inf); affinities
+ *         = e / Z x mask (softmax over all E, or normalised), or e x mask
+ *         (sigmoid);
  *   DMA   affinities stored.
  * The mask is exact because match_replace8 knocked out exactly the
  * selected positions: a real logit is never -inf unless x or w holds an
@@ -76,7 +77,7 @@ int nx_router_select(rt_state *s, uint64_t t0, uint32_t tw, uint32_t b, nx_error
     nx_operand iv = nx_rows_view(&s->idx[b], NX_DT_INT32, tw, 0, p->k);
     nx_operand ix_out = nx_rows_hbm(NX_DT_INT32, s->ix->hbm_offset, t0, tw, p->k);
     if (nx_rows_store(&s->r, &ix_out, &iv, err) != 0) return -1;
-    nx_operand ex = nx_rows_view(&s->ex[b], NX_DT_FP32, tw, 0, E), mk = nx_rows_view(&s->mk[b], NX_DT_FP32, tw, 0, E);
+    nx_operand ex = nx_rows_view(&s->ex[b], NX_DT_FP32, tw, 0, E);
     nx_operand af = nx_rows_view(&s->aff[b], NX_DT_FP32, tw, 0, E);
     nx_operand nm = nx_rows_view(&s->st[b], NX_DT_FP32, tw, 0, 1), z = nx_rows_view(&s->st[b], NX_DT_FP32, tw, 1, 1);
     nx_operand zs = nx_rows_view(&s->st[b], NX_DT_FP32, tw, 2, 1);
@@ -103,15 +104,26 @@ int nx_router_select(rt_state *s, uint64_t t0, uint32_t tw, uint32_t b, nx_error
         nx_operand vv = nx_rows_view(&s->vals[b], NX_DT_FP32, tw, 0, w8), va = nx_rows_view(&s->vact[b], NX_DT_FP32, tw, 0, w8);
         if (act(s, softmax ? NX_ACT_EXP : NX_ACT_SIGMOID, &va, &vv, softmax ? &nm : NULL, &zs, err) != 0) return -1;
     }
-    nx_operand kv = nx_rows_view(&s->keys[b], NX_DT_FP32, tw, 0, E);
-    if (nx_kctx_tensor_scalar(k, NX_ENG_DVE, &mk, &kv, NX_ALU_IS_EQUAL, &ninf, NX_ALU_BYPASS, NULL, err) != 0) return -1;
-    if (over_all || normalise) {
-        const nx_operand *den = over_all ? &z : &zs;
-        if (nx_kctx_scalar_tensor_tensor(k, NX_ENG_DVE, &af, &ex, NX_ALU_DIVIDE, den, NX_ALU_MULTIPLY, &mk, err) != 0)
-            return -1;
-    } else if (nx_kctx_tensor_tensor(k, NX_ENG_DVE, NX_ALU_MULTIPLY, &af, &ex, &mk, err) != 0) {
-        return -1;
-    }
+    /* the mask and the affinities, the experts split between VectorE and
+     * GpSimd (both read the SBUF tiles; the halves run side by side, the
+     * last two steps of the selection chain) */
+    const uint64_t Ed = E >= RT_SPLIT_MIN_E ? E / 2 : E;
+    for (int pass = 0; pass < 2; pass++)
+        for (int part = 0; part < 2; part++) {
+            const uint64_t c0 = part ? Ed : 0, n = part ? E - Ed : Ed;
+            const nx_engine eng = part ? NX_ENG_POOL : NX_ENG_DVE;
+            if (n == 0) continue;
+            nx_operand kv = nx_rows_view(&s->keys[b], NX_DT_FP32, tw, c0, n), m = nx_rows_view(&s->mk[b], NX_DT_FP32, tw, c0, n);
+            nx_operand e = nx_rows_view(&s->ex[b], NX_DT_FP32, tw, c0, n), a = nx_rows_view(&s->aff[b], NX_DT_FP32, tw, c0, n);
+            int rc;
+            if (pass == 0)
+                rc = nx_kctx_tensor_scalar(k, eng, &m, &kv, NX_ALU_IS_EQUAL, &ninf, NX_ALU_BYPASS, NULL, err);
+            else if (over_all || normalise)
+                rc = nx_kctx_scalar_tensor_tensor(k, eng, &a, &e, NX_ALU_DIVIDE, over_all ? &z : &zs, NX_ALU_MULTIPLY, &m, err);
+            else
+                rc = nx_kctx_tensor_tensor(k, eng, NX_ALU_MULTIPLY, &a, &e, &m, err);
+            if (rc != 0) return -1;
+        }
     nx_operand af_out = nx_rows_hbm(NX_DT_FP32, s->af->hbm_offset, t0, tw, E);
     /* on a queue group of its own where the context has one (it has two
      * per engine by default: then behind this tile's logits and indices,
