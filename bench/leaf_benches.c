@@ -25,6 +25,7 @@ static const nx_bench_leaf leaf_benches[] = {
      "attention_decode against the KV-streaming bound"},
     {"collective", "nxsim-bench-collective", nx_bench_collective_main,
      "collective_matmul on the two cores against matmul on one and the PE bound"},
+    {"router", "nxsim-bench-router", nx_bench_router_main, "router_topk (MoE router) against the DMA bound"},
 };
 
 const nx_bench_leaf *nx_bench_leaf_find(const char *name) {
