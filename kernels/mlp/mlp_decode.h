@@ -92,7 +92,7 @@ typedef enum nx_mlp_dec_kind {
 
 typedef struct nx_mlp_dec_cfg {
     nx_dtype dtype;       /* x, the weights, a and y: fp32 or bf16 */
-    uint32_t T;           /* tokens of every job (1 .. 128 on trn2) */
+    uint32_t T;           /* tokens per job at most (1 .. 128 on trn2): the tiles' layout */
     nx_act_func act;      /* NX_ACT_SILU, GELU (erf), GELU_TANH or RELU */
     uint32_t psum_banks;  /* PSUM banks the piece may use (0: all) */
     uint64_t ring_bytes;  /* SBUF bytes per partition for the weight ring (0: default) */
@@ -122,6 +122,9 @@ typedef struct nx_mlp_dec_job {
     const nx_operand *scale;     /* DOWN with out_acc: fp32 [T, 1] per token, or NULL */
     int (*before)(void *before_ctx, nx_error *err); /* may be NULL */
     void *before_ctx;
+    uint32_t T;                  /* tokens of this job, 1 .. cfg T (0: cfg T); the
+                                    tiles keep cfg T's layout (token t of tile j at
+                                    element j * cfg.T + t), y has T rows */
 } nx_mlp_dec_job;
 
 typedef struct nx_mlp_dec nx_mlp_dec;

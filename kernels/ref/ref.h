@@ -17,6 +17,7 @@
 #include "kernels/conv/onnx/conv_onnx.h"
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/matmul/matmul.h"
+#include "kernels/mlp/mlp.h"
 #include "kernels/norms/norms.h"
 #include "kernels/resize/resize_rule.h"
 #include "kernels/scan/scan.h"
@@ -181,5 +182,11 @@ int nx_ref_conv_onnx(const nx_conv_onnx_params *p, const void *x, const void *w,
  * the dtype before P V; refuses lengths with L_b + s beyond S_max and
  * (paged) a used block id outside the cache. */
 int nx_ref_attention_decode(const nx_decode_params *p, const void *const *in, void *const *out, nx_error *err);
+
+/* mlp (kernels/mlp/mlp.h): in[] the operands in their order (x, w_gate,
+ * w_up, w_down [, gamma] [, r]) with p's shapes and dtype; out[0] the
+ * result of x's shape [, out[1] x' with residual]. fp32 sgemms, the
+ * roundings of the definition (kernels/ref/mlp_ref.c). */
+int nx_ref_mlp(const nx_mlp_params *p, const void *const *in, void *const *out, nx_error *err);
 
 #endif
