@@ -22,6 +22,7 @@
  * transposes. */
 #include "mlp_impl.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "isa/intmath.h"
@@ -65,7 +66,8 @@ static int decode_plan(mlp_state *s, nx_error *err) {
     if (mlp_prep_alloc(s, 1, err) != 0) return -1;
     uint64_t slo, shi;
     nx_kctx_rows(k, p->T, &slo, &shi);
-    if (mlp_prep(s, 0, (uint32_t)p->T, slo, shi, &s->xT[0], err) != 0) return -1;
+    if (mlp_prep_rows(s, 0, 0, (uint32_t)p->T, slo, shi, err) != 0 || mlp_prep_transpose(s, 0, (uint32_t)p->T, err) != 0)
+        return -1;
     /* the transposes' bank goes back to the pool: the piece takes every bank */
     if (nx_kctx_release(k, &s->tp, err) != 0) return -1;
     nx_mlp_dec_cfg cfg = {.dtype = p->dtype, .T = s->Tl, .act = p->act, .ring_bytes = s->ring_bytes};
@@ -108,35 +110,109 @@ out:
     return rc;
 }
 
+/* The prefill's blocks of this core: [lo, hi) in blocks of Tl. */
+typedef struct pf_ctx {
+    mlp_state *s;
+    uint64_t lo, hi;
+} pf_ctx;
+
+static uint32_t pf_rows(const mlp_state *s, uint64_t r0, uint64_t hi, uint32_t u) {
+    const uint64_t a = r0 + (uint64_t)u * s->TI;
+    return a >= hi ? 0 : (uint32_t)nx_min_u64(s->TI, hi - a);
+}
+
+/* Block b's rows (x', the norm): run on ScalarE / GpSimd under the PE work
+ * of the block before. */
+static int pf_rows_of(pf_ctx *c, uint64_t b, nx_error *err) {
+    mlp_state *s = c->s;
+    const uint64_t r0 = c->lo + b * s->Tl, hi = nx_min_u64(r0 + s->Tl, c->hi);
+    for (uint32_t u = 0; u < s->nsub; u++) {
+        const uint32_t n = pf_rows(s, r0, hi, u);
+        if (n && mlp_prep_rows(s, u, r0 + (uint64_t)u * s->TI, n, c->lo, c->hi, err) != 0) return -1;
+    }
+    return 0;
+}
+
+static int pf_transposes(pf_ctx *c, uint64_t b, nx_error *err) {
+    mlp_state *s = c->s;
+    const uint64_t r0 = c->lo + b * s->Tl, hi = nx_min_u64(r0 + s->Tl, c->hi);
+    for (uint32_t u = 0; u < s->nsub; u++) {
+        const uint32_t n = pf_rows(s, r0, hi, u);
+        if (n && mlp_prep_transpose(s, u, n, err) != 0) return -1;
+    }
+    return 0;
+}
+
+/* before GATE_UP(b): its h^T (the PE between DOWN(b - 1) and GATE_UP(b));
+ * before DOWN(b): block b + 1's rows (x^T is free once GATE_UP(b) has
+ * read it; the rows tiles once block b's transposes have). */
+typedef struct pf_hook {
+    pf_ctx *c;
+    uint64_t b;
+} pf_hook;
+static int pf_before_gu(void *ctx, nx_error *err) {
+    pf_hook *h = ctx;
+    return pf_transposes(h->c, h->b, err);
+}
+static int pf_before_dn(void *ctx, nx_error *err) {
+    pf_hook *h = ctx;
+    const uint64_t nb = nx_cdiv_u64(h->c->hi - h->c->lo, h->c->s->Tl);
+    return h->b + 1 < nb ? pf_rows_of(h->c, h->b + 1, err) : 0;
+}
+
+/* Tokens per block: the most that keeps the gate/up slabs at full DMA
+ * runs (8 bank pairs x 512 / T >= the run's I-tiles) and fits SBUF. */
+static uint32_t pf_block(const mlp_state *s, uint64_t rows) {
+    const nx_machine *m = nx_kctx_machine(s->k);
+    const uint64_t banks = nx_kctx_geometry(s->k)->psum_partition_bytes / nx_kctx_geometry(s->k)->psum_bank_bytes;
+    const uint64_t run = m->dma_efficient_bytes_per_partition ? m->dma_efficient_bytes_per_partition : 2048;
+    const uint64_t g_min = nx_cdiv_u64(run, s->TI * s->es);
+    uint64_t tb = banks * s->bank_elems / (2 * g_min);
+    if (tb > MLP_SUB_MAX * (uint64_t)s->TI) tb = MLP_SUB_MAX * (uint64_t)s->TI;
+    if (tb > s->bank_elems) tb = s->bank_elems;
+    tb = tb / s->TI * s->TI;
+    if (tb < s->TI) tb = s->TI;
+    while (tb > s->TI && mlp_need(s, (uint32_t)tb) + 96 * 1024 > s->r.sbuf_bytes) tb -= s->TI;
+    return (uint32_t)nx_min_u64(tb, rows ? rows : 1);
+}
+
 static int prefill_plan(mlp_state *s, nx_error *err) {
     nx_kctx *k = s->k;
     const nx_mlp_params *p = &s->p;
-    uint64_t lo, hi;
-    nx_kctx_rows(k, p->T, &lo, &hi);
-    s->Tl = (uint32_t)nx_min_u64(s->TI, hi > lo ? hi - lo : 1);
-    if (mlp_prep_alloc(s, 2, err) != 0) return -1;
-    const uint32_t banks = (uint32_t)(nx_kctx_geometry(k)->psum_partition_bytes / nx_kctx_geometry(k)->psum_bank_bytes);
-    nx_mlp_dec_cfg cfg = {.dtype = p->dtype, .T = s->Tl, .act = p->act, .psum_banks = banks - 1,
-                          .ring_bytes = s->ring_bytes};
+    pf_ctx c = {.s = s};
+    nx_kctx_rows(k, p->T, &c.lo, &c.hi);
+    s->Tl = pf_block(s, c.hi - c.lo);
+    if (mlp_prep_alloc(s, 0, err) != 0) return -1;
+    nx_mlp_dec_cfg cfg = {.dtype = p->dtype, .T = s->Tl, .act = p->act, .ring_bytes = s->ring_bytes};
     nx_mlp_dec *d;
     if (nx_mlp_dec_new(k, &cfg, &d, err) != 0) return -1;
+    s->tpp = nx_mlp_dec_psum(d);
     int rc = -1;
-    for (uint32_t i = 0; i < 2; i++)
-        if (nx_kctx_alloc(k, NX_OPK_SBUF, "mlp_aT", p->dtype, s->TI, s->ni * s->Tl, &s->aT[i], err) != 0) goto out;
-    for (uint64_t r0 = lo, b = 0; r0 < hi; r0 += s->Tl, b++) {
-        const uint32_t n = (uint32_t)nx_min_u64(s->Tl, hi - r0);
-        if (mlp_prep(s, r0, n, r0, r0 + n, &s->xT[b % 2], err) != 0) goto out;
+    const uint64_t nb = c.hi > c.lo ? nx_cdiv_u64(c.hi - c.lo, s->Tl) : 0;
+    pf_hook *hooks = nb ? calloc((size_t)nb, sizeof *hooks) : NULL;
+    if (nb && !hooks) {
+        nx_fail(err, "mlp: out of memory");
+        goto out;
+    }
+    if (nx_kctx_alloc(k, NX_OPK_SBUF, "mlp_aT", p->dtype, s->TI, s->ni * s->Tl, &s->aT[0], err) != 0) goto out;
+    if (nb && pf_rows_of(&c, 0, err) != 0) goto out;
+    for (uint64_t b = 0; b < nb; b++) {
+        const uint64_t r0 = c.lo + b * s->Tl;
+        const uint32_t n = (uint32_t)nx_min_u64(s->Tl, c.hi - r0);
+        hooks[b] = (pf_hook){&c, b};
         nx_mlp_dec_job gu = {.kind = NX_MLP_DEC_GATE_UP, .K = p->H, .n = p->inter, .T = n,
                              .w0 = {.base = s->wg, .ld = p->inter}, .w1 = {.base = s->wu, .ld = p->inter},
-                             .xT = &s->xT[b % 2], .aT = &s->aT[b % 2]};
+                             .xT = &s->xT[0], .aT = &s->aT[0], .before = pf_before_gu, .before_ctx = &hooks[b]};
         nx_mlp_dec_job dn = {.kind = NX_MLP_DEC_DOWN, .K = p->inter, .n = p->H, .T = n,
-                             .w0 = {.base = s->wd, .ld = p->H}, .aT = &s->aT[b % 2],
-                             .out_hbm = s->out + r0 * p->H * s->es, .out_ld = p->H};
+                             .w0 = {.base = s->wd, .ld = p->H}, .aT = &s->aT[0],
+                             .out_hbm = s->out + r0 * p->H * s->es, .out_ld = p->H,
+                             .before = pf_before_dn, .before_ctx = &hooks[b]};
         if (nx_mlp_dec_submit(d, &gu, err) != 0 || nx_mlp_dec_submit(d, &dn, err) != 0) goto out;
     }
     if (nx_mlp_dec_flush(d, err) != 0) goto out;
     rc = 0;
 out:
+    free(hooks);
     nx_mlp_dec_free(d, rc == 0 ? err : NULL);
     return rc;
 }

@@ -44,7 +44,7 @@ struct nx_mlp_dec {
     nx_mlp_dec_cfg c;
     uint64_t es;
     uint32_t P, TI, bank_elems;
-    uint32_t banks, spb, G, gb, gu_sets, nb, dn_sets, HB;
+    uint32_t banks, spb, G, gb, gu_sets, nb, nsub, dn_sets, HB;
     uint32_t R;
     nx_tile ring[DEC_RING_MAX], psum[DEC_BANKS_MAX], tmp[2], stage[DEC_STAGE];
     uint32_t nring, npsum, ntmp, nstage;
@@ -55,6 +55,8 @@ struct nx_mlp_dec {
 };
 
 uint64_t nx_mlp_dec_tile_elems(uint64_t tiles, uint32_t T) { return tiles * T; }
+
+const nx_tile *nx_mlp_dec_psum(const nx_mlp_dec *d) { return &d->psum[0]; }
 
 static uint32_t clip32(uint64_t v, uint32_t cap) { return (uint32_t)(v < cap ? v : cap); }
 
@@ -93,8 +95,8 @@ static uint64_t dec_kb_first(const dec_job *q) {
 static void dec_slab_of(const nx_mlp_dec *d, const dec_job *q, uint64_t s, dec_slab *o) {
     memset(o, 0, sizeof *o);
     if (q->j.kind == NX_MLP_DEC_GATE_UP) {
-        const uint64_t g = s / (q->nkb * 2), kb = (s / 2) % q->nkb;
-        o->proj = (uint32_t)(s % 2);
+        const uint64_t g = s / (q->nkb * 2), kb = s % q->nkb;
+        o->proj = (uint32_t)((s / q->nkb) % 2);
         o->w = o->proj ? &q->j.w1 : &q->j.w0;
         dec_block(d, q, kb, &o->c0, &o->cnt, &o->kw);
         o->col0 = g * d->G * d->TI;
@@ -186,71 +188,74 @@ static nx_operand dec_psum(const nx_mlp_dec *d, uint32_t bank, uint32_t parts, u
     return nx_rows_view(&d->psum[bank], NX_DT_FP32, parts, e0, n);
 }
 
-/* a^T for the tiles [j0, j0 + cnt) of a group (all of one bank, iw rows each). */
-static int dec_gu_evac(nx_mlp_dec *d, const dec_job *q, uint64_t t0, uint32_t base, uint32_t j0, uint32_t cnt,
-                       uint32_t iw, nx_error *err) {
+/* The evacuation of tiles [j0, j0 + cnt) of a group (one bank of each
+ * pass, iw rows each): proj 0 act(gate) -> tmp on ScalarE, proj 1
+ * tmp * up -> a^T on VectorE, the one rounding. */
+static int dec_gu_evac(nx_mlp_dec *d, const dec_job *q, uint32_t proj, uint32_t base, const nx_tile *tmp, uint64_t t0,
+                       uint32_t j0, uint32_t cnt, uint32_t iw, nx_error *err) {
     const uint32_t T = d->c.T, Tj = q->T, bank = j0 / d->spb;
     const uint64_t e0 = (uint64_t)(j0 % d->spb) * T;
     const int32_t st[2] = {(int32_t)T, 1};
     const uint32_t cn[2] = {cnt, Tj};
-    nx_operand g = nx_tile_view(&d->psum[base + bank], NX_DT_FP32, 0, iw, e0, 2, st, cn);
-    nx_operand u = nx_tile_view(&d->psum[base + d->gb + bank], NX_DT_FP32, 0, iw, e0, 2, st, cn);
-    nx_operand tv = nx_tile_view(&d->tmp[d->tmps++ % 2], NX_DT_FP32, 0, iw, 0, 2, st, cn);
+    nx_operand ps = nx_tile_view(&d->psum[base + bank], NX_DT_FP32, 0, iw, e0, 2, st, cn);
+    nx_operand tv = nx_tile_view(tmp, NX_DT_FP32, 0, iw, (uint64_t)j0 * T, 2, st, cn);
+    if (proj == 0) return nx_kctx_activation(d->k, d->c.act, &tv, &ps, 1.0, 0.0, err);
     nx_operand av = nx_tile_view(q->j.aT, d->c.dtype, 0, iw, (q->j.a0 + t0 + j0) * T, 2, st, cn);
-    if (nx_kctx_activation(d->k, d->c.act, &tv, &g, 1.0, 0.0, err) != 0 ||
-        nx_kctx_tensor_tensor(d->k, NX_ENG_DVE, NX_ALU_MULTIPLY, &av, &tv, &u, err) != 0)
-        return -1;
-    return 0;
+    return nx_kctx_tensor_tensor(d->k, NX_ENG_DVE, NX_ALU_MULTIPLY, &av, &tv, &ps, err);
 }
 
+/* Per group of G I-tiles: the gate pass into one bank set, act on
+ * ScalarE while the up pass fills the next set, then the product: the PE
+ * never waits for an evacuation (the sets rotate). */
 static int dec_gate_up(nx_mlp_dec *d, const dec_job *q, nx_error *err) {
     const uint32_t T = d->c.T;
     uint64_t s = q->first;
     for (uint64_t g = 0; g < q->ngroups; g++) {
-        const uint32_t base = (uint32_t)(d->gu_set++ % d->gu_sets) * 2 * d->gb;
         const uint64_t t0 = g * d->G;
         const uint32_t gt = clip32(q->ncols - t0, d->G);
-        for (uint64_t kb = 0; kb < q->nkb; kb++, s += 2) {
-            if (dec_take(d, s, 2, err) != 0) return -1;
-            dec_slab sl[2];
-            dec_slab_of(d, q, s - q->first, &sl[0]);
-            dec_slab_of(d, q, s + 1 - q->first, &sl[1]);
-            for (uint32_t ci = 0; ci < sl[0].cnt; ci++) {
-                const uint64_t c = sl[0].c0 + ci;
-                const uint32_t kw = sl[0].kw;
-                nx_operand mv = nx_rows_view(q->j.xT, d->c.dtype, kw, c * T, q->T);
-                for (uint32_t j = 0; j < gt; j++) {
-                    const uint32_t iw = clip32(q->j.n - (t0 + j) * d->TI, d->TI);
-                    for (uint32_t pr = 0; pr < 2; pr++) {
-                        nx_operand st = nx_rows_view(&d->ring[(s + pr) % d->R], d->c.dtype, kw,
-                                                     (uint64_t)ci * sl[pr].width + (uint64_t)j * d->TI, iw);
-                        nx_operand acc =
-                            dec_psum(d, base + pr * d->gb + j / d->spb, iw, (uint64_t)(j % d->spb) * T, q->T);
+        const nx_tile *tmp = &d->tmp[d->tmps++ % 2];
+        const uint32_t last_iw = clip32(q->j.n - (t0 + gt - 1) * d->TI, d->TI);
+        const uint32_t full = last_iw == d->TI ? gt : gt - 1;
+        for (uint32_t pr = 0; pr < 2; pr++) {
+            const uint32_t base = (uint32_t)(d->gu_set++ % d->gu_sets) * d->gb;
+            for (uint64_t kb = 0; kb < q->nkb; kb++, s++) {
+                if (dec_take(d, s, 1, err) != 0) return -1;
+                dec_slab sl;
+                dec_slab_of(d, q, s - q->first, &sl);
+                for (uint32_t ci = 0; ci < sl.cnt; ci++) {
+                    const uint64_t c = sl.c0 + ci;
+                    nx_operand mv = nx_rows_view(q->j.xT, d->c.dtype, sl.kw, c * T, q->T);
+                    for (uint32_t j = 0; j < gt; j++) {
+                        const uint32_t iw = clip32(q->j.n - (t0 + j) * d->TI, d->TI);
+                        nx_operand st = nx_rows_view(&d->ring[s % d->R], d->c.dtype, sl.kw,
+                                                     (uint64_t)ci * sl.width + (uint64_t)j * d->TI, iw);
+                        nx_operand acc = dec_psum(d, base + j / d->spb, iw, (uint64_t)(j % d->spb) * T, q->T);
                         if (nx_kctx_load_stationary(d->k, &st, err) != 0 ||
                             nx_kctx_multiply_moving(d->k, &acc, &mv, c > 0, err) != 0)
                             return -1;
                     }
                 }
+                if (dec_release(d, s + 1, err) != 0) return -1;
             }
-            if (dec_release(d, s + 2, err) != 0) return -1;
+            /* per bank; a ragged last tile (fewer rows) alone */
+            for (uint32_t j0 = 0; j0 < full; j0 += d->spb) {
+                const uint32_t cnt = full - j0 < d->spb ? full - j0 : d->spb;
+                if (dec_gu_evac(d, q, pr, base, tmp, t0, j0, cnt, d->TI, err) != 0) return -1;
+            }
+            if (full < gt && dec_gu_evac(d, q, pr, base, tmp, t0, gt - 1, 1, last_iw, err) != 0) return -1;
         }
-        /* act and product per bank; a ragged last tile (fewer rows) alone */
-        const uint32_t last_iw = clip32(q->j.n - (t0 + gt - 1) * d->TI, d->TI);
-        const uint32_t full = last_iw == d->TI ? gt : gt - 1;
-        for (uint32_t j0 = 0; j0 < full; j0 += d->spb) {
-            const uint32_t cnt = full - j0 < d->spb ? full - j0 : d->spb;
-            if (dec_gu_evac(d, q, t0, base, j0, cnt, d->TI, err) != 0) return -1;
-        }
-        if (full < gt && dec_gu_evac(d, q, t0, base, gt - 1, 1, last_iw, err) != 0) return -1;
     }
     return 0;
 }
 
+/* Per H-block of nb banks: for every K-tile, per token sub-tile of up to
+ * pe_cols tokens, a^T stationary and the slab's columns moving, one bank
+ * each; then the banks out (stored, or accumulated with the scale). */
 static int dec_down(nx_mlp_dec *d, const dec_job *q, nx_error *err) {
-    const uint32_t T = d->c.T, Tj = q->T;
+    const uint32_t T = d->c.T, Tj = q->T, nsub = (uint32_t)nx_cdiv_u64(Tj, d->TI);
     uint64_t s = q->first;
     for (uint64_t hb = 0; hb < q->ngroups; hb++) {
-        const uint32_t base = (uint32_t)(d->dn_set++ % d->dn_sets) * d->nb;
+        const uint32_t base = (uint32_t)(d->dn_set++ % d->dn_sets) * d->nb * d->nsub;
         const uint64_t h0 = hb * d->HB;
         const uint32_t hw = clip32(q->j.n - h0, d->HB), nbk = (uint32_t)nx_cdiv_u64(hw, d->bank_elems);
         for (uint64_t kbi = 0; kbi < q->nkb; kbi++, s++) {
@@ -259,38 +264,44 @@ static int dec_down(nx_mlp_dec *d, const dec_job *q, nx_error *err) {
             dec_slab_of(d, q, s - q->first, &sl);
             for (uint32_t ci = 0; ci < sl.cnt; ci++) {
                 const uint64_t c = sl.c0 + ci;
-                nx_operand st = nx_rows_view(q->j.aT, d->c.dtype, sl.kw, (q->j.a0 + c) * T, Tj);
-                if (nx_kctx_load_stationary(d->k, &st, err) != 0) return -1;
-                for (uint32_t b = 0; b < nbk; b++) {
-                    const uint32_t bw = clip32(hw - (uint64_t)b * d->bank_elems, d->bank_elems);
-                    nx_operand mv = nx_rows_view(&d->ring[s % d->R], d->c.dtype, sl.kw,
-                                                 (uint64_t)ci * sl.width + (uint64_t)b * d->bank_elems, bw);
-                    nx_operand acc = dec_psum(d, base + b, Tj, 0, bw);
-                    if (nx_kctx_multiply_moving(d->k, &acc, &mv, kbi > 0 || ci > 0, err) != 0) return -1;
+                for (uint32_t u = 0; u < nsub; u++) {
+                    const uint32_t tw = clip32(Tj - (uint64_t)u * d->TI, d->TI);
+                    nx_operand st = nx_rows_view(q->j.aT, d->c.dtype, sl.kw, (q->j.a0 + c) * T + (uint64_t)u * d->TI, tw);
+                    if (nx_kctx_load_stationary(d->k, &st, err) != 0) return -1;
+                    for (uint32_t b = 0; b < nbk; b++) {
+                        const uint32_t bw = clip32(hw - (uint64_t)b * d->bank_elems, d->bank_elems);
+                        nx_operand mv = nx_rows_view(&d->ring[s % d->R], d->c.dtype, sl.kw,
+                                                     (uint64_t)ci * sl.width + (uint64_t)b * d->bank_elems, bw);
+                        nx_operand acc = dec_psum(d, base + u * d->nb + b, tw, 0, bw);
+                        if (nx_kctx_multiply_moving(d->k, &acc, &mv, kbi > 0 || ci > 0, err) != 0) return -1;
+                    }
                 }
             }
             if (dec_release(d, s + 1, err) != 0) return -1;
         }
-        for (uint32_t b = 0; b < nbk; b++) {
-            const uint64_t c0 = h0 + (uint64_t)b * d->bank_elems;
-            const uint32_t bw = clip32(hw - (uint64_t)b * d->bank_elems, d->bank_elems);
-            nx_operand acc = dec_psum(d, base + b, Tj, 0, bw);
-            if (q->j.out_acc) {
-                nx_operand o = nx_rows_view(q->j.out_acc, NX_DT_FP32, Tj, q->j.acc0 + c0, bw);
-                nx_operand sc = q->j.scale ? nx_operand_rows(q->j.scale, 0, Tj) : nx_imm(1.0, NX_DT_FP32);
-                int rc = q->j.scale ? nx_kctx_scalar_tensor_tensor(d->k, NX_ENG_DVE, &o, &acc, NX_ALU_MULTIPLY, &sc,
-                                                                   NX_ALU_ADD, &o, err)
-                                    : nx_kctx_tensor_tensor(d->k, NX_ENG_DVE, NX_ALU_ADD, &o, &o, &acc, err);
-                if (rc != 0) return -1;
-                continue;
+        for (uint32_t u = 0; u < nsub; u++)
+            for (uint32_t b = 0; b < nbk; b++) {
+                const uint32_t tw = clip32(Tj - (uint64_t)u * d->TI, d->TI);
+                const uint64_t c0 = h0 + (uint64_t)b * d->bank_elems;
+                const uint32_t bw = clip32(hw - (uint64_t)b * d->bank_elems, d->bank_elems);
+                nx_operand acc = dec_psum(d, base + u * d->nb + b, tw, 0, bw);
+                if (q->j.out_acc) {
+                    nx_operand o = nx_rows_view(q->j.out_acc, NX_DT_FP32, tw, q->j.acc0 + c0, bw);
+                    nx_operand sc = q->j.scale ? nx_operand_rows(q->j.scale, 0, tw) : nx_imm(1.0, NX_DT_FP32);
+                    int rc = q->j.scale ? nx_kctx_scalar_tensor_tensor(d->k, NX_ENG_DVE, &o, &acc, NX_ALU_MULTIPLY, &sc,
+                                                                       NX_ALU_ADD, &o, err)
+                                        : nx_kctx_tensor_tensor(d->k, NX_ENG_DVE, NX_ALU_ADD, &o, &o, &acc, err);
+                    if (rc != 0) return -1;
+                    continue;
+                }
+                const uint64_t i = d->stages++;
+                nx_operand sv = nx_rows_view(&d->stage[i % d->nstage], d->c.dtype, tw, 0, bw);
+                nx_operand dst = nx_ap_hbm_rows(d->c.dtype, q->j.out_hbm + ((uint64_t)u * d->TI * q->j.out_ld + c0) * d->es,
+                                                tw, (int32_t)q->j.out_ld, bw);
+                if (nx_kctx_tensor_copy(d->k, i % 2 ? NX_ENG_DVE : NX_ENG_ACT, &sv, &acc, err) != 0 ||
+                    nx_rows_store(&d->r, &dst, &sv, err) != 0)
+                    return -1;
             }
-            const uint64_t i = d->stages++;
-            nx_operand sv = nx_rows_view(&d->stage[i % d->nstage], d->c.dtype, Tj, 0, bw);
-            nx_operand dst = nx_ap_hbm_rows(d->c.dtype, q->j.out_hbm + c0 * d->es, Tj, (int32_t)q->j.out_ld, bw);
-            if (nx_kctx_tensor_copy(d->k, i % 2 ? NX_ENG_DVE : NX_ENG_ACT, &sv, &acc, err) != 0 ||
-                nx_rows_store(&d->r, &dst, &sv, err) != 0)
-                return -1;
-        }
     }
     return 0;
 }
@@ -312,8 +323,7 @@ int nx_mlp_dec_new(nx_kctx *k, const nx_mlp_dec_cfg *cfg, nx_mlp_dec **out, nx_e
     const nx_machine *m = nx_kctx_machine(k);
     const uint32_t P = g->pe_rows < g->partitions ? g->pe_rows : g->partitions;
     const uint32_t bank_elems = (uint32_t)(g->psum_bank_bytes / 4);
-    uint32_t tmax = g->pe_cols < g->partitions ? g->pe_cols : g->partitions;
-    if (tmax > bank_elems) tmax = bank_elems;
+    const uint32_t tmax = bank_elems;
     if (cfg->dtype != NX_DT_FP32 && cfg->dtype != NX_DT_BF16)
         return nx_fail(err, "mlp decode: dtype %s is not fp32 or bf16", nx_dtype_name(cfg->dtype));
     if (cfg->T < 1 || cfg->T > tmax)
@@ -341,15 +351,20 @@ int nx_mlp_dec_new(nx_kctx *k, const nx_mlp_dec_cfg *cfg, nx_mlp_dec **out, nx_e
     const uint32_t g_min = (uint32_t)nx_cdiv_u64(run, (uint64_t)d->TI * d->es);
     d->gb = (uint32_t)nx_cdiv_u64(g_min, d->spb);
     if (2 * d->gb > banks) d->gb = banks / 2;
-    if (d->gb < 1) {
+    d->nsub = (uint32_t)nx_cdiv_u64(cfg->T, d->TI);
+    if (d->gb < 1 || d->nsub > banks) {
+        const uint32_t least = d->nsub > 2 ? d->nsub : 2;
         free(d);
-        return nx_fail(err, "mlp decode: %u PSUM banks, needs at least 2", banks);
+        return nx_fail(err, "mlp decode: %u PSUM banks, T = %u needs at least %u", banks, cfg->T, least);
     }
-    d->gu_sets = banks >= 4 * d->gb ? 2 : 1;
+    d->gu_sets = banks / d->gb;
     const uint32_t g_cap = (uint32_t)(DEC_SLAB_BYTES / ((uint64_t)d->TI * d->es));
     d->G = d->gb * d->spb < g_cap ? d->gb * d->spb : g_cap;
-    d->nb = banks / 2 < 4 ? (banks / 2 ? banks / 2 : 1) : 4;
-    d->dn_sets = banks >= 2 * d->nb ? 2 : 1;
+    /* down: nb banks per token sub-tile, two sets when they fit */
+    d->nb = banks / 2 / d->nsub;
+    if (d->nb > 4) d->nb = 4;
+    if (d->nb < 1) d->nb = banks / d->nsub;
+    d->dn_sets = banks >= 2 * d->nb * d->nsub ? 2 : 1;
     d->HB = d->nb * bank_elems;
     if ((uint64_t)d->HB * d->es > DEC_SLAB_BYTES) d->HB = (uint32_t)(DEC_SLAB_BYTES / d->es);
     uint64_t ring = cfg->ring_bytes ? cfg->ring_bytes : DEC_RING_DEFAULT;
@@ -363,9 +378,12 @@ int nx_mlp_dec_new(nx_kctx *k, const nx_mlp_dec_cfg *cfg, nx_mlp_dec **out, nx_e
         if (nx_kctx_alloc(k, NX_OPK_PSUM, "mlp_acc", NX_DT_FP32, g->partitions, bank_elems, &d->psum[i], err) != 0)
             goto fail;
     for (uint32_t i = 0; i < 2; i++, d->ntmp++)
-        if (nx_kctx_alloc(k, NX_OPK_SBUF, "mlp_act", NX_DT_FP32, d->TI, bank_elems, &d->tmp[i], err) != 0) goto fail;
+        if (nx_kctx_alloc(k, NX_OPK_SBUF, "mlp_act", NX_DT_FP32, d->TI, (uint64_t)d->G * cfg->T, &d->tmp[i], err) != 0)
+            goto fail;
     for (uint32_t i = 0; i < DEC_STAGE; i++, d->nstage++)
-        if (nx_kctx_alloc(k, NX_OPK_SBUF, "mlp_out", cfg->dtype, cfg->T, bank_elems, &d->stage[i], err) != 0) goto fail;
+        if (nx_kctx_alloc(k, NX_OPK_SBUF, "mlp_out", cfg->dtype, d->nsub > 1 ? d->TI : cfg->T, bank_elems, &d->stage[i],
+                          err) != 0)
+            goto fail;
     *out = d;
     return 0;
 fail:
@@ -378,6 +396,8 @@ int nx_mlp_dec_submit(nx_mlp_dec *d, const nx_mlp_dec_job *job, nx_error *err) {
     if (job->w0.ld > INT32_MAX || job->w1.ld > INT32_MAX || job->out_ld > INT32_MAX ||
         (uint64_t)d->P * job->w0.ld > INT32_MAX || (uint64_t)d->P * job->w1.ld > INT32_MAX)
         return nx_fail(err, "mlp decode: a row pitch of %llu elements exceeds the 32-bit strides", (unsigned long long)job->w0.ld);
+    if (job->kind == NX_MLP_DEC_DOWN && job->out_acc && d->c.T > d->TI)
+        return nx_fail(err, "mlp decode: out_acc takes up to %u tokens, the piece holds %u", d->TI, d->c.T);
     if (job->kind == NX_MLP_DEC_DOWN && job->out_acc && job->scale && job->scale->partition_count < d->c.T)
         return nx_fail(err, "mlp decode: the scale column has %u partitions, T = %u", job->scale->partition_count, d->c.T);
     if (d->qtail - d->qhead >= DEC_JOBS - 1 && dec_compute(d, err) != 0) return -1;

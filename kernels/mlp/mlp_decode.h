@@ -19,9 +19,11 @@
  *            The weights are the PE's stationary tiles ([kw, iw] each), x^T
  *            the moving one (T columns): the product comes out with i on
  *            the partitions, which is what the down projection contracts
- *            over, so no transpose is needed; act runs on ScalarE over
- *            whole PSUM banks (up to 512 / T I-tiles at once, 128 lanes),
- *            the product with up on VectorE, one rounding.
+ *            over, so no transpose is needed. Per group of I-tiles the gate
+ *            pass fills one PSUM bank set and the up pass the next; act
+ *            runs on ScalarE over whole banks (up to 512 / T I-tiles at
+ *            once, 128 lanes) during the up pass, the product with up on
+ *            VectorE during the next gate pass, one rounding.
  *   DOWN     y[t, h] = sum_k a^T[k, t] Wd[k, h] for h in [0, n): Wd a [K, n]
  *            block of HBM rows, a^T as GATE_UP writes it (K-tile j at
  *            elements [(a0 + j) * T, + T) of `aT`). a^T is stationary
@@ -68,8 +70,14 @@
  *   - the weight loads never wait for a job's compute inputs; a ring slot is
  *     reloaded only after the compute that read it is emitted.
  *
+ * Tokens: up to pe_cols (128) per job is the decode case (and the moe
+ * experts'); more, up to a PSUM bank of fp32 (512), is the prefill block
+ * of the mlp: GATE_UP streams all T as the moving tile, DOWN runs a^T in
+ * sub-tiles of pe_cols tokens, each its own banks (y's rows t of sub-tile
+ * u at HBM row u * pe_cols + t); out_acc needs T <= pe_cols.
+ *
  * Limits (nx_mlp_dec_new refuses otherwise, naming the value and the
- * limit): T from 1 to min(pe_cols, partitions, psum bank / 4 bytes); dtype
+ * limit): T from 1 to psum bank / 4 bytes; dtype
  * fp32 or bf16; act silu, gelu, gelu_tanh or relu; K and n at least 1 per
  * job, ld and out_ld < 2^31. PSUM: the piece takes `psum_banks` banks (0:
  * every bank of the machine, at least 2) for its whole life; SBUF: the ring
@@ -92,7 +100,8 @@ typedef enum nx_mlp_dec_kind {
 
 typedef struct nx_mlp_dec_cfg {
     nx_dtype dtype;       /* x, the weights, a and y: fp32 or bf16 */
-    uint32_t T;           /* tokens per job at most (1 .. 128 on trn2): the tiles' layout */
+    uint32_t T;           /* tokens per job at most (1 .. a PSUM bank of fp32, 512 on trn2;
+                             up to pe_cols with out_acc): the tiles' layout */
     nx_act_func act;      /* NX_ACT_SILU, GELU (erf), GELU_TANH or RELU */
     uint32_t psum_banks;  /* PSUM banks the piece may use (0: all) */
     uint64_t ring_bytes;  /* SBUF bytes per partition for the weight ring (0: default) */
@@ -138,6 +147,11 @@ int nx_mlp_dec_submit(nx_mlp_dec *d, const nx_mlp_dec_job *job, nx_error *err);
 int nx_mlp_dec_flush(nx_mlp_dec *d, nx_error *err);
 /* Releases the tiles (after a flush; err may be NULL) and frees d. */
 void nx_mlp_dec_free(nx_mlp_dec *d, nx_error *err);
+
+/* PSUM bank 0 of the piece, [partitions x bank / 4] fp32, for a caller's
+ * own PE work inside a `before` hook (the transposes of the next tokens):
+ * the layer orders the piece's next use of the bank after it. */
+const nx_tile *nx_mlp_dec_psum(const nx_mlp_dec *d);
 
 /* Elements per partition of an x^T / a^T tile holding `tiles` 128-row
  * tiles of T tokens (a caller allocates xT and aT with this free size, in
