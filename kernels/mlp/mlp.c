@@ -177,7 +177,9 @@ static uint32_t pf_block(const mlp_state *s, uint64_t rows) {
     if (tb > s->bank_elems) tb = s->bank_elems;
     tb = tb / s->TI * s->TI;
     if (tb < s->TI) tb = s->TI;
-    while (tb > s->TI && mlp_need(s, (uint32_t)tb) + 96 * 1024 > s->r.sbuf_bytes) tb -= s->TI;
+    /* a ring of 6 slabs (6 MiB in flight a core) is deep enough here: the
+     * PE, not the DMA, sets the pace */
+    while (tb > s->TI && mlp_need(s, (uint32_t)tb) + 48 * 1024 > s->r.sbuf_bytes) tb -= s->TI;
     return (uint32_t)nx_min_u64(tb, rows ? rows : 1);
 }
 

@@ -42,14 +42,15 @@ int mlp_state_init(mlp_state *s, const nx_kernel_call *call, nx_error *err) {
 uint64_t mlp_need(const mlp_state *s, uint32_t Tl) {
     const nx_mlp_params *p = &s->p;
     const nx_dtype dt = p->dtype;
-    const uint64_t row = nx_rows_tile_bytes(p->H, NX_DT_FP32), nsub = nx_cdiv_u64(Tl, s->TI); /* the widest dtype */
+    const uint64_t nsub = nx_cdiv_u64(Tl, s->TI), row = nx_rows_tile_bytes(p->H, dt);
     const uint64_t act = nx_min_u64(32ull * Tl, 4 * s->bank_elems); /* the piece's act tiles (G x Tl fp32) */
     /* x rows [and h rows] per sub-tile, r rows or squares, [gamma], stats;
-     * x^T and a^T; the piece's act (2 x G x Tl fp32, G <= 16) and output
-     * staging; slack for alignment and the gamma broadcast's row */
-    return row * (1 + nsub * (1 + (uint64_t)p->norm) + (uint64_t)p->norm) + 64 + nx_rows_tile_bytes(s->nk * Tl, dt) +
+     * x^T and a^T; the piece's act tiles and output staging; slack for
+     * alignment and the gamma broadcast's row */
+    return row * nsub * (1 + (uint64_t)p->norm) + nx_rows_tile_bytes(p->H, p->r_dtype) +
+           (p->norm ? nx_rows_tile_bytes(p->H, p->gamma_dtype) + 64 : 0) + 64 + nx_rows_tile_bytes(s->nk * Tl, dt) +
            nx_rows_tile_bytes(s->ni * Tl, dt) + 2 * nx_rows_tile_bytes(act, NX_DT_FP32) +
-           4 * nx_rows_tile_bytes(s->bank_elems, dt) + (p->norm ? 64 : 0) + 2048;
+           4 * nx_rows_tile_bytes(s->bank_elems, dt) + 2048;
 }
 
 int mlp_prep_alloc(mlp_state *s, int own_tp, nx_error *err) {
