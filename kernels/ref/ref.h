@@ -17,6 +17,7 @@
 #include "kernels/conv/onnx/conv_onnx.h"
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/matmul/matmul.h"
+#include "kernels/mlp/mlp.h"
 #include "kernels/moe/router.h"
 #include "kernels/norms/norms.h"
 #include "kernels/resize/resize_rule.h"
@@ -197,5 +198,13 @@ int nx_ref_attention_decode(const nx_decode_params *p, const void *const *in, vo
  * plus the bias in fp32, the activation and normalisation in double. */
 int nx_ref_router_topk(const nx_router_params *p, const void *x, const void *w, const void *bias, float *logits,
                        float *affinities, int32_t *indices, nx_error *err);
+
+/* ---- the dense MLP (kernels/mlp/) ---- */
+
+/* mlp (kernels/mlp/mlp.h): in[] the operands in their order (x, w_gate,
+ * w_up, w_down [, gamma] [, r]) with p's shapes and dtype; out[0] the
+ * result of x's shape [, out[1] x' with residual]. fp32 sgemms, the
+ * roundings of the definition (kernels/ref/mlp_ref.c). */
+int nx_ref_mlp(const nx_mlp_params *p, const void *const *in, void *const *out, nx_error *err);
 
 #endif
