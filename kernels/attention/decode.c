@@ -121,11 +121,15 @@ static int alloc_all(dec_core *c, nx_error *err) {
         ALLOC(&c->vt[i], NX_OPK_SBUF, "v_tile", dt, Pt, (uint64_t)c_ * p->D);
         if (p->paged) {
             ALLOC(&c->idx[i], NX_OPK_SBUF, "rows", NX_DT_INT32, Pt, 1);
-            ALLOC(&c->vidx[i], NX_OPK_SBUF, "block_ids", NX_DT_INT32, Pt, 1);
             ALLOC(&c->vtmp[i], NX_OPK_SBUF, "row_math", NX_DT_FP32, Pt, 4);
-            ALLOC(&c->vsink[i], NX_OPK_SBUF, "block_probe", dt, Pt, 1);
         }
     }
+    if (p->paged)
+        for (uint32_t i = 0; i < DEC_PROBES; i++) {
+            ALLOC(&c->prb_id[i], NX_OPK_SBUF, "probe_ids", NX_DT_INT32, Pt, 1);
+            ALLOC(&c->prb_f[i], NX_OPK_SBUF, "probe_math", NX_DT_FP32, Pt, 2);
+            ALLOC(&c->prb_sink[i], NX_OPK_SBUF, "block_probe", dt, Pt, 1);
+        }
     for (uint32_t i = 0; i < DEC_ISETS; i++) {
         ALLOC(&c->qt[i], NX_OPK_SBUF, "q_rows", dt, R, p->D);
         ALLOC(&c->kn[i], NX_OPK_SBUF, "k_new", dt, s, p->D);
@@ -268,7 +272,12 @@ static int load_item(dec_core *c, const dec_item *it, uint32_t set, nx_error *er
             if (nx_kctx_dma_on(k, NX_ROWS_LOAD_LANE + 9 + jh % 4, &d, &sr, err) != 0) return -1;
         }
     }
-    return p->paged ? dec_load_blocks(c, it, set, err) : 0;
+    if (!p->paged) return 0;
+    /* the table row's probe with the row's first item on this core (items
+     * run b-major) */
+    if (it->b != c->probed && dec_probe_blocks(c, it->b, err) != 0) return -1;
+    c->probed = it->b;
+    return dec_load_blocks(c, it, set, err);
 }
 
 enum { MASK_NEW, MASK_CACHE };
@@ -333,8 +342,9 @@ static int block2(dec_core *c, uint32_t ne, uint32_t w, const nx_tile *V, int ma
             rc = nx_kctx_tensor_tensor(k, NX_ENG_DVE, NX_ALU_MULTIPLY, &pd, &pt, &mw, err);
         } else {
             nx_operand m = dec_view(&c->m01, NX_DT_FP32, 0, w, e, 1), z = nx_imm(0.0, NX_DT_FP32);
-            rc = (e % 2) ? nx_kctx_tensor_scalar(k, NX_ENG_DVE, &pd, &pt, NX_ALU_MULTIPLY, &m, NX_ALU_BYPASS, NULL, err)
-                         : act(k, NX_ACT_IDENTITY, &pd, &pt, &m, &z, err);
+            /* on DVE: ACT has the K^T copies and the exponentials */
+            (void)z;
+            rc = nx_kctx_tensor_scalar(k, NX_ENG_DVE, &pd, &pt, NX_ALU_MULTIPLY, &m, NX_ALU_BYPASS, NULL, err);
         }
         if (rc != 0) return -1;
     }
@@ -521,6 +531,8 @@ int nx_attention_decode(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     if (plan(&c.pl, nx_kctx_geometry(k), "attention_decode", err) != 0) return -1;
     c.k = k;
     c.call = call;
+    c.probed = UINT64_MAX;
+    if (nx_kctx_set_lanes(k, DEC_LANES, err) != 0) return -1;
     nx_rows_init(&c.r, k);
     nx_kctx_rows(k, c.pl.items, &c.lo, &c.hi);
     if (alloc_all(&c, err) != 0 || constants(&c, err) != 0 || dec_copy_caches(&c, err) != 0) return -1;

@@ -10,6 +10,15 @@
 #define DEC_BUFS 4              /* cache tiles in flight: loading, A, B2, and one ahead */
 #define DEC_ISETS (DEC_BUFS + 1) /* per-item operand sets in flight */
 #define DEC_NEG_INIT (-1e30)    /* the running max before any score (no sink) */
+/* DMA lanes (lane l: engine l mod 16, queue l / 16 on trn2): K tiles and
+ * the item loads on queue 0, stores on queue 1 (nx_rows' groups), V tiles
+ * on queue 2, the cache copy on queue 3, so no tile load or store waits in
+ * a FIFO behind a 0.5 MiB copy piece; the block-id probes (slow: 2 bytes a
+ * partition) on two store lanes of their own. */
+#define DEC_LANES 64u
+#define DEC_V_LANE 32u
+#define DEC_COPY_LANE 48u
+#define DEC_PROBES 2u            /* probe sets in flight */
 
 typedef struct dec_plan {
     nx_decode_params p;
@@ -43,7 +52,9 @@ typedef struct dec_core {
     nx_tile newmask;              /* [s, R] the new block's 0/1 mask */
     nx_tile ones;                 /* [Pt, 1] of the dtype */
     nx_tile kt[DEC_BUFS], vt[DEC_BUFS];   /* [Pt, c D] cache tiles */
-    nx_tile idx[DEC_BUFS], vidx[DEC_BUFS], vtmp[DEC_BUFS], vsink[DEC_BUFS]; /* paged gather indices */
+    nx_tile idx[DEC_BUFS], vtmp[DEC_BUFS]; /* paged gather indices */
+    nx_tile prb_id[DEC_PROBES], prb_f[DEC_PROBES], prb_sink[DEC_PROBES]; /* paged: block-id probes */
+    uint32_t nprobes;
     nx_tile qt[DEC_ISETS], kn[DEC_ISETS], vn[DEC_ISETS], sk[DEC_ISETS], bt[DEC_ISETS]; /* per item */
     nx_tile btf[DEC_ISETS];       /* paged: [Pt, T] fp32 block ids */
     nx_tile btrf, btx, sel;       /* paged: the table row as [T, nb], as [nb, T], the one-hot spread */
@@ -56,6 +67,7 @@ typedef struct dec_core {
     nx_tile woff;                 /* [hg s, chunks x B] int32 rows of the new entries */
     uint32_t whg, wch;            /* kv heads per write chunk, chunks */
     uint64_t lo, hi;              /* this core's items */
+    uint64_t probed;              /* paged: the table row probed last */
 } dec_core;
 
 dec_item dec_item_at(const dec_plan *pl, uint64_t i);
@@ -68,6 +80,10 @@ int dec_copy_caches(dec_core *c, nx_error *err);
 int dec_write_rows(dec_core *c, nx_error *err);
 /* Program 0: the scatters of k_new / v_new into the results at those rows. */
 int dec_write_new(dec_core *c, nx_error *err);
+/* Paged: the probe of table row b (once per row and core): every used
+ * block id (block j with j N < L_b) gathered from k_cache with the bound
+ * num_blocks, so an id outside the cache faults before anything is kept. */
+int dec_probe_blocks(dec_core *c, uint64_t b, nx_error *err);
 /* Paged: item it's block ids into c->btf[set]. */
 int dec_load_blocks(dec_core *c, const dec_item *it, uint32_t set, nx_error *err);
 /* Cache tile tau of item it into buffer buf (contiguous: plain loads;
