@@ -197,9 +197,9 @@ static int constants(dec_core *c, nx_error *err) {
         if (nx_kctx_multiply_moving(k, &ps, &mv, 0, err) != 0 || nx_kctx_tensor_copy(k, NX_ENG_DVE, &dst, &ps, err) != 0)
             return -1;
     }
-    if (p->paged) { /* sel[k][u nb + j] = (k == j) */
-        const int32_t st[2] = {0, 1};
-        const uint32_t cn[2] = {pl->cpb, pl->nb};
+    if (p->paged) { /* sel[k][j cpb + u] = (k == j) */
+        const int32_t st[2] = {1, 0};
+        const uint32_t cn[2] = {pl->nb, pl->cpb};
         nx_operand sl = nx_tile_ap(&c->sel), z0 = nx_imm(0.0, NX_DT_FP32);
         if (iota(k, &sl, 0, -1, 2, st, cn, err) != 0 ||
             nx_kctx_tensor_scalar(k, NX_ENG_POOL, &sl, &sl, NX_ALU_IS_EQUAL, &z0, NX_ALU_BYPASS, NULL, err) != 0)
@@ -209,20 +209,22 @@ static int constants(dec_core *c, nx_error *err) {
     const int32_t st2[2] = {0, 1};
     const uint32_t cn2[2] = {pl->gh, s}, cc = pl->c, c1 = 1;
     nx_operand pm = nx_tile_ap(&c->posmap);
-    if (!p->paged) {
-        if (iota(k, &pm, 0, (int32_t)pl->c, 1, &one, &cc, err) != 0) return -1;
-    } else {
+    if (iota(k, &pm, 0, (int32_t)pl->c, 1, &one, &cc, err) != 0) return -1;
+    if (p->paged) {
+        /* block-major tiles: partition p = j cpb + u holds chunk u of the
+         * tile's block j, so its positions start at j N + u c = p c (as
+         * for a contiguous tile) and a tile of fewer blocks is a prefix of
+         * partitions; u = p - cpb floor(p / cpb) (the rounding of
+         * (p - (cpb - 1) / 2) / cpb to an integer is the floor) */
         nx_operand pcol = nx_tile_ap(&c->pchunk), uc = nx_tile_ap(&c->ucol);
-        nx_operand ui = dec_view(&c->mw, NX_DT_INT32, 0, Pt, 0, 1), pn = dec_view(&c->mw, NX_DT_FP32, 0, Pt, 1, 1);
+        nx_operand ui = dec_view(&c->mw, NX_DT_INT32, 0, Pt, 0, 1), qf = dec_view(&c->mw, NX_DT_FP32, 0, Pt, 1, 1);
         nx_operand pp = dec_view(&c->mw, NX_DT_FP32, 0, Pt, 2, 1);
-        nx_operand half = nx_imm((pl->nb - 1) / 2.0, NX_DT_FP32), nbv = nx_imm((double)pl->nb, NX_DT_FP32);
-        nx_operand step = nx_imm(-((double)pl->nb * (double)p->N - pl->c), NX_DT_FP32);
-        if (iota(k, &pp, 0, 1, 1, &zero, &c1, err) != 0 || iota(k, &pn, 0, (int32_t)p->N, 1, &zero, &c1, err) != 0 ||
-            nx_kctx_tensor_scalar(k, NX_ENG_POOL, &ui, &pp, NX_ALU_SUBTRACT, &half, NX_ALU_DIVIDE, &nbv, err) != 0 ||
-            nx_kctx_tensor_copy(k, NX_ENG_POOL, &uc, &ui, err) != 0 ||
-            nx_kctx_scalar_tensor_tensor(k, NX_ENG_POOL, &pcol, &uc, NX_ALU_MULTIPLY, &step, NX_ALU_ADD, &pn, err) != 0 ||
-            iota(k, &pm, 0, 0, 1, &one, &cc, err) != 0 ||
-            nx_kctx_tensor_scalar(k, NX_ENG_POOL, &pm, &pm, NX_ALU_ADD, &pcol, NX_ALU_BYPASS, NULL, err) != 0)
+        nx_operand half = nx_imm((pl->cpb - 1) / 2.0, NX_DT_FP32), cpv = nx_imm((double)pl->cpb, NX_DT_FP32);
+        nx_operand mcp = nx_imm(-(double)pl->cpb, NX_DT_FP32);
+        if (iota(k, &pp, 0, 1, 1, &zero, &c1, err) != 0 || iota(k, &pcol, 0, (int32_t)pl->c, 1, &zero, &c1, err) != 0 ||
+            nx_kctx_tensor_scalar(k, NX_ENG_POOL, &ui, &pp, NX_ALU_SUBTRACT, &half, NX_ALU_DIVIDE, &cpv, err) != 0 ||
+            nx_kctx_tensor_copy(k, NX_ENG_POOL, &qf, &ui, err) != 0 ||
+            nx_kctx_scalar_tensor_tensor(k, NX_ENG_POOL, &uc, &qf, NX_ALU_MULTIPLY, &mcp, NX_ALU_ADD, &pp, err) != 0)
             return -1;
     }
     nx_operand tp = nx_tile_ap(&c->tpat), nm = nx_tile_ap(&c->newmask);
@@ -330,23 +332,22 @@ static int block2(dec_core *c, uint32_t ne, uint32_t w, const nx_tile *V, int ma
         nx_operand dst = dec_psum(c, dt, pl->ps_pt + (uint64_t)e * R * es, w, R);
         if (nx_kctx_transpose(k, NX_ENG_PE, &dst, &src, err) != 0) return -1;
     }
-    for (uint32_t e = 0; e < ne; e++) {
-        nx_operand pt = dec_psum(c, dt, pl->ps_pt + (uint64_t)e * R * es, w, R);
-        nx_operand pd = dec_view(&c->ptb, dt, 0, w, (uint64_t)e * R, R);
-        int rc;
-        if (mask == MASK_NEW) {
-            nx_operand nm = nx_tile_ap(&c->newmask);
-            rc = nx_kctx_tensor_tensor(k, NX_ENG_DVE, NX_ALU_MULTIPLY, &pd, &pt, &nm, err);
-        } else if (p->window) {
-            nx_operand mw = dec_view(&c->mw, NX_DT_FP32, 0, w, (uint64_t)e * R, R);
-            rc = nx_kctx_tensor_tensor(k, NX_ENG_DVE, NX_ALU_MULTIPLY, &pd, &pt, &mw, err);
-        } else {
-            nx_operand m = dec_view(&c->m01, NX_DT_FP32, 0, w, e, 1), z = nx_imm(0.0, NX_DT_FP32);
-            /* on DVE: ACT has the K^T copies and the exponentials */
-            (void)z;
-            rc = nx_kctx_tensor_scalar(k, NX_ENG_DVE, &pd, &pt, NX_ALU_MULTIPLY, &m, NX_ALU_BYPASS, NULL, err);
-        }
-        if (rc != 0) return -1;
+    /* P^T' = P^T x the 0/1 mask, one DVE instruction for the ne sub-blocks
+     * (ACT has the K^T copies and the exponentials): [w, ne x R] with the
+     * per-position mask m01 [w, ne] repeated over the R rows */
+    {
+        const int32_t rs[2] = {(int32_t)R, 1}, bs[2] = {1, 0};
+        const uint32_t cn[2] = {ne, R};
+        nx_operand pt = nx_tile_view(&c->psum, dt, 0, w, pl->ps_pt / es, 2, rs, cn);
+        nx_operand pd = nx_tile_view(&c->ptb, dt, 0, w, 0, 2, rs, cn);
+        nx_operand m;
+        if (mask == MASK_NEW)
+            m = nx_tile_view(&c->newmask, NX_DT_FP32, 0, w, 0, 2, rs, cn);
+        else if (p->window)
+            m = nx_tile_view(&c->mw, NX_DT_FP32, 0, w, 0, 2, rs, cn);
+        else
+            m = nx_tile_view(&c->m01, NX_DT_FP32, 0, w, 0, 2, bs, cn);
+        if (nx_kctx_tensor_tensor(k, NX_ENG_DVE, NX_ALU_MULTIPLY, &pd, &pt, &m, err) != 0) return -1;
     }
     nx_operand O = dec_psum(c, NX_DT_FP32, pl->ps_o, R, D), Ls = dec_psum(c, NX_DT_FP32, pl->ps_l, R, 1);
     nx_operand on = dec_view(&c->ones, dt, 0, w, 0, 1);
@@ -369,8 +370,21 @@ static int block2(dec_core *c, uint32_t ne, uint32_t w, const nx_tile *V, int ma
 typedef struct dec_step {
     dec_item it;
     uint32_t set, ip, buf, ps;
+    uint32_t np; /* cache tile: its partitions (the last tile of a row may hold fewer) */
     uint64_t j, soff;
 } dec_step;
+
+/* Partitions of cache tile tau that hold positions below S_max (paged: of
+ * blocks below max_blocks): the last tile's compute covers only those. */
+static uint32_t tile_rows(const dec_plan *pl, uint64_t tau) {
+    const nx_decode_params *p = &pl->p;
+    if (p->paged) {
+        uint64_t blocks = p->max_blocks - tau * pl->nb;
+        return blocks < pl->nb ? (uint32_t)blocks * pl->cpb : pl->Pt;
+    }
+    uint64_t rem = p->S_max - tau * pl->Ft;
+    return rem < pl->Ft ? (uint32_t)((rem + pl->c - 1) / pl->c) : pl->Pt;
+}
 
 static dec_step step_of(const dec_core *c, uint64_t q) {
     const uint64_t per = c->pl.T + 1, i = q / per;
@@ -381,6 +395,7 @@ static dec_step step_of(const dec_core *c, uint64_t q) {
     s.buf = s.j ? (uint32_t)((i * c->pl.T + s.j - 1) % DEC_BUFS) : 0;
     s.soff = c->pl.ps_s + (q % c->pl.s_bufs) * c->pl.ps_s_step;
     s.ps = (uint32_t)(q % 2);
+    s.np = s.j ? tile_rows(&c->pl, s.j - 1) : 0;
     return s;
 }
 
@@ -409,7 +424,7 @@ static int stage_a(dec_core *c, const dec_step *st, nx_error *err) {
     const dec_plan *pl = &c->pl;
     const nx_decode_params *p = &pl->p;
     const nx_dtype dt = p->dtype;
-    const uint32_t R = pl->R, s = (uint32_t)p->s, Dp = pl->Dp, Pt = pl->Pt, cc = pl->c;
+    const uint32_t R = pl->R, s = (uint32_t)p->s, Dp = pl->Dp, cc = pl->c;
     const uint64_t es = pl->es, Ft = pl->Ft, D = p->D;
     if (j == 0) {
         for (uint32_t d = 0; d < pl->nd; d++) {
@@ -431,21 +446,23 @@ static int stage_a(dec_core *c, const dec_step *st, nx_error *err) {
         }
         return 0;
     }
+    const uint32_t np = st->np;
+    const uint64_t F = (uint64_t)cc * np; /* column e np + p: position p c + e */
     for (uint32_t d = 0; d < pl->nd; d++) {
         for (uint32_t e = 0; e < cc; e++) {
-            nx_operand src = dec_view(&c->kt[buf], dt, 0, Pt, (uint64_t)e * D + (uint64_t)d * Dp, Dp);
-            nx_operand dst = dec_psum(c, dt, pl->ps_kt + ((uint64_t)d * Ft + (uint64_t)e * Pt) * es, Dp, Pt);
+            nx_operand src = dec_view(&c->kt[buf], dt, 0, np, (uint64_t)e * D + (uint64_t)d * Dp, Dp);
+            nx_operand dst = dec_psum(c, dt, pl->ps_kt + ((uint64_t)d * Ft + (uint64_t)e * np) * es, Dp, np);
             if (nx_kctx_transpose(k, NX_ENG_PE, &dst, &src, err) != 0) return -1;
         }
-        nx_operand kp = dec_psum(c, dt, pl->ps_kt + (uint64_t)d * Ft * es, Dp, Ft);
-        nx_operand kd = dec_view(&c->ktT, dt, 0, Dp, (uint64_t)d * Ft, Ft);
+        nx_operand kp = dec_psum(c, dt, pl->ps_kt + (uint64_t)d * Ft * es, Dp, F);
+        nx_operand kd = dec_view(&c->ktT, dt, 0, Dp, (uint64_t)d * Ft, F);
         if (nx_kctx_tensor_copy(k, NX_ENG_ACT, &kd, &kp, err) != 0) return -1;
     }
     for (uint32_t d = 0; d < pl->nd; d++) {
         nx_operand st = dec_view(&c->qT[ip], dt, 0, Dp, (uint64_t)d * R, R);
         if (nx_kctx_load_stationary(k, &st, err) != 0) return -1;
-        for (uint64_t n0 = 0; n0 < Ft; n0 += 512) {
-            uint64_t nw = Ft - n0 < 512 ? Ft - n0 : 512;
+        for (uint64_t n0 = 0; n0 < F; n0 += 512) {
+            uint64_t nw = F - n0 < 512 ? F - n0 : 512;
             nx_operand S = dec_psum(c, NX_DT_FP32, s_off + n0 * 4, R, nw);
             nx_operand mv = dec_view(&c->ktT, dt, 0, Dp, (uint64_t)d * Ft + n0, nw);
             if (nx_kctx_multiply_moving(k, &S, &mv, d > 0, err) != 0) return -1;
@@ -470,7 +487,7 @@ static int stage_b1(dec_core *c, const dec_step *st, uint32_t *par, nx_error *er
             return -1;
         return block1(c, st->soff, (uint32_t)p->s, st->ps, par, err);
     }
-    return block1(c, st->soff, (uint32_t)pl->Ft, st->ps, par, err);
+    return block1(c, st->soff, pl->c * st->np, st->ps, par, err);
 }
 
 /* Stage B2: l and O_acc's start (new block), the masks (cache tile: position
@@ -506,7 +523,7 @@ static int stage_b2(dec_core *c, const dec_step *st, nx_error *err) {
             nx_operand pe = dec_view(&c->posabs, NX_DT_FP32, 0, Pt, e, 1), me = dec_view(&c->m01, NX_DT_FP32, 0, Pt, e, 1);
             if (nx_kctx_tensor_scalar(k, NX_ENG_POOL, &mw, &th, NX_ALU_IS_LE, &pe, NX_ALU_MULTIPLY, &me, err) != 0) return -1;
         }
-    return block2(c, cc, Pt, &c->vt[st->buf], MASK_CACHE, st->ps, err);
+    return block2(c, cc, st->np, &c->vt[st->buf], MASK_CACHE, st->ps, err);
 }
 
 static int step_loads(dec_core *c, uint64_t q, nx_error *err) {

@@ -237,7 +237,7 @@ int dec_probe_blocks(dec_core *c, uint64_t b, nx_error *err) {
 int dec_load_blocks(dec_core *c, const dec_item *it, uint32_t set, nx_error *err) {
     /* row b of the table arrives as [T, nb] (tile tau's blocks in partition
      * tau: runs of nb ids, not single ids), turned by a PE transpose into
-     * [nb, T] and spread to the tile layout (partition u nb + j holds block
+     * [nb, T] and spread to the tile layout (partition j cpb + u holds block
      * tau nb + j) by a one-hot matmul: exact in fp32 (ids < 2^24) */
     nx_kctx *k = c->k;
     const dec_plan *pl = &c->pl;
@@ -321,7 +321,7 @@ int dec_load_tile(dec_core *c, const dec_item *it, uint32_t set, uint64_t tau, u
         }
         return 0;
     }
-    /* paged: chunk (u, j) of tile tau is chunk u of block bt[b][tau nb + j]:
+    /* paged: partition j cpb + u of tile tau is chunk u of block bt[b][tau nb + j]:
      * cache row (of c D elements) bt (Hkv cpb) + g cpb + u; a chunk starting at
      * or past L_b gets row -1 (skipped) */
     const uint32_t Pt = pl->Pt;
