@@ -42,6 +42,7 @@
  * next unit's Q^T 3 steps ahead (stages: flash_stages.c). */
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 
 #include "flash_impl.h"
 
@@ -139,7 +140,7 @@ static uint32_t group_size(const nx_geometry *g, nx_dtype dt, uint32_t nd, uint6
  * is the program's semantics). The slots of the opening comment call it
  * with their lags; when a buffer ring is short (units of one or two steps)
  * it drains the older steps early instead of reading a buffer too soon. */
-enum { K_SCORES, K_STATS, K_EXP, K_T, K_COPY, K_RESCALE, K_PV, K_BLOAD, K_BKT, K_ULOAD, K_UBEGIN, K_KINDS };
+enum { K_SCORES, K_STATS, K_NM, K_EXP, K_T, K_COPY, K_RESCALE, K_PV, K_BLOAD, K_BKT, K_ULOAD, K_UBEGIN, K_KINDS };
 
 typedef struct fa_pipe {
     fa_ctx *c;
@@ -173,8 +174,10 @@ static int emit_one(fa_pipe *q, int kind, uint64_t x, nx_error *err) {
         return fa_scores(c, pl, s, err);
     case K_STATS:
         return need(q, K_SCORES, x, err) != 0 ? -1 : fa_softmax_stats(c, pl, s, err);
+    case K_NM:
+        return need(q, K_STATS, x, err) != 0 ? -1 : fa_softmax_nm(c, pl, s, err);
     case K_EXP:
-        if (need(q, K_STATS, x, err) != 0 || (x >= FA_RING && need(q, K_T, x - FA_RING, err) != 0)) return -1;
+        if (need(q, K_NM, x, err) != 0 || (x >= FA_RING && need(q, K_T, x - FA_RING, err) != 0)) return -1;
         return fa_softmax_exp(c, pl, x, err);
     case K_T:
         if (need(q, K_EXP, x, err) != 0 || (x >= 2 && need(q, K_COPY, x - 2, err) != 0)) return -1;
@@ -225,9 +228,11 @@ static int need(fa_pipe *q, int kind, uint64_t x, nx_error *err) {
 static int run_pipeline(fa_ctx *c, const fa_plan *pl, nx_error *err) {
     fa_pipe q = {.c = c, .pl = pl};
     const uint64_t N = pl->nsteps;
-    static const struct { int kind, lag; } slot[] = {
-        {K_EXP, 2}, {K_STATS, 1}, {K_SCORES, 0}, {K_T, 4}, {K_COPY, 5}, {K_PV, 7}, {K_RESCALE, 6},
+    static struct { int kind, lag; } slot[] = {
+        {K_EXP, 2}, {K_STATS, 1}, {K_SCORES, 0}, {K_T, 4}, {K_COPY, 5}, {K_NM, 1}, {K_PV, 7}, {K_RESCALE, 6},
     };
+    { const char *e = getenv("FA_LAGS"); /* TEMP tuning */
+      if (e) sscanf(e, "%d,%d,%d,%d,%d,%d,%d,%d", &slot[0].lag, &slot[1].lag, &slot[2].lag, &slot[3].lag, &slot[4].lag, &slot[5].lag, &slot[6].lag, &slot[7].lag); }
     for (uint64_t i = 0; i < N + 6; i++) {
         while (q.next[K_BLOAD] < pl->nblocks && pl->blocks[q.next[K_BLOAD]].first_step <= i + 6)
             if (need(&q, K_BLOAD, q.next[K_BLOAD], err) != 0) return -1;
