@@ -28,12 +28,15 @@
  * and block sizes, not by the lengths. Units are dealt to the VNC grid's
  * cores by a greedy balance of their key columns (causal units differ).
  *
- * The pipeline (this file): every (tile, block) step goes through seven
+ * The pipeline (this file): every (tile, block) step goes through eight
  * stages, each on its engine, emitted in slots: in slot i
  *   ACT  alpha, P = exp(...) and its row sum of step i-2; GpSimd l update
- *   DVE  max and nm of step i-1
+ *   DVE  max of step i-1
  *   PE   S = Q K^T (+ masks) of step i; P^T chunks of step i-4
- *   DVE|ACT  copy P^T of step i-5 to SBUF (the less loaded engine)
+ *   DVE|ACT  copy P^T of step i-5 to SBUF (per 128-key chunk, the less
+ *        loaded engine)
+ *   DVE  nm of step i-1 (after the copy: DVE does not idle through the
+ *        max's dependency latency)
  *   PE   o += P^T V of step i-7, then the tile's end if it was its last
  *   ACT  o *= alpha of step i-6
  * so every stage reads what an earlier slot produced and the engines
@@ -42,7 +45,6 @@
  * next unit's Q^T 3 steps ahead (stages: flash_stages.c). */
 #include <stdlib.h>
 #include <string.h>
-#include <stdio.h>
 
 #include "flash_impl.h"
 
@@ -228,11 +230,9 @@ static int need(fa_pipe *q, int kind, uint64_t x, nx_error *err) {
 static int run_pipeline(fa_ctx *c, const fa_plan *pl, nx_error *err) {
     fa_pipe q = {.c = c, .pl = pl};
     const uint64_t N = pl->nsteps;
-    static struct { int kind, lag; } slot[] = {
+    static const struct { int kind, lag; } slot[] = {
         {K_EXP, 2}, {K_STATS, 1}, {K_SCORES, 0}, {K_T, 4}, {K_COPY, 5}, {K_NM, 1}, {K_PV, 7}, {K_RESCALE, 6},
     };
-    { const char *e = getenv("FA_LAGS"); /* TEMP tuning */
-      if (e) sscanf(e, "%d,%d,%d,%d,%d,%d,%d,%d", &slot[0].lag, &slot[1].lag, &slot[2].lag, &slot[3].lag, &slot[4].lag, &slot[5].lag, &slot[6].lag, &slot[7].lag); }
     for (uint64_t i = 0; i < N + 6; i++) {
         while (q.next[K_BLOAD] < pl->nblocks && pl->blocks[q.next[K_BLOAD]].first_step <= i + 6)
             if (need(&q, K_BLOAD, q.next[K_BLOAD], err) != 0) return -1;
