@@ -155,7 +155,7 @@ static int alloc_all(dec_core *c, nx_error *err) {
     ALLOC(&c->ptb, NX_OPK_SBUF, "p_t", dt, Pt, (uint64_t)c_ * R);
     ALLOC(&c->stat, NX_OPK_SBUF, "stats", NX_DT_FP32, R, 8);
     ALLOC(&c->oacc, NX_OPK_SBUF, "o_acc", NX_DT_FP32, R, p->D);
-    ALLOC(&c->osb, NX_OPK_SBUF, "o_out", dt, R, p->D);
+    for (uint32_t i = 0; i < DEC_OUTS; i++) ALLOC(&c->osb[i], NX_OPK_SBUF, "o_out", dt, R, p->D);
     ALLOC(&c->thr, NX_OPK_SBUF, "window_lo", NX_DT_FP32, Pt, R);
     ALLOC(&c->posabs, NX_OPK_SBUF, "positions", NX_DT_FP32, Pt, c_);
     ALLOC(&c->m01, NX_OPK_SBUF, "valid", NX_DT_FP32, Pt, c_);
@@ -399,17 +399,33 @@ static dec_step step_of(const dec_core *c, uint64_t q) {
     return s;
 }
 
+/* An item's end: O / l into the next output buffer on DVE; its store is
+ * issued later (store_due), after the next step's loads, so the SP's
+ * in-order stream never holds a tile load behind a store that waits for
+ * this division. */
 static int item_end(dec_core *c, const dec_item *it, nx_error *err) {
     nx_kctx *k = c->k;
     const dec_plan *pl = &c->pl;
+    nx_operand l = dec_view(&c->stat, NX_DT_FP32, 0, pl->R, 5, 1), oa = nx_tile_ap(&c->oacc);
+    nx_operand os = nx_tile_ap(&c->osb[c->nouts % DEC_OUTS]);
+    if (nx_kctx_tensor_scalar(k, NX_ENG_DVE, &os, &oa, NX_ALU_DIVIDE, &l, NX_ALU_BYPASS, NULL, err) != 0) return -1;
+    c->store_due = 1;
+    c->due = *it;
+    return 0;
+}
+
+static int store_due(dec_core *c, nx_error *err) {
+    if (!c->store_due) return 0;
+    const dec_plan *pl = &c->pl;
     const nx_decode_params *p = &pl->p;
+    const dec_item *it = &c->due;
     const uint64_t es = pl->es, D = p->D;
-    nx_operand l = dec_view(&c->stat, NX_DT_FP32, 0, pl->R, 5, 1), oa = nx_tile_ap(&c->oacc), os = nx_tile_ap(&c->osb);
     const nx_tensor_ref *out = &c->call->args[p->n_operands];
+    nx_operand os = nx_tile_ap(&c->osb[c->nouts++ % DEC_OUTS]);
     nx_operand od = nx_ap_hbm_rows(p->dtype, out->hbm_offset + (it->b * p->Hq + it->h0) * p->s * D * es, pl->R,
                                    (int32_t)D, (uint32_t)D);
-    if (nx_kctx_tensor_scalar(k, NX_ENG_DVE, &os, &oa, NX_ALU_DIVIDE, &l, NX_ALU_BYPASS, NULL, err) != 0) return -1;
-    return nx_kctx_dma_split(k, c->r.store_lane + 4, pl->R < 4 ? pl->R : 4, &od, &os, err);
+    c->store_due = 0;
+    return nx_kctx_dma_split(c->k, c->r.store_lane + 4, pl->R < 4 ? pl->R : 4, &od, &os, err);
 }
 
 /* Stage A of a step: what fills the step's scores S (PSUM buffer sb): the
@@ -566,6 +582,7 @@ int nx_attention_decode(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     for (uint64_t q = 0; q < nsteps + (deep ? 1 : 0); q++) {
         dec_step cur = step_of(&c, q), nxt = step_of(&c, q + 1), prv = step_of(&c, q ? q - 1 : 0);
         if (q + ahead < nsteps && step_loads(&c, q + ahead, err) != 0) return -1;
+        if (store_due(&c, err) != 0) return -1;
         if (!deep) {
             if (stage_a(&c, &cur, err) != 0 || stage_b1(&c, &cur, &par, err) != 0 || stage_b2(&c, &cur, err) != 0)
                 return -1;
@@ -580,6 +597,7 @@ int nx_attention_decode(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
             if (prv.j == c.pl.T && item_end(&c, &prv.it, err) != 0) return -1;
         }
     }
+    if (store_due(&c, err) != 0) return -1;
     /* the new entries land after both cores' copies */
     if (nx_kctx_num_programs(k) > 1 && nx_kctx_barrier(k, err) != 0) return -1;
     return writer ? dec_write_new(&c, err) : 0;

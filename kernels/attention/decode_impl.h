@@ -7,7 +7,8 @@
 #include "decode.h"
 #include "kernels/norms/rows.h"
 
-#define DEC_BUFS 4              /* cache tiles in flight: loading, A, B2, and one ahead */
+#define DEC_BUFS 6              /* cache tiles in flight: loads issued 5 steps ahead (a transfer's ~1.3 us fixed phase) */
+#define DEC_OUTS 2              /* output rows in flight (their stores issued a step late) */
 #define DEC_ISETS (DEC_BUFS + 1) /* per-item operand sets in flight */
 #define DEC_NEG_INIT (-1e30)    /* the running max before any score (no sink) */
 /* DMA lanes (lane l: engine l mod 16, queue l / 16 on trn2): K tiles and
@@ -62,7 +63,10 @@ typedef struct dec_core {
     nx_tile ktT;                  /* [Dp, nd x Ft] */
     nx_tile pb[2], ptb;           /* P [R, Ft] by step parity, P^T [Pt, c R] */
     nx_tile stat;                 /* [R, 8] fp32 running statistics */
-    nx_tile oacc, osb;            /* [R, D] fp32, [R, D] dtype */
+    nx_tile oacc, osb[DEC_OUTS];  /* [R, D] fp32, [R, D] dtype */
+    uint64_t nouts;               /* items ended so far */
+    int store_due;                /* the last item's store not yet issued */
+    dec_item due;
     nx_tile thr, posabs, m01, mw; /* per tile masks */
     nx_tile woff;                 /* [hg s, chunks x B] int32 rows of the new entries */
     uint32_t whg, wch;            /* kv heads per write chunk, chunks */
