@@ -149,12 +149,14 @@ static int alloc_all(dec_core *c, nx_error *err) {
         ALLOC(&c->qT[i], NX_OPK_SBUF, "q_t", dt, pl->Dp, (uint64_t)pl->nd * R);
         ALLOC(&c->knT[i], NX_OPK_SBUF, "k_new_t", dt, pl->Dp, (uint64_t)pl->nd * s);
     }
-    ALLOC(&c->ktT, NX_OPK_SBUF, "k_t", dt, pl->Dp, pl->nd * pl->Ft);
+    for (uint32_t i = 0; i < 2; i++) {
+        ALLOC(&c->ktT_s[i], NX_OPK_SBUF, "k_t", dt, pl->Dp, pl->nd * pl->Ft);
+        ALLOC(&c->ptb_s[i], NX_OPK_SBUF, "p_t", dt, Pt, (uint64_t)c_ * R);
+        ALLOC(&c->stat_s[i], NX_OPK_SBUF, "stats", NX_DT_FP32, R, 8);
+        ALLOC(&c->oacc_s[i], NX_OPK_SBUF, "o_acc", NX_DT_FP32, R, p->D);
+    }
     ALLOC(&c->pb[0], NX_OPK_SBUF, "p", dt, R, pl->Ft);
     ALLOC(&c->pb[1], NX_OPK_SBUF, "p", dt, R, pl->Ft);
-    ALLOC(&c->ptb, NX_OPK_SBUF, "p_t", dt, Pt, (uint64_t)c_ * R);
-    ALLOC(&c->stat, NX_OPK_SBUF, "stats", NX_DT_FP32, R, 8);
-    ALLOC(&c->oacc, NX_OPK_SBUF, "o_acc", NX_DT_FP32, R, p->D);
     for (uint32_t i = 0; i < DEC_OUTS; i++) ALLOC(&c->osb[i], NX_OPK_SBUF, "o_out", dt, R, p->D);
     ALLOC(&c->thr, NX_OPK_SBUF, "window_lo", NX_DT_FP32, Pt, R);
     ALLOC(&c->posabs, NX_OPK_SBUF, "positions", NX_DT_FP32, Pt, c_);
@@ -403,6 +405,14 @@ static dec_step step_of(const dec_core *c, uint64_t q) {
  * issued later (store_due), after the next step's loads, so the SP's
  * in-order stream never holds a tile load behind a store that waits for
  * this division. */
+/* The buffer sets a step's stages use: K^T and P^T by step parity (so the
+ * PE fills the next tile's while DVE / ACT read this one's), the running
+ * statistics and O_acc by item parity (so consecutive items overlap). */
+static void dec_use(dec_core *c, const dec_step *st) {
+    c->ktT = c->ktT_s[st->ps], c->ptb = c->ptb_s[st->ps];
+    c->stat = c->stat_s[st->ip], c->oacc = c->oacc_s[st->ip];
+}
+
 static int item_end(dec_core *c, const dec_item *it, nx_error *err) {
     nx_kctx *k = c->k;
     const dec_plan *pl = &c->pl;
@@ -574,27 +584,52 @@ int nx_attention_decode(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
         if (step_loads(&c, q, err) != 0) return -1;
     uint32_t par = 0;
     const int writer = nx_kctx_program_id(k) == 0;
-    if (writer && dec_write_rows(&c, err) != 0) return -1;
+    if (writer && (dec_write_rows(&c, err) != 0 || dec_group_rows(&c, err) != 0)) return -1;
     /* emission order: A(q + 1), B1(q), B2(q - 1): the PE runs the next
      * tile's K^T and scores and the last tile's P V while DVE and ACT run
      * this tile's softmax (with one score buffer: A, B1, B2 in turn) */
     const int deep = c.pl.s_bufs == 2;
-    for (uint64_t q = 0; q < nsteps + (deep ? 1 : 0); q++) {
-        dec_step cur = step_of(&c, q), nxt = step_of(&c, q + 1), prv = step_of(&c, q ? q - 1 : 0);
-        if (q + ahead < nsteps && step_loads(&c, q + ahead, err) != 0) return -1;
-        if (store_due(&c, err) != 0) return -1;
-        if (!deep) {
+    if (!deep) {
+        for (uint64_t q = 0; q < nsteps; q++) {
+            dec_step cur = step_of(&c, q);
+            if (q + ahead < nsteps && step_loads(&c, q + ahead, err) != 0) return -1;
+            if (store_due(&c, err) != 0) return -1;
+            dec_use(&c, &cur);
             if (stage_a(&c, &cur, err) != 0 || stage_b1(&c, &cur, &par, err) != 0 || stage_b2(&c, &cur, err) != 0)
                 return -1;
             if (cur.j == c.pl.T && item_end(&c, &cur.it, err) != 0) return -1;
-            continue;
         }
-        if (q == 0 && stage_a(&c, &cur, err) != 0) return -1;
-        if (q + 1 < nsteps && stage_a(&c, &nxt, err) != 0) return -1;
-        if (q < nsteps && stage_b1(&c, &cur, &par, err) != 0) return -1;
-        if (q > 0) {
-            if (stage_b2(&c, &prv, err) != 0) return -1;
-            if (prv.j == c.pl.T && item_end(&c, &prv.it, err) != 0) return -1;
+    } else {
+        /* emission order A(q + 2), B1(q + 1), B2(q): the PE streams the
+         * tile after next's K^T and scores and this tile's P V while DVE and
+         * ACT run the next tile's softmax */
+        for (uint64_t q = 0; q < 2 && q < nsteps; q++) {
+            dec_step a = step_of(&c, q);
+            dec_use(&c, &a);
+            if (stage_a(&c, &a, err) != 0) return -1;
+        }
+        if (nsteps) {
+            dec_step b = step_of(&c, 0);
+            dec_use(&c, &b);
+            if (stage_b1(&c, &b, &par, err) != 0) return -1;
+        }
+        for (uint64_t q = 0; q < nsteps; q++) {
+            if (q + ahead < nsteps && step_loads(&c, q + ahead, err) != 0) return -1;
+            if (store_due(&c, err) != 0) return -1;
+            if (q + 2 < nsteps) {
+                dec_step a = step_of(&c, q + 2);
+                dec_use(&c, &a);
+                if (stage_a(&c, &a, err) != 0) return -1;
+            }
+            if (q + 1 < nsteps) {
+                dec_step b = step_of(&c, q + 1);
+                dec_use(&c, &b);
+                if (stage_b1(&c, &b, &par, err) != 0) return -1;
+            }
+            dec_step cur = step_of(&c, q);
+            dec_use(&c, &cur);
+            if (stage_b2(&c, &cur, err) != 0) return -1;
+            if (cur.j == c.pl.T && item_end(&c, &cur.it, err) != 0) return -1;
         }
     }
     if (store_due(&c, err) != 0) return -1;

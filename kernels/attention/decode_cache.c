@@ -181,13 +181,48 @@ int dec_write_rows(dec_core *c, nx_error *err) {
     return 0;
 }
 
+int dec_group_rows(dec_core *c, nx_error *err) {
+    const dec_plan *pl = &c->pl;
+    const nx_decode_params *p = &pl->p;
+    const uint32_t Pw = c->whg * (uint32_t)p->s, B = (uint32_t)p->B;
+    c->wg = 0;
+    if (c->wch != 1 || Pw > pl->Pt) return 0;
+    const uint32_t G = pl->Pt / Pw < B ? pl->Pt / Pw : B, ng = (B + G - 1) / G;
+    if (nx_kctx_alloc(c->k, NX_OPK_SBUF, "write_rows_grouped", NX_DT_INT32, G * Pw, ng, &c->wgrp, err) != 0) return -1;
+    /* SBUF -> SBUF: column b of woff to partitions (b mod G) Pw of column b / G */
+    for (uint32_t b = 0; b < B; b++) {
+        nx_operand d = dec_view(&c->wgrp, NX_DT_INT32, (b % G) * Pw, Pw, b / G, 1);
+        nx_operand s = dec_view(&c->woff, NX_DT_INT32, 0, Pw, b, 1);
+        if (nx_kctx_dma_on(c->k, NX_ROWS_LOAD_LANE + 4 + b % 8, &d, &s, err) != 0) return -1;
+    }
+    c->wg = G;
+    return 0;
+}
+
 int dec_write_new(dec_core *c, nx_error *err) {
     const dec_plan *pl = &c->pl;
     const nx_decode_params *p = &pl->p;
     const nx_kernel_call *call = c->call;
     const uint32_t s = (uint32_t)p->s, n = p->n_operands, B = (uint32_t)p->B;
     const uint64_t es = pl->es, D = p->D;
+    const uint64_t bound = p->paged ? p->num_blocks * p->Hkv * p->N : p->B * p->Hkv * p->S_max;
     uint32_t lane = 0;
+    if (c->wg) { /* G batch rows of every kv head a scatter: rows (b Hkv + g) s + t of k_new */
+        const uint32_t Pw = (uint32_t)(p->Hkv * p->s);
+        for (uint32_t b0 = 0; b0 < B; b0 += c->wg) {
+            const uint32_t nb = B - b0 < c->wg ? B - b0 : c->wg;
+            nx_operand w = dec_view(&c->wgrp, NX_DT_INT32, 0, nb * Pw, b0 / c->wg, 1);
+            for (uint32_t kv = 0; kv < 2; kv++) {
+                const nx_tensor_ref *src = &call->args[3 + kv], *dst = &call->args[n + 1 + kv];
+                nx_operand so = nx_ap_hbm_rows(p->dtype, src->hbm_offset + (uint64_t)b0 * Pw * D * es, nb * Pw, (int32_t)D,
+                                               (uint32_t)D);
+                nx_operand d = nx_ap_hbm_rows(p->dtype, dst->hbm_offset, nb * Pw, (int32_t)D, (uint32_t)D);
+                if (emit_dma(c->k, c->r.store_lane + lane++ % c->r.engines, &d, &so, &w, bound, NX_FLAG_SCATTER, err) != 0)
+                    return -1;
+            }
+        }
+        return 0;
+    }
     for (uint32_t b = 0; b < B; b++)
         for (uint32_t ch = 0; ch < c->wch; ch++) {
             const uint64_t g0 = (uint64_t)ch * c->whg, hg = p->Hkv - g0 < c->whg ? p->Hkv - g0 : c->whg;
@@ -195,7 +230,6 @@ int dec_write_new(dec_core *c, nx_error *err) {
             nx_operand w = dec_view(&c->woff, NX_DT_INT32, 0, rows, (uint64_t)ch * B + b, 1);
             for (uint32_t kv = 0; kv < 2; kv++) {
                 const nx_tensor_ref *src = &call->args[3 + kv], *dst = &call->args[n + 1 + kv];
-                uint64_t bound = p->paged ? p->num_blocks * p->Hkv * p->N : p->B * p->Hkv * p->S_max;
                 nx_operand so = nx_ap_hbm_rows(p->dtype, src->hbm_offset + (b * p->Hkv + g0) * p->s * D * es, rows,
                                                (int32_t)D, (uint32_t)D);
                 nx_operand d = nx_ap_hbm_rows(p->dtype, dst->hbm_offset, rows, (int32_t)D, (uint32_t)D);

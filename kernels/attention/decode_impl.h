@@ -60,15 +60,18 @@ typedef struct dec_core {
     nx_tile btf[DEC_ISETS];       /* paged: [Pt, T] fp32 block ids */
     nx_tile btrf, btx, sel;       /* paged: the table row as [T, nb], as [nb, T], the one-hot spread */
     nx_tile qT[2], knT[2];        /* [Dp, nd x R], [Dp, nd x s], by item parity */
-    nx_tile ktT;                  /* [Dp, nd x Ft] */
-    nx_tile pb[2], ptb;           /* P [R, Ft] by step parity, P^T [Pt, c R] */
-    nx_tile stat;                 /* [R, 8] fp32 running statistics */
-    nx_tile oacc, osb[DEC_OUTS];  /* [R, D] fp32, [R, D] dtype */
+    nx_tile ktT_s[2];             /* [Dp, nd x Ft] by step parity */
+    nx_tile pb[2], ptb_s[2];      /* P [R, Ft], P^T [Pt, c R] by step parity */
+    nx_tile stat_s[2];            /* [R, 8] fp32 running statistics by item parity */
+    nx_tile oacc_s[2], osb[DEC_OUTS]; /* [R, D] fp32 by item parity, [R, D] dtype */
+    nx_tile ktT, ptb, stat, oacc; /* the sets of the step being emitted (dec_use) */
     uint64_t nouts;               /* items ended so far */
     int store_due;                /* the last item's store not yet issued */
     dec_item due;
     nx_tile thr, posabs, m01, mw; /* per tile masks */
     nx_tile woff;                 /* [hg s, chunks x B] int32 rows of the new entries */
+    nx_tile wgrp;                 /* one chunk: [G Hkv s, groups] the same rows, G batch rows a column */
+    uint32_t wg;                  /* G (0: scatter per batch row from woff) */
     uint32_t whg, wch;            /* kv heads per write chunk, chunks */
     uint64_t lo, hi;              /* this core's items */
     uint64_t probed;              /* paged: the table row probed last */
@@ -82,6 +85,10 @@ int dec_copy_caches(dec_core *c, nx_error *err);
 /* Program 0: the rows (of D elements) of the results where every new
  * entry goes, into c->woff (and the probes that fault on a bad length). */
 int dec_write_rows(dec_core *c, nx_error *err);
+/* Program 0: those rows regrouped (one chunk of kv heads only) so one
+ * scatter per tensor writes G batch rows: scatters into one tensor run one
+ * after another (each may write anywhere in it), so fewer is faster. */
+int dec_group_rows(dec_core *c, nx_error *err);
 /* Program 0: the scatters of k_new / v_new into the results at those rows. */
 int dec_write_new(dec_core *c, nx_error *err);
 /* Paged: the probe of table row b (once per row and core): every used
