@@ -401,10 +401,6 @@ static dec_step step_of(const dec_core *c, uint64_t q) {
     return s;
 }
 
-/* An item's end: O / l into the next output buffer on DVE; its store is
- * issued later (store_due), after the next step's loads, so the SP's
- * in-order stream never holds a tile load behind a store that waits for
- * this division. */
 /* The buffer sets a step's stages use: K^T and P^T by step parity (so the
  * PE fills the next tile's while DVE / ACT read this one's), the running
  * statistics and O_acc by item parity (so consecutive items overlap). */
@@ -413,29 +409,39 @@ static void dec_use(dec_core *c, const dec_step *st) {
     c->stat = c->stat_s[st->ip], c->oacc = c->oacc_s[st->ip];
 }
 
-static int item_end(dec_core *c, const dec_item *it, nx_error *err) {
+/* An item's end: O / l into the next output buffer on DVE; its store is
+ * issued DEC_STORE_LAG steps later (store_due), after those steps' loads,
+ * so the SP's in-order stream never holds a tile load behind a store that
+ * waits for this division. */
+static int store_due(dec_core *c, uint64_t q, int all, nx_error *err);
+
+static int item_end(dec_core *c, const dec_item *it, uint64_t q, nx_error *err) {
     nx_kctx *k = c->k;
     const dec_plan *pl = &c->pl;
+    if (c->nends - c->nstores == DEC_OUTS && store_due(c, 0, 1, err) != 0) return -1;
     nx_operand l = dec_view(&c->stat, NX_DT_FP32, 0, pl->R, 5, 1), oa = nx_tile_ap(&c->oacc);
-    nx_operand os = nx_tile_ap(&c->osb[c->nouts % DEC_OUTS]);
+    nx_operand os = nx_tile_ap(&c->osb[c->nends % DEC_OUTS]);
     if (nx_kctx_tensor_scalar(k, NX_ENG_DVE, &os, &oa, NX_ALU_DIVIDE, &l, NX_ALU_BYPASS, NULL, err) != 0) return -1;
-    c->store_due = 1;
-    c->due = *it;
+    c->due[c->nends % DEC_OUTS] = *it;
+    c->due_q[c->nends++ % DEC_OUTS] = q;
     return 0;
 }
 
-static int store_due(dec_core *c, nx_error *err) {
-    if (!c->store_due) return 0;
+/* The pending stores of items that ended DEC_STORE_LAG steps before q
+ * (all: every pending one). */
+static int store_due(dec_core *c, uint64_t q, int all, nx_error *err) {
     const dec_plan *pl = &c->pl;
     const nx_decode_params *p = &pl->p;
-    const dec_item *it = &c->due;
     const uint64_t es = pl->es, D = p->D;
     const nx_tensor_ref *out = &c->call->args[p->n_operands];
-    nx_operand os = nx_tile_ap(&c->osb[c->nouts++ % DEC_OUTS]);
-    nx_operand od = nx_ap_hbm_rows(p->dtype, out->hbm_offset + (it->b * p->Hq + it->h0) * p->s * D * es, pl->R,
-                                   (int32_t)D, (uint32_t)D);
-    c->store_due = 0;
-    return nx_kctx_dma_split(c->k, c->r.store_lane + 4, pl->R < 4 ? pl->R : 4, &od, &os, err);
+    while (c->nstores < c->nends && (all || c->due_q[c->nstores % DEC_OUTS] + DEC_STORE_LAG <= q)) {
+        const dec_item *it = &c->due[c->nstores % DEC_OUTS];
+        nx_operand os = nx_tile_ap(&c->osb[c->nstores++ % DEC_OUTS]);
+        nx_operand od = nx_ap_hbm_rows(p->dtype, out->hbm_offset + (it->b * p->Hq + it->h0) * p->s * D * es, pl->R,
+                                       (int32_t)D, (uint32_t)D);
+        if (nx_kctx_dma_split(c->k, c->r.store_lane + 4, pl->R < 4 ? pl->R : 4, &od, &os, err) != 0) return -1;
+    }
+    return 0;
 }
 
 /* Stage A of a step: what fills the step's scores S (PSUM buffer sb): the
@@ -593,11 +599,11 @@ int nx_attention_decode(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
         for (uint64_t q = 0; q < nsteps; q++) {
             dec_step cur = step_of(&c, q);
             if (q + ahead < nsteps && step_loads(&c, q + ahead, err) != 0) return -1;
-            if (store_due(&c, err) != 0) return -1;
+            if (store_due(&c, q, 0, err) != 0) return -1;
             dec_use(&c, &cur);
             if (stage_a(&c, &cur, err) != 0 || stage_b1(&c, &cur, &par, err) != 0 || stage_b2(&c, &cur, err) != 0)
                 return -1;
-            if (cur.j == c.pl.T && item_end(&c, &cur.it, err) != 0) return -1;
+            if (cur.j == c.pl.T && item_end(&c, &cur.it, q, err) != 0) return -1;
         }
     } else {
         /* emission order A(q + 2), B1(q + 1), B2(q): the PE streams the
@@ -615,7 +621,7 @@ int nx_attention_decode(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
         }
         for (uint64_t q = 0; q < nsteps; q++) {
             if (q + ahead < nsteps && step_loads(&c, q + ahead, err) != 0) return -1;
-            if (store_due(&c, err) != 0) return -1;
+            if (store_due(&c, q, 0, err) != 0) return -1;
             if (q + 2 < nsteps) {
                 dec_step a = step_of(&c, q + 2);
                 dec_use(&c, &a);
@@ -629,10 +635,10 @@ int nx_attention_decode(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
             dec_step cur = step_of(&c, q);
             dec_use(&c, &cur);
             if (stage_b2(&c, &cur, err) != 0) return -1;
-            if (cur.j == c.pl.T && item_end(&c, &cur.it, err) != 0) return -1;
+            if (cur.j == c.pl.T && item_end(&c, &cur.it, q, err) != 0) return -1;
         }
     }
-    if (store_due(&c, err) != 0) return -1;
+    if (store_due(&c, 0, 1, err) != 0) return -1;
     /* the new entries land after both cores' copies */
     if (nx_kctx_num_programs(k) > 1 && nx_kctx_barrier(k, err) != 0) return -1;
     return writer ? dec_write_new(&c, err) : 0;

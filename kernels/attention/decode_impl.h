@@ -8,7 +8,8 @@
 #include "kernels/norms/rows.h"
 
 #define DEC_BUFS 6              /* cache tiles in flight: loads issued 5 steps ahead (a transfer's ~1.3 us fixed phase) */
-#define DEC_OUTS 2              /* output rows in flight (their stores issued a step late) */
+#define DEC_OUTS 4              /* output rows in flight: a store is issued DEC_STORE_LAG steps after its item */
+#define DEC_STORE_LAG 5u
 #define DEC_ISETS (DEC_BUFS + 1) /* per-item operand sets in flight */
 #define DEC_NEG_INIT (-1e30)    /* the running max before any score (no sink) */
 /* DMA lanes (lane l: engine l mod 16, queue l / 16 on trn2): K tiles and
@@ -65,9 +66,9 @@ typedef struct dec_core {
     nx_tile stat_s[2];            /* [R, 8] fp32 running statistics by item parity */
     nx_tile oacc_s[2], osb[DEC_OUTS]; /* [R, D] fp32 by item parity, [R, D] dtype */
     nx_tile ktT, ptb, stat, oacc; /* the sets of the step being emitted (dec_use) */
-    uint64_t nouts;               /* items ended so far */
-    int store_due;                /* the last item's store not yet issued */
-    dec_item due;
+    uint64_t nends, nstores;      /* items ended, stores issued */
+    dec_item due[DEC_OUTS];       /* the ended items whose stores are pending */
+    uint64_t due_q[DEC_OUTS];     /* the step each ended at */
     nx_tile thr, posabs, m01, mw; /* per tile masks */
     nx_tile woff;                 /* [hg s, chunks x B] int32 rows of the new entries */
     nx_tile wgrp;                 /* one chunk: [G Hkv s, groups] the same rows, G batch rows a column */
