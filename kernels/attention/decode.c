@@ -13,13 +13,16 @@
  * jh s + t). Per item: Q^T and K_new^T by PE transposes, the new block's
  * scores first, then per cache tile of Pt partitions x c positions (one DMA
  * run of c D elements per partition):
- *   PE   K^T pieces by transposes into PSUM; DVE copies them out;
- *   PE   S = Q K^T [R, Ft] (stationary Q^T, moving K^T 512 columns);
+ *   PE   K^T pieces by transposes into PSUM; ACT copies them out;
+ *   PE   S = Q K^T [R, F] (stationary Q^T, moving K^T 512 columns);
  *   DVE  running max; ACT P = exp(scale S - m) rounded to the dtype;
- *   PE   P^T per sub-block; ACT/DVE copy it out times the 0/1 mask
- *        (position < L_b, window);
+ *   PE   P^T per sub-block; DVE copies it out times the 0/1 mask
+ *        (position < L_b, window), one instruction a tile;
  *   PE   O += P^T' V, l += P^T' 1 (PSUM); DVE O_acc = O_acc a + O, l = l a + l'.
- * Items split over the grid's cores; tiles load DEC_BUFS - 1 steps ahead. */
+ * The last tile of a row covers only the partitions below S_max. Emission
+ * order A(q + 2), B1(q + 1), B2(q) (stage_a, stage_b1, stage_b2), items
+ * split over the grid's cores, tiles loaded DEC_BUFS - 1 steps ahead on
+ * DMA queues apart from the cache copy's (decode_impl.h, DEC_LANES). */
 #include <math.h>
 #include <string.h>
 
@@ -447,8 +450,8 @@ static int store_due(dec_core *c, uint64_t q, int all, nx_error *err) {
 /* Stage A of a step: what fills the step's scores S (PSUM buffer sb): the
  * new block (Q^T and K_new^T by transposes, S_new = Q K_new^T) or a cache
  * tile (K^T by transposes, copied out by ACT, S = Q K^T). Emitted one step
- * ahead of stage B, so the PE streams the next tile's work while DVE and
- * ACT run this one's softmax. */
+ * ahead of stage B1 and two of B2, so the PE streams later tiles' work
+ * while DVE and ACT run the softmax. */
 static int stage_a(dec_core *c, const dec_step *st, nx_error *err) {
     const uint32_t set = st->set, ip = st->ip, buf = st->buf;
     const uint64_t j = st->j, s_off = st->soff;
