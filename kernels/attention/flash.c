@@ -30,7 +30,7 @@
  *
  * The pipeline (this file): every (tile, block) step goes through eight
  * stages, each on its engine, emitted in slots: in slot i
- *   ACT  alpha, P = exp(...) and its row sum of step i-2; GpSimd l update
+ *   ACT  alpha, P = exp(...) of step i-2; GpSimd its row sum, the l update
  *   DVE  max of step i-1
  *   PE   S = Q K^T (+ masks) of step i; P^T chunks of step i-4
  *   DVE|ACT  copy P^T of step i-5 to SBUF (per 128-key chunk, the less
