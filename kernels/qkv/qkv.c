@@ -104,8 +104,11 @@ static int next_transpose(qkv_state *s, uint64_t tt, uint32_t m, nx_error *err) 
 static int run_block(qkv_state *s, uint64_t blk, nx_error *err) {
     const uint64_t tt0 = blk * s->MB, tt1 = tt0 + s->MB < s->ntt ? tt0 + s->MB : s->ntt;
     const uint32_t nm = (uint32_t)(tt1 - tt0);
+    /* prefill: the first tiles' x ahead of the weight stream's first pieces
+     * (their norms gate the PE); decode: the weights first (x is a few rows) */
+    if (s->MB == 1 && pump(s, err) != 0) return -1;
     if (nx_qkv_prep_load(s, tt0, 0, err) != 0 || (nm > 1 && nx_qkv_prep_load(s, tt0 + 1, 1, err) != 0) ||
-        nx_qkv_prep_norm(s, tt0, 0, err) != 0 || nx_qkv_prep_transpose(s, tt0, 0, err) != 0)
+        pump(s, err) != 0 || nx_qkv_prep_norm(s, tt0, 0, err) != 0 || nx_qkv_prep_transpose(s, tt0, 0, err) != 0)
         return -1;
     for (uint64_t g = 0; g < s->ngroups; g++) {
         const uint64_t piece0 = (blk * s->ngroups + g) * s->nk;
@@ -131,6 +134,9 @@ static uint64_t fixed_bytes(const qkv_state *s, uint64_t core_cols) {
     uint64_t b = 2 * nx_rows_tile_bytes(p->H, s->dt) + 2 * 64 + 4 * nx_rows_tile_bytes(s->P, NX_DT_FP32);
     if (p->norm) b += nx_rows_tile_bytes(p->H, p->gamma_dtype) + 3 * nx_rows_tile_bytes(p->H, s->dt);
     if (p->bias) b += nx_rows_tile_bytes(core_cols, p->bias_dtype);
+    /* the broadcasts' one-partition row and ones column, while they run */
+    const uint64_t v = p->norm ? nx_rows_tile_bytes(p->H, p->gamma_dtype) : 0, c = p->bias ? nx_rows_tile_bytes(core_cols, p->bias_dtype) : 0;
+    b += (v > c ? v : c) + nx_rows_tile_bytes(s->P, NX_DT_FP32);
     b += QKV_OUT_BUFS * (nx_rows_tile_bytes(s->TN, s->dt) + (p->rope ? 3 * nx_rows_tile_bytes(s->TN, NX_DT_FP32) : 0));
     return b;
 }
@@ -212,23 +218,12 @@ static int alloc(qkv_state *s, nx_error *err) {
     const nx_qkv_params *p = s->p;
     nx_kctx *k = s->k;
     const uint32_t P = s->P;
-    if (p->norm &&
-        nx_rows_broadcast(&s->r, "gamma", s->gamma->hbm_offset, p->gamma_dtype, p->H, p->gamma_dtype, &s->gamma_t,
-                          err) != 0)
-        return -1;
-    if (p->bias && nx_rows_broadcast(&s->r, "bias", s->bias->hbm_offset + s->h_lo * p->d * nx_dtype_size(p->bias_dtype),
-                                     p->bias_dtype, (s->h_hi - s->h_lo) * p->d, p->bias_dtype, &s->bias_t, err) != 0)
-        return -1;
     for (int i = 0; i < 2; i++)
         if (nx_kctx_alloc(k, NX_OPK_SBUF, "x_tile", s->dt, P, p->H, &s->xt[i], err) != 0 ||
             (p->norm && nx_kctx_alloc(k, NX_OPK_SBUF, "h_tile", s->dt, P, p->H, &s->ht[i], err) != 0) ||
-            nx_kctx_alloc(k, NX_OPK_SBUF, "row_stats", NX_DT_FP32, P, 2, &s->small[i], err) != 0 ||
-            nx_kctx_alloc(k, NX_OPK_PSUM, "transpose_psum", NX_DT_FP32, P, s->TN > P * QKV_TP_GROUP ? s->TN : P * QKV_TP_GROUP,
-                          &s->tp[i], err) != 0)
+            nx_kctx_alloc(k, NX_OPK_SBUF, "row_stats", NX_DT_FP32, P, 2, &s->small[i], err) != 0)
             return -1;
     if (p->norm && nx_kctx_alloc(k, NX_OPK_SBUF, "squares", s->dt, P, p->H, &s->sq, err) != 0) return -1;
-    for (int i = 0; i < QKV_ACC_BANKS; i++)
-        if (nx_kctx_alloc(k, NX_OPK_PSUM, "acc", NX_DT_FP32, P, s->TN, &s->acc[i], err) != 0) return -1;
     for (int i = 0; i < QKV_OUT_BUFS; i++)
         if (nx_kctx_alloc(k, NX_OPK_SBUF, "out_tile", s->dt, P, s->TN, &s->ot[i], err) != 0 ||
             (p->rope && (nx_kctx_alloc(k, NX_OPK_SBUF, "p_tile", NX_DT_FP32, P, s->TN, &s->pf[i], err) != 0 ||
@@ -243,6 +238,22 @@ static int alloc(qkv_state *s, nx_error *err) {
             return -1;
     for (uint32_t i = 0; i < s->R; i++)
         if (nx_kctx_alloc(k, NX_OPK_SBUF, "w_piece", s->dt, P, (uint64_t)s->G * s->TN, &s->ring[i], err) != 0) return -1;
+    /* the broadcasts last, so the space their temporaries leave is no x or
+     * weight tile's (whose first loads would wait for them) */
+    if (p->norm &&
+        nx_rows_broadcast(&s->r, "gamma", s->gamma->hbm_offset, p->gamma_dtype, p->H, p->gamma_dtype, &s->gamma_t,
+                          err) != 0)
+        return -1;
+    if (p->bias && nx_rows_broadcast(&s->r, "bias", s->bias->hbm_offset + s->h_lo * p->d * nx_dtype_size(p->bias_dtype),
+                                     p->bias_dtype, (s->h_hi - s->h_lo) * p->d, p->bias_dtype, &s->bias_t, err) != 0)
+        return -1;
+    /* PSUM after the broadcasts, which take two banks while they run */
+    for (int i = 0; i < 2; i++)
+        if (nx_kctx_alloc(k, NX_OPK_PSUM, "transpose_psum", NX_DT_FP32, P, (uint64_t)P * QKV_TP_GROUP, &s->tp[i], err) !=
+            0)
+            return -1;
+    for (int i = 0; i < QKV_ACC_BANKS; i++)
+        if (nx_kctx_alloc(k, NX_OPK_PSUM, "acc", NX_DT_FP32, P, s->TN, &s->acc[i], err) != 0) return -1;
     return 0;
 }
 
@@ -266,7 +277,7 @@ int nx_qkv(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     nx_rows_init(&s->r, k);
     int rc = plan(s, err);
     if (rc == 0 && s->ntt > 0 && s->ntiles > 0) {
-        rc = alloc(s, err) != 0 || pump(s, err) != 0 ? -1 : 0;
+        rc = alloc(s, err);
         for (uint64_t b = 0; rc == 0 && b < s->nblocks; b++) rc = run_block(s, b, err);
     }
     free(s);

@@ -9,17 +9,19 @@
 #include "kernels/elementwise/elementwise.h"
 
 /* The cos or sin rows of tokens [tok0, tok0 + n) into partitions [0, n) of
- * t: one transfer per batch the tile spans ([S, d/2] rows repeat per
- * batch); with S == 1 one transfer of pitch 0. */
+ * t: per batch the tile spans ([S, d/2] rows repeat per batch; with S == 1
+ * one transfer of pitch 0), cut over the x lanes: a row is d/2 elements, a
+ * small share of a DMA engine's efficient run, so one engine alone would
+ * take longer than the x tile beside it. */
 static int load_cs(qkv_state *s, const nx_tensor_ref *src, const nx_tile *t, uint64_t tok0, uint32_t n,
                    nx_error *err) {
     const nx_qkv_params *p = s->p;
     const uint64_t h = p->d / 2, ce = nx_dtype_size(p->cs_dtype);
-    uint32_t lane = QKV_X_LANE + (uint32_t)(tok0 / s->P) % QKV_LANE_GROUP;
+    const uint32_t lanes = 2 * QKV_LANE_GROUP;
     if (!p->cs_batched && p->S == 1) {
         nx_operand d = nx_rows_view(t, p->cs_dtype, n, 0, h), sr = nx_ap_hbm_rows(p->cs_dtype, src->hbm_offset, n, 0,
                                                                                    (uint32_t)h);
-        return nx_kctx_dma_on(s->k, lane, &d, &sr, err);
+        return nx_kctx_dma_split(s->k, QKV_X_LANE, lanes, &d, &sr, err);
     }
     for (uint32_t p0 = 0; p0 < n;) {
         const uint64_t tok = tok0 + p0, b = tok / p->S, s0 = tok % p->S;
@@ -27,8 +29,7 @@ static int load_cs(qkv_state *s, const nx_tensor_ref *src, const nx_tile *t, uin
         const uint64_t row = p->cs_batched ? b * p->S + s0 : s0;
         nx_operand d = nx_tile_view(t, p->cs_dtype, p0, len, 0, 1, (const int32_t[]){1}, (const uint32_t[]){(uint32_t)h});
         nx_operand sr = nx_ap_hbm_rows(p->cs_dtype, src->hbm_offset + row * h * ce, len, (int32_t)h, (uint32_t)h);
-        if (nx_kctx_dma_on(s->k, lane++, &d, &sr, err) != 0) return -1;
-        if (lane >= QKV_X_LANE + QKV_LANE_GROUP) lane = QKV_X_LANE;
+        if (nx_kctx_dma_split(s->k, QKV_X_LANE + p0 % lanes, lanes, &d, &sr, err) != 0) return -1;
         p0 += len;
     }
     return 0;
@@ -40,7 +41,7 @@ int nx_qkv_prep_load(qkv_state *s, uint64_t tt, uint32_t m, nx_error *err) {
     const uint32_t n = qkv_ntok(s, tt);
     nx_operand xd = nx_rows_view(&s->xt[tt % 2], s->dt, n, 0, p->H), xs = nx_rows_hbm(s->dt, s->x->hbm_offset, tok0, n,
                                                                                         p->H);
-    if (nx_kctx_dma_split(s->k, QKV_X_LANE, QKV_LANE_GROUP, &xd, &xs, err) != 0) return -1;
+    if (nx_kctx_dma_split(s->k, QKV_X_LANE, 2 * QKV_LANE_GROUP, &xd, &xs, err) != 0) return -1;
     if (!p->rope) return 0;
     return load_cs(s, s->cos, &s->cs[m], tok0, n, err) != 0 || load_cs(s, s->sin, &s->sr[m], tok0, n, err) != 0 ? -1
                                                                                                                 : 0;
