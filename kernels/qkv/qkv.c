@@ -132,12 +132,13 @@ static int run_block(qkv_state *s, uint64_t blk, nx_error *err) {
 static uint64_t fixed_bytes(const qkv_state *s, uint64_t core_cols) {
     const nx_qkv_params *p = s->p;
     uint64_t b = 2 * nx_rows_tile_bytes(p->H, s->dt) + 2 * 64 + 4 * nx_rows_tile_bytes(s->P, NX_DT_FP32);
-    if (p->norm) b += nx_rows_tile_bytes(p->H, p->gamma_dtype) + 3 * nx_rows_tile_bytes(p->H, s->dt);
+    if (p->norm) b += nx_rows_tile_bytes(p->H, p->gamma_dtype) + 2 * nx_rows_tile_bytes(p->H, s->dt);
     if (p->bias) b += nx_rows_tile_bytes(core_cols, p->bias_dtype);
     /* the broadcasts' one-partition row and ones column, while they run */
     const uint64_t v = p->norm ? nx_rows_tile_bytes(p->H, p->gamma_dtype) : 0, c = p->bias ? nx_rows_tile_bytes(core_cols, p->bias_dtype) : 0;
     b += (v > c ? v : c) + nx_rows_tile_bytes(s->P, NX_DT_FP32);
-    b += QKV_OUT_BUFS * (nx_rows_tile_bytes(s->TN, s->dt) + (p->rope ? 3 * nx_rows_tile_bytes(s->TN, NX_DT_FP32) : 0));
+    b += (s->KI > 1 ? 3 : QKV_OUT_BUFS) * nx_rows_tile_bytes((uint64_t)s->KI * s->TN, s->dt) +
+         (p->rope ? QKV_ROT_BUFS * 3 * nx_rows_tile_bytes(s->TN, NX_DT_FP32) : 0);
     return b;
 }
 
@@ -167,6 +168,7 @@ static int plan(qkv_state *s, nx_error *err) {
     if (p->N > INT32_MAX || p->S * p->d > INT32_MAX)
         return nx_fail(err, "operand 1 (%s): width %llu (or S d) beyond 32-bit access-pattern strides", s->w->name,
                        (unsigned long long)p->N);
+    s->KI = 1;
     const int decode = p->plan == NX_QKV_PLAN_DECODE || (p->plan == NX_QKV_PLAN_AUTO && T <= s->P);
     if (decode && T > s->P)
         return nx_fail(err, "attribute plan: decode takes up to %u tokens (B S), the op has %llu", s->P,
@@ -177,8 +179,14 @@ static int plan(qkv_state *s, nx_error *err) {
         s->h_lo = lo, s->h_hi = hi, s->t_lo = 0, s->t_hi = T;
         s->split_cols = nx_kctx_num_programs(s->k) > 1;
     } else {
-        nx_kctx_rows(s->k, (T + s->P - 1) / s->P, &lo, &hi);
-        s->t_lo = lo * s->P, s->t_hi = hi * s->P < T ? hi * s->P : T, s->h_lo = 0, s->h_hi = nh;
+        /* heads layout: KI token tiles interleaved when whole super-tiles of
+         * KI x 128 positions fit each batch (qkv_impl.h, qkv_tok0) */
+        s->KI = 1;
+        for (uint32_t ki = 4; p->heads && ki > 1 && s->KI == 1; ki /= 2)
+            if (p->S % ((uint64_t)ki * s->P) == 0) s->KI = ki;
+        const uint64_t unit = (uint64_t)s->KI * s->P;
+        nx_kctx_rows(s->k, (T + unit - 1) / unit, &lo, &hi);
+        s->t_lo = lo * unit, s->t_hi = hi * unit < T ? hi * unit : T, s->h_lo = 0, s->h_hi = nh;
         if (s->t_lo > s->t_hi) s->t_lo = s->t_hi;
     }
     s->nk = (uint32_t)((p->H + s->P - 1) / s->P);
@@ -204,6 +212,8 @@ static int plan(qkv_state *s, nx_error *err) {
     s->MB = 1;
     if (!decode) /* the most token tiles whose h fits beside two panels */
         while (s->MB < QKV_MB_MAX && s->MB < s->ntt && fixed + (s->MB + 1) * slot + 2 * s->nk * piece <= sbuf) s->MB++;
+    if (s->KI > 1 && s->MB >= s->KI) s->MB = s->MB / s->KI * s->KI;
+    else s->KI = 1;
     uint64_t R = (sbuf - fixed - s->MB * slot) / piece;
     if (R > QKV_RING_MAX) R = QKV_RING_MAX;
     if (s->MB > 1 && R < s->nk) s->MB = 1, R = (sbuf - fixed - slot) / piece; /* the panel does not fit: stream */
@@ -223,10 +233,11 @@ static int alloc(qkv_state *s, nx_error *err) {
             (p->norm && nx_kctx_alloc(k, NX_OPK_SBUF, "h_tile", s->dt, P, p->H, &s->ht[i], err) != 0) ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "row_stats", NX_DT_FP32, P, 2, &s->small[i], err) != 0)
             return -1;
-    if (p->norm && nx_kctx_alloc(k, NX_OPK_SBUF, "squares", s->dt, P, p->H, &s->sq, err) != 0) return -1;
-    for (int i = 0; i < QKV_OUT_BUFS; i++)
-        if (nx_kctx_alloc(k, NX_OPK_SBUF, "out_tile", s->dt, P, s->TN, &s->ot[i], err) != 0 ||
-            (p->rope && (nx_kctx_alloc(k, NX_OPK_SBUF, "p_tile", NX_DT_FP32, P, s->TN, &s->pf[i], err) != 0 ||
+    s->nout = s->KI > 1 ? 3 : QKV_OUT_BUFS;
+    for (uint32_t i = 0; i < s->nout; i++)
+        if (nx_kctx_alloc(k, NX_OPK_SBUF, "out_tile", s->dt, P, (uint64_t)s->KI * s->TN, &s->ot[i], err) != 0) return -1;
+    for (int i = 0; i < QKV_ROT_BUFS; i++)
+        if ((p->rope && (nx_kctx_alloc(k, NX_OPK_SBUF, "p_tile", NX_DT_FP32, P, s->TN, &s->pf[i], err) != 0 ||
                          nx_kctx_alloc(k, NX_OPK_SBUF, "rot_a", NX_DT_FP32, P, s->TN, &s->at[i], err) != 0 ||
                          nx_kctx_alloc(k, NX_OPK_SBUF, "rot_b", NX_DT_FP32, P, s->TN, &s->bt[i], err) != 0)))
             return -1;

@@ -44,6 +44,20 @@ static int store(qkv_state *s, const nx_tile *ot, uint64_t tok0, uint32_t n, uin
         return 0;
     }
     const uint64_t first[3] = {0, p->nq, p->nq + p->nkv}, count[3] = {p->nq, p->nkv, p->nkv};
+    if (s->KI > 1) { /* the super-tile: partition p holds positions KI p .. KI p + KI - 1 of each head, contiguous */
+        const uint64_t bi = tok0 / p->S, s0 = tok0 % p->S;
+        const uint32_t run = (uint32_t)(s->KI * d);
+        for (uint64_t hd = ha; hd < hb; hd++) {
+            const uint32_t o = hd < first[1] ? 0 : hd < first[2] ? 1 : 2;
+            nx_operand src = nx_rows_view(ot, s->dt, n, (hd - ha) * run, run);
+            const uint64_t off = ((bi * count[o] + (hd - first[o])) * p->S + s0) * d * s->es;
+            nx_operand dst = nx_ap_hbm_rows(s->dt, s->out[o]->hbm_offset + off, n, (int32_t)run, run);
+            /* two pieces by positions (disjoint HBM boxes) on two engines */
+            if (nx_kctx_dma_split(s->k, QKV_ST_LANE + (uint32_t)(2 * hd % QKV_LANE_GROUP), 2, &dst, &src, err) != 0)
+                return -1;
+        }
+        return 0;
+    }
     for (uint64_t hd = ha; hd < hb; hd++) {
         const uint32_t o = hd < first[1] ? 0 : hd < first[2] ? 1 : 2;
         for (uint32_t p0 = 0; p0 < n;) {
@@ -60,18 +74,30 @@ static int store(qkv_state *s, const nx_tile *ot, uint64_t tok0, uint32_t n, uin
     return 0;
 }
 
+/* Heads [h0, h0 + nh) of the tile in ot, slot j of its super-tile: head
+ * h's KI slots are contiguous (KI d elements), so the store of a head
+ * reads one run per partition. */
+static nx_operand ot_view(const qkv_state *s, const nx_tile *ot, uint32_t n, uint64_t j, uint64_t h0, uint64_t nh) {
+    const uint64_t d = s->p->d;
+    if (s->KI == 1) return nx_rows_view(ot, s->dt, n, h0 * d, nh * d);
+    const int32_t st[2] = {(int32_t)(s->KI * d), 1};
+    const uint32_t ct[2] = {(uint32_t)nh, (uint32_t)d};
+    return nx_tile_view(ot, s->dt, 0, n, (h0 * s->KI + j) * d, 2, st, ct);
+}
+
 int nx_qkv_evacuate(qkv_state *s, uint64_t tt, uint32_t m, uint64_t tile, uint32_t bank, nx_error *err) {
     const nx_qkv_params *p = s->p;
     const uint64_t d = p->d, ha = s->h_lo + tile * s->hpt, hb = ha + s->hpt < s->h_hi ? ha + s->hpt : s->h_hi;
     const uint64_t cw = (hb - ha) * d, bias_c0 = (ha - s->h_lo) * d, rot_end = p->nq + p->nkv;
-    const uint32_t n = qkv_ntok(s, tt), o = (uint32_t)(s->outs++ % QKV_OUT_BUFS);
-    const nx_tile *acc = &s->acc[bank], *ot = &s->ot[o];
+    const uint64_t e = s->outs++, j = tt % s->KI; /* j: the slot in a super-tile */
+    const uint32_t n = qkv_ntok(s, tt), o = (uint32_t)(e % QKV_ROT_BUFS), oo = (uint32_t)(e / s->KI % s->nout);
+    const nx_tile *acc = &s->acc[bank], *ot = &s->ot[oo];
     const uint64_t nr = p->rope && ha < rot_end ? (hb < rot_end ? hb : rot_end) - ha : 0; /* heads rotated */
     if (nr > 0) {
         const uint64_t rc = nr * d;
         nx_operand pv = nx_rows_view(&s->pf[o], NX_DT_FP32, n, 0, rc);
         nx_operand av = nx_rows_view(&s->at[o], NX_DT_FP32, n, 0, rc), bv = nx_rows_view(&s->bt[o], NX_DT_FP32, n, 0, rc);
-        nx_operand yv = nx_rows_view(ot, s->dt, n, 0, rc);
+        nx_operand yv = ot_view(s, ot, n, j, 0, nr);
         const nx_rope_rows rg = {n, (uint32_t)nr, (uint32_t)d, 0, 1};
         if (evac_cols(s, &pv, acc, n, 0, rc, bias_c0, err) != 0 ||
             nx_rope_products(s->k, &rg, &s->pf[o], NX_DT_FP32, 0, &s->cs[m], &s->sn[m], p->cs_dtype, &av, &bv, err) !=
@@ -80,8 +106,9 @@ int nx_qkv_evacuate(qkv_state *s, uint64_t tt, uint32_t m, uint64_t tile, uint32
             return -1;
     }
     if (nr * d < cw) {
-        nx_operand yv = nx_rows_view(ot, s->dt, n, nr * d, cw - nr * d);
+        nx_operand yv = ot_view(s, ot, n, j, nr, hb - ha - nr);
         if (evac_cols(s, &yv, acc, n, nr * d, cw - nr * d, bias_c0 + nr * d, err) != 0) return -1;
     }
-    return store(s, ot, qkv_tok0(s, tt), n, ha, hb, err);
+    if (j + 1 < s->KI) return 0;
+    return store(s, ot, qkv_tok0(s, tt - j), n, ha, hb, err);
 }

@@ -25,10 +25,11 @@ static int load_cs(qkv_state *s, const nx_tensor_ref *src, const nx_tile *t, uin
     }
     for (uint32_t p0 = 0; p0 < n;) {
         const uint64_t tok = tok0 + p0, b = tok / p->S, s0 = tok % p->S;
-        const uint32_t len = qkv_clip(p->S - s0, n - p0);
+        const uint32_t len = s->KI > 1 ? n : qkv_clip(p->S - s0, n - p0); /* KI > 1: within one batch */
         const uint64_t row = p->cs_batched ? b * p->S + s0 : s0;
         nx_operand d = nx_tile_view(t, p->cs_dtype, p0, len, 0, 1, (const int32_t[]){1}, (const uint32_t[]){(uint32_t)h});
-        nx_operand sr = nx_ap_hbm_rows(p->cs_dtype, src->hbm_offset + row * h * ce, len, (int32_t)h, (uint32_t)h);
+        nx_operand sr = nx_ap_hbm_rows(p->cs_dtype, src->hbm_offset + row * h * ce, len, (int32_t)(s->KI * h),
+                                       (uint32_t)h);
         if (nx_kctx_dma_split(s->k, QKV_X_LANE + p0 % lanes, lanes, &d, &sr, err) != 0) return -1;
         p0 += len;
     }
@@ -39,8 +40,9 @@ int nx_qkv_prep_load(qkv_state *s, uint64_t tt, uint32_t m, nx_error *err) {
     const nx_qkv_params *p = s->p;
     const uint64_t tok0 = qkv_tok0(s, tt);
     const uint32_t n = qkv_ntok(s, tt);
-    nx_operand xd = nx_rows_view(&s->xt[tt % 2], s->dt, n, 0, p->H), xs = nx_rows_hbm(s->dt, s->x->hbm_offset, tok0, n,
-                                                                                        p->H);
+    nx_operand xd = nx_rows_view(&s->xt[tt % 2], s->dt, n, 0, p->H);
+    nx_operand xs = nx_ap_hbm_rows(s->dt, s->x->hbm_offset + tok0 * p->H * s->es, n, (int32_t)(s->KI * p->H),
+                                   (uint32_t)p->H);
     if (nx_kctx_dma_split(s->k, QKV_X_LANE, 2 * QKV_LANE_GROUP, &xd, &xs, err) != 0) return -1;
     if (!p->rope) return 0;
     return load_cs(s, s->cos, &s->cs[m], tok0, n, err) != 0 || load_cs(s, s->sin, &s->sr[m], tok0, n, err) != 0 ? -1
@@ -56,7 +58,8 @@ int nx_qkv_prep_norm(qkv_state *s, uint64_t tt, uint32_t m, nx_error *err) {
     }
     if (!p->norm) return 0;
     const nx_tile *sm = &s->small[tt % 2];
-    nx_operand xv = nx_rows_view(&s->xt[tt % 2], s->dt, n, 0, p->H), sq = nx_rows_view(&s->sq, s->dt, n, 0, p->H);
+    /* the squares (ScalarE's by-product) go to the h tile, which GpSimd then overwrites with h */
+    nx_operand xv = nx_rows_view(&s->xt[tt % 2], s->dt, n, 0, p->H), sq = nx_rows_view(&s->ht[tt % 2], s->dt, n, 0, p->H);
     nx_operand ss = nx_rows_view(sm, NX_DT_FP32, n, 0, 1), rstd = nx_rows_view(sm, NX_DT_FP32, n, 1, 1);
     nx_operand gv = nx_rows_view(&s->gamma_t, p->gamma_dtype, n, 0, p->H);
     nx_operand hv = nx_rows_view(&s->ht[tt % 2], s->dt, n, 0, p->H);
