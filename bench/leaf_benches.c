@@ -23,6 +23,7 @@ static const nx_bench_leaf leaf_benches[] = {
      "the conv composite (ONNX Conv) on ResNet-50 and MobileNet shapes"},
     {"attention-decode", "nxsim-bench-attention-decode", nx_bench_attention_decode_main,
      "attention_decode against the KV-streaming bound"},
+    {"qkv", "nxsim-bench-qkv", nx_bench_qkv_main, "qkv (fused RMSNorm, QKV projection, RoPE) against the weight-streaming and PE bounds"},
 };
 
 const nx_bench_leaf *nx_bench_leaf_find(const char *name) {
