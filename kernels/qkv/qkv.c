@@ -192,15 +192,16 @@ static int plan(qkv_state *s, nx_error *err) {
     s->nk = (uint32_t)((p->H + s->P - 1) / s->P);
     s->hpt = (uint32_t)(bank / p->d);
     s->TN = (uint32_t)(s->hpt * p->d);
-    /* decode: pieces of at least the DMA's efficient run per row, within the
-     * PSUM banks; prefill: one column tile per panel (SBUF holds two panels) */
+    /* streaming (decode, or one token tile per core): pieces of at least the
+     * DMA's efficient run per row, within the PSUM banks; prefill: one
+     * column tile per panel (SBUF holds two panels) */
     const uint64_t eff = mach->dma_efficient_bytes_per_partition;
+    s->ntt = (s->t_hi - s->t_lo + s->P - 1) / s->P;
     s->G = 1;
-    while (decode && s->G < QKV_ACC_BANKS / 2 && (uint64_t)s->G * s->TN * s->es < eff) s->G++;
+    while ((decode || s->ntt <= 1) && s->G < QKV_ACC_BANKS / 2 && (uint64_t)s->G * s->TN * s->es < eff) s->G++;
     const uint64_t hh = s->h_hi > s->h_lo ? s->h_hi - s->h_lo : 0;
     s->ntiles = (hh + s->hpt - 1) / s->hpt;
     s->ngroups = (s->ntiles + s->G - 1) / s->G;
-    s->ntt = (s->t_hi - s->t_lo + s->P - 1) / s->P;
     const uint64_t sbuf = geo->sbuf_partition_bytes, fixed = fixed_bytes(s, hh * p->d), slot = slot_bytes(s);
     const uint64_t piece = nx_rows_tile_bytes((uint64_t)s->G * s->TN, s->dt);
     if (fixed + slot + 2 * piece > sbuf)
