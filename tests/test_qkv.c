@@ -267,7 +267,7 @@ static void qkv_refusals(void **state) {
                               {"w", NX_DT_FP32, 2, {30000, 64}, NULL},
                               {"gamma", NX_DT_FP32, 1, {30000}, NULL}};
     roster_refused("trn2", "qkv", tall, 3, "n_q_heads=2;n_kv_heads=1",
-                   "operand 0 (x): H = 30000 needs 855296 bytes per partition (x, h and weight tiles of the plan), "
+                   "operand 0 (x): H = 30000 needs 615296 bytes per partition (x, h and weight tiles of the plan), "
                    "SBUF has 229376");
     roster_operand huge[2] = {{"x", NX_DT_BF16, 3, {1, 1, 70000}, NULL}, {"w", NX_DT_BF16, 2, {70000, 48}, NULL}};
     roster_refused("trn2", "qkv", huge, 2, "n_q_heads=1;n_kv_heads=1;norm=\"none\"",
