@@ -213,49 +213,46 @@ static void qkv_refusals(void **state) {
     roster_operand o[6];
     uint32_t n = operands(&q, NX_DT_BF16, 1, 0, 1, 0, o); /* x, w [200, 256], gamma, cos, sin */
     const char *base = "n_q_heads=4;n_kv_heads=2;rope=true";
-    roster_refused("trn2", "qkv", o, n, "n_kv_heads=2;rope=true",
-                   "attribute n_q_heads: is missing (qkv needs the number of query heads)");
-    roster_refused("trn2", "qkv", o, n, "n_q_heads=6;n_kv_heads=4;rope=true",
-                   "attribute n_q_heads: 6 is not a multiple of n_kv_heads = 4");
-    roster_refused("trn2", "qkv", o, n, "n_q_heads=4;n_kv_heads=2;head_dim=30;rope=true",
-                   "operand 1 (w): width 256 must be (n_q_heads + 2 n_kv_heads) head_dim = (4 + 2 x 2) x 30 = 240");
-    roster_refused("trn2", "qkv", o, n, "n_q_heads=3;n_kv_heads=3;rope=true",
-                   "operand 1 (w): width 256 is not a multiple of n_q_heads + 2 n_kv_heads = 3 + 2 x 3 = 9");
-    roster_refused("trn2", "qkv", o, n, "n_q_heads=4;n_kv_heads=0;rope=true",
-                   "attribute n_kv_heads: 0 must be positive");
-    roster_refused("trn2", "qkv", o, n, "n_q_heads=4;n_kv_heads=2;rope=true;layout=\"hsd\"",
-                   "attribute layout: 'hsd' is not one of bsd, heads");
-    roster_refused("trn2", "qkv", o, n, "n_q_heads=4;n_kv_heads=2;rope=true;norm=\"layer\"",
-                   "attribute norm: 'layer' is not one of rms, none");
-    /* a missing optional operand its attribute asks for, an extra one */
-    roster_refused("trn2", "qkv", o, n, "n_q_heads=4;n_kv_heads=2;rope=true;bias=true",
-                   "qkv with norm=rms bias=true rope=true takes 6 operands (x, w, gamma, bias, cos, sin), the op has 5");
-    roster_refused("trn2", "qkv", o, n, "n_q_heads=4;n_kv_heads=2",
-                   "qkv with norm=rms bias=false rope=false takes 3 operands (x, w, gamma), the op has 5");
-    /* cos/sin of the wrong shape */
-    roster_operand bad[5];
-    memcpy(bad, o, sizeof bad);
-    bad[3].shape[1] = 32;
-    roster_refused("trn2", "qkv", bad, n, base,
-                   "operand 3 (cos): cos must be [8, 16] or [2, 8, 16] ([S, d/2] or [B, S, d/2])");
-    memcpy(bad, o, sizeof bad);
-    bad[4] = (roster_operand){"sin", NX_DT_BF16, 3, {2, 8, 16}, NULL};
-    roster_refused("trn2", "qkv", bad, n, base, "operand 4 (sin): sin must have cos's shape and dtype");
-    /* an odd head_dim with rope (w [200, 8 x 31]) */
-    roster_operand odd[5];
-    memcpy(odd, o, sizeof odd);
-    odd[1].shape[1] = 248;
-    roster_refused("trn2", "qkv", odd, n, base, "attribute head_dim: 31 must be even (rope rotates its halves)");
-    /* gamma, w's dtype and rank, x's rank */
-    memcpy(bad, o, sizeof bad);
-    bad[2].shape[0] = 100;
-    roster_refused("trn2", "qkv", bad, n, base, "operand 2 (gamma): gamma must be [200]");
-    memcpy(bad, o, sizeof bad);
-    bad[1].dt = NX_DT_FP32;
-    roster_refused("trn2", "qkv", bad, n, base, "operand 1 (w): dtype fp32 differs from x's bf16");
-    memcpy(bad, o, sizeof bad);
-    bad[0] = (roster_operand){"x", NX_DT_BF16, 2, {16, 200}, NULL};
-    roster_refused("trn2", "qkv", bad, n, base, "operand 0 (x): rank 2, qkv takes x [B, S, H]");
+    static const struct {
+        const char *attrs, *msg;
+    } by_attrs[] = {
+        {"n_kv_heads=2;rope=true", "attribute n_q_heads: is missing (qkv needs the number of query heads)"},
+        {"n_q_heads=6;n_kv_heads=4;rope=true", "attribute n_q_heads: 6 is not a multiple of n_kv_heads = 4"},
+        {"n_q_heads=4;n_kv_heads=2;head_dim=30;rope=true",
+         "operand 1 (w): width 256 must be (n_q_heads + 2 n_kv_heads) head_dim = (4 + 2 x 2) x 30 = 240"},
+        {"n_q_heads=3;n_kv_heads=3;rope=true",
+         "operand 1 (w): width 256 is not a multiple of n_q_heads + 2 n_kv_heads = 3 + 2 x 3 = 9"},
+        {"n_q_heads=4;n_kv_heads=0;rope=true", "attribute n_kv_heads: 0 must be positive"},
+        {"n_q_heads=4;n_kv_heads=2;rope=true;layout=\"hsd\"", "attribute layout: 'hsd' is not one of bsd, heads"},
+        {"n_q_heads=4;n_kv_heads=2;rope=true;norm=\"layer\"", "attribute norm: 'layer' is not one of rms, none"},
+        /* a missing optional operand its attribute asks for, an extra one */
+        {"n_q_heads=4;n_kv_heads=2;rope=true;bias=true",
+         "qkv with norm=rms bias=true rope=true takes 6 operands (x, w, gamma, bias, cos, sin), the op has 5"},
+        {"n_q_heads=4;n_kv_heads=2",
+         "qkv with norm=rms bias=false rope=false takes 3 operands (x, w, gamma), the op has 5"},
+    };
+    for (size_t i = 0; i < sizeof by_attrs / sizeof *by_attrs; i++)
+        roster_refused("trn2", "qkv", o, n, by_attrs[i].attrs, by_attrs[i].msg);
+    /* one operand replaced: cos/sin of the wrong shape, an odd head_dim with
+     * rope (w [200, 8 x 31]), gamma's shape, w's dtype, x's rank */
+    static const struct {
+        uint32_t at;
+        roster_operand with;
+        const char *msg;
+    } by_operand[] = {
+        {3, {"cos", NX_DT_BF16, 2, {8, 32}, NULL}, "operand 3 (cos): cos must be [8, 16] or [2, 8, 16] ([S, d/2] or [B, S, d/2])"},
+        {4, {"sin", NX_DT_BF16, 3, {2, 8, 16}, NULL}, "operand 4 (sin): sin must have cos's shape and dtype"},
+        {1, {"w", NX_DT_BF16, 2, {200, 248}, NULL}, "attribute head_dim: 31 must be even (rope rotates its halves)"},
+        {2, {"gamma", NX_DT_BF16, 1, {100}, NULL}, "operand 2 (gamma): gamma must be [200]"},
+        {1, {"w", NX_DT_FP32, 2, {200, 256}, NULL}, "operand 1 (w): dtype fp32 differs from x's bf16"},
+        {0, {"x", NX_DT_BF16, 2, {16, 200}, NULL}, "operand 0 (x): rank 2, qkv takes x [B, S, H]"},
+    };
+    for (size_t i = 0; i < sizeof by_operand / sizeof *by_operand; i++) {
+        roster_operand v[6];
+        memcpy(v, o, sizeof v);
+        v[by_operand[i].at] = by_operand[i].with;
+        roster_refused("trn2", "qkv", v, n, base, by_operand[i].msg);
+    }
     /* the plans' limits: decode's 128 tokens, a head beyond one PSUM bank, H beyond SBUF and an access */
     roster_operand big[2] = {{"x", NX_DT_BF16, 3, {3, 100, 64}, NULL}, {"w", NX_DT_BF16, 2, {64, 256}, NULL}};
     roster_refused("trn2", "qkv", big, 2, "n_q_heads=4;n_kv_heads=2;norm=\"none\";plan=\"decode\"",
