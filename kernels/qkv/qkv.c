@@ -29,7 +29,10 @@
  *     the cores take disjoint token ranges (measured faster than splitting
  *     heads: docs/parts/qkv.md). The norm and transposes of token tile m + 1
  *     are emitted around the multiplies of tile m in the first panel, so
- *     the PE does not wait for them.
+ *     the PE does not wait for them. A core with one token tile streams as
+ *     decode does. In the heads layout, 4 token tiles interleave
+ *     (qkv_impl.h, qkv_tok0) so each head's store runs 4 d elements per
+ *     partition instead of d (an eighth of the DMA's efficient run in bf16).
  * Where it goes past the public kernels: any H (ragged last chunk), any
  * head_dim up to one PSUM bank, GQA or MHA head counts, both cos/sin
  * shapes, both layouts, fp32 as well as bf16. */
