@@ -23,6 +23,9 @@ static const nx_bench_leaf leaf_benches[] = {
      "the conv composite (ONNX Conv) on ResNet-50 and MobileNet shapes"},
     {"attention-decode", "nxsim-bench-attention-decode", nx_bench_attention_decode_main,
      "attention_decode against the KV-streaming bound"},
+    {"collective", "nxsim-bench-collective", nx_bench_collective_main,
+     "collective_matmul on the two cores against matmul on one and the PE bound"},
+    {"router", "nxsim-bench-router", nx_bench_router_main, "router_topk (MoE router) against the DMA bound"},
     {"qkv", "nxsim-bench-qkv", nx_bench_qkv_main, "qkv (fused RMSNorm, QKV projection, RoPE) against the weight-streaming and PE bounds"},
 };
 

@@ -17,6 +17,7 @@
 #include "kernels/conv/onnx/conv_onnx.h"
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/matmul/matmul.h"
+#include "kernels/moe/router.h"
 #include "kernels/norms/norms.h"
 #include "kernels/resize/resize_rule.h"
 #include "kernels/scan/scan.h"
@@ -154,6 +155,11 @@ int nx_ref_rope(const nx_rope_params *p, const void *x, const void *cos_, const 
  * copies of one matrix each (freed before returning). */
 int nx_ref_matmul(const nx_matmul_params *p, const void *a, const void *b, void *c, nx_error *err);
 
+/* collective_matmul (kernels/collective/collective_matmul.h): A [M, K] @
+ * B [K, N] over the whole K as one fp32 sgemm, rounded once to p->dtype
+ * (the split over the cores plays no part). */
+int nx_ref_collective_matmul(const nx_matmul_params *p, const void *a, const void *b, void *c, nx_error *err);
+
 /* attention (kernels/attention/flash.h): q [B, Hq, Sq, D], k and v
  * [B, Hkv, Skv, D], sink [Hq] fp32 (NULL without), out of q's dtype: the
  * masked fp32 scores, a softmax in double with the sink logit, P rounded
@@ -183,6 +189,15 @@ int nx_ref_conv_onnx(const nx_conv_onnx_params *p, const void *x, const void *w,
  * (paged) a used block id outside the cache. */
 int nx_ref_attention_decode(const nx_decode_params *p, const void *const *in, void *const *out, nx_error *err);
 
+/* ---- the MoE family (kernels/moe/) ---- */
+
+/* router_topk (kernels/moe/router.h): x [T, H] and w [H, E] in p->dtype,
+ * bias [E] in p->bias_dtype (when p->bias, else NULL); logits and
+ * affinities [T, E] fp32, indices [T, k] int32 (descending logits, ties to
+ * the lower index; NaN ranks above every number). Logits by cblas_sgemm
+ * plus the bias in fp32, the activation and normalisation in double. */
+int nx_ref_router_topk(const nx_router_params *p, const void *x, const void *w, const void *bias, float *logits,
+                       float *affinities, int32_t *indices, nx_error *err);
 /* ---- qkv (kernels/qkv/qkv.h) ----
  * in[] the operands in p's order (x, w [, gamma] [, bias] [, cos, sin]);
  * out[] the results (bsd: out [B, S, N]; heads: q, k, v). h = rmsnorm(x) *
