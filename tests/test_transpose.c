@@ -462,13 +462,14 @@ static void test_tall_wide(void **state) {
 
 /* The DVE leaf's block route (kernels/transpose/dve_blocks.c): R, C and
  * each program's output rows in whole 16-blocks (the GpSimd cores' partition
- * groups); a short last tile of input rows; a tail of output-row blocks
- * spread unevenly over the eight groups (each program's 480 rows); 1-byte
- * elements; each takes the route (it emits one gather per tile), and a
- * ragged shape keeps the free-dim route. */
+ * groups); a program's rows across two matrices (a short column tile in the
+ * second); fewer input-row blocks than row groups (64 x 2048: empty
+ * groups); 1-byte elements; tails of both rows and columns (1040 x 1568);
+ * each takes the route (it emits one gather per tile), and a ragged shape
+ * keeps the free-dim route. */
 static void test_dve_blocks(void **state) {
     (void)state;
-    const uint64_t s3[3] = {3, 96, 320}, s2[2] = {64, 2048}, s2b[2] = {96, 4096}, s2c[2] = {96, 330};
+    const uint64_t s3[3] = {3, 512, 320}, s2[2] = {64, 2048}, s2b[2] = {96, 4096}, s2c[2] = {96, 330};
     const uint64_t s2d[2] = {1040, 1568};
     const int64_t p3[3] = {0, 2, 1};
     check_leaf(tiled_dve_transpose_10, "tiled_dve_transpose_10", NX_DT_FP32, 3, s3, p3, 2, 31);
