@@ -17,6 +17,7 @@
 #include "kernels/conv/onnx/conv_onnx.h"
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/matmul/matmul.h"
+#include "kernels/moe/moe_decode.h"
 #include "kernels/norms/norms.h"
 #include "kernels/resize/resize_rule.h"
 #include "kernels/scan/scan.h"
@@ -181,5 +182,15 @@ int nx_ref_conv_onnx(const nx_conv_onnx_params *p, const void *x, const void *w,
  * the dtype before P V; refuses lengths with L_b + s beyond S_max and
  * (paged) a used block id outside the cache. */
 int nx_ref_attention_decode(const nx_decode_params *p, const void *const *in, void *const *out, nx_error *err);
+
+/* ---- moe_decode (kernels/moe/moe_decode.h) ----
+ * in = x, w_gate, w_up, w_down, affinities, indices; out = [T, H] of x's
+ * dtype. Expert by expert (the ones some slot names, or all), the tokens
+ * that use it gathered into an fp32 matrix: G = X Wg and U = X Wu by
+ * OpenBLAS sgemm, h = act(G) (fp32) times U rounded to the dtype, Y = h Wd
+ * by sgemm, out_t += coef(t, e) Y_t in fp32 (coef = affinities[t, e] times
+ * the slots of t naming e; "all": affinities[t, e]); out rounded once.
+ * Refuses an index outside [-1, E). */
+int nx_ref_moe_decode(const nx_moe_decode_params *p, const void *const *in, void *out, nx_error *err);
 
 #endif

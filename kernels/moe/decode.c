@@ -1,0 +1,193 @@
+/* moe_decode (kernels/moe/moe_decode.h): the expert MLPs of MoE token
+ * generation, after the public NKI MoE token-generation kernels (nkilib's
+ * router-fed expert MLPs for decode; the inventory's expert_mlps), with
+ * gate/up/down per expert as kernels/moe/decode_expert.c lays them out.
+ *
+ * The whole thing is weight-streaming bound: T <= 128 tokens meet E
+ * experts of 3 H I weights each, so the plan is about the weight streams:
+ *  - which experts: mode "selected" reads only experts some slot names,
+ *    each once, however many tokens chose it; the choice is run-time data
+ *    (indices), so the passes are fixed at trace time and their experts
+ *    are DMA row offsets computed on chip (kernels/moe/decode_route.c): one
+ *    pass per expert when T k >= E (an unused expert's gathers skip every
+ *    row), else one pass per slot of the flat [T k] indices with repeats
+ *    turned into empty passes. Mode "all" streams every expert with plain
+ *    DMAs, weighted by the affinities;
+ *  - on which queues: every weight tile is cut over the 16 DMA engines,
+ *    gate, up and down on a queue group each, in rings deep enough to run
+ *    ahead of the PE;
+ *  - on which core: the VNC grid's two programs split I (each reads its
+ *    half of every needed expert's three matrices: the two cores' DMA
+ *    engines share the HBM bandwidth evenly whatever the routing, which an
+ *    expert split cannot promise when the number of distinct experts is
+ *    odd or run-time), and the two partial [T, H] sums meet through a
+ *    shared HBM scratch: each core sends the other the half of H the
+ *    other finalises, a core barrier, then each adds, rounds and stores
+ *    its half.
+ * Where it goes past the public kernel: any T up to 128 (accumulators
+ * strided by a power of two in PSUM), ragged H and I, fp32 and bf16, k up
+ * to 16, the four activations, slots of -1, repeated experts, and
+ * out-of-range indices as a run-time fault. */
+#include <string.h>
+
+#include "decode_impl.h"
+#include "isa/intmath.h"
+
+static int plan(md_plan *pl, nx_kctx *k, nx_error *err) {
+    const nx_geometry *g = nx_kctx_geometry(k);
+    const nx_moe_decode_params *p = &pl->p;
+    pl->es = (uint32_t)nx_dtype_size(p->dtype);
+    pl->P = g->partitions;
+    pl->runtime = !p->all;
+    pl->slot_list = !p->all && p->T * p->k < p->E;
+    pl->S = (uint32_t)(pl->slot_list ? p->T * p->k : p->E);
+    pl->nhc = (uint32_t)nx_cdiv_u64(p->H, pl->P);
+    uint64_t lo, hi;
+    nx_kctx_rows(k, nx_cdiv_u64(p->inter, pl->P), &lo, &hi);
+    pl->ilo = lo * pl->P;
+    pl->ihi = nx_min_u64(hi * pl->P, p->inter);
+    if (pl->ihi < pl->ilo) pl->ihi = pl->ilo;
+    pl->nic = (uint32_t)(hi > lo ? hi - lo : 0);
+    pl->nblk = (uint32_t)nx_cdiv_u64(pl->nic, MD_NIT);
+    const uint32_t bank = g->psum_bank_bytes ? g->psum_bank_bytes : 2048;
+    if (bank != 2048 || g->psum_partition_bytes < 8 * 2048ull || g->pe_moving_free_max < 512)
+        return nx_fail(err, "moe_decode: plans for 2 KiB PSUM banks, 8 of them, and 512-column multiplies");
+    pl->dcols = 2048 / pl->es; /* 2 KiB rows: the DMA's efficient run */
+    pl->ndc = (uint32_t)nx_cdiv_u64(p->H, pl->dcols);
+    pl->d_banks = pl->dcols * 4 / bank;
+    pl->stride = nx_pow2_ceil_u32((uint32_t)p->T * 4);
+    const uint64_t set = 2ull * MD_NIT * pl->stride;
+    pl->gu_sets = 2 * set <= 4ull * bank ? 2 : 1;
+    pl->ps_gu = 0;
+    pl->ps_d = 4ull * bank;
+    return 0;
+}
+
+static int alloc(md_core *c, const char *name, nx_dtype dt, uint32_t np, uint64_t n, nx_tile *t, nx_error *err) {
+    return nx_kctx_alloc(c->k, NX_OPK_SBUF, name, dt, np, n ? n : 1, t, err);
+}
+
+/* x [T, H] -> x^T: PE transposes of [T, 128] pieces, copied out by ACT. */
+static int transpose_x(md_core *c, nx_error *err) {
+    const md_plan *pl = &c->pl;
+    const nx_moe_decode_params *p = &pl->p;
+    const uint32_t T = (uint32_t)p->T, P = pl->P;
+    nx_tile xs;
+    if (alloc(c, "moe_x", p->dtype, T, p->H, &xs, err) != 0 ||
+        alloc(c, "moe_xt", p->dtype, P, (uint64_t)pl->nhc * T, &c->xt, err) != 0)
+        return -1;
+    nx_operand xv = nx_tile_ap(&xs);
+    nx_operand src = nx_ap_hbm_rows(p->dtype, c->call->args[0].hbm_offset, T, (int32_t)p->H, (uint32_t)p->H);
+    if (nx_kctx_dma_split(c->k, MD_LANE_ROUTE + 8, T < 8 ? T : 8, &xv, &src, err) != 0) return -1;
+    for (uint32_t hc = 0; hc < pl->nhc; hc++) {
+        const uint32_t hw = (uint32_t)nx_min_u64(P, p->H - (uint64_t)hc * P);
+        nx_operand s = md_view(&xs, p->dtype, 0, T, (uint64_t)hc * P, hw);
+        nx_operand d = md_view(&c->psum, p->dtype, 0, hw, (pl->ps_d + (hc % 16) * 512ull) / pl->es, T);
+        nx_operand o = md_view(&c->xt, p->dtype, 0, hw, (uint64_t)hc * T, T);
+        if (nx_kctx_transpose(c->k, NX_ENG_PE, &d, &s, err) != 0 ||
+            nx_kctx_tensor_copy(c->k, NX_ENG_ACT, &o, &d, err) != 0)
+            return -1;
+    }
+    return nx_kctx_release(c->k, &xs, err);
+}
+
+static int alloc_stream(md_core *c, nx_error *err) {
+    const md_plan *pl = &c->pl;
+    const nx_moe_decode_params *p = &pl->p;
+    const uint32_t P = pl->P, T = (uint32_t)p->T;
+    for (uint32_t i = 0; i < MD_RING; i++)
+        if (alloc(c, "moe_gate_up_ring", p->dtype, P, (uint64_t)MD_NIT * P, &c->gu[i], err) != 0 ||
+            alloc(c, "moe_down_ring", p->dtype, P, pl->dcols, &c->dn[i], err) != 0)
+            return -1;
+    if (alloc(c, "moe_h", p->dtype, P, (uint64_t)MD_NIT * T, &c->ht[0], err) != 0 ||
+        alloc(c, "moe_h", p->dtype, P, (uint64_t)MD_NIT * T, &c->ht[1], err) != 0 ||
+        alloc(c, "moe_act", NX_DT_FP32, P, (uint64_t)MD_NIT * T, &c->sg, err) != 0 ||
+        alloc(c, "moe_acc", NX_DT_FP32, T, p->H, &c->acc, err) != 0)
+        return -1;
+    nx_operand a = nx_tile_ap(&c->acc);
+    return nx_kctx_memset(c->k, NX_ENG_POOL, &a, 0.0, err);
+}
+
+/* The passes: emission order gate/up(w), down(w - 1), act(w), so the PE
+ * runs the next item's gate/up while ACT and DVE make this one's h. */
+static int passes(md_core *c, nx_error *err) {
+    const md_plan *pl = &c->pl;
+    const uint64_t W = (uint64_t)pl->S * pl->nblk;
+    if (pl->runtime && W > 0 && md_offsets(c, 0, err) != 0) return -1;
+    for (uint64_t w = 0; w < W; w++) {
+        const uint32_t s = (uint32_t)(w / pl->nblk);
+        if (pl->runtime && w % pl->nblk == 0 && s + 1 < pl->S && md_offsets(c, s + 1, err) != 0) return -1;
+        if (md_gate_up(c, w, err) != 0) return -1;
+        if (w > 0 && md_down(c, w - 1, err) != 0) return -1;
+        if (md_act(c, w, err) != 0) return -1;
+    }
+    return W > 0 ? md_down(c, W - 1, err) : 0;
+}
+
+/* Columns [c0, c0 + n) of acc rounded to the dtype and stored to out. */
+static int store(md_core *c, uint64_t c0, uint64_t n, nx_error *err) {
+    const md_plan *pl = &c->pl;
+    const nx_moe_decode_params *p = &pl->p;
+    const uint32_t T = (uint32_t)p->T;
+    if (n == 0) return 0;
+    nx_tile o;
+    if (alloc(c, "moe_out", p->dtype, T, n, &o, err) != 0) return -1;
+    nx_operand ov = nx_tile_ap(&o), a = md_view(&c->acc, NX_DT_FP32, 0, T, c0, n);
+    nx_operand dst = nx_ap_hbm_rows(p->dtype, c->call->args[NX_MOE_DECODE_OPERANDS].hbm_offset + c0 * pl->es, T,
+                                    (int32_t)p->H, (uint32_t)n);
+    if (nx_kctx_tensor_copy(c->k, NX_ENG_ACT, &ov, &a, err) != 0 ||
+        nx_kctx_dma_split(c->k, MD_LANE_STORE, T < 16 ? T : 16, &dst, &ov, err) != 0)
+        return -1;
+    return 0;
+}
+
+/* The two cores' partial sums: each sends the other the half of H the
+ * other finalises, then adds the half it received to its own. */
+static int combine(md_core *c, nx_error *err) {
+    const md_plan *pl = &c->pl;
+    const nx_moe_decode_params *p = &pl->p;
+    const uint32_t T = (uint32_t)p->T, pid = nx_kctx_program_id(c->k);
+    if (nx_kctx_num_programs(c->k) == 1) return store(c, 0, p->H, err);
+    const uint64_t half = nx_cdiv_u64(p->H, 2);
+    const uint64_t own0 = pid ? half : 0, own1 = pid ? p->H : half, oth0 = pid ? 0 : half, oth1 = pid ? half : p->H;
+    const uint64_t shape[3] = {2, T, p->H};
+    uint64_t off;
+    if (nx_kctx_scratch(c->k, "moe_decode.partial", NX_DT_FP32, 3, shape, &off, err) != 0) return -1;
+    const uint64_t mine = off + (uint64_t)pid * T * p->H * 4, theirs = off + (uint64_t)(1 - pid) * T * p->H * 4;
+    if (oth1 > oth0) {
+        nx_operand a = md_view(&c->acc, NX_DT_FP32, 0, T, oth0, oth1 - oth0);
+        nx_operand d = nx_ap_hbm_rows(NX_DT_FP32, mine + oth0 * 4, T, (int32_t)p->H, (uint32_t)(oth1 - oth0));
+        if (nx_kctx_dma_split(c->k, MD_LANE_STORE, T < 16 ? T : 16, &d, &a, err) != 0) return -1;
+    }
+    if (nx_kctx_barrier(c->k, err) != 0) return -1;
+    if (own1 <= own0) return 0;
+    nx_tile r;
+    const uint64_t n = own1 - own0;
+    if (alloc(c, "moe_partial", NX_DT_FP32, T, n, &r, err) != 0) return -1;
+    nx_operand rv = nx_tile_ap(&r), a = md_view(&c->acc, NX_DT_FP32, 0, T, own0, n);
+    nx_operand s = nx_ap_hbm_rows(NX_DT_FP32, theirs + own0 * 4, T, (int32_t)p->H, (uint32_t)n);
+    if (nx_kctx_dma_split(c->k, MD_LANE_ROUTE + 8, T < 16 ? T : 16, &rv, &s, err) != 0 ||
+        nx_kctx_tensor_tensor(c->k, NX_ENG_DVE, NX_ALU_ADD, &a, &a, &rv, err) != 0)
+        return -1;
+    return store(c, own0, n, err);
+}
+
+int nx_moe_decode(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
+    nx_norm_tensor in[NX_KERNEL_MAX_ARGS];
+    for (uint32_t i = 0; i < call->n_inputs && i < NX_KERNEL_MAX_ARGS; i++)
+        in[i] = (nx_norm_tensor){call->args[i].name, call->args[i].dtype, call->args[i].ndims, call->args[i].shape};
+    md_core c;
+    memset(&c, 0, sizeof c);
+    if (nx_moe_decode_read(call->attrs, in, call->n_inputs, &c.pl.p, err) != 0) return -1;
+    if (call->nargs != NX_MOE_DECODE_OPERANDS + 1)
+        return nx_fail(err, "moe_decode: expects 1 result (out), got %u", call->nargs - call->n_inputs);
+    c.k = k;
+    c.call = call;
+    if (plan(&c.pl, k, err) != 0) return -1;
+    const nx_geometry *g = nx_kctx_geometry(k);
+    if (nx_kctx_alloc(k, NX_OPK_PSUM, "moe_psum", NX_DT_FP32, c.pl.P, g->psum_partition_bytes / 4, &c.psum, err) != 0)
+        return -1;
+    if (md_route(&c, err) != 0 || transpose_x(&c, err) != 0 || alloc_stream(&c, err) != 0 || passes(&c, err) != 0)
+        return -1;
+    return combine(&c, err);
+}
