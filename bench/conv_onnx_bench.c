@@ -21,9 +21,7 @@
 #include "dma_bound.h"
 #include "kernels/conv/onnx/conv_onnx.h"
 #include "leaf_benches.h"
-#include "registry/check.h"
 #include "registry/prepare.h"
-#include "registry/rules.h"
 #include "registry/run/run.h"
 #include "sim/machine.h"
 #include "wall_clock.h"
@@ -62,51 +60,6 @@ static int build_op(const cv_case *c, nx_macro_op *op, nx_error *err) {
     }
     return 0;
 }
-
-/* The rules' reference on the operands the run placed (made again from the
- * seed, as nx_run_op's --check does), timed, and each result compared under
- * the rules' tolerance. */
-static int reference(const nx_prepared *p, const nx_run_result *res, uint64_t seed, cv_result *r, nx_error *err) {
-    const nx_macro_op *op = &p->op;
-    const nx_op_rules *rules = p->target.rules;
-    if (!rules || !rules->reference) return nx_fail(err, "%s has no reference", op->func_name);
-    uint8_t *bufs[2 * NX_OP_MAX_TENSORS] = {0};
-    const void *ins[NX_OP_MAX_TENSORS] = {0};
-    void *outs[NX_OP_MAX_TENSORS] = {0};
-    uint32_t nb = 0;
-    int rc = -1;
-    for (uint32_t i = 0; i < op->n_operands; i++) {
-        const nx_tensor_decl *t = &res->prog->tensors[res->operand_tensor[i]];
-        if (!(bufs[nb] = malloc(nx_tensor_bytes(t) + 1))) goto oom;
-        nx_op_rules_fill_operand(rules, op, i, t, bufs[nb], seed, (uint32_t)res->operand_tensor[i]);
-        ins[i] = bufs[nb++];
-    }
-    for (uint32_t j = 0; j < op->n_results; j++) {
-        if (!(bufs[nb] = calloc(1, nx_tensor_bytes(&res->prog->tensors[res->result_tensor[j]]) + 1))) goto oom;
-        outs[j] = bufs[nb++];
-    }
-    double t0 = nx_bench_now_s();
-    if (rules->reference(op, ins, outs, err) != 0) goto done;
-    r->ref_s = nx_bench_now_s() - t0;
-    r->ok = 1;
-    for (uint32_t j = 0; j < op->n_results; j++) {
-        const nx_tensor_decl *t = &res->prog->tensors[res->result_tensor[j]];
-        nx_tolerance tol;
-        nx_check_result cr;
-        if (nx_op_rules_tolerance(rules, op, j, &tol, err) != 0) goto done;
-        nx_dtype dt = (nx_dtype)t->dtype;
-        nx_check_compare(dt, res->results[j], outs[j], nx_tensor_bytes(t) / nx_dtype_size(dt), &tol, &cr);
-        if (cr.bad) r->ok = 0;
-    }
-    rc = 0;
-    goto done;
-oom:
-    nx_fail(err, "out of memory for the reference of %s", op->func_name);
-done:
-    for (uint32_t k = 0; k < nb; k++) free(bufs[k]);
-    return rc;
-}
-
 
 /* The chosen leaf alone: its registry key on the same problem in its own
  * layouts (pseudo-random operands, no check), its simulated time. */
@@ -160,49 +113,51 @@ out:
     return rc;
 }
 
+/* The bound and the leaf's choice, from the op as prepared (bench/dma_bound.h). */
+typedef struct cv_bounds_ctx {
+    const nx_machine *m;
+    cv_result *r;
+    nx_conv_onnx_params p;
+    nx_conv_onnx_choice ch;
+    int have;
+    nx_error err;
+} cv_bounds_ctx;
+
+static void cv_bounds(const nx_macro_op *op, uint32_t grid, void *ctx) {
+    (void)grid;
+    cv_bounds_ctx *b = ctx;
+    nx_norm_tensor in[3];
+    for (uint32_t i = 0; i < op->n_operands && i < 3; i++)
+        in[i] = (nx_norm_tensor){op->operands[i].name, op->operands[i].dtype, op->operands[i].ndims,
+                                 op->operands[i].shape};
+    if (nx_conv_onnx_read(&op->attrs, in, op->n_operands, &b->p, &b->err) != 0) return;
+    const nx_conv_onnx_params *p = &b->p;
+    nx_conv_onnx_choose(p, &b->ch);
+    snprintf(b->r->leaf, sizeof b->r->leaf, "%s", b->ch.key);
+    double macs = (double)(p->N * p->O * p->OH * p->OW) * (double)(p->Cg * p->KH * p->KW);
+    double es = (double)nx_dtype_size(p->dtype);
+    double bytes = es * (double)(p->N * p->C * p->H * p->W + p->O * p->Cg * p->KH * p->KW +
+                                 p->N * p->O * p->OH * p->OW + (p->has_bias ? p->O : 0));
+    double dma = bytes / nx_bench_core_dma_bytes_per_ns(b->m);
+    double pe = b->ch.leaf == NX_CONV_ONNX_PBP_FB01 ? nx_bench_pe_bound_ns(b->m, macs, p->dtype) : 0;
+    b->r->bound_ns = pe > dma ? pe : dma;
+    b->have = 1;
+}
+
 static int run_case(const cv_case *c, const nx_machine *m, cv_result *r, nx_error *err) {
     memset(r, 0, sizeof *r);
     nx_macro_op given;
-    nx_prepared op;
-    nx_prepared_init(&op);
-    nx_run_result res;
-    memset(&res, 0, sizeof res);
-    nx_lowerer *L = NULL;
+    cv_bounds_ctx ctx = {.m = m, .r = r};
+    nx_bench_run run;
     int rc = -1;
-    if (build_op(c, &given, err) != 0) goto out;
-    if (!(L = nx_lowerer_new(&m->geo, NULL))) {
-        nx_fail(err, "out of memory");
+    if (build_op(c, &given, err) != 0 || nx_bench_run_op(&given, m, cv_bounds, &ctx, &run, err) != 0) goto out;
+    if (!ctx.have) {
+        *err = ctx.err;
         goto out;
     }
-    if (nx_op_prepare(L, &given, NULL, &op, err) != 0) goto out;
-    nx_run_options opt = {.backend = NX_RUN_MODEL, .seed = 1};
-    double t0 = nx_bench_now_s();
-    if (nx_run_op(L, m, &op, NULL, &opt, &res, err) != 0) goto out;
-    r->sim_s = nx_bench_now_s() - t0;
-    r->sim_ns = res.trace.sim.total_ns;
-    if (reference(&op, &res, opt.seed, r, err) != 0) goto out;
-    nx_norm_tensor in[3];
-    for (uint32_t i = 0; i < op.op.n_operands && i < 3; i++)
-        in[i] = (nx_norm_tensor){op.op.operands[i].name, op.op.operands[i].dtype, op.op.operands[i].ndims,
-                                 op.op.operands[i].shape};
-    nx_conv_onnx_params p;
-    if (nx_conv_onnx_read(&op.op.attrs, in, op.op.n_operands, &p, err) != 0) goto out;
-    nx_conv_onnx_choice ch;
-    nx_conv_onnx_choose(&p, &ch);
-    snprintf(r->leaf, sizeof r->leaf, "%s", ch.key);
-    double macs = (double)(p.N * p.O * p.OH * p.OW) * (double)(p.Cg * p.KH * p.KW);
-    double es = (double)nx_dtype_size(p.dtype);
-    double bytes = es * (double)(p.N * p.C * p.H * p.W + p.O * p.Cg * p.KH * p.KW + p.N * p.O * p.OH * p.OW +
-                                 (p.has_bias ? p.O : 0));
-    double dma = bytes / nx_bench_core_dma_bytes_per_ns(m);
-    double pe = ch.leaf == NX_CONV_ONNX_PBP_FB01 ? nx_bench_pe_bound_ns(m, macs, p.dtype) : 0;
-    r->bound_ns = pe > dma ? pe : dma;
-    if (leaf_alone(&p, &ch, m, &r->leaf_ns, err) != 0) goto out;
-    rc = 0;
+    r->sim_ns = run.sim_ns, r->sim_s = run.sim_s, r->ref_s = run.ref_s, r->ok = run.ok;
+    rc = leaf_alone(&ctx.p, &ctx.ch, m, &r->leaf_ns, err);
 out:
-    nx_run_result_free(&res);
-    nx_lowerer_free(L);
-    nx_prepared_free(&op);
     nx_macro_op_free(&given);
     return rc;
 }

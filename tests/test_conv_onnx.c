@@ -25,186 +25,32 @@
 #include "registry/lower.h"
 #include "registry/prepare.h"
 #include "registry/run/run.h"
+#include "roster_case.h"
 #include "support.h"
 
-typedef struct operand {
-    const char *name;
-    nx_dtype dt;
-    uint32_t nd;
-    uint64_t shape[5];
-    const double *values; /* NULL: random in [-1, 1) */
-} operand;
-
-typedef struct outcome {
-    uint32_t n;
-    uint8_t *bytes[4];
-    uint64_t size[4];
-    nx_dtype dt[4];
-} outcome;
-
-static void set_attrs(nx_macro_op *op, const char *attrs) {
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", attrs ? attrs : "");
-    for (char *tok = strtok(buf, ";"); tok; tok = strtok(NULL, ";")) {
-        char *eq = strchr(tok, '=');
-        assert_non_null(eq);
-        *eq = 0;
-        nx_error err;
-        nx_value v;
-        if (nx_value_parse(tok, eq + 1, &v, &err) != 0 || nx_attrs_set(&op->attrs, tok, &v, &err) != 0)
-            fail_msg("%s: %s", tok, err.msg);
-    }
-}
-
-static uint64_t elems(const operand *o) {
-    uint64_t n = 1;
-    for (uint32_t d = 0; d < o->nd; d++) n *= o->shape[d];
-    return n;
-}
-
-/* Builds the op through the run path's preparation step (registry/prepare.h):
- * attributes checked, results by the rule; 0, or -1 with the rules' message. */
-static int make_op(nx_macro_op *op, const char *func, const operand *ops, uint32_t n, const char *attrs,
-                   nx_error *err) {
-    nx_macro_op given;
-    nx_macro_op_init(&given);
-    assert_int_equal(nx_macro_op_set_func_name(&given, func, err), 0);
-    for (uint32_t i = 0; i < n; i++)
-        assert_int_equal(nx_macro_op_add_operand(&given, ops[i].name, ops[i].dt, ops[i].nd, ops[i].shape, err), 0);
-    set_attrs(&given, attrs);
-    nx_machine m = test_machine("trn2");
-    nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
-    assert_non_null(L);
-    nx_prepared p;
-    int rc = nx_op_prepare(L, &given, NULL, &p, err);
-    nx_macro_op_free(&given);
-    nx_lowerer_free(L);
-    *op = p.op; /* the prepared op moves to the caller */
-    nx_macro_op_init(&p.op);
-    nx_prepared_free(&p);
-    return rc;
-}
-
-/* The prepared form nx_run_op takes, for op (already complete) on L. */
-static int prepared_for(const nx_lowerer *L, const nx_macro_op *op, nx_prepared *p, nx_error *err) {
-    nx_prepared_init(p);
-    if (nx_prepare_target(L, op->func_name, p, err) != 0) return -1;
-    return nx_prepare_op(p, op, NX_PREPARE_AS_GIVEN, NULL, err);
-}
-
-static uint8_t **make_inputs(const operand *ops, uint32_t n, uint64_t seed) {
-    uint8_t **in = calloc(n, sizeof *in);
-    assert_non_null(in);
-    test_rng r = {seed * 0x9e3779b97f4a7c15ull + 3};
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t m = elems(&ops[i]);
-        size_t es = nx_dtype_size(ops[i].dt);
-        in[i] = malloc(m * es);
-        assert_non_null(in[i]);
-        for (uint64_t e = 0; e < m; e++)
-            nx_dtype_store(ops[i].dt, in[i] + e * es, ops[i].values ? ops[i].values[e] : test_rng_uniform(&r, -1, 1));
-    }
-    return in;
-}
-
-/* Runs on one backend with --check; the results copied into out. */
-static void run_one(const char *machine, const nx_macro_op *op, uint8_t **in, int model, outcome *out,
-                    const char *what) {
-    nx_machine m = test_machine(machine);
-    nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
-    nx_error err;
-    nx_run_result res;
-    nx_run_options opt = {.backend = model ? NX_RUN_MODEL : NX_RUN_FUNCTIONAL, .race_check = model, .check = 1};
-    nx_prepared p;
-    if (prepared_for(L, op, &p, &err) != 0) fail_msg("%s: %s", what, err.msg);
-    if (nx_run_op(L, &m, &p, (const void *const *)in, &opt, &res, &err) != 0)
-        fail_msg("%s (%s): %s", what, model ? "model" : "functional", err.msg);
-    nx_prepared_free(&p);
-    if (test_kcheck_program(res.prog, &err) != 0) fail_msg("%s: order check: %s", what, err.msg);
-    for (uint32_t j = 0; j < op->n_results; j++)
-        if (res.check[j].bad)
-            fail_msg("%s (%s): result %u differs from the reference at element %llu (tolerance %s)", what,
-                     model ? "model" : "functional", j, (unsigned long long)res.check[j].first_bad,
-                     res.tolerance[j].text);
-    assert_int_equal(res.check_failures, 0);
-    out->n = op->n_results;
-    for (uint32_t j = 0; j < op->n_results; j++) {
-        uint64_t n = 1;
-        for (uint32_t d = 0; d < op->results[j].ndims; d++) n *= op->results[j].shape[d];
-        out->dt[j] = op->results[j].dtype;
-        out->size[j] = n * nx_dtype_size(op->results[j].dtype);
-        out->bytes[j] = malloc(out->size[j]);
-        assert_non_null(out->bytes[j]);
-        memcpy(out->bytes[j], res.results[j], out->size[j]);
-    }
-    nx_run_result_free(&res);
-    nx_lowerer_free(L);
-}
-
-static void outcome_free(outcome *o) {
-    for (uint32_t j = 0; j < o->n; j++) free(o->bytes[j]);
-}
-
-/* Both backends, checked, equal bit for bit; the functional results in out. */
-static void run_case(const char *machine, const char *func, const operand *ops, uint32_t n, const char *attrs,
-                     outcome *out) {
-    nx_macro_op op;
-    nx_error err;
-    char what[160];
-    snprintf(what, sizeof what, "%s {%s} on %s", func, attrs ? attrs : "", machine);
-    if (make_op(&op, func, ops, n, attrs, &err) != 0) fail_msg("%s: %s", what, err.msg);
-    uint8_t **in = make_inputs(ops, n, n + elems(&ops[0]));
-    outcome model;
-    run_one(machine, &op, in, 0, out, what);
-    run_one(machine, &op, in, 1, &model, what);
-    for (uint32_t j = 0; j < out->n; j++)
-        if (memcmp(out->bytes[j], model.bytes[j], out->size[j]) != 0)
-            fail_msg("%s: result %u: the model's bytes differ from the functional executor's", what, j);
-    outcome_free(&model);
-    for (uint32_t i = 0; i < n; i++) free(in[i]);
-    free(in);
-    nx_macro_op_free(&op);
-}
-
-static void check_case(const char *machine, const char *func, const operand *ops, uint32_t n, const char *attrs) {
-    outcome o;
-    run_case(machine, func, ops, n, attrs, &o);
-    outcome_free(&o);
-}
 
 
-static void refused(const char *machine, const char *func, const operand *ops, uint32_t n, const char *attrs,
-                    const char *msg) {
-    nx_macro_op op;
-    nx_error err;
-    int rc = make_op(&op, func, ops, n, attrs, &err);
-    if (rc == 0) {
-        nx_machine m = test_machine(machine);
-        nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
-        nx_run_result res;
-        nx_run_options opt = {.backend = NX_RUN_FUNCTIONAL};
-        nx_prepared p;
-        rc = prepared_for(L, &op, &p, &err);
-        if (rc == 0) rc = nx_run_op(L, &m, &p, NULL, &opt, &res, &err);
-        if (rc == 0) nx_run_result_free(&res);
-        nx_prepared_free(&p);
-        nx_lowerer_free(L);
-    }
-    nx_macro_op_free(&op);
-    if (rc == 0) fail_msg("%s {%s}: not refused (wanted \"%s\")", func, attrs ? attrs : "", msg);
-    assert_string_equal(err.msg, msg);
-}
+
+
+
+
+
+
+
+
+
+
 
 
 /* X [N, C, H, W], W [O, C/g, KH, KW] (+ B [O]) on both backends. */
 static void conv2d(nx_dtype dt, uint64_t N, uint64_t C, uint64_t H, uint64_t W, uint64_t O, uint64_t g, uint64_t KH,
                    uint64_t KW, int bias, const char *attrs) {
-    operand ops[3] = {{"X", dt, 4, {N, C, H, W}, NULL},
+    roster_operand ops[3] = {{"X", dt, 4, {N, C, H, W}, NULL},
                       {"W", dt, 4, {O, C / g, KH, KW}, NULL},
                       {"B", dt, 1, {O}, NULL}};
     char a[400];
     snprintf(a, sizeof a, "group=%llu%s%s", (unsigned long long)g, attrs && *attrs ? ";" : "", attrs ? attrs : "");
-    check_case("trn2", "conv", ops, bias ? 3 : 2, a);
+    roster_check("trn2", "conv", ops, bias ? 3 : 2, a);
 }
 
 static void dense(void **state) {
@@ -241,13 +87,13 @@ static void grouped(void **state) {
 /* X [N, C, W], W [O, C/g, KW]: the 1-D convolutions (#6 when depthwise). */
 static void conv1d(void **state) {
     (void)state;
-    operand a[3] = {{"X", NX_DT_FP32, 3, {2, 40, 50}, NULL}, {"W", NX_DT_FP32, 3, {40, 1, 4}, NULL},
+    roster_operand a[3] = {{"X", NX_DT_FP32, 3, {2, 40, 50}, NULL}, {"W", NX_DT_FP32, 3, {40, 1, 4}, NULL},
                     {"B", NX_DT_FP32, 1, {40}, NULL}};
-    check_case("trn2", "conv", a, 3, "group=40;pads=[3,0]");
-    check_case("trn2", "conv", a, 2, "group=40;auto_pad=\"SAME_LOWER\";strides=[2];dilations=[2]");
-    operand b[3] = {{"X", NX_DT_BF16, 3, {3, 16, 30}, NULL}, {"W", NX_DT_BF16, 3, {24, 16, 5}, NULL},
+    roster_check("trn2", "conv", a, 3, "group=40;pads=[3,0]");
+    roster_check("trn2", "conv", a, 2, "group=40;auto_pad=\"SAME_LOWER\";strides=[2];dilations=[2]");
+    roster_operand b[3] = {{"X", NX_DT_BF16, 3, {3, 16, 30}, NULL}, {"W", NX_DT_BF16, 3, {24, 16, 5}, NULL},
                     {"B", NX_DT_BF16, 1, {24}, NULL}};
-    check_case("trn2", "conv", b, 3, "strides=[2];pads=[2,2]");
+    roster_check("trn2", "conv", b, 3, "strides=[2];pads=[2,2]");
 }
 
 /* Random problems over every choice (seeded: the same list every run). */
@@ -368,44 +214,44 @@ static void choices(void **state) {
 
 static void refusals(void **state) {
     (void)state;
-    operand a[3] = {{"X", NX_DT_FP32, 4, {2, 8, 6, 6}, NULL}, {"W", NX_DT_FP32, 4, {4, 8, 3, 3}, NULL},
+    roster_operand a[3] = {{"X", NX_DT_FP32, 4, {2, 8, 6, 6}, NULL}, {"W", NX_DT_FP32, 4, {4, 8, 3, 3}, NULL},
                     {"B", NX_DT_FP32, 1, {4}, NULL}};
-    refused("trn2", "conv", a, 2, "group=3", "attribute group=3: does not divide operand 0 (X)'s C = 8 (X is NCHW: [N, C, H, W])");
-    refused("trn2", "conv", a, 2, "group=2",
+    roster_refused("trn2", "conv", a, 2, "group=3", "attribute group=3: does not divide operand 0 (X)'s C = 8 (X is NCHW: [N, C, H, W])");
+    roster_refused("trn2", "conv", a, 2, "group=2",
             "operand 1 (W): dim 1 is 8 but C / group = 8 / 2 = 4 (X is NCHW: [N, C, H, W], W is OIHW: [O, C/group, KH, KW])");
-    refused("trn2", "conv", a, 2, "group=0", "attribute group=0: must be >= 1");
-    refused("trn2", "conv", a, 2, "kernel_shape=[3,2]",
+    roster_refused("trn2", "conv", a, 2, "group=0", "attribute group=0: must be >= 1");
+    roster_refused("trn2", "conv", a, 2, "kernel_shape=[3,2]",
             "attribute kernel_shape=[3,2]: differs from operand 1 (W)'s kernel [3,3] (W is OIHW: [O, C/group, KH, KW])");
-    refused("trn2", "conv", a, 2, "kernel_shape=[3]",
+    roster_refused("trn2", "conv", a, 2, "kernel_shape=[3]",
             "attribute kernel_shape: has 1 entries, it must be a list of 2 ints (one per spatial dim)");
-    refused("trn2", "conv", a, 2, "auto_pad=\"SAME\"",
+    roster_refused("trn2", "conv", a, 2, "auto_pad=\"SAME\"",
             "attribute auto_pad: 'SAME' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
-    refused("trn2", "conv", a, 2, "auto_pad=1", "attribute auto_pad: must be a string (NOTSET, SAME_UPPER, SAME_LOWER or VALID)");
-    refused("trn2", "conv", a, 2, "auto_pad=\"VALID\";pads=[1,1,1,1]",
+    roster_refused("trn2", "conv", a, 2, "auto_pad=1", "attribute auto_pad: must be a string (NOTSET, SAME_UPPER, SAME_LOWER or VALID)");
+    roster_refused("trn2", "conv", a, 2, "auto_pad=\"VALID\";pads=[1,1,1,1]",
             "attribute pads=[1,1,1,1]: not allowed with auto_pad=VALID (pads apply only with auto_pad NOTSET)");
-    refused("trn2", "conv", a, 2, "pads=[1,1,-1,1]", "attribute pads=[1,1,-1,1]: entries must be >= 0");
-    refused("trn2", "conv", a, 2, "pads=[1,1]",
+    roster_refused("trn2", "conv", a, 2, "pads=[1,1,-1,1]", "attribute pads=[1,1,-1,1]: entries must be >= 0");
+    roster_refused("trn2", "conv", a, 2, "pads=[1,1]",
             "attribute pads: has 2 entries, it must be a list of 4 ints (the begins, then the ends, of the spatial dims)");
-    refused("trn2", "conv", a, 2, "strides=[0,1]", "attribute strides=[0,1]: entries must be >= 1");
-    refused("trn2", "conv", a, 2, "dilations=[4,1]",
+    roster_refused("trn2", "conv", a, 2, "strides=[0,1]", "attribute strides=[0,1]: entries must be >= 1");
+    roster_refused("trn2", "conv", a, 2, "dilations=[4,1]",
             "operand 0 (X): the 3-tap window (dilation 4) does not fit H = 6 with pads [0,0]: no output (X is NCHW: "
             "[N, C, H, W], W is OIHW: [O, C/group, KH, KW])");
-    refused("trn2", "conv", a, 2, "padding=[1,1,1,1]",
+    roster_refused("trn2", "conv", a, 2, "padding=[1,1,1,1]",
             "conv: unknown attribute 'padding'; conv reads: auto_pad, dilations, group, kernel_shape, pads, strides");
-    operand b[3] = {{"X", NX_DT_FP32, 4, {2, 8, 6, 6}, NULL}, {"W", NX_DT_FP32, 4, {4, 8, 3, 3}, NULL},
+    roster_operand b[3] = {{"X", NX_DT_FP32, 4, {2, 8, 6, 6}, NULL}, {"W", NX_DT_FP32, 4, {4, 8, 3, 3}, NULL},
                     {"B", NX_DT_FP32, 1, {5}, NULL}};
-    refused("trn2", "conv", b, 3, NULL, "operand 2 (B): shape [5] must be [O] = [4] (W's dim 0)");
-    operand c[2] = {{"X", NX_DT_FP32, 5, {2, 8, 4, 4, 4}, NULL}, {"W", NX_DT_FP32, 5, {4, 8, 3, 3, 3}, NULL}};
-    refused("trn2", "conv", c, 2, NULL,
+    roster_refused("trn2", "conv", b, 3, NULL, "operand 2 (B): shape [5] must be [O] = [4] (W's dim 0)");
+    roster_operand c[2] = {{"X", NX_DT_FP32, 5, {2, 8, 4, 4, 4}, NULL}, {"W", NX_DT_FP32, 5, {4, 8, 3, 3, 3}, NULL}};
+    roster_refused("trn2", "conv", c, 2, NULL,
             "operand 0 (X): rank 5, conv takes X in NCW [N, C, W] or NCHW [N, C, H, W] (1-D and 2-D convolutions)");
-    operand d[2] = {{"X", NX_DT_FP32, 4, {2, 8, 6, 6}, NULL}, {"W", NX_DT_FP32, 3, {4, 8, 3}, NULL}};
-    refused("trn2", "conv", d, 2, NULL, "operand 1 (W): rank 3, X of rank 4 needs W in OIHW: [O, C/group, KH, KW]");
-    operand e[2] = {{"X", NX_DT_FP32, 4, {2, 8, 6, 6}, NULL}, {"W", NX_DT_BF16, 4, {4, 8, 3, 3}, NULL}};
-    refused("trn2", "conv", e, 2, NULL, "operand 1 (W): dtype bf16 differs from operand 0 (X)'s fp32");
-    operand f[2] = {{"X", NX_DT_INT32, 4, {2, 8, 6, 6}, NULL}, {"W", NX_DT_INT32, 4, {4, 8, 3, 3}, NULL}};
-    refused("trn2", "conv", f, 2, NULL, "operand 0 (X): dtype int32, conv takes fp32, bf16 or fp16");
-    operand h[2] = {{"X", NX_DT_FP32, 4, {2, 8, 6, 6}, NULL}, {"W", NX_DT_FP32, 4, {6, 2, 3, 3}, NULL}};
-    refused("trn2", "conv", h, 2, "group=4", "operand 1 (W): dim 0 (O = 6) is not divisible by group 4 (W is OIHW: [O, C/group, KH, KW])");
+    roster_operand d[2] = {{"X", NX_DT_FP32, 4, {2, 8, 6, 6}, NULL}, {"W", NX_DT_FP32, 3, {4, 8, 3}, NULL}};
+    roster_refused("trn2", "conv", d, 2, NULL, "operand 1 (W): rank 3, X of rank 4 needs W in OIHW: [O, C/group, KH, KW]");
+    roster_operand e[2] = {{"X", NX_DT_FP32, 4, {2, 8, 6, 6}, NULL}, {"W", NX_DT_BF16, 4, {4, 8, 3, 3}, NULL}};
+    roster_refused("trn2", "conv", e, 2, NULL, "operand 1 (W): dtype bf16 differs from operand 0 (X)'s fp32");
+    roster_operand f[2] = {{"X", NX_DT_INT32, 4, {2, 8, 6, 6}, NULL}, {"W", NX_DT_INT32, 4, {4, 8, 3, 3}, NULL}};
+    roster_refused("trn2", "conv", f, 2, NULL, "operand 0 (X): dtype int32, conv takes fp32, bf16 or fp16");
+    roster_operand h[2] = {{"X", NX_DT_FP32, 4, {2, 8, 6, 6}, NULL}, {"W", NX_DT_FP32, 4, {6, 2, 3, 3}, NULL}};
+    roster_refused("trn2", "conv", h, 2, "group=4", "operand 1 (W): dim 0 (O = 6) is not divisible by group 4 (W is OIHW: [O, C/group, KH, KW])");
 }
 
 /* The composite row: reachable by name, family conv, never a registry key. */

@@ -21,182 +21,46 @@
 #include "registry/lower.h"
 #include "registry/prepare.h"
 #include "registry/run/run.h"
+#include "roster_case.h"
 #include "support.h"
 
-typedef struct operand {
-    const char *name;
-    nx_dtype dt;
-    uint32_t nd;
-    uint64_t shape[4];
-    const double *values; /* NULL: random in [-2, 2) */
-} operand;
 
-typedef struct outcome {
-    uint32_t n;
-    uint8_t *bytes[4];
-    uint64_t size[4];
-    nx_dtype dt[4];
-} outcome;
 
-static void set_attrs(nx_macro_op *op, const char *attrs) {
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", attrs ? attrs : "");
-    for (char *tok = strtok(buf, ";"); tok; tok = strtok(NULL, ";")) {
-        char *eq = strchr(tok, '=');
-        assert_non_null(eq);
-        *eq = 0;
-        nx_error err;
-        nx_value v;
-        if (nx_value_parse(tok, eq + 1, &v, &err) != 0 || nx_attrs_set(&op->attrs, tok, &v, &err) != 0)
-            fail_msg("%s: %s", tok, err.msg);
-    }
-}
 
-static uint64_t elems(const operand *o) {
-    uint64_t n = 1;
-    for (uint32_t d = 0; d < o->nd; d++) n *= o->shape[d];
-    return n;
-}
 
-/* Builds the op through the run path's preparation step (registry/prepare.h):
- * attributes checked, results by the rule; 0, or -1 with the rules' message. */
-static int make_op(nx_macro_op *op, const char *func, const operand *ops, uint32_t n, const char *attrs,
-                   nx_error *err) {
-    nx_macro_op given;
-    nx_macro_op_init(&given);
-    assert_int_equal(nx_macro_op_set_func_name(&given, func, err), 0);
-    for (uint32_t i = 0; i < n; i++)
-        assert_int_equal(nx_macro_op_add_operand(&given, ops[i].name, ops[i].dt, ops[i].nd, ops[i].shape, err), 0);
-    set_attrs(&given, attrs);
-    nx_machine m = test_machine("trn2");
-    nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
-    assert_non_null(L);
-    nx_prepared p;
-    int rc = nx_op_prepare(L, &given, NULL, &p, err);
-    nx_macro_op_free(&given);
-    nx_lowerer_free(L);
-    *op = p.op; /* the prepared op moves to the caller */
-    nx_macro_op_init(&p.op);
-    nx_prepared_free(&p);
-    return rc;
-}
 
-/* The prepared form nx_run_op takes, for op (already complete) on L. */
-static int prepared_for(const nx_lowerer *L, const nx_macro_op *op, nx_prepared *p, nx_error *err) {
-    nx_prepared_init(p);
-    if (nx_prepare_target(L, op->func_name, p, err) != 0) return -1;
-    return nx_prepare_op(p, op, NX_PREPARE_AS_GIVEN, NULL, err);
-}
 
-static uint8_t **make_inputs(const operand *ops, uint32_t n, uint64_t seed) {
-    uint8_t **in = calloc(n, sizeof *in);
-    assert_non_null(in);
-    test_rng r = {seed * 0x9e3779b97f4a7c15ull + 3};
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t m = elems(&ops[i]);
-        size_t es = nx_dtype_size(ops[i].dt);
-        in[i] = malloc(m * es);
-        assert_non_null(in[i]);
-        for (uint64_t e = 0; e < m; e++)
-            nx_dtype_store(ops[i].dt, in[i] + e * es, ops[i].values ? ops[i].values[e] : test_rng_uniform(&r, -2, 2));
-    }
-    return in;
-}
 
-/* Runs on one backend with --check; the results copied into out. */
-static void run_one(const char *machine, const nx_macro_op *op, uint8_t **in, int model, outcome *out,
-                    const char *what) {
-    nx_machine m = test_machine(machine);
-    nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
-    nx_error err;
-    nx_run_result res;
-    nx_run_options opt = {.backend = model ? NX_RUN_MODEL : NX_RUN_FUNCTIONAL, .race_check = model, .check = 1};
-    nx_prepared p;
-    if (prepared_for(L, op, &p, &err) != 0) fail_msg("%s: %s", what, err.msg);
-    if (nx_run_op(L, &m, &p, (const void *const *)in, &opt, &res, &err) != 0)
-        fail_msg("%s (%s): %s", what, model ? "model" : "functional", err.msg);
-    nx_prepared_free(&p);
-    if (test_kcheck_program(res.prog, &err) != 0) fail_msg("%s: order check: %s", what, err.msg);
-    for (uint32_t j = 0; j < op->n_results; j++)
-        if (res.check[j].bad)
-            fail_msg("%s (%s): result %u differs from the reference at element %llu (tolerance %s)", what,
-                     model ? "model" : "functional", j, (unsigned long long)res.check[j].first_bad,
-                     res.tolerance[j].text);
-    assert_int_equal(res.check_failures, 0);
-    out->n = op->n_results;
-    for (uint32_t j = 0; j < op->n_results; j++) {
-        uint64_t n = 1;
-        for (uint32_t d = 0; d < op->results[j].ndims; d++) n *= op->results[j].shape[d];
-        out->dt[j] = op->results[j].dtype;
-        out->size[j] = n * nx_dtype_size(op->results[j].dtype);
-        out->bytes[j] = malloc(out->size[j]);
-        assert_non_null(out->bytes[j]);
-        memcpy(out->bytes[j], res.results[j], out->size[j]);
-    }
-    nx_run_result_free(&res);
-    nx_lowerer_free(L);
-}
 
-static void outcome_free(outcome *o) {
-    for (uint32_t j = 0; j < o->n; j++) free(o->bytes[j]);
-}
 
-/* Both backends, checked, equal bit for bit; the functional results in out. */
-static void run_case(const char *machine, const char *func, const operand *ops, uint32_t n, const char *attrs,
-                     outcome *out) {
-    nx_macro_op op;
-    nx_error err;
-    char what[160];
-    snprintf(what, sizeof what, "%s {%s} on %s", func, attrs ? attrs : "", machine);
-    if (make_op(&op, func, ops, n, attrs, &err) != 0) fail_msg("%s: %s", what, err.msg);
-    uint8_t **in = make_inputs(ops, n, n + elems(&ops[0]));
-    outcome model;
-    run_one(machine, &op, in, 0, out, what);
-    run_one(machine, &op, in, 1, &model, what);
-    for (uint32_t j = 0; j < out->n; j++)
-        if (memcmp(out->bytes[j], model.bytes[j], out->size[j]) != 0)
-            fail_msg("%s: result %u: the model's bytes differ from the functional executor's", what, j);
-    outcome_free(&model);
-    for (uint32_t i = 0; i < n; i++) free(in[i]);
-    free(in);
-    nx_macro_op_free(&op);
-}
 
-static void check_case(const char *machine, const char *func, const operand *ops, uint32_t n, const char *attrs) {
-    outcome o;
-    run_case(machine, func, ops, n, attrs, &o);
-    outcome_free(&o);
-}
 
-static double value_at(const outcome *o, uint32_t j, uint64_t e) {
-    return nx_dtype_load(o->dt[j], o->bytes[j] + e * nx_dtype_size(o->dt[j]));
-}
 
 /* ---- rmsnorm ---- */
 
 static void rmsnorm_random(void **state) {
     (void)state;
     /* 130 rows (a ragged second tile), H = 700 */
-    operand a[2] = {{"x", NX_DT_BF16, 2, {130, 700}, NULL}, {"gamma", NX_DT_BF16, 1, {700}, NULL}};
-    check_case("trn2", "rmsnorm", a, 2, NULL);
+    roster_operand a[2] = {{"x", NX_DT_BF16, 2, {130, 700}, NULL}, {"gamma", NX_DT_BF16, 1, {700}, NULL}};
+    roster_check("trn2", "rmsnorm", a, 2, NULL);
     /* three leading dims, fp32 x with bf16 gamma, the residual, on trn1 */
-    operand b[3] = {{"x", NX_DT_FP32, 3, {3, 50, 1000}, NULL},
+    roster_operand b[3] = {{"x", NX_DT_FP32, 3, {3, 50, 1000}, NULL},
                     {"gamma", NX_DT_BF16, 1, {1000}, NULL},
                     {"r", NX_DT_FP32, 3, {3, 50, 1000}, NULL}};
-    check_case("trn1", "rmsnorm", b, 3, "residual=true;eps=1e-5");
+    roster_check("trn1", "rmsnorm", b, 3, "residual=true;eps=1e-5");
     /* the row quantisation over 5 tiles (rotating buffers), H = 513 */
-    operand c[2] = {{"x", NX_DT_BF16, 2, {600, 513}, NULL}, {"gamma", NX_DT_FP32, 1, {513}, NULL}};
-    check_case("trn2", "rmsnorm", c, 2, "quant=\"row\";fp8_max=448.0");
+    roster_operand c[2] = {{"x", NX_DT_BF16, 2, {600, 513}, NULL}, {"gamma", NX_DT_FP32, 1, {513}, NULL}};
+    roster_check("trn2", "rmsnorm", c, 2, "quant=\"row\";fp8_max=448.0");
     /* static, with the residual: q and x' */
     static const double scale[1] = {0.0125};
-    operand d[4] = {{"x", NX_DT_FP32, 2, {129, 96}, NULL},
+    roster_operand d[4] = {{"x", NX_DT_FP32, 2, {129, 96}, NULL},
                     {"gamma", NX_DT_FP32, 1, {96}, NULL},
                     {"r", NX_DT_FP32, 2, {129, 96}, NULL},
                     {"scale", NX_DT_FP32, 1, {1}, scale}};
-    check_case("trn2", "rmsnorm", d, 4, "quant=\"static\";residual=true");
+    roster_check("trn2", "rmsnorm", d, 4, "quant=\"static\";residual=true");
     /* one row, H = 16384 (the roster's largest H) */
-    operand e[2] = {{"x", NX_DT_BF16, 1, {16384}, NULL}, {"gamma", NX_DT_BF16, 1, {16384}, NULL}};
-    check_case("trn1", "rmsnorm", e, 2, "eps=0");
+    roster_operand e[2] = {{"x", NX_DT_BF16, 1, {16384}, NULL}, {"gamma", NX_DT_BF16, 1, {16384}, NULL}};
+    roster_check("trn1", "rmsnorm", e, 2, "eps=0");
 }
 
 /* Rows by hand: zeros with eps give zeros (0 * rsqrt(eps)); a row of 3s
@@ -215,51 +79,51 @@ static void rmsnorm_values(void **state) {
         x[3 * H + j] = j == 2 ? INFINITY : 1.0;
         x[4 * H + j] = j == 5 ? NAN : 1.0;
     }
-    operand a[2] = {{"x", NX_DT_FP32, 2, {R, H}, x}, {"gamma", NX_DT_FP32, 1, {H}, g}};
-    outcome o;
-    run_case("trn2", "rmsnorm", a, 2, "eps=0.5", &o);
+    roster_operand a[2] = {{"x", NX_DT_FP32, 2, {R, H}, x}, {"gamma", NX_DT_FP32, 1, {H}, g}};
+    roster_outcome o;
+    roster_run("trn2", "rmsnorm", a, 2, "eps=0.5", &o);
     for (int j = 0; j < H; j++) {
-        assert_true(value_at(&o, 0, j) == 0);
+        assert_true(roster_value_at(&o, 0, j) == 0);
         double want = g[j] * 3 / sqrt(9.5);
-        assert_true(fabs(value_at(&o, 0, H + j) - want) <= 4e-7 * fabs(want));
-        double y2 = value_at(&o, 0, 2 * H + j);
+        assert_true(fabs(roster_value_at(&o, 0, H + j) - want) <= 4e-7 * fabs(want));
+        double y2 = roster_value_at(&o, 0, 2 * H + j);
         if (j % 2) assert_true(y2 == 0 && signbit(y2));
-        double y3 = value_at(&o, 0, 3 * H + j);
+        double y3 = roster_value_at(&o, 0, 3 * H + j);
         if (j == 2) assert_true(isnan(y3));
         else assert_true(y3 == 0);
-        assert_true(isnan(value_at(&o, 0, 4 * H + j)));
+        assert_true(isnan(roster_value_at(&o, 0, 4 * H + j)));
     }
-    outcome_free(&o);
+    roster_outcome_free(&o);
     /* eps = 0 on a zero row: 0 * rsqrt(0) = 0 * Inf = NaN, as the math says */
     double z[H] = {0}, ones[H] = {1, 1, 1, 1, 1, 1, 1, 1};
-    operand b[2] = {{"x", NX_DT_BF16, 2, {1, H}, z}, {"gamma", NX_DT_BF16, 1, {H}, ones}};
-    run_case("trn2", "rmsnorm", b, 2, "eps=0", &o);
-    for (int j = 0; j < H; j++) assert_true(isnan(value_at(&o, 0, j)));
-    outcome_free(&o);
+    roster_operand b[2] = {{"x", NX_DT_BF16, 2, {1, H}, z}, {"gamma", NX_DT_BF16, 1, {H}, ones}};
+    roster_run("trn2", "rmsnorm", b, 2, "eps=0", &o);
+    for (int j = 0; j < H; j++) assert_true(isnan(roster_value_at(&o, 0, j)));
+    roster_outcome_free(&o);
     /* row quantisation of a constant row: |y| = gamma everywhere, s = 7.5 /
      * 240, q = gamma / s rounded to fp8_e4m3 */
     double c[H] = {2, 2, 2, 2, 2, 2, 2, 2};
-    operand d[2] = {{"x", NX_DT_FP32, 2, {1, H}, c}, {"gamma", NX_DT_FP32, 1, {H}, g}};
-    run_case("trn2", "rmsnorm", d, 2, "quant=\"row\";eps=0", &o);
-    assert_true(fabs(value_at(&o, 1, 0) - 7.5 / 240) <= 1e-7);
-    assert_true(value_at(&o, 0, 7) == 240);
-    assert_true(value_at(&o, 0, 0) == 16); /* 0.5 * 32 */
-    outcome_free(&o);
+    roster_operand d[2] = {{"x", NX_DT_FP32, 2, {1, H}, c}, {"gamma", NX_DT_FP32, 1, {H}, g}};
+    roster_run("trn2", "rmsnorm", d, 2, "quant=\"row\";eps=0", &o);
+    assert_true(fabs(roster_value_at(&o, 1, 0) - 7.5 / 240) <= 1e-7);
+    assert_true(roster_value_at(&o, 0, 7) == 240);
+    assert_true(roster_value_at(&o, 0, 0) == 16); /* 0.5 * 32 */
+    roster_outcome_free(&o);
 }
 
 /* ---- softmax ---- */
 
 static void softmax_random(void **state) {
     (void)state;
-    operand a[1] = {{"x", NX_DT_BF16, 2, {300, 1000}, NULL}};
-    check_case("trn2", "softmax", a, 1, NULL);
-    operand b[1] = {{"x", NX_DT_FP32, 3, {3, 70, 5}, NULL}};
-    check_case("trn1", "softmax", b, 1, "axis=1");
-    check_case("trn2", "softmax", b, 1, "axis=-3");
-    operand c[1] = {{"x", NX_DT_FP32, 4, {2, 3, 4, 600}, NULL}};
-    check_case("trn2", "softmax", c, 1, "axis=3");
-    operand d[1] = {{"x", NX_DT_BF16, 1, {9000}, NULL}};
-    check_case("trn2", "softmax", d, 1, "axis=0");
+    roster_operand a[1] = {{"x", NX_DT_BF16, 2, {300, 1000}, NULL}};
+    roster_check("trn2", "softmax", a, 1, NULL);
+    roster_operand b[1] = {{"x", NX_DT_FP32, 3, {3, 70, 5}, NULL}};
+    roster_check("trn1", "softmax", b, 1, "axis=1");
+    roster_check("trn2", "softmax", b, 1, "axis=-3");
+    roster_operand c[1] = {{"x", NX_DT_FP32, 4, {2, 3, 4, 600}, NULL}};
+    roster_check("trn2", "softmax", c, 1, "axis=3");
+    roster_operand d[1] = {{"x", NX_DT_BF16, 1, {9000}, NULL}};
+    roster_check("trn2", "softmax", d, 1, "axis=0");
 }
 
 /* The ONNX Softmax operator's examples (onnx/backend/test/case/node/
@@ -269,22 +133,22 @@ static void softmax_random(void **state) {
 static void softmax_values(void **state) {
     (void)state;
     static const double ex[3] = {-1, 0, 1}, want_ex[3] = {0.09003058, 0.24472848, 0.66524094};
-    operand a[1] = {{"x", NX_DT_FP32, 2, {1, 3}, ex}};
-    outcome o;
-    run_case("trn2", "softmax", a, 1, NULL, &o);
-    for (int j = 0; j < 3; j++) assert_true(fabs(value_at(&o, 0, j) - want_ex[j]) <= 1e-7);
-    outcome_free(&o);
+    roster_operand a[1] = {{"x", NX_DT_FP32, 2, {1, 3}, ex}};
+    roster_outcome o;
+    roster_run("trn2", "softmax", a, 1, NULL, &o);
+    for (int j = 0; j < 3; j++) assert_true(fabs(roster_value_at(&o, 0, j) - want_ex[j]) <= 1e-7);
+    roster_outcome_free(&o);
     static const double big[16] = {0, 1, 2, 3, 10000, 10001, 10002, 10003, 5, 5, 5, 5, -1e30, 0, NAN, 1};
     static const double want_big[4] = {0.0320586, 0.08714432, 0.23688284, 0.64391428};
-    operand b[1] = {{"x", NX_DT_FP32, 2, {4, 4}, big}};
-    run_case("trn2", "softmax", b, 1, NULL, &o);
+    roster_operand b[1] = {{"x", NX_DT_FP32, 2, {4, 4}, big}};
+    roster_run("trn2", "softmax", b, 1, NULL, &o);
     for (int j = 0; j < 4; j++) {
-        assert_true(fabs(value_at(&o, 0, j) - want_big[j]) <= 1e-7);
-        assert_true(value_at(&o, 0, 4 + j) == value_at(&o, 0, j));
-        assert_true(value_at(&o, 0, 8 + j) == 0.25);
-        assert_true(isnan(value_at(&o, 0, 12 + j)));
+        assert_true(fabs(roster_value_at(&o, 0, j) - want_big[j]) <= 1e-7);
+        assert_true(roster_value_at(&o, 0, 4 + j) == roster_value_at(&o, 0, j));
+        assert_true(roster_value_at(&o, 0, 8 + j) == 0.25);
+        assert_true(isnan(roster_value_at(&o, 0, 12 + j)));
     }
-    outcome_free(&o);
+    roster_outcome_free(&o);
 }
 
 /* ---- layernorm ---- */
@@ -297,19 +161,19 @@ static void layernorm_random(void **state) {
     (void)state;
     for (int axis = -4; axis < 4; axis++) {
         uint32_t a = (uint32_t)(axis < 0 ? axis + 4 : axis);
-        operand o[3] = {{"X", NX_DT_FP32, 4, {2, 3, 4, 5}, NULL}, {"Scale", NX_DT_FP32, 4 - a, {0}, NULL},
+        roster_operand o[3] = {{"X", NX_DT_FP32, 4, {2, 3, 4, 5}, NULL}, {"Scale", NX_DT_FP32, 4 - a, {0}, NULL},
                         {"B", NX_DT_FP32, 4 - a, {0}, NULL}};
         static const uint64_t xs[4] = {2, 3, 4, 5};
         for (uint32_t d = a; d < 4; d++) o[1].shape[d - a] = o[2].shape[d - a] = xs[d];
         char attrs[64];
         snprintf(attrs, sizeof attrs, "axis=%d;epsilon=0.1", axis);
-        check_case("trn2", "layernorm", o, axis % 2 ? 2 : 3, attrs);
+        roster_check("trn2", "layernorm", o, axis % 2 ? 2 : 3, attrs);
     }
-    operand b[3] = {{"X", NX_DT_BF16, 2, {300, 700}, NULL}, {"Scale", NX_DT_BF16, 1, {700}, NULL},
+    roster_operand b[3] = {{"X", NX_DT_BF16, 2, {300, 700}, NULL}, {"Scale", NX_DT_BF16, 1, {700}, NULL},
                     {"B", NX_DT_FP32, 1, {700}, NULL}};
-    check_case("trn1", "layernorm", b, 3, NULL);
-    operand c[2] = {{"X", NX_DT_FP32, 3, {3, 100, 1300}, NULL}, {"Scale", NX_DT_FP32, 1, {1300}, NULL}};
-    check_case("trn2", "layernorm", c, 2, "epsilon=1e-3");
+    roster_check("trn1", "layernorm", b, 3, NULL);
+    roster_operand c[2] = {{"X", NX_DT_FP32, 3, {3, 100, 1300}, NULL}, {"Scale", NX_DT_FP32, 1, {1300}, NULL}};
+    roster_check("trn2", "layernorm", c, 2, "epsilon=1e-3");
 }
 
 /* By hand: X = [1, 2, 3, 4] gives Mean 2.5, InvStdDev 1 / sqrt(1.25 + eps),
@@ -317,18 +181,18 @@ static void layernorm_random(void **state) {
 static void layernorm_values(void **state) {
     (void)state;
     static const double x[8] = {1, 2, 3, 4, 7, 7, 7, 7}, g[4] = {1, 2, 0.5, -1}, b[4] = {0, 1, -1, 0.25};
-    operand o[3] = {{"X", NX_DT_FP32, 2, {2, 4}, x}, {"Scale", NX_DT_FP32, 1, {4}, g}, {"B", NX_DT_FP32, 1, {4}, b}};
-    outcome r;
-    run_case("trn2", "layernorm", o, 3, NULL, &r);
+    roster_operand o[3] = {{"X", NX_DT_FP32, 2, {2, 4}, x}, {"Scale", NX_DT_FP32, 1, {4}, g}, {"B", NX_DT_FP32, 1, {4}, b}};
+    roster_outcome r;
+    roster_run("trn2", "layernorm", o, 3, NULL, &r);
     double inv = 1 / sqrt(1.25 + 1e-5);
-    assert_true(value_at(&r, 1, 0) == 2.5 && value_at(&r, 1, 1) == 7);
-    assert_true(fabs(value_at(&r, 2, 0) - inv) <= 1e-6 * inv);
+    assert_true(roster_value_at(&r, 1, 0) == 2.5 && roster_value_at(&r, 1, 1) == 7);
+    assert_true(fabs(roster_value_at(&r, 2, 0) - inv) <= 1e-6 * inv);
     for (int j = 0; j < 4; j++) {
         double want = (x[j] - 2.5) * inv * g[j] + b[j];
-        assert_true(fabs(value_at(&r, 0, j) - want) <= 1e-6);
-        assert_true(value_at(&r, 0, 4 + j) == b[j]);
+        assert_true(fabs(roster_value_at(&r, 0, j) - want) <= 1e-6);
+        assert_true(roster_value_at(&r, 0, 4 + j) == b[j]);
     }
-    outcome_free(&r);
+    roster_outcome_free(&r);
 }
 
 /* ---- cumsum ---- */
@@ -336,14 +200,14 @@ static void layernorm_values(void **state) {
 static void cumsum_random(void **state) {
     (void)state;
     /* two chunks of the axis (4096 + 4904), a ragged tile, every mode */
-    operand a[1] = {{"x", NX_DT_FP32, 2, {130, 9000}, NULL}};
-    check_case("trn2", "cumsum", a, 1, NULL);
-    check_case("trn2", "cumsum", a, 1, "reverse=1;exclusive=1");
-    operand b[1] = {{"x", NX_DT_BF16, 3, {3, 300, 5}, NULL}};
-    check_case("trn1", "cumsum", b, 1, "axis=1;exclusive=1");
-    check_case("trn2", "cumsum", b, 1, "axis=-3;reverse=1");
-    operand c[1] = {{"x", NX_DT_FP32, 1, {4097}, NULL}};
-    check_case("trn2", "cumsum", c, 1, "exclusive=true");
+    roster_operand a[1] = {{"x", NX_DT_FP32, 2, {130, 9000}, NULL}};
+    roster_check("trn2", "cumsum", a, 1, NULL);
+    roster_check("trn2", "cumsum", a, 1, "reverse=1;exclusive=1");
+    roster_operand b[1] = {{"x", NX_DT_BF16, 3, {3, 300, 5}, NULL}};
+    roster_check("trn1", "cumsum", b, 1, "axis=1;exclusive=1");
+    roster_check("trn2", "cumsum", b, 1, "axis=-3;reverse=1");
+    roster_operand c[1] = {{"x", NX_DT_FP32, 1, {4097}, NULL}};
+    roster_check("trn2", "cumsum", c, 1, "exclusive=true");
 }
 
 /* The ONNX CumSum operator's examples (onnx/backend/test/case/node/
@@ -358,28 +222,28 @@ static void cumsum_values(void **state) {
                 {"exclusive=1", {0, 1, 3, 6, 10}},
                 {"reverse=1", {15, 14, 12, 9, 5}},
                 {"reverse=1;exclusive=1", {14, 12, 9, 5, 0}}};
-    outcome o;
+    roster_outcome o;
     for (int c = 0; c < 4; c++) {
-        operand a[1] = {{"x", NX_DT_FP32, 1, {5}, x1}};
-        run_case("trn2", "cumsum", a, 1, one[c].attrs, &o);
-        for (int j = 0; j < 5; j++) assert_true(value_at(&o, 0, j) == one[c].want[j]);
-        outcome_free(&o);
+        roster_operand a[1] = {{"x", NX_DT_FP32, 1, {5}, x1}};
+        roster_run("trn2", "cumsum", a, 1, one[c].attrs, &o);
+        for (int j = 0; j < 5; j++) assert_true(roster_value_at(&o, 0, j) == one[c].want[j]);
+        roster_outcome_free(&o);
     }
     static const double x2[6] = {1, 2, 3, 4, 5, 6}, want0[6] = {1, 2, 3, 5, 7, 9}, want1[6] = {1, 3, 6, 4, 9, 15};
-    operand b[1] = {{"x", NX_DT_FP32, 2, {2, 3}, x2}};
-    run_case("trn2", "cumsum", b, 1, "axis=0", &o);
-    for (int j = 0; j < 6; j++) assert_true(value_at(&o, 0, j) == want0[j]);
-    outcome_free(&o);
-    run_case("trn2", "cumsum", b, 1, "axis=-1", &o);
-    for (int j = 0; j < 6; j++) assert_true(value_at(&o, 0, j) == want1[j]);
-    outcome_free(&o);
+    roster_operand b[1] = {{"x", NX_DT_FP32, 2, {2, 3}, x2}};
+    roster_run("trn2", "cumsum", b, 1, "axis=0", &o);
+    for (int j = 0; j < 6; j++) assert_true(roster_value_at(&o, 0, j) == want0[j]);
+    roster_outcome_free(&o);
+    roster_run("trn2", "cumsum", b, 1, "axis=-1", &o);
+    for (int j = 0; j < 6; j++) assert_true(roster_value_at(&o, 0, j) == want1[j]);
+    roster_outcome_free(&o);
     /* a first -0 stays -0 (numpy's cumsum), Inf and NaN propagate forward */
     static const double x3[4] = {-0.0, 1, INFINITY, NAN};
-    operand c[1] = {{"x", NX_DT_BF16, 1, {4}, x3}};
-    run_case("trn2", "cumsum", c, 1, NULL, &o);
-    assert_true(value_at(&o, 0, 0) == 0 && signbit(value_at(&o, 0, 0)));
-    assert_true(value_at(&o, 0, 1) == 1 && isinf(value_at(&o, 0, 2)) && isnan(value_at(&o, 0, 3)));
-    outcome_free(&o);
+    roster_operand c[1] = {{"x", NX_DT_BF16, 1, {4}, x3}};
+    roster_run("trn2", "cumsum", c, 1, NULL, &o);
+    assert_true(roster_value_at(&o, 0, 0) == 0 && signbit(roster_value_at(&o, 0, 0)));
+    assert_true(roster_value_at(&o, 0, 1) == 1 && isinf(roster_value_at(&o, 0, 2)) && isnan(roster_value_at(&o, 0, 3)));
+    roster_outcome_free(&o);
 }
 
 /* ---- rope ---- */
@@ -388,19 +252,19 @@ static void rope_random(void **state) {
     (void)state;
     /* S = 1024: 8 positions per partition; S = 300: ragged blocks of 128;
      * S = 20: 6 heads packed per tile; cos [B, S, D/2] */
-    operand a[3] = {{"x", NX_DT_BF16, 4, {1, 3, 1024, 64}, NULL},
+    roster_operand a[3] = {{"x", NX_DT_BF16, 4, {1, 3, 1024, 64}, NULL},
                     {"cos", NX_DT_BF16, 2, {1024, 32}, NULL},
                     {"sin", NX_DT_BF16, 2, {1024, 32}, NULL}};
-    check_case("trn2", "rope", a, 3, NULL);
-    check_case("trn2", "rope", a, 3, "layout=\"interleaved\"");
-    operand b[3] = {{"x", NX_DT_FP32, 4, {2, 2, 300, 256}, NULL},
+    roster_check("trn2", "rope", a, 3, NULL);
+    roster_check("trn2", "rope", a, 3, "layout=\"interleaved\"");
+    roster_operand b[3] = {{"x", NX_DT_FP32, 4, {2, 2, 300, 256}, NULL},
                     {"cos", NX_DT_FP32, 3, {2, 300, 128}, NULL},
                     {"sin", NX_DT_FP32, 3, {2, 300, 128}, NULL}};
-    check_case("trn1", "rope", b, 3, "layout=\"half\"");
-    operand c[3] = {{"x", NX_DT_FP32, 4, {2, 7, 20, 6}, NULL},
+    roster_check("trn1", "rope", b, 3, "layout=\"half\"");
+    roster_operand c[3] = {{"x", NX_DT_FP32, 4, {2, 7, 20, 6}, NULL},
                     {"cos", NX_DT_BF16, 2, {20, 3}, NULL},
                     {"sin", NX_DT_BF16, 2, {20, 3}, NULL}};
-    check_case("trn2", "rope", c, 3, "layout=\"interleaved\"");
+    roster_check("trn2", "rope", c, 3, "layout=\"interleaved\"");
 }
 
 /* By hand: a rotation by 90 degrees (cos 0, sin 1) maps (x1, x2) to
@@ -409,16 +273,16 @@ static void rope_values(void **state) {
     (void)state;
     static const double x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, cs[4] = {0, 0, 1, 1}, sn[4] = {1, 1, 0, 0};
     static const double half[8] = {-3, -4, 1, 2, 5, 6, 7, 8}, pairs[8] = {-2, 1, -4, 3, 5, 6, 7, 8};
-    operand a[3] = {{"x", NX_DT_FP32, 4, {1, 1, 2, 4}, x},
+    roster_operand a[3] = {{"x", NX_DT_FP32, 4, {1, 1, 2, 4}, x},
                     {"cos", NX_DT_FP32, 2, {2, 2}, cs},
                     {"sin", NX_DT_FP32, 2, {2, 2}, sn}};
-    outcome o;
-    run_case("trn2", "rope", a, 3, NULL, &o);
-    for (int j = 0; j < 8; j++) assert_true(value_at(&o, 0, j) == half[j]);
-    outcome_free(&o);
-    run_case("trn2", "rope", a, 3, "layout=\"interleaved\"", &o);
-    for (int j = 0; j < 8; j++) assert_true(value_at(&o, 0, j) == pairs[j]);
-    outcome_free(&o);
+    roster_outcome o;
+    roster_run("trn2", "rope", a, 3, NULL, &o);
+    for (int j = 0; j < 8; j++) assert_true(roster_value_at(&o, 0, j) == half[j]);
+    roster_outcome_free(&o);
+    roster_run("trn2", "rope", a, 3, "layout=\"interleaved\"", &o);
+    for (int j = 0; j < 8; j++) assert_true(roster_value_at(&o, 0, j) == pairs[j]);
+    roster_outcome_free(&o);
 }
 
 /* ---- matmul ---- */
@@ -428,20 +292,20 @@ static void rope_values(void **state) {
  * ragged tiles in M, K and N (two K tiles, two N tiles). */
 static void matmul_shapes(void **state) {
     (void)state;
-    operand a[2] = {{"A", NX_DT_FP32, 2, {3, 4}, NULL}, {"B", NX_DT_FP32, 2, {4, 3}, NULL}};
-    check_case("trn2", "matmul", a, 2, NULL);
-    operand b[2] = {{"A", NX_DT_FP32, 3, {2, 3, 4}, NULL}, {"B", NX_DT_FP32, 3, {2, 4, 3}, NULL}};
-    check_case("trn2", "matmul", b, 2, NULL);
-    operand c[2] = {{"A", NX_DT_BF16, 4, {1, 2, 3, 4}, NULL}, {"B", NX_DT_BF16, 4, {1, 2, 4, 3}, NULL}};
-    check_case("trn1", "matmul", c, 2, NULL);
-    operand d[2] = {{"A", NX_DT_FP32, 4, {2, 1, 3, 4}, NULL}, {"B", NX_DT_FP32, 3, {5, 4, 6}, NULL}};
-    check_case("trn2", "matmul", d, 2, NULL);
-    operand e[2] = {{"A", NX_DT_BF16, 1, {4}, NULL}, {"B", NX_DT_BF16, 3, {2, 4, 3}, NULL}};
-    check_case("trn2", "matmul", e, 2, NULL);
-    operand f[2] = {{"A", NX_DT_FP32, 2, {3, 4}, NULL}, {"B", NX_DT_FP32, 1, {4}, NULL}};
-    check_case("trn2", "matmul", f, 2, NULL);
-    operand g[2] = {{"A", NX_DT_BF16, 2, {130, 200}, NULL}, {"B", NX_DT_BF16, 2, {200, 600}, NULL}};
-    check_case("trn2", "matmul", g, 2, NULL);
+    roster_operand a[2] = {{"A", NX_DT_FP32, 2, {3, 4}, NULL}, {"B", NX_DT_FP32, 2, {4, 3}, NULL}};
+    roster_check("trn2", "matmul", a, 2, NULL);
+    roster_operand b[2] = {{"A", NX_DT_FP32, 3, {2, 3, 4}, NULL}, {"B", NX_DT_FP32, 3, {2, 4, 3}, NULL}};
+    roster_check("trn2", "matmul", b, 2, NULL);
+    roster_operand c[2] = {{"A", NX_DT_BF16, 4, {1, 2, 3, 4}, NULL}, {"B", NX_DT_BF16, 4, {1, 2, 4, 3}, NULL}};
+    roster_check("trn1", "matmul", c, 2, NULL);
+    roster_operand d[2] = {{"A", NX_DT_FP32, 4, {2, 1, 3, 4}, NULL}, {"B", NX_DT_FP32, 3, {5, 4, 6}, NULL}};
+    roster_check("trn2", "matmul", d, 2, NULL);
+    roster_operand e[2] = {{"A", NX_DT_BF16, 1, {4}, NULL}, {"B", NX_DT_BF16, 3, {2, 4, 3}, NULL}};
+    roster_check("trn2", "matmul", e, 2, NULL);
+    roster_operand f[2] = {{"A", NX_DT_FP32, 2, {3, 4}, NULL}, {"B", NX_DT_FP32, 1, {4}, NULL}};
+    roster_check("trn2", "matmul", f, 2, NULL);
+    roster_operand g[2] = {{"A", NX_DT_BF16, 2, {130, 200}, NULL}, {"B", NX_DT_BF16, 2, {200, 600}, NULL}};
+    roster_check("trn2", "matmul", g, 2, NULL);
 }
 
 /* By hand: [[1, 2], [3, 4]] @ [[5, 6], [7, 8]] = [[19, 22], [43, 50]]; the
@@ -449,110 +313,89 @@ static void matmul_shapes(void **state) {
 static void matmul_values(void **state) {
     (void)state;
     static const double x[4] = {1, 2, 3, 4}, y[4] = {5, 6, 7, 8}, want[4] = {19, 22, 43, 50};
-    operand a[2] = {{"A", NX_DT_FP32, 2, {2, 2}, x}, {"B", NX_DT_FP32, 2, {2, 2}, y}};
-    outcome o;
-    run_case("trn2", "matmul", a, 2, NULL, &o);
-    for (int j = 0; j < 4; j++) assert_true(value_at(&o, 0, j) == want[j]);
-    outcome_free(&o);
+    roster_operand a[2] = {{"A", NX_DT_FP32, 2, {2, 2}, x}, {"B", NX_DT_FP32, 2, {2, 2}, y}};
+    roster_outcome o;
+    roster_run("trn2", "matmul", a, 2, NULL, &o);
+    for (int j = 0; j < 4; j++) assert_true(roster_value_at(&o, 0, j) == want[j]);
+    roster_outcome_free(&o);
     nx_macro_op op;
     nx_error err;
-    operand d[2] = {{"A", NX_DT_FP32, 4, {2, 1, 3, 4}, NULL}, {"B", NX_DT_FP32, 3, {5, 4, 6}, NULL}};
-    assert_int_equal(make_op(&op, "matmul", d, 2, NULL, &err), 0);
+    roster_operand d[2] = {{"A", NX_DT_FP32, 4, {2, 1, 3, 4}, NULL}, {"B", NX_DT_FP32, 3, {5, 4, 6}, NULL}};
+    assert_int_equal(roster_make_op(&op, "matmul", d, 2, NULL, &err), 0);
     assert_int_equal(op.results[0].ndims, 4);
     assert_true(op.results[0].shape[0] == 2 && op.results[0].shape[1] == 5 && op.results[0].shape[2] == 3 &&
                 op.results[0].shape[3] == 6);
     nx_macro_op_free(&op);
-    operand e[2] = {{"A", NX_DT_FP32, 1, {4}, NULL}, {"B", NX_DT_FP32, 3, {2, 4, 3}, NULL}};
-    assert_int_equal(make_op(&op, "matmul", e, 2, NULL, &err), 0);
+    roster_operand e[2] = {{"A", NX_DT_FP32, 1, {4}, NULL}, {"B", NX_DT_FP32, 3, {2, 4, 3}, NULL}};
+    assert_int_equal(roster_make_op(&op, "matmul", e, 2, NULL, &err), 0);
     assert_int_equal(op.results[0].ndims, 2);
     assert_true(op.results[0].shape[0] == 2 && op.results[0].shape[1] == 3);
     nx_macro_op_free(&op);
     /* 1-D @ 1-D: numpy's 0-d result, [0..4] . [1..5] = 40 */
     static const double u[5] = {0, 1, 2, 3, 4}, v[5] = {1, 2, 3, 4, 5};
-    operand f[2] = {{"A", NX_DT_FP32, 1, {5}, u}, {"B", NX_DT_FP32, 1, {5}, v}};
-    assert_int_equal(make_op(&op, "matmul", f, 2, NULL, &err), 0);
+    roster_operand f[2] = {{"A", NX_DT_FP32, 1, {5}, u}, {"B", NX_DT_FP32, 1, {5}, v}};
+    assert_int_equal(roster_make_op(&op, "matmul", f, 2, NULL, &err), 0);
     assert_int_equal(op.results[0].ndims, 0);
     nx_macro_op_free(&op);
-    run_case("trn2", "matmul", f, 2, NULL, &o);
+    roster_run("trn2", "matmul", f, 2, NULL, &o);
     assert_int_equal(o.size[0], 4);
-    assert_true(value_at(&o, 0, 0) == 40);
-    outcome_free(&o);
+    assert_true(roster_value_at(&o, 0, 0) == 40);
+    roster_outcome_free(&o);
 }
 
-static void refused(const char *machine, const char *func, const operand *ops, uint32_t n, const char *attrs,
-                    const char *msg) {
-    nx_macro_op op;
-    nx_error err;
-    int rc = make_op(&op, func, ops, n, attrs, &err);
-    if (rc == 0) {
-        nx_machine m = test_machine(machine);
-        nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
-        nx_run_result res;
-        nx_run_options opt = {.backend = NX_RUN_FUNCTIONAL};
-        nx_prepared p;
-        rc = prepared_for(L, &op, &p, &err);
-        if (rc == 0) rc = nx_run_op(L, &m, &p, NULL, &opt, &res, &err);
-        if (rc == 0) nx_run_result_free(&res);
-        nx_prepared_free(&p);
-        nx_lowerer_free(L);
-    }
-    nx_macro_op_free(&op);
-    if (rc == 0) fail_msg("%s {%s}: not refused (wanted \"%s\")", func, attrs ? attrs : "", msg);
-    assert_string_equal(err.msg, msg);
-}
 
 static void rmsnorm_refusals(void **state) {
     (void)state;
-    operand a[2] = {{"x", NX_DT_BF16, 2, {4, 64}, NULL}, {"gamma", NX_DT_BF16, 1, {64}, NULL}};
-    refused("trn2", "rmsnorm", a, 2, "eps=-1e-3", "attribute eps: -0.001 is negative (eps >= 0)");
-    refused("trn2", "rmsnorm", a, 2, "fp8_max=0", "attribute fp8_max: 0 must be > 0");
-    refused("trn2", "rmsnorm", a, 2, "quant=\"col\"", "attribute quant: 'col' is not one of none, row, static");
-    refused("trn2", "rmsnorm", a, 2, "residual=true",
+    roster_operand a[2] = {{"x", NX_DT_BF16, 2, {4, 64}, NULL}, {"gamma", NX_DT_BF16, 1, {64}, NULL}};
+    roster_refused("trn2", "rmsnorm", a, 2, "eps=-1e-3", "attribute eps: -0.001 is negative (eps >= 0)");
+    roster_refused("trn2", "rmsnorm", a, 2, "fp8_max=0", "attribute fp8_max: 0 must be > 0");
+    roster_refused("trn2", "rmsnorm", a, 2, "quant=\"col\"", "attribute quant: 'col' is not one of none, row, static");
+    roster_refused("trn2", "rmsnorm", a, 2, "residual=true",
             "rmsnorm takes 3 operands (x, gamma, r (residual=true)), the op has 2");
-    refused("trn2", "rmsnorm", a, 2, "epsilon=1.0",
+    roster_refused("trn2", "rmsnorm", a, 2, "epsilon=1.0",
             "rmsnorm: unknown attribute 'epsilon'; rmsnorm reads: eps, quant, fp8_max, residual");
-    operand b[2] = {{"x", NX_DT_BF16, 2, {4, 64}, NULL}, {"gamma", NX_DT_BF16, 1, {65}, NULL}};
-    refused("trn2", "rmsnorm", b, 2, NULL, "operand 1 (gamma): gamma must be [64] (x's last dim), got [65]");
-    operand c[2] = {{"x", NX_DT_INT32, 2, {4, 64}, NULL}, {"gamma", NX_DT_BF16, 1, {64}, NULL}};
-    refused("trn2", "rmsnorm", c, 2, NULL, "operand 0 (x): dtype int32, rmsnorm takes fp32 or bf16");
-    operand d[3] = {{"x", NX_DT_FP32, 2, {4, 64}, NULL},
+    roster_operand b[2] = {{"x", NX_DT_BF16, 2, {4, 64}, NULL}, {"gamma", NX_DT_BF16, 1, {65}, NULL}};
+    roster_refused("trn2", "rmsnorm", b, 2, NULL, "operand 1 (gamma): gamma must be [64] (x's last dim), got [65]");
+    roster_operand c[2] = {{"x", NX_DT_INT32, 2, {4, 64}, NULL}, {"gamma", NX_DT_BF16, 1, {64}, NULL}};
+    roster_refused("trn2", "rmsnorm", c, 2, NULL, "operand 0 (x): dtype int32, rmsnorm takes fp32 or bf16");
+    roster_operand d[3] = {{"x", NX_DT_FP32, 2, {4, 64}, NULL},
                     {"gamma", NX_DT_BF16, 1, {64}, NULL},
                     {"scale", NX_DT_BF16, 1, {1}, NULL}};
-    refused("trn2", "rmsnorm", d, 3, "quant=\"static\"", "operand 2 (scale): scale must be fp32 [1], got bf16 [1]");
+    roster_refused("trn2", "rmsnorm", d, 3, "quant=\"static\"", "operand 2 (scale): scale must be fp32 [1], got bf16 [1]");
     /* the plan's limit: one fp32 buffer set of 16384 with the row scale and
      * the residual does not fit trn1's 192 KiB partition */
-    operand e[3] = {{"x", NX_DT_FP32, 2, {2, 16384}, NULL},
+    roster_operand e[3] = {{"x", NX_DT_FP32, 2, {2, 16384}, NULL},
                     {"gamma", NX_DT_FP32, 1, {16384}, NULL},
                     {"r", NX_DT_FP32, 2, {2, 16384}, NULL}};
-    refused("trn1", "rmsnorm", e, 3, "quant=\"row\";residual=true",
+    roster_refused("trn1", "rmsnorm", e, 3, "quant=\"row\";residual=true",
             "operand 0 (x): H = 16384 needs 213632 bytes per partition (gamma and one buffer set), SBUF has 196608");
 }
 
 static void softmax_refusals(void **state) {
     (void)state;
-    operand a[1] = {{"x", NX_DT_FP32, 2, {4, 64}, NULL}};
-    refused("trn2", "softmax", a, 1, "axis=2", "attribute axis: 2 is out of range [-2, 2) for rank 2");
-    refused("trn2", "softmax", a, 1, "axis=1.5", "attribute axis: must be an integer");
-    operand b[1] = {{"x", NX_DT_FP16, 2, {4, 64}, NULL}};
-    refused("trn2", "softmax", b, 1, NULL, "operand 0 (x): dtype fp16, softmax takes fp32 or bf16");
-    operand c[2] = {{"x", NX_DT_FP32, 2, {4, 64}, NULL}, {"y", NX_DT_FP32, 2, {4, 64}, NULL}};
-    refused("trn2", "softmax", c, 2, NULL, "softmax takes 1 operand (x), the op has 2");
-    operand d[1] = {{"x", NX_DT_FP32, 2, {2, 70000}, NULL}};
-    refused("trn2", "softmax", d, 1, NULL,
+    roster_operand a[1] = {{"x", NX_DT_FP32, 2, {4, 64}, NULL}};
+    roster_refused("trn2", "softmax", a, 1, "axis=2", "attribute axis: 2 is out of range [-2, 2) for rank 2");
+    roster_refused("trn2", "softmax", a, 1, "axis=1.5", "attribute axis: must be an integer");
+    roster_operand b[1] = {{"x", NX_DT_FP16, 2, {4, 64}, NULL}};
+    roster_refused("trn2", "softmax", b, 1, NULL, "operand 0 (x): dtype fp16, softmax takes fp32 or bf16");
+    roster_operand c[2] = {{"x", NX_DT_FP32, 2, {4, 64}, NULL}, {"y", NX_DT_FP32, 2, {4, 64}, NULL}};
+    roster_refused("trn2", "softmax", c, 2, NULL, "softmax takes 1 operand (x), the op has 2");
+    roster_operand d[1] = {{"x", NX_DT_FP32, 2, {2, 70000}, NULL}};
+    roster_refused("trn2", "softmax", d, 1, NULL,
             "operand 0 (x): axis 1 of 70000 elements beyond the 65536 an engine streams per partition");
 }
 
 static void layernorm_refusals(void **state) {
     (void)state;
-    operand a[3] = {{"X", NX_DT_FP32, 2, {4, 64}, NULL}, {"Scale", NX_DT_FP32, 1, {64}, NULL},
+    roster_operand a[3] = {{"X", NX_DT_FP32, 2, {4, 64}, NULL}, {"Scale", NX_DT_FP32, 1, {64}, NULL},
                     {"B", NX_DT_FP32, 1, {64}, NULL}};
-    refused("trn2", "layernorm", a, 3, "epsilon=-1.0", "attribute epsilon: -1 is negative (epsilon >= 0)");
-    refused("trn2", "layernorm", a, 3, "axis=-3", "attribute axis: -3 is out of range [-2, 2) for rank 2");
-    refused("trn2", "layernorm", a, 3, "axis=0", "operand 1 (Scale): Scale must be [4, 64] (X's dims from axis 0), got [64]");
-    refused("trn2", "layernorm", a, 3, "bias=false", "attribute bias: false, but the op has operand 2 (B)");
-    refused("trn2", "layernorm", a, 2, "bias=true", "attribute bias: true, but the op has no operand 2 (B)");
-    refused("trn2", "layernorm", a, 1, NULL, "layernorm takes 2 or 3 operands (X, Scale [, B]), the op has 1");
-    refused("trn2", "layernorm", a, 3, "stash_type=0", "attribute stash_type: 0, only 1 (fp32 statistics) is supported");
+    roster_refused("trn2", "layernorm", a, 3, "epsilon=-1.0", "attribute epsilon: -1 is negative (epsilon >= 0)");
+    roster_refused("trn2", "layernorm", a, 3, "axis=-3", "attribute axis: -3 is out of range [-2, 2) for rank 2");
+    roster_refused("trn2", "layernorm", a, 3, "axis=0", "operand 1 (Scale): Scale must be [4, 64] (X's dims from axis 0), got [64]");
+    roster_refused("trn2", "layernorm", a, 3, "bias=false", "attribute bias: false, but the op has operand 2 (B)");
+    roster_refused("trn2", "layernorm", a, 2, "bias=true", "attribute bias: true, but the op has no operand 2 (B)");
+    roster_refused("trn2", "layernorm", a, 1, NULL, "layernorm takes 2 or 3 operands (X, Scale [, B]), the op has 1");
+    roster_refused("trn2", "layernorm", a, 3, "stash_type=0", "attribute stash_type: 0, only 1 (fp32 statistics) is supported");
 }
 
 /* int32: values over the whole range, so the sums wrap many times; two
@@ -566,65 +409,65 @@ static void cumsum_int32(void **state) {
     assert_non_null(v);
     test_rng g = {77};
     for (int i = 0; i < N; i++) v[i] = (double)(int32_t)(uint32_t)test_rng_next(&g);
-    operand a[1] = {{"x", NX_DT_INT32, 2, {130, 9000}, v}};
-    check_case("trn2", "cumsum", a, 1, NULL);
-    check_case("trn2", "cumsum", a, 1, "exclusive=1");
-    check_case("trn2", "cumsum", a, 1, "reverse=1");
-    check_case("trn1", "cumsum", a, 1, "reverse=1;exclusive=1");
-    operand b[1] = {{"x", NX_DT_INT32, 3, {3, 600, 7}, v}};
-    check_case("trn2", "cumsum", b, 1, "axis=1");
+    roster_operand a[1] = {{"x", NX_DT_INT32, 2, {130, 9000}, v}};
+    roster_check("trn2", "cumsum", a, 1, NULL);
+    roster_check("trn2", "cumsum", a, 1, "exclusive=1");
+    roster_check("trn2", "cumsum", a, 1, "reverse=1");
+    roster_check("trn1", "cumsum", a, 1, "reverse=1;exclusive=1");
+    roster_operand b[1] = {{"x", NX_DT_INT32, 3, {3, 600, 7}, v}};
+    roster_check("trn2", "cumsum", b, 1, "axis=1");
     free(v);
     static const double w[3] = {2147483647, 1, -1};
-    operand c[1] = {{"x", NX_DT_INT32, 1, {3}, w}};
-    outcome o;
-    run_case("trn2", "cumsum", c, 1, NULL, &o);
-    assert_true(value_at(&o, 0, 0) == 2147483647 && value_at(&o, 0, 1) == -2147483648.0 &&
-                value_at(&o, 0, 2) == 2147483647);
-    outcome_free(&o);
+    roster_operand c[1] = {{"x", NX_DT_INT32, 1, {3}, w}};
+    roster_outcome o;
+    roster_run("trn2", "cumsum", c, 1, NULL, &o);
+    assert_true(roster_value_at(&o, 0, 0) == 2147483647 && roster_value_at(&o, 0, 1) == -2147483648.0 &&
+                roster_value_at(&o, 0, 2) == 2147483647);
+    roster_outcome_free(&o);
 }
 
 static void cumsum_refusals(void **state) {
     (void)state;
-    operand a[1] = {{"x", NX_DT_FP32, 2, {4, 64}, NULL}};
-    refused("trn2", "cumsum", a, 1, "axis=-3", "attribute axis: -3 is out of range [-2, 2) for rank 2");
-    refused("trn2", "cumsum", a, 1, "exclusive=2", "attribute exclusive: must be true or false (or 0 / 1)");
-    operand b[1] = {{"x", NX_DT_INT16, 2, {4, 64}, NULL}};
-    refused("trn2", "cumsum", b, 1, NULL, "operand 0 (x): dtype int16, cumsum takes fp32, bf16 or int32");
+    roster_operand a[1] = {{"x", NX_DT_FP32, 2, {4, 64}, NULL}};
+    roster_refused("trn2", "cumsum", a, 1, "axis=-3", "attribute axis: -3 is out of range [-2, 2) for rank 2");
+    roster_refused("trn2", "cumsum", a, 1, "exclusive=2", "attribute exclusive: must be true or false (or 0 / 1)");
+    roster_operand b[1] = {{"x", NX_DT_INT16, 2, {4, 64}, NULL}};
+    roster_refused("trn2", "cumsum", b, 1, NULL, "operand 0 (x): dtype int16, cumsum takes fp32, bf16 or int32");
 }
 
 static void rope_refusals(void **state) {
     (void)state;
-    operand a[3] = {{"x", NX_DT_FP32, 4, {1, 2, 8, 6}, NULL},
+    roster_operand a[3] = {{"x", NX_DT_FP32, 4, {1, 2, 8, 6}, NULL},
                     {"cos", NX_DT_FP32, 2, {8, 3}, NULL},
                     {"sin", NX_DT_FP32, 2, {8, 3}, NULL}};
-    refused("trn2", "rope", a, 3, "layout=\"neox\"", "attribute layout: 'neox' is not one of half, interleaved");
-    operand b[3] = {{"x", NX_DT_FP32, 4, {1, 2, 8, 5}, NULL},
+    roster_refused("trn2", "rope", a, 3, "layout=\"neox\"", "attribute layout: 'neox' is not one of half, interleaved");
+    roster_operand b[3] = {{"x", NX_DT_FP32, 4, {1, 2, 8, 5}, NULL},
                     {"cos", NX_DT_FP32, 2, {8, 2}, NULL},
                     {"sin", NX_DT_FP32, 2, {8, 2}, NULL}};
-    refused("trn2", "rope", b, 3, NULL, "operand 0 (x): D = 5 must be even");
-    operand c[3] = {{"x", NX_DT_FP32, 4, {1, 2, 8, 6}, NULL},
+    roster_refused("trn2", "rope", b, 3, NULL, "operand 0 (x): D = 5 must be even");
+    roster_operand c[3] = {{"x", NX_DT_FP32, 4, {1, 2, 8, 6}, NULL},
                     {"cos", NX_DT_FP32, 2, {7, 3}, NULL},
                     {"sin", NX_DT_FP32, 2, {8, 3}, NULL}};
-    refused("trn2", "rope", c, 3, NULL, "operand 1 (cos): cos must be [8, 3] or [1, 8, 3] ([S, D/2] or [B, S, D/2])");
-    operand d[3] = {{"x", NX_DT_FP32, 3, {2, 8, 6}, NULL},
+    roster_refused("trn2", "rope", c, 3, NULL, "operand 1 (cos): cos must be [8, 3] or [1, 8, 3] ([S, D/2] or [B, S, D/2])");
+    roster_operand d[3] = {{"x", NX_DT_FP32, 3, {2, 8, 6}, NULL},
                     {"cos", NX_DT_FP32, 2, {8, 3}, NULL},
                     {"sin", NX_DT_FP32, 2, {8, 3}, NULL}};
-    refused("trn2", "rope", d, 3, NULL, "operand 0 (x): rank 3, rope takes x [B, n_heads, S, D]");
-    operand e[3] = {{"x", NX_DT_FP32, 4, {1, 1, 2, 512}, NULL},
+    roster_refused("trn2", "rope", d, 3, NULL, "operand 0 (x): rank 3, rope takes x [B, n_heads, S, D]");
+    roster_operand e[3] = {{"x", NX_DT_FP32, 4, {1, 1, 2, 512}, NULL},
                     {"cos", NX_DT_FP32, 2, {2, 256}, NULL},
                     {"sin", NX_DT_FP32, 2, {2, 256}, NULL}};
-    refused("trn2", "rope", e, 3, NULL, "operand 0 (x): D = 512 beyond 256");
+    roster_refused("trn2", "rope", e, 3, NULL, "operand 0 (x): D = 512 beyond 256");
 }
 
 static void matmul_refusals(void **state) {
     (void)state;
-    operand a[2] = {{"A", NX_DT_FP32, 2, {3, 4}, NULL}, {"B", NX_DT_FP32, 2, {5, 3}, NULL}};
-    refused("trn2", "matmul", a, 2, NULL,
+    roster_operand a[2] = {{"A", NX_DT_FP32, 2, {3, 4}, NULL}, {"B", NX_DT_FP32, 2, {5, 3}, NULL}};
+    roster_refused("trn2", "matmul", a, 2, NULL,
             "operand 1 (B): K = 5 differs from operand 0 (A)'s K = 4 (A [..., M, K] @ B [..., K, N])");
-    operand b[2] = {{"A", NX_DT_FP32, 3, {2, 3, 4}, NULL}, {"B", NX_DT_FP32, 3, {3, 4, 3}, NULL}};
-    refused("trn2", "matmul", b, 2, NULL, "operand 1 (B): batch dim 0 (3) does not broadcast with operand 0 (A)'s (2)");
-    operand c[2] = {{"A", NX_DT_FP32, 2, {3, 4}, NULL}, {"B", NX_DT_BF16, 2, {4, 3}, NULL}};
-    refused("trn2", "matmul", c, 2, NULL, "operand 1 (B): dtype bf16 differs from operand 0 (A)'s fp32");
+    roster_operand b[2] = {{"A", NX_DT_FP32, 3, {2, 3, 4}, NULL}, {"B", NX_DT_FP32, 3, {3, 4, 3}, NULL}};
+    roster_refused("trn2", "matmul", b, 2, NULL, "operand 1 (B): batch dim 0 (3) does not broadcast with operand 0 (A)'s (2)");
+    roster_operand c[2] = {{"A", NX_DT_FP32, 2, {3, 4}, NULL}, {"B", NX_DT_BF16, 2, {4, 3}, NULL}};
+    roster_refused("trn2", "matmul", c, 2, NULL, "operand 1 (B): dtype bf16 differs from operand 0 (A)'s fp32");
 }
 
 /* The composite rows: reachable by name, family norms, never a registry key. */

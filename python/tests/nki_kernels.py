@@ -380,3 +380,39 @@ def big_tile_per_iteration(a):
         nl.store(out[i], value=big[1, :, 0:512])
     return out
 
+
+
+@nki.jit
+def across_partitions(a):
+    """Sums and maxima over the partitions: nisa.partition_all_reduce (on
+    every partition) and nisa.tensor_partition_reduce (one row)."""
+    P, F = a.shape
+    s_all = nl.ndarray((P, F), dtype=a.dtype, buffer=nl.shared_hbm)
+    m_one = nl.ndarray((1, F), dtype=a.dtype, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    nl.store(s_all, nisa.partition_all_reduce(np.add, x))
+    nl.store(m_one, nisa.tensor_partition_reduce(np.maximum, x))
+    return s_all, m_one
+
+
+@nki.jit
+def truth_reductions(a):
+    """nl.all and nl.any over the free axis (keepdims)."""
+    P = a.shape[0]
+    every = nl.ndarray((P, 1), dtype=nl.uint8, buffer=nl.shared_hbm)
+    some = nl.ndarray((P, 1), dtype=nl.uint8, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    nl.store(every, nl.all(x, axis=1, keepdims=True))
+    nl.store(some, nl.any(x, axis=1, keepdims=True))
+    return every, some
+
+
+@nki.jit
+def dma_transposed(w):
+    """nisa.dma_transpose of a bf16 HBM region, then of the SBUF tile back."""
+    t_out = nl.ndarray((w.shape[1], w.shape[0]), dtype=w.dtype, buffer=nl.shared_hbm)
+    back = nl.ndarray(w.shape, dtype=w.dtype, buffer=nl.shared_hbm)
+    t = nisa.dma_transpose(w)
+    nl.store(t_out, t)
+    nl.store(back, nisa.dma_transpose(t))
+    return t_out, back

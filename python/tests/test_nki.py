@@ -254,6 +254,33 @@ class Surface(unittest.TestCase):
         self.assertEqual(out.dtype, nxsim.bf16)
         self.assertEqual(out.tobytes(), np.ascontiguousarray(w.T).tobytes())  # a bit-exact move
 
+    def test_partition_reductions(self):
+        a = f32(self.rng, 128, 48)
+        (s, m), _ = both(K.across_partitions, a)
+        # partition by partition in order, one fp32 add per step (the instruction's contract)
+        ref = np.zeros(48, np.float32)
+        for p in range(128):
+            ref = ref + a[p]
+        np.testing.assert_array_equal(s, np.broadcast_to(ref, (128, 48)))
+        np.testing.assert_array_equal(m, a.max(axis=0, keepdims=True))
+
+    def test_all_any(self):
+        a = f32(self.rng, 128, 40)
+        a[3, :] = 0.0          # no nonzero: any 0, all 0
+        a[5, 7] = 0.0          # one zero: all 0, any 1
+        a[9, :] = 0.0
+        a[9, 39] = -2.5        # one nonzero: any 1
+        (every, some), _ = both(K.truth_reductions, a)
+        np.testing.assert_array_equal(every[:, 0], np.all(a != 0, axis=1).astype(np.uint8))
+        np.testing.assert_array_equal(some[:, 0], np.any(a != 0, axis=1).astype(np.uint8))
+        self.assertEqual((every[3, 0], every[5, 0], some[3, 0], some[5, 0], some[9, 0]), (0, 0, 0, 1, 1))
+
+    def test_dma_transpose(self):
+        w = nxsim.to_bf16(f32(self.rng, 96, 112))
+        (t, back), _ = both(K.dma_transposed, w)
+        self.assertEqual(t.tobytes(), np.ascontiguousarray(w.T).tobytes())  # bit-exact moves
+        self.assertEqual(back.tobytes(), w.tobytes())
+
     def test_top8(self):
         a = f32(self.rng, 128, 300)
         (vals, idx), _ = both(K.top8, a)
@@ -533,6 +560,20 @@ def unsupported_call(a):
 
 
 @nki.jit
+def dma_transpose_3d(a):
+    x = nl.load(a.reshape((128, 8, 8)))
+    y = nisa.dma_transpose(x, axes=(2, 1, 0))  # ERR
+    return y
+
+
+@nki.jit
+def partition_reduce_in_psum(a):
+    y = nl.zeros((128, 64), dtype=nl.float32, buffer=nl.psum)
+    z = nisa.partition_all_reduce(np.add, y)  # ERR
+    return z
+
+
+@nki.jit
 def engine_refuses(a):
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
     y = nl.zeros((128, 64), dtype=nl.float32, buffer=nl.psum)
@@ -614,6 +655,10 @@ class Errors(unittest.TestCase):
     def test_unsupported_by_name(self):
         self.check(unsupported_call, nki.Unsupported, ["nl.cumsum is not supported"])
         self.assertTrue(issubclass(nki.Unsupported, NotImplementedError))
+
+    def test_refused_surface(self):
+        self.check(dma_transpose_3d, nki.Unsupported, ["nisa.dma_transpose with axes=(2, 1, 0)"])
+        self.check(partition_reduce_in_psum, nki.KernelError, ["reads SBUF only; data is in psum"])
 
     def test_dtype_an_engine_cannot_take(self):
         self.check(int_matmul, nki.KernelError, ["int32 is not a PE input type"])

@@ -240,6 +240,28 @@ def bn_aggr(data, dtype=None, mask=None, **kwargs):
     return _emit.produced(dst, _emit.compute("dve", "bn_aggr", dst, [("in", a)], mask=mask), mask)
 
 
+# ---- across partitions (GpSimd) ----
+def partition_all_reduce(op, data, mask=None, dtype=None, **kwargs):
+    """partition_all_reduce (POOL): op over the partitions of data, the
+    result on every partition (the tile's shape)."""
+    a = read(_emit.on_chip(data, "nisa.partition_all_reduce"))
+    if a.mem != "sbuf":
+        user_error("nisa.partition_all_reduce runs on GpSimd, which reads SBUF only; data is in %s" % a.mem)
+    dst = _emit.new_tile(nl.sbuf, dtype_of(dtype) if dtype else a.dtype, a.shape, "nisa.partition_all_reduce result")
+    insn = _emit.compute("pool", "partition_all_reduce", dst, [("in", a)],
+                         [("op0", _alu(op, "nisa.partition_all_reduce"))], mask)
+    return _emit.produced(dst, insn, mask)
+
+
+def tensor_partition_reduce(op, data, mask=None, dtype=None, **kwargs):
+    """op over the partitions of data: a [1, ...] tile (partition 0 of the
+    POOL partition_all_reduce, which writes the result on every partition)."""
+    if mask is not None:
+        refuse("nisa.tensor_partition_reduce with mask= (slice the operand instead)")
+    full = partition_all_reduce(op, data, dtype=dtype)
+    return full[0:1]
+
+
 # ---- top-k steps (DVE) ----
 def max8(src, dtype=None, mask=None, **kwargs):
     """max8 (DVE): the 8 largest values of each partition, descending."""
@@ -284,6 +306,25 @@ def dma_copy(dst=None, src=None, mask=None, dst_rmw_op=None, **kwargs):
     if dst.shape != src.shape:
         user_error("nisa.dma_copy: dst %s and src %s differ" % (list(dst.shape), list(src.shape)))
     _emit.dma(dst, read(src), mask)
+
+
+def dma_transpose(src, axes=None, mask=None, dtype=None, **kwargs):
+    """dma_transpose (DMA) of a 2-D [A, B] HBM region or SBUF tile into a
+    [B, A] SBUF tile: 2-byte dtypes, moved without conversion."""
+    if axes is not None and tuple(axes) != (1, 0):
+        refuse("nisa.dma_transpose with axes=%s (only the 2-D (1, 0))" % (tuple(axes),))
+    if mask is not None:
+        refuse("nisa.dma_transpose with mask= (slice the operand instead)")
+    if not isinstance(src, AP) or src.mem not in ("hbm", "sbuf") or src.ndim != 2:
+        user_error("nisa.dma_transpose reads a 2-D HBM region or SBUF tile")
+    a = read(src)
+    if a.dtype.itemsize != 2 or (dtype is not None and dtype_of(dtype).nx != a.dtype.nx):
+        refuse("nisa.dma_transpose of %s data (the DMA transpose moves 2-byte types, without conversion)" % a.dtype)
+    if a.shape[1] > nl.tile_size.pmax:
+        user_error("nisa.dma_transpose: the result would have %d partitions (at most %d)"
+                   % (a.shape[1], nl.tile_size.pmax))
+    dst = _emit.new_tile(nl.sbuf, a.dtype, (a.shape[1], a.shape[0]), "nisa.dma_transpose result")
+    return _emit.produced(dst, _emit.dma(dst, a, None, "dma_transpose"), None)
 
 
 def __getattr__(name):

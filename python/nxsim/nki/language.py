@@ -78,9 +78,9 @@ def spmd_dim(*factors):
     mapping every grid gets, consecutive programs on one core,
     docs/parts/nki.md). A core factor after another factor would put
     consecutive programs on different cores: refused by name."""
-    if not factors or any(not isinstance(f, int) or f < 1 for f in factors):
+    if not factors or builtins.any(not isinstance(f, int) or f < 1 for f in factors):
         user_error("nl.spmd_dim%r: the factors are positive integers (nl.nc(n) for the cores)" % (factors,))
-    if any(isinstance(f, _Cores) for f in factors[1:]):
+    if builtins.any(isinstance(f, _Cores) for f in factors[1:]):
         refuse("nl.spmd_dim with nl.nc after another factor (cores inner)")
     n = 1
     for f in factors:
@@ -118,7 +118,7 @@ def ndarray(shape, dtype, buffer=None, name="", **kwargs):
     buffer = buffer or sbuf
     t = trace()
     if buffer in (shared_hbm, hbm, private_hbm):
-        if any(not isinstance(s, numbers.Integral) or s < 1 for s in shape):
+        if builtins.any(not isinstance(s, numbers.Integral) or s < 1 for s in shape):
             user_error("nl.ndarray: a tensor dimension must be a positive integer, got %s" % (list(shape),))
         if buffer == shared_hbm:
             k = t.out_ordinal
@@ -415,7 +415,7 @@ def reduce(alu, x, axis, dtype=None, keepdims=False, mask=None, negate=False, wh
     axes = tuple(d + a.ndim if d < 0 else d for d in axes)
     if 0 in axes:
         refuse("nl.%s over the partition axis (axis 0)" % what)
-    if any(not 0 < d < a.ndim for d in axes):
+    if builtins.any(not 0 < d < a.ndim for d in axes):
         user_error("nl.%s: axis %s out of range for a tile of %d dimensions" % (what, list(axes), a.ndim))
     kept = [d for d in range(1, a.ndim) if d not in axes]
     out_shape = tuple(1 if (d in axes) else n for d, n in enumerate(a.shape)) if keepdims else \
@@ -465,6 +465,23 @@ def min(x, axis, dtype=None, keepdims=False, mask=None, **kwargs):  # noqa: A001
 
 def prod(x, axis, dtype=None, keepdims=False, mask=None, **kwargs):
     return reduce("multiply", x, axis, dtype, keepdims, mask, what="prod")
+
+
+def _truth_reduce(alu, x, axis, dtype, keepdims, mask, what):
+    """x != 0 (1 or 0, DVE), then its min (all) or max (any) over the axes:
+    two instructions, as NKI's own lowering of a boolean reduction needs a
+    comparison before the reduce."""
+    a = read(_emit.on_chip(x, "nl." + what))
+    truth = _binary("not_equal", a, 0, dtype=float32, mask=mask, what=what)
+    return reduce(alu, truth, axis, dtype or bool_, keepdims, mask, what=what)
+
+
+def all(x, axis, dtype=None, keepdims=False, mask=None, **kwargs):  # noqa: A001 (NKI's name)
+    return _truth_reduce("min", x, axis, dtype, keepdims, mask, "all")
+
+
+def any(x, axis, dtype=None, keepdims=False, mask=None, **kwargs):  # noqa: A001 (NKI's name)
+    return _truth_reduce("max", x, axis, dtype, keepdims, mask, "any")
 
 
 def mean(x, axis, dtype=None, keepdims=False, mask=None, **kwargs):
