@@ -21,9 +21,9 @@
  *    engines share the HBM bandwidth evenly whatever the routing, which an
  *    expert split cannot promise when the number of distinct experts is
  *    odd or run-time), and the two partial [T, H] sums meet through a
- *    shared HBM scratch: each core sends the other the half of H the
- *    other finalises, a core barrier, then each adds, rounds and stores
- *    its half.
+ *    shared HBM scratch: each core sends the other the tokens the other
+ *    finalises, a core barrier, then each adds them by a DMA accumulate,
+ *    rounds and stores its tokens.
  * Where it goes past the public kernel: any T up to 128 (accumulators
  * strided by a power of two in PSUM), ragged H and I, fp32 and bf16, k up
  * to 16, the four activations, slots of -1, repeated experts, and
@@ -124,52 +124,57 @@ static int passes(md_core *c, nx_error *err) {
     return W > 0 ? md_down(c, W - 1, err) : 0;
 }
 
-/* Columns [c0, c0 + n) of acc rounded to the dtype and stored to out. */
-static int store(md_core *c, uint64_t c0, uint64_t n, nx_error *err) {
+/* Rows [t0, t1) of acc rounded to the dtype and stored to out (the
+ * rounding runs over partitions from 0: compute engines start at 0, 32, 64
+ * or 96; the store picks the rows). */
+static int store(md_core *c, uint32_t t0, uint32_t t1, nx_error *err) {
     const md_plan *pl = &c->pl;
     const nx_moe_decode_params *p = &pl->p;
-    const uint32_t T = (uint32_t)p->T;
-    if (n == 0) return 0;
+    if (t1 <= t0) return 0;
     nx_tile o;
-    if (alloc(c, "moe_out", p->dtype, T, n, &o, err) != 0) return -1;
-    nx_operand ov = nx_tile_ap(&o), a = md_view(&c->acc, NX_DT_FP32, 0, T, c0, n);
-    nx_operand dst = nx_ap_hbm_rows(p->dtype, c->call->args[NX_MOE_DECODE_OPERANDS].hbm_offset + c0 * pl->es, T,
-                                    (int32_t)p->H, (uint32_t)n);
+    if (alloc(c, "moe_out", p->dtype, t1, p->H, &o, err) != 0) return -1;
+    nx_operand ov = nx_tile_ap(&o), a = md_view(&c->acc, NX_DT_FP32, 0, t1, 0, p->H);
+    nx_operand src = md_view(&o, p->dtype, t0, t1 - t0, 0, p->H);
+    nx_operand dst = nx_ap_hbm_rows(p->dtype, c->call->args[NX_MOE_DECODE_OPERANDS].hbm_offset + (uint64_t)t0 * p->H * pl->es,
+                                    t1 - t0, (int32_t)p->H, (uint32_t)p->H);
     if (nx_kctx_tensor_copy(c->k, NX_ENG_ACT, &ov, &a, err) != 0 ||
-        nx_kctx_dma_split(c->k, MD_LANE_STORE, T < 16 ? T : 16, &dst, &ov, err) != 0)
+        nx_kctx_dma_split(c->k, MD_LANE_STORE, t1 - t0 < 16 ? t1 - t0 : 16, &dst, &src, err) != 0)
         return -1;
     return 0;
 }
 
-/* The two cores' partial sums: each sends the other the half of H the
- * other finalises, then adds the half it received to its own. */
+/* The two cores' partial sums, split by tokens (whole rows: every
+ * transfer's bytes are one contiguous range): each sends the other the
+ * rows the other finalises through a shared scratch, a core barrier, then
+ * each adds the rows it received into its own by a DMA accumulate. */
 static int combine(md_core *c, nx_error *err) {
     const md_plan *pl = &c->pl;
     const nx_moe_decode_params *p = &pl->p;
     const uint32_t T = (uint32_t)p->T, pid = nx_kctx_program_id(c->k);
-    if (nx_kctx_num_programs(c->k) == 1) return store(c, 0, p->H, err);
-    const uint64_t half = nx_cdiv_u64(p->H, 2);
-    const uint64_t own0 = pid ? half : 0, own1 = pid ? p->H : half, oth0 = pid ? 0 : half, oth1 = pid ? half : p->H;
-    const uint64_t shape[3] = {2, T, p->H};
+    if (nx_kctx_num_programs(c->k) == 1) return store(c, 0, T, err);
+    const uint32_t half = (T + 1) / 2;
+    const uint32_t own0 = pid ? half : 0, own1 = pid ? T : half, oth0 = pid ? 0 : half, oth1 = pid ? half : T;
+    const uint64_t shape[3] = {2, T, p->H}, row = p->H * 4;
     uint64_t off;
     if (nx_kctx_scratch(c->k, "moe_decode.partial", NX_DT_FP32, 3, shape, &off, err) != 0) return -1;
-    const uint64_t mine = off + (uint64_t)pid * T * p->H * 4, theirs = off + (uint64_t)(1 - pid) * T * p->H * 4;
+    const uint64_t mine = off + (uint64_t)pid * T * row, theirs = off + (uint64_t)(1 - pid) * T * row;
     if (oth1 > oth0) {
-        nx_operand a = md_view(&c->acc, NX_DT_FP32, 0, T, oth0, oth1 - oth0);
-        nx_operand d = nx_ap_hbm_rows(NX_DT_FP32, mine + oth0 * 4, T, (int32_t)p->H, (uint32_t)(oth1 - oth0));
-        if (nx_kctx_dma_split(c->k, MD_LANE_STORE, T < 16 ? T : 16, &d, &a, err) != 0) return -1;
+        nx_operand a = md_view(&c->acc, NX_DT_FP32, oth0, oth1 - oth0, 0, p->H);
+        nx_operand d = nx_ap_hbm_rows(NX_DT_FP32, mine + oth0 * row, oth1 - oth0, (int32_t)p->H, (uint32_t)p->H);
+        if (nx_kctx_dma_split(c->k, MD_LANE_STORE, oth1 - oth0 < 16 ? oth1 - oth0 : 16, &d, &a, err) != 0) return -1;
     }
     if (nx_kctx_barrier(c->k, err) != 0) return -1;
     if (own1 <= own0) return 0;
-    nx_tile r;
-    const uint64_t n = own1 - own0;
-    if (alloc(c, "moe_partial", NX_DT_FP32, T, n, &r, err) != 0) return -1;
-    nx_operand rv = nx_tile_ap(&r), a = md_view(&c->acc, NX_DT_FP32, 0, T, own0, n);
-    nx_operand s = nx_ap_hbm_rows(NX_DT_FP32, theirs + own0 * 4, T, (int32_t)p->H, (uint32_t)n);
-    if (nx_kctx_dma_split(c->k, MD_LANE_ROUTE + 8, T < 16 ? T : 16, &rv, &s, err) != 0 ||
-        nx_kctx_tensor_tensor(c->k, NX_ENG_DVE, NX_ALU_ADD, &a, &a, &rv, err) != 0)
-        return -1;
-    return store(c, own0, n, err);
+    const uint32_t n = own1 - own0, pieces = n < 16 ? n : 16;
+    for (uint32_t i = 0; i < pieces; i++) {
+        const uint32_t r0 = own0 + n * i / pieces, r1 = own0 + n * (i + 1) / pieces;
+        nx_insn d = nx_insn_make(NX_OP_DMA_COPY);
+        d.op[0] = md_view(&c->acc, NX_DT_FP32, r0, r1 - r0, 0, p->H);
+        d.op[1] = nx_ap_hbm_rows(NX_DT_FP32, theirs + r0 * row, r1 - r0, (int32_t)p->H, (uint32_t)p->H);
+        d.flags = NX_FLAG_ACCUMULATE;
+        if (nx_kctx_dma_insn(c->k, MD_LANE_ROUTE + 8 + i, &d, err) != 0) return -1;
+    }
+    return store(c, own0, own1, err);
 }
 
 int nx_moe_decode(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
