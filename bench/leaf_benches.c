@@ -23,6 +23,8 @@ static const nx_bench_leaf leaf_benches[] = {
      "the conv composite (ONNX Conv) on ResNet-50 and MobileNet shapes"},
     {"attention-decode", "nxsim-bench-attention-decode", nx_bench_attention_decode_main,
      "attention_decode against the KV-streaming bound"},
+    {"moe-decode", "nxsim-bench-moe-decode", nx_bench_moe_decode_main,
+     "moe_decode (decode expert MLPs) against the weight-streaming bound"},
 };
 
 const nx_bench_leaf *nx_bench_leaf_find(const char *name) {
