@@ -182,6 +182,9 @@ static void tokens(void **state) {
     check(&(problem){NX_DT_FP32, 5, 96, 160, 4, 2, NULL, NULL, 0});
     check(&(problem){NX_DT_BF16, 128, 136, 160, 4, 2, NULL, NULL, 1});
     check(&(problem){NX_DT_FP32, 128, 64, 130, 8, 1, "mode=\"all\"", NULL, 0});
+    /* T = 128: items of 8 i-tiles and a ragged ninth (no merged remainder: its
+     * PSUM accumulators would not fit) */
+    check(&(problem){NX_DT_BF16, 128, 64, 2304, 2, 1, NULL, NULL, 1});
 }
 
 static void ragged(void **state) {

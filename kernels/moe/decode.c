@@ -48,7 +48,6 @@ static int plan(md_plan *pl, nx_kctx *k, nx_error *err) {
     pl->ihi = nx_min_u64(hi * pl->P, p->inter);
     if (pl->ihi < pl->ilo) pl->ihi = pl->ilo;
     pl->nic = (uint32_t)(hi > lo ? hi - lo : 0);
-    pl->nblk = (uint32_t)nx_cdiv_u64(pl->nic, MD_NIT);
     const uint32_t bank = g->psum_bank_bytes ? g->psum_bank_bytes : 2048;
     if (bank != 2048 || g->psum_partition_bytes < 8 * 2048ull || g->pe_moving_free_max < 512)
         return nx_fail(err, "moe_decode: plans for 2 KiB PSUM banks, 8 of them, and 512-column multiplies");
@@ -56,10 +55,32 @@ static int plan(md_plan *pl, nx_kctx *k, nx_error *err) {
     pl->ndc = (uint32_t)nx_cdiv_u64(p->H, pl->dcols);
     pl->d_banks = pl->dcols * 4 / bank;
     pl->stride = nx_pow2_ceil_u32((uint32_t)p->T * 4);
-    const uint64_t set = 2ull * MD_NIT * pl->stride;
+    /* items of MD_NIT i-tiles; a remainder joins the last item (up to
+     * 2 MD_NIT - 1 tiles) when its accumulators fit, so no item has rows
+     * shorter than 2 KiB (a DMA run below that moves at a fraction of the
+     * rate: I = 10752 leaves each core 42 tiles, 5 x 8 + 2) */
+    pl->nit = 2 * MD_NIT - 1;
+    if (2ull * pl->nit * pl->stride > 4ull * bank) pl->nit = MD_NIT;
+    pl->nblk = pl->nit > MD_NIT ? (uint32_t)(pl->nic / MD_NIT) : (uint32_t)nx_cdiv_u64(pl->nic, MD_NIT);
+    if (pl->nblk == 0 && pl->nic) pl->nblk = 1;
+    const uint64_t set = 2ull * pl->nit * pl->stride;
     pl->gu_sets = 2 * set <= 4ull * bank ? 2 : 1;
     pl->ps_gu = 0;
     pl->ps_d = 4ull * bank;
+    /* the rings take what SBUF leaves after the other tiles (x, x^T, acc,
+     * the output rows, h^T, act, the routing's and the offsets', 32 KiB
+     * for the routing temporaries released before), up to MD_RING_MAX */
+    const uint64_t T = p->T, es = pl->es, S = pl->S;
+    const uint64_t other = 2 * p->H * es + pl->nhc * T * es + p->H * 4 + 2 * pl->nit * T * es + pl->nit * T * 4 +
+                           4 * S * 4 + (MD_OFFSETS + 1) * (uint64_t)(pl->nhc + pl->nic) * 4 + 32768 + 4096;
+    const uint64_t pair = (uint64_t)pl->nit * pl->P * es + 2048, sb = g->sbuf_partition_bytes;
+    uint64_t ring = sb > other ? (sb - other) / (pair + 128) : 0;
+    if (ring > MD_RING_MAX) ring = MD_RING_MAX;
+    if (ring < 2)
+        return nx_fail(err, "moe_decode: H = %llu and T = %llu leave no SBUF for the weight rings (%llu bytes per partition "
+                       "of %llu needed for the rest)", (unsigned long long)p->H, (unsigned long long)T,
+                       (unsigned long long)other, (unsigned long long)sb);
+    pl->ring = (uint32_t)ring;
     return 0;
 }
 
@@ -95,28 +116,36 @@ static int alloc_stream(md_core *c, nx_error *err) {
     const md_plan *pl = &c->pl;
     const nx_moe_decode_params *p = &pl->p;
     const uint32_t P = pl->P, T = (uint32_t)p->T;
-    for (uint32_t i = 0; i < MD_RING; i++)
-        if (alloc(c, "moe_gate_up_ring", p->dtype, P, (uint64_t)MD_NIT * P, &c->gu[i], err) != 0 ||
+    for (uint32_t i = 0; i < pl->ring; i++)
+        if (alloc(c, "moe_gate_up_ring", p->dtype, P, (uint64_t)pl->nit * P, &c->gu[i], err) != 0 ||
             alloc(c, "moe_down_ring", p->dtype, P, pl->dcols, &c->dn[i], err) != 0)
             return -1;
-    if (alloc(c, "moe_h", p->dtype, P, (uint64_t)MD_NIT * T, &c->ht[0], err) != 0 ||
-        alloc(c, "moe_h", p->dtype, P, (uint64_t)MD_NIT * T, &c->ht[1], err) != 0 ||
-        alloc(c, "moe_act", NX_DT_FP32, P, (uint64_t)MD_NIT * T, &c->sg, err) != 0 ||
+    if (alloc(c, "moe_h", p->dtype, P, (uint64_t)pl->nit * T, &c->ht[0], err) != 0 ||
+        alloc(c, "moe_h", p->dtype, P, (uint64_t)pl->nit * T, &c->ht[1], err) != 0 ||
+        alloc(c, "moe_act", NX_DT_FP32, P, (uint64_t)pl->nit * T, &c->sg, err) != 0 ||
         alloc(c, "moe_acc", NX_DT_FP32, T, p->H, &c->acc, err) != 0)
         return -1;
     nx_operand a = nx_tile_ap(&c->acc);
     return nx_kctx_memset(c->k, NX_ENG_POOL, &a, 0.0, err);
 }
 
-/* The passes: emission order gate/up(w), down(w - 1), act(w), so the PE
- * runs the next item's gate/up while ACT and DVE make this one's h. */
+/* Row offsets of the passes of group g (runtime only). */
+static int group_offsets(md_core *c, uint32_t g, nx_error *err) {
+    for (uint32_t s = g * MD_GROUP; s < c->pl.S && s < (g + 1) * MD_GROUP; s++)
+        if (md_offsets(c, s, err) != 0) return -1;
+    return 0;
+}
+
+/* The passes, items in md_item's order; emission order gate/up(w),
+ * down(w - 1), act(w), so the PE runs the next item's gate/up while ACT
+ * and DVE make this one's h. A group's offsets are made (on POOL) when the
+ * group before begins. */
 static int passes(md_core *c, nx_error *err) {
     const md_plan *pl = &c->pl;
-    const uint64_t W = (uint64_t)pl->S * pl->nblk;
-    if (pl->runtime && W > 0 && md_offsets(c, 0, err) != 0) return -1;
+    const uint64_t W = (uint64_t)pl->S * pl->nblk, span = (uint64_t)MD_GROUP * pl->nblk;
+    if (pl->runtime && W > 0 && group_offsets(c, 0, err) != 0) return -1;
     for (uint64_t w = 0; w < W; w++) {
-        const uint32_t s = (uint32_t)(w / pl->nblk);
-        if (pl->runtime && w % pl->nblk == 0 && s + 1 < pl->S && md_offsets(c, s + 1, err) != 0) return -1;
+        if (pl->runtime && w % span == 0 && group_offsets(c, (uint32_t)(w / span) + 1, err) != 0) return -1;
         if (md_gate_up(c, w, err) != 0) return -1;
         if (w > 0 && md_down(c, w - 1, err) != 0) return -1;
         if (md_act(c, w, err) != 0) return -1;

@@ -1,5 +1,5 @@
 /* One work item of an expert pass (kernels/moe/decode_impl.h): MD_NIT
- * i-tiles (128 columns of I each) of this core's share of I, for pass s's
+ * (the last up to 2 MD_NIT - 1) i-tiles (128 columns of I each) of this core's share of I, for pass s's
  * expert. The orientation follows the public NKI MoE decode kernels
  * (nkilib's expert MLPs for token generation) and blockwise_mm here:
  *  - gate and up with the weights stationary ([128 rows of H, 128 columns
@@ -16,8 +16,8 @@
  *    the partitions), in fp32.
  * Weight tiles are rows of 2 KiB (the DMA's efficient run) cut by
  * partitions over 16 lanes, one lane group per stream (gate, up, down), in
- * rings of MD_RING tiles: a tile's load waits only for the matmuls of the
- * tile MD_RING loads before, so the streams run ahead of the PE. With a
+ * rings of up to MD_RING_MAX tiles: a tile's load waits only for the
+ * matmuls of the tile a ring before, so the streams run ahead of the PE. With a
  * run-time expert the loads are gathers by row offsets (skipped rows: an
  * unused pass moves no bytes). */
 #include "decode_impl.h"
@@ -27,11 +27,18 @@
 static uint32_t min32(uint64_t a, uint64_t b) { return (uint32_t)(a < b ? a : b); }
 
 /* Item w's pass, first column of I, width, i-tiles. */
+void md_item(const md_plan *pl, uint64_t w, uint32_t *s, uint32_t *b) {
+    const uint64_t full = pl->S / MD_GROUP, span = (uint64_t)MD_GROUP * pl->nblk, g = w / span;
+    const uint64_t gs = g < full ? MD_GROUP : pl->S - full * MD_GROUP, r = w - g * span;
+    *b = (uint32_t)(r / gs);
+    *s = (uint32_t)(g * MD_GROUP + r % gs);
+}
+
 static void item(const md_plan *pl, uint64_t w, uint32_t *s, uint64_t *i0, uint32_t *bw, uint32_t *nt) {
-    *s = (uint32_t)(w / pl->nblk);
-    const uint64_t b = w % pl->nblk;
-    *i0 = pl->ilo + b * MD_NIT * pl->P;
-    *bw = min32((uint64_t)MD_NIT * pl->P, pl->ihi - *i0);
+    uint32_t b;
+    md_item(pl, w, s, &b);
+    *i0 = pl->ilo + (uint64_t)b * MD_NIT * pl->P;
+    *bw = b + 1 == pl->nblk ? (uint32_t)(pl->ihi - *i0) : MD_NIT * pl->P; /* the last takes the rest */
     *nt = (uint32_t)nx_cdiv_u64(*bw, pl->P);
 }
 
@@ -59,7 +66,7 @@ static int load(md_core *c, uint32_t lane0, uint32_t np, const nx_operand *dst, 
     return 0;
 }
 
-static uint64_t gu_base(const md_plan *pl, uint64_t w) { return pl->ps_gu + (w % pl->gu_sets) * 2ull * MD_NIT * pl->stride; }
+static uint64_t gu_base(const md_plan *pl, uint64_t w) { return pl->ps_gu + (w % pl->gu_sets) * 2ull * pl->nit * pl->stride; }
 
 int md_gate_up(md_core *c, uint64_t w, nx_error *err) {
     const md_plan *pl = &c->pl;
@@ -74,7 +81,7 @@ int md_gate_up(md_core *c, uint64_t w, nx_error *err) {
         nx_operand mv = md_view(&c->xt, p->dtype, 0, hw, (uint64_t)hc * T, T);
         for (uint32_t pr = 0; pr < 2; pr++) {
             const nx_tensor_ref *W = &c->call->args[1 + pr];
-            const nx_tile *tile = &c->gu[c->ngu++ % MD_RING];
+            const nx_tile *tile = &c->gu[c->ngu++ % pl->ring];
             nx_operand dst = md_view(tile, p->dtype, 0, hw, 0, bw);
             const uint32_t lane = pr ? MD_LANE_UP : MD_LANE_GATE;
             int rc;
@@ -91,7 +98,7 @@ int md_gate_up(md_core *c, uint64_t w, nx_error *err) {
             for (uint32_t it = 0; it < nt; it++) {
                 const uint32_t iw = min32(P, bw - (uint64_t)it * P);
                 nx_operand st = md_view(tile, p->dtype, 0, hw, (uint64_t)it * P, iw);
-                nx_operand ps = md_psum(c, base + ((uint64_t)pr * MD_NIT + it) * pl->stride, iw, T);
+                nx_operand ps = md_psum(c, base + ((uint64_t)pr * pl->nit + it) * pl->stride, iw, T);
                 if (nx_kctx_load_stationary(c->k, &st, err) != 0 ||
                     nx_kctx_multiply_moving(c->k, &ps, &mv, hc > 0, err) != 0)
                     return -1;
@@ -118,7 +125,7 @@ int md_act(md_core *c, uint64_t w, nx_error *err) {
         const int32_t pst[2] = {(int32_t)(pl->stride / 4), 1}, sst[2] = {(int32_t)T, 1};
         const uint32_t cn[2] = {n, T};
         nx_operand g = nx_tile_view(&c->psum, NX_DT_FP32, 0, np, (base + (uint64_t)t0 * pl->stride) / 4, 2, pst, cn);
-        nx_operand u = nx_tile_view(&c->psum, NX_DT_FP32, 0, np, (base + ((uint64_t)MD_NIT + t0) * pl->stride) / 4, 2, pst, cn);
+        nx_operand u = nx_tile_view(&c->psum, NX_DT_FP32, 0, np, (base + ((uint64_t)pl->nit + t0) * pl->stride) / 4, 2, pst, cn);
         nx_operand sg = nx_tile_view(&c->sg, NX_DT_FP32, 0, np, (uint64_t)t0 * T, 2, sst, cn);
         nx_operand h = nx_tile_view(&c->ht[w % 2], p->dtype, 0, np, (uint64_t)t0 * T, 2, sst, cn);
         if (nx_kctx_activation(c->k, p->act, &sg, &g, 1.0, 0.0, err) != 0 ||
@@ -143,7 +150,7 @@ int md_down(md_core *c, uint64_t w, nx_error *err) {
         const uint64_t pd = pl->ps_d + (c->ndg++ % (4 / pl->d_banks)) * (uint64_t)pl->d_banks * bank;
         for (uint32_t it = 0; it < nt; it++) {
             const uint32_t iw = min32(P, bw - (uint64_t)it * P);
-            const nx_tile *tile = &c->dn[c->nd++ % MD_RING];
+            const nx_tile *tile = &c->dn[c->nd++ % pl->ring];
             nx_operand dst = md_view(tile, p->dtype, 0, iw, 0, cw);
             int rc;
             if (pl->runtime) {

@@ -7,8 +7,9 @@
 
 #include "moe_decode.h"
 
-#define MD_RING 16      /* weight tiles in flight per ring (gate/up, down) */
-#define MD_OFFSETS 3    /* per-pass row-offset sets in flight */
+#define MD_RING_MAX 32  /* weight tiles in flight per ring (gate/up, down), SBUF allowing */
+#define MD_GROUP 8      /* passes whose items interleave (see md_item) */
+#define MD_OFFSETS (2 * MD_GROUP) /* per-pass row-offset sets: this group's and the next's */
 #define MD_NIT 8        /* i-tiles per work item: 8 x 128 columns = 2 KiB rows of bf16 */
 /* lane groups (lane l = DMA engine l mod 16, its queue l / 16): the three
  * weight streams, then the routing's small loads, then the stores */
@@ -26,12 +27,14 @@ typedef struct md_plan {
     int slot_list;         /* selected with T k < E: pass s = slot s of the flat [T k], deduplicated */
     uint32_t nhc;          /* 128-row chunks of H */
     uint64_t ilo, ihi;     /* this core's columns of I */
-    uint32_t nic, nblk;    /* its i-tiles, its work items per pass (MD_NIT i-tiles each) */
+    uint32_t nic, nblk;    /* its i-tiles, its work items per pass (MD_NIT i-tiles each, the last the rest) */
+    uint32_t nit;          /* most i-tiles of an item (MD_NIT, or 2 MD_NIT - 1: the last absorbs a remainder) */
     uint32_t dcols, ndc;   /* down tiles: columns of H per tile (2 KiB rows), tiles across H */
     uint32_t stride;       /* PSUM bytes of one [i, T] fp32 accumulator (a power of two) */
     uint32_t gu_sets;      /* gate/up accumulator sets (2: the next item's matmuls overlap the act) */
     uint64_t ps_gu, ps_d;  /* PSUM byte offsets: gate/up sets, down banks */
     uint32_t d_banks;      /* PSUM banks of one down tile ([T, 512] fp32 each) */
+    uint32_t ring;         /* tiles per weight ring */
 } md_plan;
 
 typedef struct md_core {
@@ -44,9 +47,9 @@ typedef struct md_core {
     nx_tile eidh, eidi;            /* runtime: [P, S] fp32 expert x H, expert x I (-H, -I: none) */
     nx_tile iog, iod;              /* runtime: [P, nhc], [P, nic] fp32 c P + p (down: + ilo) */
     nx_tile offg[MD_OFFSETS], offd[MD_OFFSETS]; /* runtime: int32 row offsets of a pass */
-    nx_tile gu[MD_RING], dn[MD_RING];
-    nx_tile ht[2];                 /* [P, MD_NIT T] of the dtype: h^T of an item, by parity */
-    nx_tile sg;                    /* [P, MD_NIT T] fp32 act(gate) */
+    nx_tile gu[MD_RING_MAX], dn[MD_RING_MAX];
+    nx_tile ht[2];                 /* [P, nit T] of the dtype: h^T of an item, by parity */
+    nx_tile sg;                    /* [P, nit T] fp32 act(gate) */
     nx_tile acc;                   /* [T, H] fp32 */
     nx_tile eid;                   /* runtime: [P, S] fp32 expert of pass s, -1 none */
     uint64_t ngu, nd, ndg;         /* loads issued per ring, down tiles done */
@@ -56,6 +59,13 @@ typedef struct md_core {
  * [-1, E) (the probe), fills c->coef and (runtime) c->eid, c->eidh,
  * c->eidi, c->iog, c->iod. */
 int md_route(md_core *c, nx_error *err);
+/* Item w: its pass s and work item b (columns [ilo + b 1024, ...) of I).
+ * Items run group by group of MD_GROUP passes, block b of every pass of
+ * the group before block b + 1: an unused expert's pass (no bytes, but
+ * its fixed PE work) then sits between used passes' items, and the rings
+ * keep the used ones' loads running while the PE does it. */
+void md_item(const md_plan *pl, uint64_t w, uint32_t *s, uint32_t *b);
+
 /* Row offsets of pass s into set s % MD_OFFSETS (runtime only; POOL). */
 int md_offsets(md_core *c, uint32_t s, nx_error *err);
 /* Item w = s nblk + b: its gate/up loads and matmuls into gate/up set
