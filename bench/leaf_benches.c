@@ -25,6 +25,7 @@ static const nx_bench_leaf leaf_benches[] = {
      "attention_decode against the KV-streaming bound"},
     {"moe-decode", "nxsim-bench-moe-decode", nx_bench_moe_decode_main,
      "moe_decode (decode expert MLPs) against the weight-streaming bound"},
+    {"mlp", "nxsim-bench-mlp", nx_bench_mlp_main, "the dense MLP (decode and prefill plans) against its bounds"},
 };
 
 const nx_bench_leaf *nx_bench_leaf_find(const char *name) {

@@ -34,6 +34,7 @@ int nx_bench_tutorial_main(int argc, char **argv);
 int nx_bench_wgrad_main(int argc, char **argv);
 int nx_bench_attention_main(int argc, char **argv);
 int nx_bench_scan_main(int argc, char **argv);
+int nx_bench_mlp_main(int argc, char **argv);
 
 /* A composite's op on the SystemC model (bench/roster_bench.c): `given`
  * prepared for m (results inferred), run with nxsim run's pseudo-random

@@ -9,7 +9,8 @@
  *   DMA   X rows -> xt
  *   DVE   bn_stats per 512-chunk, bn_aggr -> (mean, var); nm = -mean
  *   ACT   rstd = rsqrt(var + epsilon); ct = xt + nm (fp32, one rounding)
- *   POOL  ct = (ct * rstd) * Scale; [xt = ct + B]   (xt in X's dtype)
+ *   POOL  ct = (ct * rstd) * Scale; [xt = ct + B]   (xt in X's dtype; every
+ *         fourth tile's + B on DVE, below)
  *   DMA   xt -> Y; (mean, rstd) transposed on the PE into two rows of
  *         X's dtype -> Mean, InvStdDev (contiguous rows, not 128 one-element
  *         transfers) */
@@ -18,6 +19,95 @@
 
 #define LN_MAX_BUFS 6
 #define LN_CHUNK 512
+
+/* With B, GpSimd carries two passes a tile (the scale, + B) and VectorE one
+ * (bn_stats): the + B of tiles 0, LN_DVE_EVERY, ... goes to VectorE (not the
+ * last tile: its deferred add would lengthen the drain). VectorE runs
+ * in order, so that add (and the tile's store) is emitted LN_DVE_LAG tiles
+ * later, after those tiles' statistics (else VectorE would wait there for
+ * GpSimd's scale of its own tile); loads then run LN_DVE_LAG fewer tiles
+ * ahead. Measured (docs/parts/norms.md): [2048,4096] bf16 131.0 -> 129.3 us,
+ * fp32 200.0 -> 200.9 us; every third tile, or a lag of 1 or 3, is slower. */
+#define LN_DVE_EVERY 4
+#define LN_DVE_LAG 2
+static int ln_on_dve(uint64_t c, uint64_t ntiles) { return c % LN_DVE_EVERY == 0 && c + 1 < ntiles; }
+
+static uint32_t ln_rows(uint64_t lo, uint64_t hi, uint64_t c, uint64_t P) {
+    uint64_t r0 = lo + c * P;
+    return (uint32_t)(hi - r0 < P ? hi - r0 : P);
+}
+
+/* Tile statistics: bn_stats per 512-chunk and bn_aggr (VectorE) into
+ * (mean, var), -mean (VectorE), rstd = rsqrt(var + epsilon) (ScalarE) in
+ * var's place. */
+static int ln_stats(nx_kctx *k, const nx_layernorm_params *p, const nx_tile *st, const nx_tile *xt, uint32_t n,
+                    uint64_t nchunks, nx_operand minus, nx_error *err) {
+    const uint64_t H = p->H, m = 6 * nchunks;
+    for (uint64_t j = 0; j < nchunks; j++) {
+        uint64_t c0 = j * LN_CHUNK, w = H - c0 < LN_CHUNK ? H - c0 : LN_CHUNK;
+        nx_insn bs = nx_insn_make(NX_OP_BN_STATS);
+        bs.op[0] = nx_rows_view(st, NX_DT_FP32, n, 6 * j, 6);
+        bs.op[1] = nx_rows_view(xt, p->dtype, n, c0, w);
+        if (nx_kctx_emit(k, NX_ENG_DVE, &bs, err) != 0) return -1;
+    }
+    nx_operand mv = nx_rows_view(st, NX_DT_FP32, n, m, 2), mean = nx_rows_view(st, NX_DT_FP32, n, m, 1);
+    nx_operand rstd = nx_rows_view(st, NX_DT_FP32, n, m + 1, 1), nm = nx_rows_view(st, NX_DT_FP32, n, m + 2, 1);
+    nx_insn ag = nx_insn_make(NX_OP_BN_AGGR);
+    ag.op[0] = mv;
+    ag.op[1] = nx_rows_view(st, NX_DT_FP32, n, 0, m);
+    if (nx_kctx_emit(k, NX_ENG_DVE, &ag, err) != 0 ||
+        nx_kctx_tensor_scalar(k, NX_ENG_DVE, &nm, &mean, NX_ALU_MULTIPLY, &minus, NX_ALU_BYPASS, NULL, err) != 0)
+        return -1;
+    return nx_kctx_activation(k, NX_ACT_RSQRT, &rstd, &rstd, 1.0, p->epsilon, err);
+}
+
+/* ct = xt - mean (ScalarE, fp32), then (ct * rstd) * Scale (GpSimd) into ct
+ * (with B) or straight into xt in X's dtype. */
+static int ln_normalize(nx_kctx *k, const nx_layernorm_params *p, const nx_tile *xt, const nx_tile *ct,
+                        const nx_tile *st, const nx_tile *gamma, uint32_t n, uint64_t nchunks, nx_operand one,
+                        nx_error *err) {
+    const uint64_t H = p->H, m = 6 * nchunks;
+    nx_operand xv = nx_rows_view(xt, p->dtype, n, 0, H), cv = nx_rows_view(ct, NX_DT_FP32, n, 0, H);
+    nx_operand rstd = nx_rows_view(st, NX_DT_FP32, n, m + 1, 1), nm = nx_rows_view(st, NX_DT_FP32, n, m + 2, 1);
+    nx_insn sh = nx_insn_make(NX_OP_ACTIVATION);
+    sh.op[0] = cv;
+    sh.op[1] = xv;
+    sh.op[2] = one;
+    sh.op[3] = nm;
+    nx_operand gv = nx_rows_view(gamma, p->scale_dtype, n, 0, H);
+    nx_operand first = p->bias ? cv : xv;
+    if (nx_kctx_emit(k, NX_ENG_ACT, &sh, err) != 0) return -1;
+    return nx_kctx_scalar_tensor_tensor(k, NX_ENG_POOL, &first, &cv, NX_ALU_MULTIPLY, &rstd, NX_ALU_MULTIPLY, &gv, err);
+}
+
+/* [xt = ct + B on `add_on`]; the stores of Y and of (Mean, InvStdDev). */
+static int ln_finish(nx_kctx *k, nx_rows *r, const nx_layernorm_params *p, const nx_kernel_call *call,
+                     const nx_tile *xt, const nx_tile *ct, const nx_tile *st, const nx_tile *sp, const nx_tile *so,
+                     const nx_tile *beta, uint64_t r0, uint32_t n, uint64_t nchunks, nx_engine add_on,
+                     nx_error *err) {
+    const uint64_t H = p->H, m = 6 * nchunks;
+    const nx_dtype dt = p->dtype;
+    const nx_tensor_ref *yo = &call->args[call->n_inputs], *mo = yo + 1, *ro = yo + 2;
+    nx_operand xv = nx_rows_view(xt, dt, n, 0, H);
+    if (p->bias) {
+        nx_operand cv = nx_rows_view(ct, NX_DT_FP32, n, 0, H), bv = nx_rows_view(beta, p->bias_dtype, n, 0, H);
+        if (nx_kctx_tensor_tensor(k, add_on, NX_ALU_ADD, &xv, &cv, &bv, err) != 0) return -1;
+    }
+    nx_operand yd = nx_rows_hbm(dt, yo->hbm_offset, r0, n, H);
+    const uint64_t es = nx_dtype_size(dt), cols[2] = {mo->hbm_offset + r0 * es, ro->hbm_offset + r0 * es};
+    if (nx_rows_store(r, &yd, &xv, err) != 0) return -1;
+    return nx_rows_store_cols(r, st, n, m, 2, sp, so, dt, cols, err);
+}
+
+/* Scale (and B) broadcast to every partition (nx_rows_broadcast: the PE). */
+static int ln_broadcasts(nx_rows *r, const nx_layernorm_params *p, const nx_kernel_call *call, nx_tile *gamma,
+                         nx_tile *beta, nx_error *err) {
+    if (nx_rows_broadcast(r, "scale", call->args[1].hbm_offset, p->scale_dtype, p->H, p->scale_dtype, gamma, err) != 0)
+        return -1;
+    return p->bias ? nx_rows_broadcast(r, "bias", call->args[2].hbm_offset, p->bias_dtype, p->H, p->bias_dtype, beta,
+                                       err)
+                   : 0;
+}
 
 int nx_layernorm(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     nx_norm_tensor in[3];
@@ -28,8 +118,7 @@ int nx_layernorm(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
         in[i] = (nx_norm_tensor){call->args[i].name, call->args[i].dtype, call->args[i].ndims, call->args[i].shape};
     nx_layernorm_params p;
     if (nx_layernorm_read(call->attrs, in, call->n_inputs, &p, err) != 0) return -1;
-    const nx_tensor_ref *x = &call->args[0], *yo = &call->args[call->n_inputs];
-    const nx_tensor_ref *mo = yo + 1, *ro = yo + 2;
+    const nx_tensor_ref *x = &call->args[0];
     const uint64_t H = p.H;
     nx_rows r;
     nx_rows_init(&r, k);
@@ -50,12 +139,16 @@ int nx_layernorm(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
                        (unsigned long long)r.sbuf_bytes);
     uint32_t nbufs = (uint32_t)((r.sbuf_bytes - fixed) / set);
     if (nbufs > LN_MAX_BUFS) nbufs = LN_MAX_BUFS;
+    /* The broadcasts after the tiles when their temporaries (the vector's
+     * row, the ones) fit beside them: released, they leave a hole no tile
+     * reuses, so the first loads need not wait for the PE to have read them.
+     * Otherwise before (the tiles reuse that room; a longer start). */
+    const nx_dtype vdt = p.bias && nx_dtype_size(p.bias_dtype) > nx_dtype_size(p.scale_dtype) ? p.bias_dtype
+                                                                                              : p.scale_dtype;
+    const uint64_t temps = nx_rows_tile_bytes(H, vdt) + nx_rows_tile_bytes(r.partitions, vdt);
+    const int after = fixed + nbufs * set + temps <= r.sbuf_bytes;
     nx_tile gamma, beta;
-    if (nx_rows_broadcast(&r, "scale", call->args[1].hbm_offset, p.scale_dtype, H, p.scale_dtype, &gamma, err) != 0)
-        return -1;
-    if (p.bias &&
-        nx_rows_broadcast(&r, "bias", call->args[2].hbm_offset, p.bias_dtype, H, p.bias_dtype, &beta, err) != 0)
-        return -1;
+    if (!after && ln_broadcasts(&r, &p, call, &gamma, &beta, err) != 0) return -1;
     nx_tile xt[LN_MAX_BUFS], ct[LN_MAX_BUFS], st[LN_MAX_BUFS], sp[LN_MAX_BUFS], so[LN_MAX_BUFS];
     for (uint32_t i = 0; i < nbufs; i++)
         if (nx_kctx_alloc(k, NX_OPK_SBUF, "x_tile", dt, r.partitions, H, &xt[i], err) != 0 ||
@@ -64,57 +157,44 @@ int nx_layernorm(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
             nx_kctx_alloc(k, NX_OPK_PSUM, "stats_t", NX_DT_FP32, 2, r.partitions, &sp[i], err) != 0 ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "stats_out", dt, 2, r.partitions, &so[i], err) != 0)
             return -1;
+    if (after && ln_broadcasts(&r, &p, call, &gamma, &beta, err) != 0) return -1;
     uint64_t lo, hi;
     nx_kctx_rows(k, p.rows, &lo, &hi);
     const uint64_t P = r.partitions, ntiles = (hi - lo + P - 1) / P;
     const nx_operand one = nx_imm(1.0, NX_DT_FP32), minus = nx_imm(-1.0, NX_DT_FP32);
-    for (uint64_t t = 0; t < ntiles + nbufs - 1; t++) {
+    /* With B, GpSimd carries two passes a tile (the scale, + B) and VectorE
+     * one (bn_stats): every third tile's + B goes to VectorE, so the two
+     * engines' work over three tiles is about equal (docs/parts/norms.md).
+     * VectorE runs in order, so that add (and the tile's store) is emitted
+     * one tile later, after the next tile's statistics: loads then run
+     * nbufs - 2 tiles ahead, keeping the deferred tile's buffers. */
+    const uint64_t lag = LN_DVE_LAG;
+    const int split = p.bias && nbufs >= 2 + lag;
+    const uint64_t ahead = split ? nbufs - 1 - lag : nbufs - 1;
+    for (uint64_t t = 0; t < ntiles + ahead + (split ? lag : 0); t++) {
         if (t < ntiles) {
             uint64_t r0 = lo + t * P;
             uint32_t n = (uint32_t)(hi - r0 < P ? hi - r0 : P);
             nx_operand d = nx_rows_view(&xt[t % nbufs], dt, n, 0, H), s = nx_rows_hbm(dt, x->hbm_offset, r0, n, H);
             if (nx_rows_load(&r, &d, &s, err) != 0) return -1;
         }
-        if (t + 1 < nbufs) continue;
-        uint64_t c = t + 1 - nbufs, r0 = lo + c * P;
-        uint32_t b = (uint32_t)(c % nbufs), n = (uint32_t)(hi - r0 < P ? hi - r0 : P);
-        nx_operand xv = nx_rows_view(&xt[b], dt, n, 0, H), cv = nx_rows_view(&ct[b], NX_DT_FP32, n, 0, H);
-        for (uint64_t j = 0; j < nchunks; j++) {
-            uint64_t c0 = j * LN_CHUNK, w = H - c0 < LN_CHUNK ? H - c0 : LN_CHUNK;
-            nx_insn bs = nx_insn_make(NX_OP_BN_STATS);
-            bs.op[0] = nx_rows_view(&st[b], NX_DT_FP32, n, 6 * j, 6);
-            bs.op[1] = nx_rows_view(&xt[b], dt, n, c0, w);
-            if (nx_kctx_emit(k, NX_ENG_DVE, &bs, err) != 0) return -1;
-        }
-        const uint64_t m = 6 * nchunks; /* mean, var then rstd in its place, -mean */
-        nx_operand mv = nx_rows_view(&st[b], NX_DT_FP32, n, m, 2), mean = nx_rows_view(&st[b], NX_DT_FP32, n, m, 1);
-        nx_operand rstd = nx_rows_view(&st[b], NX_DT_FP32, n, m + 1, 1), nm = nx_rows_view(&st[b], NX_DT_FP32, n, m + 2, 1);
-        nx_insn ag = nx_insn_make(NX_OP_BN_AGGR);
-        ag.op[0] = mv;
-        ag.op[1] = nx_rows_view(&st[b], NX_DT_FP32, n, 0, m);
-        if (nx_kctx_emit(k, NX_ENG_DVE, &ag, err) != 0 ||
-            nx_kctx_tensor_scalar(k, NX_ENG_DVE, &nm, &mean, NX_ALU_MULTIPLY, &minus, NX_ALU_BYPASS, NULL, err) != 0 ||
-            nx_kctx_activation(k, NX_ACT_RSQRT, &rstd, &rstd, 1.0, p.epsilon, err) != 0)
+        if (t < ahead) continue;
+        const uint64_t c = t - ahead;
+        if (c < ntiles && ln_stats(k, &p, &st[c % nbufs], &xt[c % nbufs], ln_rows(lo, hi, c, P), nchunks, minus,
+                                   err) != 0)
             return -1;
-        nx_insn sh = nx_insn_make(NX_OP_ACTIVATION);
-        sh.op[0] = cv;
-        sh.op[1] = xv;
-        sh.op[2] = one;
-        sh.op[3] = nm;
-        nx_operand gv = nx_rows_view(&gamma, p.scale_dtype, n, 0, H);
-        nx_operand first = p.bias ? cv : xv;
-        if (nx_kctx_emit(k, NX_ENG_ACT, &sh, err) != 0 ||
-            nx_kctx_scalar_tensor_tensor(k, NX_ENG_POOL, &first, &cv, NX_ALU_MULTIPLY, &rstd, NX_ALU_MULTIPLY, &gv,
-                                         err) != 0)
-            return -1;
-        if (p.bias) {
-            nx_operand bv = nx_rows_view(&beta, p.bias_dtype, n, 0, H);
-            if (nx_kctx_tensor_tensor(k, NX_ENG_POOL, NX_ALU_ADD, &xv, &cv, &bv, err) != 0) return -1;
+        if (split && c >= lag && ln_on_dve(c - lag, ntiles) && c - lag < ntiles) {
+            const uint64_t d = c - lag;
+            const uint32_t b = (uint32_t)(d % nbufs);
+            if (ln_finish(k, &r, &p, call, &xt[b], &ct[b], &st[b], &sp[b], &so[b], &beta, lo + d * P,
+                          ln_rows(lo, hi, d, P), nchunks, NX_ENG_DVE, err) != 0)
+                return -1;
         }
-        nx_operand yd = nx_rows_hbm(dt, yo->hbm_offset, r0, n, H);
-        const uint64_t es = nx_dtype_size(dt), cols[2] = {mo->hbm_offset + r0 * es, ro->hbm_offset + r0 * es};
-        if (nx_rows_store(&r, &yd, &xv, err) != 0 ||
-            nx_rows_store_cols(&r, &st[b], n, m, 2, &sp[b], &so[b], dt, cols, err) != 0)
+        if (c >= ntiles) continue;
+        const uint32_t b = (uint32_t)(c % nbufs), n = ln_rows(lo, hi, c, P);
+        if (ln_normalize(k, &p, &xt[b], &ct[b], &st[b], &gamma, n, nchunks, one, err) != 0) return -1;
+        if (!(split && ln_on_dve(c, ntiles)) && ln_finish(k, &r, &p, call, &xt[b], &ct[b], &st[b], &sp[b], &so[b], &beta,
+                                                  lo + c * P, n, nchunks, NX_ENG_POOL, err) != 0)
             return -1;
     }
     return 0;

@@ -18,6 +18,7 @@
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/matmul/matmul.h"
 #include "kernels/moe/moe_decode.h"
+#include "kernels/mlp/mlp.h"
 #include "kernels/norms/norms.h"
 #include "kernels/resize/resize_rule.h"
 #include "kernels/scan/scan.h"
@@ -192,5 +193,11 @@ int nx_ref_attention_decode(const nx_decode_params *p, const void *const *in, vo
  * the slots of t naming e; "all": affinities[t, e]); out rounded once.
  * Refuses an index outside [-1, E). */
 int nx_ref_moe_decode(const nx_moe_decode_params *p, const void *const *in, void *out, nx_error *err);
+
+/* mlp (kernels/mlp/mlp.h): in[] the operands in their order (x, w_gate,
+ * w_up, w_down [, gamma] [, r]) with p's shapes and dtype; out[0] the
+ * result of x's shape [, out[1] x' with residual]. fp32 sgemms, the
+ * roundings of the definition (kernels/ref/mlp_ref.c). */
+int nx_ref_mlp(const nx_mlp_params *p, const void *const *in, void *const *out, nx_error *err);
 
 #endif
