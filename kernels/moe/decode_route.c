@@ -138,7 +138,7 @@ static int expert_loop(md_core *c, const nx_tile *cnt, nx_error *err) {
         return -1;
     for (uint64_t e0 = 0; e0 < E; e0 += 512) {
         const uint32_t n = (uint32_t)(E - e0 < 512 ? E - e0 : 512);
-        nx_operand ps = md_psum(c, pl->ps_d, P, n), mv = md_view(cnt, NX_DT_FP32, 0, T, e0, n);
+        nx_operand ps = md_psum(c, pl->ps_route, P, n), mv = md_view(cnt, NX_DT_FP32, 0, T, e0, n);
         nx_operand u = md_view(&c->eid, NX_DT_FP32, 0, P, e0, n), ie = md_view(&io, NX_DT_FP32, 0, P, e0, n);
         /* eid = (e + 1) (count > 0) - 1 */
         if (nx_kctx_multiply_moving(k, &ps, &mv, 0, err) != 0 ||
