@@ -30,9 +30,10 @@ int md_passes(md_core *c, nx_error *err) {
      * and their access pattern's span (not the rows read: those stay in the
      * tensor) runs up to a slab past a stacked weight's last row; when the
      * weight is the program's last HBM tensor that span must still be
-     * memory: a pad of one slab's rows after everything */
+     * memory: a pad after everything of 16 K-chunks of the longest rows
+     * (a slab holds at most 16 chunks of rows of 512 bytes or more: 8 KiB) */
     {
-        const uint64_t pad[2] = {4ull * P, p->H > p->inter ? p->H : p->inter};
+        const uint64_t pad[2] = {16ull * P, p->H > p->inter ? p->H : p->inter};
         uint64_t off;
         if (nx_kctx_scratch(k, "moe_decode.pad", p->dtype, 2, pad, &off, err) != 0) return -1;
     }

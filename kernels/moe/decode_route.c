@@ -132,7 +132,7 @@ static int expert_loop(md_core *c, const nx_tile *cnt, nx_error *err) {
         alloc(c, "moe_route_eiota", NX_DT_FP32, P, E, &io, err) != 0)
         return -1;
     nx_operand o = nx_tile_ap(&ones), iv = nx_tile_ap(&io), zero = nx_imm(0.0, NX_DT_FP32);
-    nx_operand one = nx_imm(1.0, NX_DT_FP32), mone = nx_imm(-1.0, NX_DT_FP32);
+    nx_operand mone = nx_imm(-1.0, NX_DT_FP32);
     if (nx_kctx_memset(k, NX_ENG_POOL, &o, 1.0, err) != 0 || iota2(k, &iv, 1, 0, 1, 0, (uint32_t)E, 1, err) != 0 ||
         nx_kctx_load_stationary(k, &o, err) != 0)
         return -1;
@@ -147,7 +147,6 @@ static int expert_loop(md_core *c, const nx_tile *cnt, nx_error *err) {
             nx_kctx_tensor_scalar(k, NX_ENG_DVE, &u, &u, NX_ALU_ADD, &mone, NX_ALU_BYPASS, NULL, err) != 0)
             return -1;
     }
-    (void)one;
     return nx_kctx_release(k, &io, err) != 0 || nx_kctx_release(k, &ones, err) != 0 ? -1 : 0;
 }
 
