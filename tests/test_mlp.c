@@ -17,7 +17,22 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "isa/intmath.h"
+#include "kernels/mlp/mlp_decode.h"
+#include "registry/composites.h"
+#include "registry/lower.h"
+#include "registry/prepare.h"
+#include "registry/rules.h"
+#include "registry/run/run.h"
 #include "roster_case.h"
+#include "support.h"
+
+/* Partitions [0, n) of a tile, elements [c0, c0 + cols). */
+static nx_operand nx_rows_view_test(const nx_tile *t, nx_dtype as, uint32_t n, uint64_t c0, uint64_t cols) {
+    const int32_t one = 1;
+    const uint32_t count = (uint32_t)cols;
+    return nx_tile_view(t, as, 0, n, c0, 1, &one, &count);
+}
 
 /* x [T, H] (or [B, S, H]), the three weights, [gamma], [r]. */
 static uint32_t mlp_operands(roster_operand *o, nx_dtype dt, uint32_t xnd, const uint64_t *xs, uint64_t I, int norm,
@@ -53,6 +68,11 @@ static void mlp_decode_random(void **state) {
     /* the residual alone; I of one tile: core 1 has no gate/up rows */
     const uint64_t e[2] = {33, 384};
     roster_check("trn2", "mlp", o, mlp_operands(o, NX_DT_BF16, 2, e, 100, 0, 1), "residual=true");
+    /* gamma and r in fp32 beside bf16 x and weights */
+    const uint64_t g[2] = {12, 300};
+    const uint32_t gn = mlp_operands(o, NX_DT_BF16, 2, g, 200, 1, 1);
+    o[4].dt = NX_DT_FP32, o[5].dt = NX_DT_FP32;
+    roster_check("trn2", "mlp", o, gn, "norm=\"rms\";residual=true");
     /* I wide enough for several gate/up groups and a ragged H-block */
     const uint64_t f[2] = {17, 1100};
     roster_check("trn2", "mlp", o, mlp_operands(o, NX_DT_BF16, 2, f, 2600, 1, 0), "norm=\"rms\"");
@@ -75,6 +95,11 @@ static void mlp_prefill_random(void **state) {
     const uint64_t d[2] = {7, 200};
     roster_check("trn2", "mlp", o, mlp_operands(o, NX_DT_BF16, 2, d, 300, 1, 1),
                  "plan=\"prefill\";norm=\"rms\";residual=true;act=\"gelu_tanh\"");
+    /* bf16 gamma beside fp32 x */
+    const uint64_t f[2] = {150, 140};
+    const uint32_t fn = mlp_operands(o, NX_DT_FP32, 2, f, 90, 1, 0);
+    o[4].dt = NX_DT_BF16;
+    roster_check("trn2", "mlp", o, fn, "norm=\"rms\"");
     /* on trn1 */
     const uint64_t e[2] = {260, 100};
     roster_check("trn1", "mlp", o, mlp_operands(o, NX_DT_FP32, 2, e, 257, 1, 0), "norm=\"rms\"");
@@ -208,6 +233,8 @@ static void mlp_refusals(void **state) {
     roster_operand i32[4];
     mlp_operands(i32, NX_DT_INT32, 2, a, 300, 0, 0);
     roster_refused("trn2", "mlp", i32, 4, NULL, "operand 0 (x): dtype int32, mlp takes fp32 or bf16");
+    g[4].dt = NX_DT_INT32;
+    roster_refused("trn2", "mlp", g, n, "norm=\"rms\";residual=true", "operand 4 (gamma): dtype int32, mlp takes fp32 or bf16");
     /* the plans' limits */
     const uint64_t big_t[2] = {200, 64};
     n = mlp_operands(o, NX_DT_BF16, 2, big_t, 64, 0, 0);
@@ -223,10 +250,197 @@ static void mlp_refusals(void **state) {
                    "beside a weight ring of 24576, SBUF has 229376");
 }
 
+
+/* ---- the decode piece as moe_decode uses it (kernels/mlp/mlp_decode.h) ----
+ * A test composite: x [T, H], w_gate and w_up [E, H, I], w_down [E, I, H],
+ * idx [k] int32 (experts chosen at run time), scale [T, k] fp32;
+ * out[t] = sum_j scale[t, j] * mlp_{idx[j]}(x_t) (silu): the weight rows
+ * gathered through the piece's run-time rows, y accumulated into an fp32
+ * tile with the per-token scale, then rounded once. */
+static int piece_experts(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
+    const nx_tensor_ref *x = &call->args[0], *wg = &call->args[1], *wu = &call->args[2], *wd = &call->args[3],
+                        *ix = &call->args[4], *sc = &call->args[5], *out = &call->args[6];
+    const uint32_t T = (uint32_t)x->shape[0], K = (uint32_t)ix->shape[0];
+    const uint64_t H = x->shape[1], E = wg->shape[0], I = wg->shape[2], P = 128;
+    const nx_dtype dt = x->dtype;
+    const uint64_t es = nx_dtype_size(dt), nk = nx_cdiv_u64(H, P), ni = nx_cdiv_u64(I, P);
+    nx_mlp_dec_cfg cfg = {.dtype = dt, .T = T, .act = NX_ACT_SILU, .ring_bytes = 64 * 1024};
+    nx_mlp_dec *d;
+    if (nx_mlp_dec_new(k, &cfg, &d, err) != 0) return -1;
+    nx_tile xT, aT, acc, st, eidx, io, rg, rd, ot;
+    if (nx_kctx_alloc(k, NX_OPK_SBUF, "xT", dt, (uint32_t)P, nk * T, &xT, err) != 0 ||
+        nx_kctx_alloc(k, NX_OPK_SBUF, "aT", dt, (uint32_t)P, ni * T, &aT, err) != 0 ||
+        nx_kctx_alloc(k, NX_OPK_SBUF, "acc", NX_DT_FP32, T, H, &acc, err) != 0 ||
+        nx_kctx_alloc(k, NX_OPK_SBUF, "scale", NX_DT_FP32, T, K, &st, err) != 0 ||
+        nx_kctx_alloc(k, NX_OPK_SBUF, "eidx", NX_DT_INT32, (uint32_t)P, K, &eidx, err) != 0 ||
+        nx_kctx_alloc(k, NX_OPK_SBUF, "iota", NX_DT_INT32, (uint32_t)P, 1, &io, err) != 0 ||
+        nx_kctx_alloc(k, NX_OPK_SBUF, "rows_g", NX_DT_INT32, (uint32_t)P, K, &rg, err) != 0 ||
+        nx_kctx_alloc(k, NX_OPK_SBUF, "rows_d", NX_DT_INT32, (uint32_t)P, K, &rd, err) != 0 ||
+        nx_kctx_alloc(k, NX_OPK_SBUF, "out", dt, T, H, &ot, err) != 0)
+        return -1;
+    /* x^T straight from HBM (element-strided: a test, not a plan) */
+    for (uint64_t c = 0; c < nk; c++) {
+        const uint32_t kw = (uint32_t)nx_min_u64(P, H - c * P);
+        const int32_t stride = (int32_t)H;
+        nx_operand dst = nx_rows_view_test(&xT, dt, kw, c * T, T);
+        nx_operand src = nx_ap(NX_OPK_HBM, dt, 0, kw, 1, x->hbm_offset + c * P * es, 1, &stride, &T);
+        if (nx_kctx_dma(k, &dst, &src, err) != 0) return -1;
+    }
+    const int32_t one = 1;
+    nx_operand sv = nx_tile_ap(&st), ss = nx_ap_hbm_rows(NX_DT_FP32, sc->hbm_offset, T, (int32_t)K, K);
+    nx_operand ev = nx_tile_ap(&eidx), es_ = nx_ap(NX_OPK_HBM, NX_DT_INT32, 0, (uint32_t)P, 0, ix->hbm_offset, 1, &one, &K);
+    nx_operand iv = nx_tile_ap(&io), pat = nx_pattern(0, 1, (uint32_t)P, 0, NULL, NULL), av = nx_tile_ap(&acc);
+    if (nx_kctx_dma(k, &sv, &ss, err) != 0 || nx_kctx_dma(k, &ev, &es_, err) != 0 || nx_kctx_iota(k, &iv, &pat, err) != 0 ||
+        nx_kctx_memset(k, NX_ENG_DVE, &av, 0.0, err) != 0)
+        return -1;
+    nx_operand rows_g[8], rows_d[8], scale[8];
+    for (uint32_t j = 0; j < K; j++) {
+        nx_operand e = nx_rows_view_test(&eidx, NX_DT_INT32, (uint32_t)P, j, 1);
+        nx_operand hH = nx_imm((double)H, NX_DT_FP32), hI = nx_imm((double)I, NX_DT_FP32);
+        rows_g[j] = nx_rows_view_test(&rg, NX_DT_INT32, (uint32_t)P, j, 1);
+        rows_d[j] = nx_rows_view_test(&rd, NX_DT_INT32, (uint32_t)P, j, 1);
+        scale[j] = nx_rows_view_test(&st, NX_DT_FP32, T, j, 1);
+        if (nx_kctx_scalar_tensor_tensor(k, NX_ENG_DVE, &rows_g[j], &e, NX_ALU_MULTIPLY, &hH, NX_ALU_ADD, &iv, err) != 0 ||
+            nx_kctx_scalar_tensor_tensor(k, NX_ENG_DVE, &rows_d[j], &e, NX_ALU_MULTIPLY, &hI, NX_ALU_ADD, &iv, err) != 0)
+            return -1;
+    }
+    for (uint32_t j = 0; j < K; j++) {
+        nx_mlp_dec_job gu = {.kind = NX_MLP_DEC_GATE_UP, .K = H, .n = I,
+                             .w0 = {.base = wg->hbm_offset, .ld = I, .rows = &rows_g[j], .bound = E * H},
+                             .w1 = {.base = wu->hbm_offset, .ld = I, .rows = &rows_g[j], .bound = E * H},
+                             .xT = &xT, .aT = &aT};
+        nx_mlp_dec_job dn = {.kind = NX_MLP_DEC_DOWN, .K = I, .n = H,
+                             .w0 = {.base = wd->hbm_offset, .ld = H, .rows = &rows_d[j], .bound = E * I},
+                             .aT = &aT, .out_acc = &acc, .scale = &scale[j]};
+        if (nx_mlp_dec_submit(d, &gu, err) != 0 || nx_mlp_dec_submit(d, &dn, err) != 0) return -1;
+    }
+    if (nx_mlp_dec_flush(d, err) != 0) return -1;
+    nx_mlp_dec_free(d, err);
+    nx_operand ov = nx_tile_ap(&ot), oh = nx_ap_hbm_rows(dt, out->hbm_offset, T, (int32_t)H, (uint32_t)H);
+    if (nx_kctx_tensor_copy(k, NX_ENG_ACT, &ov, &av, err) != 0 || nx_kctx_dma(k, &oh, &ov, err) != 0) return -1;
+    return 0;
+}
+
+static int pe_infer(nx_macro_op *op, const char *const *names, nx_error *err) {
+    (void)names;
+    const nx_op_tensor *x = &op->operands[0];
+    return nx_macro_op_add_result(op, "out", x->dtype, x->ndims, x->shape, err);
+}
+
+static double ld_(nx_dtype dt, const void *p, uint64_t i) {
+    return nx_dtype_load(dt, (const unsigned char *)p + i * nx_dtype_size(dt));
+}
+
+static float rnd(nx_dtype dt, double v) {
+    unsigned char b[8];
+    nx_dtype_store(dt, b, (double)(float)v);
+    return (float)nx_dtype_load(dt, b);
+}
+
+static int pe_reference(const nx_macro_op *op, const void *const *in, void *const *out, nx_error *err) {
+    (void)err;
+    const nx_dtype dt = op->operands[0].dtype;
+    const uint64_t T = op->operands[0].shape[0], H = op->operands[0].shape[1], I = op->operands[1].shape[2];
+    const uint64_t K = op->operands[4].shape[0];
+    float *a = malloc(I * sizeof *a), *acc = calloc(T * H, sizeof *acc);
+    for (uint64_t t = 0; t < T; t++)
+        for (uint64_t j = 0; j < K; j++) {
+            const int64_t e = ((const int32_t *)in[4])[j];
+            const double s = ((const float *)in[5])[t * K + j];
+            for (uint64_t i = 0; i < I; i++) {
+                double g = 0, u = 0;
+                for (uint64_t h = 0; h < H; h++) {
+                    const double xv = ld_(dt, in[0], t * H + h);
+                    g += xv * ld_(dt, in[1], (e * H + h) * I + i);
+                    u += xv * ld_(dt, in[2], (e * H + h) * I + i);
+                }
+                const float gf = (float)g;
+                a[i] = rnd(dt, (double)(float)(gf / (1.0 + exp(-(double)gf))) * (float)u);
+            }
+            for (uint64_t h = 0; h < H; h++) {
+                double y = 0;
+                for (uint64_t i = 0; i < I; i++) y += (double)a[i] * ld_(dt, in[3], (e * I + i) * H + h);
+                acc[t * H + h] += (float)((float)y * s);
+            }
+        }
+    for (uint64_t i = 0; i < T * H; i++) nx_dtype_store(dt, (unsigned char *)out[0] + i * nx_dtype_size(dt), acc[i]);
+    free(a), free(acc);
+    return 0;
+}
+
+static int pe_tolerance(const nx_macro_op *op, uint32_t result, nx_tolerance *out, nx_error *err) {
+    (void)result, (void)err;
+    const double H = (double)op->operands[0].shape[1], I = (double)op->operands[1].shape[2];
+    const double K = (double)op->operands[4].shape[0], eps = nx_dtype_epsilon(op->operands[0].dtype);
+    memset(out, 0, sizeof *out);
+    out->abs = 2 * K * 3.6 * H * (8 * eps + 16 * 0x1p-24 * sqrt(H * I));
+    out->rel = 4 * eps;
+    snprintf(out->text, sizeof out->text, "abs %.3g", out->abs);
+    return 0;
+}
+
+static const nx_op_rules pe_rules = {.attrs = (const char *const[]){NULL}, .infer_results = pe_infer, .reference = pe_reference,
+                                     .reference_name = "piece_experts_ref", .tolerance = pe_tolerance};
+static const nx_leaf pe_leaf = {"piece_experts", piece_experts};
+static const nx_composite pe_items[] = {
+    {.name = "mlp_piece_experts", .family = "test", .rules = &pe_rules, .via = "tests/test_mlp.c",
+     .config = {.kernel_func = &pe_leaf, .operand_count = NX_OPERANDS_ALL}},
+};
+static const nx_composite_table pe_table = {pe_items, 1};
+
+static void mlp_piece_experts(void **state) {
+    (void)state;
+    enum { T = 6, H = 200, E = 3, I = 150, K = 3 };
+    const nx_dtype dt = NX_DT_BF16;
+    nx_machine m = test_machine("trn2");
+    nx_lowerer *L = nx_lowerer_new_machine(&m, NULL, &pe_table);
+    assert_non_null(L);
+    nx_macro_op op;
+    nx_macro_op_init(&op);
+    nx_error err;
+    const uint64_t xs[2] = {T, H}, ws[3] = {E, H, I}, wds[3] = {E, I, H}, is[1] = {K}, ss[2] = {T, K};
+    if (nx_macro_op_set_func_name(&op, "mlp_piece_experts", &err) != 0 ||
+        nx_macro_op_add_operand(&op, "x", dt, 2, xs, &err) != 0 || nx_macro_op_add_operand(&op, "w_gate", dt, 3, ws, &err) != 0 ||
+        nx_macro_op_add_operand(&op, "w_up", dt, 3, ws, &err) != 0 || nx_macro_op_add_operand(&op, "w_down", dt, 3, wds, &err) != 0 ||
+        nx_macro_op_add_operand(&op, "idx", NX_DT_INT32, 1, is, &err) != 0 ||
+        nx_macro_op_add_operand(&op, "scale", NX_DT_FP32, 2, ss, &err) != 0 || pe_infer(&op, NULL, &err) != 0)
+        fail_msg("%s", err.msg);
+    /* the inputs: random weights, experts 2, 0, 2 (one twice) */
+    const uint64_t n[6] = {T * H, E * H * I, E * H * I, E * I * H, K, T * K};
+    uint8_t *in[6];
+    test_rng r = {12345};
+    for (int i = 0; i < 6; i++) {
+        const nx_dtype d = i == 4 ? NX_DT_INT32 : i == 5 ? NX_DT_FP32 : dt;
+        in[i] = malloc(n[i] * nx_dtype_size(d));
+        for (uint64_t e = 0; e < n[i]; e++)
+            nx_dtype_store(d, in[i] + e * nx_dtype_size(d), i == 4 ? (double)(e == 1 ? 0 : 2) : test_rng_uniform(&r, -2, 2));
+    }
+    uint8_t *got[2] = {NULL, NULL};
+    for (int model = 0; model < 2; model++) {
+        nx_prepared p;
+        nx_prepared_init(&p);
+        if (nx_prepare_target(L, op.func_name, &p, &err) != 0 || nx_prepare_op(&p, &op, NX_PREPARE_AS_GIVEN, NULL, &err) != 0)
+            fail_msg("%s", err.msg);
+        nx_run_options opt = {.backend = model ? NX_RUN_MODEL : NX_RUN_FUNCTIONAL, .race_check = model, .check = 1};
+        nx_run_result res;
+        if (nx_run_op(L, &m, &p, (const void *const *)in, &opt, &res, &err) != 0) fail_msg("%s", err.msg);
+        if (res.check_failures) fail_msg("piece experts: %u results beyond tolerance", res.check_failures);
+        got[model] = malloc(T * H * 2);
+        memcpy(got[model], res.results[0], T * H * 2);
+        nx_run_result_free(&res);
+        nx_prepared_free(&p);
+    }
+    assert_memory_equal(got[0], got[1], T * H * 2);
+    for (int i = 0; i < 6; i++) free(in[i]);
+    free(got[0]), free(got[1]);
+    nx_macro_op_free(&op);
+    nx_lowerer_free(L);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(mlp_decode_random), cmocka_unit_test(mlp_prefill_random), cmocka_unit_test(mlp_plans_agree),
-        cmocka_unit_test(mlp_values),        cmocka_unit_test(mlp_refusals),
+        cmocka_unit_test(mlp_values),        cmocka_unit_test(mlp_refusals),      cmocka_unit_test(mlp_piece_experts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
