@@ -26,6 +26,8 @@ static const nx_bench_leaf leaf_benches[] = {
     {"collective", "nxsim-bench-collective", nx_bench_collective_main,
      "collective_matmul on the two cores against matmul on one and the PE bound"},
     {"router", "nxsim-bench-router", nx_bench_router_main, "router_topk (MoE router) against the DMA bound"},
+    {"moe-decode", "nxsim-bench-moe-decode", nx_bench_moe_decode_main,
+     "moe_decode (decode expert MLPs) against the weight-streaming bound"},
     {"mlp", "nxsim-bench-mlp", nx_bench_mlp_main, "the dense MLP (decode and prefill plans) against its bounds"},
     {"qkv", "nxsim-bench-qkv", nx_bench_qkv_main, "qkv (fused RMSNorm, QKV projection, RoPE) against the weight-streaming and PE bounds"},
 };

@@ -18,6 +18,7 @@
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/matmul/matmul.h"
 #include "kernels/mlp/mlp.h"
+#include "kernels/moe/moe_decode.h"
 #include "kernels/moe/router.h"
 #include "kernels/norms/norms.h"
 #include "kernels/resize/resize_rule.h"
@@ -199,6 +200,17 @@ int nx_ref_attention_decode(const nx_decode_params *p, const void *const *in, vo
  * plus the bias in fp32, the activation and normalisation in double. */
 int nx_ref_router_topk(const nx_router_params *p, const void *x, const void *w, const void *bias, float *logits,
                        float *affinities, int32_t *indices, nx_error *err);
+
+/* ---- moe_decode (kernels/moe/moe_decode.h) ----
+ * in = x, w_gate, w_up, w_down, affinities, indices; out = [T, H] of x's
+ * dtype. Expert by expert (the ones some slot names, or all), the tokens
+ * that use it gathered into an fp32 matrix: G = X Wg and U = X Wu by
+ * OpenBLAS sgemm, h = act(G) (fp32) times U rounded to the dtype, Y = h Wd
+ * by sgemm, out_t += coef(t, e) Y_t in fp32 (coef = affinities[t, e] times
+ * the slots of t naming e; "all": affinities[t, e]); out rounded once.
+ * Refuses an index outside [-1, E). */
+int nx_ref_moe_decode(const nx_moe_decode_params *p, const void *const *in, void *out, nx_error *err);
+
 /* ---- qkv (kernels/qkv/qkv.h) ----
  * in[] the operands in p's order (x, w [, gamma] [, bias] [, cos, sin]);
  * out[] the results (bsd: out [B, S, N]; heads: q, k, v). h = rmsnorm(x) *
@@ -207,7 +219,6 @@ int nx_ref_router_topk(const nx_router_params *p, const void *x, const void *w, 
 int nx_ref_qkv(const nx_qkv_params *p, const void *const *in, void *const *out, nx_error *err);
 
 /* ---- the dense MLP (kernels/mlp/) ---- */
-
 /* mlp (kernels/mlp/mlp.h): in[] the operands in their order (x, w_gate,
  * w_up, w_down [, gamma] [, r]) with p's shapes and dtype; out[0] the
  * result of x's shape [, out[1] x' with residual]. fp32 sgemms, the
