@@ -24,6 +24,7 @@ static const nx_bench_leaf leaf_benches[] = {
     {"attention-decode", "nxsim-bench-attention-decode", nx_bench_attention_decode_main,
      "attention_decode against the KV-streaming bound"},
     {"mlp", "nxsim-bench-mlp", nx_bench_mlp_main, "the dense MLP (decode and prefill plans) against its bounds"},
+    {"qkv", "nxsim-bench-qkv", nx_bench_qkv_main, "qkv (fused RMSNorm, QKV projection, RoPE) against the weight-streaming and PE bounds"},
 };
 
 const nx_bench_leaf *nx_bench_leaf_find(const char *name) {

@@ -48,4 +48,25 @@ extern const char *const nx_rope_attrs[];
 int nx_rope_read(const nx_attrs *attrs, const nx_norm_tensor *in, uint32_t n_in, nx_rope_params *p, nx_error *err);
 int nx_rope(nx_kctx *k, const nx_kernel_call *call, nx_error *err);
 
+/* rope's rotation as a piece (kernels/elementwise/rope_rotate.c; rope and
+ * qkv call it): partitions [0, n) hold R rows of D each, contiguous; each
+ * row has its own cos/sin position (cos [n, R D/2], signed sin [n, R D])
+ * or, `shared`, the R rows of a partition share one (cos [n, D/2], signed
+ * sin [n, D]: qkv's heads of one token). */
+typedef struct nx_rope_rows {
+    uint32_t n, R, D;
+    int interleaved, shared;
+} nx_rope_rows;
+/* sn = [-sin, sin] per row (half) or the pairs (-sin_i, sin_i)
+ * (interleaved), from sr's raw sin [n, R D/2] (shared: R = 1), on GpSimd. */
+int nx_rope_signed_sin(nx_kctx *k, const nx_rope_rows *g, const nx_tile *sn, const nx_tile *sr, nx_dtype cdt,
+                       nx_error *err);
+/* The two products of the rows starting at element x0 of x (dtype dt):
+ * a = x * [cos, cos] on VectorE, b = [x2, x1] * [-sin, sin] on GpSimd (a and
+ * b of R D elements per partition); out = a + b is the caller's (rope lags
+ * it behind the next tiles' products). */
+int nx_rope_products(nx_kctx *k, const nx_rope_rows *g, const nx_tile *x, nx_dtype dt, uint64_t x0,
+                     const nx_tile *cs, const nx_tile *sn, nx_dtype cdt, const nx_operand *a, const nx_operand *b,
+                     nx_error *err);
+
 #endif

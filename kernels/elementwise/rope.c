@@ -6,7 +6,8 @@
  * elementwise.h; plan and figures: docs/parts/norms.md.
  *
  * The rotation is three elementwise products over whole rows, with views
- * instead of copies: cos is read twice per row through a stride-0 dim,
+ * instead of copies (the piece kernels/elementwise/rope_rotate.c, which qkv
+ * calls too): cos is read twice per row through a stride-0 dim,
  * x's halves (or pair members) are read swapped through a negative stride,
  * and sin is prepared once per block as [-sin, sin] (or pairs -sin_i,
  * sin_i):
@@ -66,12 +67,6 @@ static int rope_sum(nx_kctx *k, nx_rows *r, const rope_sum_step *s, nx_error *er
     return nx_rows_store(r, &s->y, &s->a, err);
 }
 
-/* A view of partitions [0, n) of t: `nd` dims of (stride, count). */
-static nx_operand view(const nx_tile *t, nx_dtype dt, uint32_t n, uint64_t first, uint32_t nd, const int32_t *st,
-                       const uint32_t *ct) {
-    return nx_tile_view(t, dt, 0, n, first, nd, st, ct);
-}
-
 int nx_rope(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     if (call->n_inputs != 3 || call->nargs != 4)
         return nx_fail(err, "rope: expects 3 operands and 1 result, got %u and %u", call->n_inputs,
@@ -87,7 +82,7 @@ int nx_rope(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     const uint32_t P = r.partitions, R = rows_per_partition(&p, P);
     const uint64_t D = p.D, half = D / 2, ce = nx_dtype_size(p.cs_dtype);
     const nx_dtype dt = p.dtype, cdt = p.cs_dtype;
-    const uint32_t RD = (uint32_t)(R * D), RH = (uint32_t)(R * half), h = (uint32_t)half;
+    const uint32_t RD = (uint32_t)(R * D), RH = (uint32_t)(R * half);
     nx_tile xt[ROPE_BUFS], at[ROPE_BUFS], bt[ROPE_BUFS], cs[ROPE_BUFS], sn[ROPE_BUFS], sr[ROPE_BUFS];
     for (uint32_t i = 0; i < ROPE_BUFS; i++)
         if (nx_kctx_alloc(k, NX_OPK_SBUF, "x_tile", dt, P, RD, &xt[i], err) != 0 ||
@@ -103,10 +98,6 @@ int nx_rope(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     uint64_t lo, hi;
     nx_kctx_rows(k, total, &lo, &hi);
     const uint64_t steps = hi - lo;
-    const nx_operand minus = nx_imm(-1.0, NX_DT_FP32);
-    /* per partition: R rows of D; the sin tile's two signed copies */
-    const int32_t sgn_st[2] = {(int32_t)D, p.interleaved ? 2 : 1}, raw_st[2] = {(int32_t)half, 1};
-    const uint32_t sgn_ct[2] = {R, h};
     rope_sum_step pend[ROPE_LAG] = {{0}};
     for (uint64_t t = 0; t < steps + ROPE_BUFS - 1; t++) {
         if (t < steps) {
@@ -126,13 +117,8 @@ int nx_rope(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
                         return -1;
                 }
                 /* [-sin, sin] per row (half) or pairs (-sin_i, sin_i) (interleaved) */
-                nx_operand sv = view(&sr[g], cdt, n, 0, 2, raw_st, sgn_ct);
-                nx_operand neg = view(&sn[g], cdt, n, 0, 2, sgn_st, sgn_ct);
-                nx_operand pos = view(&sn[g], cdt, n, p.interleaved ? 1 : half, 2, sgn_st, sgn_ct);
-                if (nx_kctx_tensor_scalar(k, NX_ENG_POOL, &neg, &sv, NX_ALU_MULTIPLY, &minus, NX_ALU_BYPASS, NULL,
-                                          err) != 0 ||
-                    nx_kctx_tensor_copy(k, NX_ENG_POOL, &pos, &sv, err) != 0)
-                    return -1;
+                const nx_rope_rows rg = {n, R, (uint32_t)D, p.interleaved, 0};
+                if (nx_rope_signed_sin(k, &rg, &sn[g], &sr[g], cdt, err) != 0) return -1;
             }
             uint64_t row0 = ((s.b * p.H + s.h0) * p.S + s.s0);
             nx_operand xd = nx_rows_view(&xt[b], dt, n, 0, RD), xs = nx_ap_hbm_rows(dt, x->hbm_offset + row0 * D *
@@ -144,33 +130,15 @@ int nx_rope(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
         const uint64_t c = t + 1 - ROPE_BUFS;
         rope_step s = step_at(&p, P, R, lo + c);
         uint32_t b = (uint32_t)(c % ROPE_BUFS), g = (uint32_t)(s.group % ROPE_BUFS), n = s.hp * s.sn;
-        /* each of the R rows of D as [2, D/2] (half) or [D/2, 2] (pairs) */
-        nx_operand xv, cv, xsw;
-        if (!p.interleaved) {
-            const int32_t xs_[3] = {(int32_t)D, (int32_t)half, 1}, cs_[3] = {(int32_t)half, 0, 1};
-            const int32_t ws_[3] = {(int32_t)D, -(int32_t)half, 1};
-            const uint32_t ct[3] = {R, 2, h};
-            xv = view(&xt[b], dt, n, 0, 3, xs_, ct);
-            cv = view(&cs[g], cdt, n, 0, 3, cs_, ct);
-            xsw = view(&xt[b], dt, n, half, 3, ws_, ct);
-        } else {
-            const int32_t xs_[3] = {(int32_t)D, 2, 1}, cs_[3] = {(int32_t)half, 1, 0}, ws_[3] = {(int32_t)D, 2, -1};
-            const uint32_t ct[3] = {R, h, 2};
-            xv = view(&xt[b], dt, n, 0, 3, xs_, ct);
-            cv = view(&cs[g], cdt, n, 0, 3, cs_, ct);
-            xsw = view(&xt[b], dt, n, 1, 3, ws_, ct);
-        }
+        const nx_rope_rows rg = {n, R, (uint32_t)D, p.interleaved, 0};
         nx_operand av = nx_rows_view(&at[b], dt, n, 0, RD), bv = nx_rows_view(&bt[b], dt, n, 0, RD);
-        nx_operand sv = nx_rows_view(&sn[g], cdt, n, 0, RD);
         uint64_t row0 = ((s.b * p.H + s.h0) * p.S + s.s0);
         nx_operand yd = nx_ap_hbm_rows(dt, y->hbm_offset + row0 * D * nx_dtype_size(dt), n, (int32_t)RD, RD);
         /* the sum goes into a (stored from there), so the next load into x
          * waits only for this tile's reads of it, not for the store; the sum
          * of a tile is emitted after the next tile's products, so neither
          * engine waits for the other's product of the same tile */
-        if (nx_kctx_tensor_tensor(k, NX_ENG_DVE, NX_ALU_MULTIPLY, &av, &xv, &cv, err) != 0 ||
-            nx_kctx_tensor_tensor(k, NX_ENG_POOL, NX_ALU_MULTIPLY, &bv, &xsw, &sv, err) != 0)
-            return -1;
+        if (nx_rope_products(k, &rg, &xt[b], dt, 0, &cs[g], &sn[g], cdt, &av, &bv, err) != 0) return -1;
         rope_sum_step *q = &pend[c % ROPE_LAG];
         if (q->valid && rope_sum(k, &r, q, err) != 0) return -1;
         /* the sums: 3 of 7 tiles on VectorE (its bf16 products are slower than GpSimd's) */

@@ -73,6 +73,12 @@ void nx_rmsnorm_result(const nx_rmsnorm_params *p, const nx_norm_tensor *x, uint
 /* The kernel: call->args = the operands above, then the results. */
 int nx_rmsnorm(nx_kctx *k, const nx_kernel_call *call, nx_error *err);
 
+/* rmsnorm's statistics of rows x (partitions [0, n), H elements each, on
+ * ScalarE): sq = x^2 (scratch of x's size), ss = the fp32 sum of the
+ * squares, rstd = 1 / sqrt(ss / H + eps) (one fp32 column each). */
+int nx_rms_stats(nx_kctx *k, const nx_operand *sq, const nx_operand *x, const nx_operand *ss, const nx_operand *rstd,
+                 uint64_t H, double eps, nx_error *err);
+
 /* ---- softmax ----
  * ONNX Softmax (opset 13): y = exp(x - max) / sum(exp(x - max)) along
  * attribute `axis` (default -1, negative counts from the end), fp32 inside,

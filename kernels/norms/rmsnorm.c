@@ -127,7 +127,6 @@ int nx_rmsnorm(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     nx_kctx_rows(k, p.rows, &lo, &hi);
     const uint64_t P = r.partitions, ntiles = (hi - lo + P - 1) / P;
     const nx_dtype qdt = NX_DT_FP8_E4M3;
-    const nx_operand zero = nx_imm(0.0, NX_DT_FP32);
     /* loads run nbufs - 1 tiles ahead of the compute */
     for (uint64_t t = 0; t < ntiles + nbufs - 1; t++) {
         if (t < ntiles) {
@@ -154,9 +153,7 @@ int nx_rmsnorm(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
                 nx_rows_store(&r, &xod, &xv, err) != 0)
                 return -1;
         }
-        if (nx_rows_activation_acc(k, NX_ACT_SQUARE, &wv, &xv, &zero, &ss, NX_ALU_ADD, err) != 0 ||
-            nx_kctx_activation(k, NX_ACT_RSQRT, &rstd, &ss, 1.0 / (double)H, p.eps, err) != 0)
-            return -1;
+        if (nx_rms_stats(k, &wv, &xv, &ss, &rstd, H, p.eps, err) != 0) return -1;
         nx_operand gv = nx_rows_view(&gamma, p.gamma_dtype, n, 0, H);
         if (stat) {
             nx_operand sc = nx_rows_view(&scale_t, NX_DT_FP32, n, 0, 1);

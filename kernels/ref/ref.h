@@ -23,6 +23,7 @@
 #include "kernels/scan/scan.h"
 #include "kernels/select_and_scatter/params.h"
 #include "kernels/attention/flash.h"
+#include "kernels/qkv/qkv.h"
 
 #define NX_REF_MAX_DIMS 6
 
@@ -188,5 +189,11 @@ int nx_ref_attention_decode(const nx_decode_params *p, const void *const *in, vo
  * result of x's shape [, out[1] x' with residual]. fp32 sgemms, the
  * roundings of the definition (kernels/ref/mlp_ref.c). */
 int nx_ref_mlp(const nx_mlp_params *p, const void *const *in, void *const *out, nx_error *err);
+/* ---- qkv (kernels/qkv/qkv.h) ----
+ * in[] the operands in p's order (x, w [, gamma] [, bias] [, cos, sin]);
+ * out[] the results (bsd: out [B, S, N]; heads: q, k, v). h = rmsnorm(x) *
+ * gamma rounded to the dtype, the projection in fp32 (OpenBLAS), bias and
+ * the rotate-half of the q and k heads in double, one rounding. */
+int nx_ref_qkv(const nx_qkv_params *p, const void *const *in, void *const *out, nx_error *err);
 
 #endif
