@@ -25,6 +25,8 @@ static const nx_bench_leaf leaf_benches[] = {
      "attention_decode against the KV-streaming bound"},
     {"mlp", "nxsim-bench-mlp", nx_bench_mlp_main, "the dense MLP (decode and prefill plans) against its bounds"},
     {"qkv", "nxsim-bench-qkv", nx_bench_qkv_main, "qkv (fused RMSNorm, QKV projection, RoPE) against the weight-streaming and PE bounds"},
+    {"collective", "nxsim-bench-collective", nx_bench_collective_main,
+     "collective_matmul on the two cores against matmul on one and the PE bound"},
 };
 
 const nx_bench_leaf *nx_bench_leaf_find(const char *name) {

@@ -52,6 +52,7 @@ int nx_bench_run_op(const struct nx_macro_op *given, const nx_machine *m, nx_ben
                     nx_bench_run *out, struct nx_error *err);
 int nx_bench_attention_decode_main(int argc, char **argv);
 int nx_bench_qkv_main(int argc, char **argv);
+int nx_bench_collective_main(int argc, char **argv);
 
 /* The options of the leaf bench cases, parsed in one place (getopt_long);
  * a case names the ones it takes (NX_BENCH_OPT_*) and reads the rest of

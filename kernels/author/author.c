@@ -314,8 +314,10 @@ static int check_open(nx_kctx *k, nx_error *err) {
     return 0;
 }
 
-int k_emit(nx_kctx *k, nx_engine engine, int lane, nx_insn *insn, const kneed *extra,
-           nx_error *err) {
+/* k_emit, with `nxfp` more footprints (`xfp`) counted as the instruction's
+ * own: how a ranged barrier orders the accesses to its range. */
+static int emit_with(nx_kctx *k, nx_engine engine, int lane, nx_insn *insn, const kneed *extra,
+                     const nx_footprint *xfp, int nxfp, nx_error *err) {
     if (check_open(k, err) != 0) return -1;
     const char *mn = nx_opcode_mnemonic(insn->opcode);
     if (insn->wait_sem != NX_SEM_NONE || insn->inc_sem != NX_SEM_NONE)
@@ -342,8 +344,9 @@ int k_emit(nx_kctx *k, nx_engine engine, int lane, nx_insn *insn, const kneed *e
         for (uint32_t a = 0; a < k->nagents; a++)
             if (extra[a].count) need_max(&needs[a], extra[a].count, extra[a].snap);
 
-    nx_footprint fp[NX_MAX_OPERANDS];
+    nx_footprint fp[NX_MAX_OPERANDS + 1];
     int nfp = nx_insn_footprint(insn, fp);
+    for (int f = 0; f < nxfp && nfp < NX_MAX_OPERANDS + 1; f++) fp[nfp++] = xfp[f];
     for (size_t i = 0; i < k->nlive; i++) {
         const kaccess *acc = &k->live[i];
         if (acc->agent == self || acc->count <= known[acc->agent]) continue;
@@ -402,6 +405,25 @@ int k_emit(nx_kctx *k, nx_engine engine, int lane, nx_insn *insn, const kneed *e
         if (live_push(k, &fp[f], self, k->count[self], snap, err) != 0) return -1;
     if (k->nlive >= k->sweep_at) sweep(k);
     return 0;
+}
+
+int k_emit(nx_kctx *k, nx_engine engine, int lane, nx_insn *insn, const kneed *extra,
+           nx_error *err) {
+    return emit_with(k, engine, lane, insn, extra, NULL, 0, err);
+}
+
+/* The barrier stands for a write of the whole range: so it waits for this
+ * core's last access of every agent to the range (its arrival follows
+ * them), and every later access to the range waits for it (for its pass,
+ * where its increment happens); the rest is not ordered. */
+int nx_kctx_barrier_hbm(nx_kctx *k, uint64_t lo, uint64_t hi, nx_error *err) {
+    if (check_open(k, err) != 0) return -1;
+    if (lo >= hi || hi > k->geo.hbm_bytes)
+        return nx_fail(err, "pool core_barrier: HBM range [%llu, %llu) is empty or beyond HBM (%llu bytes)",
+                       (unsigned long long)lo, (unsigned long long)hi, (unsigned long long)k->geo.hbm_bytes);
+    nx_footprint box = {.kind = NX_OPK_HBM, .write = 1, .read = 1, .lo = lo, .hi = hi};
+    nx_insn in = nx_insn_make(NX_OP_CORE_BARRIER);
+    return emit_with(k, NX_ENG_POOL, -1, &in, NULL, &box, 1, err);
 }
 
 int nx_kctx_barrier(nx_kctx *k, nx_error *err) {

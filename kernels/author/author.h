@@ -94,6 +94,16 @@ void nx_kctx_rows(const nx_kctx *k, uint64_t total, uint64_t *lo, uint64_t *hi);
  * must call it too). Runs on POOL (core_barrier), preceded by POOL waits for
  * every agent's outstanding work. */
 int nx_kctx_barrier(nx_kctx *k, nx_error *err);
+/* A grid barrier that orders only the accesses to HBM bytes [lo, hi): its
+ * arrival follows every access of this core to them emitted before it, and
+ * every access to them emitted after it waits for its pass. With the other
+ * program calling its matching barrier (full or ranged: the k-th
+ * core_barrier of each core meet), every access of either core to the
+ * range before happens before every access of either after. Other work is
+ * not ordered by it, so the engines keep running across it: the exchange
+ * of the collectives (kernels/author/collective.h). POOL stalls at it
+ * until the other core arrives. Error: an empty range or one beyond HBM. */
+int nx_kctx_barrier_hbm(nx_kctx *k, uint64_t lo, uint64_t hi, nx_error *err);
 
 /* ---- tiles ---- */
 
@@ -235,6 +245,7 @@ int nx_kctx_src_end_(nx_kctx *k, int rc);
 #ifndef NX_KCTX_NO_SRC_MACROS
 #define nx_kctx_finish(k, ...) NX_KCTX_AT_(nx_kctx_finish, k, __VA_ARGS__)
 #define nx_kctx_barrier(k, ...) NX_KCTX_AT_(nx_kctx_barrier, k, __VA_ARGS__)
+#define nx_kctx_barrier_hbm(k, ...) NX_KCTX_AT_(nx_kctx_barrier_hbm, k, __VA_ARGS__)
 #define nx_kctx_dma(k, ...) NX_KCTX_AT_(nx_kctx_dma, k, __VA_ARGS__)
 #define nx_kctx_dma_on(k, ...) NX_KCTX_AT_(nx_kctx_dma_on, k, __VA_ARGS__)
 #define nx_kctx_dma_split(k, ...) NX_KCTX_AT_(nx_kctx_dma_split, k, __VA_ARGS__)

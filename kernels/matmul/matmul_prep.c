@@ -9,8 +9,8 @@ static int mm_load_rows(mm_state *s, const mm_prep *pr, uint32_t m, nx_error *er
     const uint64_t abase = s->A->hbm_offset + nx_matmul_a_index(p, pr->bi) * p->M * p->K * s->es;
     const uint64_t m0 = (pr->mt0 + m) * s->TM;
     const uint32_t mw = mm_clip32(p->M - m0, s->TM);
-    nx_operand ad = nx_rows_view(&s->at[(pr->at0 + m) % MM_ABUFS], s->dt, mw, 0, p->K);
-    nx_operand as = nx_rows_hbm(s->dt, abase, m0, mw, p->K);
+    nx_operand ad = nx_rows_view(&s->at[(pr->at0 + m) % MM_ABUFS], s->dt, mw, 0, s->Kp);
+    nx_operand as = nx_ap_hbm_rows(s->dt, abase + (m0 * p->K + s->k0) * s->es, mw, (int32_t)p->K, (uint32_t)s->Kp);
     return nx_rows_load(&s->r, &ad, &as, err);
 }
 
@@ -27,9 +27,9 @@ int nx_matmul_prep_unit(mm_state *s, mm_prep *pr, nx_error *err) {
     const uint64_t kt = pr->kt;
     if (kt == 0 && m + 1 < pr->nm && mm_load_rows(s, pr, m + 1, err) != 0) return -1;
     const nx_tile *at = &s->at[(pr->at0 + m) % MM_ABUFS];
-    const uint32_t kw = mm_clip32(p->K - kt * s->TK, s->TK);
+    const uint32_t kw = mm_clip32(s->Kp - kt * s->TK, s->TK);
     uint32_t g = 0; /* full K tiles share a bank; a ragged one goes alone */
-    while (g < MM_TP_GROUP && kt + g < s->nk && mm_clip32(p->K - (kt + g) * s->TK, s->TK) == kw) g++;
+    while (g < MM_TP_GROUP && kt + g < s->nk && mm_clip32(s->Kp - (kt + g) * s->TK, s->TK) == kw) g++;
     const nx_tile *tp = &s->tp[s->trs++ % 2];
     const int32_t one = 1, st2[2] = {(int32_t)s->TM, 1};
     const uint32_t c2[2] = {g, mw};

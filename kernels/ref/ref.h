@@ -155,6 +155,11 @@ int nx_ref_rope(const nx_rope_params *p, const void *x, const void *cos_, const 
  * copies of one matrix each (freed before returning). */
 int nx_ref_matmul(const nx_matmul_params *p, const void *a, const void *b, void *c, nx_error *err);
 
+/* collective_matmul (kernels/collective/collective_matmul.h): A [M, K] @
+ * B [K, N] over the whole K as one fp32 sgemm, rounded once to p->dtype
+ * (the split over the cores plays no part). */
+int nx_ref_collective_matmul(const nx_matmul_params *p, const void *a, const void *b, void *c, nx_error *err);
+
 /* attention (kernels/attention/flash.h): q [B, Hq, Sq, D], k and v
  * [B, Hkv, Skv, D], sink [Hq] fp32 (NULL without), out of q's dtype: the
  * masked fp32 scores, a softmax in double with the sink logit, P rounded
