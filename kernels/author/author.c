@@ -79,16 +79,20 @@ int nx_kctx_src_end_(nx_kctx *k, int rc) {
     return rc;
 }
 
-uint32_t nx_kctx_program_id(const nx_kctx *k) { return k->pid; }
-uint32_t nx_kctx_num_programs(const nx_kctx *k) { return k->nprog; }
+uint32_t nx_kctx_program_id(const nx_kctx *k) { return k->solo ? 0 : k->pid; }
+uint32_t nx_kctx_num_programs(const nx_kctx *k) { return k->solo ? 1 : k->nprog; }
+void nx_kctx_set_solo(nx_kctx *k, int on) { k->solo = on != 0; }
+int nx_kctx_solo(const nx_kctx *k) { return k->solo; }
+uint32_t nx_kctx_core(const nx_kctx *k) { return k->pid; }
 const nx_geometry *nx_kctx_geometry(const nx_kctx *k) { return &k->geo; }
 const nx_machine *nx_kctx_machine(const nx_kctx *k) { return &k->machine; }
 nx_builder *nx_kctx_builder(nx_kctx *k) { return k->b; }
 uint32_t nx_kctx_lanes(const nx_kctx *k) { return k->nlanes; }
 
 void nx_kctx_rows(const nx_kctx *k, uint64_t total, uint64_t *lo, uint64_t *hi) {
-    uint64_t chunk = total / k->nprog + (total % k->nprog != 0);
-    uint64_t a = chunk * k->pid;
+    const uint64_t np = nx_kctx_num_programs(k);
+    uint64_t chunk = total / np + (total % np != 0);
+    uint64_t a = chunk * nx_kctx_program_id(k);
     *lo = a < total ? a : total;
     *hi = *lo + chunk < total ? *lo + chunk : total;
 }

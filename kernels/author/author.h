@@ -76,6 +76,17 @@ const nx_geometry *nx_kctx_geometry(const nx_kctx *k);
 /* The machine description the context was made with (geometry = b's). */
 const nx_machine *nx_kctx_machine(const nx_kctx *k);
 nx_builder *nx_kctx_builder(nx_kctx *k);
+/* Solo mode (a composite running its sub-kernels tensor-parallel, one
+ * shard per core: kernels/layer): while on, the leaves traced on k see a
+ * grid of one (program_id 0, num_programs 1, nx_kctx_rows the whole), so
+ * each core runs its own shard of every sub-kernel; nx_kctx_scratch gives
+ * each core its own tensor (the name suffixed ".core<N>"). The emission
+ * still goes to core nx_kctx_core(k). Turn it off before a barrier or a
+ * collective between the cores. */
+void nx_kctx_set_solo(nx_kctx *k, int on);
+int nx_kctx_solo(const nx_kctx *k);
+/* The core the context emits to, whatever the solo mode. */
+uint32_t nx_kctx_core(const nx_kctx *k);
 
 /* Closes the trace: the SP waits for every DMA lane's last transfer (so the
  * program's end means its data is in place) and every stream of this core
@@ -138,6 +149,12 @@ int nx_kctx_scratch(nx_kctx *k, const char *name, nx_dtype dtype, uint32_t ndims
  * orders the reuse after the old tile's last access). Error for a tile that
  * is not allocated (double release). */
 int nx_kctx_release(nx_kctx *k, const nx_tile *t, nx_error *err);
+
+/* Returns every allocated tile to the pool: a composite calls it between
+ * the sub-kernels it traces one after another on the same context (each
+ * leaves its tiles allocated when it returns); the reuse is ordered after
+ * the old tiles' last accesses as for nx_kctx_release. */
+int nx_kctx_release_all(nx_kctx *k, nx_error *err);
 
 /* The whole tile: [partitions] x [free_elems] contiguous, as its dtype. */
 nx_operand nx_tile_ap(const nx_tile *t);

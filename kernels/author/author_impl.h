@@ -62,6 +62,7 @@ struct nx_kctx {
     nx_geometry geo;
     nx_machine machine; /* copy: the figures plans read (nx_kctx_machine) */
     uint32_t pid, nprog;
+    int solo;           /* nx_kctx_set_solo: the leaf sees a grid of one */
     uint32_t nlanes, next_lane;
     uint32_t nagents;
 
