@@ -4,7 +4,8 @@
  *   Llama-3-8B MLP, H 4096, I 14336: T = 1, 8, 32 (decode), T = 2048 (prefill);
  *   a tensor-parallel shard of a 70B MLP, H 8192, I 3584: T = 8, 2048;
  *   and T = 32 of the 8B shape on the prefill plan (the tokens split across
- *   the cores instead of the weights: the comparison docs/parts/mlp.md makes).
+ *   the cores instead of the weights: the comparison docs/parts/mlp.md
+ *   makes), T = 128 (the decode plan's largest) and T = 512 (prefill).
  * Prints per case the simulated time; its bound: decode, the weight bytes
  * (3 H I) over the grid's DMA rate capped by HBM; prefill, the MACs (3 T H
  * I) on the grid's PE arrays at peak (bench/dma_bound.h); the ratio
@@ -64,6 +65,7 @@ int nx_bench_mlp_main(int argc, char **argv) {
     static const mlp_case full[] = {
         {"8B decode T=1", 1, 4096, 14336, NULL},      {"8B decode T=8", 8, 4096, 14336, NULL},
         {"8B decode T=32", 32, 4096, 14336, NULL},    {"8B T=32 tokens split", 32, 4096, 14336, "prefill"},
+        {"8B decode T=128", 128, 4096, 14336, NULL},  {"8B prefill T=512", 512, 4096, 14336, NULL},
         {"8B prefill T=2048", 2048, 4096, 14336, NULL}, {"70B/8 decode T=8", 8, 8192, 3584, NULL},
         {"70B/8 prefill T=2048", 2048, 8192, 3584, NULL},
     };

@@ -27,18 +27,22 @@
 
 #include "isa/intmath.h"
 
-/* Tiles [t_a, t_b) of a^T between SBUF and the exchange tensor (to_hbm 1:
- * store, 0: load): the full tiles as one transfer per engine, a ragged last
+/* Tiles [t_a, t_b) of a^T, core q's share, between SBUF and core q's
+ * region of the exchange tensor (to_hbm 1: store, 0: load): each core's
+ * region is contiguous in HBM, so the two cores' transfers never share a
+ * byte span. The full tiles go as one transfer per engine, a ragged last
  * tile (fewer rows) alone. */
-static int xchg(mlp_state *s, int to_hbm, uint64_t t_a, uint64_t t_b, nx_error *err) {
+static int xchg(mlp_state *s, int to_hbm, uint32_t q, uint64_t t_a, uint64_t t_b, nx_error *err) {
     const uint64_t ni = s->ni, T = s->Tl, last_rows = s->p.inter - (ni - 1) * s->TI;
-    const uint64_t nfull = last_rows == s->TI ? ni : ni - 1;
+    const uint64_t nfull = last_rows == s->TI ? ni : ni - 1, per = nx_cdiv_u64(ni, nx_kctx_num_programs(s->k));
+    const uint64_t region = s->xoff + (uint64_t)q * s->TI * per * T * s->es;
     for (int part = 0; part < 2; part++) {
         const uint64_t a = part ? (t_a > nfull ? t_a : nfull) : t_a, b = part ? t_b : (t_b < nfull ? t_b : nfull);
         if (a >= b) continue;
         const uint32_t rows = part ? (uint32_t)last_rows : s->TI;
         nx_operand sb = nx_rows_view(&s->aT[0], s->p.dtype, rows, a * T, (b - a) * T);
-        nx_operand hb = nx_ap_hbm_rows(s->p.dtype, s->xoff + a * T * s->es, rows, (int32_t)(ni * T), (uint32_t)((b - a) * T));
+        nx_operand hb = nx_ap_hbm_rows(s->p.dtype, region + (a - (uint64_t)q * per) * T * s->es, rows, (int32_t)(per * T),
+                                       (uint32_t)((b - a) * T));
         int rc = to_hbm ? nx_rows_store(&s->r, &hb, &sb, err) : nx_rows_store(&s->r, &sb, &hb, err);
         if (rc != 0) return -1;
     }
@@ -49,12 +53,12 @@ static int xchg(mlp_state *s, int to_hbm, uint64_t t_a, uint64_t t_b, nx_error *
  * other core's in. */
 static int exchange(void *ctx, nx_error *err) {
     mlp_state *s = ctx;
-    if (xchg(s, 1, s->t_lo, s->t_hi, err) != 0 || nx_kctx_barrier(s->k, err) != 0) return -1;
-    for (uint32_t q = 0; q < nx_kctx_num_programs(s->k); q++) {
-        if (q == nx_kctx_program_id(s->k)) continue;
-        const uint64_t per = nx_cdiv_u64(s->ni, nx_kctx_num_programs(s->k));
-        const uint64_t a = q * per, b = (q + 1) * per < s->ni ? (q + 1) * per : s->ni;
-        if (a < b && xchg(s, 0, a, b, err) != 0) return -1;
+    const uint32_t np = nx_kctx_num_programs(s->k), me = nx_kctx_program_id(s->k);
+    if (xchg(s, 1, me, s->t_lo, s->t_hi, err) != 0 || nx_kctx_barrier(s->k, err) != 0) return -1;
+    const uint64_t per = nx_cdiv_u64(s->ni, np);
+    for (uint32_t q = 0; q < np; q++) {
+        const uint64_t a = q * per, b = nx_min_u64((q + 1) * per, s->ni);
+        if (q != me && a < b && xchg(s, 0, q, a, b, err) != 0) return -1;
     }
     return 0;
 }
@@ -78,7 +82,7 @@ static int decode_plan(mlp_state *s, nx_error *err) {
     const uint32_t np = nx_kctx_num_programs(k);
     nx_kctx_rows(k, s->ni, &s->t_lo, &s->t_hi);
     if (np > 1) {
-        const uint64_t shape[2] = {s->TI, s->ni * s->Tl};
+        const uint64_t shape[2] = {np, s->TI * nx_cdiv_u64(s->ni, np) * s->Tl};
         if (nx_kctx_scratch(k, "mlp_aT_exchange", p->dtype, 2, shape, &s->xoff, err) != 0) goto out;
     }
     const uint64_t i_lo = s->t_lo * s->TI, i_hi = nx_min_u64(s->t_hi * s->TI, p->inter);

@@ -298,9 +298,18 @@ static int dec_down(nx_mlp_dec *d, const dec_job *q, nx_error *err) {
                 nx_operand sv = nx_rows_view(&d->stage[i % d->nstage], d->c.dtype, tw, 0, bw);
                 nx_operand dst = nx_ap_hbm_rows(d->c.dtype, q->j.out_hbm + ((uint64_t)u * d->TI * q->j.out_ld + c0) * d->es,
                                                 tw, (int32_t)q->j.out_ld, bw);
-                if (nx_kctx_tensor_copy(d->k, i % 2 ? NX_ENG_DVE : NX_ENG_ACT, &sv, &acc, err) != 0 ||
-                    nx_rows_store(&d->r, &dst, &sv, err) != 0)
-                    return -1;
+                if (nx_kctx_tensor_copy(d->k, i % 2 ? NX_ENG_DVE : NX_ENG_ACT, &sv, &acc, err) != 0) return -1;
+                if (q->j.n == q->j.out_ld) {
+                    if (nx_rows_store(&d->r, &dst, &sv, err) != 0) return -1;
+                    continue;
+                }
+                /* a column range of the rows: one transfer per row, so the
+                 * byte span of a transfer (the race check's unit) holds no
+                 * other core's columns */
+                for (uint32_t t = 0; t < tw; t++) {
+                    nx_operand dr = nx_operand_rows(&dst, t, 1), sr = nx_operand_rows(&sv, t, 1);
+                    if (nx_kctx_dma_on(d->k, d->r.store_lane + t % d->r.engines, &dr, &sr, err) != 0) return -1;
+                }
             }
     }
     return 0;

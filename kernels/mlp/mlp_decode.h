@@ -31,7 +31,10 @@
  *            the tokens on the partitions, accumulated over all K in fp32,
  *            then either
  *              out_acc == NULL: rounded to the dtype and stored to HBM,
- *                               y[t, h] at byte out_hbm + (t * out_ld + h) * es;
+ *                               y[t, h] at byte out_hbm + (t * out_ld + h) * es
+ *                               (n < out_ld: one transfer per row, so that
+ *                               another core's columns of the same rows are
+ *                               never inside a transfer's byte span);
  *              out_acc != NULL: out_acc[t, acc0 + h] += scale[t] * y[t, h]
  *                               in fp32 on VectorE (out_acc an fp32 SBUF tile
  *                               of >= T partitions; scale NULL: 1, else an
