@@ -132,7 +132,7 @@ static int run_block(qkv_state *s, uint64_t blk, nx_error *err) {
 static uint64_t fixed_bytes(const qkv_state *s, uint64_t core_cols) {
     const nx_qkv_params *p = s->p;
     uint64_t b = 2 * nx_rows_tile_bytes(p->H, s->dt) + 2 * 64 + 4 * nx_rows_tile_bytes(s->P, NX_DT_FP32);
-    if (p->norm) b += nx_rows_tile_bytes(p->H, p->gamma_dtype) + 2 * nx_rows_tile_bytes(p->H, s->dt);
+    if (p->norm) b += nx_rows_tile_bytes(p->H, p->gamma_dtype);
     if (p->bias) b += nx_rows_tile_bytes(core_cols, p->bias_dtype);
     /* the broadcasts' one-partition row and ones column, while they run */
     const uint64_t v = p->norm ? nx_rows_tile_bytes(p->H, p->gamma_dtype) : 0, c = p->bias ? nx_rows_tile_bytes(core_cols, p->bias_dtype) : 0;
@@ -192,15 +192,16 @@ static int plan(qkv_state *s, nx_error *err) {
     s->nk = (uint32_t)((p->H + s->P - 1) / s->P);
     s->hpt = (uint32_t)(bank / p->d);
     s->TN = (uint32_t)(s->hpt * p->d);
-    /* decode: pieces of at least the DMA's efficient run per row, within the
-     * PSUM banks; prefill: one column tile per panel (SBUF holds two panels) */
+    /* streaming (decode, or one token tile per core): pieces of at least the
+     * DMA's efficient run per row, within the PSUM banks; prefill: one
+     * column tile per panel (SBUF holds two panels) */
     const uint64_t eff = mach->dma_efficient_bytes_per_partition;
+    s->ntt = (s->t_hi - s->t_lo + s->P - 1) / s->P;
     s->G = 1;
-    while (decode && s->G < QKV_ACC_BANKS / 2 && (uint64_t)s->G * s->TN * s->es < eff) s->G++;
+    while ((decode || s->ntt <= 1) && s->G < QKV_ACC_BANKS / 2 && (uint64_t)s->G * s->TN * s->es < eff) s->G++;
     const uint64_t hh = s->h_hi > s->h_lo ? s->h_hi - s->h_lo : 0;
     s->ntiles = (hh + s->hpt - 1) / s->hpt;
     s->ngroups = (s->ntiles + s->G - 1) / s->G;
-    s->ntt = (s->t_hi - s->t_lo + s->P - 1) / s->P;
     const uint64_t sbuf = geo->sbuf_partition_bytes, fixed = fixed_bytes(s, hh * p->d), slot = slot_bytes(s);
     const uint64_t piece = nx_rows_tile_bytes((uint64_t)s->G * s->TN, s->dt);
     if (fixed + slot + 2 * piece > sbuf)
@@ -230,7 +231,6 @@ static int alloc(qkv_state *s, nx_error *err) {
     const uint32_t P = s->P;
     for (int i = 0; i < 2; i++)
         if (nx_kctx_alloc(k, NX_OPK_SBUF, "x_tile", s->dt, P, p->H, &s->xt[i], err) != 0 ||
-            (p->norm && nx_kctx_alloc(k, NX_OPK_SBUF, "h_tile", s->dt, P, p->H, &s->ht[i], err) != 0) ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "row_stats", NX_DT_FP32, P, 2, &s->small[i], err) != 0)
             return -1;
     s->nout = s->KI > 1 ? 3 : QKV_OUT_BUFS;

@@ -31,7 +31,7 @@ typedef struct qkv_state {
     int split_cols;                  /* the grid's cores take head ranges (decode) */
     uint64_t ntt, ntiles, ngroups, nblocks;
     nx_tile gamma_t, bias_t;
-    nx_tile xt[2], ht[2], small[2];
+    nx_tile xt[2], small[2]; /* x, normed in place into h */
     nx_tile hT[QKV_MB_MAX], cs[QKV_MB_MAX], sr[QKV_MB_MAX], sn[QKV_MB_MAX];
     nx_tile ring[QKV_RING_MAX];
     nx_tile tp[2], acc[QKV_ACC_BANKS];

@@ -58,11 +58,12 @@ int nx_qkv_prep_norm(qkv_state *s, uint64_t tt, uint32_t m, nx_error *err) {
     }
     if (!p->norm) return 0;
     const nx_tile *sm = &s->small[tt % 2];
-    /* the squares (ScalarE's by-product) go to the h tile, which GpSimd then overwrites with h */
-    nx_operand xv = nx_rows_view(&s->xt[tt % 2], s->dt, n, 0, p->H), sq = nx_rows_view(&s->ht[tt % 2], s->dt, n, 0, p->H);
+    /* the squares (ScalarE's by-product) go to the slot's h^T tile, which the
+     * transposes overwrite later; h replaces x in place (SBUF is what bounds H) */
+    nx_operand xv = nx_rows_view(&s->xt[tt % 2], s->dt, n, 0, p->H), sq = nx_rows_view(&s->hT[m], s->dt, n, 0, p->H);
     nx_operand ss = nx_rows_view(sm, NX_DT_FP32, n, 0, 1), rstd = nx_rows_view(sm, NX_DT_FP32, n, 1, 1);
     nx_operand gv = nx_rows_view(&s->gamma_t, p->gamma_dtype, n, 0, p->H);
-    nx_operand hv = nx_rows_view(&s->ht[tt % 2], s->dt, n, 0, p->H);
+    nx_operand hv = xv;
     if (nx_rms_stats(s->k, &sq, &xv, &ss, &rstd, p->H, p->eps, err) != 0 ||
         nx_kctx_scalar_tensor_tensor(s->k, NX_ENG_POOL, &hv, &xv, NX_ALU_MULTIPLY, &rstd, NX_ALU_MULTIPLY, &gv, err) !=
             0)
@@ -73,7 +74,7 @@ int nx_qkv_prep_norm(qkv_state *s, uint64_t tt, uint32_t m, nx_error *err) {
 int nx_qkv_prep_transpose(qkv_state *s, uint64_t tt, uint32_t m, nx_error *err) {
     const nx_qkv_params *p = s->p;
     const uint32_t n = qkv_ntok(s, tt), P = s->P;
-    const nx_tile *h = p->norm ? &s->ht[tt % 2] : &s->xt[tt % 2];
+    const nx_tile *h = &s->xt[tt % 2]; /* h, normed in place */
     for (uint32_t kc = 0; kc < s->nk;) {
         const uint32_t kw = qkv_clip(p->H - (uint64_t)kc * P, P);
         uint32_t g = 0; /* full chunks share a bank; a ragged one goes alone */

@@ -2,7 +2,11 @@
  * math, independent of the kernel's tiling: per token the RMSNorm in double
  * (h rounded to the dtype once, as the PE reads it), the projection as one
  * OpenBLAS sgemm (fp32 accumulation), the bias and the rotate-half in
- * double, one rounding of each result element into its layout. */
+ * double, one rounding of each result element into its layout. The norm is
+ * computed in fp32 steps (below): in double, an h element near a rounding
+ * boundary of the dtype can round the other way, and one such element moves
+ * a whole row of the projection by eps |h| |w|, more than the sum order
+ * does. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -10,7 +14,9 @@
 
 #include "ref.h"
 
-/* v rounded to dt (the kernel's h as the PE reads it). */
+static double fp32(double v) { return (double)(float)v; }
+
+/* v rounded to dt (h as the PE reads it). */
 static double round_to(nx_dtype dt, double v) {
     unsigned char b[8];
     nx_dtype_store(dt, b, v);
@@ -31,19 +37,25 @@ int nx_ref_qkv(const nx_qkv_params *p, const void *const *in, void *const *out, 
     const unsigned char *co = p->rope ? in[p->cos_op] : NULL, *si = p->rope ? in[p->cos_op + 1] : NULL;
     const size_t ge = p->norm ? nx_dtype_size(p->gamma_dtype) : 0, be = p->bias ? nx_dtype_size(p->bias_dtype) : 0;
     const size_t ce = p->rope ? nx_dtype_size(p->cs_dtype) : 0;
+    /* the norm in fp32 steps, as rmsnorm states it (each product and sum
+     * rounded to fp32: a double product of two fp32 values is exact, so one
+     * rounding per step), so h, which the projection multiplies, is the
+     * same value the fp32 arithmetic of any plan gives; the projection's
+     * own sum order is what the tolerance covers */
+    const double inv_h = fp32(1.0 / (double)H), eps = fp32(p->eps);
     for (uint64_t t = 0; t < T; t++) {
         double rstd = 1.0;
         if (p->norm) {
             double ss = 0;
             for (uint64_t j = 0; j < H; j++) {
                 double v = nx_dtype_load(p->dtype, x + (t * H + j) * es);
-                ss += v * v;
+                ss = fp32(ss + fp32(v * v));
             }
-            rstd = 1.0 / sqrt(ss / (double)H + p->eps);
+            rstd = fp32(1.0 / sqrt(fp32(fp32(ss * inv_h) + eps)));
         }
         for (uint64_t j = 0; j < H; j++) {
             double v = nx_dtype_load(p->dtype, x + (t * H + j) * es);
-            if (p->norm) v = v * rstd * nx_dtype_load(p->gamma_dtype, gm + j * ge);
+            if (p->norm) v = fp32(fp32(v * rstd) * nx_dtype_load(p->gamma_dtype, gm + j * ge));
             h[t * H + j] = (float)round_to(p->dtype, v);
         }
     }
