@@ -232,6 +232,39 @@ static void test_reduce_scatter(void **state) {
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i]);
 }
 
+/* The model costs the exchange: load, staging, barrier, read and store are
+ * in series, each DMA with its fixed cost, the bytes over the core's DMA
+ * engines; the same all-reduce with the barrier latency raised by 10 us
+ * takes 10 us longer. */
+static void test_model_cost(void **state) {
+    (void)state;
+    const coll_case c = {NX_COLL_ALL_REDUCE, MEM_SBUF, MEM_SBUF, NX_DT_FP32, 128, 2048, 1 << 20, 1};
+    nx_program prog;
+    uint64_t xo, yo;
+    nx_error err;
+    build(&c, &prog, &xo, &yo);
+    nx_geometry g = test_geometry("trn2");
+    nx_machine m = test_machine("trn2");
+    double t[2];
+    for (int i = 0; i < 2; i++) {
+        nx_state st;
+        OK(nx_state_init(&st, &g, 2, prog.hbm_bytes, prog.sem_count, &err));
+        nx_sim_options opt = {0, 0};
+        nx_sim_result res;
+        memset(&res, 0, sizeof res);
+        OK(nx_sim_run(&m, &prog, &st, &opt, &res, &err));
+        t[i] = res.total_ns;
+        nx_sim_result_free(&res);
+        nx_state_free(&st);
+        m.barrier_latency_ns += 10000;
+    }
+    const double bytes = 128.0 * 2048 * 4, rate = g.dma_engines * test_machine("trn2").dma_engine_bytes_per_ns;
+    const double chain = 4 * m.dma_fixed_ns + test_machine("trn2").barrier_latency_ns + 4 * bytes / rate;
+    if (t[0] < chain) fail_msg("all-reduce of 1 MiB: %.0f ns, below its chain of %.0f ns", t[0], chain);
+    if (t[1] - t[0] < 9999 || t[1] - t[0] > 10001) fail_msg("barrier +10 us: %.0f -> %.0f ns", t[0], t[1]);
+    nx_program_free(&prog);
+}
+
 /* The ranged barrier: a DMA into its range waits for it, unrelated work
  * does not; an exchange fenced over the wrong range is a race the order
  * check reports, over the right one it is clean. */
@@ -398,6 +431,7 @@ int main(void) {
         cmocka_unit_test(test_all_reduce),
         cmocka_unit_test(test_all_gather),
         cmocka_unit_test(test_reduce_scatter),
+        cmocka_unit_test(test_model_cost),
         cmocka_unit_test(test_ranged_barrier),
         cmocka_unit_test(test_collective_refusals),
         cmocka_unit_test(test_collective_matmul),
