@@ -19,6 +19,7 @@
  *   first instruction then waits for what was dropped). */
 #include "author_impl.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,6 +83,10 @@ int nx_kctx_src_end_(nx_kctx *k, int rc) {
 uint32_t nx_kctx_program_id(const nx_kctx *k) { return k->solo ? 0 : k->pid; }
 uint32_t nx_kctx_num_programs(const nx_kctx *k) { return k->solo ? 1 : k->nprog; }
 void nx_kctx_set_solo(nx_kctx *k, int on) { k->solo = on != 0; }
+void nx_kctx_set_region(nx_kctx *k, const char *name) {
+    k->region = name;
+    k->region_buf ^= 1;
+}
 int nx_kctx_solo(const nx_kctx *k) { return k->solo; }
 uint32_t nx_kctx_core(const nx_kctx *k) { return k->pid; }
 const nx_geometry *nx_kctx_geometry(const nx_kctx *k) { return &k->geo; }
@@ -268,7 +273,16 @@ static uint32_t resolve(nx_kctx *k, const kneed *needs, uint32_t *known, uint32_
 }
 
 static int emit_raw(nx_kctx *k, nx_engine engine, const nx_insn *in, nx_error *err) {
-    if (nx_builder_emit_at(k->b, k->pid, engine, in, k->src_depth ? &k->src : NULL, NULL, err) != 0) {
+    const nx_src_here *at = k->src_depth ? &k->src : NULL;
+    nx_src_here tagged;
+    if (at && k->region) { /* "region: func" (nx_kctx_set_region); the buffer flips with the region */
+        char *fb = k->region_func[k->region_buf];
+        snprintf(fb, sizeof k->region_func[0], "%s: %s", k->region, at->func ? at->func : "");
+        tagged = *at;
+        tagged.func = fb;
+        at = &tagged;
+    }
+    if (nx_builder_emit_at(k->b, k->pid, engine, in, at, NULL, err) != 0) {
         k->broken = 1;
         return -1;
     }

@@ -85,6 +85,13 @@ nx_builder *nx_kctx_builder(nx_kctx *k);
  * collective between the cores. */
 void nx_kctx_set_solo(nx_kctx *k, int on);
 int nx_kctx_solo(const nx_kctx *k);
+/* Regions: the part of a composite (a sub-kernel: "qkv", "attention",
+ * "all-reduce" ...) the next instructions belong to, until the next call
+ * (NULL: none). Their source locations' function reads "NAME: func", so
+ * `nxsim run --by-source` keeps the lines of each part apart and adds the
+ * summary by region (sim/profile.h nx_profile_by_region). name is
+ * borrowed: a literal. */
+void nx_kctx_set_region(nx_kctx *k, const char *name);
 /* The core the context emits to, whatever the solo mode. */
 uint32_t nx_kctx_core(const nx_kctx *k);
 

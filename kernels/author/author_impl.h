@@ -86,6 +86,9 @@ struct nx_kctx {
     nx_kctx_stats stats;
     nx_src_here src;     /* where the leaf's current helper call is (src_depth > 0) */
     uint32_t src_depth;  /* helper calls open through the author.h macros */
+    const char *region;  /* nx_kctx_set_region (borrowed), or NULL */
+    char region_func[2][160];
+    int region_buf;
     int finished;
     int broken;
 };

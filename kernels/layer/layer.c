@@ -70,6 +70,7 @@ static nx_tensor_ref at(const nx_tensor_ref *t, uint64_t byte_off, uint32_t nd, 
 /* The grid barrier between two sub-kernels of tp 1 (tp 2's cores meet only
  * in the all-reduces). */
 static int sync(layer_run *L, nx_error *err) {
+    nx_kctx_set_region(L->k, NULL);
     if (L->p.tp == 1 && nx_kctx_num_programs(L->k) > 1) return nx_kctx_barrier(L->k, err);
     return 0;
 }
@@ -79,7 +80,9 @@ static int sub(layer_run *L, nx_leaf_fn fn, const char *what, const nx_tensor_re
                const nx_attrs *attrs, nx_error *err) {
     if (nx_kctx_release_all(L->k, err) != 0) return -1;
     nx_kernel_call c = {.args = args, .nargs = nargs, .n_inputs = n_in, .additional_args = attrs, .attrs = attrs};
+    nx_kctx_set_region(L->k, what);
     if (fn(L->k, &c, err) != 0) return nx_fail_prefix(err, "decoder_layer (%s)", what);
+    nx_kctx_set_region(L->k, NULL);
     return nx_kctx_release_all(L->k, err);
 }
 
@@ -103,6 +106,7 @@ static int shard_weights(layer_run *L, layer_bufs *w, nx_error *err) {
         w->wqkv = L->a[2], w->wg = L->a[5], w->wu = L->a[6];
         return 0;
     }
+    nx_kctx_set_region(L->k, "tp shards");
     if (scratch(L, "layer.w_qkv", L->dt, 2, sq, &w->wqkv, err) != 0 || scratch(L, "layer.w_gate", L->dt, 2, sgu, &w->wg, err) != 0 ||
         scratch(L, "layer.w_up", L->dt, 2, sgu, &w->wu, err) != 0)
         return -1;
@@ -131,7 +135,7 @@ static int run_qkv(layer_run *L, layer_bufs *w, nx_error *err) {
                  : 0;
     if (rc == 0) {
         const nx_tensor_ref args[8] = {L->a[0], w->wqkv, L->a[1], L->a[8], L->a[9], w->q, w->kn, w->vn};
-        rc = sub(L, nx_qkv, "qkv", args, 5, 8, &a, err);
+        rc = sub(L, nx_qkv, "qkv+norm+rope", args, 5, 8, &a, err);
     }
     nx_attrs_free(&a);
     return rc;
@@ -151,6 +155,7 @@ static int run_attention(layer_run *L, layer_bufs *w, nx_error *err) {
                        scratch(L, "layer.lengths_step", NX_DT_INT32, 1, sl, &lens, err) != 0))
         return -1;
     const int solo = p->tp == 2;
+    nx_kctx_set_region(L->k, "moves");
     if (solo) { /* this core's kv heads of the caches: copied through, then updated in place */
         const uint64_t run = L->nkvc * p->S_max * d, off = L->core * run * es;
         for (uint64_t b = 0; b < B; b++) {
@@ -165,6 +170,7 @@ static int run_attention(layer_run *L, layer_bufs *w, nx_error *err) {
     for (uint64_t j = 0; j < nsteps; j++) {
         const uint64_t t0 = j * NX_LAYER_STEP, sc = nx_min_u64(NX_LAYER_STEP, S - t0);
         uint64_t r0, r1;
+        nx_kctx_set_region(L->k, "moves");
         if (nsteps > 1) { /* the step's q, k, v rows and lengths */
             const uint64_t rq = B * L->nqc, rk = B * L->nkvc;
             nx_kctx_rows(L->k, rq, &r0, &r1);
@@ -199,6 +205,7 @@ static int run_attention(layer_run *L, layer_bufs *w, nx_error *err) {
             }
         }
         nx_kctx_rows(L->k, B, &r0, &r1);
+        nx_kctx_set_region(L->k, "moves");
         if (nx_layer_heads_to_tokens(L, ao.hbm_offset, L->nqc, sc, w->att.hbm_offset, L->nqc * d, t0, 0, r0, r1, err) != 0)
             return -1;
     }
@@ -210,6 +217,7 @@ static int all_reduce(layer_run *L, nx_coll *c, const nx_tensor_ref *part, const
     const uint64_t H = L->p.H;
     nx_coll_buf src = nx_coll_hbm(L->dt, part->hbm_offset, L->T, H, H, 0);
     nx_coll_buf dst = nx_coll_hbm(L->dt, sum->hbm_offset, L->T, H, H, 1);
+    nx_kctx_set_region(L->k, "all-reduce");
     if (nx_coll_all_reduce(L->k, c, &src, &dst, err) != 0) return nx_fail_prefix(err, "decoder_layer (all-reduce)");
     return 0;
 }
@@ -239,7 +247,7 @@ static int run_layer(layer_run *L, nx_error *err) {
     const nx_tensor_ref margs[3] = {at(&w.att, 0, 2, a2), w.wo, at(o_dst, 0, 2, o2)};
     nx_attrs none;
     nx_attrs_init(&none);
-    int rc = sub(L, nx_matmul, "o projection", margs, 2, 3, &none, err);
+    int rc = sub(L, nx_matmul, "o-proj", margs, 2, 3, &none, err);
     nx_attrs_free(&none);
     if (rc != 0 || sync(L, err) != 0) return -1;
     nx_coll coll;
@@ -257,7 +265,7 @@ static int run_layer(layer_run *L, nx_error *err) {
              : 0;
     if (rc == 0) {
         const nx_tensor_ref args[8] = {w.o, w.wg, w.wu, w.wd, L->a[4], L->a[0], tp2 ? w.m_part : w.m, w.h};
-        rc = sub(L, nx_mlp, "mlp", args, 6, 8, &a, err);
+        rc = sub(L, nx_mlp, "mlp+norm+residual", args, 6, 8, &a, err);
     }
     nx_attrs_free(&a);
     if (rc != 0 || sync(L, err) != 0) return -1;
@@ -267,6 +275,7 @@ static int run_layer(layer_run *L, nx_error *err) {
     uint64_t r0, r1;
     nx_kctx_rows(L->k, L->T, &r0, &r1);
     if (nx_kctx_release_all(L->k, err) != 0) return -1;
+    nx_kctx_set_region(L->k, "residual");
     return nx_layer_residual(L, L->a[13].hbm_offset, w.h.hbm_offset, w.m.hbm_offset, r0, r1, err);
 }
 
