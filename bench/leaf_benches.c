@@ -23,6 +23,8 @@ static const nx_bench_leaf leaf_benches[] = {
      "the conv composite (ONNX Conv) on ResNet-50 and MobileNet shapes"},
     {"attention-decode", "nxsim-bench-attention-decode", nx_bench_attention_decode_main,
      "attention_decode against the KV-streaming bound"},
+    {"layer", "nxsim-bench-layer", nx_bench_layer_main,
+     "decoder_layer (a Llama-3-8B-like layer, shrunk) against the weight-streaming and PE bounds, time by sub-kernel"},
     {"mlp", "nxsim-bench-mlp", nx_bench_mlp_main, "the dense MLP (decode and prefill plans) against its bounds"},
     {"qkv", "nxsim-bench-qkv", nx_bench_qkv_main, "qkv (fused RMSNorm, QKV projection, RoPE) against the weight-streaming and PE bounds"},
     {"collective", "nxsim-bench-collective", nx_bench_collective_main,

@@ -20,7 +20,7 @@
  *              + 16 u sqrt(H)), rel eps), every other entry moved
  *              (tests/test_decoder_layer.c checks those bit for bit);
  *   default    H 256, 4 q heads, 2 kv heads, d 64, I 512, B 1, S 1 (one
- *              decode step) at cache length 100 of S_max 256, bf16, tp 1. */
+ *              decode step) at cache length 100 of S_max 101, bf16, tp 1. */
 #include "families.h"
 
 #include <math.h>
@@ -59,7 +59,7 @@ static int layer_reference(const nx_macro_op *op, const void *const *in, void *c
 }
 
 static int layer_default(nx_macro_op *op, nx_error *err) {
-    const uint64_t B = 1, S = 1, H = 256, nq = 4, nkv = 2, d = 64, inter = 512, Smax = 256;
+    const uint64_t B = 1, S = 1, H = 256, nq = 4, nkv = 2, d = 64, inter = 512, Smax = 101;
     const uint64_t x[3] = {B, S, H}, g[1] = {H}, wqkv[2] = {H, (nq + 2 * nkv) * d}, wo[2] = {nq * d, H},
                    wgu[2] = {H, inter}, wd[2] = {inter, H}, cs[3] = {B, S, d / 2}, kv[4] = {B, nkv, Smax, d}, len[1] = {B};
     const nx_dtype t = NX_DT_BF16;
@@ -79,8 +79,8 @@ static int layer_default(nx_macro_op *op, nx_error *err) {
                : 0;
 }
 
-/* lengths: row 0 at 100 (or the longest that fits), the others drawn in
- * [0, S_max - S]; the weights uniform in [-2, 2) / sqrt(fan-in), the
+/* lengths: every row at S_max - S (the cache full after the step: the
+ * default op's 100 of S_max 101, a bench's L of S_max = L + S); the weights uniform in [-2, 2) / sqrt(fan-in), the
  * scale of a trained layer's (the tolerance assumes it). */
 static int layer_values(const nx_macro_op *op, uint32_t operand, void *data, uint64_t seed) {
     nx_layer_params p;
@@ -90,10 +90,8 @@ static int layer_values(const nx_macro_op *op, uint32_t operand, void *data, uin
     if (!data) return 1;
     uint64_t st = seed ^ (0x1a7e4ull << 20) ^ operand;
     if (operand == 12) {
-        const uint64_t top = p.S_max - p.S;
         int32_t *v = data;
-        for (uint64_t b = 0; b < p.B; b++)
-            v[b] = (int32_t)(b == 0 ? (top < 100 ? top : 100) : nx_splitmix64(&st) % (top + 1));
+        for (uint64_t b = 0; b < p.B; b++) v[b] = (int32_t)(p.S_max - p.S);
         return 1;
     }
     const nx_op_tensor *t = &op->operands[operand];
