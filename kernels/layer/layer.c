@@ -11,7 +11,9 @@
  *                    new positions, each step's lengths L_b + 8 j, the
  *                    caches updated in place: causal attention over the
  *                    L_b cached and the S new positions);
- *   matmul           the o projection [T, nq d] x w_o (kernels/matmul);
+ *   qkv again        the o projection [T, nq d] x w_o: qkv's plans with
+ *                    neither norm nor rope (run_oproj; kernels/matmul for
+ *                    an H with no power-of-two head width);
  *   mlp              h = x + o fused as its residual, rmsnorm(h)
  *                    gamma_mlp fused, gate/up/silu/down (kernels/mlp);
  *   residual         out = h + mlp (kernels/layer/layer_moves.c).
@@ -213,6 +215,37 @@ static int run_attention(layer_run *L, layer_bufs *w, nx_error *err) {
     return sync(L, err);
 }
 
+/* The o projection [T, nqc d] x w_o's rows of this core's heads. It is
+ * qkv's projection with neither norm nor rope (the weight-streaming decode
+ * plan, the PE-bound prefill plan), w_o's H columns read as heads: d' the
+ * largest power of two up to 512 dividing H with at least 3 heads, as
+ * n_q_heads = H / d' - 2 and one kv head (H = (nq' + 2) d'). An H with no
+ * such d' of 32 or more takes the matmul composite. */
+static int run_oproj(layer_run *L, layer_bufs *w, nx_error *err) {
+    const uint64_t H = L->p.H, d = L->p.d;
+    const nx_tensor_ref *o_dst = L->p.tp == 2 ? &w->o_part : &w->o;
+    uint64_t dd = 512;
+    while (dd >= 32 && (H % dd != 0 || H / dd < 3)) dd /= 2;
+    nx_attrs a;
+    nx_attrs_init(&a);
+    int rc;
+    if (dd >= 32) {
+        const uint64_t a3[3] = {L->p.B, L->p.S, L->nqc * d};
+        rc = set_int(&a, "n_q_heads", (int64_t)(H / dd - 2), err) != 0 || set_int(&a, "n_kv_heads", 1, err) != 0 ||
+                     set_int(&a, "head_dim", (int64_t)dd, err) != 0 || set_str(&a, "norm", "none", err) != 0
+                 ? -1
+                 : 0;
+        const nx_tensor_ref args[3] = {at(&w->att, 0, 3, a3), w->wo, *o_dst};
+        if (rc == 0) rc = sub(L, nx_qkv, "o-proj", args, 2, 3, &a, err);
+    } else {
+        const uint64_t a2[2] = {L->T, L->nqc * d}, o2[2] = {L->T, H};
+        const nx_tensor_ref args[3] = {at(&w->att, 0, 2, a2), w->wo, at(o_dst, 0, 2, o2)};
+        rc = sub(L, nx_matmul, "o-proj", args, 2, 3, &a, err);
+    }
+    nx_attrs_free(&a);
+    return rc;
+}
+
 static int all_reduce(layer_run *L, nx_coll *c, const nx_tensor_ref *part, const nx_tensor_ref *sum, nx_error *err) {
     const uint64_t H = L->p.H;
     nx_coll_buf src = nx_coll_hbm(L->dt, part->hbm_offset, L->T, H, H, 0);
@@ -241,15 +274,7 @@ static int run_layer(layer_run *L, nx_error *err) {
         return -1;
     if (shard_weights(L, &w, err) != 0 || run_qkv(L, &w, err) != 0 || sync(L, err) != 0 || run_attention(L, &w, err) != 0)
         return -1;
-    /* the o projection: [T, nqc d] x w_o's rows of this core's heads */
-    const uint64_t a2[2] = {L->T, L->nqc * d}, o2[2] = {L->T, H};
-    const nx_tensor_ref *o_dst = tp2 ? &w.o_part : &w.o;
-    const nx_tensor_ref margs[3] = {at(&w.att, 0, 2, a2), w.wo, at(o_dst, 0, 2, o2)};
-    nx_attrs none;
-    nx_attrs_init(&none);
-    int rc = sub(L, nx_matmul, "o-proj", margs, 2, 3, &none, err);
-    nx_attrs_free(&none);
-    if (rc != 0 || sync(L, err) != 0) return -1;
+    if (run_oproj(L, &w, err) != 0 || sync(L, err) != 0) return -1;
     nx_coll coll;
     nx_kctx_set_solo(L->k, 0);
     if (tp2 && (nx_coll_init(L->k, &coll, "layer.allreduce", nx_min_u64(L->T, 128) * H * L->es, err) != 0 ||
@@ -259,7 +284,7 @@ static int run_layer(layer_run *L, nx_error *err) {
     nx_kctx_set_solo(L->k, tp2);
     nx_attrs a;
     nx_attrs_init(&a);
-    rc = set_str(&a, "norm", "rms", err) != 0 || set_num(&a, "eps", p->eps, err) != 0 ||
+    int rc = set_str(&a, "norm", "rms", err) != 0 || set_num(&a, "eps", p->eps, err) != 0 ||
                  nx_attrs_set(&a, "residual", &(nx_value){.kind = NX_VAL_BOOL, .i = 1}, err) != 0
              ? -1
              : 0;
