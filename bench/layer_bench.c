@@ -1,12 +1,13 @@
 /* nxsim-bench layer (also nxsim-bench-layer): the `decoder_layer` composite
  * (kernels/layer/layer.h, docs/parts/decoder-layer.md), bf16, through the
  * registry and the SystemC model (trn2 unless --machine) on both cores of
- * the VNC grid. Cases: a Llama-3-8B-like layer (32 q heads, 8 kv heads,
- * d 128) shrunk in H and I so that the whole run simulates within a minute
- * on the bench host: H 2048, I 7168 (the 8B's 4096 and 14336 halved; the
- * heads, d, the GQA ratio and I / H = 3.5 kept), decode B 1 and 8 at cache
- * length 2048 (S_max 2049), tp 1 and tp 2, and a prefill S 256 onto a cache
- * of 256 (S_max 512). Per case: the simulated per-layer time; its bound
+ * the VNC grid. Cases: the Llama-3-8B layer shape (H 4096, 32 q heads, 8 kv
+ * heads, d 128, I 14336) decode B 1 and 8 at cache length 2048 (S_max
+ * 2049), tp 1; then the layer shrunk in H and I so that the whole bench
+ * simulates within a minute on the bench host: H 2048, I 7168 (halved; the
+ * heads, d, the GQA ratio and I / H = 3.5 kept), decode B 1 tp 1 and tp 2,
+ * and a prefill S 256 onto a cache of 256 (S_max 512), tp 1 and tp 2 (the
+ * issue's prefill S 2048 takes 256 attention steps: minutes). Per case: the simulated per-layer time; its bound
  * (decode: the layer's weight bytes streamed once over both cores' DMA
  * engines, HBM-capped, bench/dma_bound.h; prefill: the layer's MACs,
  * attention included, on both cores' PE arrays); the sum of the
@@ -34,9 +35,10 @@ typedef struct layer_case {
 
 static void usage(FILE *f) {
     fputs("Usage: nxsim-bench-layer [--quick] [--machine NAME|FILE]\n"
-          "Runs decoder_layer (bf16) on a Llama-3-8B-like layer shrunk to H 2048, I 7168 (32 q / 8 kv heads, d 128):\n"
-          "decode B 1 and 8 at cache length 2048 (tp 1 and 2) against the weight-streaming bound, prefill S 256\n"
-          "against the PE bound, on the SystemC model (default trn2, both cores), with the time by sub-kernel.\n"
+          "Runs decoder_layer (bf16): the Llama-3-8B layer decode B 1 and 8 at cache length 2048, and the layer\n"
+          "shrunk to H 2048, I 7168 (32 q / 8 kv heads, d 128) decode B 1 and prefill S 256 with tp 1 and 2,\n"
+          "against the weight-streaming (decode) and PE (prefill) bounds, on the SystemC model (default trn2,\n"
+          "both cores), with the time by sub-kernel.\n"
           "--quick: the default op's small layer (the ctest smoke run).\n",
           f);
 }
@@ -83,9 +85,9 @@ int nx_bench_layer_main(int argc, char **argv) {
     nx_machine m;
     if ((st = nx_bench_machine(argv[0], a.machine ? a.machine : "trn2", &m)) != 0) return st;
     static const layer_case full[] = {
+        {1, 1, 4096, 32, 8, 128, 14336, 2048, 2049, 1}, {8, 1, 4096, 32, 8, 128, 14336, 2048, 2049, 1},
         {1, 1, 2048, 32, 8, 128, 7168, 2048, 2049, 1},  {1, 1, 2048, 32, 8, 128, 7168, 2048, 2049, 2},
-        {8, 1, 2048, 32, 8, 128, 7168, 2048, 2049, 1},  {8, 1, 2048, 32, 8, 128, 7168, 2048, 2049, 2},
-        {1, 256, 2048, 32, 8, 128, 7168, 256, 512, 1},
+        {1, 256, 2048, 32, 8, 128, 7168, 256, 512, 1},  {1, 256, 2048, 32, 8, 128, 7168, 256, 512, 2},
     };
     static const layer_case quick[] = {{1, 1, 256, 4, 2, 64, 512, 100, 101, 1}, {1, 64, 256, 4, 2, 64, 512, 100, 164, 2}};
     const layer_case *cases = a.quick ? quick : full;

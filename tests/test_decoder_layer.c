@@ -183,6 +183,12 @@ static void refusals(void **state) {
     roster_refused("trn2", f, o.op, 13, "n_q_heads=2;n_kv_heads=2;head_dim=32;tp=2",
                    "operand 7 (w_down): I = 511 is not divisible by tp = 2");
     release(&o);
+    /* more new tokens than the caches hold */
+    const layer_case big = {NX_DT_BF16, 1, 300, 256, 4, 2, 64, 512, 256, {0}};
+    build(&big, &o);
+    roster_refused("trn2", f, o.op, 13, "n_q_heads=4;n_kv_heads=2",
+                   "operand 0 (x): S = 300 new tokens beyond the caches' S_max = 256");
+    release(&o);
     /* a length whose S new entries pass S_max: the run faults, no result kept */
     const layer_case l = {NX_DT_BF16, 1, 4, 256, 4, 2, 64, 512, 256, {254}};
     build(&l, &o);
