@@ -270,6 +270,7 @@ int nx_kctx_src_end_(nx_kctx *k, int rc);
 #define nx_kctx_finish(k, ...) NX_KCTX_AT_(nx_kctx_finish, k, __VA_ARGS__)
 #define nx_kctx_barrier(k, ...) NX_KCTX_AT_(nx_kctx_barrier, k, __VA_ARGS__)
 #define nx_kctx_barrier_hbm(k, ...) NX_KCTX_AT_(nx_kctx_barrier_hbm, k, __VA_ARGS__)
+#define nx_kctx_release_all(k, ...) NX_KCTX_AT_(nx_kctx_release_all, k, __VA_ARGS__)
 #define nx_kctx_dma(k, ...) NX_KCTX_AT_(nx_kctx_dma, k, __VA_ARGS__)
 #define nx_kctx_dma_on(k, ...) NX_KCTX_AT_(nx_kctx_dma_on, k, __VA_ARGS__)
 #define nx_kctx_dma_split(k, ...) NX_KCTX_AT_(nx_kctx_dma_split, k, __VA_ARGS__)
