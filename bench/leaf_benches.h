@@ -60,6 +60,7 @@ int nx_bench_attention_decode_main(int argc, char **argv);
 int nx_bench_layer_main(int argc, char **argv);
 int nx_bench_qkv_main(int argc, char **argv);
 int nx_bench_collective_main(int argc, char **argv);
+int nx_bench_router_main(int argc, char **argv);
 
 /* The options of the leaf bench cases, parsed in one place (getopt_long);
  * a case names the ones it takes (NX_BENCH_OPT_*) and reads the rest of

@@ -68,6 +68,11 @@ static void mlp_decode_random(void **state) {
     /* the residual alone; I of one tile: core 1 has no gate/up rows */
     const uint64_t e[2] = {33, 384};
     roster_check("trn2", "mlp", o, mlp_operands(o, NX_DT_BF16, 2, e, 100, 0, 1), "residual=true");
+    /* gamma and r in fp32 beside bf16 x and weights */
+    const uint64_t g[2] = {12, 300};
+    const uint32_t gn = mlp_operands(o, NX_DT_BF16, 2, g, 200, 1, 1);
+    o[4].dt = NX_DT_FP32, o[5].dt = NX_DT_FP32;
+    roster_check("trn2", "mlp", o, gn, "norm=\"rms\";residual=true");
     /* I wide enough for several gate/up groups and a ragged H-block */
     const uint64_t f[2] = {17, 1100};
     roster_check("trn2", "mlp", o, mlp_operands(o, NX_DT_BF16, 2, f, 2600, 1, 0), "norm=\"rms\"");
@@ -90,6 +95,11 @@ static void mlp_prefill_random(void **state) {
     const uint64_t d[2] = {7, 200};
     roster_check("trn2", "mlp", o, mlp_operands(o, NX_DT_BF16, 2, d, 300, 1, 1),
                  "plan=\"prefill\";norm=\"rms\";residual=true;act=\"gelu_tanh\"");
+    /* bf16 gamma beside fp32 x */
+    const uint64_t f[2] = {150, 140};
+    const uint32_t fn = mlp_operands(o, NX_DT_FP32, 2, f, 90, 1, 0);
+    o[4].dt = NX_DT_BF16;
+    roster_check("trn2", "mlp", o, fn, "norm=\"rms\"");
     /* on trn1 */
     const uint64_t e[2] = {260, 100};
     roster_check("trn1", "mlp", o, mlp_operands(o, NX_DT_FP32, 2, e, 257, 1, 0), "norm=\"rms\"");
@@ -223,6 +233,8 @@ static void mlp_refusals(void **state) {
     roster_operand i32[4];
     mlp_operands(i32, NX_DT_INT32, 2, a, 300, 0, 0);
     roster_refused("trn2", "mlp", i32, 4, NULL, "operand 0 (x): dtype int32, mlp takes fp32 or bf16");
+    g[4].dt = NX_DT_INT32;
+    roster_refused("trn2", "mlp", g, n, "norm=\"rms\";residual=true", "operand 4 (gamma): dtype int32, mlp takes fp32 or bf16");
     /* the plans' limits */
     const uint64_t big_t[2] = {200, 64};
     n = mlp_operands(o, NX_DT_BF16, 2, big_t, 64, 0, 0);

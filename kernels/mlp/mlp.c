@@ -12,10 +12,11 @@
  *    Each weight byte is read once by one core, so the pair streams at the
  *    shared HBM rate; splitting the tokens instead would read every weight
  *    twice.
- *  prefill: blocks of up to pe_cols tokens, the blocks split between the
- *    cores, each block through the same piece (gate/up, then down, the
- *    next block's norm and transposes under the current block's
- *    multiplies).
+ *  prefill: the tokens split between the cores, each core's in blocks of
+ *    Tb tokens (256 on trn2 in bf16: the most for which a gate/up group's
+ *    weight rows stay 2 KiB runs with its PSUM banks), each block through
+ *    the same piece; the next block's rows (x', the norm) run under the
+ *    current block's down projection, its transposes between the two.
  *
  * Both start with the token prep (kernels/mlp/mlp_prep.c): x' = x + r
  * (stored), the RMSNorm with kernels/norms' row pieces, and h^T by PE
@@ -176,7 +177,9 @@ static uint32_t pf_block(const mlp_state *s, uint64_t rows) {
     if (tb > s->bank_elems) tb = s->bank_elems;
     tb = tb / s->TI * s->TI;
     if (tb < s->TI) tb = s->TI;
-    while (tb > s->TI && mlp_need(s, (uint32_t)tb) + 96 * 1024 > s->r.sbuf_bytes) tb -= s->TI;
+    /* a ring of 6 slabs (6 MiB in flight a core) is deep enough here: the
+     * PE, not the DMA, sets the pace */
+    while (tb > s->TI && mlp_need(s, (uint32_t)tb) + 48 * 1024 > s->r.sbuf_bytes) tb -= s->TI;
     return (uint32_t)nx_min_u64(tb, rows ? rows : 1);
 }
 

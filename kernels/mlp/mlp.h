@@ -12,7 +12,9 @@
  * norm ("none" default | "rms"), eps (1e-6), residual (false), plan
  * ("auto" default | "decode" | "prefill": which of the two plans runs;
  * auto takes decode for up to 128 tokens).
- * Every operand is fp32 or bf16, all of one dtype. Errors name the operand
+ * Every operand is fp32 or bf16: the weights of x's dtype, gamma and r of
+ * either (r is added to x in fp32, the sum rounded to x's dtype; gamma is
+ * read in its own dtype). Errors name the operand
  * or attribute, the value and the limit; nx_mlp_read checks an op for the
  * rules and a call for the kernel. */
 #ifndef NXSIM_KERNELS_MLP_MLP_H
@@ -31,7 +33,8 @@ typedef enum nx_mlp_plan {
 } nx_mlp_plan;
 
 typedef struct nx_mlp_params {
-    nx_dtype dtype;
+    nx_dtype dtype;      /* x's, the weights', out's and x''s */
+    nx_dtype gamma_dtype, r_dtype; /* fp32 or bf16 each (x's when absent) */
     nx_act_func act;
     int norm;        /* 1: rms */
     int residual;

@@ -138,9 +138,7 @@ static int dec_load(nx_mlp_dec *d, uint64_t s, nx_error *err) {
                            w->base + (row0 * w->ld + sl.col0) * d->es, 2, st, cn);
     /* the load group (queue 0 of every engine): the stores, which wait for
      * compute, have the next queue (kernels/norms/rows.h) */
-    const uint32_t lanes = nx_kctx_lanes(d->k), E = d->r.engines;
-    const uint32_t first = 0;
-    (void)lanes;
+    const uint32_t E = d->r.engines, first = NX_ROWS_LOAD_LANE;
     if (!w->rows) return nx_kctx_dma_split(d->k, first, E, &dst, &src, err);
     if (w->bound <= row0) return 0; /* every row past the tensor: nothing to read */
     const uint64_t bound = w->bound - row0;

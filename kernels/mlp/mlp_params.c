@@ -72,7 +72,12 @@ int nx_mlp_read(const nx_attrs *attrs, const nx_norm_tensor *in, uint32_t n_in, 
         return nx_fail(err, "operand 0 (%s): rank %u, must be 2 ([T, H]) or 3 ([B, S, H])", x->name, x->ndims);
     if (nx_norm_float_operand(x, 0, "mlp", err) != 0) return -1;
     p->dtype = x->dtype;
+    /* the weights take x's dtype (the PE's operands); gamma and r any float */
     for (uint32_t i = 1; i < n_in; i++)
+        if (i >= 4 && nx_norm_float_operand(&in[i], i, "mlp", err) != 0) return -1;
+    p->gamma_dtype = p->norm ? in[p->gamma_operand].dtype : x->dtype;
+    p->r_dtype = p->residual ? in[p->r_operand].dtype : x->dtype;
+    for (uint32_t i = 1; i < 4; i++)
         if (in[i].dtype != x->dtype) {
             const char *d = nx_dtype_name(in[i].dtype);
             return nx_fail(err, "operand %u (%s): dtype %s, must be x's %s", i, in[i].name, d ? d : "?",

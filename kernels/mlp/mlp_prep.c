@@ -42,14 +42,15 @@ int mlp_state_init(mlp_state *s, const nx_kernel_call *call, nx_error *err) {
 uint64_t mlp_need(const mlp_state *s, uint32_t Tl) {
     const nx_mlp_params *p = &s->p;
     const nx_dtype dt = p->dtype;
-    const uint64_t row = nx_rows_tile_bytes(p->H, dt), nsub = nx_cdiv_u64(Tl, s->TI);
+    const uint64_t nsub = nx_cdiv_u64(Tl, s->TI), row = nx_rows_tile_bytes(p->H, dt);
     const uint64_t act = nx_min_u64(32ull * Tl, 4 * s->bank_elems); /* the piece's act tiles (G x Tl fp32) */
     /* x rows [and h rows] per sub-tile, r rows or squares, [gamma], stats;
-     * x^T and a^T; the piece's act (2 x G x Tl fp32, G <= 16) and output
-     * staging; slack for alignment and the gamma broadcast's row */
-    return row * (1 + nsub * (1 + (uint64_t)p->norm) + (uint64_t)p->norm) + 64 + nx_rows_tile_bytes(s->nk * Tl, dt) +
+     * x^T and a^T; the piece's act tiles and output staging; slack for
+     * alignment and the gamma broadcast's row */
+    return row * nsub * (1 + (uint64_t)p->norm) + nx_rows_tile_bytes(p->H, p->r_dtype) +
+           (p->norm ? nx_rows_tile_bytes(p->H, p->gamma_dtype) + 64 : 0) + 64 + nx_rows_tile_bytes(s->nk * Tl, dt) +
            nx_rows_tile_bytes(s->ni * Tl, dt) + 2 * nx_rows_tile_bytes(act, NX_DT_FP32) +
-           4 * nx_rows_tile_bytes(s->bank_elems, dt) + (p->norm ? 64 : 0) + 2048;
+           4 * nx_rows_tile_bytes(s->bank_elems, dt) + 2048;
 }
 
 int mlp_prep_alloc(mlp_state *s, int own_tp, nx_error *err) {
@@ -65,12 +66,13 @@ int mlp_prep_alloc(mlp_state *s, int own_tp, nx_error *err) {
     s->ring_bytes = nx_min_u64(MLP_RING_MAX, sbuf - need);
     s->nsub = (uint32_t)nx_cdiv_u64(s->Tl, s->TI);
     nx_kctx *k = s->k;
-    if (p->norm && nx_rows_broadcast(&s->r, "gamma", s->gamma_hbm, dt, p->H, dt, &s->gamma, err) != 0) return -1;
+    if (p->norm && nx_rows_broadcast(&s->r, "gamma", s->gamma_hbm, p->gamma_dtype, p->H, p->gamma_dtype, &s->gamma, err) != 0)
+        return -1;
     for (uint32_t u = 0; u < s->nsub; u++)
         if (nx_kctx_alloc(k, NX_OPK_SBUF, "mlp_x_rows", dt, s->r.partitions, p->H, &s->xr[u], err) != 0 ||
             (p->norm && nx_kctx_alloc(k, NX_OPK_SBUF, "mlp_h_rows", dt, s->r.partitions, p->H, &s->hr[u], err) != 0))
             return -1;
-    if (nx_kctx_alloc(k, NX_OPK_SBUF, "mlp_work_rows", dt, s->r.partitions, p->H, &s->wr, err) != 0 ||
+    if (nx_kctx_alloc(k, NX_OPK_SBUF, "mlp_work_rows", p->r_dtype, s->r.partitions, p->H, &s->wr, err) != 0 ||
         nx_kctx_alloc(k, NX_OPK_SBUF, "mlp_row_stats", NX_DT_FP32, s->r.partitions, 2, &s->small, err) != 0 ||
         nx_kctx_alloc(k, NX_OPK_SBUF, "mlp_xT", dt, s->P, s->nk * s->Tl, &s->xT[0], err) != 0)
         return -1;
@@ -114,7 +116,7 @@ int mlp_prep_rows(mlp_state *s, uint32_t u, uint64_t r0, uint32_t n, uint64_t sl
     nx_operand xv = nx_rows_view(&s->xr[u], dt, n, 0, H), xs = nx_rows_hbm(dt, s->x, r0, n, H);
     if (nx_rows_store(&s->r, &xv, &xs, err) != 0) return -1;
     if (p->residual) {
-        nx_operand rv = nx_rows_view(&s->wr, dt, n, 0, H), rs = nx_rows_hbm(dt, s->r_hbm, r0, n, H);
+        nx_operand rv = nx_rows_view(&s->wr, p->r_dtype, n, 0, H), rs = nx_rows_hbm(p->r_dtype, s->r_hbm, r0, n, H);
         if (nx_rows_store(&s->r, &rv, &rs, err) != 0 ||
             nx_kctx_tensor_tensor(k, NX_ENG_DVE, NX_ALU_ADD, &xv, &xv, &rv, err) != 0)
             return -1;
@@ -126,9 +128,9 @@ int mlp_prep_rows(mlp_state *s, uint32_t u, uint64_t r0, uint32_t n, uint64_t sl
         }
     }
     if (!p->norm) return 0;
-    nx_operand wv = nx_rows_view(&s->wr, dt, n, 0, H), hv = nx_rows_view(&s->hr[u], dt, n, 0, H);
+    nx_operand wv = nx_rows_view(&s->wr, p->r_dtype, n, 0, H), hv = nx_rows_view(&s->hr[u], dt, n, 0, H);
     nx_operand ss = nx_rows_view(&s->small, NX_DT_FP32, n, 0, 1), rstd = nx_rows_view(&s->small, NX_DT_FP32, n, 1, 1);
-    nx_operand gv = nx_rows_view(&s->gamma, dt, n, 0, H), zero = nx_imm(0.0, NX_DT_FP32);
+    nx_operand gv = nx_rows_view(&s->gamma, p->gamma_dtype, n, 0, H), zero = nx_imm(0.0, NX_DT_FP32);
     if (nx_rows_activation_acc(k, NX_ACT_SQUARE, &wv, &xv, &zero, &ss, NX_ALU_ADD, err) != 0 ||
         nx_kctx_activation(k, NX_ACT_RSQRT, &rstd, &ss, 1.0 / (double)H, p->eps, err) != 0 ||
         nx_kctx_scalar_tensor_tensor(k, NX_ENG_POOL, &hv, &xv, NX_ALU_MULTIPLY, &rstd, NX_ALU_MULTIPLY, &gv, err) != 0)

@@ -45,8 +45,8 @@ int nx_ref_mlp(const nx_mlp_params *p, const void *const *in, void *const *out, 
     const size_t es = nx_dtype_size(dt);
     if (T > INT32_MAX || H > INT32_MAX || I > INT32_MAX) return nx_fail(err, "nx_ref_mlp: dims beyond int32");
     float *h = load_all(dt, in[0], T * H), *wg = load_all(dt, in[1], H * I), *wu = load_all(dt, in[2], H * I);
-    float *wd = load_all(dt, in[3], I * H), *gm = p->norm ? load_all(dt, in[p->gamma_operand], H) : NULL;
-    float *r = p->residual ? load_all(dt, in[p->r_operand], T * H) : NULL;
+    float *wd = load_all(dt, in[3], I * H), *gm = p->norm ? load_all(p->gamma_dtype, in[p->gamma_operand], H) : NULL;
+    float *r = p->residual ? load_all(p->r_dtype, in[p->r_operand], T * H) : NULL;
     float *g = malloc((size_t)(T * I) * sizeof *g), *u = malloc((size_t)(T * I) * sizeof *u);
     float *o = malloc((size_t)(T * H) * sizeof *o);
     int rc = 0;

@@ -18,6 +18,7 @@
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/matmul/matmul.h"
 #include "kernels/mlp/mlp.h"
+#include "kernels/moe/router.h"
 #include "kernels/norms/norms.h"
 #include "kernels/resize/resize_rule.h"
 #include "kernels/scan/scan.h"
@@ -189,6 +190,18 @@ int nx_ref_conv_onnx(const nx_conv_onnx_params *p, const void *x, const void *w,
  * the dtype before P V; refuses lengths with L_b + s beyond S_max and
  * (paged) a used block id outside the cache. */
 int nx_ref_attention_decode(const nx_decode_params *p, const void *const *in, void *const *out, nx_error *err);
+
+/* ---- the MoE family (kernels/moe/) ---- */
+
+/* router_topk (kernels/moe/router.h): x [T, H] and w [H, E] in p->dtype,
+ * bias [E] in p->bias_dtype (when p->bias, else NULL); logits and
+ * affinities [T, E] fp32, indices [T, k] int32 (descending logits, ties to
+ * the lower index; NaN ranks above every number). Logits by cblas_sgemm
+ * plus the bias in fp32, the activation and normalisation in double. */
+int nx_ref_router_topk(const nx_router_params *p, const void *x, const void *w, const void *bias, float *logits,
+                       float *affinities, int32_t *indices, nx_error *err);
+
+/* ---- the dense MLP (kernels/mlp/) ---- */
 
 /* mlp (kernels/mlp/mlp.h): in[] the operands in their order (x, w_gate,
  * w_up, w_down [, gamma] [, r]) with p's shapes and dtype; out[0] the

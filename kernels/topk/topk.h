@@ -51,6 +51,40 @@ int rotational_topk(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err
  * the scanning program. */
 uint32_t nx_topk_folds(int rotational, const nx_geometry *geo, uint64_t rows, uint64_t n, uint64_t k);
 
+/* ---- the scanning selection's pieces (kernels/topk/topk_tile.c) ----
+ * What the leaves' rounds emit, for kernels that select from their own
+ * tiles (the MoE router). Keys are fp32; -inf is the knock-out value. */
+
+/* DVE max8: dst8 (8 fp32 per partition) <- the 8 largest of in, descending. */
+int nx_topk_max8(struct nx_kctx *k, const nx_operand *dst8, const nx_operand *in, nx_error *err);
+/* DVE match_replace8 dst <- in with the elements matching the 8 values at
+ * columns [voff, voff + 8) of vt (descending, as max8 wrote them) replaced
+ * by `replacement`, their positions into columns [ioff, ioff + 8) of it
+ * (int32), partitions [0, P): through reversed views, so equal values take
+ * ascending positions (the lower index first). */
+int nx_topk_knockout(struct nx_kctx *k, const nx_operand *dst, const nx_operand *in, const nx_tile *vt, uint64_t voff,
+                     const nx_tile *it, uint64_t ioff, uint32_t P, double replacement, nx_error *err);
+
+/* One selection of the L best of n keys per partition, L <= 8 x rounds:
+ * round r scans `in` (r = 0; SBUF or PSUM, fp32 [P x max(n, 8)], -inf
+ * padded below 8) or the knocked-out keys (r > 0), max8 into vals, then
+ * match_replace8 knocks the round's values out into `keys` and writes
+ * their positions into idx. The last round's unused value slots are set to
+ * -inf first, so afterwards `keys` holds -inf at exactly the L selected
+ * positions (besides any -inf of the input): a mask of the selection. */
+typedef struct nx_topk_rowsel_args {
+    nx_operand in;        /* the keys, [P x max(n, 8)] fp32 */
+    uint32_t P;
+    uint64_t n, L;        /* n >= L */
+    const nx_tile *keys;  /* SBUF fp32, columns [keys_off, + max(n, 8)): the knocked-out keys */
+    uint64_t keys_off;
+    const nx_tile *vals;  /* fp32, columns [vals_off, + 8 ceil(L/8)): the values, descending */
+    uint64_t vals_off;
+    const nx_tile *idx;   /* int32, columns [idx_off, + 8 ceil(L/8)): their positions */
+    uint64_t idx_off;
+} nx_topk_rowsel_args;
+int nx_topk_rowsel(struct nx_kctx *k, const nx_topk_rowsel_args *a, nx_error *err);
+
 /* ---- the attributes and the problem ---------------------------------------------- */
 
 #define NX_TOPK_METHOD_NAME_MAX 16

@@ -109,7 +109,7 @@ static int emit_keys(tk_sched *s, const tk_job *j, nx_error *err) {
  * match_replace8s), so no instruction waits for the one just before it. */
 static int emit_rounds(tk_sched *s, const tk_job *g, uint32_t n, nx_error *err) {
     tk *t = s->t;
-    int32_t one = 1, back = -1;
+    int32_t one = 1;
     uint32_t eight = 8;
     uint64_t most = 0;
     for (uint32_t i = 0; i < n; i++) most = nx_max_u64(most, nx_cdiv_u64(g[i].L, 8));
@@ -126,18 +126,10 @@ static int emit_rounds(tk_sched *s, const tk_job *g, uint32_t n, nx_error *err) 
                 const nx_tile *vt = t->key_mode ? j->out_x.t : &s->V[j->slot];
                 uint64_t voff = t->key_mode ? j->out_x.off + r * 8 : 0;
                 if (phase == 0) {
-                    nx_insn m = nx_insn_make(NX_OP_MAX8);
-                    m.op[0] = nx_tile_view(vt, NX_DT_FP32, 0, P, voff, 1, &one, &eight);
-                    m.op[1] = kv;
-                    if (nx_kctx_emit(t->k, NX_ENG_DVE, &m, err) != 0) return -1;
-                } else {
-                    nx_insn mr = nx_insn_make(NX_OP_MATCH_REPLACE8);
-                    mr.op[0] = kv;
-                    mr.op[1] = kv;
-                    mr.op[2] = nx_tile_view(vt, NX_DT_FP32, 0, P, voff + 7, 1, &back, &eight);
-                    mr.op[3] = nx_imm(-INFINITY, NX_DT_FP32);
-                    mr.op[4] = nx_tile_view(&s->pos[j->slot], NX_DT_INT32, 0, P, r * 8 + 7, 1, &back, &eight);
-                    if (nx_kctx_emit(t->k, NX_ENG_DVE, &mr, err) != 0) return -1;
+                    nx_operand v8 = nx_tile_view(vt, NX_DT_FP32, 0, P, voff, 1, &one, &eight);
+                    if (nx_topk_max8(t->k, &v8, &kv, err) != 0) return -1;
+                } else if (nx_topk_knockout(t->k, &kv, &kv, vt, voff, &s->pos[j->slot], r * 8, P, -INFINITY, err) != 0) {
+                    return -1;
                 }
             }
         }

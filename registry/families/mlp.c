@@ -78,8 +78,8 @@ static int mlp_explain(const nx_macro_op *op, const nx_geometry *geo, char *buf,
                            "the cores",
                  (unsigned long long)p.T);
     else
-        snprintf(buf, len, "prefill plan: T = %llu tokens in blocks of up to %u, the blocks split across the cores",
-                 (unsigned long long)p.T, geo && geo->pe_cols ? geo->pe_cols : 128);
+        snprintf(buf, len, "prefill plan: T = %llu tokens split across the cores, each core's in blocks of up to %u",
+                 (unsigned long long)p.T, 4 * (geo && geo->pe_cols ? geo->pe_cols : 128));
     return 0;
 }
 
