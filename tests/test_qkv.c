@@ -50,7 +50,8 @@ static void attrs_of(char *buf, size_t len, const qkv_shape *q, int norm, int bi
 }
 
 /* Every combination of norm, bias, rope (none, [S, d/2], [B, S, d/2]) and
- * layout, with the head counts and dtype rotating through the cases. */
+ * layout, each in both plans, with the head counts and dtype rotating
+ * through the cases. */
 static void qkv_options(void **state) {
     (void)state;
     static const qkv_shape shapes[4] = {
@@ -68,8 +69,11 @@ static void qkv_options(void **state) {
                     roster_operand o[6];
                     char at[256];
                     uint32_t n = operands(q, i % 3 ? NX_DT_BF16 : NX_DT_FP32, norm, bias, rope > 0, rope == 2, o);
-                    attrs_of(at, sizeof at, q, norm, bias, rope > 0, heads, NULL);
-                    roster_check("trn2", "qkv", o, n, at);
+                    for (int plan = 0; plan < 2; plan++) {
+                        attrs_of(at, sizeof at, q, norm, bias, rope > 0, heads,
+                                 plan ? "plan=\"prefill\"" : "plan=\"decode\"");
+                        roster_check("trn2", "qkv", o, n, at);
+                    }
                 }
 }
 
@@ -81,19 +85,21 @@ static void qkv_prefill_shapes(void **state) {
     static const struct {
         qkv_shape q;
         nx_dtype dt;
-        int heads;
+        int heads, norm, bias, rope;
         const char *machine;
     } cases[] = {
-        {{2, 333, 260, 4, 1, 64}, NX_DT_BF16, 0, "trn2"},
-        {{1, 1024, 256, 4, 2, 64}, NX_DT_BF16, 1, "trn2"},
-        {{2, 256, 192, 2, 1, 128}, NX_DT_FP32, 1, "trn2"},
-        {{1, 300, 128, 2, 2, 32}, NX_DT_BF16, 1, "trn1"},
+        {{2, 333, 260, 4, 1, 64}, NX_DT_BF16, 0, 1, 1, 1, "trn2"},
+        {{1, 1024, 256, 4, 2, 64}, NX_DT_BF16, 1, 1, 1, 1, "trn2"},
+        {{2, 256, 192, 2, 1, 128}, NX_DT_FP32, 1, 1, 1, 1, "trn2"},
+        {{1, 300, 128, 2, 2, 32}, NX_DT_BF16, 1, 1, 1, 1, "trn1"},
+        {{1, 2200, 136, 4, 1, 32}, NX_DT_BF16, 0, 0, 0, 0, "trn2"}, /* 9 tiles per core: blocks of 8 and 1 */
+        {{2, 512, 96, 2, 2, 64}, NX_DT_BF16, 1, 0, 1, 0, "trn2"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         roster_operand o[6];
         char at[256];
-        uint32_t n = operands(&cases[i].q, cases[i].dt, 1, 1, 1, 0, o);
-        attrs_of(at, sizeof at, &cases[i].q, 1, 1, 1, cases[i].heads, NULL);
+        uint32_t n = operands(&cases[i].q, cases[i].dt, cases[i].norm, cases[i].bias, cases[i].rope, 0, o);
+        attrs_of(at, sizeof at, &cases[i].q, cases[i].norm, cases[i].bias, cases[i].rope, cases[i].heads, NULL);
         roster_check(cases[i].machine, "qkv", o, n, at);
     }
 }

@@ -29,7 +29,10 @@
  *     the cores take disjoint token ranges (measured faster than splitting
  *     heads: docs/parts/qkv.md). The norm and transposes of token tile m + 1
  *     are emitted around the multiplies of tile m in the first panel, so
- *     the PE does not wait for them.
+ *     the PE does not wait for them. A core with one token tile streams as
+ *     decode does. In the heads layout, 4 token tiles interleave
+ *     (qkv_impl.h, qkv_tok0) so each head's store runs 4 d elements per
+ *     partition instead of d (an eighth of the DMA's efficient run in bf16).
  * Where it goes past the public kernels: any H (ragged last chunk), any
  * head_dim up to one PSUM bank, GQA or MHA head counts, both cos/sin
  * shapes, both layouts, fp32 as well as bf16. */
@@ -197,12 +200,20 @@ static int plan(qkv_state *s, nx_error *err) {
      * column tile per panel (SBUF holds two panels) */
     const uint64_t eff = mach->dma_efficient_bytes_per_partition;
     s->ntt = (s->t_hi - s->t_lo + s->P - 1) / s->P;
-    s->G = 1;
-    while ((decode || s->ntt <= 1) && s->G < QKV_ACC_BANKS / 2 && (uint64_t)s->G * s->TN * s->es < eff) s->G++;
+    uint32_t G = 1;
+    while (G < QKV_ACC_BANKS / 2 && (uint64_t)G * s->TN * s->es < eff) G++;
     const uint64_t hh = s->h_hi > s->h_lo ? s->h_hi - s->h_lo : 0;
+    const uint64_t sbuf = geo->sbuf_partition_bytes, fixed = fixed_bytes(s, hh * p->d), slot = slot_bytes(s);
+    /* prefill with few token tiles: the wide pieces too when every tile of
+     * the core and two panels of them fit (the weights then read once, at
+     * the full DMA rate); the interleaved heads stores need G = 1 */
+    const uint64_t wide = nx_rows_tile_bytes((uint64_t)G * s->TN, s->dt);
+    s->G = decode || s->ntt <= 1 ||
+                   (s->KI == 1 && s->ntt <= QKV_MB_MAX && fixed + s->ntt * slot + 2 * s->nk * wide <= sbuf)
+               ? G
+               : 1;
     s->ntiles = (hh + s->hpt - 1) / s->hpt;
     s->ngroups = (s->ntiles + s->G - 1) / s->G;
-    const uint64_t sbuf = geo->sbuf_partition_bytes, fixed = fixed_bytes(s, hh * p->d), slot = slot_bytes(s);
     const uint64_t piece = nx_rows_tile_bytes((uint64_t)s->G * s->TN, s->dt);
     if (fixed + slot + 2 * piece > sbuf)
         return nx_fail(err,

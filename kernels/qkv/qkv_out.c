@@ -4,8 +4,9 @@
  * heads of a token share its cos/sin row through stride-0 views) before
  * they leave SBUF, one rounding to the dtype, and the stores, whose HBM
  * access patterns write either layout directly: `bsd` rows of the tile's
- * columns; `heads` one transfer per (batch, output) span with partitions =
- * positions (pitch d) and the heads S d apart. */
+ * columns; `heads` one transfer per head (and batch span) with partitions =
+ * positions d apart, or, with KI token tiles interleaved, KI positions per
+ * partition in one run. */
 #include "qkv_impl.h"
 
 #include "kernels/elementwise/elementwise.h"
