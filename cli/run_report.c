@@ -160,6 +160,11 @@ int cli_run_print_json(const run_args *a, const run_op *r, const nx_machine *m, 
         if (rows) nx_sb_puts(&b, rows);
         else rc = -1;
         free(rows);
+        char *regions = nx_profile_by_region_json(res->prog, &res->trace.sim, &err);
+        nx_sb_puts(&b, ",\n\"by_region\": ");
+        if (regions) nx_sb_puts(&b, regions);
+        else rc = -1;
+        free(regions);
     }
     nx_sb_puts(&b, ",\n\"results\": [");
     for (uint32_t j = 0; j < op->n_results; j++) {

@@ -133,6 +133,9 @@ char *nx_profile_by_source_json(const nx_program *prog, const nx_sim_result *r, 
  * (their overlap). Prints nothing when no instruction has a region. 0, or
  * -1 (write error). */
 int nx_profile_by_region(FILE *out, const nx_program *prog, const nx_sim_result *r, nx_error *err);
+/* The same as a JSON array (region, instructions, start_ns, span_ns, share,
+ * busy_ns; [] without regions), malloc'd; NULL with a message. */
+char *nx_profile_by_region_json(const nx_program *prog, const nx_sim_result *r, nx_error *err);
 
 #ifdef __cplusplus
 }

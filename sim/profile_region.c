@@ -4,9 +4,12 @@
  * its [start, end) go to its region; then each region's span (its first
  * start to its last end) beside the run's, and the overlap of the spans. */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../isa/json_write.h"
+#include "../isa/strbuf.h"
 #include "log.h"
 #include "profile.h"
 
@@ -28,8 +31,14 @@ static int region_of(const nx_src_loc *s, size_t *len) {
     return 1;
 }
 
-int nx_profile_by_region(FILE *out, const nx_program *prog, const nx_sim_result *r, nx_error *err) {
-    region_row rows[REGIONS_MAX];
+static int by_start(const void *pa, const void *pb) {
+    const region_row *a = pa, *b = pb;
+    return (a->first > b->first) - (a->first < b->first);
+}
+
+/* The regions of run r into rows[0 .. *n), in the order they first ran;
+ * *t_end the run's last end. */
+static void collect(const nx_program *prog, const nx_sim_result *r, region_row *rows, size_t *np, double *t_end_out) {
     size_t n = 0;
     double t_end = 0;
     for (size_t i = 0; i < r->log_count; i++) {
@@ -56,6 +65,16 @@ int nx_profile_by_region(FILE *out, const nx_program *prog, const nx_sim_result 
         if (rec->t_start_ns < w->first) w->first = rec->t_start_ns;
         if (rec->t_end_ns > w->last) w->last = rec->t_end_ns;
     }
+    qsort(rows, n, sizeof *rows, by_start);
+    *np = n;
+    *t_end_out = t_end;
+}
+
+int nx_profile_by_region(FILE *out, const nx_program *prog, const nx_sim_result *r, nx_error *err) {
+    region_row rows[REGIONS_MAX];
+    size_t n;
+    double t_end;
+    collect(prog, r, rows, &n, &t_end);
     if (n == 0) return 0;
     double spans = 0;
     fprintf(out, "\ntime by region (the composite's parts, in the order they first ran; span = first start to last "
@@ -75,4 +94,33 @@ int nx_profile_by_region(FILE *out, const nx_program *prog, const nx_sim_result 
             spans > t_end ? "of overlap between regions" : "outside every region or between them");
     if (ferror(out)) return nx_fail(err, "time by region: write error");
     return 0;
+}
+
+char *nx_profile_by_region_json(const nx_program *prog, const nx_sim_result *r, nx_error *err) {
+    region_row rows[REGIONS_MAX];
+    size_t n;
+    double t_end;
+    collect(prog, r, rows, &n, &t_end);
+    nx_strbuf b = NX_STRBUF_INIT;
+    nx_sb_putc(&b, '[');
+    for (size_t j = 0; j < n; j++) {
+        const region_row *w = &rows[j];
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)(w->len < 63 ? w->len : 63), w->name);
+        nx_sb_puts(&b, j ? ",\n {\"region\": " : "{\"region\": ");
+        nx_json_string(&b, name);
+        nx_sb_printf(&b, ", \"instructions\": %" PRIu64 ", \"start_ns\": ", w->instructions);
+        nx_json_double(&b, w->first);
+        nx_sb_puts(&b, ", \"span_ns\": ");
+        nx_json_double(&b, w->last - w->first);
+        nx_sb_puts(&b, ", \"share\": ");
+        nx_json_double(&b, t_end > 0 ? (w->last - w->first) / t_end : 0.0);
+        nx_sb_puts(&b, ", \"busy_ns\": ");
+        nx_json_double(&b, w->busy);
+        nx_sb_putc(&b, '}');
+    }
+    nx_sb_putc(&b, ']');
+    char *text = nx_sb_take(&b);
+    if (!text) nx_fail(err, "time by region: out of memory");
+    return text;
 }

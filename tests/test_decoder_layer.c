@@ -18,7 +18,13 @@
 
 #include "isa/dtype.h"
 #include "isa/rng.h"
+#include "registry/lower.h"
+#include "registry/macro_op.h"
+#include "registry/prepare.h"
 #include "registry/rules.h"
+#include "registry/run/run.h"
+#include "sim/profile.h"
+#include "support.h"
 #include "roster_case.h"
 
 typedef struct layer_case {
@@ -197,12 +203,49 @@ static void refusals(void **state) {
     release(&o);
 }
 
+/* The profile's time by region: the default op on the model names each
+ * part of the layer (tp 2: the all-reduce and the weight shards too), every
+ * span inside the run. */
+static void regions(void **state) {
+    (void)state;
+    for (int tp = 1; tp <= 2; tp++) {
+        nx_machine m = test_machine("trn2");
+        nx_error err;
+        nx_macro_op given;
+        nx_macro_op_init(&given);
+        assert_int_equal(nx_macro_op_set_func_name(&given, "decoder_layer", &err), 0);
+        nx_value t = nx_value_int(tp);
+        assert_int_equal(nx_attrs_set(&given.attrs, "tp", &t, &err), 0);
+        nx_lowerer *L = nx_lowerer_new(&m.geo, NULL);
+        nx_prepared op;
+        if (nx_op_prepare(L, &given, NULL, &op, &err) != 0) fail_msg("%s", err.msg);
+        nx_macro_op_free(&given);
+        nx_run_options opt = {.backend = NX_RUN_MODEL, .keep_log = 1, .seed = 1};
+        nx_run_result res;
+        if (nx_run_op(L, &m, &op, NULL, &opt, &res, &err) != 0) fail_msg("%s", err.msg);
+        char *json = nx_profile_by_region_json(res.prog, &res.trace.sim, &err);
+        assert_non_null(json);
+        static const char *const parts[] = {"qkv+norm+rope", "attention_decode", "o-proj", "mlp+norm+residual",
+                                            "residual", "moves"};
+        for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+            if (!strstr(json, parts[i])) fail_msg("tp %d: no region %s in %s", tp, parts[i], json);
+        if (tp == 2 && (!strstr(json, "\"all-reduce\"") || !strstr(json, "\"tp shards\"")))
+            fail_msg("tp 2: no all-reduce or tp shards region in %s", json);
+        if (tp == 1 && strstr(json, "all-reduce")) fail_msg("tp 1 has an all-reduce: %s", json);
+        free(json);
+        nx_run_result_free(&res);
+        nx_lowerer_free(L);
+        nx_prepared_free(&op);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(decode_s1),
         cmocka_unit_test(decode_s4_ragged),
         cmocka_unit_test(prefill),
         cmocka_unit_test(refusals),
+        cmocka_unit_test(regions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
