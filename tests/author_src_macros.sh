@@ -6,7 +6,7 @@
 # Functions that emit nothing are listed in `quiet`.
 set -euo pipefail
 header=${1:?usage: author_src_macros.sh kernels/author/author.h}
-quiet=" nx_kctx_alloc nx_kctx_release nx_kctx_scratch nx_kctx_src_end_ "
+quiet=" nx_kctx_alloc nx_kctx_release nx_kctx_scratch nx_kctx_src_end_ nx_kctx_set_lanes "
 fail=0
 n=0
 while read -r name; do

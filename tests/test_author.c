@@ -762,6 +762,23 @@ static void test_lanes(void **state) {
     assert_int_equal(nx_kctx_lane_queue(k, 15), 240);
     assert_int_equal(nx_kctx_lane_queue(k, 16), 1);
     assert_int_equal(nx_kctx_lane_queue(k, 31), 241);
+    /* 64 lanes: queues 2 and 3 of every engine */
+    nx_error err;
+    assert_int_equal(nx_kctx_set_lanes(k, 64, &err), 0);
+    assert_int_equal(nx_kctx_lanes(k), 64);
+    assert_int_equal(nx_kctx_lane_queue(k, 32), 2);
+    assert_int_equal(nx_kctx_lane_queue(k, 63), 243);
+    /* clipped to the most the context tracks */
+    assert_int_equal(nx_kctx_set_lanes(k, 1000, &err), 0);
+    assert_int_equal(nx_kctx_lanes(k), 64);
+    /* not once the trace holds an instruction */
+    nx_tile t;
+    assert_int_equal(nx_kctx_alloc(k, NX_OPK_SBUF, "t", NX_DT_FP32, 4, 4, &t, &err), 0);
+    nx_operand a = nx_tile_ap(&t);
+    assert_int_equal(nx_kctx_memset(k, NX_ENG_DVE, &a, 0.0, &err), 0);
+    assert_int_equal(nx_kctx_set_lanes(k, 32, &err), -1);
+    assert_string_equal(err.msg, "nx_kctx_set_lanes: the trace already holds instructions");
+    assert_int_equal(nx_kctx_lanes(k), 64);
     nx_kctx_free(k);
     nx_builder_free(b);
 }

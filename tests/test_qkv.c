@@ -191,6 +191,11 @@ static void qkv_by_hand(void **state) {
     for (uint64_t e = 0; e < B * S * N; e++) assert_true(roster_value_at(&y, 0, e) == x[e]);
     roster_outcome_free(&y);
     roster_run("trn2", "qkv", o, 5, "n_q_heads=2;n_kv_heads=1;norm=\"none\";bias=true;rope=true", &r);
+    /* bias and rope not given: the five operands say both */
+    roster_outcome r2;
+    roster_run("trn2", "qkv", o, 5, "n_q_heads=2;n_kv_heads=1;norm=\"none\"", &r2);
+    assert_same(&r, &r2);
+    roster_outcome_free(&r2);
     for (uint64_t t = 0; t < B * S; t++)
         for (uint64_t c = 0; c < N; c++) {
             const uint64_t j = c % D, hd = c / D;
@@ -234,8 +239,10 @@ static void qkv_refusals(void **state) {
         /* a missing optional operand its attribute asks for, an extra one */
         {"n_q_heads=4;n_kv_heads=2;rope=true;bias=true",
          "qkv with norm=rms bias=true rope=true takes 6 operands (x, w, gamma, bias, cos, sin), the op has 5"},
-        {"n_q_heads=4;n_kv_heads=2",
+        {"n_q_heads=4;n_kv_heads=2;rope=false",
          "qkv with norm=rms bias=false rope=false takes 3 operands (x, w, gamma), the op has 5"},
+        /* bias and rope not given follow the count: gamma is then read as the bias */
+        {"n_q_heads=4;n_kv_heads=2;norm=\"none\"", "operand 2 (gamma): bias must be [256]"},
     };
     for (size_t i = 0; i < sizeof by_attrs / sizeof *by_attrs; i++)
         roster_refused("trn2", "qkv", o, n, by_attrs[i].attrs, by_attrs[i].msg);

@@ -19,6 +19,7 @@
 
 #include "isa/builder.h"
 #include "isa/exec.h"
+#include "isa/opcodes.h"
 #include "kernels/author/author.h"
 #include "kernels/ref/ref.h"
 #include "kernels/transpose/transpose.h"
@@ -131,6 +132,9 @@ static void compare_bytes(const uint8_t *got, const uint8_t *want, uint64_t n, s
 
 /* Full check of one case: trace, order-check, execute, compare (and the
  * model + race detector when linked). */
+/* POOL gathers in the last program check_leaf traced (the block route). */
+static uint32_t g_gathers;
+
 static void check_leaf(leaf_fn leaf, const char *leaf_name, nx_dtype dt, uint32_t ndims,
                        const uint64_t *shape, const int64_t *perm, uint32_t cores, uint64_t seed) {
     char what[512], stxt[128], ptxt[128];
@@ -153,6 +157,10 @@ static void check_leaf(leaf_fn leaf, const char *leaf_name, nx_dtype dt, uint32_
     nx_builder_free(b);
     int oc = test_kcheck_program(&prog, &err);
     if (oc != 0) fail_msg("%s: order check: %s", what, err.msg);
+    g_gathers = 0;
+    for (uint32_t core = 0; core < prog.cores; core++)
+        for (uint32_t i = 0; i < prog.stream[core][NX_ENG_POOL].count; i++)
+            g_gathers += prog.stream[core][NX_ENG_POOL].recs[i].opcode == NX_OP_LOCAL_GATHER;
 
     size_t size = nx_dtype_size(dt);
     uint64_t n = elems_of(ndims, shape), bytes = n * size;
@@ -452,6 +460,30 @@ static void test_tall_wide(void **state) {
     }
 }
 
+/* The DVE leaf's block route (kernels/transpose/dve_blocks.c): R, C and
+ * each program's output rows in whole 16-blocks (the GpSimd cores' partition
+ * groups); a program's rows across two matrices (a short column tile in the
+ * second); fewer input-row blocks than row groups (64 x 2048: empty
+ * groups); 1-byte elements; tails of both rows and columns (1040 x 1568);
+ * each takes the route (it emits one gather per tile), and a ragged shape
+ * keeps the free-dim route. */
+static void test_dve_blocks(void **state) {
+    (void)state;
+    const uint64_t s3[3] = {3, 512, 320}, s2[2] = {64, 2048}, s2b[2] = {96, 4096}, s2c[2] = {96, 330};
+    const uint64_t s2d[2] = {1040, 1568};
+    const int64_t p3[3] = {0, 2, 1};
+    check_leaf(tiled_dve_transpose_10, "tiled_dve_transpose_10", NX_DT_FP32, 3, s3, p3, 2, 31);
+    assert_true(g_gathers > 0);
+    check_leaf(tiled_dve_transpose_10, "tiled_dve_transpose_10", NX_DT_BF16, 2, s2, NULL, 1, 32);
+    assert_true(g_gathers > 0);
+    check_leaf(tiled_dve_transpose_10, "tiled_dve_transpose_10", NX_DT_INT8, 2, s2b, NULL, 2, 33);
+    assert_true(g_gathers > 0);
+    check_leaf(tiled_dve_transpose_10, "tiled_dve_transpose_10", NX_DT_FP32, 2, s2d, NULL, 2, 35);
+    assert_true(g_gathers > 0);
+    check_leaf(tiled_dve_transpose_10, "tiled_dve_transpose_10", NX_DT_FP32, 2, s2c, NULL, 2, 34);
+    assert_true(g_gathers == 0);
+}
+
 static void test_4096(void **state) {
     (void)state;
     const uint64_t shape[2] = {4096, 4096};
@@ -524,6 +556,7 @@ int main(void) {
         cmocka_unit_test(test_many_small),
         cmocka_unit_test(test_tall_wide),
         cmocka_unit_test(test_split_share),
+        cmocka_unit_test(test_dve_blocks),
         cmocka_unit_test(test_4096),
     };
     /* NX_TEST_FILTER=pattern runs a subset (development aid) */

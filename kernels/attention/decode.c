@@ -13,13 +13,16 @@
  * jh s + t). Per item: Q^T and K_new^T by PE transposes, the new block's
  * scores first, then per cache tile of Pt partitions x c positions (one DMA
  * run of c D elements per partition):
- *   PE   K^T pieces by transposes into PSUM; DVE copies them out;
- *   PE   S = Q K^T [R, Ft] (stationary Q^T, moving K^T 512 columns);
+ *   PE   K^T pieces by transposes into PSUM; ACT copies them out;
+ *   PE   S = Q K^T [R, F] (stationary Q^T, moving K^T 512 columns);
  *   DVE  running max; ACT P = exp(scale S - m) rounded to the dtype;
- *   PE   P^T per sub-block; ACT/DVE copy it out times the 0/1 mask
- *        (position < L_b, window);
+ *   PE   P^T per sub-block; DVE copies it out times the 0/1 mask
+ *        (position < L_b, window), one instruction a tile;
  *   PE   O += P^T' V, l += P^T' 1 (PSUM); DVE O_acc = O_acc a + O, l = l a + l'.
- * Items split over the grid's cores; tiles load DEC_BUFS - 1 steps ahead. */
+ * The last tile of a row covers only the partitions below S_max. Emission
+ * order A(q + 2), B1(q + 1), B2(q) (stage_a, stage_b1, stage_b2), items
+ * split over the grid's cores, tiles loaded DEC_BUFS - 1 steps ahead on
+ * DMA queues apart from the cache copy's (decode_impl.h, DEC_LANES). */
 #include <math.h>
 #include <string.h>
 
@@ -121,11 +124,15 @@ static int alloc_all(dec_core *c, nx_error *err) {
         ALLOC(&c->vt[i], NX_OPK_SBUF, "v_tile", dt, Pt, (uint64_t)c_ * p->D);
         if (p->paged) {
             ALLOC(&c->idx[i], NX_OPK_SBUF, "rows", NX_DT_INT32, Pt, 1);
-            ALLOC(&c->vidx[i], NX_OPK_SBUF, "block_ids", NX_DT_INT32, Pt, 1);
             ALLOC(&c->vtmp[i], NX_OPK_SBUF, "row_math", NX_DT_FP32, Pt, 4);
-            ALLOC(&c->vsink[i], NX_OPK_SBUF, "block_probe", dt, Pt, 1);
         }
     }
+    if (p->paged)
+        for (uint32_t i = 0; i < DEC_PROBES; i++) {
+            ALLOC(&c->prb_id[i], NX_OPK_SBUF, "probe_ids", NX_DT_INT32, Pt, 1);
+            ALLOC(&c->prb_f[i], NX_OPK_SBUF, "probe_math", NX_DT_FP32, Pt, 2);
+            ALLOC(&c->prb_sink[i], NX_OPK_SBUF, "block_probe", dt, Pt, 1);
+        }
     for (uint32_t i = 0; i < DEC_ISETS; i++) {
         ALLOC(&c->qt[i], NX_OPK_SBUF, "q_rows", dt, R, p->D);
         ALLOC(&c->kn[i], NX_OPK_SBUF, "k_new", dt, s, p->D);
@@ -145,13 +152,15 @@ static int alloc_all(dec_core *c, nx_error *err) {
         ALLOC(&c->qT[i], NX_OPK_SBUF, "q_t", dt, pl->Dp, (uint64_t)pl->nd * R);
         ALLOC(&c->knT[i], NX_OPK_SBUF, "k_new_t", dt, pl->Dp, (uint64_t)pl->nd * s);
     }
-    ALLOC(&c->ktT, NX_OPK_SBUF, "k_t", dt, pl->Dp, pl->nd * pl->Ft);
+    for (uint32_t i = 0; i < 2; i++) {
+        ALLOC(&c->ktT_s[i], NX_OPK_SBUF, "k_t", dt, pl->Dp, pl->nd * pl->Ft);
+        ALLOC(&c->ptb_s[i], NX_OPK_SBUF, "p_t", dt, Pt, (uint64_t)c_ * R);
+        ALLOC(&c->stat_s[i], NX_OPK_SBUF, "stats", NX_DT_FP32, R, 8);
+        ALLOC(&c->oacc_s[i], NX_OPK_SBUF, "o_acc", NX_DT_FP32, R, p->D);
+    }
     ALLOC(&c->pb[0], NX_OPK_SBUF, "p", dt, R, pl->Ft);
     ALLOC(&c->pb[1], NX_OPK_SBUF, "p", dt, R, pl->Ft);
-    ALLOC(&c->ptb, NX_OPK_SBUF, "p_t", dt, Pt, (uint64_t)c_ * R);
-    ALLOC(&c->stat, NX_OPK_SBUF, "stats", NX_DT_FP32, R, 8);
-    ALLOC(&c->oacc, NX_OPK_SBUF, "o_acc", NX_DT_FP32, R, p->D);
-    ALLOC(&c->osb, NX_OPK_SBUF, "o_out", dt, R, p->D);
+    for (uint32_t i = 0; i < DEC_OUTS; i++) ALLOC(&c->osb[i], NX_OPK_SBUF, "o_out", dt, R, p->D);
     ALLOC(&c->thr, NX_OPK_SBUF, "window_lo", NX_DT_FP32, Pt, R);
     ALLOC(&c->posabs, NX_OPK_SBUF, "positions", NX_DT_FP32, Pt, c_);
     ALLOC(&c->m01, NX_OPK_SBUF, "valid", NX_DT_FP32, Pt, c_);
@@ -193,9 +202,9 @@ static int constants(dec_core *c, nx_error *err) {
         if (nx_kctx_multiply_moving(k, &ps, &mv, 0, err) != 0 || nx_kctx_tensor_copy(k, NX_ENG_DVE, &dst, &ps, err) != 0)
             return -1;
     }
-    if (p->paged) { /* sel[k][u nb + j] = (k == j) */
-        const int32_t st[2] = {0, 1};
-        const uint32_t cn[2] = {pl->cpb, pl->nb};
+    if (p->paged) { /* sel[k][j cpb + u] = (k == j) */
+        const int32_t st[2] = {1, 0};
+        const uint32_t cn[2] = {pl->nb, pl->cpb};
         nx_operand sl = nx_tile_ap(&c->sel), z0 = nx_imm(0.0, NX_DT_FP32);
         if (iota(k, &sl, 0, -1, 2, st, cn, err) != 0 ||
             nx_kctx_tensor_scalar(k, NX_ENG_POOL, &sl, &sl, NX_ALU_IS_EQUAL, &z0, NX_ALU_BYPASS, NULL, err) != 0)
@@ -205,20 +214,22 @@ static int constants(dec_core *c, nx_error *err) {
     const int32_t st2[2] = {0, 1};
     const uint32_t cn2[2] = {pl->gh, s}, cc = pl->c, c1 = 1;
     nx_operand pm = nx_tile_ap(&c->posmap);
-    if (!p->paged) {
-        if (iota(k, &pm, 0, (int32_t)pl->c, 1, &one, &cc, err) != 0) return -1;
-    } else {
+    if (iota(k, &pm, 0, (int32_t)pl->c, 1, &one, &cc, err) != 0) return -1;
+    if (p->paged) {
+        /* block-major tiles: partition p = j cpb + u holds chunk u of the
+         * tile's block j, so its positions start at j N + u c = p c (as
+         * for a contiguous tile) and a tile of fewer blocks is a prefix of
+         * partitions; u = p - cpb floor(p / cpb) (the rounding of
+         * (p - (cpb - 1) / 2) / cpb to an integer is the floor) */
         nx_operand pcol = nx_tile_ap(&c->pchunk), uc = nx_tile_ap(&c->ucol);
-        nx_operand ui = dec_view(&c->mw, NX_DT_INT32, 0, Pt, 0, 1), pn = dec_view(&c->mw, NX_DT_FP32, 0, Pt, 1, 1);
+        nx_operand ui = dec_view(&c->mw, NX_DT_INT32, 0, Pt, 0, 1), qf = dec_view(&c->mw, NX_DT_FP32, 0, Pt, 1, 1);
         nx_operand pp = dec_view(&c->mw, NX_DT_FP32, 0, Pt, 2, 1);
-        nx_operand half = nx_imm((pl->nb - 1) / 2.0, NX_DT_FP32), nbv = nx_imm((double)pl->nb, NX_DT_FP32);
-        nx_operand step = nx_imm(-((double)pl->nb * (double)p->N - pl->c), NX_DT_FP32);
-        if (iota(k, &pp, 0, 1, 1, &zero, &c1, err) != 0 || iota(k, &pn, 0, (int32_t)p->N, 1, &zero, &c1, err) != 0 ||
-            nx_kctx_tensor_scalar(k, NX_ENG_POOL, &ui, &pp, NX_ALU_SUBTRACT, &half, NX_ALU_DIVIDE, &nbv, err) != 0 ||
-            nx_kctx_tensor_copy(k, NX_ENG_POOL, &uc, &ui, err) != 0 ||
-            nx_kctx_scalar_tensor_tensor(k, NX_ENG_POOL, &pcol, &uc, NX_ALU_MULTIPLY, &step, NX_ALU_ADD, &pn, err) != 0 ||
-            iota(k, &pm, 0, 0, 1, &one, &cc, err) != 0 ||
-            nx_kctx_tensor_scalar(k, NX_ENG_POOL, &pm, &pm, NX_ALU_ADD, &pcol, NX_ALU_BYPASS, NULL, err) != 0)
+        nx_operand half = nx_imm((pl->cpb - 1) / 2.0, NX_DT_FP32), cpv = nx_imm((double)pl->cpb, NX_DT_FP32);
+        nx_operand mcp = nx_imm(-(double)pl->cpb, NX_DT_FP32);
+        if (iota(k, &pp, 0, 1, 1, &zero, &c1, err) != 0 || iota(k, &pcol, 0, (int32_t)pl->c, 1, &zero, &c1, err) != 0 ||
+            nx_kctx_tensor_scalar(k, NX_ENG_POOL, &ui, &pp, NX_ALU_SUBTRACT, &half, NX_ALU_DIVIDE, &cpv, err) != 0 ||
+            nx_kctx_tensor_copy(k, NX_ENG_POOL, &qf, &ui, err) != 0 ||
+            nx_kctx_scalar_tensor_tensor(k, NX_ENG_POOL, &uc, &qf, NX_ALU_MULTIPLY, &mcp, NX_ALU_ADD, &pp, err) != 0)
             return -1;
     }
     nx_operand tp = nx_tile_ap(&c->tpat), nm = nx_tile_ap(&c->newmask);
@@ -268,7 +279,12 @@ static int load_item(dec_core *c, const dec_item *it, uint32_t set, nx_error *er
             if (nx_kctx_dma_on(k, NX_ROWS_LOAD_LANE + 9 + jh % 4, &d, &sr, err) != 0) return -1;
         }
     }
-    return p->paged ? dec_load_blocks(c, it, set, err) : 0;
+    if (!p->paged) return 0;
+    /* the table row's probe with the row's first item on this core (items
+     * run b-major) */
+    if (it->b != c->probed && dec_probe_blocks(c, it->b, err) != 0) return -1;
+    c->probed = it->b;
+    return dec_load_blocks(c, it, set, err);
 }
 
 enum { MASK_NEW, MASK_CACHE };
@@ -321,22 +337,22 @@ static int block2(dec_core *c, uint32_t ne, uint32_t w, const nx_tile *V, int ma
         nx_operand dst = dec_psum(c, dt, pl->ps_pt + (uint64_t)e * R * es, w, R);
         if (nx_kctx_transpose(k, NX_ENG_PE, &dst, &src, err) != 0) return -1;
     }
-    for (uint32_t e = 0; e < ne; e++) {
-        nx_operand pt = dec_psum(c, dt, pl->ps_pt + (uint64_t)e * R * es, w, R);
-        nx_operand pd = dec_view(&c->ptb, dt, 0, w, (uint64_t)e * R, R);
-        int rc;
-        if (mask == MASK_NEW) {
-            nx_operand nm = nx_tile_ap(&c->newmask);
-            rc = nx_kctx_tensor_tensor(k, NX_ENG_DVE, NX_ALU_MULTIPLY, &pd, &pt, &nm, err);
-        } else if (p->window) {
-            nx_operand mw = dec_view(&c->mw, NX_DT_FP32, 0, w, (uint64_t)e * R, R);
-            rc = nx_kctx_tensor_tensor(k, NX_ENG_DVE, NX_ALU_MULTIPLY, &pd, &pt, &mw, err);
-        } else {
-            nx_operand m = dec_view(&c->m01, NX_DT_FP32, 0, w, e, 1), z = nx_imm(0.0, NX_DT_FP32);
-            rc = (e % 2) ? nx_kctx_tensor_scalar(k, NX_ENG_DVE, &pd, &pt, NX_ALU_MULTIPLY, &m, NX_ALU_BYPASS, NULL, err)
-                         : act(k, NX_ACT_IDENTITY, &pd, &pt, &m, &z, err);
-        }
-        if (rc != 0) return -1;
+    /* P^T' = P^T x the 0/1 mask, one DVE instruction for the ne sub-blocks
+     * (ACT has the K^T copies and the exponentials): [w, ne x R] with the
+     * per-position mask m01 [w, ne] repeated over the R rows */
+    {
+        const int32_t rs[2] = {(int32_t)R, 1}, bs[2] = {1, 0};
+        const uint32_t cn[2] = {ne, R};
+        nx_operand pt = nx_tile_view(&c->psum, dt, 0, w, pl->ps_pt / es, 2, rs, cn);
+        nx_operand pd = nx_tile_view(&c->ptb, dt, 0, w, 0, 2, rs, cn);
+        nx_operand m;
+        if (mask == MASK_NEW)
+            m = nx_tile_view(&c->newmask, NX_DT_FP32, 0, w, 0, 2, rs, cn);
+        else if (p->window)
+            m = nx_tile_view(&c->mw, NX_DT_FP32, 0, w, 0, 2, rs, cn);
+        else
+            m = nx_tile_view(&c->m01, NX_DT_FP32, 0, w, 0, 2, bs, cn);
+        if (nx_kctx_tensor_tensor(k, NX_ENG_DVE, NX_ALU_MULTIPLY, &pd, &pt, &m, err) != 0) return -1;
     }
     nx_operand O = dec_psum(c, NX_DT_FP32, pl->ps_o, R, D), Ls = dec_psum(c, NX_DT_FP32, pl->ps_l, R, 1);
     nx_operand on = dec_view(&c->ones, dt, 0, w, 0, 1);
@@ -359,8 +375,21 @@ static int block2(dec_core *c, uint32_t ne, uint32_t w, const nx_tile *V, int ma
 typedef struct dec_step {
     dec_item it;
     uint32_t set, ip, buf, ps;
+    uint32_t np; /* cache tile: its partitions (the last tile of a row may hold fewer) */
     uint64_t j, soff;
 } dec_step;
+
+/* Partitions of cache tile tau that hold positions below S_max (paged: of
+ * blocks below max_blocks): the last tile's compute covers only those. */
+static uint32_t tile_rows(const dec_plan *pl, uint64_t tau) {
+    const nx_decode_params *p = &pl->p;
+    if (p->paged) {
+        uint64_t blocks = p->max_blocks - tau * pl->nb;
+        return blocks < pl->nb ? (uint32_t)blocks * pl->cpb : pl->Pt;
+    }
+    uint64_t rem = p->S_max - tau * pl->Ft;
+    return rem < pl->Ft ? (uint32_t)((rem + pl->c - 1) / pl->c) : pl->Pt;
+}
 
 static dec_step step_of(const dec_core *c, uint64_t q) {
     const uint64_t per = c->pl.T + 1, i = q / per;
@@ -371,27 +400,58 @@ static dec_step step_of(const dec_core *c, uint64_t q) {
     s.buf = s.j ? (uint32_t)((i * c->pl.T + s.j - 1) % DEC_BUFS) : 0;
     s.soff = c->pl.ps_s + (q % c->pl.s_bufs) * c->pl.ps_s_step;
     s.ps = (uint32_t)(q % 2);
+    s.np = s.j ? tile_rows(&c->pl, s.j - 1) : 0;
     return s;
 }
 
-static int item_end(dec_core *c, const dec_item *it, nx_error *err) {
+/* The buffer sets a step's stages use: K^T and P^T by step parity (so the
+ * PE fills the next tile's while DVE / ACT read this one's), the running
+ * statistics and O_acc by item parity (so consecutive items overlap). */
+static void dec_use(dec_core *c, const dec_step *st) {
+    c->ktT = c->ktT_s[st->ps], c->ptb = c->ptb_s[st->ps];
+    c->stat = c->stat_s[st->ip], c->oacc = c->oacc_s[st->ip];
+}
+
+/* An item's end: O / l into the next output buffer on DVE; its store is
+ * issued DEC_STORE_LAG steps later (store_due), after those steps' loads,
+ * so the SP's in-order stream never holds a tile load behind a store that
+ * waits for this division. */
+static int store_due(dec_core *c, uint64_t q, int all, nx_error *err);
+
+static int item_end(dec_core *c, const dec_item *it, uint64_t q, nx_error *err) {
     nx_kctx *k = c->k;
+    const dec_plan *pl = &c->pl;
+    if (c->nends - c->nstores == DEC_OUTS && store_due(c, 0, 1, err) != 0) return -1;
+    nx_operand l = dec_view(&c->stat, NX_DT_FP32, 0, pl->R, 5, 1), oa = nx_tile_ap(&c->oacc);
+    nx_operand os = nx_tile_ap(&c->osb[c->nends % DEC_OUTS]);
+    if (nx_kctx_tensor_scalar(k, NX_ENG_DVE, &os, &oa, NX_ALU_DIVIDE, &l, NX_ALU_BYPASS, NULL, err) != 0) return -1;
+    c->due[c->nends % DEC_OUTS] = *it;
+    c->due_q[c->nends++ % DEC_OUTS] = q;
+    return 0;
+}
+
+/* The pending stores of items that ended DEC_STORE_LAG steps before q
+ * (all: every pending one). */
+static int store_due(dec_core *c, uint64_t q, int all, nx_error *err) {
     const dec_plan *pl = &c->pl;
     const nx_decode_params *p = &pl->p;
     const uint64_t es = pl->es, D = p->D;
-    nx_operand l = dec_view(&c->stat, NX_DT_FP32, 0, pl->R, 5, 1), oa = nx_tile_ap(&c->oacc), os = nx_tile_ap(&c->osb);
     const nx_tensor_ref *out = &c->call->args[p->n_operands];
-    nx_operand od = nx_ap_hbm_rows(p->dtype, out->hbm_offset + (it->b * p->Hq + it->h0) * p->s * D * es, pl->R,
-                                   (int32_t)D, (uint32_t)D);
-    if (nx_kctx_tensor_scalar(k, NX_ENG_DVE, &os, &oa, NX_ALU_DIVIDE, &l, NX_ALU_BYPASS, NULL, err) != 0) return -1;
-    return nx_kctx_dma_split(k, c->r.store_lane + 4, pl->R < 4 ? pl->R : 4, &od, &os, err);
+    while (c->nstores < c->nends && (all || c->due_q[c->nstores % DEC_OUTS] + DEC_STORE_LAG <= q)) {
+        const dec_item *it = &c->due[c->nstores % DEC_OUTS];
+        nx_operand os = nx_tile_ap(&c->osb[c->nstores++ % DEC_OUTS]);
+        nx_operand od = nx_ap_hbm_rows(p->dtype, out->hbm_offset + (it->b * p->Hq + it->h0) * p->s * D * es, pl->R,
+                                       (int32_t)D, (uint32_t)D);
+        if (nx_kctx_dma_split(c->k, c->r.store_lane + 4, pl->R < 4 ? pl->R : 4, &od, &os, err) != 0) return -1;
+    }
+    return 0;
 }
 
 /* Stage A of a step: what fills the step's scores S (PSUM buffer sb): the
  * new block (Q^T and K_new^T by transposes, S_new = Q K_new^T) or a cache
  * tile (K^T by transposes, copied out by ACT, S = Q K^T). Emitted one step
- * ahead of stage B, so the PE streams the next tile's work while DVE and
- * ACT run this one's softmax. */
+ * ahead of stage B1 and two of B2, so the PE streams later tiles' work
+ * while DVE and ACT run the softmax. */
 static int stage_a(dec_core *c, const dec_step *st, nx_error *err) {
     const uint32_t set = st->set, ip = st->ip, buf = st->buf;
     const uint64_t j = st->j, s_off = st->soff;
@@ -399,7 +459,7 @@ static int stage_a(dec_core *c, const dec_step *st, nx_error *err) {
     const dec_plan *pl = &c->pl;
     const nx_decode_params *p = &pl->p;
     const nx_dtype dt = p->dtype;
-    const uint32_t R = pl->R, s = (uint32_t)p->s, Dp = pl->Dp, Pt = pl->Pt, cc = pl->c;
+    const uint32_t R = pl->R, s = (uint32_t)p->s, Dp = pl->Dp, cc = pl->c;
     const uint64_t es = pl->es, Ft = pl->Ft, D = p->D;
     if (j == 0) {
         for (uint32_t d = 0; d < pl->nd; d++) {
@@ -421,21 +481,23 @@ static int stage_a(dec_core *c, const dec_step *st, nx_error *err) {
         }
         return 0;
     }
+    const uint32_t np = st->np;
+    const uint64_t F = (uint64_t)cc * np; /* column e np + p: position p c + e */
     for (uint32_t d = 0; d < pl->nd; d++) {
         for (uint32_t e = 0; e < cc; e++) {
-            nx_operand src = dec_view(&c->kt[buf], dt, 0, Pt, (uint64_t)e * D + (uint64_t)d * Dp, Dp);
-            nx_operand dst = dec_psum(c, dt, pl->ps_kt + ((uint64_t)d * Ft + (uint64_t)e * Pt) * es, Dp, Pt);
+            nx_operand src = dec_view(&c->kt[buf], dt, 0, np, (uint64_t)e * D + (uint64_t)d * Dp, Dp);
+            nx_operand dst = dec_psum(c, dt, pl->ps_kt + ((uint64_t)d * Ft + (uint64_t)e * np) * es, Dp, np);
             if (nx_kctx_transpose(k, NX_ENG_PE, &dst, &src, err) != 0) return -1;
         }
-        nx_operand kp = dec_psum(c, dt, pl->ps_kt + (uint64_t)d * Ft * es, Dp, Ft);
-        nx_operand kd = dec_view(&c->ktT, dt, 0, Dp, (uint64_t)d * Ft, Ft);
+        nx_operand kp = dec_psum(c, dt, pl->ps_kt + (uint64_t)d * Ft * es, Dp, F);
+        nx_operand kd = dec_view(&c->ktT, dt, 0, Dp, (uint64_t)d * Ft, F);
         if (nx_kctx_tensor_copy(k, NX_ENG_ACT, &kd, &kp, err) != 0) return -1;
     }
     for (uint32_t d = 0; d < pl->nd; d++) {
         nx_operand st = dec_view(&c->qT[ip], dt, 0, Dp, (uint64_t)d * R, R);
         if (nx_kctx_load_stationary(k, &st, err) != 0) return -1;
-        for (uint64_t n0 = 0; n0 < Ft; n0 += 512) {
-            uint64_t nw = Ft - n0 < 512 ? Ft - n0 : 512;
+        for (uint64_t n0 = 0; n0 < F; n0 += 512) {
+            uint64_t nw = F - n0 < 512 ? F - n0 : 512;
             nx_operand S = dec_psum(c, NX_DT_FP32, s_off + n0 * 4, R, nw);
             nx_operand mv = dec_view(&c->ktT, dt, 0, Dp, (uint64_t)d * Ft + n0, nw);
             if (nx_kctx_multiply_moving(k, &S, &mv, d > 0, err) != 0) return -1;
@@ -460,7 +522,7 @@ static int stage_b1(dec_core *c, const dec_step *st, uint32_t *par, nx_error *er
             return -1;
         return block1(c, st->soff, (uint32_t)p->s, st->ps, par, err);
     }
-    return block1(c, st->soff, (uint32_t)pl->Ft, st->ps, par, err);
+    return block1(c, st->soff, pl->c * st->np, st->ps, par, err);
 }
 
 /* Stage B2: l and O_acc's start (new block), the masks (cache tile: position
@@ -496,7 +558,7 @@ static int stage_b2(dec_core *c, const dec_step *st, nx_error *err) {
             nx_operand pe = dec_view(&c->posabs, NX_DT_FP32, 0, Pt, e, 1), me = dec_view(&c->m01, NX_DT_FP32, 0, Pt, e, 1);
             if (nx_kctx_tensor_scalar(k, NX_ENG_POOL, &mw, &th, NX_ALU_IS_LE, &pe, NX_ALU_MULTIPLY, &me, err) != 0) return -1;
         }
-    return block2(c, cc, Pt, &c->vt[st->buf], MASK_CACHE, st->ps, err);
+    return block2(c, cc, st->np, &c->vt[st->buf], MASK_CACHE, st->ps, err);
 }
 
 static int step_loads(dec_core *c, uint64_t q, nx_error *err) {
@@ -521,6 +583,8 @@ int nx_attention_decode(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     if (plan(&c.pl, nx_kctx_geometry(k), "attention_decode", err) != 0) return -1;
     c.k = k;
     c.call = call;
+    c.probed = UINT64_MAX;
+    if (nx_kctx_set_lanes(k, DEC_LANES, err) != 0) return -1;
     nx_rows_init(&c.r, k);
     nx_kctx_rows(k, c.pl.items, &c.lo, &c.hi);
     if (alloc_all(&c, err) != 0 || constants(&c, err) != 0 || dec_copy_caches(&c, err) != 0) return -1;
@@ -529,28 +593,55 @@ int nx_attention_decode(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
         if (step_loads(&c, q, err) != 0) return -1;
     uint32_t par = 0;
     const int writer = nx_kctx_program_id(k) == 0;
-    if (writer && dec_write_rows(&c, err) != 0) return -1;
+    if (writer && (dec_write_rows(&c, err) != 0 || dec_group_rows(&c, err) != 0)) return -1;
     /* emission order: A(q + 1), B1(q), B2(q - 1): the PE runs the next
      * tile's K^T and scores and the last tile's P V while DVE and ACT run
      * this tile's softmax (with one score buffer: A, B1, B2 in turn) */
     const int deep = c.pl.s_bufs == 2;
-    for (uint64_t q = 0; q < nsteps + (deep ? 1 : 0); q++) {
-        dec_step cur = step_of(&c, q), nxt = step_of(&c, q + 1), prv = step_of(&c, q ? q - 1 : 0);
-        if (q + ahead < nsteps && step_loads(&c, q + ahead, err) != 0) return -1;
-        if (!deep) {
+    if (!deep) {
+        for (uint64_t q = 0; q < nsteps; q++) {
+            dec_step cur = step_of(&c, q);
+            if (q + ahead < nsteps && step_loads(&c, q + ahead, err) != 0) return -1;
+            if (store_due(&c, q, 0, err) != 0) return -1;
+            dec_use(&c, &cur);
             if (stage_a(&c, &cur, err) != 0 || stage_b1(&c, &cur, &par, err) != 0 || stage_b2(&c, &cur, err) != 0)
                 return -1;
-            if (cur.j == c.pl.T && item_end(&c, &cur.it, err) != 0) return -1;
-            continue;
+            if (cur.j == c.pl.T && item_end(&c, &cur.it, q, err) != 0) return -1;
         }
-        if (q == 0 && stage_a(&c, &cur, err) != 0) return -1;
-        if (q + 1 < nsteps && stage_a(&c, &nxt, err) != 0) return -1;
-        if (q < nsteps && stage_b1(&c, &cur, &par, err) != 0) return -1;
-        if (q > 0) {
-            if (stage_b2(&c, &prv, err) != 0) return -1;
-            if (prv.j == c.pl.T && item_end(&c, &prv.it, err) != 0) return -1;
+    } else {
+        /* emission order A(q + 2), B1(q + 1), B2(q): the PE streams the
+         * tile after next's K^T and scores and this tile's P V while DVE and
+         * ACT run the next tile's softmax */
+        for (uint64_t q = 0; q < 2 && q < nsteps; q++) {
+            dec_step a = step_of(&c, q);
+            dec_use(&c, &a);
+            if (stage_a(&c, &a, err) != 0) return -1;
+        }
+        if (nsteps) {
+            dec_step b = step_of(&c, 0);
+            dec_use(&c, &b);
+            if (stage_b1(&c, &b, &par, err) != 0) return -1;
+        }
+        for (uint64_t q = 0; q < nsteps; q++) {
+            if (q + ahead < nsteps && step_loads(&c, q + ahead, err) != 0) return -1;
+            if (store_due(&c, q, 0, err) != 0) return -1;
+            if (q + 2 < nsteps) {
+                dec_step a = step_of(&c, q + 2);
+                dec_use(&c, &a);
+                if (stage_a(&c, &a, err) != 0) return -1;
+            }
+            if (q + 1 < nsteps) {
+                dec_step b = step_of(&c, q + 1);
+                dec_use(&c, &b);
+                if (stage_b1(&c, &b, &par, err) != 0) return -1;
+            }
+            dec_step cur = step_of(&c, q);
+            dec_use(&c, &cur);
+            if (stage_b2(&c, &cur, err) != 0) return -1;
+            if (cur.j == c.pl.T && item_end(&c, &cur.it, q, err) != 0) return -1;
         }
     }
+    if (store_due(&c, 0, 1, err) != 0) return -1;
     /* the new entries land after both cores' copies */
     if (nx_kctx_num_programs(k) > 1 && nx_kctx_barrier(k, err) != 0) return -1;
     return writer ? dec_write_new(&c, err) : 0;

@@ -50,7 +50,7 @@ static int copy_share(dec_core *c, const nx_tensor_ref *src, const nx_tensor_ref
     const uint64_t lo = E * pid / np, hi = E * (pid + 1) / np, es = c->pl.es;
     for (uint32_t i = 0; i < pieces; i++) {
         uint64_t a = lo + (hi - lo) * i / pieces, b = lo + (hi - lo) * (i + 1) / pieces;
-        const uint32_t ln = c->r.store_lane + (*lane)++ % c->r.engines;
+        const uint32_t ln = DEC_COPY_LANE + (*lane)++ % c->r.engines;
         while (a < b) {
             uint64_t rows = (b - a) / CH;
             if (rows > 128) rows = 128;
@@ -182,13 +182,48 @@ int dec_write_rows(dec_core *c, nx_error *err) {
     return 0;
 }
 
+int dec_group_rows(dec_core *c, nx_error *err) {
+    const dec_plan *pl = &c->pl;
+    const nx_decode_params *p = &pl->p;
+    const uint32_t Pw = c->whg * (uint32_t)p->s, B = (uint32_t)p->B;
+    c->wg = 0;
+    if (c->wch != 1 || Pw > pl->Pt) return 0;
+    const uint32_t G = pl->Pt / Pw < B ? pl->Pt / Pw : B, ng = (B + G - 1) / G;
+    if (nx_kctx_alloc(c->k, NX_OPK_SBUF, "write_rows_grouped", NX_DT_INT32, G * Pw, ng, &c->wgrp, err) != 0) return -1;
+    /* SBUF -> SBUF: column b of woff to partitions (b mod G) Pw of column b / G */
+    for (uint32_t b = 0; b < B; b++) {
+        nx_operand d = dec_view(&c->wgrp, NX_DT_INT32, (b % G) * Pw, Pw, b / G, 1);
+        nx_operand s = dec_view(&c->woff, NX_DT_INT32, 0, Pw, b, 1);
+        if (nx_kctx_dma_on(c->k, NX_ROWS_LOAD_LANE + 4 + b % 8, &d, &s, err) != 0) return -1;
+    }
+    c->wg = G;
+    return 0;
+}
+
 int dec_write_new(dec_core *c, nx_error *err) {
     const dec_plan *pl = &c->pl;
     const nx_decode_params *p = &pl->p;
     const nx_kernel_call *call = c->call;
     const uint32_t s = (uint32_t)p->s, n = p->n_operands, B = (uint32_t)p->B;
     const uint64_t es = pl->es, D = p->D;
+    const uint64_t bound = p->paged ? p->num_blocks * p->Hkv * p->N : p->B * p->Hkv * p->S_max;
     uint32_t lane = 0;
+    if (c->wg) { /* G batch rows of every kv head a scatter: rows (b Hkv + g) s + t of k_new */
+        const uint32_t Pw = (uint32_t)(p->Hkv * p->s);
+        for (uint32_t b0 = 0; b0 < B; b0 += c->wg) {
+            const uint32_t nb = B - b0 < c->wg ? B - b0 : c->wg;
+            nx_operand w = dec_view(&c->wgrp, NX_DT_INT32, 0, nb * Pw, b0 / c->wg, 1);
+            for (uint32_t kv = 0; kv < 2; kv++) {
+                const nx_tensor_ref *src = &call->args[3 + kv], *dst = &call->args[n + 1 + kv];
+                nx_operand so = nx_ap_hbm_rows(p->dtype, src->hbm_offset + (uint64_t)b0 * Pw * D * es, nb * Pw, (int32_t)D,
+                                               (uint32_t)D);
+                nx_operand d = nx_ap_hbm_rows(p->dtype, dst->hbm_offset, nb * Pw, (int32_t)D, (uint32_t)D);
+                if (emit_dma(c->k, c->r.store_lane + lane++ % c->r.engines, &d, &so, &w, bound, NX_FLAG_SCATTER, err) != 0)
+                    return -1;
+            }
+        }
+        return 0;
+    }
     for (uint32_t b = 0; b < B; b++)
         for (uint32_t ch = 0; ch < c->wch; ch++) {
             const uint64_t g0 = (uint64_t)ch * c->whg, hg = p->Hkv - g0 < c->whg ? p->Hkv - g0 : c->whg;
@@ -196,7 +231,6 @@ int dec_write_new(dec_core *c, nx_error *err) {
             nx_operand w = dec_view(&c->woff, NX_DT_INT32, 0, rows, (uint64_t)ch * B + b, 1);
             for (uint32_t kv = 0; kv < 2; kv++) {
                 const nx_tensor_ref *src = &call->args[3 + kv], *dst = &call->args[n + 1 + kv];
-                uint64_t bound = p->paged ? p->num_blocks * p->Hkv * p->N : p->B * p->Hkv * p->S_max;
                 nx_operand so = nx_ap_hbm_rows(p->dtype, src->hbm_offset + (b * p->Hkv + g0) * p->s * D * es, rows,
                                                (int32_t)D, (uint32_t)D);
                 nx_operand d = nx_ap_hbm_rows(p->dtype, dst->hbm_offset, rows, (int32_t)D, (uint32_t)D);
@@ -207,10 +241,38 @@ int dec_write_new(dec_core *c, nx_error *err) {
     return 0;
 }
 
+int dec_probe_blocks(dec_core *c, uint64_t b, nx_error *err) {
+    nx_kctx *k = c->k;
+    const dec_plan *pl = &c->pl;
+    const nx_decode_params *p = &pl->p;
+    const uint64_t row = c->call->args[p->bt_operand].hbm_offset + b * p->max_blocks * 4;
+    const nx_tensor_ref *kc = &c->call->args[1];
+    for (uint64_t j0 = 0; j0 < p->max_blocks; j0 += pl->Pt) {
+        const uint32_t n = (uint32_t)(p->max_blocks - j0 < pl->Pt ? p->max_blocks - j0 : pl->Pt), s = c->nprobes++ % DEC_PROBES;
+        nx_operand id = dec_view(&c->prb_id[s], NX_DT_INT32, 0, n, 0, 1), idf = dec_view(&c->prb_f[s], NX_DT_FP32, 0, n, 0, 1);
+        nx_operand used = dec_view(&c->prb_f[s], NX_DT_FP32, 0, n, 1, 1), L = dec_view(&c->lf, NX_DT_FP32, 0, n, b, 1);
+        nx_operand src = nx_ap_hbm_rows(NX_DT_INT32, row + j0 * 4, n, 1, 1);
+        /* used = (j N < L_b) for the row's block column j on partition j - j0 */
+        const int32_t zero = 0;
+        const uint32_t c1 = 1;
+        nx_operand pat = nx_pattern((int64_t)(j0 * p->N), (int32_t)p->N, n, 1, &zero, &c1);
+        pat.dtype = NX_DT_INT32;
+        if (nx_kctx_dma_on(k, c->r.store_lane + 12 + s, &id, &src, err) != 0 || nx_kctx_iota(k, &used, &pat, err) != 0 ||
+            nx_kctx_tensor_scalar(k, NX_ENG_POOL, &used, &used, NX_ALU_IS_LT, &L, NX_ALU_BYPASS, NULL, err) != 0 ||
+            nx_kctx_tensor_copy(k, NX_ENG_POOL, &idf, &id, err) != 0 ||
+            nx_kctx_tensor_tensor(k, NX_ENG_POOL, NX_ALU_MULTIPLY, &id, &idf, &used, err) != 0)
+            return -1;
+        nx_operand vd = dec_view(&c->prb_sink[s], p->dtype, 0, n, 0, 1);
+        nx_operand vs = nx_ap_hbm_rows(p->dtype, kc->hbm_offset, n, (int32_t)(p->Hkv * p->N * p->D), 1);
+        if (emit_dma(k, c->r.store_lane + 12 + s, &vd, &vs, &id, p->num_blocks, 0, err) != 0) return -1;
+    }
+    return 0;
+}
+
 int dec_load_blocks(dec_core *c, const dec_item *it, uint32_t set, nx_error *err) {
     /* row b of the table arrives as [T, nb] (tile tau's blocks in partition
      * tau: runs of nb ids, not single ids), turned by a PE transpose into
-     * [nb, T] and spread to the tile layout (partition u nb + j holds block
+     * [nb, T] and spread to the tile layout (partition j cpb + u holds block
      * tau nb + j) by a one-hot matmul: exact in fp32 (ids < 2^24) */
     nx_kctx *k = c->k;
     const dec_plan *pl = &c->pl;
@@ -283,18 +345,18 @@ int dec_load_tile(dec_core *c, const dec_item *it, uint32_t set, uint64_t tau, u
             if (nfull) {
                 nx_operand d = dec_view(dt, p->dtype, 0, nfull, 0, cD);
                 nx_operand s = nx_ap_hbm_rows(p->dtype, t->hbm_offset + base * es, nfull, (int32_t)cD, (uint32_t)cD);
-                if (load_split(c, nfull, &d, &s, NULL, 0, 0, kv * 8, err) != 0) return -1;
+                if (load_split(c, nfull, &d, &s, NULL, 0, 0, kv ? DEC_V_LANE : 0, err) != 0) return -1;
             }
             if (part) {
                 nx_operand d = dec_view(dt, p->dtype, nfull, 1, 0, (uint64_t)part * D);
                 nx_operand s = nx_ap_hbm_rows(p->dtype, t->hbm_offset + (base + (uint64_t)nfull * cD) * es, 1,
                                               (int32_t)(part * D), (uint32_t)(part * D));
-                if (nx_kctx_dma_on(k, NX_ROWS_LOAD_LANE + kv, &d, &s, err) != 0) return -1;
+                if (nx_kctx_dma_on(k, kv ? DEC_V_LANE + 1 : NX_ROWS_LOAD_LANE + 1, &d, &s, err) != 0) return -1;
             }
         }
         return 0;
     }
-    /* paged: chunk (u, j) of tile tau is chunk u of block bt[b][tau nb + j]:
+    /* paged: partition j cpb + u of tile tau is chunk u of block bt[b][tau nb + j]:
      * cache row (of c D elements) bt (Hkv cpb) + g cpb + u; a chunk starting at
      * or past L_b gets row -1 (skipped) */
     const uint32_t Pt = pl->Pt;
@@ -303,7 +365,7 @@ int dec_load_tile(dec_core *c, const dec_item *it, uint32_t set, uint64_t tau, u
     nx_operand pc = dec_view(&c->pchunk, NX_DT_FP32, 0, Pt, 0, 1), uc = dec_view(&c->ucol, NX_DT_FP32, 0, Pt, 0, 1);
     nx_operand L = dec_view(&c->lf, NX_DT_FP32, 0, Pt, it->b, 1);
     nx_operand bf = dec_view(&c->btf[set], NX_DT_FP32, 0, Pt, tau, 1);
-    nx_operand ix = dec_view(&c->idx[buf], NX_DT_INT32, 0, Pt, 0, 1), vx = dec_view(&c->vidx[buf], NX_DT_INT32, 0, Pt, 0, 1);
+    nx_operand ix = dec_view(&c->idx[buf], NX_DT_INT32, 0, Pt, 0, 1);
     nx_operand base = nx_imm((double)(tau * pl->nb * p->N), NX_DT_FP32);
     nx_operand hc = nx_imm((double)(p->Hkv * pl->cpb), NX_DT_FP32), gc = nx_imm((double)(it->g * pl->cpb), NX_DT_FP32);
     nx_operand one = nx_imm(1.0, NX_DT_FP32), mone = nx_imm(-1.0, NX_DT_FP32);
@@ -311,20 +373,15 @@ int dec_load_tile(dec_core *c, const dec_item *it, uint32_t set, uint64_t tau, u
         nx_kctx_tensor_scalar(k, NX_ENG_POOL, &t1, &bf, NX_ALU_MULTIPLY, &hc, NX_ALU_ADD, &gc, err) != 0 ||
         nx_kctx_tensor_tensor(k, NX_ENG_POOL, NX_ALU_ADD, &t1, &t1, &uc, err) != 0 ||
         nx_kctx_scalar_tensor_tensor(k, NX_ENG_POOL, &t2, &t1, NX_ALU_ADD, &one, NX_ALU_MULTIPLY, &vt, err) != 0 ||
-        nx_kctx_tensor_scalar(k, NX_ENG_POOL, &ix, &t2, NX_ALU_ADD, &mone, NX_ALU_BYPASS, NULL, err) != 0 ||
-        nx_kctx_tensor_tensor(k, NX_ENG_POOL, NX_ALU_MULTIPLY, &vx, &bf, &vt, err) != 0)
+        nx_kctx_tensor_scalar(k, NX_ENG_POOL, &ix, &t2, NX_ALU_ADD, &mone, NX_ALU_BYPASS, NULL, err) != 0)
         return -1;
-    /* a block id the used chunks name outside [0, num_blocks) faults here */
-    nx_operand vd = dec_view(&c->vsink[buf], p->dtype, 0, Pt, 0, 1);
-    nx_operand vs = nx_ap_hbm_rows(p->dtype, kc->hbm_offset, Pt, (int32_t)(p->Hkv * p->N * D), 1);
-    if (emit_dma(k, NX_ROWS_LOAD_LANE + 15, &vd, &vs, &vx, p->num_blocks, 0, err) != 0) return -1;
     const uint64_t rows = p->num_blocks * p->Hkv * pl->cpb;
     for (uint32_t kv = 0; kv < 2; kv++) {
         const nx_tensor_ref *t = kv ? vc : kc;
         const nx_tile *dt = kv ? &c->vt[buf] : &c->kt[buf];
         nx_operand d = dec_view(dt, p->dtype, 0, Pt, 0, cD);
         nx_operand s = nx_ap_hbm_rows(p->dtype, t->hbm_offset, Pt, (int32_t)cD, (uint32_t)cD);
-        if (load_split(c, Pt, &d, &s, &ix, rows, NX_FLAG_OOB_SKIP, kv * 8, err) != 0) return -1;
+        if (load_split(c, Pt, &d, &s, &ix, rows, NX_FLAG_OOB_SKIP, kv ? DEC_V_LANE : 0, err) != 0) return -1;
     }
     return 0;
 }

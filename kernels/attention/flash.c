@@ -28,12 +28,15 @@
  * and block sizes, not by the lengths. Units are dealt to the VNC grid's
  * cores by a greedy balance of their key columns (causal units differ).
  *
- * The pipeline (this file): every (tile, block) step goes through seven
+ * The pipeline (this file): every (tile, block) step goes through eight
  * stages, each on its engine, emitted in slots: in slot i
- *   ACT  alpha, P = exp(...) and its row sum of step i-2; GpSimd l update
- *   DVE  max and nm of step i-1
+ *   ACT  alpha, P = exp(...) of step i-2; GpSimd its row sum, the l update
+ *   DVE  max of step i-1
  *   PE   S = Q K^T (+ masks) of step i; P^T chunks of step i-4
- *   DVE|ACT  copy P^T of step i-5 to SBUF (the less loaded engine)
+ *   DVE|ACT  copy P^T of step i-5 to SBUF (per 128-key chunk, the less
+ *        loaded engine)
+ *   DVE  nm of step i-1 (after the copy: DVE does not idle through the
+ *        max's dependency latency)
  *   PE   o += P^T V of step i-7, then the tile's end if it was its last
  *   ACT  o *= alpha of step i-6
  * so every stage reads what an earlier slot produced and the engines
@@ -139,7 +142,7 @@ static uint32_t group_size(const nx_geometry *g, nx_dtype dt, uint32_t nd, uint6
  * is the program's semantics). The slots of the opening comment call it
  * with their lags; when a buffer ring is short (units of one or two steps)
  * it drains the older steps early instead of reading a buffer too soon. */
-enum { K_SCORES, K_STATS, K_EXP, K_T, K_COPY, K_RESCALE, K_PV, K_BLOAD, K_BKT, K_ULOAD, K_UBEGIN, K_KINDS };
+enum { K_SCORES, K_STATS, K_NM, K_EXP, K_T, K_COPY, K_RESCALE, K_PV, K_BLOAD, K_BKT, K_ULOAD, K_UBEGIN, K_KINDS };
 
 typedef struct fa_pipe {
     fa_ctx *c;
@@ -173,8 +176,10 @@ static int emit_one(fa_pipe *q, int kind, uint64_t x, nx_error *err) {
         return fa_scores(c, pl, s, err);
     case K_STATS:
         return need(q, K_SCORES, x, err) != 0 ? -1 : fa_softmax_stats(c, pl, s, err);
+    case K_NM:
+        return need(q, K_STATS, x, err) != 0 ? -1 : fa_softmax_nm(c, pl, s, err);
     case K_EXP:
-        if (need(q, K_STATS, x, err) != 0 || (x >= FA_RING && need(q, K_T, x - FA_RING, err) != 0)) return -1;
+        if (need(q, K_NM, x, err) != 0 || (x >= FA_RING && need(q, K_T, x - FA_RING, err) != 0)) return -1;
         return fa_softmax_exp(c, pl, x, err);
     case K_T:
         if (need(q, K_EXP, x, err) != 0 || (x >= 2 && need(q, K_COPY, x - 2, err) != 0)) return -1;
@@ -226,7 +231,7 @@ static int run_pipeline(fa_ctx *c, const fa_plan *pl, nx_error *err) {
     fa_pipe q = {.c = c, .pl = pl};
     const uint64_t N = pl->nsteps;
     static const struct { int kind, lag; } slot[] = {
-        {K_EXP, 2}, {K_STATS, 1}, {K_SCORES, 0}, {K_T, 4}, {K_COPY, 5}, {K_PV, 7}, {K_RESCALE, 6},
+        {K_EXP, 2}, {K_STATS, 1}, {K_SCORES, 0}, {K_T, 4}, {K_COPY, 5}, {K_NM, 1}, {K_PV, 7}, {K_RESCALE, 6},
     };
     for (uint64_t i = 0; i < N + 6; i++) {
         while (q.next[K_BLOAD] < pl->nblocks && pl->blocks[q.next[K_BLOAD]].first_step <= i + 6)

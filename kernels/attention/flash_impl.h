@@ -94,6 +94,7 @@ int fa_unit_load(fa_ctx *c, const fa_unit *u, nx_error *err);
 int fa_unit_begin(fa_ctx *c, const fa_unit *u, nx_error *err);
 int fa_scores(fa_ctx *c, const fa_plan *pl, const fa_step *s, nx_error *err);
 int fa_softmax_stats(fa_ctx *c, const fa_plan *pl, const fa_step *s, nx_error *err);
+int fa_softmax_nm(fa_ctx *c, const fa_plan *pl, const fa_step *s, nx_error *err);
 int fa_softmax_exp(fa_ctx *c, const fa_plan *pl, uint64_t si, nx_error *err);
 int fa_transpose_p(fa_ctx *c, const fa_plan *pl, uint64_t si, nx_error *err);
 int fa_copy_pt(fa_ctx *c, const fa_plan *pl, uint64_t si, nx_error *err);

@@ -1,19 +1,24 @@
 /* The online-softmax step (kernels/attention/softmax_step.h). */
 #include "softmax_step.h"
 
-int nx_attn_softmax_stats(nx_kctx *k, const nx_attn_step *st, nx_error *err) {
+int nx_attn_softmax_max(nx_kctx *k, const nx_attn_step *st, nx_error *err) {
     nx_insn red = nx_insn_make(NX_OP_TENSOR_REDUCE);
     red.alu0 = st->scale >= 0 ? NX_ALU_MAX : NX_ALU_MIN;
     red.iparam[0] = 1; /* the one free dim */
     red.flags = NX_FLAG_NEGATE;
     red.op[0] = st->negmax;
     red.op[1] = st->s;
+    return nx_kctx_emit(k, NX_ENG_DVE, &red, err);
+}
+
+int nx_attn_softmax_nm(nx_kctx *k, const nx_attn_step *st, nx_error *err) {
     nx_operand sc = nx_imm(st->scale, NX_DT_FP32);
-    if (nx_kctx_emit(k, NX_ENG_DVE, &red, err) != 0 ||
-        nx_kctx_tensor_scalar(k, st->nm_on_pool ? NX_ENG_POOL : NX_ENG_DVE, &st->nm_new, &st->negmax, NX_ALU_MULTIPLY, &sc, NX_ALU_MIN, &st->nm_old,
-                              err) != 0)
-        return -1;
-    return 0;
+    return nx_kctx_tensor_scalar(k, st->nm_on_pool ? NX_ENG_POOL : NX_ENG_DVE, &st->nm_new, &st->negmax, NX_ALU_MULTIPLY,
+                                 &sc, NX_ALU_MIN, &st->nm_old, err);
+}
+
+int nx_attn_softmax_stats(nx_kctx *k, const nx_attn_step *st, nx_error *err) {
+    return nx_attn_softmax_max(k, st, err) != 0 ? -1 : nx_attn_softmax_nm(k, st, err);
 }
 
 int nx_attn_softmax_exp(nx_kctx *k, const nx_attn_step *st, nx_error *err) {

@@ -38,6 +38,11 @@ int nx_attn_softmax_step(nx_kctx *k, const nx_attn_step *st, nx_error *err);
 /* Its two halves, for a pipeline that emits them apart: the statistics
  * (DVE: r, nm_new) and the exponentials (ACT: alpha, P, the rescale). */
 int nx_attn_softmax_stats(nx_kctx *k, const nx_attn_step *st, nx_error *err);
+/* The statistics' two instructions apart (r = -max, then nm_new), so a
+ * pipeline can put independent DVE work between them instead of idling
+ * through the reduce's dependency latency. */
+int nx_attn_softmax_max(nx_kctx *k, const nx_attn_step *st, nx_error *err);
+int nx_attn_softmax_nm(nx_kctx *k, const nx_attn_step *st, nx_error *err);
 int nx_attn_softmax_exp(nx_kctx *k, const nx_attn_step *st, nx_error *err);
 
 /* The end of a row tile: l = acc_l (+ exp(sink + nm) when sink is given),

@@ -94,6 +94,18 @@ const nx_machine *nx_kctx_machine(const nx_kctx *k) { return &k->machine; }
 nx_builder *nx_kctx_builder(nx_kctx *k) { return k->b; }
 uint32_t nx_kctx_lanes(const nx_kctx *k) { return k->nlanes; }
 
+int nx_kctx_set_lanes(nx_kctx *k, uint32_t lanes, nx_error *err) {
+    uint32_t queues = nx_geometry_dma_queues(&k->geo);
+    if (lanes > queues) lanes = queues;
+    if (lanes > K_LANES_MAX) lanes = K_LANES_MAX;
+    if (lanes == 0) lanes = 1;
+    for (uint32_t a = 0; a < k->nagents; a++)
+        if (k->count[a] != 0) return nx_fail(err, "nx_kctx_set_lanes: the trace already holds instructions");
+    k->nlanes = lanes;
+    k->nagents = K_COMPUTE_AGENTS + lanes;
+    return 0;
+}
+
 void nx_kctx_rows(const nx_kctx *k, uint64_t total, uint64_t *lo, uint64_t *hi) {
     const uint64_t np = nx_kctx_num_programs(k);
     uint64_t chunk = total / np + (total % np != 0);

@@ -112,8 +112,14 @@ int nx_rope(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
                     nx_operand sd = nx_tile_view(&sr[g], cdt, hh * s.sn, s.sn, 0, 1, &one, &RH);
                     nx_operand cs_src = nx_ap_hbm_rows(cdt, co->hbm_offset + crow * half * ce, s.sn, (int32_t)RH, RH);
                     nx_operand sn_src = nx_ap_hbm_rows(cdt, si->hbm_offset + crow * half * ce, s.sn, (int32_t)RH, RH);
-                    if (nx_kctx_dma_on(k, NX_ROWS_LOAD_LANE + 2 * hh, &cd, &cs_src, err) != 0 ||
-                        nx_kctx_dma_on(k, NX_ROWS_LOAD_LANE + 2 * hh + 1, &sd, &sn_src, err) != 0)
+                    /* one head group (S >= P): a table block of up to P rows,
+                     * cut over every DMA engine like the x tiles (on one
+                     * engine the second block's load stalled the pipeline
+                     * about 15 us); several groups: a transfer per group,
+                     * each on its own lanes */
+                    if (s.hp == 1 ? nx_rows_load(&r, &cd, &cs_src, err) != 0 || nx_rows_load(&r, &sd, &sn_src, err) != 0
+                                  : nx_kctx_dma_on(k, NX_ROWS_LOAD_LANE + 2 * hh, &cd, &cs_src, err) != 0 ||
+                                        nx_kctx_dma_on(k, NX_ROWS_LOAD_LANE + 2 * hh + 1, &sd, &sn_src, err) != 0)
                         return -1;
                 }
                 /* [-sin, sin] per row (half) or pairs (-sin_i, sin_i) (interleaved) */

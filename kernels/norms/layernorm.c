@@ -129,7 +129,11 @@ int nx_layernorm(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     const nx_dtype dt = p.dtype;
     const uint64_t nchunks = (H + LN_CHUNK - 1) / LN_CHUNK;
     uint64_t fixed = nx_rows_tile_bytes(H, p.scale_dtype) + (p.bias ? nx_rows_tile_bytes(H, p.bias_dtype) : 0);
-    uint64_t set = nx_rows_tile_bytes(H, dt) + nx_rows_tile_bytes(H, NX_DT_FP32) +
+    /* fp32 X: the centred values overwrite x in place (the shift, the scale
+     * and + B each read a tile element before writing it), so a buffer set
+     * is half the size and twice as many fit ([2048,8192]: 4 sets, not 2) */
+    const int in_place = dt == NX_DT_FP32;
+    uint64_t set = nx_rows_tile_bytes(H, dt) + (in_place ? 0 : nx_rows_tile_bytes(H, NX_DT_FP32)) +
                    nx_rows_tile_bytes(6 * nchunks + 4, NX_DT_FP32);
     if (fixed + set > r.sbuf_bytes || fixed + 2 * nx_rows_tile_bytes(H, NX_DT_FP32) > r.sbuf_bytes)
         return nx_fail(err,
@@ -152,11 +156,13 @@ int nx_layernorm(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     nx_tile xt[LN_MAX_BUFS], ct[LN_MAX_BUFS], st[LN_MAX_BUFS], sp[LN_MAX_BUFS], so[LN_MAX_BUFS];
     for (uint32_t i = 0; i < nbufs; i++)
         if (nx_kctx_alloc(k, NX_OPK_SBUF, "x_tile", dt, r.partitions, H, &xt[i], err) != 0 ||
-            nx_kctx_alloc(k, NX_OPK_SBUF, "centred_tile", NX_DT_FP32, r.partitions, H, &ct[i], err) != 0 ||
+            (!in_place && nx_kctx_alloc(k, NX_OPK_SBUF, "centred_tile", NX_DT_FP32, r.partitions, H, &ct[i], err) != 0) ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "row_stats", NX_DT_FP32, r.partitions, 6 * nchunks + 4, &st[i], err) != 0 ||
             nx_kctx_alloc(k, NX_OPK_PSUM, "stats_t", NX_DT_FP32, 2, r.partitions, &sp[i], err) != 0 ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "stats_out", dt, 2, r.partitions, &so[i], err) != 0)
             return -1;
+    if (in_place)
+        for (uint32_t i = 0; i < nbufs; i++) ct[i] = xt[i];
     if (after && ln_broadcasts(&r, &p, call, &gamma, &beta, err) != 0) return -1;
     uint64_t lo, hi;
     nx_kctx_rows(k, p.rows, &lo, &hi);

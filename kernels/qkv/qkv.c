@@ -1,9 +1,11 @@
-/* qkv: the fused QKV projection of the production dense-projection kernels
- * (the QKV kernel of the public NKI Llama samples and neuronx-distributed's
- * fused-RMSNorm QKV: x normed per token, one matmul against the
- * concatenated [H, (nq + 2 nkv) d] weights, bias, rotary embedding on q and
- * k), written against the authoring layer. Operands and math:
- * kernels/qkv/qkv.h; plan, numerics and figures: docs/parts/qkv.md.
+/* qkv: the production inventory's dense QKV projection with the norm fused
+ * (the roster's `qkv`: RMSNorm per token, one matmul against the q, k and v
+ * weights concatenated [H, (nq + 2 nkv) d], bias, rotary embedding on q and
+ * k in the rotate-half form of kernels/elementwise/rope.c), tiled as the NKI
+ * matmul tutorial tiles a matmul (K on the partitions, stationary [K, M <=
+ * 128], moving [K, N <= 512], PSUM accumulation) and written against the
+ * authoring layer. Operands and math: kernels/qkv/qkv.h; plan, numerics and
+ * figures: docs/parts/qkv.md.
  *
  * One PE orientation for both plans: the normed tokens, transposed on the
  * PE into K-major tiles, are the stationary operand [128 of H, <= 128

@@ -4,8 +4,10 @@
  * [cos, sin [S, d/2] or [B, S, d/2] with rope=true]. Attributes n_q_heads,
  * n_kv_heads (default n_q_heads), head_dim (default w's width / (nq + 2 nkv)),
  * norm ("rms" | "none"), eps (1e-6), layout ("bsd" | "heads"), bias, rope
- * (false), and nxsim's plan ("auto" | "decode" | "prefill": which tiling and
- * core split; the results do not depend on it).
+ * (when not given: what the operand count beyond x, w [, gamma] says, 1 the
+ * bias, 2 cos and sin, 3 all three; else false), and nxsim's plan ("auto" |
+ * "decode" | "prefill": which tiling and core split; the results do not
+ * depend on it).
  *   h = rmsnorm(x) * gamma (or x), rounded to x's dtype (the PE's input);
  *   p = h w (+ bias), fp32;
  *   the q and k heads (columns [0, (nq + nkv) d)) rotated (rotate-half):

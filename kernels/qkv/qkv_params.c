@@ -74,9 +74,27 @@ static int vector_operand(const nx_norm_tensor *t, uint32_t i, const char *what,
     return 0;
 }
 
+/* bias and rope not given: what the operand count says (as ONNX
+ * LayerNormalization's bias follows its third input), with norm's flag as
+ * read: 1 operand beyond x, w [, gamma] is the bias, 2 are cos and sin, 3
+ * all three. Given flags are kept (their refusal names the count). */
+static void infer_flags(const nx_attrs *attrs, uint32_t n_in, nx_qkv_params *p) {
+    const int bias_given = nx_attrs_get_given(attrs, "bias") != NULL, rope_given = nx_attrs_get_given(attrs, "rope") != NULL;
+    const int64_t extra = (int64_t)n_in - 2 - p->norm;
+    if (bias_given && rope_given) return;
+    if (!bias_given && !rope_given) {
+        if (extra >= 0 && extra <= 3) p->bias = (int)(extra & 1), p->rope = extra >= 2;
+    } else if (!bias_given) {
+        if (extra - 2 * p->rope == 0 || extra - 2 * p->rope == 1) p->bias = (int)(extra - 2 * p->rope);
+    } else if (extra - p->bias == 0 || extra - p->bias == 2) {
+        p->rope = extra - p->bias == 2;
+    }
+}
+
 int nx_qkv_read(const nx_attrs *attrs, const nx_norm_tensor *in, uint32_t n_in, nx_qkv_params *p, nx_error *err) {
     memset(p, 0, sizeof *p);
     if (read_attrs(attrs, p, err) != 0) return -1;
+    infer_flags(attrs, n_in, p);
     p->n_operands = 2 + (uint32_t)p->norm + (uint32_t)p->bias + 2u * (uint32_t)p->rope;
     if (n_in != p->n_operands)
         return nx_fail(err,

@@ -36,6 +36,7 @@
 
 #include "transpose.h"
 #include "transpose_plan.h"
+#include "dve_blocks.h"
 #include "isa/intmath.h"
 
 #define DV_STAGES 2
@@ -366,6 +367,15 @@ int tiled_dve_transpose_10(struct nx_kctx *k, const nx_kernel_call *call, nx_err
         whole = 1;
     }
 
+    if (!whole) {
+        /* the block route where the machine's figures favour it (dve_blocks.c) */
+        uint64_t lo, hi;
+        nx_kctx_rows(k, pl.batch * pl.cols, &lo, &hi);
+        const nx_machine *m = nx_kctx_machine(k);
+        if (nx_dve_blocks_fit(geo, &pl, lo, hi) &&
+            nx_dve_blocks_ns(m, &pl, hi - lo) < nx_dve_free_ns(m, &pl, hi - lo, tile_elems))
+            return nx_dve_blocks_emit(k, &pl, lo, hi, err);
+    }
     int rc = -1;
     uint32_t ni = 0, no = 0;
     s.ring = calloc(DV_STAGES, sizeof *s.ring);
