@@ -99,6 +99,7 @@ int nx_kctx_set_lanes(nx_kctx *k, uint32_t lanes, nx_error *err) {
     if (lanes > queues) lanes = queues;
     if (lanes > K_LANES_MAX) lanes = K_LANES_MAX;
     if (lanes == 0) lanes = 1;
+    if (lanes == k->nlanes) return 0; /* already so (a composite set them for its sub-kernels) */
     for (uint32_t a = 0; a < k->nagents; a++)
         if (k->count[a] != 0) return nx_fail(err, "nx_kctx_set_lanes: the trace already holds instructions");
     k->nlanes = lanes;

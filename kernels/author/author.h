@@ -186,7 +186,9 @@ nx_operand nx_operand_rows(const nx_operand *op, uint32_t p0, uint32_t np);
 uint32_t nx_kctx_lanes(const nx_kctx *k);
 /* Lanes for a kernel that keeps more transfer streams apart than the
  * default 32 (two queues per engine on trn2): up to 64 and the machine's
- * queue count (clipped to those). Only before the first instruction. */
+ * queue count (clipped to those). Only before the first instruction, or
+ * when the context already has that many (a composite sets the most any of
+ * its sub-kernels asks for before its first instruction). */
 int nx_kctx_set_lanes(nx_kctx *k, uint32_t lanes, nx_error *err);
 uint32_t nx_kctx_lane_queue(const nx_kctx *k, uint32_t lane);
 

@@ -318,6 +318,10 @@ int nx_decoder_layer(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     L.k = k, L.a = call->args, L.dt = L.p.dtype, L.es = nx_dtype_size(L.p.dtype), L.T = L.p.B * L.p.S;
     L.core = nx_kctx_core(k);
     L.nqc = L.p.nq / L.p.tp, L.nkvc = L.p.nkv / L.p.tp, L.Ic = L.p.inter / L.p.tp;
+    /* attention_decode keeps its V tiles and cache copy on queues of their
+     * own (its lanes), which a context takes only before its first
+     * instruction: so here, for every sub-kernel */
+    if (nx_kctx_set_lanes(k, NX_DECODE_LANES, err) != 0) return -1;
     const int rc = run_layer(&L, err);
     nx_kctx_set_solo(k, 0);
     return rc;
