@@ -23,13 +23,15 @@ static const nx_bench_leaf leaf_benches[] = {
      "the conv composite (ONNX Conv) on ResNet-50 and MobileNet shapes"},
     {"attention-decode", "nxsim-bench-attention-decode", nx_bench_attention_decode_main,
      "attention_decode against the KV-streaming bound"},
+    {"layer", "nxsim-bench-layer", nx_bench_layer_main,
+     "decoder_layer (the Llama-3-8B layer and a shrunk one) against the weight-streaming and PE bounds, time by sub-kernel"},
+    {"mlp", "nxsim-bench-mlp", nx_bench_mlp_main, "the dense MLP (decode and prefill plans) against its bounds"},
+    {"qkv", "nxsim-bench-qkv", nx_bench_qkv_main, "qkv (fused RMSNorm, QKV projection, RoPE) against the weight-streaming and PE bounds"},
     {"collective", "nxsim-bench-collective", nx_bench_collective_main,
      "collective_matmul on the two cores against matmul on one and the PE bound"},
     {"router", "nxsim-bench-router", nx_bench_router_main, "router_topk (MoE router) against the DMA bound"},
     {"moe-decode", "nxsim-bench-moe-decode", nx_bench_moe_decode_main,
      "moe_decode (decode expert MLPs) against the weight-streaming bound"},
-    {"mlp", "nxsim-bench-mlp", nx_bench_mlp_main, "the dense MLP (decode and prefill plans) against its bounds"},
-    {"qkv", "nxsim-bench-qkv", nx_bench_qkv_main, "qkv (fused RMSNorm, QKV projection, RoPE) against the weight-streaming and PE bounds"},
 };
 
 const nx_bench_leaf *nx_bench_leaf_find(const char *name) {

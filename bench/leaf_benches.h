@@ -50,10 +50,17 @@ struct nx_macro_op;
 typedef void (*nx_bench_bounds_fn)(const struct nx_macro_op *op, uint32_t grid, void *ctx);
 int nx_bench_run_op(const struct nx_macro_op *given, const nx_machine *m, nx_bench_bounds_fn bounds, void *ctx,
                     nx_bench_run *out, struct nx_error *err);
+/* The same, and inspect(res, ctx) on the run's result with its log kept
+ * (profiles: sim/profile.h) before it is freed. */
+struct nx_run_result;
+typedef void (*nx_bench_inspect_fn)(const struct nx_run_result *res, void *ctx);
+int nx_bench_run_op_inspect(const struct nx_macro_op *given, const nx_machine *m, nx_bench_bounds_fn bounds,
+                            nx_bench_inspect_fn inspect, void *ctx, nx_bench_run *out, struct nx_error *err);
 int nx_bench_attention_decode_main(int argc, char **argv);
+int nx_bench_layer_main(int argc, char **argv);
+int nx_bench_qkv_main(int argc, char **argv);
 int nx_bench_collective_main(int argc, char **argv);
 int nx_bench_router_main(int argc, char **argv);
-int nx_bench_qkv_main(int argc, char **argv);
 int nx_bench_moe_decode_main(int argc, char **argv);
 
 /* The options of the leaf bench cases, parsed in one place (getopt_long);

@@ -120,6 +120,11 @@ done:
 
 int nx_bench_run_op(const nx_macro_op *given, const nx_machine *m, nx_bench_bounds_fn bounds, void *ctx,
                     nx_bench_run *out, nx_error *err) {
+    return nx_bench_run_op_inspect(given, m, bounds, NULL, ctx, out, err);
+}
+
+int nx_bench_run_op_inspect(const nx_macro_op *given, const nx_machine *m, nx_bench_bounds_fn bounds,
+                            nx_bench_inspect_fn inspect, void *ctx, nx_bench_run *out, nx_error *err) {
     memset(out, 0, sizeof *out);
     nx_prepared op;
     nx_prepared_init(&op);
@@ -133,7 +138,7 @@ int nx_bench_run_op(const nx_macro_op *given, const nx_machine *m, nx_bench_boun
     }
     if (nx_op_prepare(L, given, NULL, &op, err) != 0) goto out;
     /* operands: nx_run_op's pseudo-random values from the seed */
-    nx_run_options opt = {.backend = NX_RUN_MODEL, .seed = 1};
+    nx_run_options opt = {.backend = NX_RUN_MODEL, .seed = 1, .keep_log = inspect != NULL};
     double t0 = nx_bench_now_s();
     if (nx_run_op(L, m, &op, NULL, &opt, &res, err) != 0) goto out;
     out->sim_s = nx_bench_now_s() - t0; /* the trace and the model's run */
@@ -141,6 +146,7 @@ int nx_bench_run_op(const nx_macro_op *given, const nx_machine *m, nx_bench_boun
     out->grid = res.grid;
     if (reference(&op, &res, opt.seed, &out->ref_s, &out->ok, err) != 0) goto out;
     if (bounds) bounds(&op.op, res.grid, ctx);
+    if (inspect) inspect(&res, ctx);
     rc = 0;
 out:
     nx_run_result_free(&res);

@@ -54,7 +54,9 @@ int cli_run_print_text(const run_args *a, const run_op *r, const nx_machine *m, 
         fflush(stdout);
         if (nx_profile_summary(stdout, m, prog, &res->trace.sim) != 0) return -1;
         nx_error err;
-        if (a->by_source && nx_profile_by_source(stdout, prog, &res->trace.sim, 0, &err) != 0) return -1;
+        if (a->by_source && (nx_profile_by_source(stdout, prog, &res->trace.sim, 0, &err) != 0 ||
+                             nx_profile_by_region(stdout, prog, &res->trace.sim, &err) != 0))
+            return -1;
     } else {
         uint64_t n = 0;
         for (uint32_t c = 0; c < prog->cores; c++)
@@ -158,6 +160,11 @@ int cli_run_print_json(const run_args *a, const run_op *r, const nx_machine *m, 
         if (rows) nx_sb_puts(&b, rows);
         else rc = -1;
         free(rows);
+        char *regions = nx_profile_by_region_json(res->prog, &res->trace.sim, &err);
+        nx_sb_puts(&b, ",\n\"by_region\": ");
+        if (regions) nx_sb_puts(&b, regions);
+        else rc = -1;
+        free(regions);
     }
     nx_sb_puts(&b, ",\n\"results\": [");
     for (uint32_t j = 0; j < op->n_results; j++) {

@@ -125,6 +125,18 @@ int nx_profile_by_source(FILE *out, const nx_program *prog, const nx_sim_result 
  * malloc'd string; NULL with a message. */
 char *nx_profile_by_source_json(const nx_program *prog, const nx_sim_result *r, nx_error *err);
 
+/* ---- time by region (sim/profile_region.c) ----
+ * The parts of a composite that named them (kernels/author/author.h
+ * nx_kctx_set_region: a source location's function "REGION: func"): per
+ * region its instructions, span (first start to last end) and its share of
+ * the run, busy time per engine class; then the spans' sum beside the run
+ * (their overlap). Prints nothing when no instruction has a region. 0, or
+ * -1 (write error). */
+int nx_profile_by_region(FILE *out, const nx_program *prog, const nx_sim_result *r, nx_error *err);
+/* The same as a JSON array (region, instructions, start_ns, span_ns, share,
+ * busy_ns; [] without regions), malloc'd; NULL with a message. */
+char *nx_profile_by_region_json(const nx_program *prog, const nx_sim_result *r, nx_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -26,6 +26,9 @@
 
 #define NX_DECODE_MAX_S 8
 #define NX_DECODE_MAX_D 256
+/* DMA lanes the kernel takes (nx_kctx_set_lanes): a composite that calls it
+ * sets them before its own first instruction. */
+#define NX_DECODE_LANES 64u
 
 typedef struct nx_decode_params {
     nx_dtype dtype;             /* q's, the caches' and the new entries' */

@@ -43,6 +43,7 @@ static int emit_dma(nx_kctx *k, uint32_t lane, const nx_operand *dst, const nx_o
  * of up to CH contiguous elements (at most 128 rows a transfer). */
 static int copy_share(dec_core *c, const nx_tensor_ref *src, const nx_tensor_ref *dst, uint32_t *lane, nx_error *err) {
     const uint64_t CH = 8192;
+    if (src->hbm_offset == dst->hbm_offset) return 0; /* updated in place (decoder_layer's steps): nothing to copy */
     uint64_t E = 1;
     for (uint32_t d = 0; d < src->ndims; d++) E *= src->shape[d];
     const uint32_t np = nx_kctx_num_programs(c->k), pid = nx_kctx_program_id(c->k), pieces = c->r.engines;

@@ -17,7 +17,7 @@
  * on queue 2, the cache copy on queue 3, so no tile load or store waits in
  * a FIFO behind a 0.5 MiB copy piece; the block-id probes (slow: 2 bytes a
  * partition) on two store lanes of their own. */
-#define DEC_LANES 64u
+#define DEC_LANES NX_DECODE_LANES
 #define DEC_V_LANE 32u
 #define DEC_COPY_LANE 48u
 #define DEC_PROBES 2u            /* probe sets in flight */

@@ -19,6 +19,7 @@
  *   first instruction then waits for what was dropped). */
 #include "author_impl.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,8 +80,15 @@ int nx_kctx_src_end_(nx_kctx *k, int rc) {
     return rc;
 }
 
-uint32_t nx_kctx_program_id(const nx_kctx *k) { return k->pid; }
-uint32_t nx_kctx_num_programs(const nx_kctx *k) { return k->nprog; }
+uint32_t nx_kctx_program_id(const nx_kctx *k) { return k->solo ? 0 : k->pid; }
+uint32_t nx_kctx_num_programs(const nx_kctx *k) { return k->solo ? 1 : k->nprog; }
+void nx_kctx_set_solo(nx_kctx *k, int on) { k->solo = on != 0; }
+void nx_kctx_set_region(nx_kctx *k, const char *name) {
+    k->region = name;
+    k->region_buf ^= 1;
+}
+int nx_kctx_solo(const nx_kctx *k) { return k->solo; }
+uint32_t nx_kctx_core(const nx_kctx *k) { return k->pid; }
 const nx_geometry *nx_kctx_geometry(const nx_kctx *k) { return &k->geo; }
 const nx_machine *nx_kctx_machine(const nx_kctx *k) { return &k->machine; }
 nx_builder *nx_kctx_builder(nx_kctx *k) { return k->b; }
@@ -91,6 +99,7 @@ int nx_kctx_set_lanes(nx_kctx *k, uint32_t lanes, nx_error *err) {
     if (lanes > queues) lanes = queues;
     if (lanes > K_LANES_MAX) lanes = K_LANES_MAX;
     if (lanes == 0) lanes = 1;
+    if (lanes == k->nlanes) return 0; /* already so (a composite set them for its sub-kernels) */
     for (uint32_t a = 0; a < k->nagents; a++)
         if (k->count[a] != 0) return nx_fail(err, "nx_kctx_set_lanes: the trace already holds instructions");
     k->nlanes = lanes;
@@ -99,8 +108,9 @@ int nx_kctx_set_lanes(nx_kctx *k, uint32_t lanes, nx_error *err) {
 }
 
 void nx_kctx_rows(const nx_kctx *k, uint64_t total, uint64_t *lo, uint64_t *hi) {
-    uint64_t chunk = total / k->nprog + (total % k->nprog != 0);
-    uint64_t a = chunk * k->pid;
+    const uint64_t np = nx_kctx_num_programs(k);
+    uint64_t chunk = total / np + (total % np != 0);
+    uint64_t a = chunk * nx_kctx_program_id(k);
     *lo = a < total ? a : total;
     *hi = *lo + chunk < total ? *lo + chunk : total;
 }
@@ -276,7 +286,16 @@ static uint32_t resolve(nx_kctx *k, const kneed *needs, uint32_t *known, uint32_
 }
 
 static int emit_raw(nx_kctx *k, nx_engine engine, const nx_insn *in, nx_error *err) {
-    if (nx_builder_emit_at(k->b, k->pid, engine, in, k->src_depth ? &k->src : NULL, NULL, err) != 0) {
+    const nx_src_here *at = k->src_depth ? &k->src : NULL;
+    nx_src_here tagged;
+    if (at && k->region) { /* "region: func" (nx_kctx_set_region); the buffer flips with the region */
+        char *fb = k->region_func[k->region_buf];
+        snprintf(fb, sizeof k->region_func[0], "%s: %s", k->region, at->func ? at->func : "");
+        tagged = *at;
+        tagged.func = fb;
+        at = &tagged;
+    }
+    if (nx_builder_emit_at(k->b, k->pid, engine, in, at, NULL, err) != 0) {
         k->broken = 1;
         return -1;
     }

@@ -76,6 +76,24 @@ const nx_geometry *nx_kctx_geometry(const nx_kctx *k);
 /* The machine description the context was made with (geometry = b's). */
 const nx_machine *nx_kctx_machine(const nx_kctx *k);
 nx_builder *nx_kctx_builder(nx_kctx *k);
+/* Solo mode (a composite running its sub-kernels tensor-parallel, one
+ * shard per core: kernels/layer): while on, the leaves traced on k see a
+ * grid of one (program_id 0, num_programs 1, nx_kctx_rows the whole), so
+ * each core runs its own shard of every sub-kernel; nx_kctx_scratch gives
+ * each core its own tensor (the name suffixed ".core<N>"). The emission
+ * still goes to core nx_kctx_core(k). Turn it off before a barrier or a
+ * collective between the cores. */
+void nx_kctx_set_solo(nx_kctx *k, int on);
+int nx_kctx_solo(const nx_kctx *k);
+/* Regions: the part of a composite (a sub-kernel: "qkv", "attention",
+ * "all-reduce" ...) the next instructions belong to, until the next call
+ * (NULL: none). Their source locations' function reads "NAME: func", so
+ * `nxsim run --by-source` keeps the lines of each part apart and adds the
+ * summary by region (sim/profile.h nx_profile_by_region). name is
+ * borrowed: a literal. */
+void nx_kctx_set_region(nx_kctx *k, const char *name);
+/* The core the context emits to, whatever the solo mode. */
+uint32_t nx_kctx_core(const nx_kctx *k);
 
 /* Closes the trace: the SP waits for every DMA lane's last transfer (so the
  * program's end means its data is in place) and every stream of this core
@@ -139,6 +157,12 @@ int nx_kctx_scratch(nx_kctx *k, const char *name, nx_dtype dtype, uint32_t ndims
  * is not allocated (double release). */
 int nx_kctx_release(nx_kctx *k, const nx_tile *t, nx_error *err);
 
+/* Returns every allocated tile to the pool: a composite calls it between
+ * the sub-kernels it traces one after another on the same context (each
+ * leaves its tiles allocated when it returns); the reuse is ordered after
+ * the old tiles' last accesses as for nx_kctx_release. */
+int nx_kctx_release_all(nx_kctx *k, nx_error *err);
+
 /* The whole tile: [partitions] x [free_elems] contiguous, as its dtype. */
 nx_operand nx_tile_ap(const nx_tile *t);
 /* A view: partitions [p0, p0 + np) of the tile, read as dtype `as`, first
@@ -162,7 +186,9 @@ nx_operand nx_operand_rows(const nx_operand *op, uint32_t p0, uint32_t np);
 uint32_t nx_kctx_lanes(const nx_kctx *k);
 /* Lanes for a kernel that keeps more transfer streams apart than the
  * default 32 (two queues per engine on trn2): up to 64 and the machine's
- * queue count (clipped to those). Only before the first instruction. */
+ * queue count (clipped to those). Only before the first instruction, or
+ * when the context already has that many (a composite sets the most any of
+ * its sub-kernels asks for before its first instruction). */
 int nx_kctx_set_lanes(nx_kctx *k, uint32_t lanes, nx_error *err);
 uint32_t nx_kctx_lane_queue(const nx_kctx *k, uint32_t lane);
 
@@ -250,6 +276,7 @@ int nx_kctx_src_end_(nx_kctx *k, int rc);
 #define nx_kctx_finish(k, ...) NX_KCTX_AT_(nx_kctx_finish, k, __VA_ARGS__)
 #define nx_kctx_barrier(k, ...) NX_KCTX_AT_(nx_kctx_barrier, k, __VA_ARGS__)
 #define nx_kctx_barrier_hbm(k, ...) NX_KCTX_AT_(nx_kctx_barrier_hbm, k, __VA_ARGS__)
+#define nx_kctx_release_all(k, ...) NX_KCTX_AT_(nx_kctx_release_all, k, __VA_ARGS__)
 #define nx_kctx_dma(k, ...) NX_KCTX_AT_(nx_kctx_dma, k, __VA_ARGS__)
 #define nx_kctx_dma_on(k, ...) NX_KCTX_AT_(nx_kctx_dma_on, k, __VA_ARGS__)
 #define nx_kctx_dma_split(k, ...) NX_KCTX_AT_(nx_kctx_dma_split, k, __VA_ARGS__)

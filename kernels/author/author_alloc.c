@@ -194,6 +194,18 @@ int nx_kctx_release(nx_kctx *k, const nx_tile *t, nx_error *err) {
                    mem_name(psum), (unsigned long long)t->offset, (unsigned long long)t->bytes);
 }
 
+int nx_kctx_release_all(nx_kctx *k, nx_error *err) {
+    while (k->ntiles > 0) {
+        const ktile_rec *r = &k->tiles[--k->ntiles];
+        const uint64_t lo = r->offset, hi = r->offset + r->bytes;
+        if (pool_insert(&k->pool[r->mem == NX_OPK_PSUM], lo, hi) != 0) {
+            k->broken = 1;
+            return nx_fail(err, "out of memory in the tile allocator");
+        }
+    }
+    return 0;
+}
+
 nx_operand nx_tile_ap(const nx_tile *t) {
     return nx_ap_tile((nx_operand_kind)t->mem, (nx_dtype)t->dtype, 0, t->partitions, t->offset,
                       (uint32_t)t->free_elems);

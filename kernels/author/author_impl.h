@@ -62,6 +62,7 @@ struct nx_kctx {
     nx_geometry geo;
     nx_machine machine; /* copy: the figures plans read (nx_kctx_machine) */
     uint32_t pid, nprog;
+    int solo;           /* nx_kctx_set_solo: the leaf sees a grid of one */
     uint32_t nlanes, next_lane;
     uint32_t nagents;
 
@@ -85,6 +86,9 @@ struct nx_kctx {
     nx_kctx_stats stats;
     nx_src_here src;     /* where the leaf's current helper call is (src_depth > 0) */
     uint32_t src_depth;  /* helper calls open through the author.h macros */
+    const char *region;  /* nx_kctx_set_region (borrowed), or NULL */
+    char region_func[2][160];
+    int region_buf;
     int finished;
     int broken;
 };

@@ -26,6 +26,7 @@
 #include "kernels/select_and_scatter/params.h"
 #include "kernels/attention/flash.h"
 #include "kernels/qkv/qkv.h"
+#include "kernels/layer/layer.h"
 
 #define NX_REF_MAX_DIMS 6
 
@@ -224,5 +225,15 @@ int nx_ref_qkv(const nx_qkv_params *p, const void *const *in, void *const *out, 
  * result of x's shape [, out[1] x' with residual]. fp32 sgemms, the
  * roundings of the definition (kernels/ref/mlp_ref.c). */
 int nx_ref_mlp(const nx_mlp_params *p, const void *const *in, void *const *out, nx_error *err);
+
+/* ---- decoder_layer (kernels/layer/layer.h) ----
+ * in[] the 13 operands, out[] out, k_cache', v_cache'. The composition of
+ * the references above, every intermediate rounded to the dtype as the
+ * definition says: nx_ref_qkv (rms norm, rope, heads), nx_ref_attention_decode
+ * per step of up to 8 new positions (lengths + 8 j; the steps' query rows
+ * are independent, so the steps change nothing), nx_ref_matmul (w_o),
+ * nx_ref_mlp (residual x + o, rms norm, silu), then h + mlp in fp32 rounded
+ * once. tp plays no part (the unsplit math). */
+int nx_ref_decoder_layer(const nx_layer_params *p, const void *const *in, void *const *out, nx_error *err);
 
 #endif

@@ -1,0 +1,90 @@
+/* decoder_layer's glue (kernels/layer/layer_impl.h): the HBM moves between
+ * the sub-kernels' layouts (the attention's heads layout to the o
+ * projection's tokens; a step's 8 positions of q, k, v), the lengths of a
+ * step, and the layer's last residual add. The moves are DMA only; the
+ * residual is a DMA load of both rows, one VectorE add (fp32, one rounding
+ * to the dtype) and a store, double-buffered over 128-row tiles. */
+#include "layer_impl.h"
+
+#include "isa/intmath.h"
+
+#define LAYER_RUN 8192u    /* elements per flat-copy row */
+#define LAYER_COLS 2048u   /* residual tile width (elements) */
+
+int nx_layer_copy_rows(nx_kctx *k, nx_dtype dt, uint64_t dst, uint64_t dp, uint64_t src, uint64_t sp, uint64_t n,
+                       uint64_t cols, nx_error *err) {
+    const uint64_t es = nx_dtype_size(dt);
+    for (uint64_t r = 0; r < n; r += 128) {
+        const uint32_t rows = (uint32_t)nx_min_u64(128, n - r);
+        nx_operand d = nx_ap_hbm_rows(dt, dst + r * dp * es, rows, (int32_t)dp, (uint32_t)cols);
+        nx_operand s = nx_ap_hbm_rows(dt, src + r * sp * es, rows, (int32_t)sp, (uint32_t)cols);
+        if (nx_kctx_dma(k, &d, &s, err) != 0) return -1;
+    }
+    return 0;
+}
+
+int nx_layer_copy_flat(nx_kctx *k, nx_dtype dt, uint64_t dst, uint64_t src, uint64_t n, nx_error *err) {
+    const uint64_t es = nx_dtype_size(dt), full = n / LAYER_RUN, tail = n % LAYER_RUN;
+    if (full && nx_layer_copy_rows(k, dt, dst, LAYER_RUN, src, LAYER_RUN, full, LAYER_RUN, err) != 0) return -1;
+    if (tail) return nx_layer_copy_rows(k, dt, dst + full * LAYER_RUN * es, tail, src + full * LAYER_RUN * es, tail, 1, tail, err);
+    return 0;
+}
+
+int nx_layer_heads_to_tokens(const layer_run *L, uint64_t src, uint64_t nh, uint64_t sc, uint64_t dst, uint64_t W,
+                             uint64_t t0, uint64_t c0, uint64_t b0, uint64_t b1, nx_error *err) {
+    const uint64_t d = L->p.d, S = L->p.S, es = L->es;
+    for (uint64_t b = b0; b < b1; b++)
+        for (uint64_t h = 0; h < nh; h += 128) {
+            const uint32_t np = (uint32_t)nx_min_u64(128, nh - h);
+            const uint32_t cnt[2] = {(uint32_t)sc, (uint32_t)d};
+            const int32_t ss[2] = {(int32_t)d, 1}, ds[2] = {(int32_t)W, 1};
+            nx_operand s = nx_ap(NX_OPK_HBM, L->dt, 0, np, (int32_t)(sc * d), src + ((b * nh + h) * sc * d) * es, 2, ss, cnt);
+            nx_operand o = nx_ap(NX_OPK_HBM, L->dt, 0, np, (int32_t)d, dst + ((b * S + t0) * W + c0 + h * d) * es, 2, ds, cnt);
+            if (nx_kctx_dma(L->k, &o, &s, err) != 0) return -1;
+        }
+    return 0;
+}
+
+int nx_layer_shift_lengths(const layer_run *L, uint64_t dst, int32_t add, nx_error *err) {
+    nx_kctx *k = L->k;
+    const uint64_t B = L->p.B;
+    nx_tile t;
+    if (nx_kctx_alloc(k, NX_OPK_SBUF, "lengths_row", NX_DT_INT32, 1, B, &t, err) != 0) return -1;
+    nx_operand row = nx_tile_ap(&t);
+    nx_operand src = nx_ap_hbm_rows(NX_DT_INT32, L->a[12].hbm_offset, 1, (int32_t)B, (uint32_t)B);
+    nx_operand out = nx_ap_hbm_rows(NX_DT_INT32, dst, 1, (int32_t)B, (uint32_t)B);
+    nx_operand imm = nx_imm((double)add, NX_DT_FP32);
+    if (nx_kctx_dma(k, &row, &src, err) != 0 ||
+        nx_kctx_tensor_scalar(k, NX_ENG_DVE, &row, &row, NX_ALU_ADD, &imm, NX_ALU_BYPASS, NULL, err) != 0 ||
+        nx_kctx_dma(k, &out, &row, err) != 0)
+        return -1;
+    return nx_kctx_release(k, &t, err);
+}
+
+int nx_layer_residual(const layer_run *L, uint64_t out, uint64_t h, uint64_t m, uint64_t r0, uint64_t r1, nx_error *err) {
+    nx_kctx *k = L->k;
+    const uint64_t H = L->p.H, es = L->es, W = nx_min_u64(H, LAYER_COLS);
+    const uint32_t P = nx_kctx_geometry(k)->partitions;
+    if (r0 >= r1) return 0;
+    nx_tile th[2], tm[2];
+    for (int i = 0; i < 2; i++)
+        if (nx_kctx_alloc(k, NX_OPK_SBUF, "residual_h", L->dt, P, W, &th[i], err) != 0 ||
+            nx_kctx_alloc(k, NX_OPK_SBUF, "residual_m", L->dt, P, W, &tm[i], err) != 0)
+            return -1;
+    uint64_t it = 0;
+    for (uint64_t r = r0; r < r1; r += P)
+        for (uint64_t c = 0; c < H; c += W, it++) {
+            const uint32_t n = (uint32_t)nx_min_u64(P, r1 - r), w = (uint32_t)nx_min_u64(W, H - c);
+            const nx_tile *a = &th[it % 2], *b = &tm[it % 2];
+            nx_operand va = nx_ap_tile(NX_OPK_SBUF, L->dt, 0, n, a->offset, w);
+            nx_operand vb = nx_ap_tile(NX_OPK_SBUF, L->dt, 0, n, b->offset, w);
+            nx_operand sh = nx_ap_hbm_rows(L->dt, h + (r * H + c) * es, n, (int32_t)H, w);
+            nx_operand sm = nx_ap_hbm_rows(L->dt, m + (r * H + c) * es, n, (int32_t)H, w);
+            nx_operand so = nx_ap_hbm_rows(L->dt, out + (r * H + c) * es, n, (int32_t)H, w);
+            if (nx_kctx_dma(k, &va, &sh, err) != 0 || nx_kctx_dma(k, &vb, &sm, err) != 0 ||
+                nx_kctx_tensor_tensor(k, NX_ENG_DVE, NX_ALU_ADD, &va, &va, &vb, err) != 0 ||
+                nx_kctx_dma(k, &so, &va, err) != 0)
+                return -1;
+        }
+    return 0;
+}
