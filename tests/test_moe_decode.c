@@ -199,6 +199,22 @@ static void ragged(void **state) {
     check(&(problem){NX_DT_FP32, 1, 1, 1, 2, 1, NULL, NULL, 0});
 }
 
+/* The stacked w_down the last large HBM tensor (only the small affinities,
+ * indices, out and routing scratch after it) and nothing padding the end:
+ * H = 64 makes a down slab 16 K-chunks of 128 rows (I = 2048), so a gather
+ * pattern's span, from an offset, runs 15 x 128 rows past it. The piece's
+ * bound keeps the span inside the tensor (the rows of the last expert's
+ * last chunk end at the tensor's end), for either end of the I split and
+ * for the expert loop, the slot list and an expert of -1. */
+static void weight_at_hbm_end(void **state) {
+    (void)state;
+    check(&(problem){NX_DT_BF16, 1, 64, 2048, 2, 1, NULL, NULL, 1});
+    check(&(problem){NX_DT_FP32, 2, 64, 2048, 3, 2, NULL, NULL, 0});
+    check(&(problem){NX_DT_BF16, 1, 64, 2048, 8, 2, NULL, NULL, 1});
+    static const int32_t last[2] = {3, -1};
+    check(&(problem){NX_DT_BF16, 1, 64, 2048, 4, 2, NULL, last, 1});
+}
+
 static void activations(void **state) {
     (void)state;
     static const char *const acts[4] = {"act=\"silu\"", "act=\"gelu\"", "act=\"gelu_tanh\"", "act=\"relu\""};
@@ -284,7 +300,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(random_routings), cmocka_unit_test(repeated_and_skipped),
         cmocka_unit_test(selected_against_all), cmocka_unit_test(tokens),
-        cmocka_unit_test(ragged), cmocka_unit_test(activations),
+        cmocka_unit_test(ragged), cmocka_unit_test(weight_at_hbm_end), cmocka_unit_test(activations),
         cmocka_unit_test(refusals), cmocka_unit_test(runtime_indices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

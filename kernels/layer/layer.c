@@ -24,9 +24,10 @@
  * n_kv_heads / 2 kv heads, its I / 2 columns of w_gate and w_up and rows of
  * w_down; the partial o projection and the partial MLP are all-reduced
  * between the cores (kernels/author/collective.h). The op carries the
- * unsharded weights, so each core first gathers its w_qkv, w_gate and w_up
- * columns into its own HBM scratch (w_o's and w_down's rows are
- * contiguous and read in place). docs/parts/decoder-layer.md. */
+ * unsharded weights, which each core reads in place: its w_qkv head
+ * columns through qkv's weight view, its w_gate and w_up columns with
+ * mlp's row pitch (w_o's and w_down's rows are contiguous).
+ * docs/parts/decoder-layer.md. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,52 +78,58 @@ static int sync(layer_run *L, nx_error *err) {
     return 0;
 }
 
-/* One sub-kernel on the context: its tiles back to the pool around it. */
-static int sub(layer_run *L, nx_leaf_fn fn, const char *what, const nx_tensor_ref *args, uint32_t n_in, uint32_t nargs,
-               const nx_attrs *attrs, nx_error *err) {
+/* The weights' views for tp 2 (the unsharded weights read in place). */
+typedef struct layer_views {
+    nx_qkv_wview qkv; /* w_qkv: this core's q, k and v head columns */
+    uint64_t gu_ld;   /* w_gate, w_up: this core's I / 2 columns, rows I apart */
+} layer_views;
+
+/* One sub-kernel on the context: its tiles back to the pool around it.
+ * view: qkv's weight view (fn nx_qkv) or mlp's gate/up pitch (fn nx_mlp). */
+static int sub_viewed(layer_run *L, nx_leaf_fn fn, const layer_views *view, const char *what, const nx_tensor_ref *args,
+                      uint32_t n_in, uint32_t nargs, const nx_attrs *attrs, nx_error *err) {
     if (nx_kctx_release_all(L->k, err) != 0) return -1;
     nx_kernel_call c = {.args = args, .nargs = nargs, .n_inputs = n_in, .additional_args = attrs, .attrs = attrs};
     nx_kctx_set_region(L->k, what);
-    if (fn(L->k, &c, err) != 0) return nx_fail_prefix(err, "decoder_layer (%s)", what);
+    const int rc = !view ? fn(L->k, &c, err)
+                   : fn == nx_qkv ? nx_qkv_viewed(L->k, &c, &view->qkv, err)
+                                  : nx_mlp_pitched(L->k, &c, view->gu_ld, err);
+    if (rc != 0) return nx_fail_prefix(err, "decoder_layer (%s)", what);
     nx_kctx_set_region(L->k, NULL);
     return nx_kctx_release_all(L->k, err);
 }
 
+static int sub(layer_run *L, nx_leaf_fn fn, const char *what, const nx_tensor_ref *args, uint32_t n_in, uint32_t nargs,
+               const nx_attrs *attrs, nx_error *err) {
+    return sub_viewed(L, fn, NULL, what, args, n_in, nargs, attrs, err);
+}
+
 typedef struct layer_bufs {
     nx_tensor_ref wqkv, wg, wu, wo, wd; /* this core's weights */
+    layer_views views;                  /* how wqkv, wg and wu sit in the full weights */
     nx_tensor_ref q, kn, vn;            /* qkv's results, heads layout */
     nx_tensor_ref att;                  /* attention out, tokens [B, S, nqc d] */
     nx_tensor_ref o, h, m;              /* [B, S, H]: o projection, h, mlp out (all-reduced with tp 2) */
     nx_tensor_ref o_part, m_part;       /* tp 2: this core's partial sums */
 } layer_bufs;
 
-/* tp 2: this core's weight columns gathered, its rows referenced. */
-static int shard_weights(layer_run *L, layer_bufs *w, nx_error *err) {
+/* This core's weights, read in place: with tp 2 its w_qkv heads through
+ * qkv's weight view (three column blocks of the full rows), its w_gate and
+ * w_up columns as a [H, I / 2] block with rows I apart, its w_o and w_down
+ * rows (contiguous). */
+static void shard_weights(layer_run *L, layer_bufs *w) {
     const nx_layer_params *p = &L->p;
     const uint64_t d = p->d, H = p->H, N = (p->nq + 2 * p->nkv) * d, Nc = (L->nqc + 2 * L->nkvc) * d, es = L->es;
     const uint64_t c = p->tp == 2 ? L->core : 0;
     const uint64_t sq[2] = {H, Nc}, sgu[2] = {H, L->Ic}, so[2] = {L->nqc * d, H}, sd[2] = {L->Ic, H};
     w->wo = at(&L->a[3], c * L->nqc * d * H * es, 2, so);
     w->wd = at(&L->a[7], c * L->Ic * H * es, 2, sd);
-    if (p->tp == 1) {
-        w->wqkv = L->a[2], w->wg = L->a[5], w->wu = L->a[6];
-        return 0;
-    }
-    nx_kctx_set_region(L->k, "tp shards");
-    if (scratch(L, "layer.w_qkv", L->dt, 2, sq, &w->wqkv, err) != 0 || scratch(L, "layer.w_gate", L->dt, 2, sgu, &w->wg, err) != 0 ||
-        scratch(L, "layer.w_up", L->dt, 2, sgu, &w->wu, err) != 0)
-        return -1;
+    w->wqkv = at(&L->a[2], 0, 2, sq);
+    w->wg = at(&L->a[5], c * L->Ic * es, 2, sgu);
+    w->wu = at(&L->a[6], c * L->Ic * es, 2, sgu);
     /* q heads, k heads, v heads: each core's contiguous block of each */
-    const uint64_t from[3] = {c * L->nqc * d, p->nq * d + c * L->nkvc * d, (p->nq + p->nkv) * d + c * L->nkvc * d};
-    const uint64_t to[3] = {0, L->nqc * d, (L->nqc + L->nkvc) * d}, cols[3] = {L->nqc * d, L->nkvc * d, L->nkvc * d};
-    for (int j = 0; j < 3; j++)
-        if (nx_layer_copy_rows(L->k, L->dt, w->wqkv.hbm_offset + to[j] * es, Nc, L->a[2].hbm_offset + from[j] * es, N, H,
-                               cols[j], err) != 0)
-            return -1;
-    if (nx_layer_copy_rows(L->k, L->dt, w->wg.hbm_offset, L->Ic, L->a[5].hbm_offset + c * L->Ic * es, p->inter, H, L->Ic, err) != 0 ||
-        nx_layer_copy_rows(L->k, L->dt, w->wu.hbm_offset, L->Ic, L->a[6].hbm_offset + c * L->Ic * es, p->inter, H, L->Ic, err) != 0)
-        return -1;
-    return 0;
+    w->views.qkv = (nx_qkv_wview){N, {c * L->nqc * d, p->nq * d + c * L->nkvc * d, (p->nq + p->nkv) * d + c * L->nkvc * d}};
+    w->views.gu_ld = p->inter;
 }
 
 static int run_qkv(layer_run *L, layer_bufs *w, nx_error *err) {
@@ -137,7 +144,7 @@ static int run_qkv(layer_run *L, layer_bufs *w, nx_error *err) {
                  : 0;
     if (rc == 0) {
         const nx_tensor_ref args[8] = {L->a[0], w->wqkv, L->a[1], L->a[8], L->a[9], w->q, w->kn, w->vn};
-        rc = sub(L, nx_qkv, "qkv+norm+rope", args, 5, 8, &a, err);
+        rc = sub_viewed(L, nx_qkv, &w->views, "qkv+norm+rope", args, 5, 8, &a, err);
     }
     nx_attrs_free(&a);
     return rc;
@@ -272,8 +279,8 @@ static int run_layer(layer_run *L, nx_error *err) {
     if (tp2 && (scratch(L, "layer.o_part", L->dt, 3, sh, &w.o_part, err) != 0 ||
                 scratch(L, "layer.mlp_part", L->dt, 3, sh, &w.m_part, err) != 0))
         return -1;
-    if (shard_weights(L, &w, err) != 0 || run_qkv(L, &w, err) != 0 || sync(L, err) != 0 || run_attention(L, &w, err) != 0)
-        return -1;
+    shard_weights(L, &w);
+    if (run_qkv(L, &w, err) != 0 || sync(L, err) != 0 || run_attention(L, &w, err) != 0) return -1;
     if (run_oproj(L, &w, err) != 0 || sync(L, err) != 0) return -1;
     nx_coll coll;
     nx_kctx_set_solo(L->k, 0);
@@ -290,7 +297,7 @@ static int run_layer(layer_run *L, nx_error *err) {
              : 0;
     if (rc == 0) {
         const nx_tensor_ref args[8] = {w.o, w.wg, w.wu, w.wd, L->a[4], L->a[0], tp2 ? w.m_part : w.m, w.h};
-        rc = sub(L, nx_mlp, "mlp+norm+residual", args, 6, 8, &a, err);
+        rc = sub_viewed(L, nx_mlp, &w.views, "mlp+norm+residual", args, 6, 8, &a, err);
     }
     nx_attrs_free(&a);
     if (rc != 0 || sync(L, err) != 0) return -1;

@@ -89,8 +89,8 @@ static int decode_plan(mlp_state *s, nx_error *err) {
     const uint64_t i_lo = s->t_lo * s->TI, i_hi = nx_min_u64(s->t_hi * s->TI, p->inter);
     if (i_lo < i_hi) {
         nx_mlp_dec_job gu = {.kind = NX_MLP_DEC_GATE_UP, .K = p->H, .n = i_hi - i_lo,
-                             .w0 = {.base = s->wg + i_lo * s->es, .ld = p->inter},
-                             .w1 = {.base = s->wu + i_lo * s->es, .ld = p->inter},
+                             .w0 = {.base = s->wg + i_lo * s->es, .ld = s->gu_ld},
+                             .w1 = {.base = s->wu + i_lo * s->es, .ld = s->gu_ld},
                              .xT = &s->xT[0], .aT = &s->aT[0], .a0 = s->t_lo};
         if (nx_mlp_dec_submit(d, &gu, err) != 0) goto out;
     }
@@ -208,7 +208,7 @@ static int prefill_plan(mlp_state *s, nx_error *err) {
         const uint32_t n = (uint32_t)nx_min_u64(s->Tl, c.hi - r0);
         hooks[b] = (pf_hook){&c, b};
         nx_mlp_dec_job gu = {.kind = NX_MLP_DEC_GATE_UP, .K = p->H, .n = p->inter, .T = n,
-                             .w0 = {.base = s->wg, .ld = p->inter}, .w1 = {.base = s->wu, .ld = p->inter},
+                             .w0 = {.base = s->wg, .ld = s->gu_ld}, .w1 = {.base = s->wu, .ld = s->gu_ld},
                              .xT = &s->xT[0], .aT = &s->aT[0], .before = pf_before_gu, .before_ctx = &hooks[b]};
         nx_mlp_dec_job dn = {.kind = NX_MLP_DEC_DOWN, .K = p->inter, .n = p->H, .T = n,
                              .w0 = {.base = s->wd, .ld = p->H}, .aT = &s->aT[0],
@@ -224,7 +224,9 @@ out:
     return rc;
 }
 
-int nx_mlp(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
+int nx_mlp(nx_kctx *k, const nx_kernel_call *call, nx_error *err) { return nx_mlp_pitched(k, call, 0, err); }
+
+int nx_mlp_pitched(nx_kctx *k, const nx_kernel_call *call, uint64_t gu_ld, nx_error *err) {
     mlp_state s;
     memset(&s, 0, sizeof s);
     s.k = k;
@@ -240,6 +242,7 @@ int nx_mlp(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     if (plan == NX_MLP_PLAN_DECODE && p->T > g->pe_cols)
         return nx_fail(err, "attribute plan: decode takes up to %u tokens, x has T = %llu", g->pe_cols,
                        (unsigned long long)p->T);
+    s.gu_ld = gu_ld ? gu_ld : p->inter;
     if (mlp_state_init(&s, call, err) != 0) return -1;
     return plan == NX_MLP_PLAN_DECODE ? decode_plan(&s, err) : prefill_plan(&s, err);
 }

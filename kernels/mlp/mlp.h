@@ -53,5 +53,10 @@ int nx_mlp_read(const nx_attrs *attrs, const nx_norm_tensor *in, uint32_t n_in, 
 nx_mlp_plan nx_mlp_plan_of(const nx_mlp_params *p, const nx_geometry *g);
 /* The kernel: call->args = the operands above, then the results. */
 int nx_mlp(nx_kctx *k, const nx_kernel_call *call, nx_error *err);
+/* nx_mlp with w_gate's and w_up's rows gu_ld elements apart (0: I), their
+ * [H, I] a column block of wider weights (decoder_layer's tp 2 shard of
+ * the unsharded w_gate and w_up, read in place). Internal to the
+ * composites (not an attribute): the operands keep the block's shape. */
+int nx_mlp_pitched(nx_kctx *k, const nx_kernel_call *call, uint64_t gu_ld, nx_error *err);
 
 #endif

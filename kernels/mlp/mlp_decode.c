@@ -140,8 +140,15 @@ static int dec_load(nx_mlp_dec *d, uint64_t s, nx_error *err) {
      * compute, have the next queue (kernels/norms/rows.h) */
     const uint32_t E = d->r.engines, first = NX_ROWS_LOAD_LANE;
     if (!w->rows) return nx_kctx_dma_split(d->k, first, E, &dst, &src, err);
-    if (w->bound <= row0) return 0; /* every row past the tensor: nothing to read */
-    const uint64_t bound = w->bound - row0;
+    /* The gather's bound counts the row offsets (from the slab's first
+     * chunk) whose rows of every chunk of the slab lie inside the tensor:
+     * an offset's pattern reads cnt chunks P rows apart, so its span ends
+     * (cnt - 1) P rows past the offset. A valid offset (its block's rows
+     * inside [0, w->bound)) is below that bound, and the span of the
+     * bound's rows ends at the tensor's end, whatever lies after it. */
+    const uint64_t reach = row0 + (uint64_t)(sl.cnt - 1) * d->P;
+    if (w->bound <= reach) return 0; /* every offset past the tensor: nothing to read */
+    const uint64_t bound = w->bound - reach;
     if (bound > INT32_MAX) return nx_fail(err, "mlp decode: a gather bound of %llu rows exceeds int32", (unsigned long long)bound);
     const uint32_t pieces = E < sl.kw ? E : sl.kw, base = sl.kw / pieces, extra = sl.kw % pieces;
     uint32_t r0 = 0;

@@ -50,7 +50,11 @@
  * a stacked [E, K, n] tensor with base = its start); chunk c reads rows
  * rows[p] + c * P. `bound` is the number of rows `base` has (E * K):
  * the indirect DMA (docs/parts/insns-pe-dma.md, gather) skips rows out of
- * [0, bound) (oob_skip), leaving the ring slot's previous data: a caller
+ * [0, bound) (oob_skip), leaving the ring slot's previous data; a slab's
+ * gather (several chunks per offset) takes as its bound the offsets whose
+ * every chunk's rows lie inside [0, bound), so the access pattern's span
+ * ends at the tensor's end and the weight may be the program's last HBM
+ * tensor (rows[p] of a block inside the tensor is always below it). A caller
  * that passes an index of -1 must give that job's tokens a zero scale or
  * skip the job. Loads are cut by partitions over the DMA engines and
  * rotate over the queues of each engine.

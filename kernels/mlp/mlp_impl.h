@@ -19,6 +19,7 @@ typedef struct mlp_state {
     uint64_t bank_elems;
     uint64_t nk, ni;     /* K-chunks of H, I-tiles */
     uint64_t x, wg, wu, wd, gamma_hbm, r_hbm, out, xo; /* HBM bytes */
+    uint64_t gu_ld;      /* w_gate's and w_up's row pitch, elements (I unless a caller's) */
     uint64_t ring_bytes;
     /* the prep, per token sub-tile: x rows, h rows; shared: r rows (or
      * the squares), gamma, stats; the transposes' PSUM bank (tpp: its own

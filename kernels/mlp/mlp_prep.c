@@ -30,7 +30,7 @@ int mlp_state_init(mlp_state *s, const nx_kernel_call *call, nx_error *err) {
     s->r_hbm = p->residual ? call->args[p->r_operand].hbm_offset : 0;
     s->out = call->args[p->n_operands].hbm_offset;
     s->xo = p->residual ? call->args[p->n_operands + 1].hbm_offset : 0;
-    if (p->H > INT32_MAX / s->P || p->inter > INT32_MAX / s->P)
+    if (p->H > INT32_MAX / s->P || p->inter > INT32_MAX / s->P || s->gu_ld > INT32_MAX / s->P)
         return nx_fail(err, "operand 1 (%s): H = %llu, I = %llu beyond the 32-bit strides of a weight slab",
                        call->args[1].name, (unsigned long long)p->H, (unsigned long long)p->inter);
     if (p->H > g->sbuf_free_elems_max)

@@ -26,17 +26,6 @@ int md_passes(md_core *c, nx_error *err) {
     const uint64_t es = pl->es, W = (uint64_t)pl->S * pl->nblk, span = (uint64_t)MD_GROUP * pl->nblk;
     if (W == 0) return 0;
     nx_kctx *k = c->k;
-    /* the piece's gathers read a slab of several K-chunks per row offset,
-     * and their access pattern's span (not the rows read: those stay in the
-     * tensor) runs up to a slab past a stacked weight's last row; when the
-     * weight is the program's last HBM tensor that span must still be
-     * memory: a pad after everything of 16 K-chunks of the longest rows
-     * (a slab holds at most 16 chunks of rows of 512 bytes or more: 8 KiB) */
-    {
-        const uint64_t pad[2] = {16ull * P, p->H > p->inter ? p->H : p->inter};
-        uint64_t off;
-        if (nx_kctx_scratch(k, "moe_decode.pad", p->dtype, 2, pad, &off, err) != 0) return -1;
-    }
     /* the piece takes every PSUM bank: ours (routing, x^T) goes back */
     if (nx_kctx_release(k, &c->psum, err) != 0) return -1;
     nx_mlp_dec_cfg cfg = {.dtype = p->dtype, .T = T, .act = p->act};

@@ -46,16 +46,37 @@
 
 static nx_norm_tensor as_norm(const nx_tensor_ref *t) { return (nx_norm_tensor){t->name, t->dtype, t->ndims, t->shape}; }
 
+/* The HBM column (from w's start, rows of wv.ld) of head h's first column. */
+static uint64_t qkv_head_col(const qkv_state *s, uint64_t h) {
+    const nx_qkv_params *p = s->p;
+    const uint32_t j = h < p->nq ? 0 : h < p->nq + p->nkv ? 1 : 2;
+    const uint64_t first = j == 0 ? 0 : j == 1 ? p->nq : p->nq + p->nkv;
+    return s->wv.col[j] + (h - first) * p->d;
+}
+
 /* Weight piece i of the stream: (block, group, chunk) -> ring slot i % R. */
 static int load_piece(qkv_state *s, uint64_t i, nx_error *err) {
     const nx_qkv_params *p = s->p;
     const uint64_t kc = i % s->nk, g = (i / s->nk) % s->ngroups;
     const uint64_t h0 = s->h_lo + g * s->G * s->hpt, h1 = h0 + s->G * s->hpt < s->h_hi ? h0 + s->G * s->hpt : s->h_hi;
-    const uint32_t kw = qkv_clip(p->H - kc * s->P, s->P), cols = (uint32_t)((h1 - h0) * p->d);
-    nx_operand dst = nx_rows_view(&s->ring[i % s->R], s->dt, kw, 0, cols);
-    nx_operand src = nx_ap_hbm_rows(s->dt, s->w->hbm_offset + (kc * s->P * p->N + h0 * p->d) * s->es, kw,
-                                    (int32_t)p->N, cols);
-    return nx_kctx_dma_split(s->k, QKV_W_LANE, s->r.engines, &dst, &src, err);
+    const uint32_t kw = qkv_clip(p->H - kc * s->P, s->P);
+    /* heads [h0, h1) as runs of contiguous HBM columns (one run unless w
+     * is a view of separate q, k and v column blocks) */
+    for (uint64_t a = h0; a < h1;) {
+        uint64_t b = h1;
+        for (uint64_t e = a + 1; e < h1; e++)
+            if (qkv_head_col(s, e) != qkv_head_col(s, a) + (e - a) * p->d) {
+                b = e;
+                break;
+            }
+        const uint32_t cols = (uint32_t)((b - a) * p->d);
+        nx_operand dst = nx_rows_view(&s->ring[i % s->R], s->dt, kw, (a - h0) * p->d, cols);
+        nx_operand src = nx_ap_hbm_rows(s->dt, s->w->hbm_offset + (kc * s->P * s->wv.ld + qkv_head_col(s, a)) * s->es,
+                                        kw, (int32_t)s->wv.ld, cols);
+        if (nx_kctx_dma_split(s->k, QKV_W_LANE, s->r.engines, &dst, &src, err) != 0) return -1;
+        a = b;
+    }
+    return 0;
 }
 
 /* Emits the weight loads whose ring slots are free (their last use emitted). */
@@ -170,9 +191,9 @@ static int plan(qkv_state *s, nx_error *err) {
     if (p->H > geo->sbuf_free_elems_max)
         return nx_fail(err, "operand 0 (%s): H = %llu beyond the %u elements an engine streams per partition",
                        s->x->name, (unsigned long long)p->H, (unsigned)geo->sbuf_free_elems_max);
-    if (p->N > INT32_MAX || p->S * p->d > INT32_MAX)
+    if (p->N > INT32_MAX || s->wv.ld > INT32_MAX || p->S * p->d > INT32_MAX)
         return nx_fail(err, "operand 1 (%s): width %llu (or S d) beyond 32-bit access-pattern strides", s->w->name,
-                       (unsigned long long)p->N);
+                       (unsigned long long)(p->N > s->wv.ld ? p->N : s->wv.ld));
     s->KI = 1;
     const int decode = p->plan == NX_QKV_PLAN_DECODE || (p->plan == NX_QKV_PLAN_AUTO && T <= s->P);
     if (decode && T > s->P)
@@ -281,7 +302,9 @@ static int alloc(qkv_state *s, nx_error *err) {
     return 0;
 }
 
-int nx_qkv(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
+int nx_qkv(nx_kctx *k, const nx_kernel_call *call, nx_error *err) { return nx_qkv_viewed(k, call, NULL, err); }
+
+int nx_qkv_viewed(nx_kctx *k, const nx_kernel_call *call, const nx_qkv_wview *view, nx_error *err) {
     nx_norm_tensor in[NX_KERNEL_MAX_ARGS];
     for (uint32_t i = 0; i < call->n_inputs && i < NX_KERNEL_MAX_ARGS; i++) in[i] = as_norm(&call->args[i]);
     nx_qkv_params p;
@@ -293,6 +316,7 @@ int nx_qkv(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     if (!s) return nx_fail(err, "qkv: out of memory");
     s->k = k, s->p = &p, s->dt = p.dtype, s->es = nx_dtype_size(p.dtype);
     s->x = &call->args[0], s->w = &call->args[1];
+    s->wv = view && view->ld ? *view : (nx_qkv_wview){p.N, {0, p.nq * p.d, (p.nq + p.nkv) * p.d}};
     s->gamma = p.norm ? &call->args[p.gamma_op] : NULL;
     s->bias = p.bias ? &call->args[p.bias_op] : NULL;
     s->cos = p.rope ? &call->args[p.cos_op] : NULL;

@@ -49,4 +49,19 @@ void nx_qkv_result_shape(const nx_qkv_params *p, uint32_t j, uint32_t *ndims, ui
 /* The kernel (kernels/qkv/qkv.c): call->args = the operands, then the results. */
 int nx_qkv(nx_kctx *k, const nx_kernel_call *call, nx_error *err);
 
+/* Where w's columns are in HBM when w is a column selection of a wider
+ * weight (decoder_layer's tp 2 shard of the unsharded w_qkv: its q heads,
+ * k heads and v heads, three column blocks of the full rows): w's element
+ * [r, c] of head block j (0 q, 1 k, 2 v) is at element r * ld + col[j] +
+ * (c - the block's first column of w) from w's hbm_offset. ld 0: w as it
+ * is ([H, N] packed, nx_qkv's layout). Internal to the composites (not an
+ * attribute): the caller's w operand keeps the shard's shape. */
+typedef struct nx_qkv_wview {
+    uint64_t ld;     /* row pitch, elements */
+    uint64_t col[3]; /* first column of the q, k and v heads */
+} nx_qkv_wview;
+
+/* nx_qkv reading w through a view (NULL: as nx_qkv). */
+int nx_qkv_viewed(nx_kctx *k, const nx_kernel_call *call, const nx_qkv_wview *view, nx_error *err);
+
 #endif

@@ -26,6 +26,7 @@ typedef struct qkv_state {
     const nx_tensor_ref *x, *w, *gamma, *bias, *cos, *sin, *out[3];
     nx_dtype dt;
     uint64_t es;
+    nx_qkv_wview wv; /* w's row pitch and head blocks' columns (qkv.h) */
     uint32_t P, TN, hpt, G, MB, R, nk, KI;
     uint64_t t_lo, t_hi, h_lo, h_hi; /* this core's tokens and heads */
     int split_cols;                  /* the grid's cores take head ranges (decode) */
