@@ -7,6 +7,7 @@
  *   the states h of a chunk                  2 sets x nc T fp32
  *   u, delta                                 3 sets x 2 x T (dtype)
  *   delta u, y (and softplus(delta))         2 sets x (2 (+ 2)) x T fp32
+ *   [y in a 16-bit dtype, with skip]          2 sets x T (dtype)
  *   A, D and the carried state per channel tile, 2 sets (one per batch
  *   segment in flight).
  * T: 2048 bytes of the dtype (a DMA row at full efficiency), or L when
@@ -31,6 +32,7 @@ static uint64_t plan_bytes(const nx_scan_params *p, uint64_t T, uint64_t nc, uin
     const nx_dtype dt = p->dtype, f = NX_DT_FP32;
     uint64_t b = 2 * 2 * rb(p->N * T, dt) + 3 * rb((nc + 1) * T, f) + 2 * rb(nc * T, f);
     b += 3 * 2 * rb(T, dt) + 2 * (2 + (p->delta_softplus ? 2 : 0)) * rb(T, f);
+    if (p->skip && dt != f) b += 2 * rb(T, dt); /* y in its dtype (the skip term writes it) */
     b += 2 * (rb(ct_max * p->N, p->a_dtype) + rb(ct_max, p->skip ? p->d_dtype : f) + rb(ct_max * p->N, f));
     return b;
 }

@@ -74,7 +74,7 @@ typedef struct sc_ctx {
     nx_scan_plan pl;
     const nx_tensor_ref *u, *dl, *A, *Bm, *Cm, *D, *h0, *y, *hf;
     nx_tile ut[SC_IN_SETS], dt[SC_IN_SETS];
-    nx_tile bt[SC_SETS], cmt[SC_SETS], da[SC_DA_SETS], h[SC_SETS], du[SC_SETS], yt[SC_SETS];
+    nx_tile bt[SC_SETS], cmt[SC_SETS], da[SC_DA_SETS], h[SC_SETS], du[SC_SETS], yt[SC_SETS], yo[SC_SETS];
     double dve_ns, pool_ns; /* work queued so far, the cost model's cycles over the clocks */
     nx_tile sp[SC_SETS], sp2[SC_SETS];
     nx_tile atab[SC_SETS], dtab[SC_SETS], state[SC_SETS];
@@ -271,7 +271,13 @@ static int scan(sc_ctx *s, const sc_step *x, uint64_t i, nx_error *err) {
     const uint32_t cnt = (uint32_t)x->nn;
     nx_operand last = v(&s->h[c], NX_DT_FP32, np, tl - 1, 1, &st, &cnt);
     nx_operand carry = row(&s->state[ts], NX_DT_FP32, np, s0, x->nn);
-    return nx_kctx_tensor_copy(k, NX_ENG_DVE, &carry, &last, err);
+    if (nx_kctx_tensor_copy(k, NX_ENG_DVE, &carry, &last, err) != 0) return -1;
+    if (!x->last_t || !x->last_chunk) return 0;
+    /* the final state is complete: stored now, ahead of y on the queues */
+    nx_operand from = row(&s->state[ts], NX_DT_FP32, np, x->ct * p->N, p->N);
+    nx_operand hto = nx_ap_hbm_rows(NX_DT_FP32, s->hf->hbm_offset + (x->b * p->C + x->c0) * p->N * 4, np,
+                                    (int32_t)p->N, (uint32_t)p->N);
+    return nx_rows_store(&s->r, &hto, &from, err);
 }
 
 static int reduce(nx_kctx *k, nx_engine eng, const nx_operand *dst, const nx_operand *in, nx_error *err) {
@@ -330,17 +336,14 @@ static int finish(sc_ctx *s, const sc_step *x, const sc_step *nx, uint64_t i, nx
     if (reduce(k, eng, &y, &in, err) != 0) return -1;
     if (p->skip) {
         nx_operand u = row(&s->ut[b], p->dtype, np, 0, tl), d = row(&s->dtab[ts], p->d_dtype, np, x->ct, 1);
-        if (nx_kctx_scalar_tensor_tensor(k, eng, &y, &u, NX_ALU_MULTIPLY, &d, NX_ALU_ADD, &y, err) != 0) return -1;
+        /* y's dtype straight from the engine: the DMA then moves half the bytes of bf16 */
+        nx_operand yo = p->dtype == NX_DT_FP32 ? y : row(&s->yo[w], p->dtype, np, 0, tl);
+        if (nx_kctx_scalar_tensor_tensor(k, eng, &yo, &u, NX_ALU_MULTIPLY, &d, NX_ALU_ADD, &y, err) != 0) return -1;
+        y = yo;
     }
     const uint64_t off = ((x->b * p->C + x->c0) * p->L + x->t0) * esz(p->dtype);
     nx_operand to = nx_ap_hbm_rows(p->dtype, s->y->hbm_offset + off, np, (int32_t)p->L, (uint32_t)tl);
     if (nx_rows_store(&s->r, &to, &y, err) != 0) return -1;
-    if (x->last_t) {
-        nx_operand from = row(&s->state[ts], NX_DT_FP32, np, x->ct * p->N, p->N);
-        nx_operand hto = nx_ap_hbm_rows(NX_DT_FP32, s->hf->hbm_offset + (x->b * p->C + x->c0) * p->N * 4, np,
-                                        (int32_t)p->N, (uint32_t)p->N);
-        if (nx_rows_store(&s->r, &hto, &from, err) != 0) return -1;
-    }
     return 0;
 }
 
@@ -355,6 +358,8 @@ static int alloc_all(sc_ctx *s, nx_error *err) {
             nx_kctx_alloc(k, NX_OPK_SBUF, "states", NX_DT_FP32, P, CT, &s->h[j], err) != 0 ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "delta_u", NX_DT_FP32, P, T, &s->du[j], err) != 0 ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "y", NX_DT_FP32, P, T, &s->yt[j], err) != 0 ||
+            (p->skip && p->dtype != NX_DT_FP32 &&
+             nx_kctx_alloc(k, NX_OPK_SBUF, "y_out", p->dtype, P, T, &s->yo[j], err) != 0) ||
             (p->delta_softplus && (nx_kctx_alloc(k, NX_OPK_SBUF, "softplus_tmp", NX_DT_FP32, P, T, &s->sp[j], err) != 0 ||
                                    nx_kctx_alloc(k, NX_OPK_SBUF, "softplus", NX_DT_FP32, P, T, &s->sp2[j], err) != 0)) ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "a_table", p->a_dtype, P, ct * p->N, &s->atab[j], err) != 0 ||
