@@ -228,11 +228,22 @@ static int prepare(sc_ctx *s, const sc_step *x, uint64_t i, nx_error *err) {
     if (p->delta_softplus) {
         /* softplus(x) = max(x, 0) + log(1 + exp(-|x|)): no overflow for large x */
         nx_operand t1 = row(&s->sp[w], NX_DT_FP32, np, 0, tl), t2 = row(&s->sp2[w], NX_DT_FP32, np, 0, tl);
-        if (x->first_chunk &&
-            (act(k, NX_ACT_ABS, &t1, &dlt, &one, 0.0, err) != 0 || act(k, NX_ACT_EXP, &t1, &t1, &minus, 0.0, err) != 0 ||
-             act(k, NX_ACT_LOG, &t1, &t1, &one, 1.0, err) != 0 ||
-             nx_kctx_scalar_tensor_tensor(k, NX_ENG_POOL, &t2, &dlt, NX_ALU_MAX, &zero, NX_ALU_ADD, &t1, err) != 0))
-            return -1;
+        if (x->first_chunk) {
+            /* the three ScalarE passes over two halves of the columns, interleaved:
+             * each pass follows the other half's, not its own input's result, so
+             * the dependent-instruction overhead is hidden (the same values) */
+            const uint64_t half = tl >= 128 ? tl / 2 : tl;
+            for (int f = 0; f < 3; f++)
+                for (uint64_t c0 = 0; c0 < tl; c0 += half) {
+                    const uint64_t cn = tl - c0 < half ? tl - c0 : half;
+                    static const nx_act_func fn[3] = {NX_ACT_ABS, NX_ACT_EXP, NX_ACT_LOG};
+                    nx_operand d = row(&s->sp[w], NX_DT_FP32, np, c0, cn);
+                    nx_operand src = f ? d : row(&s->dt[b], p->dtype, np, c0, cn);
+                    if (act(k, fn[f], &d, &src, f == 1 ? &minus : &one, f == 2 ? 1.0 : 0.0, err) != 0) return -1;
+                }
+            if (nx_kctx_scalar_tensor_tensor(k, NX_ENG_POOL, &t2, &dlt, NX_ALU_MAX, &zero, NX_ALU_ADD, &t1, err) != 0)
+                return -1;
+        }
         dlt = t2;
     }
     for (uint64_t n = 0; n < x->nn; n++) {
@@ -241,11 +252,16 @@ static int prepare(sc_ctx *s, const sc_step *x, uint64_t i, nx_error *err) {
         if (act(k, NX_ACT_EXP, &dst, &dlt, &a, 0.0, err) != 0) return -1;
     }
     if (x->first_chunk && nx_kctx_tensor_tensor(k, NX_ENG_POOL, NX_ALU_MULTIPLY, &du, &dlt, &u, err) != 0) return -1;
-    nx_operand dub = rows_nt(s, &s->du[w], NX_DT_FP32, np, 0, x->nn, tl, 1);
-    nx_operand bm = rows_nt(s, &s->bt[g], p->dtype, np, x->n0, x->nn, tl, 0);
-    nx_operand hv = rows_nt(s, &s->h[c], NX_DT_FP32, np, 0, x->nn, tl, 0);
-    s->pool_ns += (double)(x->nn * tl + 150) / nx_kctx_machine(k)->clock_ghz[NX_ENG_POOL];
-    return nx_kctx_tensor_tensor(k, NX_ENG_POOL, NX_ALU_MULTIPLY, &hv, &dub, &bm, err);
+    /* the core's first step row by row: its first scan starts after one row */
+    const uint64_t per = i == 0 ? 1 : x->nn;
+    for (uint64_t r = 0; r < x->nn; r += per) {
+        nx_operand dub = rows_nt(s, &s->du[w], NX_DT_FP32, np, 0, per, tl, 1);
+        nx_operand bm = rows_nt(s, &s->bt[g], p->dtype, np, x->n0 + r, per, tl, 0);
+        nx_operand hv = rows_nt(s, &s->h[c], NX_DT_FP32, np, r, per, tl, 0);
+        s->pool_ns += (double)(per * tl + 150) / nx_kctx_machine(k)->clock_ghz[NX_ENG_POOL];
+        if (nx_kctx_tensor_tensor(k, NX_ENG_POOL, NX_ALU_MULTIPLY, &hv, &dub, &bm, err) != 0) return -1;
+    }
+    return 0;
 }
 
 /* Step x's recurrence: one scan per state of the chunk from the carried
@@ -300,14 +316,29 @@ static int products(sc_ctx *s, const sc_step *x, uint64_t i, nx_error *err) {
     return nx_kctx_tensor_tensor(s->k, NX_ENG_POOL, NX_ALU_MULTIPLY, &pr, &hv, &cm, err);
 }
 
+/* Rows of step x's sum: the chunk's and, after its first chunk, the sum
+ * of the chunks before it. */
+static uint64_t sum_rows(const sc_step *x) { return x->nn + !x->first_chunk; }
+
+/* GpSimd pays its start per instruction, not per input: a sum of a few
+ * rows is cheaper as a chain of adds (r0 + r1, + r2, ...) than as one
+ * reduction over them all. The chain adds the rows in the reduction's
+ * order (tensor_reduce folds from -0, and -0 + r0 = r0), so the bits are
+ * the same. */
+static int pool_chain(const nx_machine *m, uint64_t rows, uint64_t tl) {
+    return rows >= 2 && (rows - 2) * m->pool_startup < tl;
+}
+
 /* The engine of step x's sum: the one of GpSimd and VectorE with less work
  * queued once it is added; where the two cannot touch SBUF at once
  * (sbuf_dve_pool_conflict, trn1) their work adds up, and the quicker one
  * takes it. */
 static nx_engine sum_engine(sc_ctx *s, const sc_step *x) {
     const nx_machine *m = nx_kctx_machine(s->k);
-    const double e = (double)((x->nn + !x->first_chunk) * x->tl + (x->last_chunk && s->p.skip ? x->tl : 0));
-    const double dp = (e + 150) / m->clock_ghz[NX_ENG_POOL], dd = (e + 64) / m->clock_ghz[NX_ENG_DVE];
+    const uint64_t rows = sum_rows(x), tl = x->tl, skip = x->last_chunk && s->p.skip ? tl : 0;
+    const double e = (double)(rows * tl + skip);
+    const double ep = pool_chain(m, rows, tl) ? (double)((rows - 1) * (tl + m->pool_startup) + skip) : e + 150;
+    const double dp = ep / m->clock_ghz[NX_ENG_POOL], dd = (e + 64) / m->clock_ghz[NX_ENG_DVE];
     const double pool = s->pool_ns + dp, dve = s->dve_ns + dd;
     if (m->sbuf_dve_pool_conflict ? dd < dp : dve < pool) {
         s->dve_ns = dve;
@@ -315,6 +346,22 @@ static nx_engine sum_engine(sc_ctx *s, const sc_step *x) {
     }
     s->pool_ns = pool;
     return NX_ENG_POOL;
+}
+
+/* dst = the sum of step x's rows of dA set e on eng. */
+static int sum_into(sc_ctx *s, const sc_step *x, uint32_t e, nx_engine eng, const nx_operand *dst,
+                    nx_error *err) {
+    const uint64_t rows = sum_rows(x), tl = x->tl;
+    if (eng != NX_ENG_POOL || !pool_chain(nx_kctx_machine(s->k), rows, tl)) {
+        nx_operand in = rows_nt(s, &s->da[e], NX_DT_FP32, x->np, 0, rows, tl, 0);
+        return reduce(s->k, eng, dst, &in, err);
+    }
+    nx_operand r0 = row(&s->da[e], NX_DT_FP32, x->np, 0, tl);
+    for (uint64_t j = 1; j < rows; j++) {
+        nx_operand rj = row(&s->da[e], NX_DT_FP32, x->np, j * s->pl.T, tl);
+        if (nx_kctx_tensor_tensor(s->k, eng, NX_ALU_ADD, dst, j == 1 ? &r0 : dst, &rj, err) != 0) return -1;
+    }
+    return 0;
 }
 
 /* Step x's sum on `eng`: the chunk's rows of dA and the previous chunks'
@@ -327,13 +374,12 @@ static int finish(sc_ctx *s, const sc_step *x, const sc_step *nx, uint64_t i, nx
     const uint32_t b = (uint32_t)(x->tile % SC_IN_SETS), w = (uint32_t)(x->tile % SC_SETS);
     const uint32_t e = (uint32_t)(i % SC_DA_SETS), ts = (uint32_t)(x->seg % SC_SETS), np = x->np;
     const uint64_t tl = x->tl;
-    nx_operand in = rows_nt(s, &s->da[e], NX_DT_FP32, np, 0, x->nn + !x->first_chunk, tl, 0);
     nx_operand y = row(&s->yt[w], NX_DT_FP32, np, 0, tl);
     if (!x->last_chunk) {
         nx_operand acc = row(&s->da[(i + 1) % SC_DA_SETS], NX_DT_FP32, np, nx->nn * s->pl.T, tl);
-        return reduce(k, eng, &acc, &in, err);
+        return sum_into(s, x, e, eng, &acc, err);
     }
-    if (reduce(k, eng, &y, &in, err) != 0) return -1;
+    if (sum_into(s, x, e, eng, &y, err) != 0) return -1;
     if (p->skip) {
         nx_operand u = row(&s->ut[b], p->dtype, np, 0, tl), d = row(&s->dtab[ts], p->d_dtype, np, x->ct, 1);
         /* y's dtype straight from the engine: the DMA then moves half the bytes of bf16 */
@@ -402,16 +448,21 @@ int nx_selective_scan(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     if (n > 0 && (load_step(&s, &st[0], err) != 0 || (n > 1 && load_step(&s, &st[1], err) != 0) ||
                   prepare(&s, &st[0], 0, err) != 0))
         goto done;
-    int deferred = 0; /* step i - 1's sum waits for DVE */
+    /* Step i - 1's sum waits: on DVE for scan i, on GpSimd for step i + 1's
+     * h (so that scan i + 1 is not held up behind it); the last step's is
+     * not deferred. */
+    int deferred = 0;
+    nx_engine deng = NX_ENG_POOL;
     for (uint64_t i = 0; i < n; i++) {
         const sc_step *nx = i + 1 < n ? &st[i + 1] : NULL;
         if (nx && prepare(&s, nx, i + 1, err) != 0) goto done;
+        if (deferred && deng == NX_ENG_POOL && finish(&s, &st[i - 1], &st[i], i - 1, deng, err) != 0) goto done;
         if (scan(&s, &st[i], i, err) != 0) goto done;
-        if (deferred && finish(&s, &st[i - 1], &st[i], i - 1, NX_ENG_DVE, err) != 0) goto done;
+        if (deferred && deng == NX_ENG_DVE && finish(&s, &st[i - 1], &st[i], i - 1, deng, err) != 0) goto done;
         if (products(&s, &st[i], i, err) != 0) goto done;
-        nx_engine eng = sum_engine(&s, &st[i]);
-        deferred = eng == NX_ENG_DVE && nx;
-        if (!deferred && finish(&s, &st[i], nx, i, eng, err) != 0) goto done;
+        deng = sum_engine(&s, &st[i]);
+        deferred = nx != NULL;
+        if (!deferred && finish(&s, &st[i], nx, i, deng, err) != 0) goto done;
         if (i + 2 < n && load_step(&s, &st[i + 2], err) != 0) goto done;
     }
     rc = 0;
