@@ -31,17 +31,19 @@
  *   POOL  dA = h * Cm
  *   POOL  y' = sum over the chunk's n of dA, and the previous chunks' y'
  *         (kept as one more row of the next chunk's dA: one reduction
- *         reads both); or on DVE, emitted after the next step's scan
+ *         reads both, or a chain of adds on GpSimd); or on DVE
  *   ...   [last chunk: y = y' (+ u D[c]) on the same engine]
- *   DMA   y -> HBM (rounded to y's dtype by the DMA); the last sequence
- *         tile also stores state -> h_final
- * Iteration i prepares step i + 1 (ACT, POOL), scans step i (DVE), forms
- * step i's products (POOL), finishes its sum (POOL, or DVE after scan i +
- * 1) and issues the loads of step i + 2, so the three engines and the DMA
- * queues work on three steps at once, even when a core has a single
- * channel tile and sequence tile. The sums go to whichever of GpSimd and
- * VectorE has less work queued (their cycle counts as the cost model
- * gives them), so the two engines finish together. */
+ *   DMA   the last sequence tile's state -> h_final right after its last
+ *         scan; y -> HBM (rounded to y's dtype by the skip term's write,
+ *         or by the DMA)
+ * Iteration i prepares step i + 1 (ACT, POOL), finishes step i - 1's sum
+ * (POOL, or DVE after scan i), scans step i (DVE), forms step i's
+ * products (POOL) and issues the loads of step i + 2, so the three
+ * engines and the DMA queues work on three steps at once, even when a
+ * core has a single channel tile and sequence tile; no engine's queue
+ * holds the next scan up behind a sum. The sums go to whichever of
+ * GpSimd and VectorE has less work queued (their cycle counts as the
+ * cost model gives them), so the two engines finish together. */
 #include <stdlib.h>
 #include <string.h>
 
