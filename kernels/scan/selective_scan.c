@@ -80,6 +80,8 @@ typedef struct sc_ctx {
     double dve_ns, pool_ns; /* work queued so far, the cost model's cycles over the clocks */
     nx_tile sp[SC_SETS], sp2[SC_SETS];
     nx_tile atab[SC_SETS], dtab[SC_SETS], state[SC_SETS];
+    nx_tile cm_rows[SC_IN_SETS], ones, cps[SC_SETS]; /* Cm through the PE (plan pe_cm) */
+    uint64_t cq;                                   /* PE broadcasts so far: the PSUM bank */
 } sc_ctx;
 
 /* The core's steps, in order. */
@@ -150,7 +152,7 @@ static uint64_t esz(nx_dtype dt) { return nx_dtype_size(dt); }
 
 /* The loads of step x: the segment's tables, the chunk's rows of the
  * sequence tile's Bm and Cm broadcasts, u and delta. */
-static int load_step(sc_ctx *s, const sc_step *x, nx_error *err) {
+static int load_step(sc_ctx *s, const sc_step *x, uint64_t i, nx_error *err) {
     const nx_scan_params *p = &s->p;
     const nx_dtype dt = p->dtype;
     const uint32_t ts = (uint32_t)(x->seg % SC_SETS), b = (uint32_t)(x->tile % SC_IN_SETS);
@@ -198,6 +200,10 @@ static int load_step(sc_ctx *s, const sc_step *x, nx_error *err) {
         nx_operand cs = nx_ap(NX_OPK_HBM, dt, 0, x->gp, 0, s->Cm->hbm_offset + boff, 2, st, ct);
         nx_operand bd = rows_nt(s, &s->bt[g], dt, x->gp, x->n0, x->nn, x->tl, 0);
         nx_operand cd = rows_nt(s, &s->cmt[g], dt, x->gp, x->n0, x->nn, x->tl, 0);
+        if (s->pl.pe_cm) { /* the rows once, to one partition: the PE broadcasts them */
+            cs = nx_ap(NX_OPK_HBM, dt, 0, 1, 0, s->Cm->hbm_offset + boff, 2, st, ct);
+            cd = rows_nt(s, &s->cm_rows[i % SC_IN_SETS], dt, 1, 0, x->nn, x->tl, 0);
+        }
         if (nx_rows_load(&s->r, &bd, &bs, err) != 0 || nx_rows_load(&s->r, &cd, &cs, err) != 0) return -1;
     }
     return 0;
@@ -252,6 +258,19 @@ static int prepare(sc_ctx *s, const sc_step *x, uint64_t i, nx_error *err) {
         nx_operand dst = row(&s->da[e], NX_DT_FP32, np, n * s->pl.T, tl);
         nx_operand a = row(&s->atab[ts], p->a_dtype, np, x->ct * p->N + x->n0 + n, 1);
         if (act(k, NX_ACT_EXP, &dst, &dlt, &a, 0.0, err) != 0) return -1;
+    }
+    /* Cm's rows of the chunk on every partition: ones[1, P] x row[1, T] into
+     * PSUM (K = 1: each output is 1.0 x, exact), copied out by ScalarE after
+     * the chunk's exp, before the products need them */
+    for (uint64_t n = 0; s->pl.pe_cm && x->first_in_group && n < x->nn; n++, s->cq++) {
+        const uint32_t P = s->r.partitions;
+        nx_operand mv = row(&s->cm_rows[i % SC_IN_SETS], p->dtype, 1, n * s->pl.T, tl);
+        nx_operand acc = row(&s->cps[s->cq % SC_SETS], NX_DT_FP32, P, 0, tl);
+        nx_operand dst = row(&s->cmt[g], p->dtype, x->gp, (x->n0 + n) * s->pl.T, tl);
+        nx_operand src = row(&s->cps[s->cq % SC_SETS], NX_DT_FP32, x->gp, 0, tl);
+        if (nx_kctx_multiply_moving(k, &acc, &mv, 0, err) != 0 ||
+            nx_kctx_tensor_copy(k, NX_ENG_ACT, &dst, &src, err) != 0)
+            return -1;
     }
     if (x->first_chunk && nx_kctx_tensor_tensor(k, NX_ENG_POOL, NX_ALU_MULTIPLY, &du, &dlt, &u, err) != 0) return -1;
     /* the core's first step row by row: its first scan starts after one row */
@@ -416,6 +435,15 @@ static int alloc_all(sc_ctx *s, nx_error *err) {
             return -1;
     for (uint32_t j = 0; j < SC_DA_SETS; j++)
         if (nx_kctx_alloc(k, NX_OPK_SBUF, "exp_delta_a", NX_DT_FP32, P, CT + T, &s->da[j], err) != 0) return -1;
+    if (s->pl.pe_cm) {
+        for (uint32_t j = 0; j < SC_IN_SETS; j++)
+            if (nx_kctx_alloc(k, NX_OPK_SBUF, "cm_rows", p->dtype, 1, CT, &s->cm_rows[j], err) != 0) return -1;
+        for (uint32_t j = 0; j < SC_SETS; j++)
+            if (nx_kctx_alloc(k, NX_OPK_PSUM, "cm_psum", NX_DT_FP32, P, T, &s->cps[j], err) != 0) return -1;
+        if (nx_kctx_alloc(k, NX_OPK_SBUF, "ones", NX_DT_FP32, 1, P, &s->ones, err) != 0) return -1;
+        nx_operand od = nx_tile_ap(&s->ones);
+        if (nx_kctx_memset(k, NX_ENG_DVE, &od, 1.0, err) != 0 || nx_kctx_load_stationary(k, &od, err) != 0) return -1;
+    }
     for (uint32_t j = 0; j < SC_IN_SETS; j++)
         if (nx_kctx_alloc(k, NX_OPK_SBUF, "u", p->dtype, P, T, &s->ut[j], err) != 0 ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "delta", p->dtype, P, T, &s->dt[j], err) != 0)
@@ -447,7 +475,7 @@ int nx_selective_scan(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     sc_step *st = make_steps(&s, s.r.partitions, &n);
     if (!st) return nx_fail(err, "selective_scan: out of memory for the step list");
     int rc = -1;
-    if (n > 0 && (load_step(&s, &st[0], err) != 0 || (n > 1 && load_step(&s, &st[1], err) != 0) ||
+    if (n > 0 && (load_step(&s, &st[0], 0, err) != 0 || (n > 1 && load_step(&s, &st[1], 1, err) != 0) ||
                   prepare(&s, &st[0], 0, err) != 0))
         goto done;
     /* Step i - 1's sum waits: on DVE for scan i, on GpSimd for step i + 1's
@@ -465,7 +493,7 @@ int nx_selective_scan(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
         deng = sum_engine(&s, &st[i]);
         deferred = nx != NULL;
         if (!deferred && finish(&s, &st[i], nx, i, deng, err) != 0) goto done;
-        if (i + 2 < n && load_step(&s, &st[i + 2], err) != 0) goto done;
+        if (i + 2 < n && load_step(&s, &st[i + 2], i + 2, err) != 0) goto done;
     }
     rc = 0;
 done:
