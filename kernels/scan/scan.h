@@ -49,6 +49,7 @@ typedef struct nx_scan_plan {
     uint64_t nc, chunks; /* states per chunk, chunks per tile (ceil(N / nc)) */
     uint64_t ct_max;     /* channel tiles of one batch a core holds state for */
     uint64_t bytes;      /* SBUF bytes per partition */
+    int pe_cm;           /* Cm broadcast by the PE (ones row x Cm rows), not by DMA */
 } nx_scan_plan;
 int nx_scan_plan_make(const nx_scan_params *p, const nx_geometry *geo, uint32_t cores, const char *bm_name,
                       nx_scan_plan *out, nx_error *err);

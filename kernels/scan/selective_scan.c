@@ -31,17 +31,19 @@
  *   POOL  dA = h * Cm
  *   POOL  y' = sum over the chunk's n of dA, and the previous chunks' y'
  *         (kept as one more row of the next chunk's dA: one reduction
- *         reads both); or on DVE, emitted after the next step's scan
+ *         reads both, or a chain of adds on GpSimd); or on DVE
  *   ...   [last chunk: y = y' (+ u D[c]) on the same engine]
- *   DMA   y -> HBM (rounded to y's dtype by the DMA); the last sequence
- *         tile also stores state -> h_final
- * Iteration i prepares step i + 1 (ACT, POOL), scans step i (DVE), forms
- * step i's products (POOL), finishes its sum (POOL, or DVE after scan i +
- * 1) and issues the loads of step i + 2, so the three engines and the DMA
- * queues work on three steps at once, even when a core has a single
- * channel tile and sequence tile. The sums go to whichever of GpSimd and
- * VectorE has less work queued (their cycle counts as the cost model
- * gives them), so the two engines finish together. */
+ *   DMA   the last sequence tile's state -> h_final right after its last
+ *         scan; y -> HBM (rounded to y's dtype by the skip term's write,
+ *         or by the DMA)
+ * Iteration i prepares step i + 1 (ACT, POOL), finishes step i - 1's sum
+ * (POOL, or DVE after scan i), scans step i (DVE), forms step i's
+ * products (POOL) and issues the loads of step i + 2, so the three
+ * engines and the DMA queues work on three steps at once, even when a
+ * core has a single channel tile and sequence tile; no engine's queue
+ * holds the next scan up behind a sum. The sums go to whichever of
+ * GpSimd and VectorE has less work queued (their cycle counts as the
+ * cost model gives them), so the two engines finish together. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,10 +76,12 @@ typedef struct sc_ctx {
     nx_scan_plan pl;
     const nx_tensor_ref *u, *dl, *A, *Bm, *Cm, *D, *h0, *y, *hf;
     nx_tile ut[SC_IN_SETS], dt[SC_IN_SETS];
-    nx_tile bt[SC_SETS], cmt[SC_SETS], da[SC_DA_SETS], h[SC_SETS], du[SC_SETS], yt[SC_SETS];
+    nx_tile bt[SC_SETS], cmt[SC_SETS], da[SC_DA_SETS], h[SC_SETS], du[SC_SETS], yt[SC_SETS], yo[SC_SETS];
     double dve_ns, pool_ns; /* work queued so far, the cost model's cycles over the clocks */
     nx_tile sp[SC_SETS], sp2[SC_SETS];
     nx_tile atab[SC_SETS], dtab[SC_SETS], state[SC_SETS];
+    nx_tile cm_rows[SC_IN_SETS], ones, cps[SC_SETS]; /* Cm through the PE (plan pe_cm) */
+    uint64_t cq;                                   /* PE broadcasts so far: the PSUM bank */
 } sc_ctx;
 
 /* The core's steps, in order. */
@@ -148,7 +152,7 @@ static uint64_t esz(nx_dtype dt) { return nx_dtype_size(dt); }
 
 /* The loads of step x: the segment's tables, the chunk's rows of the
  * sequence tile's Bm and Cm broadcasts, u and delta. */
-static int load_step(sc_ctx *s, const sc_step *x, nx_error *err) {
+static int load_step(sc_ctx *s, const sc_step *x, uint64_t i, nx_error *err) {
     const nx_scan_params *p = &s->p;
     const nx_dtype dt = p->dtype;
     const uint32_t ts = (uint32_t)(x->seg % SC_SETS), b = (uint32_t)(x->tile % SC_IN_SETS);
@@ -196,6 +200,10 @@ static int load_step(sc_ctx *s, const sc_step *x, nx_error *err) {
         nx_operand cs = nx_ap(NX_OPK_HBM, dt, 0, x->gp, 0, s->Cm->hbm_offset + boff, 2, st, ct);
         nx_operand bd = rows_nt(s, &s->bt[g], dt, x->gp, x->n0, x->nn, x->tl, 0);
         nx_operand cd = rows_nt(s, &s->cmt[g], dt, x->gp, x->n0, x->nn, x->tl, 0);
+        if (s->pl.pe_cm) { /* the rows once, to one partition: the PE broadcasts them */
+            cs = nx_ap(NX_OPK_HBM, dt, 0, 1, 0, s->Cm->hbm_offset + boff, 2, st, ct);
+            cd = rows_nt(s, &s->cm_rows[i % SC_IN_SETS], dt, 1, 0, x->nn, x->tl, 0);
+        }
         if (nx_rows_load(&s->r, &bd, &bs, err) != 0 || nx_rows_load(&s->r, &cd, &cs, err) != 0) return -1;
     }
     return 0;
@@ -228,11 +236,22 @@ static int prepare(sc_ctx *s, const sc_step *x, uint64_t i, nx_error *err) {
     if (p->delta_softplus) {
         /* softplus(x) = max(x, 0) + log(1 + exp(-|x|)): no overflow for large x */
         nx_operand t1 = row(&s->sp[w], NX_DT_FP32, np, 0, tl), t2 = row(&s->sp2[w], NX_DT_FP32, np, 0, tl);
-        if (x->first_chunk &&
-            (act(k, NX_ACT_ABS, &t1, &dlt, &one, 0.0, err) != 0 || act(k, NX_ACT_EXP, &t1, &t1, &minus, 0.0, err) != 0 ||
-             act(k, NX_ACT_LOG, &t1, &t1, &one, 1.0, err) != 0 ||
-             nx_kctx_scalar_tensor_tensor(k, NX_ENG_POOL, &t2, &dlt, NX_ALU_MAX, &zero, NX_ALU_ADD, &t1, err) != 0))
-            return -1;
+        if (x->first_chunk) {
+            /* the three ScalarE passes over two halves of the columns, interleaved:
+             * each pass follows the other half's, not its own input's result, so
+             * the dependent-instruction overhead is hidden (the same values) */
+            const uint64_t half = tl >= 128 ? tl / 2 : tl;
+            for (int f = 0; f < 3; f++)
+                for (uint64_t c0 = 0; c0 < tl; c0 += half) {
+                    const uint64_t cn = tl - c0 < half ? tl - c0 : half;
+                    static const nx_act_func fn[3] = {NX_ACT_ABS, NX_ACT_EXP, NX_ACT_LOG};
+                    nx_operand d = row(&s->sp[w], NX_DT_FP32, np, c0, cn);
+                    nx_operand src = f ? d : row(&s->dt[b], p->dtype, np, c0, cn);
+                    if (act(k, fn[f], &d, &src, f == 1 ? &minus : &one, f == 2 ? 1.0 : 0.0, err) != 0) return -1;
+                }
+            if (nx_kctx_scalar_tensor_tensor(k, NX_ENG_POOL, &t2, &dlt, NX_ALU_MAX, &zero, NX_ALU_ADD, &t1, err) != 0)
+                return -1;
+        }
         dlt = t2;
     }
     for (uint64_t n = 0; n < x->nn; n++) {
@@ -240,12 +259,30 @@ static int prepare(sc_ctx *s, const sc_step *x, uint64_t i, nx_error *err) {
         nx_operand a = row(&s->atab[ts], p->a_dtype, np, x->ct * p->N + x->n0 + n, 1);
         if (act(k, NX_ACT_EXP, &dst, &dlt, &a, 0.0, err) != 0) return -1;
     }
+    /* Cm's rows of the chunk on every partition: ones[1, P] x row[1, T] into
+     * PSUM (K = 1: each output is 1.0 x, exact), copied out by ScalarE after
+     * the chunk's exp, before the products need them */
+    for (uint64_t n = 0; s->pl.pe_cm && x->first_in_group && n < x->nn; n++, s->cq++) {
+        const uint32_t P = s->r.partitions;
+        nx_operand mv = row(&s->cm_rows[i % SC_IN_SETS], p->dtype, 1, n * s->pl.T, tl);
+        nx_operand acc = row(&s->cps[s->cq % SC_SETS], NX_DT_FP32, P, 0, tl);
+        nx_operand dst = row(&s->cmt[g], p->dtype, x->gp, (x->n0 + n) * s->pl.T, tl);
+        nx_operand src = row(&s->cps[s->cq % SC_SETS], NX_DT_FP32, x->gp, 0, tl);
+        if (nx_kctx_multiply_moving(k, &acc, &mv, 0, err) != 0 ||
+            nx_kctx_tensor_copy(k, NX_ENG_ACT, &dst, &src, err) != 0)
+            return -1;
+    }
     if (x->first_chunk && nx_kctx_tensor_tensor(k, NX_ENG_POOL, NX_ALU_MULTIPLY, &du, &dlt, &u, err) != 0) return -1;
-    nx_operand dub = rows_nt(s, &s->du[w], NX_DT_FP32, np, 0, x->nn, tl, 1);
-    nx_operand bm = rows_nt(s, &s->bt[g], p->dtype, np, x->n0, x->nn, tl, 0);
-    nx_operand hv = rows_nt(s, &s->h[c], NX_DT_FP32, np, 0, x->nn, tl, 0);
-    s->pool_ns += (double)(x->nn * tl + 150) / nx_kctx_machine(k)->clock_ghz[NX_ENG_POOL];
-    return nx_kctx_tensor_tensor(k, NX_ENG_POOL, NX_ALU_MULTIPLY, &hv, &dub, &bm, err);
+    /* the core's first step row by row: its first scan starts after one row */
+    const uint64_t per = i == 0 ? 1 : x->nn;
+    for (uint64_t r = 0; r < x->nn; r += per) {
+        nx_operand dub = rows_nt(s, &s->du[w], NX_DT_FP32, np, 0, per, tl, 1);
+        nx_operand bm = rows_nt(s, &s->bt[g], p->dtype, np, x->n0 + r, per, tl, 0);
+        nx_operand hv = rows_nt(s, &s->h[c], NX_DT_FP32, np, r, per, tl, 0);
+        s->pool_ns += (double)(per * tl + 150) / nx_kctx_machine(k)->clock_ghz[NX_ENG_POOL];
+        if (nx_kctx_tensor_tensor(k, NX_ENG_POOL, NX_ALU_MULTIPLY, &hv, &dub, &bm, err) != 0) return -1;
+    }
+    return 0;
 }
 
 /* Step x's recurrence: one scan per state of the chunk from the carried
@@ -271,7 +308,13 @@ static int scan(sc_ctx *s, const sc_step *x, uint64_t i, nx_error *err) {
     const uint32_t cnt = (uint32_t)x->nn;
     nx_operand last = v(&s->h[c], NX_DT_FP32, np, tl - 1, 1, &st, &cnt);
     nx_operand carry = row(&s->state[ts], NX_DT_FP32, np, s0, x->nn);
-    return nx_kctx_tensor_copy(k, NX_ENG_DVE, &carry, &last, err);
+    if (nx_kctx_tensor_copy(k, NX_ENG_DVE, &carry, &last, err) != 0) return -1;
+    if (!x->last_t || !x->last_chunk) return 0;
+    /* the final state is complete: stored now, ahead of y on the queues */
+    nx_operand from = row(&s->state[ts], NX_DT_FP32, np, x->ct * p->N, p->N);
+    nx_operand hto = nx_ap_hbm_rows(NX_DT_FP32, s->hf->hbm_offset + (x->b * p->C + x->c0) * p->N * 4, np,
+                                    (int32_t)p->N, (uint32_t)p->N);
+    return nx_rows_store(&s->r, &hto, &from, err);
 }
 
 static int reduce(nx_kctx *k, nx_engine eng, const nx_operand *dst, const nx_operand *in, nx_error *err) {
@@ -294,14 +337,29 @@ static int products(sc_ctx *s, const sc_step *x, uint64_t i, nx_error *err) {
     return nx_kctx_tensor_tensor(s->k, NX_ENG_POOL, NX_ALU_MULTIPLY, &pr, &hv, &cm, err);
 }
 
+/* Rows of step x's sum: the chunk's and, after its first chunk, the sum
+ * of the chunks before it. */
+static uint64_t sum_rows(const sc_step *x) { return x->nn + !x->first_chunk; }
+
+/* GpSimd pays its start per instruction, not per input: a sum of a few
+ * rows is cheaper as a chain of adds (r0 + r1, + r2, ...) than as one
+ * reduction over them all. The chain adds the rows in the reduction's
+ * order (tensor_reduce folds from -0, and -0 + r0 = r0), so the bits are
+ * the same. */
+static int pool_chain(const nx_machine *m, uint64_t rows, uint64_t tl) {
+    return rows >= 2 && (rows - 2) * m->pool_startup < tl;
+}
+
 /* The engine of step x's sum: the one of GpSimd and VectorE with less work
  * queued once it is added; where the two cannot touch SBUF at once
  * (sbuf_dve_pool_conflict, trn1) their work adds up, and the quicker one
  * takes it. */
 static nx_engine sum_engine(sc_ctx *s, const sc_step *x) {
     const nx_machine *m = nx_kctx_machine(s->k);
-    const double e = (double)((x->nn + !x->first_chunk) * x->tl + (x->last_chunk && s->p.skip ? x->tl : 0));
-    const double dp = (e + 150) / m->clock_ghz[NX_ENG_POOL], dd = (e + 64) / m->clock_ghz[NX_ENG_DVE];
+    const uint64_t rows = sum_rows(x), tl = x->tl, skip = x->last_chunk && s->p.skip ? tl : 0;
+    const double e = (double)(rows * tl + skip);
+    const double ep = pool_chain(m, rows, tl) ? (double)((rows - 1) * (tl + m->pool_startup) + skip) : e + 150;
+    const double dp = ep / m->clock_ghz[NX_ENG_POOL], dd = (e + 64) / m->clock_ghz[NX_ENG_DVE];
     const double pool = s->pool_ns + dp, dve = s->dve_ns + dd;
     if (m->sbuf_dve_pool_conflict ? dd < dp : dve < pool) {
         s->dve_ns = dve;
@@ -309,6 +367,22 @@ static nx_engine sum_engine(sc_ctx *s, const sc_step *x) {
     }
     s->pool_ns = pool;
     return NX_ENG_POOL;
+}
+
+/* dst = the sum of step x's rows of dA set e on eng. */
+static int sum_into(sc_ctx *s, const sc_step *x, uint32_t e, nx_engine eng, const nx_operand *dst,
+                    nx_error *err) {
+    const uint64_t rows = sum_rows(x), tl = x->tl;
+    if (eng != NX_ENG_POOL || !pool_chain(nx_kctx_machine(s->k), rows, tl)) {
+        nx_operand in = rows_nt(s, &s->da[e], NX_DT_FP32, x->np, 0, rows, tl, 0);
+        return reduce(s->k, eng, dst, &in, err);
+    }
+    nx_operand r0 = row(&s->da[e], NX_DT_FP32, x->np, 0, tl);
+    for (uint64_t j = 1; j < rows; j++) {
+        nx_operand rj = row(&s->da[e], NX_DT_FP32, x->np, j * s->pl.T, tl);
+        if (nx_kctx_tensor_tensor(s->k, eng, NX_ALU_ADD, dst, j == 1 ? &r0 : dst, &rj, err) != 0) return -1;
+    }
+    return 0;
 }
 
 /* Step x's sum on `eng`: the chunk's rows of dA and the previous chunks'
@@ -321,26 +395,22 @@ static int finish(sc_ctx *s, const sc_step *x, const sc_step *nx, uint64_t i, nx
     const uint32_t b = (uint32_t)(x->tile % SC_IN_SETS), w = (uint32_t)(x->tile % SC_SETS);
     const uint32_t e = (uint32_t)(i % SC_DA_SETS), ts = (uint32_t)(x->seg % SC_SETS), np = x->np;
     const uint64_t tl = x->tl;
-    nx_operand in = rows_nt(s, &s->da[e], NX_DT_FP32, np, 0, x->nn + !x->first_chunk, tl, 0);
     nx_operand y = row(&s->yt[w], NX_DT_FP32, np, 0, tl);
     if (!x->last_chunk) {
         nx_operand acc = row(&s->da[(i + 1) % SC_DA_SETS], NX_DT_FP32, np, nx->nn * s->pl.T, tl);
-        return reduce(k, eng, &acc, &in, err);
+        return sum_into(s, x, e, eng, &acc, err);
     }
-    if (reduce(k, eng, &y, &in, err) != 0) return -1;
+    if (sum_into(s, x, e, eng, &y, err) != 0) return -1;
     if (p->skip) {
         nx_operand u = row(&s->ut[b], p->dtype, np, 0, tl), d = row(&s->dtab[ts], p->d_dtype, np, x->ct, 1);
-        if (nx_kctx_scalar_tensor_tensor(k, eng, &y, &u, NX_ALU_MULTIPLY, &d, NX_ALU_ADD, &y, err) != 0) return -1;
+        /* y's dtype straight from the engine: the DMA then moves half the bytes of bf16 */
+        nx_operand yo = p->dtype == NX_DT_FP32 ? y : row(&s->yo[w], p->dtype, np, 0, tl);
+        if (nx_kctx_scalar_tensor_tensor(k, eng, &yo, &u, NX_ALU_MULTIPLY, &d, NX_ALU_ADD, &y, err) != 0) return -1;
+        y = yo;
     }
     const uint64_t off = ((x->b * p->C + x->c0) * p->L + x->t0) * esz(p->dtype);
     nx_operand to = nx_ap_hbm_rows(p->dtype, s->y->hbm_offset + off, np, (int32_t)p->L, (uint32_t)tl);
     if (nx_rows_store(&s->r, &to, &y, err) != 0) return -1;
-    if (x->last_t) {
-        nx_operand from = row(&s->state[ts], NX_DT_FP32, np, x->ct * p->N, p->N);
-        nx_operand hto = nx_ap_hbm_rows(NX_DT_FP32, s->hf->hbm_offset + (x->b * p->C + x->c0) * p->N * 4, np,
-                                        (int32_t)p->N, (uint32_t)p->N);
-        if (nx_rows_store(&s->r, &hto, &from, err) != 0) return -1;
-    }
     return 0;
 }
 
@@ -355,6 +425,8 @@ static int alloc_all(sc_ctx *s, nx_error *err) {
             nx_kctx_alloc(k, NX_OPK_SBUF, "states", NX_DT_FP32, P, CT, &s->h[j], err) != 0 ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "delta_u", NX_DT_FP32, P, T, &s->du[j], err) != 0 ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "y", NX_DT_FP32, P, T, &s->yt[j], err) != 0 ||
+            (p->skip && p->dtype != NX_DT_FP32 &&
+             nx_kctx_alloc(k, NX_OPK_SBUF, "y_out", p->dtype, P, T, &s->yo[j], err) != 0) ||
             (p->delta_softplus && (nx_kctx_alloc(k, NX_OPK_SBUF, "softplus_tmp", NX_DT_FP32, P, T, &s->sp[j], err) != 0 ||
                                    nx_kctx_alloc(k, NX_OPK_SBUF, "softplus", NX_DT_FP32, P, T, &s->sp2[j], err) != 0)) ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "a_table", p->a_dtype, P, ct * p->N, &s->atab[j], err) != 0 ||
@@ -363,6 +435,15 @@ static int alloc_all(sc_ctx *s, nx_error *err) {
             return -1;
     for (uint32_t j = 0; j < SC_DA_SETS; j++)
         if (nx_kctx_alloc(k, NX_OPK_SBUF, "exp_delta_a", NX_DT_FP32, P, CT + T, &s->da[j], err) != 0) return -1;
+    if (s->pl.pe_cm) {
+        for (uint32_t j = 0; j < SC_IN_SETS; j++)
+            if (nx_kctx_alloc(k, NX_OPK_SBUF, "cm_rows", p->dtype, 1, CT, &s->cm_rows[j], err) != 0) return -1;
+        for (uint32_t j = 0; j < SC_SETS; j++)
+            if (nx_kctx_alloc(k, NX_OPK_PSUM, "cm_psum", NX_DT_FP32, P, T, &s->cps[j], err) != 0) return -1;
+        if (nx_kctx_alloc(k, NX_OPK_SBUF, "ones", NX_DT_FP32, 1, P, &s->ones, err) != 0) return -1;
+        nx_operand od = nx_tile_ap(&s->ones);
+        if (nx_kctx_memset(k, NX_ENG_DVE, &od, 1.0, err) != 0 || nx_kctx_load_stationary(k, &od, err) != 0) return -1;
+    }
     for (uint32_t j = 0; j < SC_IN_SETS; j++)
         if (nx_kctx_alloc(k, NX_OPK_SBUF, "u", p->dtype, P, T, &s->ut[j], err) != 0 ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "delta", p->dtype, P, T, &s->dt[j], err) != 0)
@@ -394,20 +475,25 @@ int nx_selective_scan(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     sc_step *st = make_steps(&s, s.r.partitions, &n);
     if (!st) return nx_fail(err, "selective_scan: out of memory for the step list");
     int rc = -1;
-    if (n > 0 && (load_step(&s, &st[0], err) != 0 || (n > 1 && load_step(&s, &st[1], err) != 0) ||
+    if (n > 0 && (load_step(&s, &st[0], 0, err) != 0 || (n > 1 && load_step(&s, &st[1], 1, err) != 0) ||
                   prepare(&s, &st[0], 0, err) != 0))
         goto done;
-    int deferred = 0; /* step i - 1's sum waits for DVE */
+    /* Step i - 1's sum waits: on DVE for scan i, on GpSimd for step i + 1's
+     * h (so that scan i + 1 is not held up behind it); the last step's is
+     * not deferred. */
+    int deferred = 0;
+    nx_engine deng = NX_ENG_POOL;
     for (uint64_t i = 0; i < n; i++) {
         const sc_step *nx = i + 1 < n ? &st[i + 1] : NULL;
         if (nx && prepare(&s, nx, i + 1, err) != 0) goto done;
+        if (deferred && deng == NX_ENG_POOL && finish(&s, &st[i - 1], &st[i], i - 1, deng, err) != 0) goto done;
         if (scan(&s, &st[i], i, err) != 0) goto done;
-        if (deferred && finish(&s, &st[i - 1], &st[i], i - 1, NX_ENG_DVE, err) != 0) goto done;
+        if (deferred && deng == NX_ENG_DVE && finish(&s, &st[i - 1], &st[i], i - 1, deng, err) != 0) goto done;
         if (products(&s, &st[i], i, err) != 0) goto done;
-        nx_engine eng = sum_engine(&s, &st[i]);
-        deferred = eng == NX_ENG_DVE && nx;
-        if (!deferred && finish(&s, &st[i], nx, i, eng, err) != 0) goto done;
-        if (i + 2 < n && load_step(&s, &st[i + 2], err) != 0) goto done;
+        deng = sum_engine(&s, &st[i]);
+        deferred = nx != NULL;
+        if (!deferred && finish(&s, &st[i], nx, i, deng, err) != 0) goto done;
+        if (i + 2 < n && load_step(&s, &st[i + 2], i + 2, err) != 0) goto done;
     }
     rc = 0;
 done:
