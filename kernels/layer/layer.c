@@ -84,16 +84,26 @@ typedef struct layer_views {
     uint64_t gu_ld;   /* w_gate, w_up: this core's I / 2 columns, rows I apart */
 } layer_views;
 
-/* One sub-kernel on the context: its tiles back to the pool around it.
- * view: qkv's weight view (fn nx_qkv) or mlp's gate/up pitch (fn nx_mlp). */
-static int sub_viewed(layer_run *L, nx_leaf_fn fn, const layer_views *view, const char *what, const nx_tensor_ref *args,
-                      uint32_t n_in, uint32_t nargs, const nx_attrs *attrs, nx_error *err) {
+/* A sub-kernel that reads this core's weight shard in place: qkv through its
+ * weight view, mlp through its gate/up row pitch. */
+typedef int (*layer_viewed_fn)(nx_kctx *k, const nx_kernel_call *c, const layer_views *v, nx_error *err);
+
+static int qkv_in_place(nx_kctx *k, const nx_kernel_call *c, const layer_views *v, nx_error *err) {
+    return nx_qkv_viewed(k, c, &v->qkv, err);
+}
+
+static int mlp_in_place(nx_kctx *k, const nx_kernel_call *c, const layer_views *v, nx_error *err) {
+    return nx_mlp_pitched(k, c, v->gu_ld, err);
+}
+
+/* One part of the layer: its tiles returned before and after, its
+ * instructions tagged with the region `what`; fn, or viewed(view). */
+static int sub_run(layer_run *L, nx_leaf_fn fn, layer_viewed_fn viewed, const layer_views *view, const char *what,
+                   const nx_tensor_ref *args, uint32_t n_in, uint32_t nargs, const nx_attrs *attrs, nx_error *err) {
     if (nx_kctx_release_all(L->k, err) != 0) return -1;
     nx_kernel_call c = {.args = args, .nargs = nargs, .n_inputs = n_in, .additional_args = attrs, .attrs = attrs};
     nx_kctx_set_region(L->k, what);
-    const int rc = !view ? fn(L->k, &c, err)
-                   : fn == nx_qkv ? nx_qkv_viewed(L->k, &c, &view->qkv, err)
-                                  : nx_mlp_pitched(L->k, &c, view->gu_ld, err);
+    const int rc = viewed ? viewed(L->k, &c, view, err) : fn(L->k, &c, err);
     if (rc != 0) return nx_fail_prefix(err, "decoder_layer (%s)", what);
     nx_kctx_set_region(L->k, NULL);
     return nx_kctx_release_all(L->k, err);
@@ -101,7 +111,12 @@ static int sub_viewed(layer_run *L, nx_leaf_fn fn, const layer_views *view, cons
 
 static int sub(layer_run *L, nx_leaf_fn fn, const char *what, const nx_tensor_ref *args, uint32_t n_in, uint32_t nargs,
                const nx_attrs *attrs, nx_error *err) {
-    return sub_viewed(L, fn, NULL, what, args, n_in, nargs, attrs, err);
+    return sub_run(L, fn, NULL, NULL, what, args, n_in, nargs, attrs, err);
+}
+
+static int sub_viewed(layer_run *L, layer_viewed_fn viewed, const layer_views *view, const char *what,
+                      const nx_tensor_ref *args, uint32_t n_in, uint32_t nargs, const nx_attrs *attrs, nx_error *err) {
+    return sub_run(L, NULL, viewed, view, what, args, n_in, nargs, attrs, err);
 }
 
 typedef struct layer_bufs {
@@ -144,7 +159,7 @@ static int run_qkv(layer_run *L, layer_bufs *w, nx_error *err) {
                  : 0;
     if (rc == 0) {
         const nx_tensor_ref args[8] = {L->a[0], w->wqkv, L->a[1], L->a[8], L->a[9], w->q, w->kn, w->vn};
-        rc = sub_viewed(L, nx_qkv, &w->views, "qkv+norm+rope", args, 5, 8, &a, err);
+        rc = sub_viewed(L, qkv_in_place, &w->views, "qkv+norm+rope", args, 5, 8, &a, err);
     }
     nx_attrs_free(&a);
     return rc;
@@ -297,7 +312,7 @@ static int run_layer(layer_run *L, nx_error *err) {
              : 0;
     if (rc == 0) {
         const nx_tensor_ref args[8] = {w.o, w.wg, w.wu, w.wd, L->a[4], L->a[0], tp2 ? w.m_part : w.m, w.h};
-        rc = sub_viewed(L, nx_mlp, &w.views, "mlp+norm+residual", args, 6, 8, &a, err);
+        rc = sub_viewed(L, mlp_in_place, &w.views, "mlp+norm+residual", args, 6, 8, &a, err);
     }
     nx_attrs_free(&a);
     if (rc != 0 || sync(L, err) != 0) return -1;
