@@ -54,7 +54,7 @@ static int usage(const char *why) {
             "usage: nxsim-bench [--quick] [--case NAME]... [--machine trn1|trn2|FILE] [--json FILE]\n"
             "                   [--race-check] [--trace-dir DIR] [--summary] [--no-fork] [--threads N]\n"
             "--threads N: the model's large matmuls and DMA copies on N host threads (default\n"
-            "NXSIM_THREADS, else 1), against OpenBLAS on N threads\n"
+            "NXSIM_THREADS, else the host's CPUs up to 8), against OpenBLAS on N threads\n"
             "       nxsim-bench LEAF [the leaf bench's options]   (LEAF below; --case LEAF[/SUB] also runs it)\n"
             "leaf benches ('tutorial', 'micro' and nki_matmul... as --case run the tutorial's):\n");
     nx_bench_leaf_list(out);

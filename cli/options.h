@@ -52,7 +52,7 @@ typedef struct cli_backend {
     const char *vcd;  /* --vcd FILE */
     int race_check;   /* --race-check */
     int quiet;        /* -q, --quiet: no progress line */
-    uint32_t threads; /* --threads N; 0: NXSIM_THREADS (unset: 1) */
+    uint32_t threads; /* --threads N; 0: NXSIM_THREADS (unset: the host CPUs, at most 8) */
     uint64_t max_memory; /* --max-memory; 0: the default (cli_default_max_memory) */
     uint64_t max_fill;   /* --max-fill; 0: CLI_DEFAULT_MAX_FILL */
 } cli_backend;

@@ -26,9 +26,11 @@ extern "C" {
 
 typedef struct nx_workers nx_workers;
 
-/* A pool of `threads` threads counting the caller (threads - 1 are started;
- * 1 starts none). Returns 0 and *out, or -1 with err for threads outside
- * [1, NX_WORKERS_MAX] or when a thread cannot be started. */
+/* A pool of `threads` threads counting the caller. The threads - 1 helpers
+ * start with the first batch of two or more tasks (a run that issues no
+ * large instruction starts none); one that cannot be started leaves its
+ * share to the others. Returns 0 and *out, or -1 with err for threads
+ * outside [1, NX_WORKERS_MAX] or out of memory. */
 int nx_workers_create(unsigned threads, nx_workers **out, nx_error *err);
 /* Stops and joins the threads and frees the pool; NULL is a no-op. */
 void nx_workers_destroy(nx_workers *w);
@@ -42,9 +44,14 @@ unsigned nx_workers_threads(const nx_workers *w);
 typedef void nx_workers_task(void *arg, unsigned i);
 void nx_workers_run(nx_workers *w, unsigned tasks, nx_workers_task *task, void *arg);
 
-/* NXSIM_THREADS as a thread count: unset or empty is 1. Returns 0 and
- * *threads, or -1 with err naming the variable and its value when it is not
- * an integer in [1, NX_WORKERS_MAX]. */
+/* The default thread count: the host CPUs this process may run on
+ * (sched_getaffinity), at most NX_WORKERS_DEFAULT_MAX, at least 1. */
+#define NX_WORKERS_DEFAULT_MAX 8
+unsigned nx_workers_default_threads(void);
+/* NXSIM_THREADS as a thread count: unset or empty is
+ * nx_workers_default_threads(). Returns 0 and *threads, or -1 with err
+ * naming the variable and its value when it is not an integer in
+ * [1, NX_WORKERS_MAX]. */
 int nx_workers_threads_from_env(unsigned *threads, nx_error *err);
 /* The same rule for an option's value (`what` names the option). */
 int nx_workers_parse_threads(const char *text, const char *what, unsigned *threads, nx_error *err);

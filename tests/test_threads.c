@@ -6,6 +6,8 @@
  * a gather). Needs only isa/ (and the machine presets), so that it also
  * runs under ThreadSanitizer; a program on the run path with threads:
  * tests/test_threads_run.c. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -53,8 +56,22 @@ static void pool_runs_every_task_once(void **state) {
                 }
             }
         }
+        /* batches back to back (the helpers still polling from the last
+         * one) and after a pause longer than the poll (the helpers asleep
+         * on the condition variable): every task once, every time */
+        for (int rep = 0; rep < 2000; rep++) {
+            tally t;
+            memset(&t, 0, sizeof t);
+            if (rep % 500 == 499) usleep(2000);
+            nx_workers_run(w, 1 + rep % 9, count_task, &t);
+            for (unsigned i = 0; i < 10; i++) assert_int_equal(t.runs[i], i < 1u + rep % 9 ? 1 : 0);
+        }
         nx_workers_destroy(w);
     }
+    /* a pool that never ran a batch starts no thread and is destroyed clean */
+    nx_workers *idle;
+    if (nx_workers_create(MAX_THREADS, &idle, &err) != 0) fail_msg("%s", err.msg);
+    nx_workers_destroy(idle);
     assert_int_equal(nx_workers_threads(NULL), 1);
     tally t;
     memset(&t, 0, sizeof t);
@@ -81,9 +98,27 @@ static void thread_counts_refused(void **state) {
     }
     assert_int_equal(nx_workers_parse_threads("64", "--threads", &n, &err), 0);
     assert_int_equal(n, 64);
+    /* unset: the CPUs this process may use, at most NX_WORKERS_DEFAULT_MAX */
     assert_int_equal(unsetenv("NXSIM_THREADS"), 0);
+    cpu_set_t mine, one;
+    assert_int_equal(sched_getaffinity(0, sizeof mine, &mine), 0);
+    unsigned cpus = (unsigned)CPU_COUNT(&mine);
+    assert_int_equal(nx_workers_threads_from_env(&n, &err), 0);
+    assert_int_equal(n, cpus < NX_WORKERS_DEFAULT_MAX ? cpus : NX_WORKERS_DEFAULT_MAX);
+    /* pinned to one CPU, the default is one thread */
+    CPU_ZERO(&one);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &mine)) {
+            CPU_SET(c, &one);
+            break;
+        }
+    assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
     assert_int_equal(nx_workers_threads_from_env(&n, &err), 0);
     assert_int_equal(n, 1);
+    assert_int_equal(setenv("NXSIM_THREADS", "", 1), 0);
+    assert_int_equal(nx_workers_threads_from_env(&n, &err), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(sched_setaffinity(0, sizeof mine, &mine), 0);
     assert_int_equal(setenv("NXSIM_THREADS", "3", 1), 0);
     assert_int_equal(nx_workers_threads_from_env(&n, &err), 0);
     assert_int_equal(n, 3);

@@ -177,6 +177,11 @@ typedef struct plan {
     float *panel;
     float *c;                 /* output row m at c + m * ldc */
     int64_t ldc;
+    /* or, panel-major moving converted by the task that runs the panels
+     * (so threads share the conversion and each panel is still in cache
+     * when its blocks read it): bp and b_exp written through these */
+    float *pack_out;
+    exp_range *b_exp_out;
 } plan;
 
 /* An edge tile: the kernel's full tile into tmp (the padding of A and B
@@ -204,8 +209,24 @@ static void prefetch_rows(const uint8_t *src, int64_t step, uint32_t k0, uint32_
         for (uint32_t off = 0; off < bytes; off += 64) __builtin_prefetch(src + (int64_t)k * step + off, 0, 2);
 }
 
+/* The moving's panels [panel0, panel1) converted into bp (zero past N),
+ * and with FUSE_BOUNDED their exponent ranges. */
+static void pack_panels(const plan *p, uint32_t panel0, uint32_t panel1) {
+    const size_t es = nx_dtype_size((nx_dtype)p->mv->dtype);
+    const uint32_t n0 = panel0 * p->nr, n1 = panel1 * p->nr < p->N ? panel1 * p->nr : p->N;
+    float *out = p->pack_out + panel0 * p->panel_stride;
+    p->t->pack(p->mv->base + n0 * es, p->mv->partition_step, p->mv->dtype == NX_DT_BF16, p->K, n1 - n0, p->nr,
+               p->ldb, p->panel_stride, out);
+    for (uint32_t pn = panel0; p->b_exp_out && pn < panel1; pn++) {
+        uint32_t lo, hi;
+        p->t->scan(p->pack_out + pn * p->panel_stride, p->K, p->nr, p->ldb, &lo, &hi);
+        p->b_exp_out[pn] = exp_range_of(lo, hi);
+    }
+}
+
 /* n-panels [panel0, panel1), every stationary block over each */
 static void run_panels(const plan *p, uint32_t panel0, uint32_t panel1) {
+    if (p->pack_out && panel0 < panel1) pack_panels(p, panel0, panel1);
     for (uint32_t pn = panel0; pn < panel1; pn++) {
         uint32_t n0 = pn * p->nr, cols = p->N - n0 < p->nr ? p->N - n0 : p->nr;
         const float *b = p->bp + pn * p->panel_stride;
@@ -381,7 +402,9 @@ int nx_pe_matmul_run(nx_pe_kernel kernel, const nx_pe_matmul *mm, nx_error *err)
                   : panel_major  ? p.panels * p.panel_stride
                                  : (uint64_t)p.K * p.ldb;
     nb = nx_round_up_u64(nb, 16);
-    uint32_t tasks = nx_workers_threads(mm->workers);
+    /* two tasks a thread: a thread that starts late (woken, or descheduled
+     * on a shared host) leaves its second task to the others */
+    uint32_t tasks = nx_workers_threads(mm->workers) * 2;
     if ((uint64_t)p.K * p.M * p.N < SPLIT_MIN_MACS) tasks = 1;
     if (tasks > p.panels) tasks = p.panels;
     const uint64_t panel_floats = nb; /* by_first_block: one panel buffer per task */
@@ -403,7 +426,7 @@ int nx_pe_matmul_run(nx_pe_kernel kernel, const nx_pe_matmul *mm, nx_error *err)
         prefetch_rows(mv->base, mv->partition_step, 0, p.K,
                       (uint32_t)((p.N < p.nr ? p.N : p.nr) * nx_dtype_size((nx_dtype)mv->dtype)));
     } else if (panel_major) {
-        p.t->pack(mv->base, mv->partition_step, mv->dtype == NX_DT_BF16, p.K, p.N, p.nr, p.ldb, p.panel_stride, bp);
+        p.mv = mv, p.pack_out = bp; /* converted by run_panels, a task's range at a time */
     } else {
         nx_pe_rows_to_f32(mv, p.K, bp, p.ldb);
         for (uint32_t k = 0; k < p.K; k++) memset(bp + k * p.ldb + p.N, 0, (npad - p.N) * sizeof(float));
@@ -411,10 +434,14 @@ int nx_pe_matmul_run(nx_pe_kernel kernel, const nx_pe_matmul *mm, nx_error *err)
     pack_stationary(mm, p.t, p.K, p.M, ap, a_exp);
     p.ap = ap, p.a_exp = a_exp;
     exp_range *b_exp = a_exp ? a_exp + p.blocks : NULL;
-    for (uint32_t pn = 0; b_exp && pn < p.panels; pn++) {
-        uint32_t lo, hi;
-        p.t->scan(bp + pn * p.panel_stride, p.K, p.nr, p.ldb, &lo, &hi);
-        b_exp[pn] = exp_range_of(lo, hi);
+    if (p.pack_out) {
+        p.b_exp_out = b_exp;
+    } else {
+        for (uint32_t pn = 0; b_exp && pn < p.panels; pn++) {
+            uint32_t lo, hi;
+            p.t->scan(bp + pn * p.panel_stride, p.K, p.nr, p.ldb, &lo, &hi);
+            b_exp[pn] = exp_range_of(lo, hi);
+        }
     }
     p.bp = bp, p.b_exp = b_exp;
     if (in_place) {

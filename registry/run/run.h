@@ -66,7 +66,8 @@ typedef struct nx_run_options {
     uint64_t seed;        /* nx_run_op: operands without bytes get pseudo-random values */
     int progress;         /* model: progress on stderr (callers pass isatty(2)) */
     uint32_t threads;     /* host threads for the functional work of large instructions
-                           * (isa/workers.h): 0 = NXSIM_THREADS (unset: 1). Results and
+                           * (isa/workers.h): 0 = NXSIM_THREADS (unset: the host CPUs
+                           * the process may use, at most 8). Results and
                            * simulated times are the same for every count */
     uint64_t max_memory;  /* bytes a run may hold at its peak (nx_run_memory); 0: no limit */
     uint64_t max_fill;    /* bytes of pseudo-random operand values a run may make; 0: no limit */
