@@ -93,11 +93,12 @@ static int alloc_all(fa_ctx *c, nx_error *err) {
             return -1;
     for (uint32_t s = 0; s < 2; s++)
         for (uint32_t g = 0; g < c->G; g++) {
-            if (nx_kctx_alloc(k, NX_OPK_SBUF, "q_rows", dt, P, D, &c->q_sb[s][g], err) != 0 ||
-                nx_kctx_alloc(k, NX_OPK_SBUF, "row_stats", NX_DT_FP32, P, ST_COLS, &c->st[s][g], err) != 0)
-                return -1;
+            if (nx_kctx_alloc(k, NX_OPK_SBUF, "row_stats", NX_DT_FP32, P, ST_COLS, &c->st[s][g], err) != 0) return -1;
+            if (g % FA_QG) continue;
+            if (nx_kctx_alloc(k, NX_OPK_SBUF, "q_rows", dt, P, FA_QG * D, &c->q_sb[s][g / FA_QG], err) != 0) return -1;
             for (uint32_t dd = 0; dd < c->nd; dd++)
-                if (nx_kctx_alloc(k, NX_OPK_SBUF, "q_t", dt, P, P, &c->qt[s][g][dd], err) != 0) return -1;
+                if (nx_kctx_alloc(k, NX_OPK_SBUF, "q_t", dt, P, FA_QG * P, &c->qt[s][g / FA_QG][dd], err) != 0)
+                    return -1;
         }
     for (uint32_t i = 0; i < c->nS; i++)
         if (nx_kctx_alloc(k, NX_OPK_PSUM, "scores", NX_DT_FP32, P, FA_BK, &c->s_ps[i], err) != 0) return -1;
