@@ -54,8 +54,8 @@ int fa_block_load(fa_ctx *c, const fa_block *bl, uint64_t bi, const fa_unit *u, 
  * into dst[dd] (D-chunk rows x w columns in row order: a permuted tile's
  * copy puts column j 128 + p at row 4 p + j). K^T of a block and Q^T of a
  * group of query tiles. */
-static int rows_t(fa_ctx *c, const nx_tile *src_sb, uint32_t w, int perm, const nx_tile *ps_dd,
-                  nx_tile *const dst_dd[2], nx_error *err) {
+static int rows_t(fa_ctx *c, const nx_tile *src_sb, uint32_t w, int perm, nx_tile *const dst_dd[2], nx_error *err) {
+    const nx_tile *ps_dd = c->kt_ps[c->nrt++ % c->nkt];
     const uint32_t nch = (w + c->P - 1) / c->P, P = c->P;
     for (uint32_t dd = 0; dd < c->nd; dd++) {
         uint32_t dc = dchunk(c, dd);
@@ -81,7 +81,7 @@ static int rows_t(fa_ctx *c, const nx_tile *src_sb, uint32_t w, int perm, const 
 /* K^T of a loaded block (key order in kt_sb). */
 int fa_block_kt(fa_ctx *c, uint64_t bi, const fa_block *bl, nx_error *err) {
     nx_tile *dst[2] = {&c->kt_sb[bi % FA_KTBUFS][0], &c->kt_sb[bi % FA_KTBUFS][1]};
-    return rows_t(c, &c->k_sb[bi % FA_KBUFS], bl->w, bl->perm, c->kt_ps, dst, err);
+    return rows_t(c, &c->k_sb[bi % FA_KBUFS], bl->w, bl->perm, dst, err);
 }
 
 /* A unit's query rows in groups of FA_QG tiles, each group loaded like a
@@ -130,7 +130,7 @@ int fa_unit_begin(fa_ctx *c, const fa_unit *u, nx_error *err) {
     for (uint32_t k = 0; k * FA_QG < u->nt; k++) {
         fa_block qb;
         nx_tile *dst[2] = {&c->qt[u->par][k][0], &c->qt[u->par][k][1]};
-        if (q_group(c, u, k, &qb) && rows_t(c, &c->q_sb[u->par][k], qb.w, qb.perm, c->kt_ps, dst, err) != 0)
+        if (q_group(c, u, k, &qb) && rows_t(c, &c->q_sb[u->par][k], qb.w, qb.perm, dst, err) != 0)
             return -1;
     }
     for (uint32_t g = 0; g < u->nt; g++) {
