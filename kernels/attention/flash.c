@@ -41,8 +41,8 @@
  *   ACT  o *= alpha of step i-6
  * so every stage reads what an earlier slot produced and the engines
  * overlap across steps and units (the lags were tuned on the model:
- * docs/parts/attention.md); the block loads run 6 steps ahead, K^T and the
- * next unit's Q^T 3 steps ahead (stages: flash_stages.c). */
+ * docs/parts/attention.md); the block loads run 6 steps ahead, K^T 3 and the
+ * next unit's Q^T 2 steps ahead (stages: flash_stages.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -240,7 +240,7 @@ static int run_pipeline(fa_ctx *c, const fa_plan *pl, nx_error *err) {
             if (need(&q, K_BLOAD, q.next[K_BLOAD], err) != 0) return -1;
         while (q.next[K_ULOAD] < pl->nunits && pl->units[q.next[K_ULOAD]].first_step <= i + 6)
             if (need(&q, K_ULOAD, q.next[K_ULOAD], err) != 0) return -1;
-        while (q.next[K_UBEGIN] < pl->nunits && pl->units[q.next[K_UBEGIN]].first_step <= i + 3)
+        while (q.next[K_UBEGIN] < pl->nunits && pl->units[q.next[K_UBEGIN]].first_step <= i + 2)
             if (need(&q, K_UBEGIN, q.next[K_UBEGIN], err) != 0) return -1;
         while (q.next[K_BKT] < pl->nblocks && pl->blocks[q.next[K_BKT]].first_step <= i + 3)
             if (need(&q, K_BKT, q.next[K_BKT], err) != 0) return -1;
