@@ -41,8 +41,8 @@
  *   ACT  o *= alpha of step i-6
  * so every stage reads what an earlier slot produced and the engines
  * overlap across steps and units (the lags were tuned on the model:
- * docs/parts/attention.md); the block loads run 6 steps ahead, K^T and the
- * next unit's Q^T 3 steps ahead (stages: flash_stages.c). */
+ * docs/parts/attention.md); the block loads run 6 steps ahead, K^T 3 and the
+ * next unit's Q^T 2 steps ahead (stages: flash_stages.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,18 +93,20 @@ static int alloc_all(fa_ctx *c, nx_error *err) {
             return -1;
     for (uint32_t s = 0; s < 2; s++)
         for (uint32_t g = 0; g < c->G; g++) {
-            if (nx_kctx_alloc(k, NX_OPK_SBUF, "q_rows", dt, P, D, &c->q_sb[s][g], err) != 0 ||
-                nx_kctx_alloc(k, NX_OPK_SBUF, "row_stats", NX_DT_FP32, P, ST_COLS, &c->st[s][g], err) != 0)
-                return -1;
+            if (nx_kctx_alloc(k, NX_OPK_SBUF, "row_stats", NX_DT_FP32, P, ST_COLS, &c->st[s][g], err) != 0) return -1;
+            if (g % FA_QG) continue;
+            if (nx_kctx_alloc(k, NX_OPK_SBUF, "q_rows", dt, P, FA_QG * D, &c->q_sb[s][g / FA_QG], err) != 0) return -1;
             for (uint32_t dd = 0; dd < c->nd; dd++)
-                if (nx_kctx_alloc(k, NX_OPK_SBUF, "q_t", dt, P, P, &c->qt[s][g][dd], err) != 0) return -1;
+                if (nx_kctx_alloc(k, NX_OPK_SBUF, "q_t", dt, P, FA_QG * P, &c->qt[s][g / FA_QG][dd], err) != 0)
+                    return -1;
         }
     for (uint32_t i = 0; i < c->nS; i++)
         if (nx_kctx_alloc(k, NX_OPK_PSUM, "scores", NX_DT_FP32, P, FA_BK, &c->s_ps[i], err) != 0) return -1;
     for (uint32_t i = 0; i < 2; i++)
         if (nx_kctx_alloc(k, NX_OPK_PSUM, "p_t_psum", dt, P, FA_BK, &c->pt_ps[i], err) != 0) return -1;
-    for (uint32_t dd = 0; dd < c->nd; dd++)
-        if (nx_kctx_alloc(k, NX_OPK_PSUM, "k_t_psum", dt, P, FA_BK, &c->kt_ps[dd], err) != 0) return -1;
+    for (uint32_t i = 0; i < c->nkt; i++)
+        for (uint32_t dd = 0; dd < c->nd; dd++)
+            if (nx_kctx_alloc(k, NX_OPK_PSUM, "k_t_psum", dt, P, FA_BK, &c->kt_ps[i][dd], err) != 0) return -1;
     for (uint32_t g = 0; g < c->G; g++)
         if (nx_kctx_alloc(k, NX_OPK_PSUM, "out_acc", NX_DT_FP32, P, D, &c->o_ps[g], err) != 0) return -1;
     return 0;
@@ -113,12 +115,12 @@ static int alloc_all(fa_ctx *c, nx_error *err) {
 /* How many o accumulators fit in PSUM after nS score banks, the P^T and
  * K^T tiles: a bump allocator that never lets a tile of at most one bank
  * straddle banks (the layer's rule). */
-static uint32_t group_size(const nx_geometry *g, nx_dtype dt, uint32_t nd, uint64_t D, uint32_t nS) {
+static uint32_t group_size(const nx_geometry *g, nx_dtype dt, uint32_t nd, uint64_t D, uint32_t nS, uint32_t nkt) {
     uint64_t bank = g->psum_bank_bytes ? g->psum_bank_bytes : g->psum_partition_bytes, at = 0;
     uint64_t sizes[16];
     uint32_t ns = 0;
     for (uint32_t i = 0; i < nS; i++) sizes[ns++] = FA_BK * 4;
-    for (uint32_t i = 0; i < 2 + nd; i++) sizes[ns++] = FA_BK * nx_dtype_size(dt);
+    for (uint32_t i = 0; i < 2 + nkt * nd; i++) sizes[ns++] = FA_BK * nx_dtype_size(dt);
     for (uint32_t i = 0; i < ns; i++) {
         if (at / bank != (at + sizes[i] - 1) / bank) at = (at / bank + 1) * bank;
         at += sizes[i];
@@ -238,7 +240,7 @@ static int run_pipeline(fa_ctx *c, const fa_plan *pl, nx_error *err) {
             if (need(&q, K_BLOAD, q.next[K_BLOAD], err) != 0) return -1;
         while (q.next[K_ULOAD] < pl->nunits && pl->units[q.next[K_ULOAD]].first_step <= i + 6)
             if (need(&q, K_ULOAD, q.next[K_ULOAD], err) != 0) return -1;
-        while (q.next[K_UBEGIN] < pl->nunits && pl->units[q.next[K_UBEGIN]].first_step <= i + 3)
+        while (q.next[K_UBEGIN] < pl->nunits && pl->units[q.next[K_UBEGIN]].first_step <= i + 2)
             if (need(&q, K_UBEGIN, q.next[K_UBEGIN], err) != 0) return -1;
         while (q.next[K_BKT] < pl->nblocks && pl->blocks[q.next[K_BKT]].first_step <= i + 3)
             if (need(&q, K_BKT, q.next[K_BKT], err) != 0) return -1;
@@ -281,11 +283,15 @@ int nx_attention_flash(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
      * with 2 banks and 8 tiles), else 2 banks */
     c->nS = 2;
     for (uint32_t ns = FA_SMAX; ns > 2; ns--)
-        if (group_size(geo, p.dtype, c->nd, p.D, ns) >= 2) {
+        if (group_size(geo, p.dtype, c->nd, p.D, ns, 1) >= 2) {
             c->nS = ns;
             break;
         }
-    c->G = group_size(geo, p.dtype, c->nd, p.D, c->nS);
+    c->G = group_size(geo, p.dtype, c->nd, p.D, c->nS, 1);
+    /* a second K^T / Q^T PSUM set where it costs no accumulator (bf16
+     * D <= 128): the next block's K^T transposes need not wait for the
+     * previous copy out of PSUM */
+    c->nkt = c->G && group_size(geo, p.dtype, c->nd, p.D, c->nS, 2) == c->G ? 2 : 1;
     fa_plan pl = {0};
     int rc = -1;
     if (c->G == 0) {

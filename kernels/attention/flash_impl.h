@@ -16,6 +16,7 @@
 #define FA_VBUFS 6u  /* V blocks (live until their last P V) */
 #define FA_RING 6u   /* P, P^T, output rows */
 #define FA_SMAX 4u   /* score banks */
+#define FA_QG 4u     /* query tiles per Q load group (512 rows, loaded like a K block) */
 #define FA_BIG 3.0e38
 
 /* stats columns of a tile (fp32): four nm, four alpha and four row sums
@@ -57,14 +58,17 @@ typedef struct fa_ctx {
     const nx_attention_params *p;
     const nx_tensor_ref *q, *kk, *v, *sink, *out;
     nx_dtype dt;
-    uint32_t P, nd, G, nS;
+    uint32_t P, nd, G, nS, nkt; /* nkt: kt_ps sets (2 when PSUM has room beside G accumulators) */
+    uint64_t nrt;              /* rows_t calls so far (the kt_ps set rotates) */
     uint64_t es;
     double dve_ns, act_ns; /* work dealt so far, for the copies */
     nx_tile ident, um, lm;
     nx_tile k_sb[FA_KBUFS], v_sb[FA_VBUFS], kt_sb[FA_KTBUFS][2];
     nx_tile p_sb[FA_RING], pt_sb[FA_RING], out_sb[FA_RING], norm_sb[FA_RING];
-    nx_tile s_ps[FA_SMAX], pt_ps[2], kt_ps[2];
-    nx_tile q_sb[2][FA_GMAX], qt[2][FA_GMAX][2], st[2][FA_GMAX], o_ps[FA_GMAX];
+    nx_tile s_ps[FA_SMAX], pt_ps[2], kt_ps[2][2]; /* kt_ps[set][D-chunk]: K^T and Q^T round trips */
+    /* a unit's Q rows and Q^T per group of FA_QG tiles (tile g: group g / FA_QG,
+     * Q^T columns (g % FA_QG) P ..) */
+    nx_tile q_sb[2][FA_GMAX / FA_QG], qt[2][FA_GMAX / FA_QG][2], st[2][FA_GMAX], o_ps[FA_GMAX];
     uint64_t nouts;
 } fa_ctx;
 
