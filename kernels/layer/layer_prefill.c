@@ -32,7 +32,14 @@ static int write_caches(layer_run *L, uint64_t kn, uint64_t vn, nx_error *err) {
     nx_kctx *k = L->k;
     const nx_layer_params *p = &L->p;
     const uint64_t S = p->S, d = p->d, es = L->es, Sm = p->S_max, g0 = p->tp == 2 ? L->core * L->nkvc : 0;
-    const uint32_t P = 128, nch = (uint32_t)nx_cdiv_u64(S, P), B = (uint32_t)p->B;
+    /* m new rows a partition (m d contiguous elements at L_b + p m: the
+     * largest divisor of S with m d of at most 4 KiB, where a DMA saturates),
+     * so a transfer moves long runs, not one d-element row a partition */
+    uint64_t m = 1;
+    for (uint64_t x = 1; x <= S && x * d * es <= 4096; x++)
+        if (S % x == 0) m = x;
+    const uint64_t parts = S / m;
+    const uint32_t P = 128, nch = (uint32_t)nx_cdiv_u64(parts, P), B = (uint32_t)p->B;
     uint64_t lo, hi, per_b;
     my_heads(L, &lo, &hi, &per_b);
     if (lo >= hi) return 0;
@@ -44,7 +51,7 @@ static int write_caches(layer_run *L, uint64_t kn, uint64_t vn, nx_error *err) {
             nx_layer_copy_flat(k, L->dt, vc + o, vc_in + o, Sm * d, err) != 0)
             return -1;
     }
-    /* offsets: column b nch + ch holds L_b + 128 ch + partition (int32) */
+    /* offsets: column b nch + ch holds L_b + (128 ch + partition) m (int32) */
     nx_tile lt, wt;
     if (nx_kctx_alloc(k, NX_OPK_SBUF, "append_lengths", NX_DT_FP32, P, 2 * (uint64_t)B + 1, &lt, err) != 0 ||
         nx_kctx_alloc(k, NX_OPK_SBUF, "append_rows", NX_DT_INT32, P, (uint64_t)B * nch, &wt, err) != 0)
@@ -56,7 +63,7 @@ static int write_caches(layer_run *L, uint64_t kn, uint64_t vn, nx_error *err) {
     nx_operand src = nx_ap_hbm_rows(NX_DT_INT32, L->a[12].hbm_offset, P, 0, B);
     const int32_t zero = 0;
     const uint32_t one = 1;
-    nx_operand pat = nx_pattern(0, 1, P, 1, &zero, &one);
+    nx_operand pat = nx_pattern(0, (int32_t)m, P, 1, &zero, &one);
     pat.dtype = NX_DT_INT32;
     if (nx_rows_load(&r, &li, &src, err) != 0 || nx_kctx_tensor_copy(k, NX_ENG_DVE, &lf, &li, err) != 0 ||
         nx_kctx_iota(k, &pp, &pat, err) != 0)
@@ -65,22 +72,25 @@ static int write_caches(layer_run *L, uint64_t kn, uint64_t vn, nx_error *err) {
     for (uint64_t b = b0; b < b1; b++)
         for (uint32_t ch = 0; ch < nch; ch++) {
             nx_operand w = nx_rows_view(&wt, NX_DT_INT32, P, b * nch + ch, 1);
-            nx_operand lb = nx_rows_view(&lt, NX_DT_FP32, P, b, 1), c0 = nx_imm((double)ch * P, NX_DT_FP32);
+            nx_operand lb = nx_rows_view(&lt, NX_DT_FP32, P, b, 1), c0 = nx_imm((double)(ch * P * m), NX_DT_FP32);
             if (nx_kctx_tensor_scalar(k, NX_ENG_DVE, &w, &pp, NX_ALU_ADD, &lb, NX_ALU_ADD, &c0, err) != 0) return -1;
         }
     uint32_t lane = 0;
     for (uint64_t i = lo; i < hi; i++) {
         const uint64_t b = i / per_b, gl = i % per_b, g = g0 + gl, head = (b * p->nkv + g) * Sm * d * es;
         for (uint32_t ch = 0; ch < nch; ch++) {
-            const uint32_t n = (uint32_t)nx_min_u64(P, S - (uint64_t)ch * P);
+            const uint32_t n = (uint32_t)nx_min_u64(P, parts - (uint64_t)ch * P);
             nx_operand w = nx_rows_view(&wt, NX_DT_INT32, n, b * nch + ch, 1);
             for (uint32_t kv = 0; kv < 2; kv++) {
-                const uint64_t from = (kv ? vn : kn) + ((b * L->nkvc + gl) * S + (uint64_t)ch * P) * d * es;
+                const uint64_t from = (kv ? vn : kn) + ((b * L->nkvc + gl) * S + (uint64_t)ch * P * m) * d * es;
                 nx_insn dm = nx_insn_make(NX_OP_DMA_COPY);
-                dm.op[0] = nx_ap_hbm_rows(L->dt, (kv ? vc : kc) + head, n, (int32_t)d, (uint32_t)d);
-                dm.op[1] = nx_ap_hbm_rows(L->dt, from, n, (int32_t)d, (uint32_t)d);
+                /* partition p: cache rows offset .. offset + m - 1 (the
+                 * offsets count d-element rows; the bound keeps the last
+                 * one inside the head's S_max rows) */
+                dm.op[0] = nx_ap_hbm_rows(L->dt, (kv ? vc : kc) + head, n, (int32_t)d, (uint32_t)(m * d));
+                dm.op[1] = nx_ap_hbm_rows(L->dt, from, n, (int32_t)(m * d), (uint32_t)(m * d));
                 dm.op[2] = w;
-                dm.iparam[1] = (int32_t)Sm;
+                dm.iparam[1] = (int32_t)(Sm - m + 1);
                 dm.flags = NX_FLAG_SCATTER;
                 if (nx_kctx_dma_insn(k, r.store_lane + lane++ % r.engines, &dm, err) != 0) return -1;
             }
@@ -89,30 +99,34 @@ static int write_caches(layer_run *L, uint64_t kn, uint64_t vn, nx_error *err) {
     return 0;
 }
 
-/* The cached key columns the trace reads: every L_b <= S_max - S, rounded
- * up to whole key blocks of 512 within the cache (full blocks load with
- * 4 D contiguous elements a partition, a partial one D; the columns past
- * L_b are masked at run time either way). */
-static uint64_t cached_columns(const nx_layer_params *p) {
-    const uint64_t need = p->S_max - p->S, up = nx_cdiv_u64(need, 512) * 512;
-    return up <= p->S_max ? up : need;
-}
+/* The cached key columns the trace reads: every L_b <= S_max - S (the
+ * columns past L_b masked at run time). Rounding them up to whole key
+ * blocks of 512 (loads of 4 d contiguous elements a partition) measured
+ * slower on the shrunk prefill (the extra masked columns' softmax work):
+ * docs/parts/decoder-layer.md. */
+static uint64_t cached_columns(const nx_layer_params *p) { return p->S_max - p->S; }
 
-/* tp 1: the heads layout ao [B, nqc, S, d] into the tokens att [B, S, nqc d],
- * this core's token rows (the cores' writes apart): per row, head and
- * 128 tokens one DMA of d-element rows. */
+/* The heads layout ao [B, nqc, S, d] into the tokens att [B, S, nqc d],
+ * this core's token rows: per 128 tokens one transfer of every head (each
+ * token a partition, its heads' d-element runs), cut by rows over the DMA
+ * engines. Whole token rows a transfer: a transfer per head would write
+ * boxes of rows that overlap the other heads' (the layer orders
+ * overlapping writes one after another). */
 static int rows_to_tokens(layer_run *L, uint64_t ao, uint64_t att, nx_error *err) {
     const uint64_t B = L->p.B, S = L->p.S, d = L->p.d, es = L->es, W = L->nqc * d;
     uint64_t r0, r1;
     nx_kctx_rows(L->k, B * S, &r0, &r1);
-    for (uint64_t h = 0; h < L->nqc; h++)
-        for (uint64_t r = r0; r < r1;) {
-            const uint64_t b = r / S, t = r % S, n = nx_min_u64(nx_min_u64(128, S - t), r1 - r);
-            nx_operand s = nx_ap_hbm_rows(L->dt, ao + ((b * L->nqc + h) * S + t) * d * es, (uint32_t)n, (int32_t)d, (uint32_t)d);
-            nx_operand o = nx_ap_hbm_rows(L->dt, att + (r * W + h * d) * es, (uint32_t)n, (int32_t)W, (uint32_t)d);
-            if (nx_kctx_dma(L->k, &o, &s, err) != 0) return -1;
-            r += n;
-        }
+    nx_rows r;
+    nx_rows_init(&r, L->k);
+    for (uint64_t x = r0; x < r1;) {
+        const uint64_t b = x / S, t = x % S, n = nx_min_u64(nx_min_u64(128, S - t), r1 - x);
+        const int32_t ss[2] = {(int32_t)(S * d), 1};
+        const uint32_t cn[2] = {(uint32_t)L->nqc, (uint32_t)d};
+        nx_operand s = nx_ap(NX_OPK_HBM, L->dt, 0, (uint32_t)n, (int32_t)d, ao + (b * L->nqc * S + t) * d * es, 2, ss, cn);
+        nx_operand o = nx_ap_hbm_rows(L->dt, att + x * W * es, (uint32_t)n, (int32_t)W, (uint32_t)W);
+        if (nx_kctx_dma_split(L->k, r.store_lane, r.engines, &o, &s, err) != 0) return -1;
+        x += n;
+    }
     return 0;
 }
 
@@ -120,8 +134,9 @@ int nx_layer_prefill_attention(layer_run *L, const nx_tensor_ref *q, const nx_te
                                const nx_tensor_ref *att, nx_error *err) {
     const nx_layer_params *p = &L->p;
     const uint64_t d = p->d, es = L->es, Sm = p->S_max;
-    /* tp 2 stores the rows in the token layout; tp 1's cores share each
-     * token row (their units are heads), so the heads layout and a move */
+    /* tp 2 stores the rows in the token layout (its scratch is the core's
+     * own); tp 1's cores share every token row (their units are heads, and
+     * a store writes a box of rows), so the heads layout and a move */
     const int direct = p->tp == 2;
     nx_tensor_ref ao = *att;
     if (!direct) {
