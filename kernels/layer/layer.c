@@ -6,11 +6,11 @@
  * on the same authoring context, through HBM scratch between them:
  *   qkv              rmsnorm(x) gamma_attn fused into the QKV projection,
  *                    RoPE on q and k, heads layout (kernels/qkv);
- *   attention_decode the S new tokens against the cache, the cache writes
- *                    fused (S <= 8 in one step; larger S in steps of 8
- *                    new positions, each step's lengths L_b + 8 j, the
- *                    caches updated in place: causal attention over the
- *                    L_b cached and the S new positions);
+ *   attention        the S new tokens against the cache, the cache writes
+ *                    fused: S <= 8 one attention_decode step; prefill one
+ *                    flash attention over [cache ; new], the cached
+ *                    columns masked at run time by L_b, the new keys causal
+ *                    (kernels/layer/layer_prefill.c);
  *   qkv again        the o projection [T, nq d] x w_o: qkv's plans with
  *                    neither norm nor rope (run_oproj; kernels/matmul for
  *                    an H with no power-of-two head width);

@@ -155,14 +155,20 @@ int nx_layer_prefill_attention(layer_run *L, const nx_tensor_ref *q, const nx_te
     nx_attrs none;
     nx_attrs_init(&none);
     nx_kernel_call c = {.args = args, .nargs = 4, .n_inputs = 3, .additional_args = &none, .attrs = &none};
+    /* the cache writes first: their DMAs run under the attention's start
+     * (the two touch different bytes; the attention reads the input caches) */
     if (nx_kctx_release_all(L->k, err) != 0) return -1;
+    nx_kctx_set_region(L->k, "cache writes");
+    int rc = write_caches(L, kn->hbm_offset, vn->hbm_offset, err);
+    if (rc != 0 || nx_kctx_release_all(L->k, err) != 0) {
+        nx_attrs_free(&none);
+        return rc != 0 ? nx_fail_prefix(err, "decoder_layer (cache writes)") : -1;
+    }
     nx_kctx_set_region(L->k, "attention");
-    int rc = nx_attention_flash_cached(L->k, &c, &cache, err);
+    rc = nx_attention_flash_cached(L->k, &c, &cache, err);
     nx_attrs_free(&none);
     if (rc != 0) return nx_fail_prefix(err, "decoder_layer (attention)");
     if (nx_kctx_release_all(L->k, err) != 0) return -1;
-    nx_kctx_set_region(L->k, "cache writes");
-    if (write_caches(L, kn->hbm_offset, vn->hbm_offset, err) != 0) return nx_fail_prefix(err, "decoder_layer (cache writes)");
     if (!direct) {
         nx_kctx_set_region(L->k, NULL);
         if (nx_kctx_num_programs(L->k) > 1 && nx_kctx_barrier(L->k, err) != 0) return -1;
