@@ -2,8 +2,10 @@
  * against nx_ref_decoder_layer (--check with the rules' tolerance), on the
  * functional executor and on the SystemC model with the race detector, the
  * two bit for bit equal: decode S = 1 and S = 4 with ragged lengths (0, mid,
- * the last positions of the cache), a prefill S = 64 (8 attention steps)
- * and S = 20 (a short last step), tp 1 and tp 2 (equal within the
+ * the last positions of the cache), prefill (one flash attention over the
+ * cache and the new keys) S = 64 and S = 20, S = 130 and 136 onto ragged
+ * lengths (0, inside a full and a partial cached key block, a full cache)
+ * and S = S_max from length 0, tp 1 and tp 2 (equal within the
  * tolerance), fp32 and bf16, the caches' old entries unchanged bit for bit;
  * the refusals, one line each. */
 #include <math.h>
@@ -149,6 +151,18 @@ static void prefill(void **state) {
     run_case(&(layer_case){NX_DT_FP32, 1, 20, 256, 4, 4, 64, 512, 128, {3}}); /* MHA, a short last step */
 }
 
+/* Prefill onto ragged caches: S not a multiple of 128, the cached columns
+ * (S_max - S = 638) a full key block of 512 and a partial one, masked at
+ * run time at L_b = 600 (inside the partial block) and 37 (inside the full
+ * one); lengths 0 (every cached column masked) beside a full cache; and no
+ * cached column at all (S = S_max, L_b = 0). */
+static void prefill_ragged(void **state) {
+    (void)state;
+    run_case(&(layer_case){NX_DT_BF16, 2, 130, 256, 4, 2, 64, 512, 768, {600, 37}});
+    run_case(&(layer_case){NX_DT_FP32, 2, 136, 256, 4, 2, 64, 512, 300, {0, 164}});
+    run_case(&(layer_case){NX_DT_BF16, 1, 40, 256, 4, 2, 64, 512, 40, {0}});
+}
+
 static void refusals(void **state) {
     (void)state;
     const layer_case c = {NX_DT_BF16, 1, 1, 256, 4, 2, 64, 512, 256, {10}};
@@ -245,6 +259,7 @@ int main(void) {
         cmocka_unit_test(decode_s1),
         cmocka_unit_test(decode_s4_ragged),
         cmocka_unit_test(prefill),
+        cmocka_unit_test(prefill_ragged),
         cmocka_unit_test(refusals),
         cmocka_unit_test(regions),
     };

@@ -48,6 +48,35 @@
 
 #include "flash_impl.h"
 
+/* A cache prefix's constants: the identity scaled by the mask's fill, the
+ * key columns 0 .. FA_BK - 1 (fp32) and the lengths on every partition
+ * (fp32: exact below 2^24). */
+static int build_len_consts(fa_ctx *c, double fill, nx_error *err) {
+    const uint32_t P = c->P, B = (uint32_t)c->p->B;
+    if (nx_kctx_alloc(c->k, NX_OPK_SBUF, "fill_identity", NX_DT_BF16, P, P, &c->fill_ident, err) != 0 ||
+        nx_kctx_alloc(c->k, NX_OPK_SBUF, "key_columns", NX_DT_FP32, P, FA_BK, &c->key_cols, err) != 0 ||
+        nx_kctx_alloc(c->k, NX_OPK_SBUF, "lengths", NX_DT_FP32, P, 2 * B, &c->len_f, err) != 0)
+        return -1;
+    for (uint32_t i = 0; i < FA_KTBUFS; i++)
+        if (nx_kctx_alloc(c->k, NX_OPK_SBUF, "length_mask", NX_DT_BF16, P, FA_BK, &c->len_mask[i], err) != 0) return -1;
+    const int32_t neg = -1, one = 1;
+    const uint32_t n1 = P, nk = FA_BK;
+    nx_operand fi = nx_tile_ap(&c->fill_ident);
+    if (nx_kctx_memset(c->k, NX_ENG_POOL, &fi, fill, err) != 0) return -1;
+    nx_insn a = nx_insn_make(NX_OP_AFFINE_SELECT);
+    a.alu0 = NX_ALU_IS_EQUAL; /* fill on the diagonal, 0 elsewhere */
+    a.op[0] = fi, a.op[1] = nx_pattern(0, 1, P, 1, &neg, &n1), a.op[2] = fi, a.op[3] = nx_imm(0.0, NX_DT_BF16);
+    if (nx_kctx_emit(c->k, NX_ENG_POOL, &a, err) != 0) return -1;
+    nx_operand kc = nx_tile_ap(&c->key_cols), pat = nx_pattern(0, 0, P, 1, &one, &nk);
+    pat.dtype = NX_DT_INT32;
+    if (nx_kctx_iota(c->k, &kc, &pat, err) != 0) return -1;
+    /* lengths [B] int32 broadcast to the partitions (row pitch 0), then fp32 */
+    nx_operand li = fa_view(&c->len_f, NX_DT_INT32, P, B, B), lf = fa_view(&c->len_f, NX_DT_FP32, P, 0, B);
+    nx_operand src = nx_ap_hbm_rows(NX_DT_INT32, c->cache->lengths, P, 0, B);
+    if (nx_rows_load(&c->r, &li, &src, err) != 0) return -1;
+    return nx_kctx_tensor_copy(c->k, NX_ENG_DVE, &lf, &li, err);
+}
+
 /* The masks and the identity, built once on GpSimd. */
 static int build_consts(fa_ctx *c, nx_error *err) {
     const uint32_t P = c->P;
@@ -70,7 +99,8 @@ static int build_consts(fa_ctx *c, nx_error *err) {
     a.op[0] = um, a.op[1] = nx_pattern(0, 1, P, 1, &neg, &n1), a.op[2] = um, a.op[3] = nx_imm(fill, NX_DT_BF16);
     if (nx_kctx_emit(c->k, NX_ENG_POOL, &a, err) != 0) return -1;
     a.op[0] = lm, a.op[1] = nx_pattern(-(int64_t)P, -1, P, 1, &inc, &n2), a.op[2] = lm; /* t - 128 - row >= 0 */
-    return nx_kctx_emit(c->k, NX_ENG_POOL, &a, err);
+    if (nx_kctx_emit(c->k, NX_ENG_POOL, &a, err) != 0) return -1;
+    return c->cache && c->Sc ? build_len_consts(c, fill, err) : 0;
 }
 
 static int alloc_all(fa_ctx *c, nx_error *err) {
@@ -175,7 +205,7 @@ static int emit_one(fa_pipe *q, int kind, uint64_t x, nx_error *err) {
         if (need(q, K_UBEGIN, s->unit, err) != 0 || need(q, K_BKT, s->block, err) != 0 ||
             (x >= c->nS && need(q, K_EXP, x - c->nS, err) != 0))
             return -1;
-        return fa_scores(c, pl, s, err);
+        return fa_scores(c, pl, s, err) != 0 ? -1 : fa_scores_len_mask(c, pl, s, err);
     case K_STATS:
         return need(q, K_SCORES, x, err) != 0 ? -1 : fa_softmax_stats(c, pl, s, err);
     case K_NM:
@@ -206,7 +236,8 @@ static int emit_one(fa_pipe *q, int kind, uint64_t x, nx_error *err) {
         if (need(q, K_BLOAD, x, err) != 0 ||
             (x >= FA_KTBUFS && need(q, K_SCORES, block_last(pl, x - FA_KTBUFS), err) != 0))
             return -1;
-        return fa_block_kt(c, x, &pl->blocks[x], err);
+        if (fa_block_kt(c, x, &pl->blocks[x], err) != 0) return -1;
+        return fa_block_len_mask(c, x, &pl->blocks[x], &pl->units[pl->blocks[x].unit], err);
     case K_ULOAD:
         if (x >= 2) { /* the state set of unit x - 2: its start and every step */
             uint64_t e = unit_end(pl, x - 2);
@@ -253,7 +284,18 @@ static int run_pipeline(fa_ctx *c, const fa_plan *pl, nx_error *err) {
     return pl->nunits ? need(&q, K_UBEGIN, pl->nunits - 1, err) : 0;
 }
 
+static int flash_run(nx_kctx *k, const nx_kernel_call *call, const nx_attention_cache *cache, nx_error *err);
+
 int nx_attention_flash(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
+    return flash_run(k, call, NULL, err);
+}
+
+int nx_attention_flash_cached(nx_kctx *k, const nx_kernel_call *call, const nx_attention_cache *cache,
+                              nx_error *err) {
+    return flash_run(k, call, cache, err);
+}
+
+static int flash_run(nx_kctx *k, const nx_kernel_call *call, const nx_attention_cache *cache, nx_error *err) {
     if (call->n_inputs < 3 || call->n_inputs > 4 || call->nargs != call->n_inputs + 1)
         return nx_fail(err, "attention: expects 3 or 4 operands and 1 result, got %u and %u", call->n_inputs,
                        call->nargs - call->n_inputs);
@@ -262,6 +304,12 @@ int nx_attention_flash(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
         in[i] = (nx_norm_tensor){call->args[i].name, call->args[i].dtype, call->args[i].ndims, call->args[i].shape};
     nx_attention_params p;
     if (nx_attention_read(call->attrs, in, call->n_inputs, &p, err) != 0) return -1;
+    const uint64_t Skv_new = p.Skv;
+    if (cache) { /* the keys: Sc cached columns, then the new ones */
+        if (!p.causal || p.window)
+            return nx_fail(err, "attention: a cache prefix takes causal attention without a window");
+        p.Skv += cache->Sc;
+    }
     const nx_geometry *geo = nx_kctx_geometry(k);
     if (geo->partitions < 128 || geo->pe_rows < 128 || geo->pe_cols < 128 || geo->pe_moving_free_max < FA_BK)
         return nx_fail(err, "attention: the plan needs 128 x 128 PE tiles and N = %u per multiply", FA_BK);
@@ -276,6 +324,7 @@ int nx_attention_flash(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     c->dt = p.dtype;
     c->es = nx_dtype_size(p.dtype);
     c->P = 128;
+    c->cache = cache, c->Sc = cache ? cache->Sc : 0, c->Skv_new = Skv_new;
     c->nd = (uint32_t)((p.D + c->P - 1) / c->P);
     /* the most score banks that leave room for two output accumulators
      * (more score banks beat more tiles per unit on the model: D = 256

@@ -34,4 +34,25 @@ int nx_attention_read(const nx_attrs *attrs, const nx_norm_tensor *in, uint32_t 
 void nx_attention_keys(const nx_attention_params *p, uint64_t i, int64_t *lo, int64_t *hi);
 int nx_attention_flash(nx_kctx *k, const nx_kernel_call *call, nx_error *err);
 
+/* decoder_layer's prefill onto a cache (an internal entry, not an
+ * attribute of `attention`): the keys are [cache ; new]. Key columns
+ * [0, Sc) are rows 0 .. Sc - 1 of each kv head of the caches (kv head g of
+ * batch row b at k / v + (b b_pitch + g S_max) D elements), visible to
+ * every query of row b iff below L_b = lengths[b] (int32, read at run time,
+ * L_b <= Sc: the trace bounds them by Sc and masks the rest); then the
+ * call's k and v, the new keys, causal among themselves (query i sees new
+ * key j iff j <= i). Causal, no window; the call is attention's (q, k, v
+ * [, sink], out). docs/parts/decoder-layer.md. */
+typedef struct nx_attention_cache {
+    uint64_t k, v;    /* byte offsets of kv head 0 of batch row 0 */
+    uint64_t b_pitch; /* elements between batch rows */
+    uint64_t S_max;   /* rows between kv heads */
+    uint64_t lengths; /* byte offset of lengths [B] int32 */
+    uint64_t Sc;      /* the trace's bound on L_b: the cached key columns */
+    uint64_t out_pitch; /* 0: out [B, Hq, Sq, D]; else the token layout: row i of
+                         * head h of batch row b at ((b Sq + i) out_pitch + h D) */
+} nx_attention_cache;
+int nx_attention_flash_cached(nx_kctx *k, const nx_kernel_call *call, const nx_attention_cache *cache,
+                              nx_error *err);
+
 #endif

@@ -70,6 +70,12 @@ typedef struct fa_ctx {
      * Q^T columns (g % FA_QG) P ..) */
     nx_tile q_sb[2][FA_GMAX / FA_QG], qt[2][FA_GMAX / FA_QG][2], st[2][FA_GMAX], o_ps[FA_GMAX];
     uint64_t nouts;
+    /* a cache prefix (nx_attention_flash_cached; NULL: none): key columns
+     * [0, Sc) from it, masked at run time by each row's length, then the
+     * Skv_new keys of k and v */
+    const nx_attention_cache *cache;
+    uint64_t Sc, Skv_new;
+    nx_tile fill_ident, key_cols, len_f, len_mask[FA_KTBUFS];
 } fa_ctx;
 
 /* A query tile's rows and key range. */
@@ -94,6 +100,10 @@ nx_engine fa_copy_engine(fa_ctx *c, uint64_t elems);
 /* stages (flash_stages.c) */
 int fa_block_load(fa_ctx *c, const fa_block *bl, uint64_t bi, const fa_unit *u, nx_error *err);
 int fa_block_kt(fa_ctx *c, uint64_t bi, const fa_block *bl, nx_error *err);
+/* A cached block's run-time length mask (1 where the key is at or past
+ * L_b), beside its K^T; and its fill x mask accumulated into the scores. */
+int fa_block_len_mask(fa_ctx *c, uint64_t bi, const fa_block *bl, const fa_unit *u, nx_error *err);
+int fa_scores_len_mask(fa_ctx *c, const fa_plan *pl, const fa_step *s, nx_error *err);
 int fa_unit_load(fa_ctx *c, const fa_unit *u, nx_error *err);
 int fa_unit_begin(fa_ctx *c, const fa_unit *u, nx_error *err);
 int fa_scores(fa_ctx *c, const fa_plan *pl, const fa_step *s, nx_error *err);

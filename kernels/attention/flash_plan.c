@@ -98,6 +98,14 @@ static uint8_t *deal(const fa_ctx *c, uint64_t nu, uint64_t per_head, uint64_t T
     return mine;
 }
 
+/* The end of the key block from c0: FA_BK keys, cut at the cache prefix's
+ * end (a block reads one tensor) and at hi. */
+static int64_t block_end(const fa_ctx *c, int64_t c0, int64_t hi) {
+    int64_t e = c0 + FA_BK;
+    if (c0 < (int64_t)c->Sc && e > (int64_t)c->Sc) e = (int64_t)c->Sc;
+    return e < hi ? e : hi;
+}
+
 int fa_plan_build(const fa_ctx *c, fa_plan *pl, nx_error *err) {
     const nx_attention_params *p = c->p;
     memset(pl, 0, sizeof *pl);
@@ -124,14 +132,13 @@ int fa_plan_build(const fa_ctx *c, fa_plan *pl, nx_error *err) {
             if (ft[g].lo < glo) glo = ft[g].lo;
             if (ft[g].hi > ghi) ghi = ft[g].hi;
         }
-        uint64_t nb = glo < ghi ? ((uint64_t)(ghi - glo) + FA_BK - 1) / FA_BK : 0;
-        for (uint64_t j = 0; j < nb; j++) {
-            int64_t c0 = glo + (int64_t)(j * FA_BK), c1 = c0 + FA_BK < ghi ? c0 + FA_BK : ghi;
+        for (int64_t c0 = glo, c1; c0 < ghi; c0 = c1) {
+            c1 = block_end(c, c0, ghi);
             for (uint32_t g = 0; g < nt; g++)
                 if (ft[g].lo < c1 && ft[g].hi > c0) total[g]++;
         }
-        for (uint64_t j = 0; j < nb; j++) {
-            int64_t c0 = glo + (int64_t)(j * FA_BK), c1 = c0 + FA_BK < ghi ? c0 + FA_BK : ghi;
+        for (int64_t c0 = glo, c1; c0 < ghi; c0 = c1) {
+            c1 = block_end(c, c0, ghi);
             if (grow((void **)&pl->blocks, &cb, pl->nblocks + 1, sizeof *pl->blocks) != 0) goto oom;
             pl->blocks[pl->nblocks] = (fa_block){.unit = pl->nunits, .first_step = pl->nsteps, .c0 = c0,
                                                  .w = (uint32_t)(c1 - c0), .perm = c1 - c0 == 4 * (int64_t)c->P};

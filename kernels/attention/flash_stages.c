@@ -44,9 +44,47 @@ static uint64_t kv_base(const fa_ctx *c, const nx_tensor_ref *t, const fa_unit *
     return fa_head_base(c, t, u->b, u->h / (p->Hq / p->Hkv), p->Hkv, p->Skv);
 }
 
+/* With a cache prefix: a cached block's head in the cache; a new block's
+ * base is where key column 0 would sit (the new keys start at column Sc;
+ * load_rows adds c0 rows, so the offset is only ever used past Sc). */
+static uint64_t block_base(const fa_ctx *c, const fa_block *bl, const fa_unit *u, int is_v) {
+    const nx_attention_params *p = c->p;
+    const uint64_t g = u->h / (p->Hq / p->Hkv);
+    if (!c->cache) return kv_base(c, is_v ? c->v : c->kk, u);
+    if (bl->c0 < (int64_t)c->Sc)
+        return (is_v ? c->cache->v : c->cache->k) + (u->b * c->cache->b_pitch + g * c->cache->S_max * p->D) * c->es;
+    return fa_head_base(c, is_v ? c->v : c->kk, u->b, g, p->Hkv, c->Skv_new) - c->Sc * p->D * c->es;
+}
+
 int fa_block_load(fa_ctx *c, const fa_block *bl, uint64_t bi, const fa_unit *u, nx_error *err) {
-    if (load_rows(c, &c->k_sb[bi % FA_KBUFS], kv_base(c, c->kk, u), bl, err) != 0) return -1;
-    return load_rows(c, &c->v_sb[bi % FA_VBUFS], kv_base(c, c->v, u), bl, err);
+    if (load_rows(c, &c->k_sb[bi % FA_KBUFS], block_base(c, bl, u, 0), bl, err) != 0) return -1;
+    return load_rows(c, &c->v_sb[bi % FA_VBUFS], block_base(c, bl, u, 1), bl, err);
+}
+
+int fa_block_len_mask(fa_ctx *c, uint64_t bi, const fa_block *bl, const fa_unit *u, nx_error *err) {
+    if (!c->cache || bl->c0 >= (int64_t)c->Sc) return 0;
+    /* on GpSimd (VectorE and ScalarE carry the softmax and the copies):
+     * (column + c0 >= L_b), L_b broadcast to every partition */
+    nx_operand m = fa_view(&c->len_mask[bi % FA_KTBUFS], NX_DT_BF16, c->P, 0, bl->w);
+    nx_operand col = fa_view(&c->key_cols, NX_DT_FP32, c->P, 0, bl->w);
+    nx_operand L = fa_col(&c->len_f, c->P, (uint32_t)u->b), c0 = nx_imm((double)bl->c0, NX_DT_FP32);
+    return nx_kctx_tensor_scalar(c->k, NX_ENG_POOL, &m, &col, NX_ALU_ADD, &c0, NX_ALU_IS_GE, &L, err);
+}
+
+/* S += fill_identity x mask over the step's columns: the masked keys'
+ * scores get the huge negative (of the scale's sign) before the max, as
+ * the static masks do (fa_scores). */
+int fa_scores_len_mask(fa_ctx *c, const fa_plan *pl, const fa_step *s, nx_error *err) {
+    const fa_block *bl = &pl->blocks[s->block];
+    if (!c->cache || bl->c0 >= (int64_t)c->Sc) return 0;
+    fa_tile ft;
+    fa_tile_at(c, pl->units[s->unit].t0 + s->g, &ft);
+    const nx_tile *sp = &c->s_ps[(s - pl->steps) % c->nS];
+    nx_operand S = fa_view(sp, NX_DT_FP32, ft.n, 0, s->wa);
+    nx_operand id = fa_view(&c->fill_ident, NX_DT_BF16, ft.n, 0, ft.n);
+    nx_operand mv = fa_view(&c->len_mask[s->block % FA_KTBUFS], NX_DT_BF16, ft.n, s->a_al, s->wa);
+    if (nx_kctx_load_stationary(c->k, &id, err) != 0) return -1;
+    return nx_kctx_multiply_moving(c->k, &S, &mv, 1, err);
 }
 
 /* The transpose of rows loaded by load_rows (w rows of D): a PE transpose
@@ -396,5 +434,10 @@ int fa_tile_end(fa_ctx *c, const fa_unit *u, uint32_t g, int nm_col, nx_error *e
     }
     uint64_t base = fa_head_base(c, c->out, u->b, u->h, p->Hq, p->Sq);
     nx_operand hd = nx_rows_hbm(c->dt, base, ft.r0, n, p->D);
+    if (c->cache && c->cache->out_pitch) { /* the token layout (the layer's o projection reads it) */
+        const uint64_t W = c->cache->out_pitch;
+        hd = nx_ap_hbm_rows(c->dt, c->out->hbm_offset + ((u->b * p->Sq + ft.r0) * W + u->h * p->D) * c->es, n,
+                            (int32_t)W, (uint32_t)p->D);
+    }
     return nx_rows_store(&c->r, &hd, &out, err);
 }

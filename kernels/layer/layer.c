@@ -6,11 +6,11 @@
  * on the same authoring context, through HBM scratch between them:
  *   qkv              rmsnorm(x) gamma_attn fused into the QKV projection,
  *                    RoPE on q and k, heads layout (kernels/qkv);
- *   attention_decode the S new tokens against the cache, the cache writes
- *                    fused (S <= 8 in one step; larger S in steps of 8
- *                    new positions, each step's lengths L_b + 8 j, the
- *                    caches updated in place: causal attention over the
- *                    L_b cached and the S new positions);
+ *   attention        the S new tokens against the cache, the cache writes
+ *                    fused: S <= 8 one attention_decode step; prefill one
+ *                    flash attention over [cache ; new], the cached
+ *                    columns masked at run time by L_b, the new keys causal
+ *                    (kernels/layer/layer_prefill.c);
  *   qkv again        the o projection [T, nq d] x w_o: qkv's plans with
  *                    neither norm nor rope (run_oproj; kernels/matmul for
  *                    an H with no power-of-two head width);
@@ -165,9 +165,19 @@ static int run_qkv(layer_run *L, layer_bufs *w, nx_error *err) {
     return rc;
 }
 
-/* The attention of the S new tokens, in steps of up to 8 positions. */
+/* Prefill (S > 8): one flash attention over [cache ; new], its rows
+ * stored in the token layout, and the cache writes
+ * (kernels/layer/layer_prefill.c). */
+static int run_prefill(layer_run *L, layer_bufs *w, nx_error *err) {
+    if (nx_layer_prefill_attention(L, &w->q, &w->kn, &w->vn, &w->att, err) != 0) return -1;
+    return sync(L, err);
+}
+
+/* The attention of the S new tokens: decode (S <= 8) one attention_decode
+ * step; prefill run_prefill. */
 static int run_attention(layer_run *L, layer_bufs *w, nx_error *err) {
     const nx_layer_params *p = &L->p;
+    if (p->S > NX_LAYER_STEP) return run_prefill(L, w, err);
     const uint64_t B = p->B, S = p->S, d = p->d, es = L->es, nsteps = nx_cdiv_u64(S, NX_LAYER_STEP);
     const uint64_t sc0 = nx_min_u64(S, NX_LAYER_STEP);
     const nx_tensor_ref *kc_in = &L->a[10], *vc_in = &L->a[11], *kc = &L->a[14], *vc = &L->a[15];
@@ -344,6 +354,18 @@ int nx_decoder_layer(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
      * own (its lanes), which a context takes only before its first
      * instruction: so here, for every sub-kernel */
     if (nx_kctx_set_lanes(k, NX_DECODE_LANES, err) != 0) return -1;
+    /* prefill: the whole PSUM into the context's pool first, so that the
+     * sub-kernels' PSUM tiles are all placed by bank from the pool (the
+     * builder's bump would otherwise resume at wherever the largest earlier
+     * sub-kernel ended, off a bank boundary: flash attention's tiles end
+     * mid-bank and the o projection then found no whole bank) */
+    if (L.p.S > NX_LAYER_STEP) {
+        nx_tile all;
+        const nx_geometry *g = nx_kctx_geometry(k);
+        if (nx_kctx_alloc(k, NX_OPK_PSUM, "psum_pool", NX_DT_FP32, 128, g->psum_partition_bytes / 4, &all, err) != 0 ||
+            nx_kctx_release(k, &all, err) != 0)
+            return -1;
+    }
     const int rc = run_layer(&L, err);
     nx_kctx_set_solo(k, 0);
     return rc;

@@ -9,7 +9,8 @@
  *   h   = x + attention(rope(qkv(rmsnorm(x) gamma_attn))) w_o, the
  *         attention of attention_decode: query t of row b at position
  *         L_b + t reads the cached positions below L_b and the new ones up
- *         to its own (S from 1 to 8 in one step, larger S in steps of 8);
+ *         to its own (S from 1 to 8 in one step, larger S one flash
+ *         attention over the cache and the new keys);
  *   out = h + mlp(rmsnorm(h) gamma_mlp) (silu-gated);
  *   results   out [B, S, H], k_cache and v_cache with the S new entries
  *             written at L_b .. L_b + S - 1 (every other entry unchanged).

@@ -28,6 +28,12 @@ int nx_layer_heads_to_tokens(const layer_run *L, uint64_t src, uint64_t nh, uint
                              uint64_t t0, uint64_t c0, uint64_t b0, uint64_t b1, nx_error *err);
 /* lengths + add into dst ([B] int32, HBM), through one SBUF row. */
 int nx_layer_shift_lengths(const layer_run *L, uint64_t dst, int32_t add, nx_error *err);
+/* Prefill's attention (layer_prefill.c): q [B, nqc, S, d], kn and vn
+ * [B, nkvc, S, d] against the input caches and each other, the result rows
+ * into att (tokens [B, S, nqc d]); this core's kv heads of the result
+ * caches copied through and the new rows written at L_b + t. */
+int nx_layer_prefill_attention(layer_run *L, const nx_tensor_ref *q, const nx_tensor_ref *kn, const nx_tensor_ref *vn,
+                               const nx_tensor_ref *att, nx_error *err);
 /* out rows [r0, r1) = h + m (each [T, H] at its byte offset), one rounding. */
 int nx_layer_residual(const layer_run *L, uint64_t out, uint64_t h, uint64_t m, uint64_t r0, uint64_t r1, nx_error *err);
 

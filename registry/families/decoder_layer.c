@@ -128,11 +128,17 @@ static int layer_explain(const nx_macro_op *op, const nx_geometry *geo, char *bu
     (void)geo;
     nx_layer_params p;
     if (layer_read_op(op, &p, err) != 0) return -1;
-    const unsigned long long steps = (p.S + NX_LAYER_STEP - 1) / NX_LAYER_STEP;
+    char att[160];
+    if (p.S <= NX_LAYER_STEP)
+        snprintf(att, sizeof att, "attention_decode (cache writes fused)");
+    else
+        snprintf(att, sizeof att,
+                 "flash attention over %llu cached columns (masked at each row's length) and the %llu new keys "
+                 "(causal), the cache writes beside it",
+                 (unsigned long long)(p.S_max - p.S), (unsigned long long)p.S);
     snprintf(buf, len,
-             "qkv (rms norm + rope fused), attention_decode in %llu step%s of up to %d new positions (cache writes "
-             "fused), o projection (matmul), mlp (residual + rms norm fused), residual; tp %u: %s",
-             steps, steps == 1 ? "" : "s", NX_LAYER_STEP, p.tp,
+             "qkv (rms norm + rope fused), %s, o projection (matmul), mlp (residual + rms norm fused), residual; tp %u: %s",
+             att, p.tp,
              p.tp == 2 ? "heads and I split over the two cores, all-reduces after w_o and w_down"
                        : "each sub-kernel split over the grid, a barrier between them");
     return 0;
