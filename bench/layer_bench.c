@@ -13,8 +13,8 @@
  * (decode: the layer's weight bytes streamed once over both cores' DMA
  * engines, HBM-capped, bench/dma_bound.h; prefill: the layer's MACs,
  * attention included, on both cores' PE arrays); the sum of the
- * sub-kernels' own bounds (qkv, attention with its cache reads and
- * copy-through, o-proj, mlp; decode: bytes, prefill: MACs); the wall time of
+ * sub-kernels' own bounds (qkv, attention with its cache reads, o-proj,
+ * mlp; decode: bytes, prefill: MACs); the wall time of
  * the run and of the reference; then the time by region (each sub-kernel's
  * span and share: sim/profile.h nx_profile_by_region). Figures only: times
  * never decide the exit status. --quick: the default op's layer (H 256, 4/2
@@ -106,16 +106,16 @@ int nx_bench_layer_main(int argc, char **argv) {
         const double T = (double)(c->B * c->S), N = (double)((c->nq + 2 * c->nkv) * c->d), H = (double)c->H,
                      I = (double)c->I, qd = (double)(c->nq * c->d), kvd = (double)(c->nkv * c->d);
         const double w_qkv = H * N * 2, w_o = qd * H * 2, w_mlp = 3 * H * I * 2;
-        /* the attention's bytes: the cache rows it reads, the copy-through of both caches */
-        const double kv_read = (double)c->B * (double)(c->L + c->S) * kvd * 2 * 2,
-                     kv_copy = (double)c->B * (double)c->S_max * kvd * 2 * 2 * 2;
+        /* the attention's bytes: the cache rows it reads (the caches are
+         * updated in place: aliased results, no copy-through) */
+        const double kv_read = (double)c->B * (double)(c->L + c->S) * kvd * 2 * 2;
         const double m_qkv = T * H * N, m_o = T * qd * H, m_mlp = 3 * T * H * I,
                      m_att = 2.0 * (double)c->B * (double)c->nq * (double)c->S * ((double)c->L + (double)(c->S + 1) / 2) *
                              (double)c->d;
         double bound, subs;
         if (decode) {
             bound = nx_bench_dma_bound_ns(&m, cores, w_qkv + w_o + w_mlp);
-            subs = nx_bench_dma_bound_ns(&m, cores, w_qkv) + nx_bench_dma_bound_ns(&m, cores, kv_read + kv_copy) +
+            subs = nx_bench_dma_bound_ns(&m, cores, w_qkv) + nx_bench_dma_bound_ns(&m, cores, kv_read) +
                    nx_bench_dma_bound_ns(&m, cores, w_o) + nx_bench_dma_bound_ns(&m, cores, w_mlp);
         } else {
             bound = nx_bench_pe_bound_ns(&m, m_qkv + m_o + m_mlp + m_att, NX_DT_BF16) / cores;
@@ -151,6 +151,6 @@ int nx_bench_layer_main(int argc, char **argv) {
     }
     printf("\nbound: decode, the layer's weight bytes (w_qkv, w_o, w_gate, w_up, w_down) over both cores' DMA engines\n"
            "capped by HBM; prefill, its MACs (projections and attention) on both cores' PE arrays. The sub-kernels'\n"
-           "bounds: the same per sub-kernel, the attention's with its cache reads and the caches' copy-through.\n");
+           "bounds: the same per sub-kernel, the attention's with its cache reads (the caches updated in place).\n");
     return status;
 }

@@ -42,7 +42,9 @@ int cli_run_print_text(const run_args *a, const run_op *r, const nx_machine *m, 
     }
     for (uint32_t j = 0; j < op->n_results; j++) {
         nx_op_tensor_format(t, sizeof t, &op->results[j]);
-        printf("  result  %-10s %s%s%s\n", op->results[j].name, t, r->out_path[j] ? "  -> " : "",
+        printf("  result  %-10s %s%s%s%s%s\n", op->results[j].name, t,
+               op->results[j].alias ? "  in place of " : "",
+               op->results[j].alias ? op->operands[op->results[j].alias - 1].name : "", r->out_path[j] ? "  -> " : "",
                r->out_path[j] ? r->out_path[j] : "");
     }
     char *attrs = nx_attrs_to_json(&op->attrs);
@@ -79,7 +81,9 @@ int cli_run_print_text(const run_args *a, const run_op *r, const nx_machine *m, 
     }
     for (uint32_t j = 0; j < op->n_results; j++) {
         if (r->out_path[j]) continue;
-        if (cli_tensor_summary(stdout, &prog->tensors[res->result_tensor[j]], res->results[j]) != 0) return -1;
+        nx_tensor_decl d = prog->tensors[res->result_tensor[j]]; /* an aliased result: its operand's tensor, its own name */
+        snprintf(d.name, sizeof d.name, "%s", op->results[j].name);
+        if (cli_tensor_summary(stdout, &d, res->results[j]) != 0) return -1;
     }
     return ferror(stdout) ? -1 : 0;
 }

@@ -88,7 +88,10 @@ int nx_lowerer_lookup(const nx_lowerer *L, const char *func_name, nx_kernel_targ
 static void put_tensor(nx_strbuf *b, const nx_op_tensor *t) {
     char type[128];
     nx_op_tensor_format(type, sizeof type, t);
-    nx_sb_printf(b, "%s:%s;", t->name, type);
+    if (t->alias) /* one tensor with its operand: another program */
+        nx_sb_printf(b, "%s:%s=@%u;", t->name, type, t->alias - 1);
+    else
+        nx_sb_printf(b, "%s:%s;", t->name, type);
 }
 
 /* func_name | operands | results | attrs | grid | machine. Tensor names and
@@ -154,7 +157,9 @@ static int trace(const nx_lowerer *L, const nx_macro_op *op, nx_resolved *r, uin
     if (!b) return nx_fail(err, "%s: out of memory creating the program builder", key);
     nx_builder_set_memory_limit(b, max_bytes, beside);
     int rc = -1;
-    /* Declare every operand (input) and result (output), in op order. */
+    /* Declare every operand (input) and result (output), in op order; an
+     * aliased result declares nothing: it is its operand's tensor, so the
+     * leaf's result argument has the operand's offset. */
     uint64_t off_in[NX_OP_MAX_TENSORS], off_out[NX_OP_MAX_TENSORS];
     for (uint32_t i = 0; i < op->n_operands; i++) {
         const nx_op_tensor *t = &op->operands[i];
@@ -166,6 +171,10 @@ static int trace(const nx_lowerer *L, const nx_macro_op *op, nx_resolved *r, uin
     for (uint32_t j = 0; j < op->n_results; j++) {
         const nx_op_tensor *t = &op->results[j];
         static const uint64_t one[1] = {1}; /* a 0-d result is one element */
+        if (t->alias && t->alias <= op->n_operands) {
+            off_out[j] = off_in[t->alias - 1];
+            continue;
+        }
         if (nx_builder_tensor(b, t->name, t->dtype, t->ndims ? t->ndims : 1, t->ndims ? t->shape : one, NX_ROLE_OUTPUT,
                               &off_out[j], err) != 0) {
             nx_fail_prefix(err, "%s: result %u (%s)", key, j, t->name);

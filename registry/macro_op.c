@@ -110,6 +110,27 @@ int nx_macro_op_check(const nx_macro_op *op, nx_error *err) {
             if (strcmp(all[j]->name, t->name) == 0)
                 return nx_fail(err, "%s and %s are both named '%s'", what[j], what[i], t->name);
     }
+    for (uint32_t j = 0; j < op->n_results; j++) {
+        const nx_op_tensor *r = &op->results[j];
+        if (!r->alias) continue;
+        if (r->alias > op->n_operands)
+            return nx_fail(err, "result %u (%s) aliases operand %u, the op has %u", j, r->name, r->alias - 1,
+                           op->n_operands);
+        const nx_op_tensor *o = &op->operands[r->alias - 1];
+        int same = o->dtype == r->dtype && o->ndims == r->ndims;
+        for (uint32_t d = 0; same && d < r->ndims; d++) same = o->shape[d] == r->shape[d];
+        if (!same) {
+            char rs[128], os[128];
+            nx_op_tensor_format(rs, sizeof rs, r);
+            nx_op_tensor_format(os, sizeof os, o);
+            return nx_fail(err, "result %u (%s) %s aliases operand %u (%s) %s: an aliased pair has one dtype and shape",
+                           j, r->name, rs, r->alias - 1, o->name, os);
+        }
+        for (uint32_t i = 0; i < j; i++)
+            if (op->results[i].alias == r->alias)
+                return nx_fail(err, "results %u (%s) and %u (%s) both alias operand %u (%s)", i, op->results[i].name, j,
+                               r->name, r->alias - 1, o->name);
+    }
     return 0;
 }
 

@@ -40,6 +40,13 @@ typedef struct nx_op_tensor {
     nx_dtype dtype;
     uint32_t ndims;                /* 1..NX_KERNEL_MAX_DIMS */
     uint64_t shape[NX_KERNEL_MAX_DIMS];
+    /* Results only: 1 + the operand whose HBM tensor this result shares
+     * (XLA's input_output_alias; set by the rules' `aliases`,
+     * nx_op_rules_apply_results), 0 for a tensor of its own. An aliased
+     * result has its operand's dtype and shape; the program holds one
+     * tensor for both, which the run loads with the operand's bytes and
+     * reads back as the result (docs/parts/registry.md, "Aliased results"). */
+    uint32_t alias;
 } nx_op_tensor;
 
 typedef struct nx_macro_op {
@@ -82,7 +89,8 @@ int nx_macro_op_add_operand(nx_macro_op *op, const char *name, nx_dtype dtype, u
 int nx_macro_op_add_result(nx_macro_op *op, const char *name, nx_dtype dtype, uint32_t ndims,
                            const uint64_t *shape, nx_error *err);
 /* Checks a whole op: func_name set, tensors typed, names unique across
- * operands and results. */
+ * operands and results; an aliased result names an operand of its dtype
+ * and shape, and no operand is aliased by two results. */
 int nx_macro_op_check(const nx_macro_op *op, nx_error *err);
 /* Checks a tensor name's syntax ([A-Za-z_][A-Za-z0-9_.]*, shorter than
  * NX_TENSOR_NAME_MAX); `what` names it in the message ("operand 0"). */

@@ -92,6 +92,14 @@ int nx_op_rules_apply_results(const nx_op_rules *rules, const char *key, const c
             }
         }
     }
+    for (uint32_t j = 0; j < op->n_results && rc == 0 && rules->aliases; j++) {
+        const int32_t a = rules->aliases(op, j);
+        if (a >= (int32_t)op->n_operands)
+            rc = nx_fail(err, "%s: result %u (%s) aliases operand %d, the op has %u", key, j, op->results[j].name, a,
+                         op->n_operands);
+        else
+            op->results[j].alias = a >= 0 ? (uint32_t)a + 1 : 0;
+    }
     if (rc != 0 && source) nx_fail_prefix(err, "%s", source);
     return rc;
 }

@@ -77,6 +77,13 @@ typedef int (*nx_default_values_fn)(const nx_macro_op *op, uint32_t operand, voi
 typedef int (*nx_explain_fn)(const nx_macro_op *op, const nx_geometry *geo, char *buf, size_t len,
                              nx_error *err);
 
+/* The operand whose HBM tensor result `result` shares (XLA's
+ * input_output_alias: the kernel updates it in place and writes only what
+ * changes), or -1 for a result of its own. Called by
+ * nx_op_rules_apply_results once the results are inferred; the pair must
+ * have one dtype and shape (nx_macro_op_check). */
+typedef int32_t (*nx_alias_fn)(const nx_macro_op *op, uint32_t result);
+
 typedef struct nx_op_rules {
     /* The attribute names the leaf reads, NULL-terminated (NULL: none).
      * The run path refuses an op carrying any other name
@@ -90,6 +97,7 @@ typedef struct nx_op_rules {
     nx_tolerance_on_fn tolerance_on;   /* when set, used instead of tolerance */
     nx_default_values_fn default_values; /* NULL: operands without a file are pseudo-random */
     nx_explain_fn explain;             /* NULL: nothing to say */
+    nx_alias_fn aliases;               /* NULL: every result a tensor of its own */
 } nx_op_rules;
 
 /* ---- tolerances ready to use -------------------------------------------- */
@@ -114,7 +122,8 @@ int nx_op_rules_tolerance(const nx_op_rules *rules, const nx_macro_op *op, uint3
 int nx_op_rules_tolerance_on(const nx_op_rules *rules, const nx_macro_op *op, const nx_geometry *geo,
                              uint32_t result, nx_tolerance *out, nx_error *err);
 
-/* Gives op its results by rules->infer_results. Results op already has
+/* Gives op its results by rules->infer_results, then each result's alias
+ * by rules->aliases (nx_op_tensor.alias). Results op already has
  * (from an op file) keep their names, and a declared dtype (other than
  * NX_OP_DTYPE_UNSET) or shape (ndims != 0) must equal the rule's. Errors:
  * the rule's own (unprefixed); "KEY: nxsim has no result-shape rule for this

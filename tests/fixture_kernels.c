@@ -51,6 +51,42 @@ static int racy_copy(struct nx_kctx *k, const nx_kernel_call *call, nx_error *er
     return 0;
 }
 
+/* Result 0 shares operand 0's tensor (the rules' alias): row 0 + 1
+ * through SBUF, written back in place; every other row left as loaded. */
+static int inplace_bump(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
+    const nx_tensor_ref *x = &call->args[0], *y = &call->args[call->n_inputs];
+    const uint32_t cols = (uint32_t)x->shape[1];
+    nx_tile t;
+    if (nx_kctx_alloc(k, NX_OPK_SBUF, "row", x->dtype, 1, cols, &t, err) != 0) return -1;
+    nx_operand tile = nx_tile_ap(&t), one = nx_imm(1.0, (nx_dtype)x->dtype);
+    nx_operand src = nx_ap_hbm_rows(x->dtype, x->hbm_offset, 1, (int32_t)cols, cols);
+    nx_operand dst = nx_ap_hbm_rows(x->dtype, y->hbm_offset, 1, (int32_t)cols, cols);
+    if (nx_kctx_dma(k, &tile, &src, err) != 0 ||
+        nx_kctx_tensor_scalar(k, NX_ENG_DVE, &tile, &tile, NX_ALU_ADD, &one, NX_ALU_BYPASS, NULL, err) != 0)
+        return -1;
+    return nx_kctx_dma(k, &dst, &tile, err);
+}
+
+/* The same tensor shared, raced: row 0 read into SBUF on queue 0 while
+ * queue 1 writes row 1 over row 0 of the result, with nothing ordering
+ * them. Two tensors of their own would not race; the shared one does. */
+static int racy_inplace(struct nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
+    const nx_tensor_ref *x = &call->args[0], *y = &call->args[call->n_inputs];
+    const uint32_t cols = (uint32_t)x->shape[1];
+    const uint64_t row = cols * nx_dtype_size(x->dtype);
+    nx_tile t;
+    if (nx_kctx_alloc(k, NX_OPK_SBUF, "row", x->dtype, 1, cols, &t, err) != 0) return -1;
+    nx_insn i = nx_insn_make(NX_OP_DMA_COPY);
+    i.op[0] = nx_tile_ap(&t);
+    i.op[1] = nx_ap_hbm_rows(x->dtype, x->hbm_offset, 1, (int32_t)cols, cols);
+    i.iparam[0] = 0;
+    if (nx_builder_emit(nx_kctx_builder(k), nx_kctx_program_id(k), NX_ENG_SP, &i, NULL, err) != 0) return -1;
+    i.op[0] = nx_ap_hbm_rows(x->dtype, y->hbm_offset, 1, (int32_t)cols, cols);
+    i.op[1] = nx_ap_hbm_rows(x->dtype, x->hbm_offset + row, 1, (int32_t)cols, cols);
+    i.iparam[0] = 1;
+    return nx_builder_emit(nx_kctx_builder(k), nx_kctx_program_id(k), NX_ENG_SP, &i, NULL, err);
+}
+
 /* ---- the rules both share ---- */
 
 static int same_as_operand(nx_macro_op *op, const char *const *names, nx_error *err) {
@@ -82,14 +118,60 @@ static const nx_op_rules copy_rules = {
     .tolerance = nx_tolerance_exact,
 };
 
+/* The in-place fixtures: result 0 aliases operand 0. */
+static int32_t alias_first(const nx_macro_op *op, uint32_t result) {
+    (void)op;
+    return result == 0 ? 0 : -1;
+}
+
+/* rows(x) = x; then row 0 + 1 (bump) or row 1 over row 0 (racy). */
+static int bump_reference(const nx_macro_op *op, const void *const *inputs, void *const *outputs, nx_error *err) {
+    if (copy_reference(op, inputs, outputs, err) != 0) return -1;
+    float *y = outputs[0];
+    for (uint64_t c = 0; c < op->operands[0].shape[1]; c++) y[c] += 1.0f;
+    return 0;
+}
+static int racy_reference(const nx_macro_op *op, const void *const *inputs, void *const *outputs, nx_error *err) {
+    if (copy_reference(op, inputs, outputs, err) != 0) return -1;
+    float *y = outputs[0];
+    const uint64_t cols = op->operands[0].shape[1];
+    memcpy(y, y + cols, cols * sizeof *y);
+    return 0;
+}
+
+static const nx_op_rules bump_rules = {
+    .attrs = (const char *const[]){NULL},
+    .infer_results = same_as_operand,
+    .default_op = default_4x8,
+    .reference = bump_reference,
+    .reference_name = "bump",
+    .tolerance = nx_tolerance_exact,
+    .aliases = alias_first,
+};
+static const nx_op_rules racy_inplace_rules = {
+    .attrs = (const char *const[]){NULL},
+    .infer_results = same_as_operand,
+    .default_op = default_4x8,
+    .reference = racy_reference,
+    .reference_name = "row_1_over_row_0",
+    .tolerance = nx_tolerance_exact,
+    .aliases = alias_first,
+};
+
 static const nx_leaf synced_leaf = {"fixture_synced_copy", synced_copy};
 static const nx_leaf racy_leaf = {"fixture_racy_copy", racy_copy};
+static const nx_leaf bump_leaf = {"fixture_inplace_bump", inplace_bump};
+static const nx_leaf racy_inplace_leaf = {"fixture_racy_inplace", racy_inplace};
 
 static const nx_composite items[] = {
     {.name = "synced_copy", .family = "test", .rules = &copy_rules, .via = "tests/fixture_kernels.c",
      .config = {.kernel_func = &synced_leaf, .operand_count = NX_OPERANDS_ALL, .requires_multicore_grid = true}},
     {.name = "racy_copy", .family = "test", .rules = &copy_rules, .via = "tests/fixture_kernels.c",
      .config = {.kernel_func = &racy_leaf, .operand_count = NX_OPERANDS_ALL}},
+    {.name = "inplace_bump", .family = "test", .rules = &bump_rules, .via = "tests/fixture_kernels.c",
+     .config = {.kernel_func = &bump_leaf, .operand_count = NX_OPERANDS_ALL}},
+    {.name = "racy_inplace", .family = "test", .rules = &racy_inplace_rules, .via = "tests/fixture_kernels.c",
+     .config = {.kernel_func = &racy_inplace_leaf, .operand_count = NX_OPERANDS_ALL}},
 };
 
-const nx_composite_table fixture_composites = {items, 2};
+const nx_composite_table fixture_composites = {items, sizeof items / sizeof items[0]};

@@ -153,6 +153,71 @@ static void test_race_check_on_test_composites(void **state) {
     nx_lowerer_free(L);
 }
 
+/* An aliased result (XLA's input_output_alias): one program tensor for
+ * the operand and the result; the run returns the result whole (the
+ * operand's bytes plus the kernel's writes) on both backends, the caller's
+ * bytes untouched; the race check sees the shared tensor. */
+static void test_aliased_result(void **state) {
+    (void)state;
+    nx_machine m = trn2();
+    nx_error err;
+    nx_lowerer *L = nx_lowerer_new_machine(&m, NULL, &fixture_composites);
+    nx_prepared op;
+    default_op(L, "inplace_bump", &op);
+    assert_int_equal(op.op.results[0].alias, 1);
+    float x[32], keep[32];
+    for (int i = 0; i < 32; i++) keep[i] = x[i] = (float)i * 0.5f - 3.0f;
+    const void *inputs[1] = {x};
+    nx_run_result res[2];
+    for (int b = 0; b < 2; b++) {
+        nx_run_options opt = {.backend = b ? NX_RUN_FUNCTIONAL : NX_RUN_MODEL, .race_check = !b, .check = 1};
+        if (nx_run_op(L, &m, &op, inputs, &opt, &res[b], &err) != 0) fail_msg("%s", err.msg);
+        assert_int_equal(res[b].prog->tensor_count, 1); /* one tensor for both */
+        assert_int_equal(res[b].result_tensor[0], res[b].operand_tensor[0]);
+        assert_int_equal(res[b].check_failures, 0);
+        const float *y = (const float *)res[b].results[0];
+        for (int i = 0; i < 32; i++) assert_true(y[i] == x[i] + (i < 8 ? 1.0f : 0.0f));
+    }
+    assert_true(res[0].trace.race_checked);
+    assert_memory_equal(res[0].results[0], res[1].results[0], sizeof x);
+    assert_memory_equal(x, keep, sizeof x); /* the caller's input: only read */
+    for (int b = 0; b < 2; b++) nx_run_result_free(&res[b]);
+    /* a second run of the cached program starts from the operand again */
+    nx_run_options fopt = {.backend = NX_RUN_FUNCTIONAL};
+    if (nx_run_op(L, &m, &op, inputs, &fopt, &res[0], &err) != 0) fail_msg("%s", err.msg);
+    assert_true(((const float *)res[0].results[0])[0] == x[0] + 1.0f);
+    assert_int_equal(res[0].cache_hits, 2);
+    nx_run_result_free(&res[0]);
+    nx_prepared_free(&op);
+
+    /* the racy one: right values, but its read and write of the shared
+     * tensor race */
+    default_op(L, "racy_inplace", &op);
+    nx_run_options opt = {.backend = NX_RUN_MODEL, .check = 1};
+    if (nx_run_op(L, &m, &op, inputs, &opt, &res[0], &err) != 0) fail_msg("%s", err.msg);
+    assert_int_equal(res[0].check_failures, 0);
+    nx_run_result_free(&res[0]);
+    opt.race_check = 1;
+    assert_int_equal(nx_run_op(L, &m, &op, inputs, &opt, &res[0], &err), -1);
+    assert_int_equal(res[0].failure, NX_RUN_RACE);
+    assert_non_null(strstr(err.msg, "hbm@[0, 32)"));
+    nx_run_result_free(&res[0]);
+    nx_prepared_free(&op);
+
+    /* an alias to an operand of another shape is refused by the op check */
+    nx_macro_op bad;
+    nx_macro_op_init(&bad);
+    static const uint64_t s1[2] = {4, 8}, s2[2] = {8, 4};
+    assert_int_equal(nx_macro_op_set_func_name(&bad, "inplace_bump", &err), 0);
+    assert_int_equal(nx_macro_op_add_operand(&bad, "x", NX_DT_FP32, 2, s1, &err), 0);
+    assert_int_equal(nx_macro_op_add_result(&bad, "y", NX_DT_FP32, 2, s2, &err), 0);
+    bad.results[0].alias = 1;
+    assert_int_equal(nx_macro_op_check(&bad, &err), -1);
+    assert_string_equal(err.msg, "result 0 (y) fp32[8,4] aliases operand 0 (x) fp32[4,8]: an aliased pair has one dtype and shape");
+    nx_macro_op_free(&bad);
+    nx_lowerer_free(L);
+}
+
 /* A reference that disagrees: the run succeeds, the check says how. */
 static int off_by_one(const nx_macro_op *op, const void *const *inputs, void *const *outputs, nx_error *err) {
     (void)err;
@@ -251,6 +316,7 @@ int main(void) {
         cmocka_unit_test(test_transposes_on_both_backends),
         cmocka_unit_test(test_given_inputs),
         cmocka_unit_test(test_race_check_on_test_composites),
+        cmocka_unit_test(test_aliased_result),
         cmocka_unit_test(test_failed_check_is_not_an_error),
         cmocka_unit_test(test_refusals),
     };

@@ -73,9 +73,38 @@ static int plan(dec_plan *pl, const nx_geometry *geo, const char *kname, nx_erro
         if (pl->nd * (pl->R + p->s) * pl->es > kt * bank) continue;
         pl->c = c;
         pl->Ft = Ft;
-        pl->s_bufs = kt + 2 * sb + pt + 1 <= banks ? 2 : 1;
         pl->ps_kt = 0, pl->ps_s = kt * bank, pl->ps_s_step = sb * bank;
-        pl->ps_pt = (kt + pl->s_bufs * sb) * bank, pl->ps_o = (kt + pl->s_bufs * sb + pt) * bank;
+        /* three score buffers (the five-stage pipeline, stage_a1..stage_b2)
+         * when P^T, O and l share one bank beside them */
+        const uint64_t pt_b = (c * pl->R * pl->es + 15) / 16 * 16;
+        pl->nsets = 2;
+        /* lanes: the scores of chunk group g in partitions 32 g.. (a PE
+         * result starts at a multiple of 32), each score buffer [32 lg,
+         * cg Pt] fp32 in a bank of its own (DVE's max and ACT's
+         * exponentials of neighbouring steps never share one), then P^T /
+         * O / l, then the merge's two banks */
+        uint32_t lg = pl->Pt / DEC_LANE_Q < c ? pl->Pt / DEC_LANE_Q : c;
+        while (lg > 1 && c % lg) lg--;
+        const uint32_t lanes = lg * DEC_LANE_Q, cg = lg ? c / lg : 0;
+        const uint64_t ptl = (uint64_t)(c * pl->R > cg * lanes ? c * pl->R : cg * lanes) * pl->es;
+        const uint64_t pt_l = (ptl + 15) / 16 * 16, fin_b = ((p->D + 1) * 4 + 15) / 16 * 16;
+        const uint64_t m_b = ((uint64_t)lanes * 4 + 15) / 16 * 16 + ((uint64_t)pl->R * 4 + 15) / 16 * 16;
+        if (pt == 1 && lg >= 2 && pl->R <= DEC_LANE_Q && (uint64_t)cg * pl->Pt * 4 <= bank && ptl <= bank &&
+            pt_l + p->D * 4 + 4 <= bank && fin_b <= bank && m_b <= bank && kt + 6 <= banks) {
+            pl->lanes = lanes, pl->lg = lg, pl->cg = cg;
+            pl->s_bufs = 3, pl->nsets = DEC_SETS;
+            pl->ps_s_step = bank;
+            pl->ps_pt = (kt + 3) * bank, pl->ps_o = pl->ps_pt + pt_l;
+            pl->ps_fin = (kt + 4) * bank, pl->ps_m = (kt + 5) * bank, pl->fin_b = fin_b, pl->m_b = m_b;
+            pl->nm = (uint32_t)(bank / fin_b < bank / m_b ? bank / fin_b : bank / m_b);
+            if (pl->nm > DEC_MERGES) pl->nm = DEC_MERGES;
+        } else if (pt == 1 && pt_b + p->D * 4 + 4 <= bank && kt + 3 * sb + 1 <= banks) {
+            pl->s_bufs = 3;
+            pl->ps_pt = (kt + 3 * sb) * bank, pl->ps_o = pl->ps_pt + pt_b;
+        } else {
+            pl->s_bufs = kt + 2 * sb + pt + 1 <= banks ? 2 : 1;
+            pl->ps_pt = (kt + pl->s_bufs * sb) * bank, pl->ps_o = (kt + pl->s_bufs * sb + pt) * bank;
+        }
         pl->ps_l = pl->ps_o + p->D * 4;
         break;
     }
@@ -152,14 +181,18 @@ static int alloc_all(dec_core *c, nx_error *err) {
         ALLOC(&c->qT[i], NX_OPK_SBUF, "q_t", dt, pl->Dp, (uint64_t)pl->nd * R);
         ALLOC(&c->knT[i], NX_OPK_SBUF, "k_new_t", dt, pl->Dp, (uint64_t)pl->nd * s);
     }
+    const uint32_t rows = pl->lanes > R ? pl->lanes : R; /* lanes: every lane's statistics */
     for (uint32_t i = 0; i < 2; i++) {
         ALLOC(&c->ktT_s[i], NX_OPK_SBUF, "k_t", dt, pl->Dp, pl->nd * pl->Ft);
         ALLOC(&c->ptb_s[i], NX_OPK_SBUF, "p_t", dt, Pt, (uint64_t)c_ * R);
-        ALLOC(&c->stat_s[i], NX_OPK_SBUF, "stats", NX_DT_FP32, R, 8);
-        ALLOC(&c->oacc_s[i], NX_OPK_SBUF, "o_acc", NX_DT_FP32, R, p->D);
     }
-    ALLOC(&c->pb[0], NX_OPK_SBUF, "p", dt, R, pl->Ft);
-    ALLOC(&c->pb[1], NX_OPK_SBUF, "p", dt, R, pl->Ft);
+    for (uint32_t i = 0; i < pl->nsets; i++) {
+        ALLOC(&c->stat_s[i], NX_OPK_SBUF, "stats", NX_DT_FP32, rows, 11);
+        ALLOC(&c->oacc_s[i], NX_OPK_SBUF, "o_acc", NX_DT_FP32, rows, p->D);
+    }
+    ALLOC(&c->pb[0], NX_OPK_SBUF, "p", dt, rows, pl->Ft);
+    ALLOC(&c->pb[1], NX_OPK_SBUF, "p", dt, rows, pl->Ft);
+    if (pl->lanes && dec_lane_alloc(c, err) != 0) return -1;
     for (uint32_t i = 0; i < DEC_OUTS; i++) ALLOC(&c->osb[i], NX_OPK_SBUF, "o_out", dt, R, p->D);
     ALLOC(&c->thr, NX_OPK_SBUF, "window_lo", NX_DT_FP32, Pt, R);
     ALLOC(&c->posabs, NX_OPK_SBUF, "positions", NX_DT_FP32, Pt, c_);
@@ -197,7 +230,7 @@ static int constants(dec_core *c, nx_error *err) {
         return -1;
     for (uint64_t b0 = 0; b0 < p->B; b0 += 512) {
         const uint64_t nbb = p->B - b0 < 512 ? p->B - b0 : 512;
-        nx_operand ps = dec_psum(c, NX_DT_FP32, pl->ps_o, Pt, nbb), mv = dec_view(&lr, NX_DT_FP32, 0, 1, b0, nbb);
+        nx_operand ps = dec_psum(c, NX_DT_FP32, pl->ps_pt, Pt, nbb), mv = dec_view(&lr, NX_DT_FP32, 0, 1, b0, nbb);
         nx_operand dst = dec_view(&c->lf, NX_DT_FP32, 0, Pt, b0, nbb);
         if (nx_kctx_multiply_moving(k, &ps, &mv, 0, err) != 0 || nx_kctx_tensor_copy(k, NX_ENG_DVE, &dst, &ps, err) != 0)
             return -1;
@@ -249,9 +282,9 @@ static int constants(dec_core *c, nx_error *err) {
     if (nx_kctx_memset(k, NX_ENG_POOL, &on, 1.0, err) != 0) return -1;
     for (uint32_t i = 0; i < DEC_BUFS; i++) {
         nx_operand a = nx_tile_ap(&c->kt[i]), b = nx_tile_ap(&c->vt[i]);
-        if (nx_kctx_memset(k, NX_ENG_DVE, &a, 0.0, err) != 0 || nx_kctx_memset(k, NX_ENG_DVE, &b, 0.0, err) != 0) return -1;
+        if (nx_kctx_memset(k, NX_ENG_POOL, &a, 0.0, err) != 0 || nx_kctx_memset(k, NX_ENG_DVE, &b, 0.0, err) != 0) return -1;
     }
-    return 0;
+    return pl->lanes ? dec_lane_constants(c, err) : 0;
 }
 
 /* Item-level loads: q rows, k_new / v_new, the sinks, the block ids. */
@@ -296,6 +329,7 @@ enum { MASK_NEW, MASK_CACHE };
  *
  * Half 1 on S [R, F] (PSUM): m_new = max(m_old, scale max S), alpha =
  * exp(m_old - m_new), P = exp(scale S - m_new) rounded to the dtype. */
+
 static int block1(dec_core *c, uint64_t s_off, uint32_t F, uint32_t ps, uint32_t *par, nx_error *err) {
     nx_kctx *k = c->k;
     const dec_plan *pl = &c->pl;
@@ -319,6 +353,43 @@ static int block1(dec_core *c, uint64_t s_off, uint32_t F, uint32_t ps, uint32_t
         return -1;
     *par = 1 - *par;
     return 0;
+}
+
+/* Softmax half 1 split in two for the five-stage pipeline, the same
+ * instructions as block1 on the step's own columns of the statistics: the
+ * running max of step j in column 8 + (j + 1) % 3, the one before it in
+ * 8 + j % 3 (three, so step j + 1's max never overwrites what step j's
+ * exponentials still read). block1a on DVE: the tile max, the new running
+ * max and its negation; block1b on ACT: P and alpha. */
+static int block1a(dec_core *c, const dec_step *st, uint32_t R, uint32_t F, nx_error *err) {
+    nx_kctx *k = c->k;
+    const dec_plan *pl = &c->pl;
+    const uint32_t ps = st->ps, jo = 8 + (uint32_t)(st->j % 3), jn = 8 + (uint32_t)((st->j + 1) % 3);
+    nx_operand S = dec_psum(c, NX_DT_FP32, st->soff, R, F);
+    nx_operand mo = dec_view(&c->stat, NX_DT_FP32, 0, R, jo, 1), mn = dec_view(&c->stat, NX_DT_FP32, 0, R, jn, 1);
+    nx_operand cm = dec_view(&c->stat, NX_DT_FP32, 0, R, 2, 1), ng = dec_view(&c->stat, NX_DT_FP32, 0, R, 3 + ps, 1);
+    nx_operand sc = nx_imm(pl->p.scale, NX_DT_FP32), m1 = nx_imm(-1.0, NX_DT_FP32);
+    nx_insn red = nx_insn_make(NX_OP_TENSOR_REDUCE);
+    red.alu0 = NX_ALU_MAX;
+    red.iparam[0] = 1;
+    red.op[0] = cm;
+    red.op[1] = S;
+    if (nx_kctx_emit(k, NX_ENG_DVE, &red, err) != 0 ||
+        nx_kctx_scalar_tensor_tensor(k, NX_ENG_DVE, &mn, &cm, NX_ALU_MULTIPLY, &sc, NX_ALU_MAX, &mo, err) != 0)
+        return -1;
+    return nx_kctx_tensor_scalar(k, NX_ENG_DVE, &ng, &mn, NX_ALU_MULTIPLY, &m1, NX_ALU_BYPASS, NULL, err);
+}
+
+static int block1b(dec_core *c, const dec_step *st, uint32_t R, uint32_t F, nx_error *err) {
+    const dec_plan *pl = &c->pl;
+    const uint32_t ps = st->ps, jo = 8 + (uint32_t)(st->j % 3);
+    nx_operand S = dec_psum(c, NX_DT_FP32, st->soff, R, F);
+    nx_operand mo = dec_view(&c->stat, NX_DT_FP32, 0, R, jo, 1), ng = dec_view(&c->stat, NX_DT_FP32, 0, R, 3 + ps, 1);
+    nx_operand al = dec_view(&c->stat, NX_DT_FP32, 0, R, 6 + ps, 1);
+    nx_operand sc = nx_imm(pl->p.scale, NX_DT_FP32), one = nx_imm(1.0, NX_DT_FP32);
+    nx_operand P = dec_view(&c->pb[ps], pl->p.dtype, 0, R, 0, F);
+    if (act(c->k, NX_ACT_EXP, &P, &S, &sc, &ng, err) != 0) return -1;
+    return act(c->k, NX_ACT_EXP, &al, &mo, &one, &ng, err);
 }
 
 /* Half 2 on P (ne sub-blocks of w columns) against V (ne sub-blocks of w
@@ -345,13 +416,8 @@ static int block2(dec_core *c, uint32_t ne, uint32_t w, const nx_tile *V, int ma
         const uint32_t cn[2] = {ne, R};
         nx_operand pt = nx_tile_view(&c->psum, dt, 0, w, pl->ps_pt / es, 2, rs, cn);
         nx_operand pd = nx_tile_view(&c->ptb, dt, 0, w, 0, 2, rs, cn);
-        nx_operand m;
-        if (mask == MASK_NEW)
-            m = nx_tile_view(&c->newmask, NX_DT_FP32, 0, w, 0, 2, rs, cn);
-        else if (p->window)
-            m = nx_tile_view(&c->mw, NX_DT_FP32, 0, w, 0, 2, rs, cn);
-        else
-            m = nx_tile_view(&c->m01, NX_DT_FP32, 0, w, 0, 2, bs, cn);
+        nx_operand m = dec_mask_view(c, w, ne, mask == MASK_NEW);
+        (void)bs;
         if (nx_kctx_tensor_tensor(k, NX_ENG_DVE, NX_ALU_MULTIPLY, &pd, &pt, &m, err) != 0) return -1;
     }
     nx_operand O = dec_psum(c, NX_DT_FP32, pl->ps_o, R, D), Ls = dec_psum(c, NX_DT_FP32, pl->ps_l, R, 1);
@@ -363,21 +429,13 @@ static int block2(dec_core *c, uint32_t ne, uint32_t w, const nx_tile *V, int ma
             nx_kctx_multiply_moving(k, &Ls, &on, e > 0, err) != 0)
             return -1;
     }
-    nx_operand oa = nx_tile_ap(&c->oacc);
+    nx_operand oa = dec_view(&c->oacc, NX_DT_FP32, 0, R, 0, D);
     if (nx_kctx_scalar_tensor_tensor(k, NX_ENG_DVE, &oa, &oa, NX_ALU_MULTIPLY, &al, NX_ALU_ADD, &O, err) != 0 ||
         nx_kctx_scalar_tensor_tensor(k, NX_ENG_DVE, &l, &l, NX_ALU_MULTIPLY, &al, NX_ALU_ADD, &Ls, err) != 0)
         return -1;
     return 0;
 }
 
-/* Step q of this core: item lo + q / (T + 1), j = q % (T + 1) (0: the new
- * block, else cache tile j - 1), its buffers. */
-typedef struct dec_step {
-    dec_item it;
-    uint32_t set, ip, buf, ps;
-    uint32_t np; /* cache tile: its partitions (the last tile of a row may hold fewer) */
-    uint64_t j, soff;
-} dec_step;
 
 /* Partitions of cache tile tau that hold positions below S_max (paged: of
  * blocks below max_blocks): the last tile's compute covers only those. */
@@ -396,7 +454,7 @@ static dec_step step_of(const dec_core *c, uint64_t q) {
     dec_step s;
     s.it = dec_item_at(&c->pl, c->lo + i);
     s.j = q % per;
-    s.set = (uint32_t)(i % DEC_ISETS), s.ip = (uint32_t)(i % 2);
+    s.set = (uint32_t)(i % DEC_ISETS), s.ip = (uint32_t)(i % 2), s.sidx = (uint32_t)(i % c->pl.nsets);
     s.buf = s.j ? (uint32_t)((i * c->pl.T + s.j - 1) % DEC_BUFS) : 0;
     s.soff = c->pl.ps_s + (q % c->pl.s_bufs) * c->pl.ps_s_step;
     s.ps = (uint32_t)(q % 2);
@@ -409,7 +467,7 @@ static dec_step step_of(const dec_core *c, uint64_t q) {
  * statistics and O_acc by item parity (so consecutive items overlap). */
 static void dec_use(dec_core *c, const dec_step *st) {
     c->ktT = c->ktT_s[st->ps], c->ptb = c->ptb_s[st->ps];
-    c->stat = c->stat_s[st->ip], c->oacc = c->oacc_s[st->ip];
+    c->stat = c->stat_s[st->sidx], c->oacc = c->oacc_s[st->sidx];
 }
 
 /* An item's end: O / l into the next output buffer on DVE; its store is
@@ -421,6 +479,16 @@ static int store_due(dec_core *c, uint64_t q, int all, nx_error *err);
 static int item_end(dec_core *c, const dec_item *it, uint64_t q, nx_error *err) {
     nx_kctx *k = c->k;
     const dec_plan *pl = &c->pl;
+    if (pl->lanes) { /* the lanes' merge, one stage an iteration from the next (dec_lane_merge) */
+        dec_merge *m = &c->mq[c->nmq % DEC_MQ];
+        m->it = *it;
+        m->sidx = (uint32_t)((q / (pl->T + 1)) % pl->nsets);
+        m->mcol = 8 + (uint32_t)((pl->T + 1) % 3);
+        m->mset = (uint32_t)(c->nmq % pl->nm);
+        m->q_end = q;
+        c->nmq++;
+        return 0;
+    }
     if (c->nends - c->nstores == DEC_OUTS && store_due(c, 0, 1, err) != 0) return -1;
     nx_operand l = dec_view(&c->stat, NX_DT_FP32, 0, pl->R, 5, 1), oa = nx_tile_ap(&c->oacc);
     nx_operand os = nx_tile_ap(&c->osb[c->nends % DEC_OUTS]);
@@ -447,37 +515,36 @@ static int store_due(dec_core *c, uint64_t q, int all, nx_error *err) {
     return 0;
 }
 
-/* Stage A of a step: what fills the step's scores S (PSUM buffer sb): the
- * new block (Q^T and K_new^T by transposes, S_new = Q K_new^T) or a cache
- * tile (K^T by transposes, copied out by ACT, S = Q K^T). Emitted one step
- * ahead of stage B1 and two of B2, so the PE streams later tiles' work
- * while DVE and ACT run the softmax. */
-static int stage_a(dec_core *c, const dec_step *st, nx_error *err) {
+int dec_store_all(dec_core *c, nx_error *err) { return store_due(c, 0, 1, err); }
+
+/* Stage A1 of a step: what its scores need on the PE's moving side, in
+ * SBUF: the new block's Q^T and K_new^T, or a cache tile's K^T, by PE
+ * transposes into PSUM (the step's K^T bank) copied out by ACT. Emitted
+ * one step ahead of its stage A2, so the PE never waits for the copy. */
+static int stage_a1(dec_core *c, const dec_step *st, nx_error *err) {
     const uint32_t set = st->set, ip = st->ip, buf = st->buf;
-    const uint64_t j = st->j, s_off = st->soff;
     nx_kctx *k = c->k;
     const dec_plan *pl = &c->pl;
     const nx_decode_params *p = &pl->p;
     const nx_dtype dt = p->dtype;
     const uint32_t R = pl->R, s = (uint32_t)p->s, Dp = pl->Dp, cc = pl->c;
-    const uint64_t es = pl->es, Ft = pl->Ft, D = p->D;
-    if (j == 0) {
+    const uint64_t es = pl->es, Ft = pl->Ft, D = p->D, kt = pl->ps_kt;
+    if (st->j == 0) {
         for (uint32_t d = 0; d < pl->nd; d++) {
             nx_operand qs = dec_view(&c->qt[set], dt, 0, R, (uint64_t)d * Dp, Dp);
-            nx_operand qp = dec_psum(c, dt, pl->ps_kt + (uint64_t)d * R * es, Dp, R);
+            nx_operand qp = dec_psum(c, dt, kt + (uint64_t)d * R * es, Dp, R);
             nx_operand qd = dec_view(&c->qT[ip], dt, 0, Dp, (uint64_t)d * R, R);
             nx_operand ks = dec_view(&c->kn[set], dt, 0, s, (uint64_t)d * Dp, Dp);
-            nx_operand kp = dec_psum(c, dt, pl->ps_kt + ((uint64_t)pl->nd * R + (uint64_t)d * s) * es, Dp, s);
+            nx_operand kp = dec_psum(c, dt, kt + ((uint64_t)pl->nd * R + (uint64_t)d * s) * es, Dp, s);
             nx_operand kd = dec_view(&c->knT[ip], dt, 0, Dp, (uint64_t)d * s, s);
             if (nx_kctx_transpose(k, NX_ENG_PE, &qp, &qs, err) != 0 || nx_kctx_transpose(k, NX_ENG_PE, &kp, &ks, err) != 0 ||
                 nx_kctx_tensor_copy(k, NX_ENG_ACT, &qd, &qp, err) != 0 || nx_kctx_tensor_copy(k, NX_ENG_ACT, &kd, &kp, err) != 0)
                 return -1;
-        }
-        nx_operand S = dec_psum(c, NX_DT_FP32, s_off, R, s);
-        for (uint32_t d = 0; d < pl->nd; d++) {
-            nx_operand st = dec_view(&c->qT[ip], dt, 0, Dp, (uint64_t)d * R, R);
-            nx_operand mv = dec_view(&c->knT[ip], dt, 0, Dp, (uint64_t)d * s, s);
-            if (nx_kctx_load_stationary(k, &st, err) != 0 || nx_kctx_multiply_moving(k, &S, &mv, d > 0, err) != 0) return -1;
+            /* lanes: Q^T again in each chunk group's columns of its stationary (POOL, idle) */
+            for (uint32_t g = 0; g < pl->lg && pl->lanes; g++) {
+                nx_operand zd = dec_view(&c->zq[ip][d][g], dt, 0, Dp, (uint64_t)g * DEC_LANE_Q, R);
+                if (nx_kctx_tensor_copy(k, NX_ENG_POOL, &zd, &qd, err) != 0) return -1;
+            }
         }
         return 0;
     }
@@ -486,16 +553,42 @@ static int stage_a(dec_core *c, const dec_step *st, nx_error *err) {
     for (uint32_t d = 0; d < pl->nd; d++) {
         for (uint32_t e = 0; e < cc; e++) {
             nx_operand src = dec_view(&c->kt[buf], dt, 0, np, (uint64_t)e * D + (uint64_t)d * Dp, Dp);
-            nx_operand dst = dec_psum(c, dt, pl->ps_kt + ((uint64_t)d * Ft + (uint64_t)e * np) * es, Dp, np);
+            nx_operand dst = dec_psum(c, dt, kt + ((uint64_t)d * Ft + (uint64_t)e * np) * es, Dp, np);
             if (nx_kctx_transpose(k, NX_ENG_PE, &dst, &src, err) != 0) return -1;
         }
-        nx_operand kp = dec_psum(c, dt, pl->ps_kt + (uint64_t)d * Ft * es, Dp, F);
+        nx_operand kp = dec_psum(c, dt, kt + (uint64_t)d * Ft * es, Dp, F);
         nx_operand kd = dec_view(&c->ktT, dt, 0, Dp, (uint64_t)d * Ft, F);
         if (nx_kctx_tensor_copy(k, NX_ENG_ACT, &kd, &kp, err) != 0) return -1;
     }
+    return 0;
+}
+
+/* Stage A2: the step's scores S (PSUM buffer soff) from A1's operands:
+ * S_new = Q K_new^T or S = Q K^T (stationary Q^T, 512 moving columns a
+ * multiply). */
+static int stage_a2(dec_core *c, const dec_step *st, nx_error *err) {
+    const uint32_t ip = st->ip;
+    const uint64_t s_off = st->soff;
+    nx_kctx *k = c->k;
+    const dec_plan *pl = &c->pl;
+    const nx_decode_params *p = &pl->p;
+    const nx_dtype dt = p->dtype;
+    const uint32_t R = pl->R, s = (uint32_t)p->s, Dp = pl->Dp;
+    const uint64_t Ft = pl->Ft;
+    if (st->j == 0) {
+        nx_operand S = dec_psum(c, NX_DT_FP32, s_off, R, s);
+        for (uint32_t d = 0; d < pl->nd; d++) {
+            nx_operand sv = dec_view(&c->qT[ip], dt, 0, Dp, (uint64_t)d * R, R);
+            nx_operand mv = dec_view(&c->knT[ip], dt, 0, Dp, (uint64_t)d * s, s);
+            if (nx_kctx_load_stationary(k, &sv, err) != 0 || nx_kctx_multiply_moving(k, &S, &mv, d > 0, err) != 0) return -1;
+        }
+        return 0;
+    }
+    if (pl->lanes) return dec_lane_scores(c, st, err);
+    const uint64_t F = (uint64_t)pl->c * st->np;
     for (uint32_t d = 0; d < pl->nd; d++) {
-        nx_operand st = dec_view(&c->qT[ip], dt, 0, Dp, (uint64_t)d * R, R);
-        if (nx_kctx_load_stationary(k, &st, err) != 0) return -1;
+        nx_operand sv = dec_view(&c->qT[ip], dt, 0, Dp, (uint64_t)d * R, R);
+        if (nx_kctx_load_stationary(k, &sv, err) != 0) return -1;
         for (uint64_t n0 = 0; n0 < F; n0 += 512) {
             uint64_t nw = F - n0 < 512 ? F - n0 : 512;
             nx_operand S = dec_psum(c, NX_DT_FP32, s_off + n0 * 4, R, nw);
@@ -504,6 +597,10 @@ static int stage_a(dec_core *c, const dec_step *st, nx_error *err) {
         }
     }
     return 0;
+}
+
+static int stage_a(dec_core *c, const dec_step *st, nx_error *err) {
+    return stage_a1(c, st, err) != 0 ? -1 : stage_a2(c, st, err);
 }
 
 /* Stage B1: the running max's start (new block) and softmax half 1. */
@@ -525,28 +622,61 @@ static int stage_b1(dec_core *c, const dec_step *st, uint32_t *par, nx_error *er
     return block1(c, st->soff, pl->c * st->np, st->ps, par, err);
 }
 
-/* Stage B2: l and O_acc's start (new block), the masks (cache tile: position
- * < L_b, the window), softmax half 2. */
-static int stage_b2(dec_core *c, const dec_step *st, nx_error *err) {
+/* The five-stage pipeline's B1a (DVE): the running max's start (new
+ * block: column 8, the sink or -inf) and block1a; B1b (ACT): block1b. */
+static uint32_t b1_width(const dec_core *c, const dec_step *st) {
+    return st->j == 0 ? (uint32_t)c->pl.p.s : c->pl.lanes ? c->pl.cg * st->np : c->pl.c * st->np;
+}
+/* The rows half 1 runs on: R (the new block; without lanes every step),
+ * or every lane. */
+static uint32_t b1_rows(const dec_core *c, const dec_step *st) {
+    return st->j && c->pl.lanes ? c->pl.lanes : c->pl.R;
+}
+
+static int stage_b1a(dec_core *c, const dec_step *st, nx_error *err) {
+    nx_kctx *k = c->k;
+    const nx_decode_params *p = &c->pl.p;
+    if (st->j == 0) {
+        nx_operand m0 = dec_view(&c->stat, NX_DT_FP32, 0, c->pl.R, 8, 1);
+        if (c->pl.lanes) { /* every lane starts empty: the new block is lane group 0's */
+            nx_operand m01 = dec_view(&c->stat, NX_DT_FP32, 0, c->pl.lanes, 8, 2);
+            if (nx_kctx_memset(k, NX_ENG_DVE, &m01, DEC_NEG_INIT, err) != 0) return -1;
+            if (!p->sink) return block1a(c, st, b1_rows(c, st), b1_width(c, st), err);
+        }
+        if (p->sink) {
+            nx_operand sk = nx_tile_ap(&c->sk[st->set]);
+            if (nx_kctx_tensor_copy(k, NX_ENG_DVE, &m0, &sk, err) != 0) return -1;
+        } else if (nx_kctx_memset(k, NX_ENG_DVE, &m0, DEC_NEG_INIT, err) != 0)
+            return -1;
+    }
+    return block1a(c, st, b1_rows(c, st), b1_width(c, st), err);
+}
+
+static int stage_b1b(dec_core *c, const dec_step *st, nx_error *err) {
+    return block1b(c, st, b1_rows(c, st), b1_width(c, st), err);
+}
+
+/* The 0/1 mask P^T is multiplied by: [w, ne x R], the per-position mask
+ * m01 [w, ne] repeated over the R rows (the window's mw and the new
+ * block's mask hold every row). */
+nx_operand dec_mask_view(const dec_core *c, uint32_t w, uint32_t ne, int is_new) {
+    const uint32_t R = c->pl.R;
+    const int32_t rs[2] = {(int32_t)R, 1}, bs[2] = {1, 0};
+    const uint32_t cn[2] = {ne, R};
+    if (is_new) return nx_tile_view(&c->newmask, NX_DT_FP32, 0, w, 0, 2, rs, cn);
+    if (c->pl.p.window) return nx_tile_view(&c->mw, NX_DT_FP32, 0, w, 0, 2, rs, cn);
+    return nx_tile_view(&c->m01, NX_DT_FP32, 0, w, 0, 2, bs, cn);
+}
+
+/* Cache tile tau's masks on POOL: m01 = position < L_b, mw = m01 and inside
+ * the window. */
+int dec_tile_mask(dec_core *c, const dec_step *st, nx_error *err) {
     nx_kctx *k = c->k;
     const dec_plan *pl = &c->pl;
     const nx_decode_params *p = &pl->p;
-    const dec_item *it = &st->it;
     const uint32_t R = pl->R, Pt = pl->Pt, cc = pl->c;
-    nx_operand L = dec_view(&c->lf, NX_DT_FP32, 0, Pt, it->b, 1);
-    if (st->j == 0) {
-        nx_operand l = dec_view(&c->stat, NX_DT_FP32, 0, R, 5, 1), oa = nx_tile_ap(&c->oacc);
-        if (nx_kctx_memset(k, NX_ENG_DVE, &l, p->sink ? 1.0 : 0.0, err) != 0 ||
-            nx_kctx_memset(k, NX_ENG_POOL, &oa, 0.0, err) != 0)
-            return -1;
-        if (p->window) {
-            nx_operand th = nx_tile_ap(&c->thr), tp = nx_tile_ap(&c->tpat);
-            nx_operand w1 = nx_imm(1.0 - (double)p->window, NX_DT_FP32);
-            if (nx_kctx_tensor_scalar(k, NX_ENG_POOL, &th, &tp, NX_ALU_ADD, &L, NX_ALU_ADD, &w1, err) != 0) return -1;
-        }
-        return block2(c, 1, (uint32_t)p->s, &c->vn[st->set], MASK_NEW, st->ps, err);
-    }
     const uint64_t tau = st->j - 1;
+    nx_operand L = dec_view(&c->lf, NX_DT_FP32, 0, Pt, st->it.b, 1);
     nx_operand pa = nx_tile_ap(&c->posabs), pm = nx_tile_ap(&c->posmap), m01 = nx_tile_ap(&c->m01);
     nx_operand base = nx_imm((double)(tau * pl->Ft), NX_DT_FP32);
     if (nx_kctx_tensor_scalar(k, NX_ENG_POOL, &pa, &pm, NX_ALU_ADD, &base, NX_ALU_BYPASS, NULL, err) != 0 ||
@@ -558,7 +688,34 @@ static int stage_b2(dec_core *c, const dec_step *st, nx_error *err) {
             nx_operand pe = dec_view(&c->posabs, NX_DT_FP32, 0, Pt, e, 1), me = dec_view(&c->m01, NX_DT_FP32, 0, Pt, e, 1);
             if (nx_kctx_tensor_scalar(k, NX_ENG_POOL, &mw, &th, NX_ALU_IS_LE, &pe, NX_ALU_MULTIPLY, &me, err) != 0) return -1;
         }
-    return block2(c, cc, st->np, &c->vt[st->buf], MASK_CACHE, st->ps, err);
+    return 0;
+}
+
+/* Stage B2: l and O_acc's start (new block), the masks (cache tile: position
+ * < L_b, the window), softmax half 2. */
+static int stage_b2(dec_core *c, const dec_step *st, nx_error *err) {
+    nx_kctx *k = c->k;
+    const dec_plan *pl = &c->pl;
+    const nx_decode_params *p = &pl->p;
+    const uint32_t R = pl->R, Pt = pl->Pt;
+    if (st->j == 0) {
+        nx_operand L = dec_view(&c->lf, NX_DT_FP32, 0, Pt, st->it.b, 1);
+        nx_operand l = dec_view(&c->stat, NX_DT_FP32, 0, R, 5, 1), oa = nx_tile_ap(&c->oacc);
+        if (pl->lanes) { /* lanes past the first R start with l = 0 (the sink counts once) */
+            nx_operand la = dec_view(&c->stat, NX_DT_FP32, 0, pl->lanes, 5, 1);
+            if (nx_kctx_memset(k, NX_ENG_DVE, &la, 0.0, err) != 0) return -1;
+        }
+        if ((!pl->lanes || p->sink) && nx_kctx_memset(k, NX_ENG_DVE, &l, p->sink ? 1.0 : 0.0, err) != 0) return -1;
+        if (nx_kctx_memset(k, NX_ENG_POOL, &oa, 0.0, err) != 0) return -1;
+        if (p->window) {
+            nx_operand th = nx_tile_ap(&c->thr), tp = nx_tile_ap(&c->tpat);
+            nx_operand w1 = nx_imm(1.0 - (double)p->window, NX_DT_FP32);
+            if (nx_kctx_tensor_scalar(k, NX_ENG_POOL, &th, &tp, NX_ALU_ADD, &L, NX_ALU_ADD, &w1, err) != 0) return -1;
+        }
+        return block2(c, 1, (uint32_t)p->s, &c->vn[st->set], MASK_NEW, st->ps, err);
+    }
+    if (dec_tile_mask(c, st, err) != 0) return -1;
+    return pl->lanes ? dec_lane_pv(c, st, err) : block2(c, pl->c, st->np, &c->vt[st->buf], MASK_CACHE, st->ps, err);
 }
 
 static int step_loads(dec_core *c, uint64_t q, nx_error *err) {
@@ -597,8 +754,7 @@ int nx_attention_decode(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     /* emission order: A(q + 1), B1(q), B2(q - 1): the PE runs the next
      * tile's K^T and scores and the last tile's P V while DVE and ACT run
      * this tile's softmax (with one score buffer: A, B1, B2 in turn) */
-    const int deep = c.pl.s_bufs == 2;
-    if (!deep) {
+    if (c.pl.s_bufs == 1) {
         for (uint64_t q = 0; q < nsteps; q++) {
             dec_step cur = step_of(&c, q);
             if (q + ahead < nsteps && step_loads(&c, q + ahead, err) != 0) return -1;
@@ -608,7 +764,7 @@ int nx_attention_decode(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
                 return -1;
             if (cur.j == c.pl.T && item_end(&c, &cur.it, q, err) != 0) return -1;
         }
-    } else {
+    } else if (c.pl.s_bufs == 2) {
         /* emission order A(q + 2), B1(q + 1), B2(q): the PE streams the
          * tile after next's K^T and scores and this tile's P V while DVE and
          * ACT run the next tile's softmax */
@@ -639,6 +795,53 @@ int nx_attention_decode(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
             dec_use(&c, &cur);
             if (stage_b2(&c, &cur, err) != 0) return -1;
             if (cur.j == c.pl.T && item_end(&c, &cur.it, q, err) != 0) return -1;
+        }
+    } else {
+        /* five stages, each engine's work in an iteration fed by the
+         * iteration before: iteration q emits B1b(q + 1) (ACT: P, alpha),
+         * A1(q + 4) (PE: K^T transposes, ACT: their copy), B1a(q + 2) (DVE:
+         * the max), A2(q + 3) (PE: the scores) and B2(q) (PE: P^T and P V,
+         * DVE: the mask and O_acc), so the PE never waits for ACT's copy or
+         * exponentials of the same iteration, nor ACT for DVE's max */
+        const int64_t tail = c.pl.lanes ? DEC_MERGE_STAGES : 0;
+        for (int64_t q = -4; q < (int64_t)nsteps + tail; q++) {
+            if (q >= 0 && (uint64_t)q + ahead < nsteps && step_loads(&c, (uint64_t)q + ahead, err) != 0) return -1;
+            if (q >= 0 && store_due(&c, (uint64_t)q, 0, err) != 0) return -1;
+            /* lanes: the pending merges' stages, first in every engine's
+             * iteration (each fed by the iteration before) */
+            for (uint64_t mi = c.nmdone; mi < c.nmq; mi++) {
+                const dec_merge *m = &c.mq[mi % DEC_MQ];
+                const uint64_t stage = (uint64_t)q - m->q_end;
+                if (stage >= 1 && stage <= DEC_MERGE_STAGES && dec_lane_merge(&c, m, (uint32_t)stage, err) != 0) return -1;
+                if (stage == DEC_MERGE_STAGES) c.nmdone = mi + 1;
+            }
+            dec_step x;
+            if (q + 1 >= 0 && (uint64_t)(q + 1) < nsteps) {
+                x = step_of(&c, (uint64_t)(q + 1));
+                dec_use(&c, &x);
+                if (stage_b1b(&c, &x, err) != 0) return -1;
+            }
+            if ((uint64_t)(q + 4) < nsteps) {
+                x = step_of(&c, (uint64_t)(q + 4));
+                dec_use(&c, &x);
+                if (stage_a1(&c, &x, err) != 0) return -1;
+            }
+            if (q + 2 >= 0 && (uint64_t)(q + 2) < nsteps) {
+                x = step_of(&c, (uint64_t)(q + 2));
+                dec_use(&c, &x);
+                if (stage_b1a(&c, &x, err) != 0) return -1;
+            }
+            if (q + 3 >= 0 && (uint64_t)(q + 3) < nsteps) {
+                x = step_of(&c, (uint64_t)(q + 3));
+                dec_use(&c, &x);
+                if (stage_a2(&c, &x, err) != 0) return -1;
+            }
+            if (q >= 0 && (uint64_t)q < nsteps) {
+                x = step_of(&c, (uint64_t)q);
+                dec_use(&c, &x);
+                if (stage_b2(&c, &x, err) != 0) return -1;
+                if (x.j == c.pl.T && item_end(&c, &x.it, (uint64_t)q, err) != 0) return -1;
+            }
         }
     }
     if (store_due(&c, 0, 1, err) != 0) return -1;

@@ -7,7 +7,7 @@
 #include "decode.h"
 #include "kernels/norms/rows.h"
 
-#define DEC_BUFS 6              /* cache tiles in flight: loads issued 5 steps ahead (a transfer's ~1.3 us fixed phase) */
+#define DEC_BUFS 10             /* cache tiles in flight: loads issued 9 steps ahead (a transfer's ~1.3 us fixed phase, the five-stage pipeline's depth) */
 #define DEC_OUTS 4              /* output rows in flight: a store is issued DEC_STORE_LAG steps after its item */
 #define DEC_STORE_LAG 5u
 #define DEC_ISETS (DEC_BUFS + 1) /* per-item operand sets in flight */
@@ -21,6 +21,13 @@
 #define DEC_V_LANE 32u
 #define DEC_COPY_LANE 48u
 #define DEC_PROBES 2u            /* probe sets in flight */
+#define DEC_SETS 5               /* running statistics and O_acc sets (by item): lanes keep an item's
+                                  * until its merge, DEC_MERGE_STAGES iterations after its end */
+#define DEC_MERGE_STAGES 6u      /* the lanes' merge of an item, one stage an iteration (dec_lane_merge) */
+#define DEC_MERGES 3             /* merge piece sets (PSUM and SBUF) */
+#define DEC_MQ 8                 /* merges in flight (their queue) */
+#define DEC_LANE_Q 32u           /* lanes: a lane group's first partition is a multiple of this (a PE
+                                  * result of up to 32 partitions starts at one) */
 
 typedef struct dec_plan {
     nx_decode_params p;
@@ -33,12 +40,34 @@ typedef struct dec_plan {
     uint64_t items;            /* B x Hkv x nhc */
     /* PSUM arena offsets (bytes per partition) */
     uint64_t ps_kt, ps_s, ps_s_step, ps_pt, ps_o, ps_l;
-    uint32_t s_bufs;           /* score buffers: 2 lets stage A run a step ahead */
+    uint32_t s_bufs;           /* score buffers: 2 lets stage A run a step ahead, 3 the five stages */
+    uint32_t lanes;            /* 0, or 32 lg: the five stages with the scores of chunk group g
+                                * in partitions 32 g .. 32 g + R - 1 (decode_lanes.c) */
+    uint32_t lg, cg;           /* lanes: chunk groups, chunks a group (c = lg cg) */
+    uint32_t nsets;            /* statistics / O_acc sets in use (2, or DEC_SETS with lanes) */
+    uint32_t nm;               /* lanes: merge sets (PSUM pieces) */
+    uint64_t ps_fin, ps_m, fin_b, m_b; /* lanes: the merge's PSUM banks and the bytes of a set in each */
 } dec_plan;
 
 typedef struct dec_item {
     uint64_t b, g, hc, h0; /* h0: first q head */
 } dec_item;
+
+/* Step q of this core: item lo + q / (T + 1), j = q % (T + 1) (0: the new
+ * block, else cache tile j - 1), its buffers. */
+typedef struct dec_step {
+    dec_item it;
+    uint32_t set, ip, buf, ps, sidx;
+    uint32_t np; /* cache tile: its partitions (the last tile of a row may hold fewer) */
+    uint64_t j, soff;
+} dec_step;
+
+/* Lanes: an item whose merge is pending (dec_lane_merge). */
+typedef struct dec_merge {
+    dec_item it;
+    uint32_t sidx, mcol, mset; /* its statistics / O_acc set, the column of its running max, its merge set */
+    uint64_t q_end;            /* the iteration it ended in */
+} dec_merge;
 
 /* What one core keeps for the whole trace. */
 typedef struct dec_core {
@@ -63,8 +92,14 @@ typedef struct dec_core {
     nx_tile qT[2], knT[2];        /* [Dp, nd x R], [Dp, nd x s], by item parity */
     nx_tile ktT_s[2];             /* [Dp, nd x Ft] by step parity */
     nx_tile pb[2], ptb_s[2];      /* P [R, Ft], P^T [Pt, c R] by step parity */
-    nx_tile stat_s[2];            /* [R, 8] fp32 running statistics by item parity */
-    nx_tile oacc_s[2], osb[DEC_OUTS]; /* [R, D] fp32 by item parity, [R, D] dtype */
+    nx_tile stat_s[DEC_SETS];     /* [R or lanes, 11] fp32 running statistics by item */
+    nx_tile oacc_s[DEC_SETS], osb[DEC_OUTS]; /* [R or lanes, D] fp32 by item, [R, D] dtype */
+    nx_tile lsel, ones_r;         /* lanes: [lanes, R] fp32 lsel[e R + r][r] = 1, [1, R] fp32 ones */
+    nx_tile zq[2][2][4];          /* lanes: [Dp, lanes] Q^T in group g's columns, zeros elsewhere,
+                                   * by item parity and D piece */
+    nx_tile mrow[DEC_MERGES], dT[DEC_MERGES], wT[DEC_MERGES], W[DEC_MERGES], lcol[DEC_MERGES]; /* merge pieces */
+    dec_merge mq[DEC_MQ];         /* merges in flight */
+    uint64_t nmq, nmdone;         /* merges queued, finished */
     nx_tile ktT, ptb, stat, oacc; /* the sets of the step being emitted (dec_use) */
     uint64_t nends, nstores;      /* items ended, stores issued */
     dec_item due[DEC_OUTS];       /* the ended items whose stores are pending */
@@ -79,6 +114,21 @@ typedef struct dec_core {
 } dec_core;
 
 dec_item dec_item_at(const dec_plan *pl, uint64_t i);
+
+/* Lanes (decode_lanes.c): the scores of a cache tile, chunk e into lanes
+ * e R .. e R + R - 1; P^T, the mask and P V of one; the constants and
+ * pieces of the merge; merge stage `stage` (1..DEC_MERGE_STAGES) of m. */
+int dec_lane_scores(dec_core *c, const dec_step *st, nx_error *err);
+int dec_lane_pv(dec_core *c, const dec_step *st, nx_error *err);
+int dec_lane_alloc(dec_core *c, nx_error *err);
+int dec_lane_constants(dec_core *c, nx_error *err);
+int dec_lane_merge(dec_core *c, const dec_merge *m, uint32_t stage, nx_error *err);
+/* The mask of step st's tile (position < L_b, the window) into c->m01 /
+ * c->mw, on POOL; and its view repeated over the R rows ([w, ne x R]). */
+int dec_tile_mask(dec_core *c, const dec_step *st, nx_error *err);
+/* Every pending output store, now. */
+int dec_store_all(dec_core *c, nx_error *err);
+nx_operand dec_mask_view(const dec_core *c, uint32_t w, uint32_t ne, int is_new);
 
 /* Copies this core's share of k_cache and v_cache to the results
  * (HBM -> HBM, long runs on the store lanes). */

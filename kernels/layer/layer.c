@@ -190,7 +190,10 @@ static int run_attention(layer_run *L, layer_bufs *w, nx_error *err) {
         return -1;
     const int solo = p->tp == 2;
     nx_kctx_set_region(L->k, "moves");
-    if (solo) { /* this core's kv heads of the caches: copied through, then updated in place */
+    /* this core's kv heads of the caches: copied through, then updated in
+     * place, unless the results are the operands' tensors (the rules'
+     * aliases: nothing to copy) */
+    if (solo && kc->hbm_offset != kc_in->hbm_offset) {
         const uint64_t run = L->nkvc * p->S_max * d, off = L->core * run * es;
         for (uint64_t b = 0; b < B; b++) {
             const uint64_t o = (b * p->nkv * p->S_max * d) * es + off;

@@ -1,5 +1,6 @@
 /* The attention_decode family's rules (kernels/attention/decode.h):
- *   results    out (q's dtype and shape), k_cache and v_cache (theirs);
+ *   results    out (q's dtype and shape), k_cache and v_cache (theirs,
+ *              aliased to the operands: updated in place);
  *   reference  nx_ref_attention_decode (a softmax per query row in double,
  *              P rounded to the dtype, kernels/ref/ref.h);
  *   tolerance  out: both sides round P to the dtype (relative eps / 2 per
@@ -98,6 +99,13 @@ static int dec_tolerance(const nx_macro_op *op, uint32_t result, nx_tolerance *o
     return 0;
 }
 
+/* k_cache and v_cache are updated in place (results 1 and 2 share the
+ * operands' tensors): the kernel writes only the new entries. */
+static int32_t dec_aliases(const nx_macro_op *op, uint32_t result) {
+    (void)op;
+    return result == 1 || result == 2 ? (int32_t)result : -1;
+}
+
 static const nx_op_rules nx_rules_attention_decode = {
     .attrs = nx_decode_attrs,
     .infer_results = dec_infer,
@@ -106,6 +114,7 @@ static const nx_op_rules nx_rules_attention_decode = {
     .reference_name = "nx_ref_attention_decode",
     .tolerance = dec_tolerance,
     .default_values = dec_values,
+    .aliases = dec_aliases,
 };
 
 /* The composite: decode attention against a KV cache (kernels/attention/). */

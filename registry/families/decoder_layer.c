@@ -144,6 +144,13 @@ static int layer_explain(const nx_macro_op *op, const nx_geometry *geo, char *bu
     return 0;
 }
 
+/* k_cache and v_cache (operands 10 and 11) are updated in place: results
+ * 1 and 2 share their tensors, the layer writes only the new entries. */
+static int32_t layer_aliases(const nx_macro_op *op, uint32_t result) {
+    (void)op;
+    return result == 1 ? 10 : result == 2 ? 11 : -1;
+}
+
 static const nx_op_rules nx_rules_decoder_layer = {
     .attrs = nx_layer_attrs,
     .infer_results = layer_infer,
@@ -153,6 +160,7 @@ static const nx_op_rules nx_rules_decoder_layer = {
     .tolerance = layer_tolerance,
     .default_values = layer_values,
     .explain = layer_explain,
+    .aliases = layer_aliases,
 };
 
 /* The composite: one decoder layer as one program per core of the VNC grid (kernels/layer/). */

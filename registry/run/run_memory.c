@@ -51,7 +51,7 @@ void nx_run_memory_of_op(const nx_machine *mach, const nx_macro_op *op, const nx
     for (uint32_t k = 0; k < op->n_operands + op->n_results; k++) {
         const nx_op_tensor *t = k < op->n_operands ? &op->operands[k] : &op->results[k - op->n_operands];
         uint64_t b = op_tensor_bytes(t);
-        out->hbm = nx_add_sat_u64(out->hbm, b);
+        if (k < op->n_operands || !t->alias) out->hbm = nx_add_sat_u64(out->hbm, b); /* aliased: no HBM of its own */
         if (opt->check) out->check = nx_add_sat_u64(out->check, b);
         if (b > out->largest_bytes) {
             out->largest_bytes = b;

@@ -13,7 +13,9 @@ static int fail_as(nx_run_result *out, nx_run_failure why, int rc) {
 }
 
 /* The operands in HBM: the given bytes, or the rules' built-in values, or
- * pseudo-random ones (nx_op_rules_fill_operand). */
+ * pseudo-random ones (nx_op_rules_fill_operand). The host's copy, outside
+ * simulated time; for an operand an aliased result shares, it is what the
+ * kernel updates in place, so the caller's bytes are never written. */
 static void place_operands(const nx_macro_op *op, const void *const *inputs, uint64_t seed,
                            nx_run_result *out) {
     const nx_program *prog = out->prog;
@@ -141,8 +143,9 @@ int nx_run_op(nx_lowerer *L, const nx_machine *m, const nx_prepared *p, const vo
     const nx_program *prog = out->prog;
     for (uint32_t i = 0; i < op->n_operands; i++)
         out->operand_tensor[i] = nx_program_find_tensor(prog, op->operands[i].name);
-    for (uint32_t j = 0; j < op->n_results; j++)
-        out->result_tensor[j] = nx_program_find_tensor(prog, op->results[j].name);
+    for (uint32_t j = 0; j < op->n_results; j++) /* an aliased result is its operand's tensor */
+        out->result_tensor[j] = op->results[j].alias ? out->operand_tensor[op->results[j].alias - 1]
+                                                     : nx_program_find_tensor(prog, op->results[j].name);
     nx_run_memory_of_program(m, prog, opt, &mem);
     mem.check = check_bytes(op, prog, opt, out);
     mem.total += mem.check;

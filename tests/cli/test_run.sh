@@ -129,6 +129,13 @@ if [ -n "${NXSIM_TEST_KERNELS:-}" ]; then
     expect 0 "synced_copy --race-check" run synced_copy --race-check --check
     stdout_has_line "check: out0 vs memcpy: max abs error 0, max rel error 0 (tolerance: exact): ok"
     if grep -q '^nxsim run: synced_copy -> composite fixture_synced_copy on VNC(2)' "$T/out"; then pass; else fail "composite header"; fi
+    # an aliased result: one tensor with its operand, the -o file the whole result
+    expect 0 "inplace_bump --race-check -o" run inplace_bump --race-check --check -o "$T/bump.npy"
+    stdout_has_line "check: out0 vs bump: max abs error 0, max rel error 0 (tolerance: exact): ok"
+    if grep -qE '^  result  out0 +fp32\[4,8\]  in place of in0  -> ' "$T/out"; then pass; else fail "in place of line"; fi
+    if [ "$(wc -c < "$T/bump.npy")" -eq 256 ]; then pass; else fail "bump.npy is not 128 + 4 x 8 x 4 bytes"; fi
+    expect 1 "racy_inplace --race-check" run racy_inplace --race-check --check
+    if grep -qF 'hbm@[0, 32)' "$T/err"; then pass; else fail "racy_inplace: no race on the shared row"; fi
     # a name in neither table: the registry's miss text, unchanged
     expect 3 "test binary miss" run NoSuchKernel
     stderr_is "$MISS"
