@@ -108,7 +108,7 @@ typedef struct nx_program {
 
 /* Limits on untrusted programs (docs/parts/security.md). A .nxs or .nxb
  * program holds at most NX_PROGRAM_MAX_INSNS instructions in all its streams
- * together (88 MiB of 44-byte records, plus an operand pool of at most five
+ * together (96 MiB of 48-byte records, plus an operand pool of at most five
  * distinct 72-byte operands per instruction and its hash: about 0.9 GiB when
  * every operand differs): the assembler and the decoder refuse more before
  * the memory is taken. A program file is at most

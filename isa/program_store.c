@@ -1,5 +1,5 @@
 /* How a program holds its instructions (isa/program.h): per stream a column
- * of 44-byte records (nx_insn_rec) whose operand slots index one pool of
+ * of 48-byte records (nx_insn_rec) whose operand slots index one pool of
  * distinct operand values per program. A kernel names the same few tiles,
  * immediates and patterns over and over, so the pool stays small while the
  * records grow with the program; an nx_insn (384 bytes, most of it five
