@@ -51,7 +51,6 @@ static int replay_core(nx_builder *b, const nx_program *text, const nx_insn_ref 
                        uint32_t core, const char *name, nx_error *err) {
     nx_kctx *k = nx_kctx_new(b, core, text->cores);
     if (!k) return nx_fail(err, "%s: out of memory creating the authoring context", name);
-    nx_kctx_set_wait_spans(k, 1); /* a cut transfer's consumer waits once (docs/parts/nki.md) */
     int rc = 0;
     for (uint32_t i = 0; i < count && rc == 0; i++) {
         if (order[i].core != core) continue;

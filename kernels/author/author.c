@@ -45,6 +45,7 @@ nx_kctx *nx_kctx_new_machine(nx_builder *b, const nx_machine *m, uint32_t progra
     k->nagents = K_COMPUTE_AGENTS + k->nlanes;
     for (uint32_t a = 0; a < K_AGENTS_MAX; a++) k->sem[a] = -1;
     k->sweep_at = 256;
+    k->wait_spans = 1;
     return k;
 }
 

@@ -309,9 +309,9 @@ void nx_kctx_get_stats(const nx_kctx *k, nx_kctx_stats *out);
  * become one wait on the span (docs/ISA.md "Machine model"), so a consumer
  * of a 16-piece transfer waits once, not on 15 nops and itself. A semaphore
  * inside the span that was not needed joins it only when the instruction
- * is already known to follow that value (it never waits longer). Off by
- * default: it changes the programs (not the values) the C kernels emit.
- * Set it before the first instruction. */
+ * is already known to follow that value (it never waits longer). On by
+ * default; off gives one semaphore per wait (the same values). Set it
+ * before the first instruction. */
 void nx_kctx_set_wait_spans(nx_kctx *k, int on);
 /* The semaphore index of an engine's agent (PE/DVE/ACT/POOL) or of a DMA
  * lane, or -1 if the context has not used it. */
