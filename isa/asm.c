@@ -278,7 +278,8 @@ static int scan_int(asm_state *s, int_lit *l) {
             l->mag = l->mag * base + (unsigned)d;
     }
     int next = char_at(s, q);
-    if (q == digits || (next >= 0 && (is_word(next) || next == '.')))
+    /* "A..B" (a wait's semaphore span) ends A at the first '.' */
+    if (q == digits || (next >= 0 && (is_word(next) || (next == '.' && char_at(s, q + 1) != '.'))))
         return expected(s, l->at, "an integer");
     l->len = (size_t)(q - l->at);
     s->p = q;
@@ -683,6 +684,17 @@ static int parse_key_value(asm_state *s, const nx_opcode_info *row, const char *
     case KEY_WAIT: {
         uint64_t v;
         if (parse_sem(s, &insn->wait_sem) != 0) return -1;
+        if (char_at(s, s->p) == '.' && char_at(s, s->p + 1) == '.') { /* semA..B: each of A..B */
+            s->p += 2;
+            const char *at = s->p;
+            uint64_t last;
+            if (parse_uint(s, "semaphore", 0, UINT64_MAX, &last) != 0) return -1;
+            if (last <= insn->wait_sem || last >= s->prog->sem_count)
+                return fail_at(s, at, "semaphore range %u..%.*s: the last must be above %u and below .semaphores %u",
+                               insn->wait_sem, quote_len((size_t)(s->p - at)), at, insn->wait_sem,
+                               s->prog->sem_count);
+            insn->wait_span = (uint32_t)(last - insn->wait_sem + 1);
+        }
         const char *ge = s->p;
         if (!(accept(s, '>') && accept(s, '='))) return expected(s, ge, "'>='");
         if (parse_uint(s, "wait value", 0, UINT32_MAX, &v) != 0) return -1;

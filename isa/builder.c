@@ -221,6 +221,13 @@ nx_insn nx_insn_make(nx_opcode opcode) {
 void nx_insn_wait(nx_insn *insn, uint32_t sem, uint32_t value) {
     insn->wait_sem = (uint8_t)sem;
     insn->wait_value = value;
+    insn->wait_span = 0;
+}
+
+void nx_insn_wait_span(nx_insn *insn, uint32_t first, uint32_t span, uint32_t value) {
+    insn->wait_sem = (uint8_t)first;
+    insn->wait_value = value;
+    insn->wait_span = span >= 2 ? span : 0;
 }
 
 void nx_insn_inc(nx_insn *insn, uint32_t sem, uint32_t amount) {

@@ -100,6 +100,8 @@ int nx_builder_finish(nx_builder *b, nx_program *out, nx_error *err);
 /* ---- operand and instruction constructors ---- */
 nx_insn nx_insn_make(nx_opcode opcode); /* zeroed, no wait, no increment */
 void nx_insn_wait(nx_insn *insn, uint32_t sem, uint32_t value);
+/* A wait on each of semaphores first .. first + span - 1 (span 1: first alone). */
+void nx_insn_wait_span(nx_insn *insn, uint32_t first, uint32_t span, uint32_t value);
 void nx_insn_inc(nx_insn *insn, uint32_t sem, uint32_t amount);
 
 /* Memory AP: kind NX_OPK_HBM/SBUF/PSUM; strides/counts outermost first. */

@@ -404,7 +404,7 @@ static int decode_body(const uint8_t *buf, size_t len, nx_program *p, nx_error *
                     return -1;
                 }
                 /* the assembler takes only semaphores below .semaphores */
-                const char *bad = insn.wait_sem != NX_SEM_NONE && insn.wait_sem >= p->sem_count ? "wait_sem"
+                const char *bad = insn.wait_sem != NX_SEM_NONE && insn.wait_sem + nx_insn_wait_sems(&insn) > p->sem_count ? "wait_sem"
                                   : insn.inc_sem != NX_SEM_NONE && insn.inc_sem >= p->sem_count ? "inc_sem"
                                                                                                  : NULL;
                 if (bad)

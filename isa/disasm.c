@@ -105,7 +105,10 @@ static void operand_text(text *t, const nx_operand *op) {
 }
 
 static void sem_text(text *t, const nx_insn *insn) {
-    if (insn->wait_sem != NX_SEM_NONE)
+    if (insn->wait_sem != NX_SEM_NONE && insn->wait_span)
+        put(t, " wait=sem%u..%u>=%" PRIu32, insn->wait_sem, insn->wait_sem + insn->wait_span - 1,
+            insn->wait_value);
+    else if (insn->wait_sem != NX_SEM_NONE)
         put(t, " wait=sem%u>=%" PRIu32, insn->wait_sem, insn->wait_value);
     if (insn->inc_sem != NX_SEM_NONE) {
         put(t, " inc=sem%u", insn->inc_sem);

@@ -32,7 +32,8 @@ enum {
     W_INC_AMOUNT = 12,
     W_IPARAM0 = 16,
     W_IPARAM1 = 20,
-    W_RESERVED0 = 24, /* .. 31 */
+    W_WAIT_SPAN = 24,
+    W_RESERVED0 = 25, /* .. 31 */
     W_OPERANDS = 32,  /* + NX_OPERAND_BYTES * slot */
     W_RESERVED1 = W_OPERANDS + NX_MAX_OPERANDS * NX_OPERAND_BYTES, /* 312 .. 319 */
 };
@@ -114,6 +115,7 @@ void nx_insn_encode(const nx_insn *insn, uint8_t word[NX_INSN_WORD_BYTES]) {
     nx_store_le32(word + W_INC_AMOUNT, insn->inc_amount);
     nx_store_le32(word + W_IPARAM0, i32_bits(insn->iparam[0]));
     nx_store_le32(word + W_IPARAM1, i32_bits(insn->iparam[1]));
+    word[W_WAIT_SPAN] = (uint8_t)insn->wait_span;
     for (unsigned i = 0; i < NX_MAX_OPERANDS; i++)
         encode_operand(&insn->op[i], word + W_OPERANDS + NX_OPERAND_BYTES * i);
 }
@@ -287,9 +289,16 @@ static int decode_sync(const uint8_t *word, nx_insn *insn, nx_error *err) {
     insn->inc_sem = word[W_INC_SEM];
     insn->wait_value = nx_load_le32(word + W_WAIT_VALUE);
     insn->inc_amount = nx_load_le32(word + W_INC_AMOUNT);
+    insn->wait_span = word[W_WAIT_SPAN];
     if (insn->wait_sem == NX_SEM_NONE && insn->wait_value != 0)
         return nx_fail(err, "instruction word: byte %d (wait_value): must be 0 when wait_sem is 0xff (no wait), found %" PRIu32,
                        W_WAIT_VALUE, insn->wait_value);
+    if (insn->wait_sem == NX_SEM_NONE && insn->wait_span != 0)
+        return nx_fail(err, "instruction word: byte %d (wait_span): must be 0 when wait_sem is 0xff (no wait), found %" PRIu32,
+                       W_WAIT_SPAN, insn->wait_span);
+    if (insn->wait_span == 1 || (insn->wait_span && insn->wait_sem + insn->wait_span > NX_SEM_NONE))
+        return nx_fail(err, "instruction word: byte %d (wait_span): must be 0 or 2..%u (semaphores %u ..), found %" PRIu32,
+                       W_WAIT_SPAN, NX_SEM_NONE - insn->wait_sem, insn->wait_sem, insn->wait_span);
     if (insn->inc_sem == NX_SEM_NONE && insn->inc_amount != 0)
         return nx_fail(err, "instruction word: byte %d (inc_amount): must be 0 when inc_sem is 0xff (no increment), found %" PRIu32,
                        W_INC_AMOUNT, insn->inc_amount);

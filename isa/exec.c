@@ -52,7 +52,7 @@ static long run_engine(scheduler *s, uint32_t core, nx_engine engine, nx_error *
     long done = 0;
     while (cur->pc < stream->count) {
         const nx_insn_rec *rec = &stream->recs[cur->pc];
-        if (rec->wait_sem != NX_SEM_NONE && cs->sems[rec->wait_sem] < rec->wait_value) break;
+        if (nx_wait_short(rec->wait_sem, rec->wait_span, rec->wait_value, cs->sems) != NX_SEM_NONE) break;
         const nx_insn *insn = nx_program_expand_next(s->prog, rec, &cur->insn, cur->insn_ops);
         if (insn->opcode == NX_OP_CORE_BARRIER) {
             if (!cur->barrier_id) cur->barrier_id = ++s->barriers_arrived[core];
@@ -91,16 +91,16 @@ static int report_deadlock(const scheduler *s, nx_error *err) {
             char where[96];
             nx_insn_where(where, sizeof where, c, (nx_engine)e, cur->pc, insn);
             int n;
-            if (insn->opcode == NX_OP_CORE_BARRIER &&
-                (insn->wait_sem == NX_SEM_NONE ||
-                 s->st->core[c].sems[insn->wait_sem] >= insn->wait_value))
+            uint32_t short_sem = nx_wait_short(insn->wait_sem, insn->wait_span, insn->wait_value,
+                                               s->st->core[c].sems);
+            if (insn->opcode == NX_OP_CORE_BARRIER && short_sem == NX_SEM_NONE)
                 n = snprintf(msg + used, sizeof msg - used,
                              " %s waits at barrier %llu for the other core;", where,
                              (unsigned long long)cur->barrier_id);
             else
                 n = snprintf(msg + used, sizeof msg - used, " %s waits for sem%u >= %u (is %u);",
-                             where, insn->wait_sem, insn->wait_value,
-                             s->st->core[c].sems[insn->wait_sem]);
+                             where, short_sem, insn->wait_value,
+                             s->st->core[c].sems[short_sem]);
             if (n > 0) used += (size_t)n;
         }
     }

@@ -224,8 +224,27 @@ typedef struct nx_insn {
     uint32_t wait_value; /* start when sems[wait_sem] >= wait_value */
     uint32_t inc_amount; /* sems[inc_sem] += inc_amount on completion */
     int32_t iparam[2];   /* meaning per opcode (table row names them) */
+    uint32_t wait_span;  /* 0: the wait is on wait_sem alone; n >= 2: on each of
+                            sems[wait_sem .. wait_sem + n - 1] (docs/ISA.md) */
     nx_operand op[NX_MAX_OPERANDS];
 } nx_insn;
+
+/* The number of semaphores an instruction's wait covers: 0 (no wait), 1, or
+ * its span; they are wait_sem, wait_sem + 1, .... */
+static inline uint32_t nx_insn_wait_sems(const nx_insn *in) {
+    return in->wait_sem == NX_SEM_NONE ? 0 : in->wait_span ? in->wait_span : 1;
+}
+
+/* The first semaphore of a wait (wait_sem, wait_span, wait_value) that is
+ * still below the value in sems[], or NX_SEM_NONE when the wait is met. */
+static inline uint32_t nx_wait_short(uint8_t wait_sem, uint32_t wait_span, uint32_t wait_value,
+                                     const uint32_t *sems) {
+    if (wait_sem == NX_SEM_NONE) return NX_SEM_NONE;
+    uint32_t n = wait_span ? wait_span : 1;
+    for (uint32_t i = 0; i < n; i++)
+        if (sems[wait_sem + i] < wait_value) return wait_sem + i;
+    return NX_SEM_NONE;
+}
 
 #ifdef __cplusplus
 }

@@ -55,6 +55,7 @@ typedef struct nx_insn_rec {
     uint32_t inc_amount;
     int32_t iparam[2];
     uint32_t op[NX_MAX_OPERANDS]; /* indices into nx_program.operands.ops */
+    uint32_t wait_span;
 } nx_insn_rec;
 
 /* The distinct operands of a program (isa/program_store.c). `ops` holds
@@ -107,7 +108,7 @@ typedef struct nx_program {
 
 /* Limits on untrusted programs (docs/parts/security.md). A .nxs or .nxb
  * program holds at most NX_PROGRAM_MAX_INSNS instructions in all its streams
- * together (88 MiB of 44-byte records, plus an operand pool of at most five
+ * together (96 MiB of 48-byte records, plus an operand pool of at most five
  * distinct 72-byte operands per instruction and its hash: about 0.9 GiB when
  * every operand differs): the assembler and the decoder refuse more before
  * the memory is taken. A program file is at most
@@ -143,6 +144,7 @@ static inline void nx_insn_rec_fields(const nx_insn_rec *r, nx_insn *out) {
     out->inc_amount = r->inc_amount;
     out->iparam[0] = r->iparam[0];
     out->iparam[1] = r->iparam[1];
+    out->wait_span = r->wait_span;
 }
 /* nx_program_insn for a record of one of p's streams (no bounds checks). */
 static inline const nx_insn *nx_program_expand(const nx_program *p, const nx_insn_rec *r,

@@ -1,5 +1,5 @@
 /* How a program holds its instructions (isa/program.h): per stream a column
- * of 44-byte records (nx_insn_rec) whose operand slots index one pool of
+ * of 48-byte records (nx_insn_rec) whose operand slots index one pool of
  * distinct operand values per program. A kernel names the same few tiles,
  * immediates and patterns over and over, so the pool stays small while the
  * records grow with the program; an nx_insn (384 bytes, most of it five
@@ -12,7 +12,7 @@
 
 #include "program.h"
 
-_Static_assert(sizeof(nx_insn_rec) == 44, "nx_insn_rec is documented as 44 bytes (docs/parts/encoding.md)");
+_Static_assert(sizeof(nx_insn_rec) == 48, "nx_insn_rec is documented as 48 bytes (docs/parts/encoding.md)");
 
 /* Operands are equal when every field is (imm by its bits: -0 is not +0 and
  * NaN payloads stay apart); padding never takes part. */
@@ -122,6 +122,7 @@ static int make_rec(nx_program *p, const nx_insn *insn, const nx_insn_rec *prev,
     r->inc_amount = insn->inc_amount;
     r->iparam[0] = insn->iparam[0];
     r->iparam[1] = insn->iparam[1];
+    r->wait_span = insn->wait_span;
     for (unsigned k = 0; k < NX_MAX_OPERANDS; k++) {
         if (prev && operand_same(&p->operands.ops[prev->op[k]], &insn->op[k]))
             r->op[k] = prev->op[k];

@@ -236,6 +236,13 @@ int nx_insn_validate(const nx_insn *insn, nx_engine engine, const nx_geometry *g
             return nx_fail(err, "integer parameter %u is not used but is %d", i, insn->iparam[i]);
     if (insn->wait_sem != NX_SEM_NONE && insn->wait_sem >= sem_count)
         return nx_fail(err, "waits on semaphore %u; the program has %u", insn->wait_sem, sem_count);
+    if (insn->wait_sem == NX_SEM_NONE && insn->wait_span)
+        return nx_fail(err, "wait span %u without a semaphore", insn->wait_span);
+    if (insn->wait_span == 1)
+        return nx_fail(err, "wait span 1 (a single semaphore has span 0)");
+    if (insn->wait_span && insn->wait_sem + insn->wait_span > sem_count)
+        return nx_fail(err, "waits on semaphores %u..%u; the program has %u", insn->wait_sem,
+                       insn->wait_sem + insn->wait_span - 1, sem_count);
     if (insn->inc_sem != NX_SEM_NONE && insn->inc_sem >= sem_count)
         return nx_fail(err, "increments semaphore %u; the program has %u", insn->inc_sem, sem_count);
     if (insn->wait_sem == NX_SEM_NONE && insn->wait_value)

@@ -62,12 +62,14 @@ void Engine::sync(fs_t t) {
 
 fs_t Engine::wait_semaphore(const nx_insn &in, fs_t t, uint64_t *wait_seq) {
     RunState &rs = plat_.rs;
-    const uint32_t *sem = &rs.st->core[core_].sems[in.wait_sem];
-    if (*sem < in.wait_value) {
+    const uint32_t *sems = rs.st->core[core_].sems;
+    uint32_t short_sem = nx_wait_short(in.wait_sem, in.wait_span, in.wait_value, sems);
+    if (short_sem != NX_SEM_NONE) {
         // it may become visible before our local time: catch up first
         sync(t);
-        while (*sem < in.wait_value) {
-            wait(plat_.sem_event(core_, in.wait_sem));
+        // a span: wait on each semaphore still short in turn (they only grow)
+        while ((short_sem = nx_wait_short(in.wait_sem, in.wait_span, in.wait_value, sems)) != NX_SEM_NONE) {
+            wait(plat_.sem_event(core_, short_sem));
             if (rs.abort) throw RunAborted();
         }
     }

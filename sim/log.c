@@ -36,7 +36,7 @@ static int check_record(const nx_program *prog, const nx_sim_record *rec, size_t
                             !nx_opcode_is_dma(insn->opcode)))
         return nx_fail(err, "log record %zu (core %u %s #%u, %s) names DMA queue %d", i, rec->core, engine,
                        rec->index, nx_opcode_mnemonic(rec->opcode), (int)rec->queue);
-    if ((insn->wait_sem != NX_SEM_NONE && insn->wait_sem >= prog->sem_count) ||
+    if ((insn->wait_sem != NX_SEM_NONE && insn->wait_sem + (insn->wait_span ? insn->wait_span : 1) > prog->sem_count) ||
         (insn->inc_sem != NX_SEM_NONE && insn->inc_sem >= prog->sem_count))
         return nx_fail(err, "core %u %s #%u uses a semaphore beyond the program's %u", rec->core, engine,
                        rec->index, prog->sem_count);

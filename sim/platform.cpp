@@ -254,13 +254,13 @@ void Platform::report_deadlock() {
             nx_insn_where(where, sizeof where, c, (nx_engine)e, eng.pc(), insn);
             const uint32_t *sems = rs.st->core[c].sems;
             int n;
-            if (insn->opcode == NX_OP_CORE_BARRIER &&
-                (insn->wait_sem == NX_SEM_NONE || sems[insn->wait_sem] >= insn->wait_value))
+            uint32_t short_sem = nx_wait_short(insn->wait_sem, insn->wait_span, insn->wait_value, sems);
+            if (insn->opcode == NX_OP_CORE_BARRIER && short_sem == NX_SEM_NONE)
                 n = std::snprintf(msg + used, sizeof msg - used, " %s waits at barrier %llu for the other core;",
                                   where, (unsigned long long)eng.barrier_id());
             else
                 n = std::snprintf(msg + used, sizeof msg - used, " %s waits for sem%u >= %u (is %u);", where,
-                                  insn->wait_sem, insn->wait_value, sems[insn->wait_sem]);
+                                  short_sem, insn->wait_value, sems[short_sem]);
             if (n > 0) used += (size_t)n;
         }
     }

@@ -205,17 +205,19 @@ static int find_sem_flows(const nx_program *prog, const nx_sim_result *r, flows 
         if (!insn || !rec->wait_seq || insn->wait_sem == NX_SEM_NONE || insn->opcode == NX_OP_CORE_BARRIER)
             continue;
         if (nx_sim_record_is_transfer(rec) && have_issue_records) continue; /* its wait is the issue's */
-        uint32_t key = SEM_KEY(rec->core, insn->wait_sem);
-        size_t lo = 0, hi = n_inc;
-        while (lo < hi) { /* first entry of key whose total reaches the value */
-            size_t mid = lo + (hi - lo) / 2;
-            if (inc[mid].core_sem < key || (inc[mid].core_sem == key && inc[mid].total < insn->wait_value))
-                lo = mid + 1;
-            else
-                hi = mid;
+        for (uint32_t s = insn->wait_sem; s < insn->wait_sem + nx_insn_wait_sems(insn) && status == 0; s++) {
+            uint32_t key = SEM_KEY(rec->core, s); /* a span: an arrow from each semaphore's increment */
+            size_t lo = 0, hi = n_inc;
+            while (lo < hi) { /* first entry of key whose total reaches the value */
+                size_t mid = lo + (hi - lo) / 2;
+                if (inc[mid].core_sem < key || (inc[mid].core_sem == key && inc[mid].total < insn->wait_value))
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            if (lo < n_inc && inc[lo].core_sem == key && inc[lo].seq <= rec->wait_seq)
+                status = flows_add(out, inc[lo].id, (uint32_t)i, s);
         }
-        if (lo < n_inc && inc[lo].core_sem == key && inc[lo].seq <= rec->wait_seq)
-            status = flows_add(out, inc[lo].id, (uint32_t)i, insn->wait_sem);
     }
     free(inc);
     return status;
@@ -394,6 +396,9 @@ static void write_wait_slice(wbuf *w, const nx_sim_record *rec, const nx_insn *i
     const char *cat = "wait";
     if (insn && insn->opcode == NX_OP_CORE_BARRIER) {
         snprintf(name, sizeof name, "wait barrier");
+    } else if (rec->waited && insn && insn->wait_sem != NX_SEM_NONE && insn->wait_span) {
+        snprintf(name, sizeof name, "wait sem%u..%u>=%" PRIu32, insn->wait_sem,
+                 insn->wait_sem + insn->wait_span - 1, insn->wait_value);
     } else if (rec->waited && insn && insn->wait_sem != NX_SEM_NONE) {
         snprintf(name, sizeof name, "wait sem%u>=%" PRIu32, insn->wait_sem, insn->wait_value);
     } else {
@@ -417,7 +422,10 @@ static void format_insn_args(wbuf *w, const nx_insn *insn) {
         /* operand text is plain ASCII without quotes or backslashes */
         nx_sb_printf(a, ",\"%s\":\"%s\"", info->slot[k].name, text);
     }
-    if (insn->wait_sem != NX_SEM_NONE)
+    if (insn->wait_sem != NX_SEM_NONE && insn->wait_span)
+        nx_sb_printf(a, ",\"wait\":\"sem%u..%u>=%" PRIu32 "\"", insn->wait_sem,
+                     insn->wait_sem + insn->wait_span - 1, insn->wait_value);
+    else if (insn->wait_sem != NX_SEM_NONE)
         nx_sb_printf(a, ",\"wait\":\"sem%u>=%" PRIu32 "\"", insn->wait_sem, insn->wait_value);
     if (insn->inc_sem != NX_SEM_NONE)
         nx_sb_printf(a, ",\"inc\":\"sem%u+%" PRIu32 "\"", insn->inc_sem, insn->inc_amount);

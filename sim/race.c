@@ -191,6 +191,14 @@ static int compute_transfer(rc *r, uint32_t id, const uint32_t *issue_clock) {
     return status != 0 ? status : increment(r, id, q);
 }
 
+/* Joins into c what every semaphore of insn's wait (its span: each of them)
+ * has published so far. */
+static void join_waits(rc *r, uint32_t *c, uint32_t core, const nx_insn_rec *insn) {
+    if (insn->wait_sem == NX_SEM_NONE) return;
+    uint32_t n = insn->wait_span ? insn->wait_span : 1;
+    for (uint32_t i = 0; i < n; i++) nx_vc_join(c, sem_row(r, core, insn->wait_sem + i), r->agents);
+}
+
 /* Fixes the clock of a stream record (the next one of its stream) and checks
  * its accesses. Returns 0, 1 (race) or -1. */
 static int compute(rc *r, uint32_t id) {
@@ -198,7 +206,7 @@ static int compute(rc *r, uint32_t id) {
     const nx_insn_rec *insn = rec_of(r, rec);
     uint32_t sa = r->stream_agent[rec->core][rec->engine];
     uint32_t *c = nx_hb_clock(r->hb, sa);
-    if (insn->wait_sem != NX_SEM_NONE) nx_vc_join(c, sem_row(r, rec->core, insn->wait_sem), r->agents);
+    join_waits(r, c, rec->core, insn);
     if (insn->opcode == NX_OP_CORE_BARRIER) {
         /* an arrival the log did not number, or numbered after the pass, is
          * published now: the clock is the stream's before the pass, and
@@ -237,7 +245,7 @@ static int on_inc(rc *r, uint32_t id) {
         if (status != 0) return status;
         memcpy(r->scratch, nx_hb_clock(r->hb, r->stream_agent[rec->core][rec->engine]),
                r->agents * sizeof *r->scratch);
-        if (insn->wait_sem != NX_SEM_NONE) nx_vc_join(r->scratch, sem_row(r, rec->core, insn->wait_sem), r->agents);
+        join_waits(r, r->scratch, rec->core, insn);
         nx_vc_join(r->barclk, r->scratch, r->agents);
         return 0;
     }

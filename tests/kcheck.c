@@ -131,9 +131,13 @@ static int step(ck *c, uint32_t core, unsigned e, uint32_t *pc, uint32_t *barrie
     uint32_t n = c->nagents, self = stream_agent(c, core, e);
     uint32_t *vc = nx_hb_clock(c->hb, self);
     if (in->wait_sem != NX_SEM_NONE && in->wait_value > 0) {
-        size_t si = (size_t)core * c->p->sem_count + in->wait_sem;
-        if (c->ninc[si] < in->wait_value) return 0;
-        nx_vc_join(vc, c->incs[si] + (size_t)(in->wait_value - 1) * n, n);
+        uint32_t span = nx_insn_wait_sems(in); /* each semaphore of a span */
+        for (uint32_t j = 0; j < span; j++)
+            if (c->ninc[(size_t)core * c->p->sem_count + in->wait_sem + j] < in->wait_value) return 0;
+        for (uint32_t j = 0; j < span; j++) {
+            size_t si = (size_t)core * c->p->sem_count + in->wait_sem + j;
+            nx_vc_join(vc, c->incs[si] + (size_t)(in->wait_value - 1) * n, n);
+        }
     }
     if (in->opcode == NX_OP_CORE_BARRIER) {
         uint32_t k = barriers_passed[core * NX_ENG_COUNT + e];

@@ -200,7 +200,7 @@ int test_operand_diff(const nx_operand *a, const nx_operand *b, char *why, size_
 int test_insn_diff(const nx_insn *a, const nx_insn *b, char *why, size_t len) {
     if (a->opcode != b->opcode || a->alu0 != b->alu0 || a->alu1 != b->alu1 || a->func != b->func ||
         a->flags != b->flags || a->wait_sem != b->wait_sem || a->inc_sem != b->inc_sem ||
-        a->wait_value != b->wait_value || a->inc_amount != b->inc_amount ||
+        a->wait_value != b->wait_value || a->wait_span != b->wait_span || a->inc_amount != b->inc_amount ||
         a->iparam[0] != b->iparam[0] || a->iparam[1] != b->iparam[1]) {
         snprintf(why, len, "instruction fields differ");
         return -1;

@@ -461,6 +461,70 @@ static void test_transitive_and_nops(void **state) {
     nx_program_free(&prog);
 }
 
+/* A transfer cut over 16 lanes, then read by DVE: with spans one wait on
+ * the 16 lane semaphores (no nop), and finish's SP waits once too; without,
+ * 15 nops before the copy and 16 at finish. Both compute y = x. */
+static void span_case(int spans) {
+    nx_geometry g = geo2();
+    nx_builder *b = nx_builder_new(&g, 1);
+    nx_error err;
+    uint64_t shape[2] = {128, 64}, xo, yo;
+    OK(nx_builder_tensor(b, "x", NX_DT_FP32, 2, shape, NX_ROLE_INPUT, &xo, &err));
+    OK(nx_builder_tensor(b, "y", NX_DT_FP32, 2, shape, NX_ROLE_OUTPUT, &yo, &err));
+    nx_kctx *k = new_ctx(b, 0, 1);
+    nx_kctx_set_wait_spans(k, spans);
+    nx_tile ta, tb;
+    OK(nx_kctx_alloc(k, NX_OPK_SBUF, "a", NX_DT_FP32, 128, 64, &ta, &err));
+    OK(nx_kctx_alloc(k, NX_OPK_SBUF, "b", NX_DT_FP32, 128, 64, &tb, &err));
+    nx_operand x = nx_ap_hbm_rows(NX_DT_FP32, xo, 128, 64, 64), y = nx_ap_hbm_rows(NX_DT_FP32, yo, 128, 64, 64);
+    nx_operand a = nx_tile_ap(&ta), bb = nx_tile_ap(&tb);
+    OK(nx_kctx_dma_split(k, 0, 16, &a, &x, &err));
+    OK(nx_kctx_tensor_copy(k, NX_ENG_DVE, &bb, &a, &err));
+    OK(nx_kctx_dma_split(k, 16, 16, &y, &bb, &err));
+    int lane0 = nx_kctx_lane_semaphore(k, 0);
+    for (uint32_t l = 1; l < 16; l++) assert_int_equal(nx_kctx_lane_semaphore(k, l), lane0 + (int)l);
+    OK(nx_kctx_finish(k, &err));
+    nx_kctx_stats st;
+    nx_kctx_get_stats(k, &st);
+    nx_kctx_free(k);
+    nx_program prog;
+    finish_and_check(b, &prog);
+    nx_builder_free(b);
+    const nx_stream *dv = &prog.stream[0][NX_ENG_DVE];
+    if (spans) {
+        assert_int_equal(dv->count, 2); /* tensor_copy, end */
+        assert_int_equal(dv->recs[0].wait_sem, lane0);
+        assert_int_equal(dv->recs[0].wait_span, 16);
+        assert_int_equal(dv->recs[0].wait_value, 1);
+        assert_int_equal(st.nops, 1); /* finish: the 16 store lanes, one span */
+    } else {
+        assert_int_equal(dv->count, 17); /* 15 nops, tensor_copy, end */
+        assert_int_equal(dv->recs[15].wait_span, 0);
+        assert_int_equal(st.nops, 15 + 16);
+    }
+    nx_state sst;
+    OK(nx_state_init(&sst, &g, 1, prog.hbm_bytes, prog.sem_count, &err));
+    double xv[128 * 64], yv[128 * 64];
+    for (int i = 0; i < 128 * 64; i++) xv[i] = i * 0.25;
+    test_hbm_put(&sst, NX_DT_FP32, xo, 128 * 64, xv);
+    OK(nx_exec_program(&prog, &sst, &err));
+    test_hbm_get(&sst, NX_DT_FP32, yo, 128 * 64, yv);
+    for (int i = 0; i < 128 * 64; i++) assert_true(yv[i] == xv[i]);
+    nx_state_reset(&sst);
+    test_hbm_put(&sst, NX_DT_FP32, xo, 128 * 64, xv);
+    model_race_check(&prog, &sst);
+    test_hbm_get(&sst, NX_DT_FP32, yo, 128 * 64, yv);
+    for (int i = 0; i < 128 * 64; i++) assert_true(yv[i] == xv[i]);
+    nx_state_free(&sst);
+    nx_program_free(&prog);
+}
+
+static void test_wait_spans(void **state) {
+    (void)state;
+    span_case(1);
+    span_case(0);
+}
+
 /* The order check catches a missing wait (it is not a check that cannot fail). */
 static void test_order_check_catches_race(void **state) {
     (void)state;
@@ -790,6 +854,7 @@ int main(void) {
         cmocka_unit_test(test_pipeline_waits),
         cmocka_unit_test(test_engines_overlap),
         cmocka_unit_test(test_transitive_and_nops),
+        cmocka_unit_test(test_wait_spans),
         cmocka_unit_test(test_order_check_catches_race),
         cmocka_unit_test(test_barrier_exchange),
         cmocka_unit_test(test_long_loop_pruning),

@@ -50,6 +50,7 @@ static void assert_insn_equal(const nx_insn *a, const nx_insn *b) {
     assert_int_equal(a->wait_sem, b->wait_sem);
     assert_int_equal(a->inc_sem, b->inc_sem);
     assert_int_equal(a->wait_value, b->wait_value);
+    assert_int_equal(a->wait_span, b->wait_span);
     assert_int_equal(a->inc_amount, b->inc_amount);
     assert_int_equal(a->iparam[0], b->iparam[0]);
     assert_int_equal(a->iparam[1], b->iparam[1]);
@@ -148,6 +149,8 @@ static nx_insn random_insn(test_rng *r, unsigned opcode) {
     if (rnd(r, 2)) {
         in.wait_sem = (uint8_t)rnd(r, NX_MAX_SEMAPHORES);
         in.wait_value = (uint32_t)test_rng_next(r);
+        uint32_t room = NX_SEM_NONE - in.wait_sem; /* a span ends below 0xFF */
+        if (room >= 2 && rnd(r, 2)) in.wait_span = 2 + rnd(r, room - 1);
     }
     if (rnd(r, 2)) {
         in.inc_sem = (uint8_t)rnd(r, NX_MAX_SEMAPHORES);
@@ -428,7 +431,20 @@ static void test_reject_header_fields(void **state) {
     memcpy(w, c, sizeof w); test_le_put(w + 20, 0xFFFFFFFFu, 4);
     expect_reject(w, "byte 20 (iparam1)", "tensor_reduce");
 
-    for (int i = 24; i < 32; i++) {
+    memcpy(w, b, sizeof w); w[24] = 1; /* a span of 1 is written as 0 */
+    expect_reject(w, "byte 24 (wait_span)", "0 or 2..");
+    memcpy(w, b, sizeof w); w[24] = 0xFD; /* wait_sem 3: semaphores 3 .. 255 pass the last index */
+    expect_reject(w, "byte 24 (wait_span)", "semaphores 3");
+    memcpy(w, b, sizeof w); w[24] = 4;
+    nx_insn spanned;
+    nx_error ok = {{0}};
+    assert_int_equal(nx_insn_decode(w, &spanned, &ok), 0); /* sem3..6 */
+    assert_int_equal(spanned.wait_span, 4);
+    assert_int_equal(nx_insn_wait_sems(&spanned), 4);
+    memcpy(w, b, sizeof w); w[24] = 4; w[6] = 0xFF; test_le_put(w + 8, 0, 4);
+    expect_reject(w, "byte 24 (wait_span)", "no wait");
+
+    for (int i = 25; i < 32; i++) {
         memcpy(w, b, sizeof w); w[i] = 0x10;
         char needle[32];
         snprintf(needle, sizeof needle, "byte %d (reserved)", i);

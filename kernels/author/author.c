@@ -45,6 +45,7 @@ nx_kctx *nx_kctx_new_machine(nx_builder *b, const nx_machine *m, uint32_t progra
     k->nagents = K_COMPUTE_AGENTS + k->nlanes;
     for (uint32_t a = 0; a < K_AGENTS_MAX; a++) k->sem[a] = -1;
     k->sweep_at = 256;
+    k->wait_spans = 1;
     return k;
 }
 
@@ -168,7 +169,8 @@ static int index_taken_here(nx_kctx *k, uint32_t s) {
         for (uint32_t i = 0; i < n; i++) {
             nx_insn scratch;
             const nx_insn *in = nx_builder_insn(k->b, k->pid, (nx_engine)e, i, &scratch);
-            if (in->wait_sem == s || in->inc_sem == s) return 1;
+            if ((in->wait_sem <= s && s < in->wait_sem + nx_insn_wait_sems(in)) || in->inc_sem == s)
+                return 1;
         }
     }
     return 0;
@@ -250,6 +252,51 @@ typedef struct kwait {
     uint32_t agent, count;
 } kwait;
 
+/* A wait as emitted: semaphores sem .. sem + span - 1 each >= value. */
+typedef struct kspan {
+    uint32_t sem, span, value;
+} kspan;
+
+void nx_kctx_set_wait_spans(nx_kctx *k, int on) {
+    if (k) k->wait_spans = on != 0;
+}
+
+/* The semaphores of waits[0 .. nw), in that order; with wait_spans, sorted
+ * by index and merged into spans: two waits of one value join when every
+ * semaphore between them is an agent of this context that `known` (what the
+ * instruction follows once all its waits pass) already has at that value.
+ * Returns the number of spans in out, or -1. */
+static int pack_waits(nx_kctx *k, const kwait *waits, uint32_t nw, const uint32_t *known,
+                      kspan *out, nx_error *err) {
+    for (uint32_t i = 0; i < nw; i++) {
+        if (sem_of(k, waits[i].agent, &out[i].sem, err) != 0) return -1;
+        out[i].span = 1;
+        out[i].value = waits[i].count;
+    }
+    if (!k->wait_spans || nw < 2) return (int)nw;
+    for (uint32_t i = 1; i < nw; i++) /* insertion sort: nw <= K_AGENTS_MAX */
+        for (uint32_t j = i; j > 0 && out[j - 1].sem > out[j].sem; j--) {
+            kspan t = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = t;
+        }
+    uint32_t n = 1;
+    for (uint32_t i = 1; i < nw; i++) {
+        kspan *last = &out[n - 1];
+        int join = out[i].value == last->value;
+        for (uint32_t g = last->sem + last->span; join && g < out[i].sem; g++) {
+            join = 0;
+            for (uint32_t a = 0; a < k->nagents; a++)
+                if (k->sem[a] == (int32_t)g) join = known[a] >= last->value;
+        }
+        if (join)
+            last->span = out[i].sem + 1 - last->sem;
+        else
+            out[n++] = out[i];
+    }
+    return (int)n;
+}
+
 /* Orders the needs not yet implied by `known` into a short list of waits:
  * greedily the wait whose snapshot implies the most others first. Updates
  * known (and also, if not NULL, issuer_vc) with every wait. */
@@ -302,14 +349,12 @@ static int emit_raw(nx_kctx *k, nx_engine engine, const nx_insn *in, nx_error *e
     return 0;
 }
 
-/* Emits nops on `engine` carrying waits[0 .. n). */
-static int emit_wait_nops(nx_kctx *k, nx_engine engine, const kwait *waits, uint32_t n,
+/* Emits nops on `engine` carrying spans[0 .. n). */
+static int emit_wait_nops(nx_kctx *k, nx_engine engine, const kspan *spans, uint32_t n,
                           nx_error *err) {
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t s;
-        if (sem_of(k, waits[i].agent, &s, err) != 0) return -1;
         nx_insn nop = nx_insn_make(NX_OP_NOP);
-        nx_insn_wait(&nop, s, waits[i].count);
+        nx_insn_wait_span(&nop, spans[i].sem, spans[i].span, spans[i].value);
         if (emit_raw(k, engine, &nop, err) != 0) return -1;
         k->stats.nops++;
         k->stats.waits++;
@@ -390,12 +435,12 @@ static int emit_with(nx_kctx *k, nx_engine engine, int lane, nx_insn *insn, cons
     }
 
     kwait waits[K_AGENTS_MAX];
-    uint32_t nw = resolve(k, needs, known, ivc, waits);
-    if (nw > 1 && emit_wait_nops(k, engine, waits, nw - 1, err) != 0) return -1;
-    if (nw > 0) {
-        uint32_t s;
-        if (sem_of(k, waits[nw - 1].agent, &s, err) != 0) return -1;
-        nx_insn_wait(insn, s, waits[nw - 1].count);
+    kspan spans[K_AGENTS_MAX];
+    int ns = pack_waits(k, waits, resolve(k, needs, known, ivc, waits), known, spans, err);
+    if (ns < 0) return -1;
+    if (ns > 1 && emit_wait_nops(k, engine, spans, (uint32_t)ns - 1, err) != 0) return -1;
+    if (ns > 0) {
+        nx_insn_wait_span(insn, spans[ns - 1].sem, spans[ns - 1].span, spans[ns - 1].value);
         k->stats.waits++;
     }
     uint32_t self_sem;
@@ -490,8 +535,9 @@ int nx_kctx_finish(nx_kctx *k, nx_error *err) {
     uint32_t known[K_AGENTS_MAX];
     memcpy(known, k->vc[NX_ENG_SP], sizeof known);
     kwait waits[K_AGENTS_MAX];
-    uint32_t nw = resolve(k, needs, known, NULL, waits);
-    if (emit_wait_nops(k, NX_ENG_SP, waits, nw, err) != 0) return -1;
+    kspan spans[K_AGENTS_MAX];
+    int ns = pack_waits(k, waits, resolve(k, needs, known, NULL, waits), known, spans, err);
+    if (ns < 0 || emit_wait_nops(k, NX_ENG_SP, spans, (uint32_t)ns, err) != 0) return -1;
     memcpy(k->vc[NX_ENG_SP], known, sizeof known);
     for (unsigned e = 0; e < NX_ENG_COUNT; e++) {
         if (nx_builder_stream_len(k->b, k->pid, (nx_engine)e) == 0) continue;

@@ -304,6 +304,15 @@ typedef struct nx_kctx_stats {
     uint64_t live_max;     /* most footprints tracked at once */
 } nx_kctx_stats;
 void nx_kctx_get_stats(const nx_kctx *k, nx_kctx_stats *out);
+/* on != 0: the waits one instruction needs that have the same value on
+ * consecutive semaphores (the lanes of a transfer cut over the DMA engines)
+ * become one wait on the span (docs/ISA.md "Machine model"), so a consumer
+ * of a 16-piece transfer waits once, not on 15 nops and itself. A semaphore
+ * inside the span that was not needed joins it only when the instruction
+ * is already known to follow that value (it never waits longer). On by
+ * default; off gives one semaphore per wait (the same values). Set it
+ * before the first instruction. */
+void nx_kctx_set_wait_spans(nx_kctx *k, int on);
 /* The semaphore index of an engine's agent (PE/DVE/ACT/POOL) or of a DMA
  * lane, or -1 if the context has not used it. */
 int nx_kctx_engine_semaphore(const nx_kctx *k, nx_engine engine);

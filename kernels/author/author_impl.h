@@ -63,6 +63,8 @@ struct nx_kctx {
     nx_machine machine; /* copy: the figures plans read (nx_kctx_machine) */
     uint32_t pid, nprog;
     int solo;           /* nx_kctx_set_solo: the leaf sees a grid of one */
+    int wait_spans;     /* nx_kctx_set_wait_spans: waits of equal value on
+                           consecutive semaphores become one span wait */
     uint32_t nlanes, next_lane;
     uint32_t nagents;
 

@@ -1725,6 +1725,45 @@ def sem_pipeline():
     t.expect("y", "fp32", v.T)
 
 
+def sem_span():
+    """A wait on a span of semaphores (assembly.md, docs/ISA.md "Machine
+    model"): wait=semA..B>=V starts only when every semaphore A..B is >= V.
+    Four DMA transfers on four engines' queues each load a quarter of x's
+    rows and increment their own semaphore (sem0..sem3); the last three
+    are issued only after a POOL nop that waits for the first (sem6), so a
+    DVE instruction that waited on sem0 alone would double zeros in rows
+    16..64 on either backend. DVE waits on sem0..3 and doubles the whole
+    tile; ACT adds 1 to rows 32..64; SP's end waits on the span too. y = 2x on rows 0..32, 2x + 1 on
+    rows 32..64."""
+    t = Trace("sem_span")
+    x = t.normal((64, 16), 3.0)
+    t.input("x", "fp32", x)
+    t.program("""
+        .machine trn2
+        .semaphores 7
+        .tensor x input fp32 [64,16]
+        .tensor y output fp32 [64,16]
+        .engine dve
+            tensor_scalar dst=sbuf:fp32[0:64]@128{1:16} in=sbuf:fp32[0:64]@0{1:16} scalar0=#2 op0=multiply wait=sem0..3>=1 inc=sem4
+        .engine act
+            activation dst=sbuf:fp32[32:64]@128{1:16} in=sbuf:fp32[32:64]@128{1:16} scale=#1 bias=#1 func=identity wait=sem4>=1 inc=sem5
+        .engine pool
+            nop wait=sem0>=1 inc=sem6
+        .engine sp
+            dma_copy dst=sbuf:fp32[0:16]@0{1:16} src=hbm:fp32[16/16]@x{1:16} queue=0 bound=0 inc=sem0
+            nop wait=sem6>=1
+            dma_copy dst=sbuf:fp32[16:32]@0{1:16} src=hbm:fp32[16/16]@x+1024{1:16} queue=16 bound=0 inc=sem1
+            dma_copy dst=sbuf:fp32[32:48]@0{1:16} src=hbm:fp32[16/16]@x+2048{1:16} queue=32 bound=0 inc=sem2
+            dma_copy dst=sbuf:fp32[48:64]@0{1:16} src=hbm:fp32[16/16]@x+3072{1:16} queue=48 bound=0 inc=sem3
+            dma_copy dst=hbm:fp32[32/16]@y{1:16} src=sbuf:fp32[0:32]@128{1:16} queue=1 bound=0 wait=sem4>=1
+            dma_copy dst=hbm:fp32[32/16]@y+2048{1:16} src=sbuf:fp32[32:64]@128{1:16} queue=2 bound=0 wait=sem5>=1
+            end wait=sem0..3>=1
+    """)
+    v = alu("multiply", x, 2.0)
+    v[32:] = alu("add", v[32:], 1.0)
+    t.expect("y", "fp32", v)
+
+
 def two_core_barrier():
     """Two cores (.cores 2) sharing HBM, synchronised by core_barrier (every
     core waits until all cores reached their matching barrier). Core 0
@@ -2318,7 +2357,7 @@ TRACES = [dma_cast, dma_gather, dma_scatter_acc, dma_transpose, matmul, transpos
           tensor_tensor, tensor_scalar, scalar_tensor_tensor, tensor_reduce, tensor_copy,
           tensor_tensor_scan, select, memset, max8, find_index8, match_replace8,
           bn_stats_aggr, act_exact, act_transcendental, iota, affine_select, local_gather,
-          partition_all_reduce, partition_broadcast, sem_pipeline, two_core_barrier,
+          partition_all_reduce, partition_broadcast, sem_pipeline, sem_span, two_core_barrier,
           fp32_nan, bitvec, reduce_negate_int, match_replace8_order, dma_acc_int, pow_ulp, errors]
 
 
