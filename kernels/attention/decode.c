@@ -751,9 +751,8 @@ int nx_attention_decode(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     uint32_t par = 0;
     const int writer = nx_kctx_program_id(k) == 0;
     if (writer && (dec_write_rows(&c, err) != 0 || dec_group_rows(&c, err) != 0)) return -1;
-    /* emission order: A(q + 1), B1(q), B2(q - 1): the PE runs the next
-     * tile's K^T and scores and the last tile's P V while DVE and ACT run
-     * this tile's softmax (with one score buffer: A, B1, B2 in turn) */
+    /* emission: one stage at a time (one score buffer), A(q + 2), B1(q + 1),
+     * B2(q) (two), or the five stages (three; with or without lanes) */
     if (c.pl.s_bufs == 1) {
         for (uint64_t q = 0; q < nsteps; q++) {
             dec_step cur = step_of(&c, q);

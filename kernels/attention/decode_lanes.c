@@ -1,13 +1,14 @@
 /* attention_decode's lanes (docs/parts/attention-decode.md, "Lanes"): a
- * cache tile's scores with chunk e (positions p c + e) in partitions
- * e R .. e R + R - 1, so half 1 of the softmax runs on c R partitions of
- * Pt columns instead of R partitions of c Pt (ACT's exponentials and DVE's
- * max cost a column each), P^T is one PE transpose, and every lane keeps
- * its own running max, l and O_acc (a partial softmax, flash-decoding's
- * split, over the chunk groups of one row). At an item's end the lanes of a row
- * are merged: w = exp(m_lane - M_row), out = sum w O / sum w l (the PE's
- * fp32 matmul with the 0/1 lane-to-row matrix times w), one stage an
- * iteration so no engine waits within one. */
+ * cache tile's scores with chunk group g (chunks g cg .. g cg + cg - 1,
+ * positions p c + e) in partitions 32 g .. 32 g + R - 1 (a PE result starts
+ * at a multiple of 32), so half 1 of the softmax runs on 32 lg partitions of
+ * cg Pt columns instead of R partitions of c Pt (ACT's exponentials and
+ * DVE's max cost a column each), and every lane keeps its own running max,
+ * l and O_acc (a partial softmax, flash-decoding's split, over the chunk
+ * groups of one row). At an item's end the lanes of a row are merged:
+ * w = exp(m_lane - M_row), out = sum w O / sum w l (the PE's fp32 matmul
+ * with the 0/1 lane-to-row matrix times w), one stage an iteration so no
+ * engine waits within one. */
 #include <string.h>
 
 #include "decode_impl.h"

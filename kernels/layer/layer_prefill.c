@@ -45,7 +45,9 @@ static int write_caches(layer_run *L, uint64_t kn, uint64_t vn, nx_error *err) {
     if (lo >= hi) return 0;
     const uint64_t kc_in = L->a[10].hbm_offset, vc_in = L->a[11].hbm_offset, kc = L->a[14].hbm_offset,
                    vc = L->a[15].hbm_offset;
-    for (uint64_t i = lo; i < hi; i++) {
+    /* the results are the operands' tensors (the rules' aliases): nothing
+     * to copy through, the new rows are written in place */
+    for (uint64_t i = lo; kc != kc_in && i < hi; i++) {
         const uint64_t b = i / per_b, g = g0 + i % per_b, o = (b * p->nkv + g) * Sm * d * es;
         if (nx_layer_copy_flat(k, L->dt, kc + o, kc_in + o, Sm * d, err) != 0 ||
             nx_layer_copy_flat(k, L->dt, vc + o, vc_in + o, Sm * d, err) != 0)

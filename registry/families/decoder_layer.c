@@ -144,10 +144,16 @@ static int layer_explain(const nx_macro_op *op, const nx_geometry *geo, char *bu
     return 0;
 }
 
-/* k_cache and v_cache (operands 10 and 11) are updated in place: results
- * 1 and 2 share their tensors, the layer writes only the new entries. */
+/* Decode (S <= NX_LAYER_STEP): k_cache and v_cache (operands 10 and 11)
+ * are updated in place: results 1 and 2 share their tensors, the layer
+ * writes only the new entries. Prefill keeps results of their own: its flash
+ * attention reads the cached columns past L_b (masked at run time) on both
+ * cores while the new rows are scattered there, which in one tensor would
+ * need a barrier between every core's attention and the writes. */
 static int32_t layer_aliases(const nx_macro_op *op, uint32_t result) {
-    (void)op;
+    nx_layer_params p;
+    nx_error err;
+    if (layer_read_op(op, &p, &err) != 0 || p.S > NX_LAYER_STEP) return -1;
     return result == 1 ? 10 : result == 2 ? 11 : -1;
 }
 
