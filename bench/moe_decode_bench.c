@@ -1,7 +1,7 @@
 /* nxsim-bench moe-decode (also nxsim-bench-moe-decode): the moe_decode
  * composite (docs/parts/moe-decode.md) on MoE token-generation shapes
  * through the registry and the SystemC model (trn2 unless --machine), bf16:
- * Mixtral-like (H 4096, I 14336, E 8, top-2) at T = 1, 4, 32 and DBRX-like
+ * Mixtral-like (H 4096, I 14336, E 8, top-2) at T = 1, 4, 8, 32 and DBRX-like
  * (H 6144, I 10752, E 16, top-4) at T = 1, 8, mode "selected", and the
  * Mixtral T = 4 case in mode "all". The routing is nxsim run's built-in one
  * (rules: k distinct experts per token drawn uniformly, affinities a
@@ -77,7 +77,7 @@ static int build_op(const md_case *c, nx_macro_op *op, nx_error *err) {
 
 static void usage(FILE *f) {
     fputs("Usage: nxsim-bench-moe-decode [--quick] [--machine NAME|FILE] [--case LABEL]...\n"
-          "Runs moe_decode (bf16; Mixtral-like H 4096 I 14336 E 8 k 2 at T 1, 4, 32; DBRX-like H 6144\n"
+          "Runs moe_decode (bf16; Mixtral-like H 4096 I 14336 E 8 k 2 at T 1, 4, 8, 32; DBRX-like H 6144\n"
           "I 10752 E 16 k 4 at T 1, 8; Mixtral T 4 in mode all) on the SystemC model (default trn2) against\n"
           "the bound of streaming the named experts' weights, and the reference's wall time. --case runs\n"
           "the cases whose label starts with LABEL. --quick: H 512, I 1024 (the ctest smoke).\n",
@@ -92,7 +92,8 @@ int nx_bench_moe_decode_main(int argc, char **argv) {
     if ((st = nx_bench_machine(argv[0], a.machine ? a.machine : "trn2", &m)) != 0) return st;
     static const md_case full[] = {
         {"mixtral T1", 1, 4096, 14336, 8, 2, 0},  {"mixtral T4", 4, 4096, 14336, 8, 2, 0},
-        {"mixtral T32", 32, 4096, 14336, 8, 2, 0}, {"mixtral T4 all", 4, 4096, 14336, 8, 2, 1},
+        {"mixtral T8", 8, 4096, 14336, 8, 2, 0},  {"mixtral T32", 32, 4096, 14336, 8, 2, 0},
+        {"mixtral T4 all", 4, 4096, 14336, 8, 2, 1},
         {"dbrx T1", 1, 6144, 10752, 16, 4, 0},     {"dbrx T8", 8, 6144, 10752, 16, 4, 0},
     };
     static const md_case quick[] = {
@@ -101,7 +102,7 @@ int nx_bench_moe_decode_main(int argc, char **argv) {
         {"quick T4 all", 4, 512, 1024, 8, 2, 1},
     };
     const md_case *cases = a.quick ? quick : full;
-    const uint32_t n = a.quick ? 3 : 6;
+    const uint32_t n = a.quick ? 3 : (uint32_t)(sizeof full / sizeof full[0]);
     const double rate = nx_bench_dma_bytes_per_ns(&m, 2, m.geo.dma_engines);
     printf("%s: machine %s, two cores: DMA %.0f B/ns (bench/dma_bound.h)\n", argv[0], m.geo.name, rate);
     printf("%-16s %7s %12s %12s %8s %8s %8s %8s %s\n", "case", "experts", "sim_us", "stream_us", "of_bound", "sim_s",
