@@ -174,79 +174,51 @@ static int run_prefill(layer_run *L, layer_bufs *w, nx_error *err) {
 }
 
 /* The attention of the S new tokens: decode (S <= 8) one attention_decode
- * step; prefill run_prefill. */
+ * step, the cache writes fused; prefill run_prefill. */
 static int run_attention(layer_run *L, layer_bufs *w, nx_error *err) {
     const nx_layer_params *p = &L->p;
     if (p->S > NX_LAYER_STEP) return run_prefill(L, w, err);
-    const uint64_t B = p->B, S = p->S, d = p->d, es = L->es, nsteps = nx_cdiv_u64(S, NX_LAYER_STEP);
-    const uint64_t sc0 = nx_min_u64(S, NX_LAYER_STEP);
+    const uint64_t B = p->B, S = p->S, d = p->d, es = L->es;
     const nx_tensor_ref *kc_in = &L->a[10], *vc_in = &L->a[11], *kc = &L->a[14], *vc = &L->a[15];
-    nx_tensor_ref qs = w->q, ks = w->kn, vs = w->vn, lens = L->a[12], ao;
-    const uint64_t sq[4] = {B, L->nqc, sc0, d}, skv[4] = {B, L->nkvc, sc0, d}, sl[1] = {B};
+    nx_tensor_ref ao;
+    const uint64_t sq[4] = {B, L->nqc, S, d};
     if (scratch(L, "layer.attn_heads", L->dt, 4, sq, &ao, err) != 0) return -1;
-    if (nsteps > 1 && (scratch(L, "layer.q_step", L->dt, 4, sq, &qs, err) != 0 || scratch(L, "layer.k_step", L->dt, 4, skv, &ks, err) != 0 ||
-                       scratch(L, "layer.v_step", L->dt, 4, skv, &vs, err) != 0 ||
-                       scratch(L, "layer.lengths_step", NX_DT_INT32, 1, sl, &lens, err) != 0))
-        return -1;
-    const int solo = p->tp == 2;
-    nx_kctx_set_region(L->k, "moves");
-    /* this core's kv heads of the caches: copied through, then updated in
-     * place, unless the results are the operands' tensors (the rules'
-     * aliases: nothing to copy) */
-    if (solo && kc->hbm_offset != kc_in->hbm_offset) {
+    nx_attrs none;
+    nx_attrs_init(&none);
+    int rc = 0;
+    if (p->tp == 1) {
+        const nx_tensor_ref args[9] = {w->q, *kc_in, *vc_in, w->kn, w->vn, L->a[12], ao, *kc, *vc};
+        rc = sub(L, nx_attention_decode, "attention_decode", args, 6, 9, &none, err) != 0 || sync(L, err) != 0 ? -1 : 0;
+    } else {
+        /* this core's kv heads of the caches copied through (unless the
+         * results are the operands' tensors: the rules' aliases, nothing to
+         * copy), then updated in place one row at a time (its kv heads of a
+         * row are contiguous) */
         const uint64_t run = L->nkvc * p->S_max * d, off = L->core * run * es;
-        for (uint64_t b = 0; b < B; b++) {
+        nx_kctx_set_region(L->k, "moves");
+        for (uint64_t b = 0; kc->hbm_offset != kc_in->hbm_offset && b < B && rc == 0; b++) {
             const uint64_t o = (b * p->nkv * p->S_max * d) * es + off;
             if (nx_layer_copy_flat(L->k, L->dt, kc->hbm_offset + o, kc_in->hbm_offset + o, run, err) != 0 ||
                 nx_layer_copy_flat(L->k, L->dt, vc->hbm_offset + o, vc_in->hbm_offset + o, run, err) != 0)
-                return -1;
+                rc = -1;
         }
-    }
-    nx_attrs none;
-    nx_attrs_init(&none);
-    for (uint64_t j = 0; j < nsteps; j++) {
-        const uint64_t t0 = j * NX_LAYER_STEP, sc = nx_min_u64(NX_LAYER_STEP, S - t0);
-        uint64_t r0, r1;
-        nx_kctx_set_region(L->k, "moves");
-        if (nsteps > 1) { /* the step's q, k, v rows and lengths */
-            const uint64_t rq = B * L->nqc, rk = B * L->nkvc;
-            nx_kctx_rows(L->k, rq, &r0, &r1);
-            if (nx_layer_copy_rows(L->k, L->dt, qs.hbm_offset + r0 * sc * d * es, sc * d, w->q.hbm_offset + (r0 * S + t0) * d * es,
-                                   S * d, r1 - r0, sc * d, err) != 0)
-                return -1;
-            nx_kctx_rows(L->k, rk, &r0, &r1);
-            if (nx_layer_copy_rows(L->k, L->dt, ks.hbm_offset + r0 * sc * d * es, sc * d, w->kn.hbm_offset + (r0 * S + t0) * d * es,
-                                   S * d, r1 - r0, sc * d, err) != 0 ||
-                nx_layer_copy_rows(L->k, L->dt, vs.hbm_offset + r0 * sc * d * es, sc * d, w->vn.hbm_offset + (r0 * S + t0) * d * es,
-                                   S * d, r1 - r0, sc * d, err) != 0)
-                return -1;
-            if (nx_kctx_program_id(L->k) == 0 && nx_layer_shift_lengths(L, lens.hbm_offset, (int32_t)t0, err) != 0) return -1;
-            if (sync(L, err) != 0) return -1;
+        const uint64_t q1[4] = {1, L->nqc, S, d}, k1[4] = {1, L->nkvc, S, d}, c1[4] = {1, L->nkvc, p->S_max, d}, l1[1] = {1};
+        for (uint64_t b = 0; b < B && rc == 0; b++) {
+            const uint64_t co = ((b * p->nkv + L->core * L->nkvc) * p->S_max * d) * es;
+            const nx_tensor_ref kb = at(kc, co, 4, c1), vb = at(vc, co, 4, c1);
+            const nx_tensor_ref args[9] = {at(&w->q, b * L->nqc * S * d * es, 4, q1), kb, vb,
+                                           at(&w->kn, b * L->nkvc * S * d * es, 4, k1),
+                                           at(&w->vn, b * L->nkvc * S * d * es, 4, k1), at(&L->a[12], b * 4, 1, l1),
+                                           at(&ao, b * L->nqc * S * d * es, 4, q1), kb, vb};
+            rc = sub(L, nx_attention_decode, "attention_decode", args, 6, 9, &none, err);
         }
-        const uint64_t qsh[4] = {B, L->nqc, sc, d}, ksh[4] = {B, L->nkvc, sc, d};
-        if (!solo) {
-            const nx_tensor_ref args[9] = {at(&qs, 0, 4, qsh), j ? *kc : *kc_in, j ? *vc : *vc_in, at(&ks, 0, 4, ksh),
-                                           at(&vs, 0, 4, ksh), lens, at(&ao, 0, 4, qsh), *kc, *vc};
-            if (sub(L, nx_attention_decode, "attention_decode", args, 6, 9, &none, err) != 0 || sync(L, err) != 0) return -1;
-        } else {
-            /* one row at a time: its kv heads of the caches are contiguous */
-            const uint64_t q1[4] = {1, L->nqc, sc, d}, k1[4] = {1, L->nkvc, sc, d}, c1[4] = {1, L->nkvc, p->S_max, d}, l1[1] = {1};
-            for (uint64_t b = 0; b < B; b++) {
-                const uint64_t co = ((b * p->nkv + L->core * L->nkvc) * p->S_max * d) * es;
-                const nx_tensor_ref kb = at(kc, co, 4, c1), vb = at(vc, co, 4, c1);
-                const nx_tensor_ref args[9] = {at(&qs, b * L->nqc * sc * d * es, 4, q1), kb, vb,
-                                               at(&ks, b * L->nkvc * sc * d * es, 4, k1),
-                                               at(&vs, b * L->nkvc * sc * d * es, 4, k1), at(&lens, b * 4, 1, l1),
-                                               at(&ao, b * L->nqc * sc * d * es, 4, q1), kb, vb};
-                if (sub(L, nx_attention_decode, "attention_decode", args, 6, 9, &none, err) != 0) return -1;
-            }
-        }
-        nx_kctx_rows(L->k, B, &r0, &r1);
-        nx_kctx_set_region(L->k, "moves");
-        if (nx_layer_heads_to_tokens(L, ao.hbm_offset, L->nqc, sc, w->att.hbm_offset, L->nqc * d, t0, 0, r0, r1, err) != 0)
-            return -1;
     }
     nx_attrs_free(&none);
+    if (rc != 0) return -1;
+    uint64_t r0, r1;
+    nx_kctx_rows(L->k, B, &r0, &r1);
+    nx_kctx_set_region(L->k, "moves");
+    if (nx_layer_heads_to_tokens(L, ao.hbm_offset, L->nqc, S, w->att.hbm_offset, L->nqc * d, 0, 0, r0, r1, err) != 0) return -1;
     return sync(L, err);
 }
 

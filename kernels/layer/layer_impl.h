@@ -26,8 +26,6 @@ int nx_layer_copy_flat(nx_kctx *k, nx_dtype dt, uint64_t dst, uint64_t src, uint
  * token t0 and column c0 (dst): the rows of batches [b0, b1). */
 int nx_layer_heads_to_tokens(const layer_run *L, uint64_t src, uint64_t nh, uint64_t sc, uint64_t dst, uint64_t W,
                              uint64_t t0, uint64_t c0, uint64_t b0, uint64_t b1, nx_error *err);
-/* lengths + add into dst ([B] int32, HBM), through one SBUF row. */
-int nx_layer_shift_lengths(const layer_run *L, uint64_t dst, int32_t add, nx_error *err);
 /* Prefill's attention (layer_prefill.c): q [B, nqc, S, d], kn and vn
  * [B, nkvc, S, d] against the input caches and each other, the result rows
  * into att (tokens [B, S, nqc d]); this core's kv heads of the result

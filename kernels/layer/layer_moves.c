@@ -1,7 +1,7 @@
 /* decoder_layer's glue (kernels/layer/layer_impl.h): the HBM moves between
  * the sub-kernels' layouts (the attention's heads layout to the o
- * projection's tokens; a step's 8 positions of q, k, v), the lengths of a
- * step, and the layer's last residual add. The moves are DMA only; the
+ * projection's tokens, the caches' copy-through) and the layer's last
+ * residual add. The moves are DMA only; the
  * residual is a DMA load of both rows, one VectorE add (fp32, one rounding
  * to the dtype) and a store, double-buffered over 128-row tiles. */
 #include "layer_impl.h"
@@ -43,22 +43,6 @@ int nx_layer_heads_to_tokens(const layer_run *L, uint64_t src, uint64_t nh, uint
             if (nx_kctx_dma(L->k, &o, &s, err) != 0) return -1;
         }
     return 0;
-}
-
-int nx_layer_shift_lengths(const layer_run *L, uint64_t dst, int32_t add, nx_error *err) {
-    nx_kctx *k = L->k;
-    const uint64_t B = L->p.B;
-    nx_tile t;
-    if (nx_kctx_alloc(k, NX_OPK_SBUF, "lengths_row", NX_DT_INT32, 1, B, &t, err) != 0) return -1;
-    nx_operand row = nx_tile_ap(&t);
-    nx_operand src = nx_ap_hbm_rows(NX_DT_INT32, L->a[12].hbm_offset, 1, (int32_t)B, (uint32_t)B);
-    nx_operand out = nx_ap_hbm_rows(NX_DT_INT32, dst, 1, (int32_t)B, (uint32_t)B);
-    nx_operand imm = nx_imm((double)add, NX_DT_FP32);
-    if (nx_kctx_dma(k, &row, &src, err) != 0 ||
-        nx_kctx_tensor_scalar(k, NX_ENG_DVE, &row, &row, NX_ALU_ADD, &imm, NX_ALU_BYPASS, NULL, err) != 0 ||
-        nx_kctx_dma(k, &out, &row, err) != 0)
-        return -1;
-    return nx_kctx_release(k, &t, err);
 }
 
 int nx_layer_residual(const layer_run *L, uint64_t out, uint64_t h, uint64_t m, uint64_t r0, uint64_t r1, nx_error *err) {
