@@ -32,6 +32,8 @@ static const nx_bench_leaf leaf_benches[] = {
     {"router", "nxsim-bench-router", nx_bench_router_main, "router_topk (MoE router) against the DMA bound"},
     {"moe-decode", "nxsim-bench-moe-decode", nx_bench_moe_decode_main,
      "moe_decode (decode expert MLPs) against the weight-streaming bound"},
+    {"scaling", "nxsim-bench-scaling", nx_bench_scaling_main,
+     "host time per simulated instruction and per MAC/insn/byte at four sizes, plotted"},
 };
 
 const nx_bench_leaf *nx_bench_leaf_find(const char *name) {
@@ -60,6 +62,7 @@ int nx_bench_parse_args(int argc, char **argv, unsigned accepted, nx_bench_args 
         {"dump", required_argument, NULL, NX_BENCH_OPT_DUMP},     {"dtype", required_argument, NULL, NX_BENCH_OPT_DTYPE},
         {"no-ref", no_argument, NULL, NX_BENCH_OPT_NO_REF},       {"table", no_argument, NULL, NX_BENCH_OPT_TABLE},
         {"commit", required_argument, NULL, NX_BENCH_OPT_COMMIT}, {"n", required_argument, NULL, NX_BENCH_OPT_N},
+        {"out-dir", required_argument, NULL, NX_BENCH_OPT_OUT_DIR},
     };
     struct option longopts[sizeof all / sizeof all[0] + 2];
     size_t k = 0;
@@ -95,6 +98,7 @@ int nx_bench_parse_args(int argc, char **argv, unsigned accepted, nx_bench_args 
         case NX_BENCH_OPT_DTYPE: out->dtype = optarg; break;
         case NX_BENCH_OPT_COMMIT: out->commit = optarg; break;
         case NX_BENCH_OPT_N: out->n = optarg; break;
+        case NX_BENCH_OPT_OUT_DIR: out->out_dir = optarg; break;
         case 'h': return 1;
         case ':':
             fprintf(stderr, "%s: option '%s' needs a value (%s --help lists the options)\n", argv[0], argv[optind - 1],
