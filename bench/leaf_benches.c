@@ -1,8 +1,11 @@
 /* See leaf_benches.h: the table of leaf bench cases. */
 #include "leaf_benches.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const nx_bench_leaf leaf_benches[] = {
     {"conv", "nxsim-bench-conv", nx_bench_conv_main, "the dense PE convolutions #3/#4 on ResNet-50 stage shapes"},
@@ -129,4 +132,35 @@ int nx_bench_machine(const char *prog, const char *spec, nx_machine *m) {
     if (nx_machine_load(spec ? spec : nx_machine_default(), m, &err) == 0) return 0;
     fprintf(stderr, "%s: %s\n", prog, err.msg);
     return 2;
+}
+
+int nx_bench_prepare_dir(const char *prog, const char *flag, const char *dir, size_t longest_name) {
+    char path[4096];
+    size_t len = strlen(dir);
+    if (len == 0 || len + 1 + longest_name > sizeof path) {
+        fprintf(stderr, "%s: %s '%.64s%s': %s\n", prog, flag, dir, len > 64 ? "..." : "",
+                len == 0 ? "empty path" : "path too long");
+        return -1;
+    }
+    memcpy(path, dir, len + 1);
+    for (size_t i = 1; i <= len; i++) {
+        if (path[i] != '/' && path[i] != 0) continue;
+        char keep = path[i];
+        path[i] = 0;
+        struct stat sb;
+        if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+            fprintf(stderr, "%s: %s %s: cannot create %s: %s\n", prog, flag, dir, path, strerror(errno));
+            return -1;
+        }
+        if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+            fprintf(stderr, "%s: %s %s: %s is not a directory\n", prog, flag, dir, path);
+            return -1;
+        }
+        path[i] = keep;
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+        fprintf(stderr, "%s: %s %s: cannot write there: %s\n", prog, flag, dir, strerror(errno));
+        return -1;
+    }
+    return 0;
 }

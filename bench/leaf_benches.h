@@ -114,5 +114,12 @@ void nx_bench_leaf_list(FILE *out);
 /* Loads the machine `spec` (NULL: the default preset) for case `prog`: 0,
  * or 2 with "PROG: message" on stderr. */
 int nx_bench_machine(const char *prog, const char *spec, nx_machine *m);
+/* Readies the output directory `dir` given by option `flag` of case `prog`
+ * before any work: DIR and any missing parents are created (mode 0777 less
+ * the umask); it must end up a writable directory, with room in a path of
+ * 4096 bytes for "DIR/" plus `longest_name` bytes (the longest file name the
+ * case writes there, its NUL included). 0, or -1 with "PROG: FLAG DIR:
+ * problem" on stderr. */
+int nx_bench_prepare_dir(const char *prog, const char *flag, const char *dir, size_t longest_name);
 
 #endif

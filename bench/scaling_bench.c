@@ -327,6 +327,8 @@ int nx_bench_scaling_main(int argc, char **argv) {
     if (st >= 0) return st;
     nx_machine m;
     if (nx_bench_machine(argv[0], a.machine, &m) != 0) return 2;
+    const char *out_dir = a.out_dir ? a.out_dir : ".";
+    if (nx_bench_prepare_dir(argv[0], "--out-dir", out_dir, sizeof "scaling.svg") != 0) return 2;
     static const uint32_t gemm_full[SIZES] = {512, 1024, 2048, 4096}, gemm_quick[SIZES] = {128, 256, 512, 1024};
     static const uint32_t chain_full[SIZES] = {25000, 100000, 400000, 1600000},
                           chain_quick[SIZES] = {2500, 5000, 10000, 20000};
@@ -378,7 +380,7 @@ int nx_bench_scaling_main(int argc, char **argv) {
     }
     if (status == 0) {
         nx_error err;
-        if (write_svg(a.out_dir ? a.out_dir : ".", &m, S, 3, &err) != 0) {
+        if (write_svg(out_dir, &m, S, 3, &err) != 0) {
             fprintf(stderr, "%s: %s\n", argv[0], err.msg);
             status = 1;
         }
