@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -360,40 +359,6 @@ static int run_leaf_benches(const char *const *names, int n_names, const char *m
     return worst;
 }
 
-/* --trace-dir DIR: DIR and any missing parents are created (mode 0777 less
- * the umask); it must end up a writable directory with room for the
- * longest case name. Returns 0 or -1 with a one-line message printed. */
-static int prepare_trace_dir(const char *dir) {
-    char path[BENCH_PATH_MAX];
-    size_t len = strlen(dir);
-    /* DIR/CASE.json must fit the trace path (cases.c) */
-    if (len == 0 || len + 1 + sizeof ((case_result *)0)->name + sizeof ".json" > sizeof path) {
-        fprintf(stderr, "nxsim-bench: --trace-dir '%.64s%s': %s\n", dir, len > 64 ? "..." : "",
-                len == 0 ? "empty path" : "path too long");
-        return -1;
-    }
-    memcpy(path, dir, len + 1);
-    for (size_t i = 1; i <= len; i++) {
-        if (path[i] != '/' && path[i] != 0) continue;
-        char keep = path[i];
-        path[i] = 0;
-        struct stat sb;
-        if (mkdir(path, 0777) != 0 && errno != EEXIST) {
-            fprintf(stderr, "nxsim-bench: --trace-dir %s: cannot create %s: %s\n", dir, path, strerror(errno));
-            return -1;
-        }
-        if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-            fprintf(stderr, "nxsim-bench: --trace-dir %s: %s is not a directory\n", dir, path);
-            return -1;
-        }
-        path[i] = keep;
-    }
-    if (access(dir, W_OK | X_OK) != 0) {
-        fprintf(stderr, "nxsim-bench: --trace-dir %s: cannot write there: %s\n", dir, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
 
 int main(int argc, char **argv) {
     bench_blas_core(argv);
@@ -473,7 +438,9 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < count; i++)
         if (selected(&list[i], names, n_names) && n < 16) n++;
     if (n == 0) return usage("no case matches");
-    if (opt.trace_dir && prepare_trace_dir(opt.trace_dir) != 0) return 2;
+    if (opt.trace_dir && nx_bench_prepare_dir("nxsim-bench", "--trace-dir", opt.trace_dir,
+                                              sizeof ((case_result *)0)->name + sizeof ".json") != 0)
+        return 2;
     print_header(&m, &host, opt.threads);
     n = 0;
     int all_ok = 1;

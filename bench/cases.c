@@ -8,8 +8,6 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include <cblas.h>
-
 #include "bench.h"
 #include "dma_bound.h"
 #include "isa/workers.h"
@@ -17,20 +15,8 @@
 #include "sim/model.h"
 #include "sim/profile.h"
 #include "sim/race.h"
+#include "wall_clock.h"
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* CPU time of the process so far, every thread (user + system). */
-static double cpu_s(void) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
-           (double)ru.ru_stime.tv_usec * 1e-6;
-}
 
 static double peak_rss_bytes(void) {
     struct rusage ru;
@@ -62,10 +48,10 @@ static int simulate(const nx_machine *m, const bench_case *c, const bench_option
         return -1;
     }
     st->workers = pool;
-    double t0 = now_s(), c0 = cpu_s();
+    double t0 = nx_bench_now_s(), c0 = nx_bench_cpu_s();
     int rc = nx_sim_run(m, prog, st, &so, &r, &err);
-    out->wall_s = now_s() - t0;
-    out->cpu_s = cpu_s() - c0;
+    out->wall_s = nx_bench_now_s() - t0;
+    out->cpu_s = nx_bench_cpu_s() - c0;
     st->workers = NULL;
     nx_workers_destroy(pool);
     out->rss_bytes = peak_rss_bytes();
@@ -90,21 +76,21 @@ static int simulate(const nx_machine *m, const bench_case *c, const bench_option
         fflush(stdout);
     }
     if (opt->race_check) {
-        t0 = now_s();
+        t0 = nx_bench_now_s();
         out->race_status = nx_race_check(prog, r.log, r.log_count, &err);
-        out->race_s = now_s() - t0;
+        out->race_s = nx_bench_now_s() - t0;
         if (out->race_status != 0) snprintf(out->race_msg, sizeof out->race_msg, "%s", err.msg);
     }
     if (opt->trace_dir) {
         char path[BENCH_PATH_MAX];
         snprintf(path, sizeof path, "%s/%s.json", opt->trace_dir, c->name);
-        t0 = now_s();
+        t0 = nx_bench_now_s();
         if (nx_profile_write_trace(path, m, prog, &r, &err) != 0) {
             fail(out, "trace", err.msg);
             nx_sim_result_free(&r);
             return -1;
         }
-        out->trace_s = now_s() - t0;
+        out->trace_s = nx_bench_now_s() - t0;
         FILE *f = fopen(path, "rb");
         if (f) {
             fseek(f, 0, SEEK_END);
@@ -118,54 +104,25 @@ static int simulate(const nx_machine *m, const bench_case *c, const bench_option
 
 /* ---- (a) GEMM ---- */
 
-/* OpenBLAS on the same values; then |A| |B| (untimed) to scale the error:
- * |c_sim - c_blas| <= 2 K u (|A| |B|) elementwise, u = 2^-24, bounds two
- * fp32 sums of K products in any order. */
+/* The reference's figures and the values' verdict (bench/gemm_reference.c). */
 static int check_gemm(const bench_gemm *g, const float *c_sim, case_result *out) {
-    size_t nA = (size_t)g->M * g->K, nB = (size_t)g->K * g->N, nC = (size_t)g->M * g->N;
-    float *A = malloc(nA * sizeof *A), *B = malloc(nB * sizeof *B), *C = malloc(nC * sizeof *C);
-    if (!A || !B || !C) {
-        fail(out, "reference", "out of memory");
-        free(A), free(B), free(C);
+    bench_gemm_check chk;
+    nx_error err;
+    if (bench_gemm_check_values(g, c_sim, &chk, &err) != 0) {
+        fail(out, "reference", err.msg);
         return -1;
     }
-    for (size_t i = 0; i < nA; i++) A[i] = bench_gemm_value(0, i, g->dtype);
-    for (size_t i = 0; i < nB; i++) B[i] = bench_gemm_value(1, i, g->dtype);
-    /* warm OpenBLAS up (thread start-up, buffers) on a small product */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 64, 64, 64, 1.0f, A, (blasint)g->K, B, (blasint)g->N,
-                0.0f, C, (blasint)g->N);
-    double t0 = now_s(), c0 = cpu_s();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)g->M, (blasint)g->N, (blasint)g->K, 1.0f, A,
-                (blasint)g->K, B, (blasint)g->N, 0.0f, C, (blasint)g->N);
-    out->blas_s = now_s() - t0;
-    out->blas_cpu_s = cpu_s() - c0;
+    out->blas_s = chk.blas_s;
+    out->blas_cpu_s = chk.blas_cpu_s;
     out->ratio = out->blas_s > 0 ? out->wall_s / out->blas_s : 0;
     out->target_ratio = g->dtype == NX_DT_BF16 ? TARGET_GEMM_RATIO_BF16 : TARGET_GEMM_RATIO_FP32;
-    for (size_t i = 0; i < nA; i++) A[i] = fabsf(A[i]);
-    for (size_t i = 0; i < nB; i++) B[i] = fabsf(B[i]);
-    float *D = malloc(nC * sizeof *D);
-    int status = D ? 0 : -1;
-    if (!D) {
-        fail(out, "reference", "out of memory");
-    } else {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)g->M, (blasint)g->N, (blasint)g->K, 1.0f, A,
-                    (blasint)g->K, B, (blasint)g->N, 0.0f, D, (blasint)g->N);
-        double worst = 0;
-        int finite = 1;
-        for (size_t i = 0; i < nC; i++) {
-            if (!isfinite(c_sim[i])) finite = 0;
-            double e = fabs((double)c_sim[i] - (double)C[i]) / (D[i] > 0 ? (double)D[i] : 1.0);
-            if (e > worst) worst = e;
-        }
-        out->max_rel_err = worst;
-        out->err_bound = 2.0 * g->K * ldexp(1.0, -24);
-        out->values_ok = finite && worst <= out->err_bound;
-        if (!out->values_ok)
-            snprintf(out->error, sizeof out->error, "values: max |sim - sgemm| / (|A||B|) = %.3g > %.3g", worst,
-                     out->err_bound);
-    }
-    free(A), free(B), free(C), free(D);
-    return status;
+    out->max_rel_err = chk.max_rel_err;
+    out->err_bound = chk.err_bound;
+    out->values_ok = chk.ok;
+    if (!out->values_ok)
+        snprintf(out->error, sizeof out->error, "values: max |sim - sgemm| / (|A||B|) = %.3g > %.3g", chk.max_rel_err,
+                 chk.err_bound);
+    return 0;
 }
 
 static void run_gemm(const nx_machine *m, const bench_case *c, const bench_options *opt, case_result *out) {

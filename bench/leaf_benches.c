@@ -1,8 +1,11 @@
 /* See leaf_benches.h: the table of leaf bench cases. */
 #include "leaf_benches.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const nx_bench_leaf leaf_benches[] = {
     {"conv", "nxsim-bench-conv", nx_bench_conv_main, "the dense PE convolutions #3/#4 on ResNet-50 stage shapes"},
@@ -32,6 +35,8 @@ static const nx_bench_leaf leaf_benches[] = {
     {"router", "nxsim-bench-router", nx_bench_router_main, "router_topk (MoE router) against the DMA bound"},
     {"moe-decode", "nxsim-bench-moe-decode", nx_bench_moe_decode_main,
      "moe_decode (decode expert MLPs) against the weight-streaming bound"},
+    {"scaling", "nxsim-bench-scaling", nx_bench_scaling_main,
+     "host time per simulated instruction and per MAC/insn/byte at four sizes, plotted"},
 };
 
 const nx_bench_leaf *nx_bench_leaf_find(const char *name) {
@@ -60,6 +65,7 @@ int nx_bench_parse_args(int argc, char **argv, unsigned accepted, nx_bench_args 
         {"dump", required_argument, NULL, NX_BENCH_OPT_DUMP},     {"dtype", required_argument, NULL, NX_BENCH_OPT_DTYPE},
         {"no-ref", no_argument, NULL, NX_BENCH_OPT_NO_REF},       {"table", no_argument, NULL, NX_BENCH_OPT_TABLE},
         {"commit", required_argument, NULL, NX_BENCH_OPT_COMMIT}, {"n", required_argument, NULL, NX_BENCH_OPT_N},
+        {"out-dir", required_argument, NULL, NX_BENCH_OPT_OUT_DIR},
     };
     struct option longopts[sizeof all / sizeof all[0] + 2];
     size_t k = 0;
@@ -95,6 +101,7 @@ int nx_bench_parse_args(int argc, char **argv, unsigned accepted, nx_bench_args 
         case NX_BENCH_OPT_DTYPE: out->dtype = optarg; break;
         case NX_BENCH_OPT_COMMIT: out->commit = optarg; break;
         case NX_BENCH_OPT_N: out->n = optarg; break;
+        case NX_BENCH_OPT_OUT_DIR: out->out_dir = optarg; break;
         case 'h': return 1;
         case ':':
             fprintf(stderr, "%s: option '%s' needs a value (%s --help lists the options)\n", argv[0], argv[optind - 1],
@@ -125,4 +132,35 @@ int nx_bench_machine(const char *prog, const char *spec, nx_machine *m) {
     if (nx_machine_load(spec ? spec : nx_machine_default(), m, &err) == 0) return 0;
     fprintf(stderr, "%s: %s\n", prog, err.msg);
     return 2;
+}
+
+int nx_bench_prepare_dir(const char *prog, const char *flag, const char *dir, size_t longest_name) {
+    char path[4096];
+    size_t len = strlen(dir);
+    if (len == 0 || len + 1 + longest_name > sizeof path) {
+        fprintf(stderr, "%s: %s '%.64s%s': %s\n", prog, flag, dir, len > 64 ? "..." : "",
+                len == 0 ? "empty path" : "path too long");
+        return -1;
+    }
+    memcpy(path, dir, len + 1);
+    for (size_t i = 1; i <= len; i++) {
+        if (path[i] != '/' && path[i] != 0) continue;
+        char keep = path[i];
+        path[i] = 0;
+        struct stat sb;
+        if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+            fprintf(stderr, "%s: %s %s: cannot create %s: %s\n", prog, flag, dir, path, strerror(errno));
+            return -1;
+        }
+        if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+            fprintf(stderr, "%s: %s %s: %s is not a directory\n", prog, flag, dir, path);
+            return -1;
+        }
+        path[i] = keep;
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+        fprintf(stderr, "%s: %s %s: cannot write there: %s\n", prog, flag, dir, strerror(errno));
+        return -1;
+    }
+    return 0;
 }

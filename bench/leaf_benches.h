@@ -62,6 +62,7 @@ int nx_bench_qkv_main(int argc, char **argv);
 int nx_bench_collective_main(int argc, char **argv);
 int nx_bench_router_main(int argc, char **argv);
 int nx_bench_moe_decode_main(int argc, char **argv);
+int nx_bench_scaling_main(int argc, char **argv);
 
 /* The options of the leaf bench cases, parsed in one place (getopt_long);
  * a case names the ones it takes (NX_BENCH_OPT_*) and reads the rest of
@@ -81,6 +82,7 @@ enum {
     NX_BENCH_OPT_TABLE = 1u << 9,      /* --table */
     NX_BENCH_OPT_COMMIT = 1u << 10,    /* --commit HASH */
     NX_BENCH_OPT_N = 1u << 11,         /* --n N */
+    NX_BENCH_OPT_OUT_DIR = 1u << 12,   /* --out-dir DIR (files a case writes besides its table) */
 };
 
 typedef struct nx_bench_args {
@@ -90,7 +92,7 @@ typedef struct nx_bench_args {
     const char *cases[NX_BENCH_MAX_REPEAT];
     int n_cases;
     int quick, summary, race_check, no_ref, table;
-    const char *trace_dir, *dump, *dtype, *commit, *n;
+    const char *trace_dir, *dump, *dtype, *commit, *n, *out_dir;
 } nx_bench_args;
 
 /* Parses argv[1..argc) with the options in `accepted`: 0; 1 for --help/-h
@@ -112,5 +114,12 @@ void nx_bench_leaf_list(FILE *out);
 /* Loads the machine `spec` (NULL: the default preset) for case `prog`: 0,
  * or 2 with "PROG: message" on stderr. */
 int nx_bench_machine(const char *prog, const char *spec, nx_machine *m);
+/* Readies the output directory `dir` given by option `flag` of case `prog`
+ * before any work: DIR and any missing parents are created (mode 0777 less
+ * the umask); it must end up a writable directory, with room in a path of
+ * 4096 bytes for "DIR/" plus `longest_name` bytes (the longest file name the
+ * case writes there, its NUL included). 0, or -1 with "PROG: FLAG DIR:
+ * problem" on stderr. */
+int nx_bench_prepare_dir(const char *prog, const char *flag, const char *dir, size_t longest_name);
 
 #endif

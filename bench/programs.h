@@ -50,6 +50,20 @@ void bench_gemm_put_inputs(const bench_gemm *g, nx_state *st);
 /* Reads C back as row-major [M, N]. */
 void bench_gemm_get_output(const bench_gemm *g, const nx_state *st, float *c);
 
+/* The GEMM's reference (bench/gemm_reference.c): OpenBLAS sgemm on the
+ * values of bench_gemm_value (warmed up on a small product first, then
+ * timed: wall and CPU seconds), then, untimed, |A| |B| to scale the error:
+ * |c_sim - c_blas| <= 2 K u (|A| |B|) elementwise, u = 2^-24, bounds two fp32
+ * sums of K products in any order. c_sim is row-major [M, N]. */
+typedef struct bench_gemm_check {
+    double blas_s, blas_cpu_s; /* the timed sgemm */
+    double max_rel_err;        /* max |c_sim - c_blas| / (|A| |B|) */
+    double err_bound;          /* 2 K 2^-24 */
+    int ok;                    /* every element finite and within err_bound */
+} bench_gemm_check;
+/* 0, or -1 with err when the host is out of memory for the matrices. */
+int bench_gemm_check_values(const bench_gemm *g, const float *c_sim, bench_gemm_check *out, nx_error *err);
+
 /* ---- (b) a chain of dependent tiny DVE instructions -------------------
  * memset x = 0, then `count` tensor_scalar x = x + 1 on one element of one
  * partition: each reads what the previous wrote. x ends at `count` (exact

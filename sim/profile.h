@@ -97,6 +97,35 @@ int nx_profile_write_timeline(const char *path, const nx_machine *m, const nx_pr
 int nx_profile_write_timeline_to(FILE *f, const char *path, const nx_machine *m, const nx_program *prog,
                                  const nx_sim_result *r, nx_error *err);
 
+/* ---- line plots (sim/profile_plot.c) ----
+ * A self-contained SVG of one or more series of values over evenly spaced
+ * steps (point i of every series at step i), e.g. a figure at four problem
+ * sizes: a y axis from 0 with ticks, one coloured polyline with a marker per
+ * point for each series, the legend naming each (its label says what its
+ * steps are), and an optional shaded band of y (a target range). Every
+ * marker is a <circle class="pt" data-series="S" data-step="I"
+ * data-value="Y"> so tests and scripts read the plot as XML. The caller owns
+ * every string and array. */
+typedef struct nx_plot_series {
+    const char *name; /* legend text */
+    size_t n;         /* points (1..NX_PLOT_MAX_STEPS) */
+    const double *y;  /* n finite values >= 0 */
+} nx_plot_series;
+#define NX_PLOT_MAX_STEPS 64
+typedef struct nx_plot {
+    const char *title;    /* first line */
+    const char *subtitle; /* second line, or NULL */
+    const char *x_label;  /* under the axis: what a step is */
+    const char *y_label;  /* beside the axis: the unit of y */
+    const nx_plot_series *series;
+    size_t n_series;      /* 1..8 */
+    double band_lo, band_hi; /* shaded when band_lo < band_hi */
+} nx_plot;
+/* Writes the plot to `path`, atomically like nx_profile_write_timeline.
+ * 0, or -1 with a message naming the path (a series without points or with
+ * a negative or non-finite value, too many series, or a write error). */
+int nx_profile_write_plot(const char *path, const nx_plot *p, nx_error *err);
+
 /* ---- busy time by source line (sim/profile_source.c) ----
  * Groups the log's busy time by the source location that emitted each
  * instruction (isa/program.h nx_program_insn_src; the authoring layer

@@ -30,6 +30,7 @@
 #include "../isa/opcodes.h"
 #include "log.h"
 #include "profile.h"
+#include "svg.h"
 
 #define PLOT_X 230.0      /* left edge of the plot (labels to its left) */
 #define PLOT_W 1150.0     /* plot width, px */
@@ -95,19 +96,6 @@ static int shade_of(tl *t, const nx_sim_record *rec) {
     int *s = &t->shade[c][rec->opcode];
     if (*s < 0) *s = t->shades_used[c]++;
     return *s;
-}
-
-/* XML text: & < > " escaped. */
-static void put_text(FILE *f, const char *s) {
-    for (; *s; s++) {
-        switch (*s) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default: fputc(*s, f);
-        }
-    }
 }
 
 static double x_of(const tl *t, double ns) { return PLOT_X + ns * t->px_per_ns; }
@@ -204,12 +192,6 @@ static double place_lanes(tl *t) {
     return y;
 }
 
-/* 1, 2 or 5 times a power of ten, about total / 8. */
-static double nice_step(double total) {
-    double raw = total / 8, p = pow(10, floor(log10(raw)));
-    return raw / p < 1.5 ? p : raw / p < 3.5 ? 2 * p : raw / p < 7.5 ? 5 * p : 10 * p;
-}
-
 static void format_cycles(char *buf, size_t len, double cycles) {
     if (cycles >= 1e6) snprintf(buf, len, "%.4gM", cycles / 1e6);
     else if (cycles >= 1e4) snprintf(buf, len, "%.4gk", cycles / 1e3);
@@ -218,7 +200,7 @@ static void format_cycles(char *buf, size_t len, double cycles) {
 
 static void write_axis(tl *t, double bottom) {
     FILE *f = t->f;
-    double step = nice_step(t->total_ns);
+    double step = nx_svg_nice_step(t->total_ns, 8);
     double ghz = t->m->clock_ghz[NX_ENG_PE];
     fprintf(f, "<g class=\"axis\" font-size=\"11\" fill=\"#333\">\n");
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">us</text>\n", PLOT_X - 8, TOP_Y - 26);
@@ -275,14 +257,14 @@ static void write_span(tl *t, const lane *L, const span *sp) {
     if (sp->count == 1) {
         char where[64];
         nx_sim_record_where(where, sizeof where, rec);
-        put_text(f, where);
+        nx_svg_text(f, where);
         fprintf(f, ": %.1f-%.1f ns", rec->t_start_ns, rec->t_end_ns);
         const nx_src_loc *src = nx_program_insn_src(t->prog, rec->core, (nx_engine)rec->engine, rec->index);
         if (src) {
             fputs(", ", f);
-            put_text(f, src->file);
+            nx_svg_text(f, src->file);
             fprintf(f, ":%u (", src->line);
-            put_text(f, src->func);
+            nx_svg_text(f, src->func);
             fputc(')', f);
         }
     } else {
@@ -316,7 +298,7 @@ static size_t write_lane(tl *t, const lane *L) {
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%d\" text-anchor=\"end\">", PLOT_X - 58,
             L->y + L->h / 2 + (L->engine >= 0 ? 4 : 3.5), L->engine >= 0 ? 12 : 10);
     if (L->engine >= 0) {
-        put_text(f, name);
+        nx_svg_text(f, name);
     } else {
         fprintf(f, "%s (engine %u.%u)", name, nx_dma_queue_engine(&t->m->geo, L->queue),
                 nx_dma_queue_slot(&t->m->geo, L->queue));
@@ -428,7 +410,7 @@ static int write_svg(tl *t) {
     memcpy(machine, t->prog->machine, sizeof t->prog->machine);
     machine[sizeof t->prog->machine] = '\0';
     fprintf(f, "<text x=\"16\" y=\"24\" font-size=\"15\" font-weight=\"bold\">nxsim timeline: ");
-    put_text(f, machine[0] ? machine : t->m->geo.name);
+    nx_svg_text(f, machine[0] ? machine : t->m->geo.name);
     fprintf(f, ", %u core%s, %.3f us simulated, %" PRIu64 " instructions</text>\n", t->prog->cores,
             t->prog->cores == 1 ? "" : "s", t->total_ns / 1000, t->r->instructions);
     fprintf(f, "<text x=\"16\" y=\"42\" font-size=\"11\" fill=\"#555\">axis: microseconds, and cycles of the "
