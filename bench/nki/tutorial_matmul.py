@@ -9,6 +9,8 @@ Every kernel takes bf16 or fp32 lhsT [K, M] and rhs [K, N] and returns the
 result in lhsT's dtype; PSUM accumulates in fp32. Tiles: K 128 (the
 partitions), M 128 (the stationary free size), N 512 (the moving free size).
 """
+import numpy as np
+
 import nxsim.nki as nki
 import nxsim.nki.isa as nisa
 import nxsim.nki.language as nl
@@ -93,7 +95,9 @@ def matmul_block_free_dimension(lhsT, rhs):
 def matmul_fully_optimized(tiles_in_block_m=16, tiles_in_block_n=2, tiles_in_block_k=8):
     """Optimisation 3: blocks of (tiles_in_block_m x 128) M x (tiles_in_block_n
     x 512) N x (tiles_in_block_k x 128) K, the result of a whole N block
-    column accumulated in SBUF (fp32) across the K blocks, PSUM holding one
+    column accumulated in SBUF across the K blocks in the result's dtype (as
+    the tutorial's result tiles are: a bf16 result rounds the partial sum
+    after every K block, the same arithmetic as the C composite's), PSUM holding one
     tile's K block; the result stored once per N block. Returns the kernel
     for these block sizes (the tutorial's defaults: 2048 x 1024 x 1024)."""
     TBM, TBN, TBK = tiles_in_block_m, tiles_in_block_n, tiles_in_block_k
@@ -103,10 +107,12 @@ def matmul_fully_optimized(tiles_in_block_m=16, tiles_in_block_n=2, tiles_in_blo
     def kernel(lhsT, rhs):
         K, M = lhsT.shape
         _, N = rhs.shape
+        assert M % BLOCK_M == 0 and N % BLOCK_N == 0 and K % BLOCK_K == 0, \
+            "M, N, K must be multiples of %d, %d, %d" % (BLOCK_M, BLOCK_N, BLOCK_K)
         NBM = M // BLOCK_M
         result = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
         for n2 in nl.affine_range(N // BLOCK_N):
-            acc_sb = nl.zeros((NBM, TBM, TBN, nl.par_dim(TILE_M), TILE_N), dtype=nl.float32, buffer=nl.sbuf)
+            acc_sb = nl.zeros((NBM, TBM, TBN, nl.par_dim(TILE_M), TILE_N), dtype=lhsT.dtype, buffer=nl.sbuf)
             for k2 in nl.affine_range(K // BLOCK_K):
                 b = nl.ndarray((TBK, nl.par_dim(TILE_K), BLOCK_N), dtype=rhs.dtype, buffer=nl.sbuf)
                 for bk in nl.affine_range(TBK):
@@ -128,7 +134,7 @@ def matmul_fully_optimized(tiles_in_block_m=16, tiles_in_block_n=2, tiles_in_blo
                 for bm in nl.affine_range(TBM):
                     row = nl.ndarray((nl.par_dim(TILE_M), BLOCK_N), dtype=result.dtype, buffer=nl.sbuf)
                     for bn in nl.affine_range(TBN):
-                        row[:, bn * TILE_N:(bn + 1) * TILE_N] = nl.copy(acc_sb[m2, bm, bn], dtype=result.dtype)
+                        row[:, bn * TILE_N:(bn + 1) * TILE_N] = nl.copy(acc_sb[m2, bm, bn])
                     r0 = (m2 * TBM + bm) * TILE_M
                     nl.store(result[r0:r0 + TILE_M, n2 * BLOCK_N:(n2 + 1) * BLOCK_N], value=row)
         return result
@@ -136,11 +142,37 @@ def matmul_fully_optimized(tiles_in_block_m=16, tiles_in_block_n=2, tiles_in_blo
     return kernel
 
 
-# name -> (kernel, the C composite of the same loop nest, published ms on trn1
-# for [4096, 8192] @ [8192, 8192] bf16: the tutorial's table)
+def error_bound(lhsT, rhs, sbuf_block_k=None, out_unit_roundoff=2.0 ** -8):
+    """The exact product of lhsT [K, M] and rhs [K, N] (float64 arrays
+    holding the inputs' values exactly; products and sums in float64, far
+    below the bound) and, per element, how far any of these kernels' results
+    may be from it: a sum of K products in fp32 in any order or blocking
+    (first order, Higham, "Accuracy and Stability of Numerical Algorithms",
+    section 3.1: K 2^-24 sum_k |lhsT_km rhs_kn|), one rounding to the result
+    dtype (unit roundoff u: 2^-8 for bf16, 2^-24 for fp32) and, with
+    sbuf_block_k, one more rounding of the partial sum after each K block
+    but the last (the fully optimised kernel's SBUF accumulation). Returns
+    (exact, bound), both [M, N] float64."""
+    K = lhsT.shape[0]
+    u = out_unit_roundoff
+    exact = lhsT.T @ rhs
+    # sum_k |a b| in fp32 widened by 1%: it only scales the bound
+    fp32_sums = K * 2.0 ** -24 * 1.01 * (np.abs(lhsT).astype(np.float32).T @ np.abs(rhs).astype(np.float32))
+    bound = u * np.abs(exact) + (1 + u) * fp32_sums
+    if sbuf_block_k and sbuf_block_k < K:
+        partial = np.zeros_like(exact)
+        for k0 in range(0, K - sbuf_block_k, sbuf_block_k):
+            partial += lhsT[k0:k0 + sbuf_block_k].T @ rhs[k0:k0 + sbuf_block_k]
+            bound += u * (np.abs(partial) + fp32_sums)
+    return exact, bound * (1 + 1e-6)  # the second-order terms
+
+
+# (name, kernel, the C composite of the same loop nest, published ms on trn1
+# for [4096, 8192] @ [8192, 8192] bf16: the tutorial's table, the K block
+# after which the kernel rounds its SBUF partial sum or None)
 LADDER = [
-    ("tiled", matmul_tiled, "nki_matmul_tiled", 51.80),
-    ("hoist_load", matmul_hoist_load, "nki_matmul_hoist_load", 42.96),
-    ("block_free_dimension", matmul_block_free_dimension, "nki_matmul_block_free_dimension", 22.07),
-    ("fully_optimized", matmul_fully_optimized(), "nki_matmul_fully_optimized", 6.97),
+    ("tiled", matmul_tiled, "nki_matmul_tiled", 51.80, None),
+    ("hoist_load", matmul_hoist_load, "nki_matmul_hoist_load", 42.96, None),
+    ("block_free_dimension", matmul_block_free_dimension, "nki_matmul_block_free_dimension", 22.07, None),
+    ("fully_optimized", matmul_fully_optimized(), "nki_matmul_fully_optimized", 6.97, 8 * TILE_K),
 ]

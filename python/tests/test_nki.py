@@ -161,11 +161,12 @@ class Surface(unittest.TestCase):
         lhsT = nxsim.to_bf16(f32(self.rng, 256, 256))
         rhs = nxsim.to_bf16(f32(self.rng, 256, 1024))
         la, ra = nxsim.to_float32(lhsT).astype(np.float64), nxsim.to_float32(rhs).astype(np.float64)
-        ref = la.T @ ra
-        # fp32 sums of K = 256 exact products, then one bf16 rounding
-        bound = 256 * EPS * (np.abs(la.T) @ np.abs(ra)) + 2.0 ** -8 * np.abs(ref)
-        kernels = [k for _, k, _, _ in T.LADDER[:3]] + [T.matmul_fully_optimized(2, 1, 1)]
-        for k in kernels:
+        # fp32 sums of K = 256 exact products, then one bf16 rounding; the
+        # fully optimised kernel at one K tile per block also rounds its
+        # bf16 SBUF partial sum after the first K block
+        kernels = [(k, None) for _, k, _, _, _ in T.LADDER[:3]] + [(T.matmul_fully_optimized(2, 1, 1), 128)]
+        for k, sbuf_block_k in kernels:
+            ref, bound = T.error_bound(la, ra, sbuf_block_k)
             out, _ = both(k, lhsT, rhs)
             err = np.abs(nxsim.to_float32(out).astype(np.float64) - ref)
             self.assertTrue(np.all(err <= bound), "%s: %g" % (k, (err - bound).max()))
@@ -524,6 +525,12 @@ def too_many_partitions(a):
 
 
 @nki.jit
+def asserts_its_shape(a):
+    assert a.shape[0] == 256, "needs 256 rows"  # ERR
+    return a
+
+
+@nki.jit
 def psum_too_big(a):
     t = nl.zeros((128, 1024), dtype=nl.float32, buffer=nl.psum)  # ERR
     return t
@@ -639,6 +646,11 @@ class Errors(unittest.TestCase):
         self.check(too_many_partitions, nki.KernelError, words, call=too_many_partitions[1])
         self.check(too_many_partitions, nki.KernelError, words, call=nki.baremetal(too_many_partitions))
         self.check(too_many_partitions, nki.KernelError, words, call=nki.benchmark(too_many_partitions))
+
+    def test_kernel_assert(self):
+        # the kernel's own assert: a KernelError naming its line, not a
+        # traceback through the tracer
+        self.check(asserts_its_shape, nki.KernelError, ["assertion failed: needs 256 rows"])
 
     def test_psum_bank(self):
         self.check(psum_too_big, nki.KernelError, ["PSUM tile of 4096 bytes", "2048-byte PSUM bank"])

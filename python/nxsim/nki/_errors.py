@@ -55,7 +55,7 @@ def refuse(what):
     raise Unsupported(_prefix("%s is not supported by nxsim.nki (docs/parts/nki.md lists what is)" % what))
 
 
-def _inside_nxsim(tb):
+def inside_nxsim(tb):
     return os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_PACKAGE_DIR + os.sep)
 
 
@@ -64,7 +64,7 @@ def _user_frames(tb):
     (tb_next is writable: the kept entries are relinked in order)."""
     kept = []
     while tb is not None:
-        if not _inside_nxsim(tb):
+        if not inside_nxsim(tb):
             kept.append(tb)
         tb = tb.tb_next
     for a, b in zip(kept, kept[1:]):

@@ -14,7 +14,7 @@ from .. import _lib
 from .. import _session, _raise, exec_loaded
 from .._dtypes import name_of
 from . import _dtype
-from ._errors import KernelError, user_location
+from ._errors import KernelError, inside_nxsim, user_location
 from ._tensor import HbmTensor, Storage
 from ._trace import Trace, current
 
@@ -113,6 +113,21 @@ def _tensor_name(name, taken):
     return n
 
 
+def _kernel_assertion(e):
+    """An assert of the kernel's own code that failed, as the KernelError
+    naming its line (what NKI's tracer reports too), the kernel's frames kept;
+    an AssertionError raised inside nxsim is nxsim's fault and passes as it is."""
+    tb = e.__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    if inside_nxsim(tb):
+        return e
+    what = str(e)
+    err = KernelError("%s:%d: assertion failed%s" % (tb.tb_frame.f_code.co_filename, tb.tb_lineno,
+                                                      ": " + what if what else ""))
+    return err.with_traceback(e.__traceback__)
+
+
 def trace_kernel(fn, grid, args, kwargs, machine=None):
     """Runs fn's Python per program of `grid` and returns a Traced."""
     session = _session(machine or os.environ.get("NXSIM_MACHINE") or None)
@@ -153,7 +168,10 @@ def trace_kernel(fn, grid, args, kwargs, machine=None):
             tr.begin_program(tuple(reversed(pid)), tuple(grid), g * cores // total)  # consecutive programs share a core
             actual = {k: (HbmTensor(v, _dtype.BY_NX[v.dtype], v.shape) if isinstance(v, Storage) else v)
                       for k, v in call_args.items()}
-            ret = fn(**actual)
+            try:
+                ret = fn(**actual)
+            except AssertionError as e:
+                raise _kernel_assertion(e) from None
             names = [s.name for s in _storages(ret, [])]
             if g == 0:
                 returns, first = ret, names
