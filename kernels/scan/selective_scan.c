@@ -65,7 +65,7 @@ typedef struct sc_step {
     uint32_t ct;       /* channel tile within its segment */
     uint32_t gp;       /* partitions of the sequence tile's broadcast */
     uint64_t seg, group;
-    int first_in_seg, first_in_group, first_t, last_t;
+    int first_in_seg, first_in_group, first_t, last_t, d_load;
     uint64_t seg_c0, seg_nc; /* the segment's channels */
 } sc_step;
 
@@ -123,6 +123,7 @@ static sc_step *make_steps(const sc_ctx *s, uint32_t P, uint64_t *count) {
                 x->first_in_group = ct == 0;
                 x->first_t = tt == 0;
                 x->last_t = tt + 1 == ntt;
+                x->d_load = tt == 0 && ct == 0 && x->last_chunk;
                 x->seg_c0 = r - b * C, x->seg_nc = nc;
             }
         r = e;
@@ -173,11 +174,6 @@ static int load_step(sc_ctx *s, const sc_step *x, uint64_t i, nx_error *err) {
             nx_operand as = nx_ap_hbm_rows(p->a_dtype, s->A->hbm_offset + c0 * p->N * esz(p->a_dtype), np,
                                            (int32_t)p->N, (uint32_t)p->N);
             if (nx_rows_load(&s->r, &ad, &as, err) != 0) return -1;
-            if (p->skip) {
-                nx_operand dd = row(&s->dtab[ts], p->d_dtype, np, ct, 1);
-                nx_operand ds = nx_ap_hbm_rows(p->d_dtype, s->D->hbm_offset + c0 * esz(p->d_dtype), np, 1, 1);
-                if (nx_rows_load(&s->r, &dd, &ds, err) != 0) return -1;
-            }
             if (p->initial_state) {
                 nx_operand hd = row(&s->state[ts], NX_DT_FP32, np, ct * p->N, p->N);
                 nx_operand hs = nx_ap_hbm_rows(NX_DT_FP32, s->h0->hbm_offset + (x->b * p->C + c0) * p->N * 4, np,
@@ -205,6 +201,21 @@ static int load_step(sc_ctx *s, const sc_step *x, uint64_t i, nx_error *err) {
             cd = rows_nt(s, &s->cm_rows[i % SC_IN_SETS], dt, 1, 0, x->nn, x->tl, 0);
         }
         if (nx_rows_load(&s->r, &bd, &bs, err) != 0 || nx_rows_load(&s->r, &cd, &cs, err) != 0) return -1;
+    }
+    /* D with the segment's first tile's last chunk, the first step whose
+     * sum reads it (for all the segment's channel tiles), not with A: a
+     * transfer of 4 bytes per partition holds each DMA engine as long as
+     * 2 KiB would (docs/parts/machine.md, "DMA"): loaded with A, ahead of
+     * u and Bm, it delayed the first scan by that much (0.7 us) */
+    if (x->d_load && p->skip) {
+        const uint64_t P = s->r.partitions, nct = (x->seg_nc + P - 1) / P;
+        for (uint64_t ct = 0; ct < nct; ct++) {
+            uint64_t c0 = x->seg_c0 + ct * P;
+            uint32_t np = (uint32_t)(x->seg_nc - ct * P < P ? x->seg_nc - ct * P : P);
+            nx_operand dd = row(&s->dtab[ts], p->d_dtype, np, ct, 1);
+            nx_operand ds = nx_ap_hbm_rows(p->d_dtype, s->D->hbm_offset + c0 * esz(p->d_dtype), np, 1, 1);
+            if (nx_rows_load(&s->r, &dd, &ds, err) != 0) return -1;
+        }
     }
     return 0;
 }
@@ -400,6 +411,23 @@ static int finish(sc_ctx *s, const sc_step *x, const sc_step *nx, uint64_t i, nx
         nx_operand acc = row(&s->da[(i + 1) % SC_DA_SETS], NX_DT_FP32, np, nx->nn * s->pl.T, tl);
         return sum_into(s, x, e, eng, &acc, err);
     }
+    if (p->skip && !x->first_chunk && eng == NX_ENG_POOL && pool_chain(nx_kctx_machine(k), sum_rows(x), tl)) {
+        /* The previous chunks' sum (row nn) comes last: it is the one row
+         * another engine may still be writing (a sum deferred to VectorE),
+         * so the chunk's own rows and the skip term need not wait for it. */
+        nx_operand u = row(&s->ut[b], p->dtype, np, 0, tl), d = row(&s->dtab[ts], p->d_dtype, np, x->ct, 1);
+        nx_operand yo = p->dtype == NX_DT_FP32 ? y : row(&s->yo[w], p->dtype, np, 0, tl);
+        nx_operand acc = row(&s->da[e], NX_DT_FP32, np, 0, tl), prev = row(&s->da[e], NX_DT_FP32, np, x->nn * s->pl.T, tl);
+        for (uint64_t j = 1; j < x->nn; j++) {
+            nx_operand rj = row(&s->da[e], NX_DT_FP32, np, j * s->pl.T, tl);
+            if (nx_kctx_tensor_tensor(k, eng, NX_ALU_ADD, &y, j == 1 ? &acc : &y, &rj, err) != 0) return -1;
+        }
+        if (x->nn > 1) acc = y;
+        if (nx_kctx_scalar_tensor_tensor(k, eng, &y, &u, NX_ALU_MULTIPLY, &d, NX_ALU_ADD, &acc, err) != 0 ||
+            nx_kctx_tensor_tensor(k, eng, NX_ALU_ADD, &yo, &y, &prev, err) != 0)
+            return -1;
+        y = yo;
+    } else {
     if (sum_into(s, x, e, eng, &y, err) != 0) return -1;
     if (p->skip) {
         nx_operand u = row(&s->ut[b], p->dtype, np, 0, tl), d = row(&s->dtab[ts], p->d_dtype, np, x->ct, 1);
@@ -407,6 +435,7 @@ static int finish(sc_ctx *s, const sc_step *x, const sc_step *nx, uint64_t i, nx
         nx_operand yo = p->dtype == NX_DT_FP32 ? y : row(&s->yo[w], p->dtype, np, 0, tl);
         if (nx_kctx_scalar_tensor_tensor(k, eng, &yo, &u, NX_ALU_MULTIPLY, &d, NX_ALU_ADD, &y, err) != 0) return -1;
         y = yo;
+    }
     }
     const uint64_t off = ((x->b * p->C + x->c0) * p->L + x->t0) * esz(p->dtype);
     nx_operand to = nx_ap_hbm_rows(p->dtype, s->y->hbm_offset + off, np, (int32_t)p->L, (uint32_t)tl);
