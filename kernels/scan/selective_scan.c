@@ -380,10 +380,10 @@ static nx_engine sum_engine(sc_ctx *s, const sc_step *x) {
     return NX_ENG_POOL;
 }
 
-/* dst = the sum of step x's rows of dA set e on eng. */
-static int sum_into(sc_ctx *s, const sc_step *x, uint32_t e, nx_engine eng, const nx_operand *dst,
+/* dst = the sum of the first `rows` rows of step x's dA set e on eng. */
+static int sum_into(sc_ctx *s, const sc_step *x, uint32_t e, nx_engine eng, uint64_t rows, const nx_operand *dst,
                     nx_error *err) {
-    const uint64_t rows = sum_rows(x), tl = x->tl;
+    const uint64_t tl = x->tl;
     if (eng != NX_ENG_POOL || !pool_chain(nx_kctx_machine(s->k), rows, tl)) {
         nx_operand in = rows_nt(s, &s->da[e], NX_DT_FP32, x->np, 0, rows, tl, 0);
         return reduce(s->k, eng, dst, &in, err);
@@ -409,33 +409,32 @@ static int finish(sc_ctx *s, const sc_step *x, const sc_step *nx, uint64_t i, nx
     nx_operand y = row(&s->yt[w], NX_DT_FP32, np, 0, tl);
     if (!x->last_chunk) {
         nx_operand acc = row(&s->da[(i + 1) % SC_DA_SETS], NX_DT_FP32, np, nx->nn * s->pl.T, tl);
-        return sum_into(s, x, e, eng, &acc, err);
+        return sum_into(s, x, e, eng, sum_rows(x), &acc, err);
     }
-    if (p->skip && !x->first_chunk && eng == NX_ENG_POOL && pool_chain(nx_kctx_machine(k), sum_rows(x), tl)) {
-        /* The previous chunks' sum (row nn) comes last: it is the one row
-         * another engine may still be writing (a sum deferred to VectorE),
-         * so the chunk's own rows and the skip term need not wait for it. */
-        nx_operand u = row(&s->ut[b], p->dtype, np, 0, tl), d = row(&s->dtab[ts], p->d_dtype, np, x->ct, 1);
-        nx_operand yo = p->dtype == NX_DT_FP32 ? y : row(&s->yo[w], p->dtype, np, 0, tl);
-        nx_operand acc = row(&s->da[e], NX_DT_FP32, np, 0, tl), prev = row(&s->da[e], NX_DT_FP32, np, x->nn * s->pl.T, tl);
-        for (uint64_t j = 1; j < x->nn; j++) {
-            nx_operand rj = row(&s->da[e], NX_DT_FP32, np, j * s->pl.T, tl);
-            if (nx_kctx_tensor_tensor(k, eng, NX_ALU_ADD, &y, j == 1 ? &acc : &y, &rj, err) != 0) return -1;
-        }
-        if (x->nn > 1) acc = y;
-        if (nx_kctx_scalar_tensor_tensor(k, eng, &y, &u, NX_ALU_MULTIPLY, &d, NX_ALU_ADD, &acc, err) != 0 ||
-            nx_kctx_tensor_tensor(k, eng, NX_ALU_ADD, &yo, &y, &prev, err) != 0)
-            return -1;
-        y = yo;
+    if (!p->skip) {
+        if (sum_into(s, x, e, eng, sum_rows(x), &y, err) != 0) return -1;
     } else {
-    if (sum_into(s, x, e, eng, &y, err) != 0) return -1;
-    if (p->skip) {
         nx_operand u = row(&s->ut[b], p->dtype, np, 0, tl), d = row(&s->dtab[ts], p->d_dtype, np, x->ct, 1);
         /* y's dtype straight from the engine: the DMA then moves half the bytes of bf16 */
         nx_operand yo = p->dtype == NX_DT_FP32 ? y : row(&s->yo[w], p->dtype, np, 0, tl);
-        if (nx_kctx_scalar_tensor_tensor(k, eng, &yo, &u, NX_ALU_MULTIPLY, &d, NX_ALU_ADD, &y, err) != 0) return -1;
+        if (!x->first_chunk && eng == NX_ENG_POOL && pool_chain(nx_kctx_machine(k), sum_rows(x), tl)) {
+            /* The previous chunks' sum (row nn) comes last: it is the one
+             * row another engine may still be writing (a sum deferred to
+             * VectorE), so the chunk's own rows and the skip term need not
+             * wait for it. */
+            nx_operand own = row(&s->da[e], NX_DT_FP32, np, 0, tl);
+            nx_operand prev = row(&s->da[e], NX_DT_FP32, np, x->nn * s->pl.T, tl);
+            if (x->nn > 1) {
+                if (sum_into(s, x, e, eng, x->nn, &y, err) != 0) return -1;
+                own = y;
+            }
+            if (nx_kctx_scalar_tensor_tensor(k, eng, &y, &u, NX_ALU_MULTIPLY, &d, NX_ALU_ADD, &own, err) != 0 ||
+                nx_kctx_tensor_tensor(k, eng, NX_ALU_ADD, &yo, &y, &prev, err) != 0)
+                return -1;
+        } else if (sum_into(s, x, e, eng, sum_rows(x), &y, err) != 0 ||
+                   nx_kctx_scalar_tensor_tensor(k, eng, &yo, &u, NX_ALU_MULTIPLY, &d, NX_ALU_ADD, &y, err) != 0)
+            return -1;
         y = yo;
-    }
     }
     const uint64_t off = ((x->b * p->C + x->c0) * p->L + x->t0) * esz(p->dtype);
     nx_operand to = nx_ap_hbm_rows(p->dtype, s->y->hbm_offset + off, np, (int32_t)p->L, (uint32_t)tl);
