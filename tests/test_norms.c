@@ -176,6 +176,30 @@ static void layernorm_random(void **state) {
     roster_check("trn2", "layernorm", c, 2, "epsilon=1e-3");
 }
 
+/* bf16 X's column-chunk plan (kernels/norms/layernorm.c ln_chunked): H
+ * 5000 with B (VectorE's + B over the last 1216 columns, GpSimd's chunks of
+ * 2048 and a ragged 1736, three row tiles, the last ragged); H 20000 with B,
+ * where VectorE's share does not fit beside three buffer sets and GpSimd
+ * does the whole + B; H 3000 without B; H 60000, whose Scale and B alone
+ * exceed a partition, refused. */
+static void layernorm_chunked(void **state) {
+    (void)state;
+    roster_operand a[3] = {{"X", NX_DT_BF16, 2, {300, 5000}, NULL}, {"Scale", NX_DT_BF16, 1, {5000}, NULL},
+                           {"B", NX_DT_BF16, 1, {5000}, NULL}};
+    roster_check("trn2", "layernorm", a, 3, NULL);
+    roster_operand b[3] = {{"X", NX_DT_BF16, 2, {130, 20000}, NULL}, {"Scale", NX_DT_BF16, 1, {20000}, NULL},
+                           {"B", NX_DT_BF16, 1, {20000}, NULL}};
+    roster_check("trn2", "layernorm", b, 3, NULL);
+    roster_check("trn1", "layernorm", b, 3, NULL);
+    roster_operand c[2] = {{"X", NX_DT_BF16, 2, {257, 3000}, NULL}, {"Scale", NX_DT_BF16, 1, {3000}, NULL}};
+    roster_check("trn2", "layernorm", c, 2, NULL);
+    roster_operand d[3] = {{"X", NX_DT_BF16, 2, {4, 60000}, NULL}, {"Scale", NX_DT_BF16, 1, {60000}, NULL},
+                           {"B", NX_DT_BF16, 1, {60000}, NULL}};
+    roster_refused("trn2", "layernorm", d, 3, NULL,
+                   "operand 0 (X): 60000 elements from axis 1 need 379264 bytes per partition (Scale, B, the "
+                   "centred chunks and one buffer set), SBUF has 229376");
+}
+
 /* By hand: X = [1, 2, 3, 4] gives Mean 2.5, InvStdDev 1 / sqrt(1.25 + eps),
  * Y = (X - 2.5) * InvStdDev * Scale + B; a constant row gives Y = B. */
 static void layernorm_values(void **state) {
@@ -496,6 +520,7 @@ int main(void) {
         cmocka_unit_test(softmax_refusals),
         cmocka_unit_test(layernorm_random),
         cmocka_unit_test(layernorm_values),
+        cmocka_unit_test(layernorm_chunked),
         cmocka_unit_test(layernorm_refusals),
         cmocka_unit_test(cumsum_random),
         cmocka_unit_test(cumsum_values),
