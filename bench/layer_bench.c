@@ -3,7 +3,9 @@
  * registry and the SystemC model (trn2 unless --machine) on both cores of
  * the VNC grid. Cases: the Llama-3-8B layer shape (H 4096, 32 q heads, 8 kv
  * heads, d 128, I 14336) decode B 1 and 8 at cache length 2048 (S_max
- * 2049), tp 1; then the layer shrunk in H and I so that the whole bench
+ * 2049), tp 1; the issue's TP-8 shard of a 70B-like layer (H 8192, 8 q
+ * heads, 1 kv head, d 128, I 3584) decode B 8 at cache length 8192, tp 1
+ * (one kv head: tp 2 would split the heads, which it cannot); then the layer shrunk in H and I so that the whole bench
  * simulates within a minute on the bench host: H 2048, I 7168 (halved; the
  * heads, d, the GQA ratio and I / H = 3.5 kept), decode B 1 tp 1 and tp 2,
  * and a prefill S 256 onto a cache of 256 (S_max 512), tp 1 and tp 2; then
@@ -37,7 +39,8 @@ typedef struct layer_case {
 
 static void usage(FILE *f) {
     fputs("Usage: nxsim-bench-layer [--quick] [--machine NAME|FILE]\n"
-          "Runs decoder_layer (bf16): the Llama-3-8B layer decode B 1 and 8 at cache length 2048, and the layer\n"
+          "Runs decoder_layer (bf16): the Llama-3-8B layer decode B 1 and 8 at cache length 2048, a TP-8 shard of\n"
+          "a 70B-like layer (H 8192, 8 q / 1 kv heads, I 3584) decode B 8 at cache length 8192, and the layer\n"
           "shrunk to H 2048, I 7168 (32 q / 8 kv heads, d 128) decode B 1 and prefill S 256 with tp 1 and 2,\n"
           "against the weight-streaming (decode) and PE (prefill) bounds, on the SystemC model (default trn2,\n"
           "both cores), with the time by sub-kernel; then the Llama-3-8B prefill S 2048 (about 2 minutes).\n"
@@ -88,6 +91,7 @@ int nx_bench_layer_main(int argc, char **argv) {
     if ((st = nx_bench_machine(argv[0], a.machine ? a.machine : "trn2", &m)) != 0) return st;
     static const layer_case full[] = {
         {1, 1, 4096, 32, 8, 128, 14336, 2048, 2049, 1}, {8, 1, 4096, 32, 8, 128, 14336, 2048, 2049, 1},
+        {8, 1, 8192, 8, 1, 128, 3584, 8192, 8193, 1},
         {1, 1, 2048, 32, 8, 128, 7168, 2048, 2049, 1},  {1, 1, 2048, 32, 8, 128, 7168, 2048, 2049, 2},
         {1, 256, 2048, 32, 8, 128, 7168, 256, 512, 1},  {1, 256, 2048, 32, 8, 128, 7168, 256, 512, 2},
         {1, 2048, 4096, 32, 8, 128, 14336, 0, 2048, 1},

@@ -213,7 +213,7 @@ static void refusals(void **state) {
     const layer_case l = {NX_DT_BF16, 1, 4, 256, 4, 2, 64, 512, 256, {254}};
     build(&l, &o);
     roster_refused("trn2", f, o.op, 13, "n_q_heads=4;n_kv_heads=2",
-                   "decoder_layer: core 0 sp #91 (dma_copy): offsets[0] = 257 is out of bounds [0, 256)");
+                   "decoder_layer: core 0 sp #94 (dma_copy): offsets[0] = 257 is out of bounds [0, 256)");
     release(&o);
 }
 

@@ -71,7 +71,7 @@ static int decode_plan(mlp_state *s, nx_error *err) {
     if (mlp_prep_alloc(s, 1, err) != 0) return -1;
     uint64_t slo, shi;
     nx_kctx_rows(k, p->T, &slo, &shi);
-    if (mlp_prep_rows(s, 0, 0, (uint32_t)p->T, slo, shi, err) != 0 || mlp_prep_transpose(s, 0, (uint32_t)p->T, err) != 0)
+    if (mlp_prep_rows(s, 0, 0, (uint32_t)p->T, slo, shi, 1, err) != 0 || mlp_prep_transpose(s, 0, (uint32_t)p->T, err) != 0)
         return -1;
     /* the transposes' bank goes back to the pool: the piece takes every bank */
     if (nx_kctx_release(k, &s->tp, err) != 0) return -1;
@@ -94,6 +94,8 @@ static int decode_plan(mlp_state *s, nx_error *err) {
                              .xT = &s->xT[0], .aT = &s->aT[0], .a0 = s->t_lo};
         if (nx_mlp_dec_submit(d, &gu, err) != 0) goto out;
     }
+    /* x' after the gate/up stream's first loads (mlp_impl.h) */
+    if (mlp_prep_store_x(s, 0, 0, (uint32_t)p->T, slo, shi, err) != 0) goto out;
     /* H in whole PSUM banks per core */
     const uint64_t bank = s->bank_elems, nhb = nx_cdiv_u64(p->H, bank);
     uint64_t b_lo, b_hi;
@@ -133,7 +135,7 @@ static int pf_rows_of(pf_ctx *c, uint64_t b, nx_error *err) {
     const uint64_t r0 = c->lo + b * s->Tl, hi = nx_min_u64(r0 + s->Tl, c->hi);
     for (uint32_t u = 0; u < s->nsub; u++) {
         const uint32_t n = pf_rows(s, r0, hi, u);
-        if (n && mlp_prep_rows(s, u, r0 + (uint64_t)u * s->TI, n, c->lo, c->hi, err) != 0) return -1;
+        if (n && mlp_prep_rows(s, u, r0 + (uint64_t)u * s->TI, n, c->lo, c->hi, 0, err) != 0) return -1;
     }
     return 0;
 }

@@ -42,8 +42,15 @@ uint64_t mlp_need(const mlp_state *s, uint32_t Tl);
  * PSUM bank when own_tp, and sets ring_bytes from what SBUF has left. */
 int mlp_prep_alloc(mlp_state *s, int own_tp, nx_error *err);
 /* Sub-tile u of a block, tokens [r0, r0 + n) (n <= pe_cols): x loaded,
- * x' (its rows in [slo, shi) stored by this core), h rows. */
-int mlp_prep_rows(mlp_state *s, uint32_t u, uint64_t r0, uint32_t n, uint64_t slo, uint64_t shi, nx_error *err);
+ * x' (its rows in [slo, shi) stored by this core, unless defer_x: then by
+ * mlp_prep_store_x later), h rows. */
+int mlp_prep_rows(mlp_state *s, uint32_t u, uint64_t r0, uint32_t n, uint64_t slo, uint64_t shi, int defer_x,
+                  nx_error *err);
+/* The store of x' = x + r (with a residual) of sub-tile u's rows in [slo,
+ * shi). DMA transfers are triggered in program order, so a store that
+ * waits for VectorE's add holds back every transfer emitted after it:
+ * decode emits it after the weight stream's first loads. */
+int mlp_prep_store_x(mlp_state *s, uint32_t u, uint64_t r0, uint32_t n, uint64_t slo, uint64_t shi, nx_error *err);
 /* Sub-tile u's h rows (n of them) -> x^T at tokens [u * pe_cols, + n)
  * (K-chunk c at elements c * Tl), through the PSUM bank s->tpp. */
 int mlp_prep_transpose(mlp_state *s, uint32_t u, uint32_t n, nx_error *err);

@@ -66,7 +66,9 @@ int mlp_prep_alloc(mlp_state *s, int own_tp, nx_error *err) {
     s->ring_bytes = nx_min_u64(MLP_RING_MAX, sbuf - need);
     s->nsub = (uint32_t)nx_cdiv_u64(s->Tl, s->TI);
     nx_kctx *k = s->k;
-    if (p->norm && nx_rows_broadcast(&s->r, "gamma", s->gamma_hbm, p->gamma_dtype, p->H, p->gamma_dtype, &s->gamma, err) != 0)
+    const uint32_t rows = s->Tl < s->r.partitions ? s->Tl : s->r.partitions; /* the most a sub-tile holds */
+    if (p->norm && nx_rows_broadcast_rows(&s->r, "gamma", s->gamma_hbm, p->gamma_dtype, p->H, p->gamma_dtype, rows,
+                                          &s->gamma, err) != 0)
         return -1;
     for (uint32_t u = 0; u < s->nsub; u++)
         if (nx_kctx_alloc(k, NX_OPK_SBUF, "mlp_x_rows", dt, s->r.partitions, p->H, &s->xr[u], err) != 0 ||
@@ -107,7 +109,18 @@ int mlp_prep_transpose(mlp_state *s, uint32_t u, uint32_t n, nx_error *err) {
     return 0;
 }
 
-int mlp_prep_rows(mlp_state *s, uint32_t u, uint64_t r0, uint32_t n, uint64_t slo, uint64_t shi, nx_error *err) {
+int mlp_prep_store_x(mlp_state *s, uint32_t u, uint64_t r0, uint32_t n, uint64_t slo, uint64_t shi, nx_error *err) {
+    const nx_dtype dt = s->p.dtype;
+    const uint64_t a = slo > r0 ? slo : r0, b = shi < r0 + n ? shi : r0 + n;
+    if (!s->p.residual || a >= b) return 0;
+    nx_operand xv = nx_rows_view(&s->xr[u], dt, n, 0, s->p.H);
+    nx_operand part = nx_operand_rows(&xv, (uint32_t)(a - r0), (uint32_t)(b - a));
+    nx_operand xo = nx_rows_hbm(dt, s->xo, a, (uint32_t)(b - a), s->p.H);
+    return nx_rows_store(&s->r, &xo, &part, err);
+}
+
+int mlp_prep_rows(mlp_state *s, uint32_t u, uint64_t r0, uint32_t n, uint64_t slo, uint64_t shi, int defer_x,
+                  nx_error *err) {
     nx_kctx *k = s->k;
     const nx_mlp_params *p = &s->p;
     const nx_dtype dt = p->dtype;
@@ -120,12 +133,7 @@ int mlp_prep_rows(mlp_state *s, uint32_t u, uint64_t r0, uint32_t n, uint64_t sl
         if (nx_rows_store(&s->r, &rv, &rs, err) != 0 ||
             nx_kctx_tensor_tensor(k, NX_ENG_DVE, NX_ALU_ADD, &xv, &xv, &rv, err) != 0)
             return -1;
-        const uint64_t a = slo > r0 ? slo : r0, b = shi < r0 + n ? shi : r0 + n;
-        if (a < b) {
-            nx_operand part = nx_operand_rows(&xv, (uint32_t)(a - r0), (uint32_t)(b - a));
-            nx_operand xo = nx_rows_hbm(dt, s->xo, a, (uint32_t)(b - a), H);
-            if (nx_rows_store(&s->r, &xo, &part, err) != 0) return -1;
-        }
+        if (!defer_x && mlp_prep_store_x(s, u, r0, n, slo, shi, err) != 0) return -1;
     }
     if (!p->norm) return 0;
     nx_operand wv = nx_rows_view(&s->wr, p->r_dtype, n, 0, H), hv = nx_rows_view(&s->hr[u], dt, n, 0, H);

@@ -121,3 +121,12 @@ int nx_rows_broadcast(nx_rows *r, const char *name, uint64_t vec, nx_dtype vdt, 
         return -1;
     return 0;
 }
+
+int nx_rows_broadcast_rows(nx_rows *r, const char *name, uint64_t vec, nx_dtype vdt, uint64_t H, nx_dtype dt,
+                           uint32_t rows, nx_tile *out, nx_error *err) {
+    if (vdt != dt || !rows || rows > r->partitions || (uint64_t)rows * H * nx_dtype_size(dt) > NX_ROWS_BROADCAST_DMA_MAX)
+        return nx_rows_broadcast(r, name, vec, vdt, H, dt, out, err);
+    if (nx_kctx_alloc(r->k, NX_OPK_SBUF, name, dt, r->partitions, H, out, err) != 0) return -1;
+    nx_operand d = nx_rows_view(out, dt, rows, 0, H), s = nx_ap_hbm_rows(dt, vec, rows, 0, (uint32_t)H);
+    return nx_rows_load(r, &d, &s, err);
+}

@@ -87,4 +87,15 @@ uint64_t nx_rows_tile_bytes(uint64_t elems, nx_dtype dt);
 int nx_rows_broadcast(nx_rows *r, const char *name, uint64_t vec, nx_dtype vdt, uint64_t H, nx_dtype dt,
                       nx_tile *out, nx_error *err);
 
+/* The same for a consumer that reads only partitions [0, rows) of out (a
+ * few decode tokens): when vdt == dt and those rows are at most
+ * NX_ROWS_BROADCAST_DMA_MAX bytes, one DMA from HBM with a partition stride
+ * of 0, cut over the DMA engines, fills them (no PE pass, no ScalarE copies,
+ * no temporaries: the PE path's ~10 us at H 8192 sat at the start of every
+ * decode mlp and qkv); otherwise nx_rows_broadcast. Partitions from rows on
+ * are then unwritten. */
+#define NX_ROWS_BROADCAST_DMA_MAX (256u * 1024u)
+int nx_rows_broadcast_rows(nx_rows *r, const char *name, uint64_t vec, nx_dtype vdt, uint64_t H, nx_dtype dt,
+                           uint32_t rows, nx_tile *out, nx_error *err);
+
 #endif

@@ -285,12 +285,13 @@ static int alloc(qkv_state *s, nx_error *err) {
         if (nx_kctx_alloc(k, NX_OPK_SBUF, "w_piece", s->dt, P, (uint64_t)s->G * s->TN, &s->ring[i], err) != 0) return -1;
     /* the broadcasts last, so the space their temporaries leave is no x or
      * weight tile's (whose first loads would wait for them) */
-    if (p->norm &&
-        nx_rows_broadcast(&s->r, "gamma", s->gamma->hbm_offset, p->gamma_dtype, p->H, p->gamma_dtype, &s->gamma_t,
-                          err) != 0)
+    const uint32_t rows = s->KI > 1 ? P : qkv_clip(s->t_hi - s->t_lo, P); /* the most a token tile holds */
+    if (p->norm && nx_rows_broadcast_rows(&s->r, "gamma", s->gamma->hbm_offset, p->gamma_dtype, p->H, p->gamma_dtype,
+                                          rows, &s->gamma_t, err) != 0)
         return -1;
-    if (p->bias && nx_rows_broadcast(&s->r, "bias", s->bias->hbm_offset + s->h_lo * p->d * nx_dtype_size(p->bias_dtype),
-                                     p->bias_dtype, (s->h_hi - s->h_lo) * p->d, p->bias_dtype, &s->bias_t, err) != 0)
+    if (p->bias &&
+        nx_rows_broadcast_rows(&s->r, "bias", s->bias->hbm_offset + s->h_lo * p->d * nx_dtype_size(p->bias_dtype),
+                               p->bias_dtype, (s->h_hi - s->h_lo) * p->d, p->bias_dtype, rows, &s->bias_t, err) != 0)
         return -1;
     /* PSUM after the broadcasts, which take two banks while they run */
     for (int i = 0; i < 2; i++)
