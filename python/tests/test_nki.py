@@ -77,8 +77,23 @@ class Surface(unittest.TestCase):
         with self.assertRaises(nki.Unsupported) as cm:
             K.add_2d_grid[2, nl.nc(3)]
         self.assertIn("nl.nc on a grid dimension after the first", str(cm.exception))
-        with self.assertRaises(nki.Unsupported):
-            nl.spmd_dim(2, nl.nc(2))
+        # the cores last (the public multi-core tensor-addition tutorial's
+        # nl.spmd_dim(grid, nl.nc(2))): even programs on core 0, odd on core 1
+        inner = nl.spmd_dim(2, nl.nc(2))
+        self.assertEqual(inner, 4)
+
+        def cores_of(text):
+            return [int(line.split()[1]) for line in text.splitlines() if line.startswith(".core ")]
+
+        # the program text switches core at each change (kernel[4]: programs
+        # 0, 1 on core 0, then 2, 3 on core 1)
+        self.assertEqual(cores_of(nki.trace(K.add_rows[inner], a, b).text), [0, 1, 0, 1])
+        self.assertEqual(cores_of(nki.trace(K.add_rows[4], a, b).text), [0, 1])
+        out, run = both(K.add_rows[inner], a, b)
+        np.testing.assert_array_equal(out, a + b)
+        self.assertEqual(run.cores, 2)
+        with self.assertRaises(nki.KernelError):
+            nl.spmd_dim(nl.nc(2), nl.nc(2))
         with self.assertRaises(nki.KernelError):
             nl.spmd_dim(nl.nc(2), 0)
 
@@ -212,6 +227,23 @@ class Surface(unittest.TestCase):
         a64 = a.astype(np.float64)
         ref = (a64 - a64.mean(axis=1, keepdims=True)) / np.sqrt(a64.var(axis=1, keepdims=True) + 1e-5)
         np.testing.assert_allclose(out, ref, rtol=100 * EPS, atol=1e-5)
+
+    def test_bn_stats_masked_ragged_chunk(self):
+        a = f32(self.rng, 96, 1300) * 2 + 0.5
+        out, _ = both(K.bn_stats_ragged, a)
+        a64 = a.astype(np.float64)
+        np.testing.assert_allclose(out[:, 0], a64.mean(axis=1), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(out[:, 1], a64.var(axis=1), rtol=1e-4, atol=1e-6)
+
+    def test_dst_forms(self):
+        lhsT, rhs, a = f32(self.rng, 384, 64), f32(self.rng, 384, 256), f32(self.rng, 128, 40)
+        (prod, first, ew), _ = both(K.dst_forms, lhsT, rhs, a)
+        l64, r64 = lhsT.astype(np.float64), rhs.astype(np.float64)
+        np.testing.assert_allclose(prod, l64.T @ r64, rtol=1e-5, atol=1e-4)  # the K loop accumulated
+        np.testing.assert_allclose(first, l64[:128].T @ r64[:128], rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(ew, 2 * np.exp(0.5 * a.astype(np.float64)), rtol=4 * EPS)
+        # nki.simulate(kernel)(...): the newer package's entry point
+        np.testing.assert_array_equal(nki.simulate(K.dst_forms)(lhsT, rhs, a)[2], ew)
 
     def test_tensor_tensor_scan(self):
         a, b = f32(self.rng, 128, 32) * 0.5, f32(self.rng, 128, 32)

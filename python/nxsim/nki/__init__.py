@@ -30,7 +30,7 @@ from . import language
 from ._errors import KernelError, Unsupported, entry_point
 from ._launch import Traced, trace_kernel
 
-__all__ = ["jit", "simulate_kernel", "profile_kernel", "benchmark", "baremetal", "trace", "KernelError",
+__all__ = ["jit", "simulate_kernel", "simulate", "profile_kernel", "benchmark", "baremetal", "trace", "KernelError",
            "Unsupported", "Traced"]
 
 
@@ -53,7 +53,7 @@ class Kernel:
             # consecutive programs share a core: the core dimension is the first
             raise Unsupported("%s%r: nl.nc on a grid dimension after the first is not supported by nxsim.nki "
                               "(docs/parts/nki.md lists what is)" % (self.fn.__name__, list(g)))
-        return Kernel(self.fn, tuple(int(n) for n in g), self.options)
+        return Kernel(self.fn, tuple(n if isinstance(n, language._Cores) else int(n) for n in g), self.options)
 
     @entry_point
     def __call__(self, *args, **kwargs):
@@ -118,6 +118,12 @@ def baremetal(kernel=None, machine=None, backend="model", **hardware_options):
         return run
 
     return wrap if kernel is None else wrap(kernel)
+
+
+def simulate(kernel=None, machine=None, backend="model", **options):
+    """nki.simulate(kernel)(*args) (the newer nki package's CPU simulator
+    entry point): the same run as simulate_kernel, on nxsim's model."""
+    return baremetal(kernel, machine=machine, backend=backend, **options)
 
 
 @entry_point

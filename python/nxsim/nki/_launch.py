@@ -128,6 +128,16 @@ def _kernel_assertion(e):
     return err.with_traceback(e.__traceback__)
 
 
+def _core_of(grid, pid0, g, cores, total):
+    """The core program g (pid0 along the first dimension) runs on: the
+    first dimension's nl.nc / nl.spmd_dim core mapping when its core count
+    is the machine's, else consecutive programs share a core."""
+    d = grid[0]
+    if getattr(d, "count", None) == cores and cores > 1:
+        return (pid0 // d.stride) % d.count
+    return g * cores // total
+
+
 def trace_kernel(fn, grid, args, kwargs, machine=None):
     """Runs fn's Python per program of `grid` and returns a Traced."""
     session = _session(machine or os.environ.get("NXSIM_MACHINE") or None)
@@ -165,7 +175,8 @@ def trace_kernel(fn, grid, args, kwargs, machine=None):
             for n in reversed(grid):
                 pid.append(rest % n)
                 rest //= n
-            tr.begin_program(tuple(reversed(pid)), tuple(grid), g * cores // total)  # consecutive programs share a core
+            tr.begin_program(tuple(reversed(pid)), tuple(int(n) for n in grid),
+                             _core_of(grid, pid[-1], g, cores, total))
             actual = {k: (HbmTensor(v, _dtype.BY_NX[v.dtype], v.shape) if isinstance(v, Storage) else v)
                       for k, v in call_args.items()}
             try:

@@ -62,7 +62,15 @@ def num_programs(axes=None):
 
 
 class _Cores(int):
-    """The size nl.nc(n) gives: n, marked as the grid's core dimension."""
+    """A launch-grid size with cores in it: nl.nc(n) (n programs, one per
+    core) or nl.spmd_dim with an nl.nc factor. count is the core factor,
+    stride the product of the factors after it: program i of the dimension
+    runs on core (i // stride) % count."""
+
+    def __new__(cls, n, count=None, stride=1):
+        v = int.__new__(cls, n)
+        v.count, v.stride = (n if count is None else count), stride
+        return v
 
 
 def nc(n):
@@ -73,19 +81,26 @@ def nc(n):
 
 
 def spmd_dim(*factors):
-    """nl.spmd_dim(nl.nc(2), 2): one launch-grid dimension of the factors'
-    product, the cores outermost (program i of 4 on core i // 2: the
-    mapping every grid gets, consecutive programs on one core,
-    docs/parts/nki.md). A core factor after another factor would put
-    consecutive programs on different cores: refused by name."""
+    """nl.spmd_dim(nl.nc(2), 2) or nl.spmd_dim(2, nl.nc(2)): one launch-grid
+    dimension of the factors' product. With the cores outermost, program i of
+    4 runs on core i // 2 (consecutive programs on one core); with the cores
+    last, on core i % 2 (the public multi-core tensor-addition tutorial's
+    even and odd programs); in general core (i // (the factors after the
+    core factor)) % cores (docs/parts/nki.md)."""
     if not factors or builtins.any(not isinstance(f, int) or f < 1 for f in factors):
         user_error("nl.spmd_dim%r: the factors are positive integers (nl.nc(n) for the cores)" % (factors,))
-    if builtins.any(isinstance(f, _Cores) for f in factors[1:]):
-        refuse("nl.spmd_dim with nl.nc after another factor (cores inner)")
+    at = [i for i, f in enumerate(factors) if isinstance(f, _Cores)]
+    if len(at) > 1:
+        user_error("nl.spmd_dim%r: at most one nl.nc factor" % (factors,))
     n = 1
     for f in factors:
         n *= f
-    return _Cores(n) if isinstance(factors[0], _Cores) else n
+    if not at:
+        return n
+    stride = 1
+    for f in factors[at[0] + 1:]:
+        stride *= f
+    return _Cores(n, int(factors[at[0]]), stride)
 
 
 def program_ndim():
