@@ -409,6 +409,21 @@ class EntryPoints(unittest.TestCase):
             np.testing.assert_array_equal(outs["out0"], a + b)
             self.assertTrue(run.race_checked)
 
+    def test_benchmark_on_typed_placeholders(self):
+        # nki.benchmark(...)(kernel) called with nki.typing.tensor[[shape],
+        # dtype] instead of arrays (the public profiling example's form): the
+        # inputs get deterministic pseudo-random values, the latency is set
+        import nxsim.nki.typing as nt
+        bench = nki.benchmark(save_neff_name="file.neff", save_trace_name="profile.ntff")(K.add_rows)
+        out = bench(nt.tensor[[128, 64], nl.float32], nt.tensor[[128, 64], nl.float32])
+        self.assertEqual(out.shape, (128, 64))
+        again = bench(nt.tensor[[128, 64], nl.float32], nt.tensor[[128, 64], nl.float32])
+        np.testing.assert_array_equal(out, again)
+        self.assertTrue(np.all(np.abs(out) < 2))
+        self.assertGreater(bench.benchmark_result.nc_latency.get_latency_percentile(50), 0)
+        with self.assertRaises(nki.KernelError):
+            bench(nt.tensor[[128, 0], nl.float32], nt.tensor[[128, 64], nl.float32])
+
     def test_profile_names_kernel_lines(self):
         rng = np.random.default_rng(4)
         a, b = f32(rng, 128, 64), f32(rng, 128, 64)
