@@ -473,3 +473,30 @@ def bn_stats_ragged(a):
         st[i_p, j * 6 + i_s] = nisa.bn_stats(x[i_p, j * 512 + i_f], mask=(j * 512 + i_f < F), dtype=nl.float32)
     nl.store(mv_out, nisa.bn_aggr(st))
     return mv_out
+
+
+@nki.jit
+def _scale_into(x, out_tile, j):
+    """A jitted helper another kernel calls: it runs inline on the caller's
+    tiles and writes block j of out_tile."""
+    out_tile[j, :, :] = x * float(j + 1)
+
+
+@nki.jit
+def calls_a_jitted_helper(a):
+    """Two calls of a jitted helper into the blocks of one SBUF tile, then the
+    last column of the second block kept as a [P, 1] column
+    (col[...] = t[0:P, F - 1] assigns a [P] slice to a [P, 1] tile)."""
+    P, F = a.shape
+    out = nl.ndarray((2, P, F), dtype=a.dtype, buffer=nl.shared_hbm)
+    last = nl.ndarray((P, 1), dtype=a.dtype, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    t = nl.ndarray([2, nl.par_dim(P), F], dtype=a.dtype, buffer=nl.sbuf)
+    _scale_into(x, t, 0)
+    _scale_into(x, t, 1)
+    col = nl.zeros((P, 1), dtype=a.dtype)
+    col[...] = t[1, 0:P, F - 1]
+    nl.store(out[0], t[0, :, :])
+    nl.store(out[1], t[1, :, :])
+    nl.store(last, col)
+    return out, last

@@ -245,6 +245,13 @@ class Surface(unittest.TestCase):
         # nki.simulate(kernel)(...): the newer package's entry point
         np.testing.assert_array_equal(nki.simulate(K.dst_forms)(lhsT, rhs, a)[2], ew)
 
+    def test_jitted_helper_runs_inline(self):
+        a = f32(self.rng, 128, 48)
+        (out, last), _ = both(K.calls_a_jitted_helper, a)
+        np.testing.assert_array_equal(out[0], a)
+        np.testing.assert_array_equal(out[1], a * np.float32(2))
+        np.testing.assert_array_equal(last[:, 0], a[:, 47] * np.float32(2))
+
     def test_tensor_tensor_scan(self):
         a, b = f32(self.rng, 128, 32) * 0.5, f32(self.rng, 128, 32)
         out, _ = both(K.scan, a, b)

@@ -26,7 +26,7 @@ implement.
 """
 import functools
 
-from . import language
+from . import _trace, language
 from ._errors import KernelError, Unsupported, entry_point
 from ._launch import Traced, trace_kernel
 
@@ -57,6 +57,14 @@ class Kernel:
 
     @entry_point
     def __call__(self, *args, **kwargs):
+        if _trace.current.get() is not None:
+            # called from a kernel being traced (a helper decorated with
+            # nki.jit, as the public rotary tutorial's core is): its Python
+            # runs inline on the caller's tiles, as NKI inlines it
+            if self.grid:
+                raise KernelError("%s%s: a kernel called from another kernel runs inline, without a launch grid"
+                                  % (self.fn.__name__, list(self.grid)))
+            return self.fn(*args, **kwargs)
         return simulate_kernel(self, *args, **kwargs)
 
     def __repr__(self):
