@@ -500,3 +500,23 @@ def calls_a_jitted_helper(a):
     nl.store(out[1], t[1, :, :])
     nl.store(last, col)
     return out, last
+
+
+@nki.jit
+def scores_masked(q, k):
+    """fp32 q and k loaded transposed as bf16 (load_transpose2d through the
+    PE), their product in PSUM masked causally by affine_select (its PSUM
+    input copied to SBUF first), the row max by tensor_reduce(np.max)."""
+    S, D = q.shape
+    masked = nl.ndarray((S, S), dtype=nl.float32, buffer=nl.shared_hbm)
+    rowmax = nl.ndarray((S, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    i_s, i_d = nl.mgrid[0:S, 0:D]
+    qT = nl.load_transpose2d(q[i_s, i_d], dtype=nl.bfloat16)
+    kT = nl.load_transpose2d(k[i_s, i_d], dtype=nl.bfloat16)
+    ps = nl.zeros((S, S), dtype=nl.float32, buffer=nl.psum)
+    ps += nisa.nc_matmul(stationary=qT, moving=kT)
+    ip, jf = nl.mgrid[0:S, 0:S]
+    m = nisa.affine_select(pred=(ip >= jf), on_true_tile=ps[ip, jf], on_false_value=-9984.0, dtype=nl.float32)
+    nl.store(masked, m)
+    nl.store(rowmax, nisa.tensor_reduce(np.max, data=m, axis=(1,), keepdims=True))
+    return masked, rowmax

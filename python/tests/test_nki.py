@@ -252,6 +252,16 @@ class Surface(unittest.TestCase):
         np.testing.assert_array_equal(out[1], a * np.float32(2))
         np.testing.assert_array_equal(last[:, 0], a[:, 47] * np.float32(2))
 
+    def test_transposed_fp32_load_psum_select_np_max(self):
+        q, k = f32(self.rng, 96, 64), f32(self.rng, 96, 64)
+        (masked, rowmax), _ = both(K.scores_masked, q, k)
+        qb = nxsim.to_float32(nxsim.to_bf16(q)).astype(np.float64)
+        kb = nxsim.to_float32(nxsim.to_bf16(k)).astype(np.float64)
+        want = qb @ kb.T
+        want[np.triu_indices(96, 1)] = -9984.0
+        np.testing.assert_allclose(masked, want, rtol=1e-5, atol=1e-4)
+        np.testing.assert_array_equal(rowmax[:, 0], masked.max(axis=1))
+
     def test_tensor_tensor_scan(self):
         a, b = f32(self.rng, 128, 32) * 0.5, f32(self.rng, 128, 32)
         out, _ = both(K.scan, a, b)

@@ -214,7 +214,10 @@ def affine_select(pred, on_true_tile, on_false_value, dtype=None, mask=None, **k
         user_error("nisa.affine_select: pred must be one comparison of an index expression (e.g. i_p >= i_f)")
     a = read(_emit.on_chip(on_true_tile, "nisa.affine_select"))
     if a.mem != "sbuf":
-        user_error("nisa.affine_select runs on GpSimd, which reads SBUF only; on_true_tile is in %s" % a.mem)
+        # GpSimd reads SBUF only: a PSUM on_true_tile (the SD-attention
+        # tutorial masks its QK^T PSUM tile) is copied to SBUF first, in the
+        # result dtype, as the NKI compiler does (one DVE tensor_copy)
+        a = nl.copy(a, dtype=dtype_of(dtype) if dtype else a.dtype)
     if not isinstance(on_false_value, numbers.Number):
         refuse("nisa.affine_select with a tile as on_false_value")
     (expr, op), = pred.clauses

@@ -242,10 +242,26 @@ def load_transpose2d(src, mask=None, dtype=None, **kwargs):
     if not isinstance(src, AP) or src.mem != "hbm" or src.ndim != 2:
         user_error("nl.load_transpose2d reads a 2-D region of an HBM tensor")
     if src.dtype.itemsize != 2 or (dtype is not None and dtype_of(dtype).nx != src.dtype.nx):
-        refuse("nl.load_transpose2d of %s data (the DMA transpose moves 2-byte types, without conversion)"
-               % src.dtype)
+        return _load_transpose_pe(src, dtype)
     dst = _emit.new_tile(sbuf, src.dtype, (src.shape[1], src.shape[0]), "nl.load_transpose2d result")
     return _emit.produced(dst, _emit.dma(dst, src, None, "dma_transpose"), None)
+
+
+def _load_transpose_pe(src, dtype):
+    """load_transpose2d of what the DMA transpose cannot move (4-byte data,
+    or a conversion on the way: the SD-attention tutorial loads fp32 q and k
+    as bf16): the [A, B] region loaded as it is, transposed on the PE into
+    PSUM (exact) and copied out in the result dtype."""
+    from . import isa
+
+    a, b = src.shape
+    g = trace().geo
+    if a > g["partitions"] or b > g["partitions"]:
+        user_error("nl.load_transpose2d of a [%d, %d] region of %s data: each side at most %d (it goes through a PE "
+                   "transpose; the DMA transpose of 2-byte data has no such limit)" % (a, b, src.dtype, g["partitions"]))
+    t = load(src)
+    pt = isa.nc_transpose(t, engine="pe", dtype=float32)
+    return copy(pt, dtype=dtype_of(dtype) if dtype is not None else src.dtype)
 
 
 def copy(src, dtype=None, mask=None, **kwargs):
@@ -340,7 +356,10 @@ for _f, _op in ((_np.add, "add"), (_np.subtract, "subtract"), (_np.multiply, "mu
                 (_np.not_equal, "not_equal"), (_np.greater, "is_gt"), (_np.greater_equal, "is_ge"),
                 (_np.less, "is_lt"), (_np.less_equal, "is_le"), (_np.bitwise_and, "bitwise_and"),
                 (_np.bitwise_or, "bitwise_or"), (_np.bitwise_xor, "bitwise_xor"), (_np.left_shift, "shift_left"),
-                (_np.right_shift, "shift_right")):
+                (_np.right_shift, "shift_right"),
+                # the reductions' names for the same operators (np.max as a
+                # tensor_reduce op, as the SD-attention tutorial passes it)
+                (_np.max, "max"), (_np.min, "min"), (_np.sum, "add"), (_np.prod, "multiply")):
     _ALU[_f] = _op
 
 _ACT = {}  # nl function -> nxsim activation function (docs/ISA.md, "Activation functions")
