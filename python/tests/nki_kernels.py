@@ -453,6 +453,9 @@ def dst_forms(lhsT, rhs, a):
     nisa.memset(dst=two, value=2.0)
     s = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
     nisa.tensor_tensor(dst=s, data1=e, data2=two, op=nl.multiply)
+    r = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.reciprocal(dst=r, data=s)
+    nisa.tensor_tensor(dst=s, data1=s, data2=r, op=nl.add)
     nisa.dma_copy(dst=ew, src=s)
     return prod, first, ew
 

@@ -160,6 +160,12 @@ def tensor_reduce(op, data, axis, negate=False, keepdims=False, dtype=None, mask
                      what="tensor_reduce")
 
 
+def reciprocal(data, dtype=None, mask=None, **kwargs):
+    """nisa.reciprocal (VectorE): 1 / data as tensor_scalar divide with the
+    operand first (reverse0), an IEEE division of each element."""
+    return nl._binary("divide", 1.0, data, dtype=dtype, mask=mask, engine="dve", what="reciprocal")
+
+
 def tensor_copy(src, engine=None, dtype=None, mask=None, **kwargs):
     e = _engine(engine, ("dve", "act", "pool"), "dve", "nisa.tensor_copy")
     a = read(_emit.on_chip(src, "nisa.tensor_copy"))
@@ -416,9 +422,9 @@ def _memset_form(shape=None, value=None, dtype=None, mask=None, engine=None, dst
 
 
 for _name in ("nc_matmul", "nc_transpose", "activation", "activation_reduce", "tensor_tensor", "tensor_scalar",
-              "scalar_tensor_tensor", "tensor_reduce", "tensor_copy", "tensor_tensor_scan", "iota", "affine_select",
-              "bn_stats", "bn_aggr", "partition_all_reduce", "tensor_partition_reduce", "max8", "nc_find_index8",
-              "nc_match_replace8", "dma_transpose"):
+              "reciprocal", "scalar_tensor_tensor", "tensor_reduce", "tensor_copy", "tensor_tensor_scan", "iota",
+              "affine_select", "bn_stats", "bn_aggr", "partition_all_reduce", "tensor_partition_reduce", "max8",
+              "nc_find_index8", "nc_match_replace8", "dma_transpose"):
     globals()[_name] = _dst_form(globals()[_name])
 _memset = memset
 memset = _memset_form
