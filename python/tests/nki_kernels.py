@@ -416,3 +416,110 @@ def dma_transposed(w):
     nl.store(t_out, t)
     nl.store(back, nisa.dma_transpose(t))
     return t_out, back
+
+
+@nki.jit
+def dst_forms(lhsT, rhs, a):
+    """The newer package's dst= calls: DMA, a K loop of nc_matmul(dst=psum)
+    accumulating, the positional nc_matmul(psum, stationary, moving) and
+    tensor_copy(dst, src), tensor_tensor / activation / memset into dst."""
+    K, M = lhsT.shape
+    N = rhs.shape[1]
+    prod = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+    first = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+    ew = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.psum)
+    for k in nl.affine_range(K // 128):
+        st = nl.ndarray((128, M), dtype=lhsT.dtype, buffer=nl.sbuf)
+        mv = nl.ndarray((128, N), dtype=rhs.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=st, src=lhsT[k * 128:(k + 1) * 128, :])
+        nisa.dma_copy(dst=mv, src=rhs[k * 128:(k + 1) * 128, :])
+        nisa.nc_matmul(dst=acc, stationary=st, moving=mv)
+    sb = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(sb, acc)
+    nisa.dma_copy(dst=prod, src=sb)
+    # one K chunk alone, positional: overwrites a fresh PSUM tile
+    st0 = nl.load(lhsT[0:128, :])
+    mv0 = nl.load(rhs[0:128, :])
+    one = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(one, st0, mv0)
+    sb1 = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=sb1, src=one)
+    nisa.dma_copy(dst=first, src=sb1)
+    x = nl.load(a)
+    e = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation(dst=e, op=nl.exp, data=x, scale=0.5)
+    two = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=two, value=2.0)
+    s = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=s, data1=e, data2=two, op=nl.multiply)
+    r = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.reciprocal(dst=r, data=s)
+    nisa.tensor_tensor(dst=s, data1=s, data2=r, op=nl.add)
+    nisa.dma_copy(dst=ew, src=s)
+    return prod, first, ew
+
+
+@nki.jit
+def bn_stats_ragged(a):
+    """bn_stats per 512-column chunk with mask= on the ragged last chunk (the
+    NKI layernorm tutorial's form), bn_aggr into (mean, var)."""
+    P, F = a.shape
+    mv_out = nl.ndarray((P, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    n = (F + 511) // 512
+    i_p = nl.arange(P)[:, None]
+    i_f = nl.arange(512)[None, :]
+    i_s = nl.arange(6)[None, :]
+    st = nl.ndarray((P, 6 * n), dtype=nl.float32)
+    for j in nl.affine_range(n):
+        st[i_p, j * 6 + i_s] = nisa.bn_stats(x[i_p, j * 512 + i_f], mask=(j * 512 + i_f < F), dtype=nl.float32)
+    nl.store(mv_out, nisa.bn_aggr(st))
+    return mv_out
+
+
+@nki.jit
+def _scale_into(x, out_tile, j):
+    """A jitted helper another kernel calls: it runs inline on the caller's
+    tiles and writes block j of out_tile."""
+    out_tile[j, :, :] = x * float(j + 1)
+
+
+@nki.jit
+def calls_a_jitted_helper(a):
+    """Two calls of a jitted helper into the blocks of one SBUF tile, then the
+    last column of the second block kept as a [P, 1] column
+    (col[...] = t[0:P, F - 1] assigns a [P] slice to a [P, 1] tile)."""
+    P, F = a.shape
+    out = nl.ndarray((2, P, F), dtype=a.dtype, buffer=nl.shared_hbm)
+    last = nl.ndarray((P, 1), dtype=a.dtype, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    t = nl.ndarray([2, nl.par_dim(P), F], dtype=a.dtype, buffer=nl.sbuf)
+    _scale_into(x, t, 0)
+    _scale_into(x, t, 1)
+    col = nl.zeros((P, 1), dtype=a.dtype)
+    col[...] = t[1, 0:P, F - 1]
+    nl.store(out[0], t[0, :, :])
+    nl.store(out[1], t[1, :, :])
+    nl.store(last, col)
+    return out, last
+
+
+@nki.jit
+def scores_masked(q, k):
+    """fp32 q and k loaded transposed as bf16 (load_transpose2d through the
+    PE), their product in PSUM masked causally by affine_select (its PSUM
+    input copied to SBUF first), the row max by tensor_reduce(np.max)."""
+    S, D = q.shape
+    masked = nl.ndarray((S, S), dtype=nl.float32, buffer=nl.shared_hbm)
+    rowmax = nl.ndarray((S, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    i_s, i_d = nl.mgrid[0:S, 0:D]
+    qT = nl.load_transpose2d(q[i_s, i_d], dtype=nl.bfloat16)
+    kT = nl.load_transpose2d(k[i_s, i_d], dtype=nl.bfloat16)
+    ps = nl.zeros((S, S), dtype=nl.float32, buffer=nl.psum)
+    ps += nisa.nc_matmul(stationary=qT, moving=kT)
+    ip, jf = nl.mgrid[0:S, 0:S]
+    m = nisa.affine_select(pred=(ip >= jf), on_true_tile=ps[ip, jf], on_false_value=-9984.0, dtype=nl.float32)
+    nl.store(masked, m)
+    nl.store(rowmax, nisa.tensor_reduce(np.max, data=m, axis=(1,), keepdims=True))
+    return masked, rowmax

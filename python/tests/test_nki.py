@@ -77,8 +77,23 @@ class Surface(unittest.TestCase):
         with self.assertRaises(nki.Unsupported) as cm:
             K.add_2d_grid[2, nl.nc(3)]
         self.assertIn("nl.nc on a grid dimension after the first", str(cm.exception))
-        with self.assertRaises(nki.Unsupported):
-            nl.spmd_dim(2, nl.nc(2))
+        # the cores last (the public multi-core tensor-addition tutorial's
+        # nl.spmd_dim(grid, nl.nc(2))): even programs on core 0, odd on core 1
+        inner = nl.spmd_dim(2, nl.nc(2))
+        self.assertEqual(inner, 4)
+
+        def cores_of(text):
+            return [int(line.split()[1]) for line in text.splitlines() if line.startswith(".core ")]
+
+        # the program text switches core at each change (kernel[4]: programs
+        # 0, 1 on core 0, then 2, 3 on core 1)
+        self.assertEqual(cores_of(nki.trace(K.add_rows[inner], a, b).text), [0, 1, 0, 1])
+        self.assertEqual(cores_of(nki.trace(K.add_rows[4], a, b).text), [0, 1])
+        out, run = both(K.add_rows[inner], a, b)
+        np.testing.assert_array_equal(out, a + b)
+        self.assertEqual(run.cores, 2)
+        with self.assertRaises(nki.KernelError):
+            nl.spmd_dim(nl.nc(2), nl.nc(2))
         with self.assertRaises(nki.KernelError):
             nl.spmd_dim(nl.nc(2), 0)
 
@@ -212,6 +227,41 @@ class Surface(unittest.TestCase):
         a64 = a.astype(np.float64)
         ref = (a64 - a64.mean(axis=1, keepdims=True)) / np.sqrt(a64.var(axis=1, keepdims=True) + 1e-5)
         np.testing.assert_allclose(out, ref, rtol=100 * EPS, atol=1e-5)
+
+    def test_bn_stats_masked_ragged_chunk(self):
+        a = f32(self.rng, 96, 1300) * 2 + 0.5
+        out, _ = both(K.bn_stats_ragged, a)
+        a64 = a.astype(np.float64)
+        np.testing.assert_allclose(out[:, 0], a64.mean(axis=1), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(out[:, 1], a64.var(axis=1), rtol=1e-4, atol=1e-6)
+
+    def test_dst_forms(self):
+        lhsT, rhs, a = f32(self.rng, 384, 64), f32(self.rng, 384, 256), f32(self.rng, 128, 40)
+        (prod, first, ew), _ = both(K.dst_forms, lhsT, rhs, a)
+        l64, r64 = lhsT.astype(np.float64), rhs.astype(np.float64)
+        np.testing.assert_allclose(prod, l64.T @ r64, rtol=1e-5, atol=1e-4)  # the K loop accumulated
+        np.testing.assert_allclose(first, l64[:128].T @ r64[:128], rtol=1e-5, atol=1e-4)
+        two_e = 2 * np.exp(0.5 * a.astype(np.float64))
+        np.testing.assert_allclose(ew, two_e + 1 / two_e, rtol=8 * EPS)  # nisa.reciprocal into dst, then + into dst
+        # nki.simulate(kernel)(...): the newer package's entry point
+        np.testing.assert_array_equal(nki.simulate(K.dst_forms)(lhsT, rhs, a)[2], ew)
+
+    def test_jitted_helper_runs_inline(self):
+        a = f32(self.rng, 128, 48)
+        (out, last), _ = both(K.calls_a_jitted_helper, a)
+        np.testing.assert_array_equal(out[0], a)
+        np.testing.assert_array_equal(out[1], a * np.float32(2))
+        np.testing.assert_array_equal(last[:, 0], a[:, 47] * np.float32(2))
+
+    def test_transposed_fp32_load_psum_select_np_max(self):
+        q, k = f32(self.rng, 96, 64), f32(self.rng, 96, 64)
+        (masked, rowmax), _ = both(K.scores_masked, q, k)
+        qb = nxsim.to_float32(nxsim.to_bf16(q)).astype(np.float64)
+        kb = nxsim.to_float32(nxsim.to_bf16(k)).astype(np.float64)
+        want = qb @ kb.T
+        want[np.triu_indices(96, 1)] = -9984.0
+        np.testing.assert_allclose(masked, want, rtol=1e-5, atol=1e-4)
+        np.testing.assert_array_equal(rowmax[:, 0], masked.max(axis=1))
 
     def test_tensor_tensor_scan(self):
         a, b = f32(self.rng, 128, 32) * 0.5, f32(self.rng, 128, 32)
@@ -376,6 +426,21 @@ class EntryPoints(unittest.TestCase):
             outs, run = nxsim.exec_program(os.path.join(d, "k.nxb"), {"a": a, "b": b}, race_check=True)
             np.testing.assert_array_equal(outs["out0"], a + b)
             self.assertTrue(run.race_checked)
+
+    def test_benchmark_on_typed_placeholders(self):
+        # nki.benchmark(...)(kernel) called with nki.typing.tensor[[shape],
+        # dtype] instead of arrays (the public profiling example's form): the
+        # inputs get deterministic pseudo-random values, the latency is set
+        import nxsim.nki.typing as nt
+        bench = nki.benchmark(save_neff_name="file.neff", save_trace_name="profile.ntff")(K.add_rows)
+        out = bench(nt.tensor[[128, 64], nl.float32], nt.tensor[[128, 64], nl.float32])
+        self.assertEqual(out.shape, (128, 64))
+        again = bench(nt.tensor[[128, 64], nl.float32], nt.tensor[[128, 64], nl.float32])
+        np.testing.assert_array_equal(out, again)
+        self.assertTrue(np.all(np.abs(out) < 2))
+        self.assertGreater(bench.benchmark_result.nc_latency.get_latency_percentile(50), 0)
+        with self.assertRaises(nki.KernelError):
+            bench(nt.tensor[[128, 0], nl.float32], nt.tensor[[128, 64], nl.float32])
 
     def test_profile_names_kernel_lines(self):
         rng = np.random.default_rng(4)

@@ -26,11 +26,11 @@ implement.
 """
 import functools
 
-from . import language
+from . import _trace, language
 from ._errors import KernelError, Unsupported, entry_point
 from ._launch import Traced, trace_kernel
 
-__all__ = ["jit", "simulate_kernel", "profile_kernel", "benchmark", "baremetal", "trace", "KernelError",
+__all__ = ["jit", "simulate_kernel", "simulate", "profile_kernel", "benchmark", "baremetal", "trace", "KernelError",
            "Unsupported", "Traced"]
 
 
@@ -53,10 +53,18 @@ class Kernel:
             # consecutive programs share a core: the core dimension is the first
             raise Unsupported("%s%r: nl.nc on a grid dimension after the first is not supported by nxsim.nki "
                               "(docs/parts/nki.md lists what is)" % (self.fn.__name__, list(g)))
-        return Kernel(self.fn, tuple(int(n) for n in g), self.options)
+        return Kernel(self.fn, tuple(n if isinstance(n, language._Cores) else int(n) for n in g), self.options)
 
     @entry_point
     def __call__(self, *args, **kwargs):
+        if _trace.current.get() is not None:
+            # called from a kernel being traced (a helper decorated with
+            # nki.jit, as the public rotary tutorial's core is): its Python
+            # runs inline on the caller's tiles, as NKI inlines it
+            if self.grid:
+                raise KernelError("%s%s: a kernel called from another kernel runs inline, without a launch grid"
+                                  % (self.fn.__name__, list(self.grid)))
+            return self.fn(*args, **kwargs)
         return simulate_kernel(self, *args, **kwargs)
 
     def __repr__(self):
@@ -118,6 +126,12 @@ def baremetal(kernel=None, machine=None, backend="model", **hardware_options):
         return run
 
     return wrap if kernel is None else wrap(kernel)
+
+
+def simulate(kernel=None, machine=None, backend="model", **options):
+    """nki.simulate(kernel)(*args) (the newer nki package's CPU simulator
+    entry point): the same run as simulate_kernel, on nxsim's model."""
+    return baremetal(kernel, machine=machine, backend=backend, **options)
 
 
 @entry_point

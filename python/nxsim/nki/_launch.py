@@ -7,16 +7,18 @@ functional executor or the SystemC model, hand back the returned tensors.
 import ctypes
 import inspect
 import os
+import zlib
 
 import numpy as np
 
 from .. import _lib
 from .. import _session, _raise, exec_loaded
-from .._dtypes import name_of
+from .._dtypes import convert, name_of, numpy_of
 from . import _dtype
 from ._errors import KernelError, inside_nxsim, user_location
 from ._tensor import HbmTensor, Storage
 from ._trace import Trace, current
+from .typing import TensorType
 
 GEOMETRY_KEYS = ("cores", "partitions", "sbuf_partition_bytes", "psum_partition_bytes", "psum_bank_bytes",
                  "pe_cols", "pe_moving_free_max", "dve_transpose_max", "dma_engines")
@@ -128,6 +130,35 @@ def _kernel_assertion(e):
     return err.with_traceback(e.__traceback__)
 
 
+def _placeholder_values(pname, t):
+    """An nt.tensor[shape, dtype] argument as an array: floats uniform in
+    [-1, 1), integers in [0, 8), from a generator seeded by the argument's
+    name (the same values every run)."""
+    dt = _dtype.dtype_of(t.dtype)
+    if not t.shape or any(not isinstance(n, int) or n < 1 for n in t.shape):
+        raise KernelError("argument %s: %r has no valid shape" % (pname, t))
+    n = 1
+    for d in t.shape:
+        n *= d
+    if n > 1 << 28:
+        raise KernelError("argument %s: %r is %d elements, more than a placeholder input takes (2^28)"
+                          % (pname, t, n))
+    rng = np.random.default_rng(zlib.crc32(pname.encode()))
+    if dt.nx in _dtype.FLOATS:
+        return convert(rng.uniform(-1.0, 1.0, t.shape).astype(np.float32), dt.nx)
+    return rng.integers(0, 8, t.shape).astype(numpy_of(dt.nx))
+
+
+def _core_of(grid, pid0, g, cores, total):
+    """The core program g (pid0 along the first dimension) runs on: the
+    first dimension's nl.nc / nl.spmd_dim core mapping when its core count
+    is the machine's, else consecutive programs share a core."""
+    d = grid[0]
+    if getattr(d, "count", None) == cores and cores > 1:
+        return (pid0 // d.stride) % d.count
+    return g * cores // total
+
+
 def trace_kernel(fn, grid, args, kwargs, machine=None):
     """Runs fn's Python per program of `grid` and returns a Traced."""
     session = _session(machine or os.environ.get("NXSIM_MACHINE") or None)
@@ -144,6 +175,8 @@ def trace_kernel(fn, grid, args, kwargs, machine=None):
         raise KernelError("%s:%d: %s: %s" % (*user_location()[:2], fn.__name__, e)) from None
     call_args, inputs = {}, {}
     for pname, value in bound.arguments.items():
+        if isinstance(value, TensorType):
+            value = _placeholder_values(pname, value)
         if isinstance(value, np.ndarray):
             nx = name_of(value.dtype)
             if nx is None:
@@ -165,7 +198,8 @@ def trace_kernel(fn, grid, args, kwargs, machine=None):
             for n in reversed(grid):
                 pid.append(rest % n)
                 rest //= n
-            tr.begin_program(tuple(reversed(pid)), tuple(grid), g * cores // total)  # consecutive programs share a core
+            tr.begin_program(tuple(reversed(pid)), tuple(int(n) for n in grid),
+                             _core_of(grid, pid[-1], g, cores, total))
             actual = {k: (HbmTensor(v, _dtype.BY_NX[v.dtype], v.shape) if isinstance(v, Storage) else v)
                       for k, v in call_args.items()}
             try:

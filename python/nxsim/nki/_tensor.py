@@ -474,6 +474,15 @@ def broadcast(ap, shape):
     """ap viewed as `shape` (numpy rules): count-1 free axes get stride 0."""
     if ap.shape == shape:
         return ap
+    if len(shape) > len(ap.axes) and ap.pdim == 0 and all(n == 1 for n in shape[len(ap.axes):]):
+        # a tile indexed down to its partition axis ([P], e.g. x[0:P, j]) is
+        # the [P, 1] column NKI treats it as (the fused-Mamba tutorial's
+        # scan_init[...] = scan_res[0:P, F - 1])
+        ap = AP(ap.mem, ap.dtype, ap.axes + [[0, 1]] * (len(shape) - len(ap.axes)), offset=ap.offset,
+                pstart=ap.pstart, pdim=ap.pdim, tile=ap.tile, storage=ap.storage,
+                vars_=ap.vars + [set() for _ in range(len(shape) - len(ap.axes))], checks=ap.checks, name=ap.name)
+        if ap.shape == shape:
+            return ap
     if len(shape) != len(ap.axes):
         user_error("cannot broadcast %s to %s" % (list(ap.shape), list(shape)))
     pa = ap.part_axis()

@@ -1,6 +1,7 @@
 """nxsim.nki.isa: the nki.isa instructions nxsim traces, each onto the nxsim
 instruction that does the same work on the same engine (docs/parts/nki.md
 has the table). Others are refused by name (module __getattr__)."""
+import inspect
 import numbers
 
 from . import _emit
@@ -8,7 +9,7 @@ from . import language as nl
 from ._dtype import dtype_of, float32
 from ._errors import refuse, user_error
 from ._index import Predicate
-from ._tensor import AP, read
+from ._tensor import AP, Tile, finalize, read
 from ._trace import trace
 
 
@@ -159,6 +160,12 @@ def tensor_reduce(op, data, axis, negate=False, keepdims=False, dtype=None, mask
                      what="tensor_reduce")
 
 
+def reciprocal(data, dtype=None, mask=None, **kwargs):
+    """nisa.reciprocal (VectorE): 1 / data as tensor_scalar divide with the
+    operand first (reverse0), an IEEE division of each element."""
+    return nl._binary("divide", 1.0, data, dtype=dtype, mask=mask, engine="dve", what="reciprocal")
+
+
 def tensor_copy(src, engine=None, dtype=None, mask=None, **kwargs):
     e = _engine(engine, ("dve", "act", "pool"), "dve", "nisa.tensor_copy")
     a = read(_emit.on_chip(src, "nisa.tensor_copy"))
@@ -213,7 +220,10 @@ def affine_select(pred, on_true_tile, on_false_value, dtype=None, mask=None, **k
         user_error("nisa.affine_select: pred must be one comparison of an index expression (e.g. i_p >= i_f)")
     a = read(_emit.on_chip(on_true_tile, "nisa.affine_select"))
     if a.mem != "sbuf":
-        user_error("nisa.affine_select runs on GpSimd, which reads SBUF only; on_true_tile is in %s" % a.mem)
+        # GpSimd reads SBUF only: a PSUM on_true_tile (the SD-attention
+        # tutorial masks its QK^T PSUM tile) is copied to SBUF first, in the
+        # result dtype, as the NKI compiler does (one DVE tensor_copy)
+        a = nl.copy(a, dtype=dtype_of(dtype) if dtype else a.dtype)
     if not isinstance(on_false_value, numbers.Number):
         refuse("nisa.affine_select with a tile as on_false_value")
     (expr, op), = pred.clauses
@@ -224,20 +234,31 @@ def affine_select(pred, on_true_tile, on_false_value, dtype=None, mask=None, **k
     return _emit.produced(dst, insn, mask)
 
 
+def _row_stats(mnemonic, data, width, dtype, mask):
+    """bn_stats / bn_aggr: per-partition statistics of data's free elements
+    into a [P, width] tile. mask= narrows the input (a ragged last chunk, as
+    the NKI layernorm tutorial masks its bn_stats) and the result's
+    partitions with it; the result's columns are always all written."""
+    a = read(_emit.on_chip(data, "nisa." + mnemonic))
+    dst = _emit.new_tile(nl.sbuf, dtype_of(dtype) if dtype else float32, (a.shape[0], width),
+                         "nisa.%s result" % mnemonic)
+    if mask is None:
+        return _emit.produced(dst, _emit.compute("dve", mnemonic, dst, [("in", a)]), None)
+    narrowed = finalize([a], mask)
+    if narrowed is None:
+        return dst
+    na = narrowed[0]
+    d = dst[na.pstart - a.pstart:na.pstart - a.pstart + na.partitions()]
+    insn = _emit.compute("dve", mnemonic, d, [("in", na)])
+    return _emit.produced(dst, insn, None if na.partitions() == a.partitions() else mask)
+
+
 def bn_stats(data, dtype=None, mask=None, **kwargs):
-    if mask is not None:
-        refuse("nisa.bn_stats with mask= (slice the operand instead)")
-    a = read(_emit.on_chip(data, "nisa.bn_stats"))
-    dst = _emit.new_tile(nl.sbuf, dtype_of(dtype) if dtype else float32, (a.shape[0], 6), "nisa.bn_stats result")
-    return _emit.produced(dst, _emit.compute("dve", "bn_stats", dst, [("in", a)], mask=mask), mask)
+    return _row_stats("bn_stats", data, 6, dtype, mask)
 
 
 def bn_aggr(data, dtype=None, mask=None, **kwargs):
-    if mask is not None:
-        refuse("nisa.bn_aggr with mask= (slice the operand instead)")
-    a = read(_emit.on_chip(data, "nisa.bn_aggr"))
-    dst = _emit.new_tile(nl.sbuf, dtype_of(dtype) if dtype else float32, (a.shape[0], 2), "nisa.bn_aggr result")
-    return _emit.produced(dst, _emit.compute("dve", "bn_aggr", dst, [("in", a)], mask=mask), mask)
+    return _row_stats("bn_aggr", data, 2, dtype, mask)
 
 
 # ---- across partitions (GpSimd) ----
@@ -325,6 +346,88 @@ def dma_transpose(src, axes=None, mask=None, dtype=None, **kwargs):
                    % (a.shape[1], nl.tile_size.pmax))
     dst = _emit.new_tile(nl.sbuf, a.dtype, (a.shape[1], a.shape[0]), "nisa.dma_transpose result")
     return _emit.produced(dst, _emit.dma(dst, a, None, "dma_transpose"), None)
+
+
+# ---- the dst= forms ----
+# The newer nki package (SDK 2.28 on) passes the result tile as dst=; the
+# classic calls return it. A classic call given dst= writes its result
+# there (the instruction that computes it is retargeted: no extra copy), in
+# dst's dtype; nc_matmul adds into dst with accumulate=True (a PSUM
+# accumulation group) and overwrites it otherwise. Before these, dst= fell
+# into **kwargs and was ignored: the kernel silently read an unwritten tile.
+def _dst_first(fn, args):
+    """The newer package's positional dst: nc_matmul(dst, stationary,
+    moving) (a classic stationary is never a PSUM tile) and tensor_copy(dst,
+    src) (a classic second argument is an engine name, not a tile)."""
+    if fn.__name__ == "nc_matmul" and len(args) >= 3 and isinstance(args[0], AP) and args[0].mem == "psum":
+        return args[0], args[1:]
+    if fn.__name__ == "tensor_copy" and len(args) == 2 and isinstance(args[0], AP) and isinstance(args[1], AP):
+        return args[0], args[1:]
+    return None, args
+
+
+def _matmul_into(dst, result, accumulate):
+    """nc_matmul's dst form: accumulate=True adds into dst, False overwrites;
+    None (the default) starts the accumulation group in a PSUM tile no
+    matmul has written yet and adds into it afterwards, as a loop of
+    nc_matmul(dst=psum, ...) over K accumulates (the tutorial's tiled
+    matmul)."""
+    base = dst if isinstance(dst, Tile) else dst.tile
+    if accumulate is None:
+        accumulate = getattr(base, "matmul_written", False)
+    if accumulate:
+        nl._accumulate(dst, result)
+    else:
+        nl._assign(dst, result)
+    if base is not None:
+        base.matmul_written = True
+
+
+def _dst_form(fn):
+    names = list(inspect.signature(fn).parameters)
+    dtype_at = names.index("dtype") if "dtype" in names else None
+
+    def call(*args, dst=None, **kwargs):
+        if dst is None:
+            dst, args = _dst_first(fn, args)
+        if dst is None:
+            return fn(*args, **kwargs)
+        if not isinstance(dst, AP) or dst.mem not in ("sbuf", "psum"):
+            user_error("nisa.%s: dst= must be an SBUF or PSUM tile, got %r" % (fn.__name__, dst))
+        accumulate = kwargs.pop("accumulate", None) if fn.__name__ == "nc_matmul" else None
+        if dtype_at is not None and len(args) <= dtype_at and kwargs.get("dtype") is None:
+            kwargs["dtype"] = dst.dtype
+        result = fn(*args, **kwargs)
+        if fn.__name__ == "nc_matmul":
+            _matmul_into(dst, result, accumulate)
+        else:
+            nl._assign(dst, result)
+        return dst
+
+    call.__name__, call.__doc__ = fn.__name__, fn.__doc__
+    return call
+
+
+def _memset_form(shape=None, value=None, dtype=None, mask=None, engine=None, dst=None, **kwargs):
+    """nisa.memset(shape, value, dtype) or the dst= form memset(dst=, value=)."""
+    if dst is None:
+        return _memset(shape, value, dtype, mask=mask, engine=engine, **kwargs)
+    if not isinstance(dst, AP) or dst.mem not in ("sbuf", "psum"):
+        user_error("nisa.memset: dst= must be an SBUF or PSUM tile, got %r" % (dst,))
+    if value is None:
+        user_error("nisa.memset: value= is missing")
+    e = _engine(engine, ("dve", "pool"), "dve", "nisa.memset")
+    _emit.memset(dst, value, mask=mask, engine=e)
+    return dst
+
+
+for _name in ("nc_matmul", "nc_transpose", "activation", "activation_reduce", "tensor_tensor", "tensor_scalar",
+              "reciprocal", "scalar_tensor_tensor", "tensor_reduce", "tensor_copy", "tensor_tensor_scan", "iota",
+              "affine_select", "bn_stats", "bn_aggr", "partition_all_reduce", "tensor_partition_reduce", "max8",
+              "nc_find_index8", "nc_match_replace8", "dma_transpose"):
+    globals()[_name] = _dst_form(globals()[_name])
+_memset = memset
+memset = _memset_form
 
 
 def __getattr__(name):

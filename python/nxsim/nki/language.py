@@ -62,7 +62,15 @@ def num_programs(axes=None):
 
 
 class _Cores(int):
-    """The size nl.nc(n) gives: n, marked as the grid's core dimension."""
+    """A launch-grid size with cores in it: nl.nc(n) (n programs, one per
+    core) or nl.spmd_dim with an nl.nc factor. count is the core factor,
+    stride the product of the factors after it: program i of the dimension
+    runs on core (i // stride) % count."""
+
+    def __new__(cls, n, count=None, stride=1):
+        v = int.__new__(cls, n)
+        v.count, v.stride = (n if count is None else count), stride
+        return v
 
 
 def nc(n):
@@ -73,19 +81,26 @@ def nc(n):
 
 
 def spmd_dim(*factors):
-    """nl.spmd_dim(nl.nc(2), 2): one launch-grid dimension of the factors'
-    product, the cores outermost (program i of 4 on core i // 2: the
-    mapping every grid gets, consecutive programs on one core,
-    docs/parts/nki.md). A core factor after another factor would put
-    consecutive programs on different cores: refused by name."""
+    """nl.spmd_dim(nl.nc(2), 2) or nl.spmd_dim(2, nl.nc(2)): one launch-grid
+    dimension of the factors' product. With the cores outermost, program i of
+    4 runs on core i // 2 (consecutive programs on one core); with the cores
+    last, on core i % 2 (the public multi-core tensor-addition tutorial's
+    even and odd programs); in general core (i // (the factors after the
+    core factor)) % cores (docs/parts/nki.md)."""
     if not factors or builtins.any(not isinstance(f, int) or f < 1 for f in factors):
         user_error("nl.spmd_dim%r: the factors are positive integers (nl.nc(n) for the cores)" % (factors,))
-    if builtins.any(isinstance(f, _Cores) for f in factors[1:]):
-        refuse("nl.spmd_dim with nl.nc after another factor (cores inner)")
+    at = [i for i, f in enumerate(factors) if isinstance(f, _Cores)]
+    if len(at) > 1:
+        user_error("nl.spmd_dim%r: at most one nl.nc factor" % (factors,))
     n = 1
     for f in factors:
         n *= f
-    return _Cores(n) if isinstance(factors[0], _Cores) else n
+    if not at:
+        return n
+    stride = 1
+    for f in factors[at[0] + 1:]:
+        stride *= f
+    return _Cores(n, int(factors[at[0]]), stride)
 
 
 def program_ndim():
@@ -227,10 +242,26 @@ def load_transpose2d(src, mask=None, dtype=None, **kwargs):
     if not isinstance(src, AP) or src.mem != "hbm" or src.ndim != 2:
         user_error("nl.load_transpose2d reads a 2-D region of an HBM tensor")
     if src.dtype.itemsize != 2 or (dtype is not None and dtype_of(dtype).nx != src.dtype.nx):
-        refuse("nl.load_transpose2d of %s data (the DMA transpose moves 2-byte types, without conversion)"
-               % src.dtype)
+        return _load_transpose_pe(src, dtype)
     dst = _emit.new_tile(sbuf, src.dtype, (src.shape[1], src.shape[0]), "nl.load_transpose2d result")
     return _emit.produced(dst, _emit.dma(dst, src, None, "dma_transpose"), None)
+
+
+def _load_transpose_pe(src, dtype):
+    """load_transpose2d of what the DMA transpose cannot move (4-byte data,
+    or a conversion on the way: the SD-attention tutorial loads fp32 q and k
+    as bf16): the [A, B] region loaded as it is, transposed on the PE into
+    PSUM (exact) and copied out in the result dtype."""
+    from . import isa
+
+    a, b = src.shape
+    g = trace().geo
+    if a > g["partitions"] or b > g["partitions"]:
+        user_error("nl.load_transpose2d of a [%d, %d] region of %s data: each side at most %d (it goes through a PE "
+                   "transpose; the DMA transpose of 2-byte data has no such limit)" % (a, b, src.dtype, g["partitions"]))
+    t = load(src)
+    pt = isa.nc_transpose(t, engine="pe", dtype=float32)
+    return copy(pt, dtype=dtype_of(dtype) if dtype is not None else src.dtype)
 
 
 def copy(src, dtype=None, mask=None, **kwargs):
@@ -325,7 +356,10 @@ for _f, _op in ((_np.add, "add"), (_np.subtract, "subtract"), (_np.multiply, "mu
                 (_np.not_equal, "not_equal"), (_np.greater, "is_gt"), (_np.greater_equal, "is_ge"),
                 (_np.less, "is_lt"), (_np.less_equal, "is_le"), (_np.bitwise_and, "bitwise_and"),
                 (_np.bitwise_or, "bitwise_or"), (_np.bitwise_xor, "bitwise_xor"), (_np.left_shift, "shift_left"),
-                (_np.right_shift, "shift_right")):
+                (_np.right_shift, "shift_right"),
+                # the reductions' names for the same operators (np.max as a
+                # tensor_reduce op, as the SD-attention tutorial passes it)
+                (_np.max, "max"), (_np.min, "min"), (_np.sum, "add"), (_np.prod, "multiply")):
     _ALU[_f] = _op
 
 _ACT = {}  # nl function -> nxsim activation function (docs/ISA.md, "Activation functions")
