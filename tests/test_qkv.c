@@ -133,6 +133,27 @@ static void qkv_plans_agree(void **state) {
         }
 }
 
+/* Decode whose core's heads are weight rows under 2 KiB (8 q heads, 1 kv
+ * head, d 128, bf16: 5 heads, 1280 bytes a core): the cores split K and
+ * exchange partial sums (kernels/qkv/qkv.c). Against the reference with
+ * norm, bias and RoPE, both layouts, a ragged last K chunk and a one-chunk
+ * core (H 300: chunks 2 + 1); the prefill plan agrees within the tolerance
+ * (the two K halves are summed in another order than one accumulation). */
+static void qkv_decode_split_k(void **state) {
+    (void)state;
+    static const qkv_shape shapes[3] = {{8, 1, 512, 8, 1, 128}, {2, 3, 300, 8, 1, 128}, {1, 1, 1024, 6, 2, 128}};
+    for (int i = 0; i < 3; i++)
+        for (int heads = 0; heads < 2; heads++) {
+            roster_operand o[6];
+            char a[256];
+            uint32_t n = operands(&shapes[i], NX_DT_BF16, 1, 1, 1, 1, o);
+            attrs_of(a, sizeof a, &shapes[i], 1, 1, 1, heads, "plan=\"decode\"");
+            roster_check("trn2", "qkv", o, n, a);
+            attrs_of(a, sizeof a, &shapes[i], 1, 1, 1, heads, "plan=\"prefill\"");
+            roster_check("trn2", "qkv", o, n, a);
+        }
+}
+
 /* bsd's columns are q heads, k heads, v heads: the heads layout holds the
  * same bits (here through the interleaved prefill and the decode plan). */
 static void qkv_layouts_agree(void **state) {
@@ -286,7 +307,7 @@ static void qkv_refusals(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(qkv_options),     cmocka_unit_test(qkv_prefill_shapes), cmocka_unit_test(qkv_plans_agree),
+        cmocka_unit_test(qkv_options),     cmocka_unit_test(qkv_prefill_shapes), cmocka_unit_test(qkv_plans_agree), cmocka_unit_test(qkv_decode_split_k),
         cmocka_unit_test(qkv_layouts_agree), cmocka_unit_test(qkv_by_hand),      cmocka_unit_test(qkv_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -57,7 +57,7 @@ static uint64_t qkv_head_col(const qkv_state *s, uint64_t h) {
 /* Weight piece i of the stream: (block, group, chunk) -> ring slot i % R. */
 static int load_piece(qkv_state *s, uint64_t i, nx_error *err) {
     const nx_qkv_params *p = s->p;
-    const uint64_t kc = i % s->nk, g = (i / s->nk) % s->ngroups;
+    const uint64_t kc = s->k_lo + i % s->nkc, g = (i / s->nkc) % s->ngroups;
     const uint64_t h0 = s->h_lo + g * s->G * s->hpt, h1 = h0 + s->G * s->hpt < s->h_hi ? h0 + s->G * s->hpt : s->h_hi;
     const uint32_t kw = qkv_clip(p->H - kc * s->P, s->P);
     /* heads [h0, h1) as runs of contiguous HBM columns (one run unless w
@@ -95,9 +95,17 @@ static int multiply(qkv_state *s, uint64_t tt, uint32_t m, uint64_t g, uint64_t 
     const uint64_t t0 = g * s->G, t1 = t0 + s->G < s->ntiles ? t0 + s->G : s->ntiles;
     uint32_t bank[8];
     for (uint64_t t = t0; t < t1; t++) bank[t - t0] = (uint32_t)(s->accs++ % QKV_ACC_BANKS);
-    for (uint32_t kc = 0; kc < s->nk; kc++) {
-        const uint32_t kw = qkv_clip(p->H - (uint64_t)kc * s->P, s->P);
-        const nx_tile *piece = &s->ring[(piece0 + kc) % s->R];
+    for (uint32_t i = 0; i < s->nkc; i++) {
+        const uint32_t kc = s->k_lo + i, kw = qkv_clip(p->H - (uint64_t)kc * s->P, s->P);
+        /* the PE runs in order: a transpose group emitted here, not all of
+         * them ahead, lets the first multiplies start on the first chunks
+         * while GpSimd still scales the later ones */
+        if (s->lazy_tp && g == 0 && i % QKV_TP_GROUP == 0 &&
+            nx_qkv_prep_transpose_range(s, tt, m, kc, kc + QKV_TP_GROUP < s->k_lo + s->nkc ? kc + QKV_TP_GROUP
+                                                                                        : s->k_lo + s->nkc,
+                                        err) != 0)
+            return -1;
+        const nx_tile *piece = &s->ring[(piece0 + i) % s->R];
         nx_operand st = nx_tile_view(&s->hT[m], s->dt, 0, kw, (uint64_t)kc * s->P, 1, (const int32_t[]){1}, &n);
         if (nx_kctx_load_stationary(s->k, &st, err) != 0) return -1;
         for (uint64_t t = t0; t < t1; t++) {
@@ -105,7 +113,7 @@ static int multiply(qkv_state *s, uint64_t tt, uint32_t m, uint64_t g, uint64_t 
             const uint64_t c0 = (t - t0) * s->TN, cw = (hb - ha) * p->d;
             nx_operand acc = nx_rows_view(&s->acc[bank[t - t0]], NX_DT_FP32, n, 0, cw);
             nx_operand mv = nx_rows_view(piece, s->dt, kw, c0, cw);
-            if (nx_kctx_multiply_moving(s->k, &acc, &mv, kc > 0, err) != 0) return -1;
+            if (nx_kctx_multiply_moving(s->k, &acc, &mv, i > 0, err) != 0) return -1;
         }
         if (release_each) {
             s->released++;
@@ -113,6 +121,7 @@ static int multiply(qkv_state *s, uint64_t tt, uint32_t m, uint64_t g, uint64_t 
         }
     }
     if (between && between(s, tt, m, err) != 0) return -1;
+    if (s->split_k) return nx_qkv_exchange(s, tt, m, t0, t1, bank, err);
     for (uint64_t t = t0; t < t1; t++)
         if (nx_qkv_evacuate(s, tt, m, t, bank[t - t0], err) != 0) return -1;
     return 0;
@@ -134,10 +143,11 @@ static int run_block(qkv_state *s, uint64_t blk, nx_error *err) {
      * (their norms gate the PE); decode: the weights first (x is a few rows) */
     if (s->MB == 1 && pump(s, err) != 0) return -1;
     if (nx_qkv_prep_load(s, tt0, 0, err) != 0 || (nm > 1 && nx_qkv_prep_load(s, tt0 + 1, 1, err) != 0) ||
-        pump(s, err) != 0 || nx_qkv_prep_norm(s, tt0, 0, err) != 0 || nx_qkv_prep_transpose(s, tt0, 0, err) != 0)
+        pump(s, err) != 0 || nx_qkv_prep_norm(s, tt0, 0, err) != 0 ||
+        (!s->lazy_tp && nx_qkv_prep_transpose(s, tt0, 0, err) != 0))
         return -1;
     for (uint64_t g = 0; g < s->ngroups; g++) {
-        const uint64_t piece0 = (blk * s->ngroups + g) * s->nk;
+        const uint64_t piece0 = (blk * s->ngroups + g) * s->nkc;
         for (uint32_t m = 0; m < nm; m++) {
             const uint64_t tt = tt0 + m;
             const int first = g == 0 && m + 1 < nm;
@@ -147,7 +157,7 @@ static int run_block(qkv_state *s, uint64_t blk, nx_error *err) {
             if (multiply(s, tt, m, g, piece0, nm == 1, first ? next_transpose : NULL, err) != 0) return -1;
         }
         if (nm > 1) {
-            s->released += s->nk;
+            s->released += s->nkc;
             if (pump(s, err) != 0) return -1;
         }
     }
@@ -163,6 +173,7 @@ static uint64_t fixed_bytes(const qkv_state *s, uint64_t core_cols) {
     /* the broadcasts' one-partition row and ones column, while they run */
     const uint64_t v = p->norm ? nx_rows_tile_bytes(p->H, p->gamma_dtype) : 0, c = p->bias ? nx_rows_tile_bytes(core_cols, p->bias_dtype) : 0;
     b += (v > c ? v : c) + nx_rows_tile_bytes(s->P, NX_DT_FP32);
+    if (s->split_k) b += 2 * nx_rows_tile_bytes(core_cols, NX_DT_FP32); /* the partials' stage tiles */
     b += (s->KI > 1 ? 3 : QKV_OUT_BUFS) * nx_rows_tile_bytes((uint64_t)s->KI * s->TN, s->dt) +
          (p->rope ? QKV_ROT_BUFS * 3 * nx_rows_tile_bytes(s->TN, NX_DT_FP32) : 0);
     return b;
@@ -218,13 +229,31 @@ static int plan(qkv_state *s, nx_error *err) {
     s->nk = (uint32_t)((p->H + s->P - 1) / s->P);
     s->hpt = (uint32_t)(bank / p->d);
     s->TN = (uint32_t)(s->hpt * p->d);
+    const uint64_t eff = mach->dma_efficient_bytes_per_partition;
+    s->k_lo = 0, s->nkc = s->nk, s->f_lo = s->h_lo, s->f_hi = s->h_hi;
+    /* decode on the grid whose core's heads are weight rows shorter than the
+     * DMA's efficient run (the 70B-like TP-8 shard: 5 heads of 128, 1280
+     * bytes, moved at 62% of the rate): the cores split K instead, every
+     * row whole, when all heads' column tiles fit one group of banks, and
+     * exchange the partial sums (nx_qkv_exchange) */
+    if (decode && s->split_cols && nx_kctx_num_programs(s->k) == 2 && s->nk >= 2 &&
+        (s->h_hi - s->h_lo) * p->d * s->es < eff && nh * p->d * s->es >= eff &&
+        (nh + s->hpt - 1) / s->hpt <= QKV_ACC_BANKS / 2 && s->wv.col[1] == p->nq * p->d &&
+        s->wv.col[2] == (p->nq + p->nkv) * p->d) {
+        uint64_t klo, khi;
+        nx_kctx_rows(s->k, s->nk, &klo, &khi);
+        s->split_k = 1;
+        s->k_lo = (uint32_t)klo, s->nkc = (uint32_t)(khi - klo);
+        s->f_lo = s->h_lo, s->f_hi = s->h_hi, s->h_lo = 0, s->h_hi = nh;
+    }
     /* streaming (decode, or one token tile per core): pieces of at least the
      * DMA's efficient run per row, within the PSUM banks; prefill: one
      * column tile per panel (SBUF holds two panels) */
-    const uint64_t eff = mach->dma_efficient_bytes_per_partition;
     s->ntt = (s->t_hi - s->t_lo + s->P - 1) / s->P;
+    s->lazy_tp = decode && s->ntt == 1;
     uint32_t G = 1;
     while (G < QKV_ACC_BANKS / 2 && (uint64_t)G * s->TN * s->es < eff) G++;
+    if (s->split_k) G = (uint32_t)((s->h_hi - s->h_lo + s->hpt - 1) / s->hpt); /* one group: one exchange */
     const uint64_t hh = s->h_hi > s->h_lo ? s->h_hi - s->h_lo : 0;
     const uint64_t sbuf = geo->sbuf_partition_bytes, fixed = fixed_bytes(s, hh * p->d), slot = slot_bytes(s);
     /* prefill with few token tiles: the wide pieces too when every tile of
@@ -255,7 +284,7 @@ static int plan(qkv_state *s, nx_error *err) {
     if (R > QKV_RING_MAX) R = QKV_RING_MAX;
     s->R = (uint32_t)R;
     s->nblocks = (s->ntt + s->MB - 1) / s->MB;
-    s->pieces = s->nblocks * s->ngroups * s->nk;
+    s->pieces = s->nblocks * s->ngroups * s->nkc;
     return 0;
 }
 
@@ -267,6 +296,12 @@ static int alloc(qkv_state *s, nx_error *err) {
         if (nx_kctx_alloc(k, NX_OPK_SBUF, "x_tile", s->dt, P, p->H, &s->xt[i], err) != 0 ||
             nx_kctx_alloc(k, NX_OPK_SBUF, "row_stats", NX_DT_FP32, P, 2, &s->small[i], err) != 0)
             return -1;
+    if (s->split_k) {
+        const uint64_t width = (s->h_hi - s->h_lo) * p->d, shape[3] = {2, s->t_hi - s->t_lo, width};
+        if (nx_kctx_scratch(k, "qkv_k_partials", NX_DT_FP32, 3, shape, &s->xoff, err) != 0) return -1;
+        for (int i = 0; i < 2; i++)
+            if (nx_kctx_alloc(k, NX_OPK_SBUF, "partials", NX_DT_FP32, P, width, &s->stage[i], err) != 0) return -1;
+    }
     s->nout = s->KI > 1 ? 3 : QKV_OUT_BUFS;
     for (uint32_t i = 0; i < s->nout; i++)
         if (nx_kctx_alloc(k, NX_OPK_SBUF, "out_tile", s->dt, P, (uint64_t)s->KI * s->TN, &s->ot[i], err) != 0) return -1;

@@ -18,6 +18,7 @@
 #define QKV_X_LANE 16u  /* x, cos, sin: the second queue of engines 0-7 */
 #define QKV_ST_LANE 24u /* stores: the second queue of engines 8-15 */
 #define QKV_LANE_GROUP 8u
+#define QKV_NORM_PIECE 1024u /* columns of one GpSimd pass of the norm (qkv_prep.c) */
 
 typedef struct qkv_state {
     nx_kctx *k;
@@ -30,6 +31,15 @@ typedef struct qkv_state {
     uint32_t P, TN, hpt, G, MB, R, nk, KI;
     uint64_t t_lo, t_hi, h_lo, h_hi; /* this core's tokens and heads */
     int split_cols;                  /* the grid's cores take head ranges (decode) */
+    /* decode with narrow per-core columns: the cores split K instead (each
+     * multiplies all heads over its K chunks [k_lo, k_lo + nkc)) and
+     * exchange the partial sums through HBM scratch at xoff, each then
+     * finishing heads [f_lo, f_hi) (nx_qkv_exchange, qkv_out.c) */
+    int lazy_tp; /* decode: each transpose group emitted before its chunks' first multiplies (qkv.c) */
+    int split_k;
+    uint32_t k_lo, nkc;
+    uint64_t f_lo, f_hi, xoff;
+    nx_tile stage[2];
     uint64_t ntt, ntiles, ngroups, nblocks;
     nx_tile gamma_t, bias_t;
     nx_tile xt[2], small[2]; /* x, normed in place into h */
@@ -60,11 +70,19 @@ static inline uint32_t qkv_ntok(const qkv_state *s, uint64_t tt) {
 int nx_qkv_prep_load(qkv_state *s, uint64_t tt, uint32_t m, nx_error *err);
 /* Its norm (h = x * rstd * gamma, rounded to the dtype) and the signed sin. */
 int nx_qkv_prep_norm(qkv_state *s, uint64_t tt, uint32_t m, nx_error *err);
-/* h transposed on the PE into hT[m] (H on the partitions, K-major chunks). */
+/* h transposed on the PE into hT[m] (H on the partitions, K-major chunks):
+ * the chunks this core multiplies, or chunks [kc0, kc1). */
 int nx_qkv_prep_transpose(qkv_state *s, uint64_t tt, uint32_t m, nx_error *err);
+int nx_qkv_prep_transpose_range(qkv_state *s, uint64_t tt, uint32_t m, uint32_t kc0, uint32_t kc1, nx_error *err);
 
 /* Column tile `tile` of this core's heads, accumulated for token tile tt
  * (slot m) in PSUM bank `bank`: bias, RoPE on its q/k heads, the store. */
 int nx_qkv_evacuate(qkv_state *s, uint64_t tt, uint32_t m, uint64_t tile, uint32_t bank, nx_error *err);
+/* split_k: the tiles [t0, t1) of token tile tt accumulated in banks
+ * bank[0 ..]: the other core's heads' partial sums stored to the scratch,
+ * a barrier on it, the other core's partials of this core's heads added
+ * into the banks, and those heads evacuated. */
+int nx_qkv_exchange(qkv_state *s, uint64_t tt, uint32_t m, uint64_t t0, uint64_t t1, const uint32_t *bank,
+                    nx_error *err);
 
 #endif

@@ -86,9 +86,12 @@ static nx_operand ot_view(const qkv_state *s, const nx_tile *ot, uint32_t n, uin
     return nx_tile_view(ot, s->dt, 0, n, (h0 * s->KI + j) * d, 2, st, ct);
 }
 
-int nx_qkv_evacuate(qkv_state *s, uint64_t tt, uint32_t m, uint64_t tile, uint32_t bank, nx_error *err) {
+/* Heads [ha, hb) of token tile tt, accumulated in PSUM bank `bank` from
+ * column col0 on: + bias, RoPE, the rounding and the stores. */
+static int evacuate_heads(qkv_state *s, uint64_t tt, uint32_t m, uint32_t bank, uint64_t ha, uint64_t hb,
+                          uint64_t col0, nx_error *err) {
     const nx_qkv_params *p = s->p;
-    const uint64_t d = p->d, ha = s->h_lo + tile * s->hpt, hb = ha + s->hpt < s->h_hi ? ha + s->hpt : s->h_hi;
+    const uint64_t d = p->d;
     const uint64_t cw = (hb - ha) * d, bias_c0 = (ha - s->h_lo) * d, rot_end = p->nq + p->nkv;
     const uint64_t e = s->outs++, j = tt % s->KI; /* j: the slot in a super-tile */
     const uint32_t n = qkv_ntok(s, tt), o = (uint32_t)(e % QKV_ROT_BUFS), oo = (uint32_t)(e / s->KI % s->nout);
@@ -100,7 +103,7 @@ int nx_qkv_evacuate(qkv_state *s, uint64_t tt, uint32_t m, uint64_t tile, uint32
         nx_operand av = nx_rows_view(&s->at[o], NX_DT_FP32, n, 0, rc), bv = nx_rows_view(&s->bt[o], NX_DT_FP32, n, 0, rc);
         nx_operand yv = ot_view(s, ot, n, j, 0, nr);
         const nx_rope_rows rg = {n, (uint32_t)nr, (uint32_t)d, 0, 1};
-        if (evac_cols(s, &pv, acc, n, 0, rc, bias_c0, err) != 0 ||
+        if (evac_cols(s, &pv, acc, n, col0, rc, bias_c0, err) != 0 ||
             nx_rope_products(s->k, &rg, &s->pf[o], NX_DT_FP32, 0, &s->cs[m], &s->sn[m], p->cs_dtype, &av, &bv, err) !=
                 0 ||
             nx_kctx_tensor_tensor(s->k, o % 2 ? NX_ENG_DVE : NX_ENG_POOL, NX_ALU_ADD, &yv, &av, &bv, err) != 0)
@@ -108,8 +111,63 @@ int nx_qkv_evacuate(qkv_state *s, uint64_t tt, uint32_t m, uint64_t tile, uint32
     }
     if (nr * d < cw) {
         nx_operand yv = ot_view(s, ot, n, j, nr, hb - ha - nr);
-        if (evac_cols(s, &yv, acc, n, nr * d, cw - nr * d, bias_c0 + nr * d, err) != 0) return -1;
+        if (evac_cols(s, &yv, acc, n, col0 + nr * d, cw - nr * d, bias_c0 + nr * d, err) != 0) return -1;
     }
     if (j + 1 < s->KI) return 0;
     return store(s, ot, qkv_tok0(s, tt - j), n, ha, hb, err);
+}
+
+int nx_qkv_evacuate(qkv_state *s, uint64_t tt, uint32_t m, uint64_t tile, uint32_t bank, nx_error *err) {
+    const uint64_t ha = s->h_lo + tile * s->hpt, hb = ha + s->hpt < s->h_hi ? ha + s->hpt : s->h_hi;
+    return evacuate_heads(s, tt, m, bank, ha, hb, 0, err);
+}
+
+/* Columns [c0, c0 + cols) of rows [0, n) of the exchange scratch of core
+ * `core` ([2][T][nh d] fp32) and the same columns of stage tile st. */
+static int scratch_move(qkv_state *s, int to_hbm, uint32_t core, const nx_tile *st, uint32_t n, uint64_t c0,
+                        uint64_t cols, nx_error *err) {
+    const uint64_t width = (s->h_hi - s->h_lo) * s->p->d, T = s->t_hi - s->t_lo;
+    nx_operand sb = nx_rows_view(st, NX_DT_FP32, n, c0, cols);
+    nx_operand hb = nx_ap_hbm_rows(NX_DT_FP32, s->xoff + ((uint64_t)core * T * width + c0) * 4, n, (int32_t)width,
+                                   (uint32_t)cols);
+    const uint32_t pieces = n < QKV_LANE_GROUP ? n : QKV_LANE_GROUP;
+    return to_hbm ? nx_kctx_dma_split(s->k, QKV_ST_LANE, pieces, &hb, &sb, err)
+                  : nx_kctx_dma_split(s->k, QKV_X_LANE, pieces, &sb, &hb, err);
+}
+
+int nx_qkv_exchange(qkv_state *s, uint64_t tt, uint32_t m, uint64_t t0, uint64_t t1, const uint32_t *bank,
+                    nx_error *err) {
+    const uint64_t d = s->p->d, T = s->t_hi - s->t_lo, width = (s->h_hi - s->h_lo) * d;
+    const uint32_t n = qkv_ntok(s, tt), me = nx_kctx_core(s->k), other = 1 - me;
+    /* the other core's heads of each tile: below f_lo and from f_hi on */
+    for (uint64_t t = t0; t < t1; t++) {
+        const uint64_t ha = s->h_lo + t * s->hpt, hb = ha + s->hpt < s->h_hi ? ha + s->hpt : s->h_hi;
+        const uint64_t part[2][2] = {{ha, hb < s->f_lo ? hb : s->f_lo}, {ha > s->f_hi ? ha : s->f_hi, hb}};
+        for (int i = 0; i < 2; i++) {
+            const uint64_t a = part[i][0], b = part[i][1];
+            if (a >= b) continue;
+            nx_operand ps = nx_rows_view(&s->acc[bank[t - t0]], NX_DT_FP32, n, (a - ha) * d, (b - a) * d);
+            nx_operand sv = nx_rows_view(&s->stage[0], NX_DT_FP32, n, (a - s->h_lo) * d, (b - a) * d);
+            if (nx_kctx_tensor_copy(s->k, NX_ENG_ACT, &sv, &ps, err) != 0 ||
+                scratch_move(s, 1, me, &s->stage[0], n, (a - s->h_lo) * d, (b - a) * d, err) != 0)
+                return -1;
+        }
+    }
+    if (nx_kctx_barrier_hbm(s->k, s->xoff, s->xoff + 2 * T * width * 4, err) != 0) return -1;
+    /* this core's heads [f_lo, f_hi) of the other core's partials, in one
+     * load before any store (DMA transfers are triggered in program order:
+     * a load behind a tile's store would wait for that tile's evacuation) */
+    const uint64_t c0 = (s->f_lo - s->h_lo) * d, cols = (s->f_hi - s->f_lo) * d;
+    if (cols && scratch_move(s, 0, other, &s->stage[1], n, c0, cols, err) != 0) return -1;
+    for (uint64_t t = t0; t < t1; t++) {
+        const uint64_t ha = s->h_lo + t * s->hpt, hb = ha + s->hpt < s->h_hi ? ha + s->hpt : s->h_hi;
+        const uint64_t a = ha > s->f_lo ? ha : s->f_lo, b = hb < s->f_hi ? hb : s->f_hi;
+        if (a >= b) continue;
+        nx_operand ps = nx_rows_view(&s->acc[bank[t - t0]], NX_DT_FP32, n, (a - ha) * d, (b - a) * d);
+        nx_operand sv = nx_rows_view(&s->stage[1], NX_DT_FP32, n, (a - s->h_lo) * d, (b - a) * d);
+        if (nx_kctx_tensor_tensor(s->k, NX_ENG_DVE, NX_ALU_ADD, &ps, &ps, &sv, err) != 0 ||
+            evacuate_heads(s, tt, m, bank[t - t0], a, b, (a - ha) * d, err) != 0)
+            return -1;
+    }
+    return 0;
 }
