@@ -77,9 +77,12 @@ int nx_router_select(rt_state *s, uint64_t t0, uint32_t tw, uint32_t b, nx_error
     nx_operand nm = nx_rows_view(&s->st[b], NX_DT_FP32, tw, 0, 1), z = nx_rows_view(&s->st[b], NX_DT_FP32, tw, 1, 1);
     /* softmax: -max on VectorE between max8 and the knock-out, one
      * dependent step (GpSimd would add its start-up and two semaphore hops
-     * to the exp's chain) */
+     * to the exp's chain). The knock-out reads the SBUF copy (E >= 8: no
+     * padding): the PSUM bank has two readers, ScalarE's copy and max8,
+     * in whichever order they reach it, rather than three */
     nx_topk_rowsel_args sel = {.in = keys_in, .P = tw, .n = E, .L = p->k, .keys = &s->keys[b], .vals = &s->vals[b],
-                               .idx = &s->idx[b], .neg_max = softmax ? &nm : NULL};
+                               .idx = &s->idx[b], .neg_max = softmax ? &nm : NULL,
+                               .knock_in = E >= 8 ? &lsb : NULL};
     if (nx_topk_rowsel(k, &sel, err) != 0) return -1;
     nx_operand iv = nx_rows_view(&s->idx[b], NX_DT_INT32, tw, 0, p->k);
     nx_operand ix_out = nx_rows_hbm(NX_DT_INT32, s->ix->hbm_offset, t0, tw, p->k);
@@ -93,11 +96,12 @@ int nx_router_select(rt_state *s, uint64_t t0, uint32_t tw, uint32_t b, nx_error
     const int over_all = softmax && p->pre_norm && !p->norm_topk;
     const int normalise = p->norm_topk || (softmax && !p->pre_norm);
     nx_operand ninf = nx_imm(-INFINITY, NX_DT_FP32);
+    /* e from the SBUF copy of the logits: the PSUM bank is left to max8
+     * and the knock-out (an ACT read of it holds them up its whole
+     * occupancy); softmax needs -max first, the copy is there long before */
     if (softmax) {
-        /* from the SBUF copy (there long before -max): the PSUM bank stays
-         * with the knock-out reading it */
         if (act(s, NX_ACT_EXP, &ex, &lsb, &nm, over_all ? &z : NULL, err) != 0) return -1;
-    } else if (act(s, NX_ACT_SIGMOID, &ex, &lg, NULL, NULL, err) != 0) {
+    } else if (act(s, NX_ACT_SIGMOID, &ex, &lsb, NULL, NULL, err) != 0) {
         return -1;
     }
     if (normalise) {

@@ -86,6 +86,10 @@ typedef struct nx_topk_rowsel_args {
      * the first max8, ahead of the knock-out (a softmax's shift at the
      * earliest) */
     const nx_operand *neg_max;
+    /* optional: what the first knock-out reads instead of `in`, the same
+     * keys elsewhere (an SBUF copy of PSUM keys: max8 alone holds the
+     * bank) */
+    const nx_operand *knock_in;
 } nx_topk_rowsel_args;
 int nx_topk_rowsel(struct nx_kctx *k, const nx_topk_rowsel_args *a, nx_error *err);
 

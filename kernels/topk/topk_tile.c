@@ -57,7 +57,8 @@ int nx_topk_rowsel(nx_kctx *k, const nx_topk_rowsel_args *a, nx_error *err) {
                                            &(uint32_t){8 - m});
             if (nx_kctx_memset(k, NX_ENG_DVE, &rest, -INFINITY, err) != 0) return -1;
         }
-        if (nx_topk_knockout(k, &kv, in, a->vals, a->vals_off + 8ull * r, a->idx, a->idx_off + 8ull * r, a->P,
+        const nx_operand *kin = r == 0 && a->knock_in ? a->knock_in : in;
+        if (nx_topk_knockout(k, &kv, kin, a->vals, a->vals_off + 8ull * r, a->idx, a->idx_off + 8ull * r, a->P,
                              -INFINITY, err) != 0)
             return -1;
     }
