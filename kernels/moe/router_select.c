@@ -1,8 +1,10 @@
 /* The router's selection and affinities for one token tile
  * (kernels/moe/router_impl.h), from its logits in PSUM [tw, E] fp32:
- *   ACT   logits -> SBUF (the logits result), stored;
+ *   ACT   logits -> SBUF (the logits result; DVE when the stores bound
+ *         the tile), stored;
  *   DVE   the k largest: ceil(k/8) rounds of max8 + match_replace8
- *         (kernels/topk/topk_tile.c nx_topk_rowsel) reading PSUM: values
+ *         (kernels/topk/topk_tile.c nx_topk_rowsel), max8 reading PSUM, the
+ *         first knock-out the SBUF copy (E >= 8): values
  *         descending, positions = expert ids, ties to the lower index, and
  *         the keys with -inf at exactly the selected experts; indices stored;
  *         softmax: -max (max8's first value, negated between max8 and the
@@ -71,7 +73,15 @@ int nx_router_select(rt_state *s, uint64_t t0, uint32_t tw, uint32_t b, nx_error
     nx_operand lg = nx_rows_view(&s->acc[b], NX_DT_FP32, tw, 0, E), keys_in = nx_rows_view(&s->acc[b], NX_DT_FP32, tw, 0, s->Epad);
     nx_operand lsb = nx_rows_view(&s->lsb[b], NX_DT_FP32, tw, 0, E);
     nx_operand lg_out = nx_rows_hbm(NX_DT_FP32, s->lg->hbm_offset, t0, tw, E);
-    if (nx_kctx_tensor_copy(k, NX_ENG_ACT, &lsb, &lg, err) != 0 || nx_rows_store(&s->r, &lg_out, &lsb, err) != 0)
+    /* the copy on VectorE (N + 100 cycles, not ScalarE's N + 265) when
+     * the three stores, not the selection, end the tile: few experts and
+     * more than two rows per DMA engine (a row under 2 KiB costs a 2 KiB
+     * row's time, docs/parts/hardware.md, so logits, indices and
+     * affinities take 3 x rows of it in a row); VectorE's selection waits
+     * the copy's occupancy */
+    const int copy_dve = E < RT_SPLIT_MIN_E && tw > 2 * s->r.engines;
+    if (nx_kctx_tensor_copy(k, copy_dve ? NX_ENG_DVE : NX_ENG_ACT, &lsb, &lg, err) != 0 ||
+        nx_rows_store(&s->r, &lg_out, &lsb, err) != 0)
         return -1;
     const int softmax = p->act == NX_ROUTER_SOFTMAX;
     nx_operand nm = nx_rows_view(&s->st[b], NX_DT_FP32, tw, 0, 1), z = nx_rows_view(&s->st[b], NX_DT_FP32, tw, 1, 1);
