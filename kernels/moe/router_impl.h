@@ -10,7 +10,11 @@
 
 #define RT_WBUFS 6     /* streamed w chunks in flight */
 #define RT_TP_BANKS 4  /* PSUM banks the x transposes rotate over */
-#define RT_TP_MAX 16   /* transposes per bank (one copy each group) */
+/* transposes per bank (one copy each group): copies of 8 let the first
+ * matmuls start sooner than 16 at no cost in throughput (a copy's
+ * dependency overhead is latency, not occupancy, docs/parts/model.md);
+ * 4 leaves the PE idle between groups (nxsim-bench router, T 32 to 128) */
+#define RT_TP_MAX 8
 #define RT_SPLIT_MIN_E 64 /* experts from which the mask and affinities split over DVE and POOL */
 
 typedef struct rt_state {

@@ -132,7 +132,16 @@ static int transposes_until(rt_state *s, rt_prep *pp, uint64_t jend, nx_error *e
         const uint32_t c2[2] = {g, tw};
         nx_operand from = nx_tile_view(tp, NX_DT_FP32, 0, kw, 0, 2, st2, c2);
         nx_operand to = nx_tile_view(&s->xT[b], s->p->dtype, 0, kw, j * s->TT, 2, dt2, c2);
-        if (nx_kctx_tensor_copy(s->k, s->trs++ % 2 ? NX_ENG_DVE : NX_ENG_ACT, &to, &from, err) != 0) return -1;
+        /* the copies alternate ScalarE / VectorE, the tile's last on
+         * VectorE: ScalarE is then idle first and waiting when the logits
+         * are complete, and its copy of them takes the PSUM bank before
+         * max8 (one reader at a time: max8 waits the copy's N ACT cycles,
+         * less than the copy, which the knock-out and the activation need,
+         * would wait for max8) */
+        const uint64_t left = j + g < s->R ? s->R - (j + g) : 0;
+        const uint64_t after = main_tile ? (left + per - 1) / per + (s->tail ? 1 : 0) : 0;
+        s->trs++;
+        if (nx_kctx_tensor_copy(s->k, after % 2 ? NX_ENG_ACT : NX_ENG_DVE, &to, &from, err) != 0) return -1;
         pp->next_j = j + g;
     }
     return 0;
