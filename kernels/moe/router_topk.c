@@ -23,7 +23,8 @@
  *         tile on the same queues so the transposes start early; else per
  *         tile, RT_WBUFS chunks in flight);
  *   PE    transposes of x columns -> PSUM, as many per bank as its 512
- *         fp32 columns hold, over RT_TP_BANKS banks, running that far
+ *         fp32 columns hold (at most RT_TP_MAX), over up to RT_TP_BANKS
+ *         banks, running that far
  *         ahead of the matmuls; DVE / ACT copy each bank -> xT (the x
  *         dtype, exact);
  *   PE    [bias: ones [1, T] x bias [1, E]], then per K tile
@@ -108,7 +109,7 @@ static uint32_t tp_per_bank(const rt_state *s, uint32_t tw) {
 /* K tiles the transposes run ahead of the matmuls: as many as the banks
  * hold, so the PE never waits for a copy while there is x to transpose. */
 static uint64_t tp_ahead(const rt_state *s, const rt_prep *pp) {
-    return (uint64_t)tp_per_bank(s, pp->tw) * (RT_TP_BANKS - 1);
+    return (uint64_t)tp_per_bank(s, pp->tw) * (s->ntp - 1);
 }
 
 static int transposes_until(rt_state *s, rt_prep *pp, uint64_t jend, nx_error *err) {
@@ -120,7 +121,7 @@ static int transposes_until(rt_state *s, rt_prep *pp, uint64_t jend, nx_error *e
         const int main_tile = j < s->R;
         const uint32_t g = main_tile ? rt_clip32(s->R - j, per) : 1;
         const uint32_t kw = main_tile ? s->KP : s->tail;
-        const nx_tile *tp = &s->tp[s->trs % RT_TP_BANKS];
+        const nx_tile *tp = &s->tp[s->trs % s->ntp];
         for (uint32_t i = 0; i < g; i++) {
             const int32_t stride = main_tile ? (int32_t)s->R : 1;
             const uint64_t first = main_tile ? j + i : s->R * s->KP;
