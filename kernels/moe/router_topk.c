@@ -103,7 +103,11 @@ static int load_x(rt_state *s, uint64_t t0, uint32_t tw, uint32_t b, nx_error *e
  * (as many as its 512 fp32 columns hold), the ragged one goes alone. */
 static uint32_t tp_per_bank(const rt_state *s, uint32_t tw) {
     const uint64_t bank = nx_kctx_geometry(s->k)->psum_bank_bytes / 4;
-    return (uint32_t)(bank / tw < RT_TP_MAX ? bank / tw : RT_TP_MAX);
+    const uint64_t most = bank / tw < RT_TP_MAX ? bank / tw : RT_TP_MAX;
+    /* the main tiles in groups of equal size: no short last group whose
+     * copy's fixed latency buys nothing */
+    const uint64_t groups = s->R ? (s->R + most - 1) / most : 1;
+    return (uint32_t)(s->R ? (s->R + groups - 1) / groups : most);
 }
 
 /* K tiles the transposes run ahead of the matmuls: as many as the banks
