@@ -9,8 +9,15 @@
 #include "kernels/norms/rows.h"
 
 #define RT_WBUFS 6     /* streamed w chunks in flight */
-#define RT_TP_BANKS 4  /* PSUM banks the x transposes rotate over */
-#define RT_TP_MAX 16   /* transposes per bank (one copy each group) */
+/* PSUM banks the x transposes rotate over, at most: all the banks but
+ * the two logits accumulators on trn1/trn2 */
+#define RT_TP_BANKS 6
+/* transposes per bank (one copy each group): copies of 4 let the first
+ * matmuls start sooner and the last copy end sooner than 16 or 8, at no
+ * cost in throughput (a copy's dependency overhead is latency, not
+ * occupancy, docs/parts/model.md); over 4 banks they left the PE waiting
+ * for a bank, over 6 not (nxsim-bench router, T 32 to 128) */
+#define RT_TP_MAX 4
 #define RT_SPLIT_MIN_E 64 /* experts from which the mask and affinities split over DVE and POOL */
 
 typedef struct rt_state {
@@ -33,7 +40,8 @@ typedef struct rt_state {
     nx_tile wt, wtail, wc[RT_WBUFS];
     nx_tile xt[2], xT[2], tp[RT_TP_BANKS], acc[2], ones, brow;
     nx_tile keys[2], lsb[2], ex[2], mk[2], aff[2], vals[2], vact[2], idx[2], st[2];
-    uint64_t trs;      /* transpose groups so far (bank and copy engine rotation) */
+    uint64_t trs;      /* transpose groups so far (bank rotation) */
+    uint32_t ntp;      /* transpose banks: RT_TP_BANKS, or what PSUM leaves */
     uint64_t wq, wused, wtotal; /* streamed chunk loads: issued, consumed, total */
     uint64_t lo, hi;   /* this program's tokens */
 } rt_state;

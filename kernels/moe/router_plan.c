@@ -49,6 +49,10 @@ int nx_router_plan(rt_state *s, nx_error *err) {
                            s->x->name, (unsigned long long)p->H, (unsigned long long)(fixed + 2 * chunk),
                            (unsigned long long)sbuf);
     }
+    /* the transposes' banks: what the two logits accumulators leave, up
+     * to RT_TP_BANKS (at least 2; the allocation fails where PSUM lacks them) */
+    const uint64_t banks = g->psum_bank_bytes ? g->psum_partition_bytes / g->psum_bank_bytes : 0;
+    s->ntp = banks >= RT_TP_BANKS + 2 ? RT_TP_BANKS : banks > 4 ? (uint32_t)(banks - 2) : 2;
     const uint32_t lanes = nx_kctx_lanes(s->k);
     /* streamed chunks wait for their buffers: on a group of their own
      * where the context has one, so no x load waits behind them */
@@ -70,7 +74,7 @@ int nx_router_alloc(rt_state *s, nx_error *err) {
     if (s->tail && nx_kctx_alloc(k, NX_OPK_SBUF, "router_w_tail", p->dtype, s->tail, p->E, &s->wtail, err) != 0)
         return -1;
     const uint64_t bank = nx_kctx_geometry(k)->psum_bank_bytes / 4;
-    for (uint32_t i = 0; i < RT_TP_BANKS; i++)
+    for (uint32_t i = 0; i < s->ntp; i++)
         if (nx_kctx_alloc(k, NX_OPK_PSUM, "router_xT_psum", NX_DT_FP32, s->KP, bank, &s->tp[i], err) != 0) return -1;
     for (uint32_t i = 0; i < 2; i++)
         if (nx_kctx_alloc(k, NX_OPK_SBUF, "router_x", p->dtype, s->TT, p->H, &s->xt[i], err) != 0 ||

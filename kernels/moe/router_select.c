@@ -1,16 +1,20 @@
 /* The router's selection and affinities for one token tile
  * (kernels/moe/router_impl.h), from its logits in PSUM [tw, E] fp32:
- *   ACT   logits -> SBUF (the logits result), stored;
+ *   ACT   logits -> SBUF (the logits result; DVE when the stores bound
+ *         the tile), stored;
  *   DVE   the k largest: ceil(k/8) rounds of max8 + match_replace8
- *         (kernels/topk/topk_tile.c nx_topk_rowsel) reading PSUM: values
+ *         (kernels/topk/topk_tile.c nx_topk_rowsel), max8 reading PSUM, the
+ *         first knock-out the SBUF copy (E >= 8): values
  *         descending, positions = expert ids, ties to the lower index, and
  *         the keys with -inf at exactly the selected experts; indices stored;
- *   ACT   softmax: e = exp(l - max) (the max is max8's first value) with its
- *         row sum Z (accumulate form); sigmoid: e = sigmoid(l);
+ *         softmax: -max (max8's first value, negated between max8 and the
+ *         knock-out);
+ *   ACT   softmax: e = exp(l - max) from the SBUF logits with its row sum
+ *         Z (accumulate form); sigmoid: e = sigmoid(l);
  *   ACT   normalised over the selected (norm_topk, or a softmax over the k
  *         selected without pre_norm, where the shift by the max cancels):
  *         their sum Z from the k values max8 returned (a [tw, 8] pass);
- *   DVE + POOL  (half the experts each) mask = (keys == -inf); affinities
+ *   DVE + POOL  (3/8 and 5/8 of the experts) mask = (keys == -inf); affinities
  *         = e / Z x mask (softmax over all E, or normalised), or e x mask
  *         (sigmoid);
  *   DMA   affinities stored.
@@ -69,31 +73,45 @@ int nx_router_select(rt_state *s, uint64_t t0, uint32_t tw, uint32_t b, nx_error
     nx_operand lg = nx_rows_view(&s->acc[b], NX_DT_FP32, tw, 0, E), keys_in = nx_rows_view(&s->acc[b], NX_DT_FP32, tw, 0, s->Epad);
     nx_operand lsb = nx_rows_view(&s->lsb[b], NX_DT_FP32, tw, 0, E);
     nx_operand lg_out = nx_rows_hbm(NX_DT_FP32, s->lg->hbm_offset, t0, tw, E);
-    if (nx_kctx_tensor_copy(k, NX_ENG_ACT, &lsb, &lg, err) != 0 || nx_rows_store(&s->r, &lg_out, &lsb, err) != 0)
+    /* the copy on VectorE (N + 100 cycles, not ScalarE's N + 265) when
+     * the three stores, not the selection, end the tile: few experts and
+     * more than two rows per DMA engine (a row under 2 KiB costs a 2 KiB
+     * row's time, docs/parts/hardware.md, so logits, indices and
+     * affinities take 3 x rows of it in a row); VectorE's selection waits
+     * the copy's occupancy */
+    const int copy_dve = E < RT_SPLIT_MIN_E && tw > 2 * s->r.engines;
+    if (nx_kctx_tensor_copy(k, copy_dve ? NX_ENG_DVE : NX_ENG_ACT, &lsb, &lg, err) != 0 ||
+        nx_rows_store(&s->r, &lg_out, &lsb, err) != 0)
         return -1;
+    const int softmax = p->act == NX_ROUTER_SOFTMAX;
+    nx_operand nm = nx_rows_view(&s->st[b], NX_DT_FP32, tw, 0, 1), z = nx_rows_view(&s->st[b], NX_DT_FP32, tw, 1, 1);
+    /* softmax: -max on VectorE between max8 and the knock-out, one
+     * dependent step (GpSimd would add its start-up and two semaphore hops
+     * to the exp's chain). The knock-out reads the SBUF copy (E >= 8: no
+     * padding): the PSUM bank has two readers, ScalarE's copy and max8,
+     * in whichever order they reach it, rather than three */
     nx_topk_rowsel_args sel = {.in = keys_in, .P = tw, .n = E, .L = p->k, .keys = &s->keys[b], .vals = &s->vals[b],
-                               .idx = &s->idx[b]};
+                               .idx = &s->idx[b], .neg_max = softmax ? &nm : NULL,
+                               .knock_in = E >= 8 ? &lsb : NULL};
     if (nx_topk_rowsel(k, &sel, err) != 0) return -1;
     nx_operand iv = nx_rows_view(&s->idx[b], NX_DT_INT32, tw, 0, p->k);
     nx_operand ix_out = nx_rows_hbm(NX_DT_INT32, s->ix->hbm_offset, t0, tw, p->k);
     if (nx_rows_store(&s->r, &ix_out, &iv, err) != 0) return -1;
     nx_operand ex = nx_rows_view(&s->ex[b], NX_DT_FP32, tw, 0, E);
     nx_operand af = nx_rows_view(&s->aff[b], NX_DT_FP32, tw, 0, E);
-    nx_operand nm = nx_rows_view(&s->st[b], NX_DT_FP32, tw, 0, 1), z = nx_rows_view(&s->st[b], NX_DT_FP32, tw, 1, 1);
     nx_operand zs = nx_rows_view(&s->st[b], NX_DT_FP32, tw, 2, 1);
-    nx_operand v0 = nx_rows_view(&s->vals[b], NX_DT_FP32, tw, 0, 1);
-    const int softmax = p->act == NX_ROUTER_SOFTMAX;
     /* softmax over all E (pre_norm without norm_topk), or affinities
      * normalised over the selected (norm_topk, or a softmax over the k
      * selected logits), or masked sigmoids */
     const int over_all = softmax && p->pre_norm && !p->norm_topk;
     const int normalise = p->norm_topk || (softmax && !p->pre_norm);
-    nx_operand neg = nx_imm(-1.0, NX_DT_FP32), ninf = nx_imm(-INFINITY, NX_DT_FP32);
+    nx_operand ninf = nx_imm(-INFINITY, NX_DT_FP32);
+    /* e from the SBUF copy of the logits: the PSUM bank is left to max8
+     * and the knock-out (an ACT read of it holds them up its whole
+     * occupancy); softmax needs -max first, the copy is there long before */
     if (softmax) {
-        if (nx_kctx_tensor_scalar(k, NX_ENG_POOL, &nm, &v0, NX_ALU_MULTIPLY, &neg, NX_ALU_BYPASS, NULL, err) != 0 ||
-            act(s, NX_ACT_EXP, &ex, &lg, &nm, over_all ? &z : NULL, err) != 0)
-            return -1;
-    } else if (act(s, NX_ACT_SIGMOID, &ex, &lg, NULL, NULL, err) != 0) {
+        if (act(s, NX_ACT_EXP, &ex, &lsb, &nm, over_all ? &z : NULL, err) != 0) return -1;
+    } else if (act(s, NX_ACT_SIGMOID, &ex, &lsb, NULL, NULL, err) != 0) {
         return -1;
     }
     if (normalise) {
@@ -105,9 +123,12 @@ int nx_router_select(rt_state *s, uint64_t t0, uint32_t tw, uint32_t b, nx_error
         if (act(s, softmax ? NX_ACT_EXP : NX_ACT_SIGMOID, &va, &vv, softmax ? &nm : NULL, &zs, err) != 0) return -1;
     }
     /* the mask and the affinities, the experts split between VectorE and
-     * GpSimd (both read the SBUF tiles; the halves run side by side, the
-     * last two steps of the selection chain) */
-    const uint64_t Ed = E >= RT_SPLIT_MIN_E ? E / 2 : E;
+     * GpSimd (both read the SBUF tiles; the parts run side by side, the
+     * last two steps of the selection chain). GpSimd takes 5/8: VectorE
+     * streams the affinity pass's two inputs at half its rate
+     * (docs/parts/hardware.md), so the parts end together (measured best
+     * of 1/2 .. 5/16 for VectorE, nxsim-bench router) */
+    const uint64_t Ed = E >= RT_SPLIT_MIN_E ? E * 3 / 8 : E;
     for (int pass = 0; pass < 2; pass++)
         for (int part = 0; part < 2; part++) {
             const uint64_t c0 = part ? Ed : 0, n = part ? E - Ed : Ed;

@@ -23,7 +23,8 @@
  *         tile on the same queues so the transposes start early; else per
  *         tile, RT_WBUFS chunks in flight);
  *   PE    transposes of x columns -> PSUM, as many per bank as its 512
- *         fp32 columns hold, over RT_TP_BANKS banks, running that far
+ *         fp32 columns hold (at most RT_TP_MAX), over up to RT_TP_BANKS
+ *         banks, running that far
  *         ahead of the matmuls; DVE / ACT copy each bank -> xT (the x
  *         dtype, exact);
  *   PE    [bias: ones [1, T] x bias [1, E]], then per K tile
@@ -102,13 +103,17 @@ static int load_x(rt_state *s, uint64_t t0, uint32_t tw, uint32_t b, nx_error *e
  * (as many as its 512 fp32 columns hold), the ragged one goes alone. */
 static uint32_t tp_per_bank(const rt_state *s, uint32_t tw) {
     const uint64_t bank = nx_kctx_geometry(s->k)->psum_bank_bytes / 4;
-    return (uint32_t)(bank / tw < RT_TP_MAX ? bank / tw : RT_TP_MAX);
+    const uint64_t most = bank / tw < RT_TP_MAX ? bank / tw : RT_TP_MAX;
+    /* the main tiles in groups of equal size: no short last group whose
+     * copy's fixed latency buys nothing */
+    const uint64_t groups = s->R ? (s->R + most - 1) / most : 1;
+    return (uint32_t)(s->R ? (s->R + groups - 1) / groups : most);
 }
 
 /* K tiles the transposes run ahead of the matmuls: as many as the banks
  * hold, so the PE never waits for a copy while there is x to transpose. */
 static uint64_t tp_ahead(const rt_state *s, const rt_prep *pp) {
-    return (uint64_t)tp_per_bank(s, pp->tw) * (RT_TP_BANKS - 1);
+    return (uint64_t)tp_per_bank(s, pp->tw) * (s->ntp - 1);
 }
 
 static int transposes_until(rt_state *s, rt_prep *pp, uint64_t jend, nx_error *err) {
@@ -120,7 +125,7 @@ static int transposes_until(rt_state *s, rt_prep *pp, uint64_t jend, nx_error *e
         const int main_tile = j < s->R;
         const uint32_t g = main_tile ? rt_clip32(s->R - j, per) : 1;
         const uint32_t kw = main_tile ? s->KP : s->tail;
-        const nx_tile *tp = &s->tp[s->trs % RT_TP_BANKS];
+        const nx_tile *tp = &s->tp[s->trs % s->ntp];
         for (uint32_t i = 0; i < g; i++) {
             const int32_t stride = main_tile ? (int32_t)s->R : 1;
             const uint64_t first = main_tile ? j + i : s->R * s->KP;
@@ -132,7 +137,16 @@ static int transposes_until(rt_state *s, rt_prep *pp, uint64_t jend, nx_error *e
         const uint32_t c2[2] = {g, tw};
         nx_operand from = nx_tile_view(tp, NX_DT_FP32, 0, kw, 0, 2, st2, c2);
         nx_operand to = nx_tile_view(&s->xT[b], s->p->dtype, 0, kw, j * s->TT, 2, dt2, c2);
-        if (nx_kctx_tensor_copy(s->k, s->trs++ % 2 ? NX_ENG_DVE : NX_ENG_ACT, &to, &from, err) != 0) return -1;
+        /* the copies alternate ScalarE / VectorE, the tile's last on
+         * VectorE: ScalarE is then idle first and waiting when the logits
+         * are complete, and its copy of them takes the PSUM bank before
+         * max8 (one reader at a time: max8 waits the copy's N ACT cycles,
+         * less than the copy, which the knock-out and the activation need,
+         * would wait for max8) */
+        const uint64_t left = j + g < s->R ? s->R - (j + g) : 0;
+        const uint64_t after = main_tile ? (left + per - 1) / per + (s->tail ? 1 : 0) : 0;
+        s->trs++;
+        if (nx_kctx_tensor_copy(s->k, after % 2 ? NX_ENG_ACT : NX_ENG_DVE, &to, &from, err) != 0) return -1;
         pp->next_j = j + g;
     }
     return 0;

@@ -82,6 +82,14 @@ typedef struct nx_topk_rowsel_args {
     uint64_t vals_off;
     const nx_tile *idx;   /* int32, columns [idx_off, + 8 ceil(L/8)): their positions */
     uint64_t idx_off;
+    /* optional [P x 1] fp32: -(the largest key), on VectorE right after
+     * the first max8, ahead of the knock-out (a softmax's shift at the
+     * earliest) */
+    const nx_operand *neg_max;
+    /* optional: what the first knock-out reads instead of `in`, the same
+     * keys elsewhere (an SBUF copy of PSUM keys: max8 alone holds the
+     * bank) */
+    const nx_operand *knock_in;
 } nx_topk_rowsel_args;
 int nx_topk_rowsel(struct nx_kctx *k, const nx_topk_rowsel_args *a, nx_error *err);
 

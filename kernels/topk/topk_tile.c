@@ -42,6 +42,12 @@ int nx_topk_rowsel(nx_kctx *k, const nx_topk_rowsel_args *a, nx_error *err) {
         const nx_operand *in = r == 0 ? &a->in : &kv;
         nx_operand v8 = nx_tile_view(a->vals, NX_DT_FP32, 0, a->P, a->vals_off + 8ull * r, 1, &one, &(uint32_t){8});
         if (nx_topk_max8(k, &v8, in, err) != 0) return -1;
+        if (r == 0 && a->neg_max) {
+            nx_operand v0 = nx_tile_view(a->vals, NX_DT_FP32, 0, a->P, a->vals_off, 1, &one, &(uint32_t){1});
+            nx_operand neg = nx_imm(-1.0, NX_DT_FP32);
+            if (nx_kctx_tensor_scalar(k, NX_ENG_DVE, a->neg_max, &v0, NX_ALU_MULTIPLY, &neg, NX_ALU_BYPASS, NULL, err) != 0)
+                return -1;
+        }
         const uint32_t m = a->L - 8 * r;
         if (m < 8) {
             /* a value of -inf matches only what is already knocked out (or
@@ -51,7 +57,8 @@ int nx_topk_rowsel(nx_kctx *k, const nx_topk_rowsel_args *a, nx_error *err) {
                                            &(uint32_t){8 - m});
             if (nx_kctx_memset(k, NX_ENG_DVE, &rest, -INFINITY, err) != 0) return -1;
         }
-        if (nx_topk_knockout(k, &kv, in, a->vals, a->vals_off + 8ull * r, a->idx, a->idx_off + 8ull * r, a->P,
+        const nx_operand *kin = r == 0 && a->knock_in ? a->knock_in : in;
+        if (nx_topk_knockout(k, &kv, kin, a->vals, a->vals_off + 8ull * r, a->idx, a->idx_off + 8ull * r, a->P,
                              -INFINITY, err) != 0)
             return -1;
     }
