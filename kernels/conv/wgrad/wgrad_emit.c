@@ -72,6 +72,7 @@ typedef struct wg_item {
     uint32_t cin;      /* features of the ci tile */
     int64_t hf0;       /* first filter row of replica block 0 */
     uint32_t Rl;       /* replica blocks with live filter rows */
+    int64_t Bh;        /* filter rows per replica block (nx_wg_block_rows) */
     int64_t vb_last;   /* live rows of the last live block */
     int64_t wf0, nwf;  /* filter columns */
     int64_t ix0, nxi;  /* image columns loaded (nxi 0: nothing to do) */
@@ -216,14 +217,13 @@ static void item_fill(const wg_state *s, const wg_cursor *c, wg_item *it) {
     it->ibuf = c->blocks % WG_NBUF;
     it->ci0 = (uint64_t)c->ct * pl->cit;
     it->cin = (uint32_t)nx_min_i64(pl->cit, (int64_t)(p->CI - it->ci0));
-    it->hf0 = (int64_t)c->hb * pl->R * pl->B;
-    int64_t live = nx_min_i64((int64_t)pl->R * pl->B, p->HF - it->hf0);
-    it->Rl = (uint32_t)nx_cdiv_i64(live, pl->B);
-    it->vb_last = live - (int64_t)(it->Rl - 1) * pl->B;
+    nx_wg_rows rows;
+    nx_wg_block_rows(p, pl, c->hb, &rows);
+    it->hf0 = rows.hf0, it->Bh = rows.Bh, it->Rl = rows.Rl, it->vb_last = rows.vb_last;
     it->wf0 = (int64_t)c->wb * pl->WFb;
     it->nwf = nx_min_i64(pl->WFb, p->WF - it->wf0);
     nx_wg_img_cols(p, it->ps.k1lo, it->ps.k1hi, it->wf0, it->nwf, &it->ix0, &it->nxi);
-    it->rb = nx_wg_rows_band(p, pl->B, it->ps.k0hi - it->ps.k0lo);
+    it->rb = nx_wg_rows_band(p, it->Bh, it->ps.k0hi - it->ps.k0lo);
     it->K = (it->Rl - 1) * pl->cit + it->cin;
 }
 
@@ -258,7 +258,7 @@ static int next_block(const wg_state *s, const wg_cursor *c, wg_item *out) {
 /* First image row replica block r of the item holds. */
 static int64_t band_base(const wg_state *s, const wg_item *it, uint32_t r) {
     const nx_wg_problem *p = s->p;
-    return it->ps.k0lo * p->sy + (it->hf0 + (int64_t)r * s->pl->B) * p->rdy - p->ply;
+    return it->ps.k0lo * p->sy + (it->hf0 + (int64_t)r * it->Bh) * p->rdy - p->ply;
 }
 
 /* The co tile's filter rows of every live replica block: runs of vb x WF
@@ -269,12 +269,12 @@ static int load_filter(wg_state *s, const wg_item *it, wg_batch *bt, nx_error *e
     const nx_wg_plan *pl = s->pl;
     const nx_tile *gt = &s->grad[it->gbuf];
     int64_t WFb = pl->WFb, cot = it->cot;
-    if (it->vb_last < pl->B &&
+    if (it->vb_last < it->Bh &&
         wg_zero(s, NX_ENG_DVE, gt, it->K, (uint64_t)(it->vb_last * WFb), (uint64_t)cot, (uint64_t)pl->B * WFb,
-                (uint64_t)((pl->B - it->vb_last) * WFb), err) != 0)
+                (uint64_t)((it->Bh - it->vb_last) * WFb), err) != 0)
         return -1;
     for (uint32_t r = 0; r < it->Rl; r++) {
-        int64_t hf = it->hf0 + (int64_t)r * pl->B, vb = r + 1 == it->Rl ? it->vb_last : (int64_t)pl->B;
+        int64_t hf = it->hf0 + (int64_t)r * it->Bh, vb = r + 1 == it->Rl ? it->vb_last : it->Bh;
         int32_t ds[3] = {(int32_t)(pl->B * WFb), (int32_t)WFb, 1};
         uint32_t dc[3] = {(uint32_t)cot, (uint32_t)vb, (uint32_t)it->nwf};
         nx_operand dst = nx_conv_tile_view(gt, p->dt, r * pl->cit, it->cin, 0, 3, ds, dc);
@@ -392,7 +392,7 @@ static int emit_matmuls(wg_state *s, const wg_item *it, nx_error *err) {
     nx_wg_acc acc[WG_MAX_PS];
     for (uint32_t j = 0; j < it->ps.na; j++) nx_wg_acc_get(p, pl, it->ps.t0 + it->t, it->ps.a0 + j, &acc[j]);
     int64_t WFb = pl->WFb, cot = it->cot;
-    int64_t bmax = it->Rl == 1 ? it->vb_last : (int64_t)pl->B; /* rows past it are dead in every block */
+    int64_t bmax = it->Rl == 1 ? it->vb_last : it->Bh; /* rows past it are dead in every block */
     for (int64_t b = 0; b < bmax; b += pl->Gy)
         for (int64_t x = 0; x < it->nwf; x += pl->Gx) {
             uint32_t gxv = (uint32_t)nx_min_i64(pl->Gx, it->nwf - x);
