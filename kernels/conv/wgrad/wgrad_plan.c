@@ -197,13 +197,13 @@ static int blocks(const nx_wg_problem *p, uint32_t R0, uint64_t budget, const nx
              * blocks with a shorter last block (nx_wg_block_rows): fewer
              * steps, shorter filter runs in that block; the estimate picks */
             uint32_t nb = (uint32_t)nx_cdiv_i64(p->HF, (int64_t)R0 * B);
-            uint32_t Rfit = (uint32_t)nx_min_i64((int64_t)R0, nx_cdiv_i64(p->HF, B * (int64_t)nb));
-            for (uint32_t R = Rfit; R <= R0; R = R < R0 ? R0 : R0 + 1) {
+            uint32_t Rs[2] = {(uint32_t)nx_min_i64((int64_t)R0, nx_cdiv_i64(p->HF, B * (int64_t)nb)), R0};
+            for (int k = 0; k < (Rs[0] < R0 ? 2 : 1); k++) {
                 nx_wg_plan *o = &out[n++];
                 *o = *c;
                 o->B = (uint32_t)B;
                 o->nhb = nb;
-                o->R = R;
+                o->R = Rs[k];
                 o->WFb = (uint32_t)WFb;
                 o->nwb = (uint32_t)nx_cdiv_i64(p->WF, WFb);
                 o->grad_elems = (uint64_t)(g * B);
