@@ -228,6 +228,20 @@ static void expect_blocks(const nx_wg_plan *pl) {
     assert_true(pl->R >= 2);
     assert_true(pl->nhb * pl->R * pl->B > 13); /* dead rows in the last block */
 }
+/* all R replica blocks in the last row block, in fewer rows each */
+static void expect_short_last(const nx_wg_plan *pl) {
+    assert_int_equal(pl->R, 3);
+    assert_int_equal(pl->B, 4);
+    assert_int_equal(pl->nhb, 2);
+    nx_wg_problem p;
+    memset(&p, 0, sizeof p);
+    p.HF = pl->Gy == 1 ? 20 : 15;
+    nx_wg_rows rw;
+    nx_wg_block_rows(&p, pl, 1, &rw);
+    assert_int_equal(rw.Bh, pl->Gy == 1 ? 3 : 2);
+    assert_int_equal(rw.Rl, pl->Gy == 1 ? 3 : 2);
+    assert_int_equal(rw.vb_last, pl->Gy == 1 ? 2 : 1); /* a dead row */
+}
 static void expect_col_blocks(const nx_wg_plan *pl) {
     assert_int_equal(pl->WFb, 3);
     assert_true(pl->nwb >= 3);
@@ -277,6 +291,17 @@ static void test_pinned_tilings(void **state) {
     run5(NX_DT_FP32, 40, 2, 22, 9, 3, 17, 5, NULL, 110);
     pin(1, 2, 0, 0, 0, 2, 0, expect_blocks);
     run7(NX_DT_BF16, 40, 3, 22, 9, 17, 5, NULL, 111);
+    /* 20 rows over 3 replica blocks of 4: the last block's 8 rows go to 3
+     * blocks of 3 (fewer steps than 2 blocks of 4), the third with a dead
+     * row over the first block's filter; with Gy = 2, 15 rows: the last
+     * block's 3 rows in 2 blocks of 2 */
+    pin(1, 1, 0, 0, 0, 4, 0, expect_short_last);
+    g_lim.R = 3;
+    run5(NX_DT_FP32, 40, 2, 26, 9, 3, 20, 5, NULL, 114);
+    pin(1, 2, 0, 0, 0, 4, 0, expect_short_last);
+    g_lim.R = 3;
+    run5(NX_DT_FP32, 40, 2, 21, 9, 3, 15, 5, "padding=[[1,0],[0,1]]", 115);
+    run7(NX_DT_BF16, 40, 3, 21, 9, 15, 5, NULL, 116);
     /* column blocks of 3 filter columns (each loads its own image columns) */
     pin(2, 1, 0, 0, 0, 0, 3, expect_col_blocks);
     run5(NX_DT_BF16, 3, 2, 9, 18, 4, 4, 10, "rhs_dilation=[1,2];padding=[[1,1],[0,1]]", 103);

@@ -108,6 +108,18 @@ typedef struct nx_wg_pass {
     int64_t n0, nn, k0lo, k0hi, k1lo, k1hi;
 } nx_wg_pass;
 
+/* The filter rows of row block hb: from hf0, Bh per replica block (pl->B;
+ * a last block with fewer than R B rows spreads them over all R replica
+ * blocks in fewer rows each, in whole steps of Gy, so its steps are as few
+ * as its rows allow and every PE row it can fill is used), Rl replica
+ * blocks live, the last of them with vb_last live rows (the rest of its Bh
+ * rows are dead: zero filter rows). */
+typedef struct nx_wg_rows {
+    int64_t hf0, Bh, vb_last;
+    uint32_t Rl;
+} nx_wg_rows;
+void nx_wg_block_rows(const nx_wg_problem *p, const nx_wg_plan *pl, uint32_t hb, nx_wg_rows *out);
+
 /* Accumulator a of co tile `tile`; pass q (0 <= q < pl->npass). */
 void nx_wg_acc_get(const nx_wg_problem *p, const nx_wg_plan *pl, uint32_t tile, uint32_t a, nx_wg_acc *out);
 void nx_wg_pass_get(const nx_wg_problem *p, const nx_wg_plan *pl, uint32_t q, nx_wg_pass *out);
@@ -123,10 +135,11 @@ void nx_wg_img_cols(const nx_wg_problem *p, int64_t k1lo, int64_t k1hi, int64_t 
 /* Constraints on the plan search (0 = free), for tests that pin a tiling:
  * the column groups, the co/channel tile, accumulators per co tile and co
  * tiles per pass, the largest row block and column block, the SBUF bytes
- * per partition the input buffers may use. */
+ * per partition the input buffers may use, the replica blocks. */
 typedef struct nx_wg_limits {
     uint32_t gx, gy, cot, A, T, b_max, wfb_max;
     uint64_t input_bytes;
+    uint32_t R;
 } nx_wg_limits;
 
 /* Chooses the plan with the lowest estimated time among the column groups,

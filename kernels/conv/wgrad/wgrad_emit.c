@@ -18,8 +18,9 @@
  * multiply_moving per accumulator of the pass over the image window of its
  * extended outputs whose image column exists (horizontal padding is never
  * stored: each matmul covers the k1 range its column reaches; vertical
- * padding rows are zeroed in the image tile). docs/parts/wgrad.md has the
- * whole scheme. */
+ * padding rows are zeroed in the image tile). The kernel's first item runs
+ * in chunks of the image batch (first_split) so the PE starts before its
+ * whole image is in. docs/parts/wgrad.md has the whole scheme. */
 #include <math.h>
 #include <string.h>
 
@@ -30,7 +31,12 @@
 #define WG_NBUF NX_WG_BUFFERS
 #define WG_MAX_PS 8
 #define NX_WG_MAX_LANES 64
-#define WG_PIECES_PER_LANE 2.0
+/* Pieces per lane of a batch: pieces of a few partitions let the greedy
+ * spread end every lane within a small piece of the others (with 2, the
+ * first ResNet-50 fp32 item put 15% over the mean on some lanes and the PE
+ * waited for them; the bench's cases gain 1-12% from 2 to 8 pieces, under
+ * 1% past it). */
+#define WG_PIECES_PER_LANE 8.0
 
 /* floor division for a possibly negative numerator, b > 0 */
 
@@ -72,12 +78,14 @@ typedef struct wg_item {
     uint32_t cin;      /* features of the ci tile */
     int64_t hf0;       /* first filter row of replica block 0 */
     uint32_t Rl;       /* replica blocks with live filter rows */
+    int64_t Bh;        /* filter rows per replica block (nx_wg_block_rows) */
     int64_t vb_last;   /* live rows of the last live block */
     int64_t wf0, nwf;  /* filter columns */
     int64_t ix0, nxi;  /* image columns loaded (nxi 0: nothing to do) */
     int64_t rb;        /* image rows per replica block */
     uint32_t K;        /* contraction partitions */
     int first_of_pass, last_of_pass, new_block;
+    uint32_t nsplit;   /* chunks of the image batch its image and matmuls are cut into (first_split) */
     uint64_t gbuf, ibuf; /* buffer sets: filter by item, image by block */
 } wg_item;
 
@@ -216,15 +224,43 @@ static void item_fill(const wg_state *s, const wg_cursor *c, wg_item *it) {
     it->ibuf = c->blocks % WG_NBUF;
     it->ci0 = (uint64_t)c->ct * pl->cit;
     it->cin = (uint32_t)nx_min_i64(pl->cit, (int64_t)(p->CI - it->ci0));
-    it->hf0 = (int64_t)c->hb * pl->R * pl->B;
-    int64_t live = nx_min_i64((int64_t)pl->R * pl->B, p->HF - it->hf0);
-    it->Rl = (uint32_t)nx_cdiv_i64(live, pl->B);
-    it->vb_last = live - (int64_t)(it->Rl - 1) * pl->B;
+    nx_wg_rows rows;
+    nx_wg_block_rows(p, pl, c->hb, &rows);
+    it->hf0 = rows.hf0, it->Bh = rows.Bh, it->Rl = rows.Rl, it->vb_last = rows.vb_last;
     it->wf0 = (int64_t)c->wb * pl->WFb;
     it->nwf = nx_min_i64(pl->WFb, p->WF - it->wf0);
     nx_wg_img_cols(p, it->ps.k1lo, it->ps.k1hi, it->wf0, it->nwf, &it->ix0, &it->nxi);
-    it->rb = nx_wg_rows_band(p, pl->B, it->ps.k0hi - it->ps.k0lo);
+    it->rb = nx_wg_rows_band(p, it->Bh, it->ps.k0hi - it->ps.k0lo);
     it->K = (it->Rl - 1) * pl->cit + it->cin;
+    it->nsplit = 1;
+}
+
+/* Batch [*lo, *hi) of chunk i of item it's nsplit chunks of the pass's batch. */
+static void n_chunk(const wg_item *it, uint32_t i, int64_t *lo, int64_t *hi) {
+    *lo = it->ps.n0 + it->ps.nn * i / it->nsplit;
+    *hi = it->ps.n0 + it->ps.nn * (i + 1) / it->nsplit;
+}
+
+/* The kernel's first item has nothing to hide its loads behind: the PE
+ * waits for its filter and its whole image. Cut into chunks of the image
+ * batch, loaded one after the other and swept one after the other (chunk
+ * outermost, the stationary loaded again per chunk, in the background of
+ * the multiply before it), the PE starts once the filter and the first
+ * chunk are in. Chunks keep every full-width multiply at MM_INIT_LATENCY
+ * moving elements or more (docs/parts/hardware.md), so the cut costs no PE
+ * time; only when every accumulator of the pass spans the pass's batch. */
+static uint32_t first_split(const wg_state *s, const wg_item *it) {
+    uint64_t init = nx_kctx_machine(s->k)->pe_mm_init_latency, per_n = 0;
+    for (uint32_t j = 0; j < it->ps.na; j++) {
+        nx_wg_acc a;
+        nx_wg_acc_get(s->p, s->pl, it->ps.t0 + it->t, it->ps.a0 + j, &a);
+        if (a.n0 != it->ps.n0 || a.nn != it->ps.nn) return 1;
+        uint64_t e = (uint64_t)(a.K0c * a.K1c);
+        if (j == 0 || e < per_n) per_n = e;
+    }
+    uint64_t c = per_n ? (init + per_n - 1) / per_n : 1;
+    uint64_t n = (uint64_t)it->ps.nn / (c ? c : 1);
+    return n > 1 ? (uint32_t)n : 1;
 }
 
 static void cursor_next(const wg_state *s, wg_cursor *c) {
@@ -258,7 +294,7 @@ static int next_block(const wg_state *s, const wg_cursor *c, wg_item *out) {
 /* First image row replica block r of the item holds. */
 static int64_t band_base(const wg_state *s, const wg_item *it, uint32_t r) {
     const nx_wg_problem *p = s->p;
-    return it->ps.k0lo * p->sy + (it->hf0 + (int64_t)r * s->pl->B) * p->rdy - p->ply;
+    return it->ps.k0lo * p->sy + (it->hf0 + (int64_t)r * it->Bh) * p->rdy - p->ply;
 }
 
 /* The co tile's filter rows of every live replica block: runs of vb x WF
@@ -269,12 +305,12 @@ static int load_filter(wg_state *s, const wg_item *it, wg_batch *bt, nx_error *e
     const nx_wg_plan *pl = s->pl;
     const nx_tile *gt = &s->grad[it->gbuf];
     int64_t WFb = pl->WFb, cot = it->cot;
-    if (it->vb_last < pl->B &&
+    if (it->vb_last < it->Bh &&
         wg_zero(s, NX_ENG_DVE, gt, it->K, (uint64_t)(it->vb_last * WFb), (uint64_t)cot, (uint64_t)pl->B * WFb,
-                (uint64_t)((pl->B - it->vb_last) * WFb), err) != 0)
+                (uint64_t)((it->Bh - it->vb_last) * WFb), err) != 0)
         return -1;
     for (uint32_t r = 0; r < it->Rl; r++) {
-        int64_t hf = it->hf0 + (int64_t)r * pl->B, vb = r + 1 == it->Rl ? it->vb_last : (int64_t)pl->B;
+        int64_t hf = it->hf0 + (int64_t)r * it->Bh, vb = r + 1 == it->Rl ? it->vb_last : it->Bh;
         int32_t ds[3] = {(int32_t)(pl->B * WFb), (int32_t)WFb, 1};
         uint32_t dc[3] = {(uint32_t)cot, (uint32_t)vb, (uint32_t)it->nwf};
         nx_operand dst = nx_conv_tile_view(gt, p->dt, r * pl->cit, it->cin, 0, 3, ds, dc);
@@ -289,15 +325,18 @@ static int load_filter(wg_state *s, const wg_item *it, wg_batch *bt, nx_error *e
     return 0;
 }
 
-/* The image rows each live replica block meets, batch [n0, n0 + nn),
- * columns [ix0, ix0 + nxi); rows outside the image for some block are
- * zeroed on every partition first. */
-static int load_image(wg_state *s, const wg_item *it, uint32_t r_lo, uint32_t r_hi, wg_batch *bt, nx_error *err) {
+/* The image rows each live replica block meets, batch [n_lo, n_hi) of the
+ * pass's [n0, n0 + nn), columns [ix0, ix0 + nxi); rows outside the image
+ * for some block are zeroed on every partition (and batch) first. */
+static int load_image(wg_state *s, const wg_item *it, uint32_t r_lo, uint32_t r_hi, int64_t n_lo, int64_t n_hi,
+                      wg_batch *bt, nx_error *err) {
     const nx_wg_problem *p = s->p;
     const nx_wg_plan *pl = s->pl;
     const nx_tile *mt = &s->img[it->ibuf];
     uint64_t plane = (uint64_t)(it->rb * it->nxi);
-    if (r_lo == 0) {
+    /* once per block, before any of its loads: the zeros span rows some
+     * other replica block loads */
+    if (r_lo == 0 && n_lo == it->ps.n0) {
         int64_t zlo = 0, zhi = it->rb;
         for (uint32_t r = 0; r < it->Rl; r++) {
             zlo = nx_max_i64(zlo, -band_base(s, it, r));
@@ -316,10 +355,11 @@ static int load_image(wg_state *s, const wg_item *it, uint32_t r_lo, uint32_t r_
         int64_t base = band_base(s, it, r), j0 = nx_max_i64(0, -base), j1 = nx_min_i64(it->rb, p->H - base);
         if (j1 <= j0) continue;
         int32_t ds[3] = {(int32_t)plane, (int32_t)it->nxi, 1};
-        uint32_t dc[3] = {(uint32_t)it->ps.nn, (uint32_t)(j1 - j0), (uint32_t)it->nxi};
-        nx_operand dst = nx_conv_tile_view(mt, p->dt, r * pl->cit, it->cin, (uint64_t)(j0 * it->nxi), 3, ds, dc);
+        uint32_t dc[3] = {(uint32_t)(n_hi - n_lo), (uint32_t)(j1 - j0), (uint32_t)it->nxi};
+        nx_operand dst = nx_conv_tile_view(mt, p->dt, r * pl->cit, it->cin,
+                                           (uint64_t)(n_lo - it->ps.n0) * plane + (uint64_t)(j0 * it->nxi), 3, ds, dc);
         int32_t ss[3] = {(int32_t)(p->H * p->W), (int32_t)p->W, 1};
-        uint64_t el = ((it->ci0 * p->N + (uint64_t)it->ps.n0) * (uint64_t)p->H + (uint64_t)(base + j0)) *
+        uint64_t el = ((it->ci0 * p->N + (uint64_t)n_lo) * (uint64_t)p->H + (uint64_t)(base + j0)) *
                           (uint64_t)p->W + (uint64_t)it->ix0;
         nx_operand src = nx_conv_hbm_view(p->dt, p->img + el * p->es, it->cin,
                                           (int64_t)(p->N * (uint64_t)(p->H * p->W)), 3, ss, dc);
@@ -343,14 +383,23 @@ static int emit_load(wg_state *s, const wg_item *it, const wg_item *next, int fi
     uint32_t nt = it->ps.nt, t = it->t;
     if (it->nxi > 0 && load_filter(s, it, bt, err) != 0) return -1;
     if (it->new_block) {
-        /* the first block, and one after a one-item block, load their own */
-        if ((first || s->prev_block_nt == 1) && it->nxi > 0 && load_image(s, it, 0, it->Rl, bt, err) != 0)
-            return -1;
+        /* the first block, and one after a one-item block, load their own;
+         * an item cut into batch chunks loads them in batches of their own
+         * (each ends together on every lane, the first with the filter) */
+        if ((first || s->prev_block_nt == 1) && it->nxi > 0)
+            for (uint32_t i = 0; i < it->nsplit; i++) {
+                int64_t lo, hi;
+                n_chunk(it, i, &lo, &hi);
+                if (load_image(s, it, 0, it->Rl, lo, hi, bt, err) != 0) return -1;
+                if (i + 1 < it->nsplit && batch_flush(s, bt, s->lane_load, err) != 0) return -1;
+            }
         s->prev_block_nt = nt;
     }
     if (nt > 1 && t >= 1 && next && next->nxi > 0) {
         uint32_t lo = (t - 1) * next->Rl / (nt - 1), hi = t * next->Rl / (nt - 1);
-        if ((t == 1 || lo < hi) && load_image(s, next, lo, hi, bt, err) != 0) return -1;
+        if ((t == 1 || lo < hi) &&
+            load_image(s, next, lo, hi, next->ps.n0, next->ps.n0 + next->ps.nn, bt, err) != 0)
+            return -1;
     }
     return batch_flush(s, bt, s->lane_load, err);
 }
@@ -392,7 +441,8 @@ static int emit_matmuls(wg_state *s, const wg_item *it, nx_error *err) {
     nx_wg_acc acc[WG_MAX_PS];
     for (uint32_t j = 0; j < it->ps.na; j++) nx_wg_acc_get(p, pl, it->ps.t0 + it->t, it->ps.a0 + j, &acc[j]);
     int64_t WFb = pl->WFb, cot = it->cot;
-    int64_t bmax = it->Rl == 1 ? it->vb_last : (int64_t)pl->B; /* rows past it are dead in every block */
+    int64_t bmax = it->Rl == 1 ? it->vb_last : it->Bh; /* rows past it are dead in every block */
+    for (uint32_t ch = 0; ch < it->nsplit; ch++)
     for (int64_t b = 0; b < bmax; b += pl->Gy)
         for (int64_t x = 0; x < it->nwf; x += pl->Gx) {
             uint32_t gxv = (uint32_t)nx_min_i64(pl->Gx, it->nwf - x);
@@ -400,8 +450,9 @@ static int emit_matmuls(wg_state *s, const wg_item *it, nx_error *err) {
             int loaded = 0;
             for (uint32_t j = 0; j < it->ps.na; j++) {
                 const nx_wg_acc *a = &acc[j];
-                int64_t lo, hi;
+                int64_t lo, hi, n_lo = a->n0, n_hi = a->n0 + a->nn;
                 k1_range(p, a, it->wf0 + x, &lo, &hi);
+                if (it->nsplit > 1) n_chunk(it, ch, &n_lo, &n_hi); /* first_split: a's batch is the pass's */
                 if (hi <= lo) continue;
                 if (!loaded) {
                     int32_t st[3] = {1, (int32_t)WFb, (int32_t)(pl->B * WFb)};
@@ -411,14 +462,14 @@ static int emit_matmuls(wg_state *s, const wg_item *it, nx_error *err) {
                     loaded = 1;
                 }
                 int64_t col = lo * p->sx + (it->wf0 + x) * p->rdx - p->plx;
-                uint64_t off = (uint64_t)((a->n0 - it->ps.n0) * it->rb * it->nxi +
+                uint64_t off = (uint64_t)((n_lo - it->ps.n0) * it->rb * it->nxi +
                                           (b * p->rdy + (a->k0a - it->ps.k0lo) * p->sy) * it->nxi + (col - it->ix0));
                 int32_t ms[3] = {(int32_t)(p->sy * it->nxi), (int32_t)p->sx, (int32_t)(it->rb * it->nxi)};
-                uint32_t mc[3] = {(uint32_t)a->K0c, (uint32_t)(hi - lo), (uint32_t)a->nn};
+                uint32_t mc[3] = {(uint32_t)a->K0c, (uint32_t)(hi - lo), (uint32_t)(n_hi - n_lo)};
                 nx_operand mv = nx_conv_tile_view(&s->img[it->ibuf], p->dt, 0, it->K, off, 3, ms, mc);
                 int32_t dst_s[3] = {(int32_t)(a->K1c * a->nn), (int32_t)a->nn, 1};
                 nx_operand d = nx_conv_tile_view(acc_tile(s, it->q, it->t, j), NX_DT_FP32, 0, Mv,
-                                                 (uint64_t)((lo - a->k1a) * a->nn), 3, dst_s, mc);
+                                                 (uint64_t)((lo - a->k1a) * a->nn + (n_lo - a->n0)), 3, dst_s, mc);
                 if (nx_kctx_multiply_moving(s->k, &d, &mv, 1, err) != 0) return -1;
             }
         }
@@ -692,6 +743,7 @@ int nx_wg_emit(nx_kctx *k, const nx_wg_problem *p, const nx_wg_plan *pl, nx_erro
     int have = 0;
     if (!cur.done) {
         item_fill(&s, &cur, &next_it);
+        next_it.nsplit = first_split(&s, &next_it);
         cursor_next(&s, &cur);
         have = 1;
         const wg_item *nb = next_block(&s, &cur, &blk_it) ? &blk_it : NULL;

@@ -46,6 +46,17 @@ void nx_wg_img_cols(const nx_wg_problem *p, int64_t k1lo, int64_t k1hi, int64_t 
     *nc = hi > lo ? hi - lo : 0;
 }
 
+void nx_wg_block_rows(const nx_wg_problem *p, const nx_wg_plan *pl, uint32_t hb, nx_wg_rows *o) {
+    int64_t full = (int64_t)pl->R * pl->B;
+    o->hf0 = (int64_t)hb * full;
+    int64_t live = nx_min_i64(full, p->HF - o->hf0);
+    o->Bh = pl->B;
+    if (live < full)
+        o->Bh = nx_min_i64(pl->B, nx_cdiv_i64(nx_cdiv_i64(live, pl->R), pl->Gy) * pl->Gy);
+    o->Rl = (uint32_t)nx_cdiv_i64(live, o->Bh);
+    o->vb_last = live - (int64_t)(o->Rl - 1) * o->Bh;
+}
+
 /* Passes per co-tile group: the accumulator groups of a tile. */
 static uint32_t acc_groups(const nx_wg_plan *pl) {
     return (uint32_t)nx_cdiv_i64((int64_t)pl->na0 * pl->na1 * pl->nan, pl->A);
@@ -156,8 +167,9 @@ static wg_window max_window(const nx_wg_problem *p, const nx_wg_plan *c, int64_t
  * c within `budget` bytes per partition, into out[0 .. return): the widest
  * column block whose row blocks fit, then a few row-block counts from the
  * fewest (the tallest blocks that fit) up, each with balanced B and R (B
- * in whole steps of Gy rows). */
+ * in whole steps of Gy rows) and with all R0 replica blocks. */
 #define WG_BLOCK_CANDIDATES 8
+#define WG_MAX_BLOCK_PLANS (2 * WG_BLOCK_CANDIDATES)
 static int blocks(const nx_wg_problem *p, uint32_t R0, uint64_t budget, const nx_wg_limits *lim,
                   const nx_wg_plan *c, nx_wg_plan *out) {
     int64_t es = (int64_t)p->es, cap = (int64_t)(budget / (uint64_t)(NX_WG_BUFFERS * es));
@@ -176,24 +188,61 @@ static int blocks(const nx_wg_problem *p, uint32_t R0, uint64_t budget, const nx
             continue;
         }
         int n = 0;
-        int64_t nhb0 = nx_cdiv_i64(p->HF, (int64_t)R0 * Bmax);
-        for (int64_t nhb = nhb0; nhb < nhb0 + WG_BLOCK_CANDIDATES && n < WG_BLOCK_CANDIDATES; nhb++) {
+        int64_t nhb0 = nx_cdiv_i64(p->HF, (int64_t)R0 * Bmax), last_B = 0;
+        for (int64_t nhb = nhb0; nhb < nhb0 + WG_BLOCK_CANDIDATES && n + 2 <= WG_MAX_BLOCK_PLANS; nhb++) {
             int64_t B = nx_min_i64(nx_cdiv_i64(nx_cdiv_i64(p->HF, (int64_t)R0 * nhb), c->Gy) * c->Gy, Bmax);
-            if (n > 0 && out[n - 1].B == (uint32_t)B) continue;
-            nx_wg_plan *o = &out[n++];
-            *o = *c;
-            o->B = (uint32_t)B;
-            o->nhb = (uint32_t)nx_cdiv_i64(p->HF, (int64_t)R0 * B);
-            o->R = (uint32_t)nx_min_i64((int64_t)R0, nx_cdiv_i64(p->HF, B * (int64_t)o->nhb));
-            o->WFb = (uint32_t)WFb;
-            o->nwb = (uint32_t)nx_cdiv_i64(p->WF, WFb);
-            o->grad_elems = (uint64_t)(g * B);
-            o->img_elems = (uint64_t)(i * nx_wg_rows_band(p, B, w.k0s));
+            if (B == last_B) continue;
+            last_B = B;
+            /* R fitted to the rows (every block full), and all R0 replica
+             * blocks with a shorter last block (nx_wg_block_rows): fewer
+             * steps, shorter filter runs in that block; the estimate picks */
+            uint32_t nb = (uint32_t)nx_cdiv_i64(p->HF, (int64_t)R0 * B);
+            uint32_t Rs[2] = {(uint32_t)nx_min_i64((int64_t)R0, nx_cdiv_i64(p->HF, B * (int64_t)nb)), R0};
+            for (int k = 0; k < (Rs[0] < R0 ? 2 : 1); k++) {
+                nx_wg_plan *o = &out[n++];
+                *o = *c;
+                o->B = (uint32_t)B;
+                o->nhb = nb;
+                o->R = Rs[k];
+                o->WFb = (uint32_t)WFb;
+                o->nwb = (uint32_t)nx_cdiv_i64(p->WF, WFb);
+                o->grad_elems = (uint64_t)(g * B);
+                o->img_elems = (uint64_t)(i * nx_wg_rows_band(p, B, w.k0s));
+            }
             if (B <= c->Gy) break;
         }
         return n;
     }
     return 0;
+}
+
+/* Row block hb of candidate c under pass ps: its matmul steps per
+ * accumulator (Gy-row, Gx-column steps over its live rows) and its filter
+ * (per co tile) and image loads in DMA byte equivalents. */
+typedef struct wg_block_cost {
+    double steps, g_item, i_block;
+} wg_block_cost;
+
+static wg_block_cost block_cost(const wg_rates *w, const nx_wg_problem *p, const nx_wg_plan *c,
+                                const nx_wg_pass *ps, uint32_t hb) {
+    double es = (double)p->es;
+    nx_wg_rows rw;
+    nx_wg_block_rows(p, c, hb, &rw);
+    int64_t bmax = rw.Rl == 1 ? rw.vb_last : rw.Bh, live = (int64_t)(rw.Rl - 1) * rw.Bh + rw.vb_last;
+    wg_block_cost o;
+    o.steps = (double)nx_cdiv_i64(bmax, c->Gy) * (double)nx_cdiv_i64(c->WFb, c->Gx);
+    double run_g = (double)(c->WFb == (uint32_t)p->WF ? rw.Bh * c->WFb : c->WFb) * es;
+    o.g_item = (double)c->cit * (double)c->cot * (double)live * (double)c->WFb * es /
+                   nx_machine_dma_efficiency(w->m, run_g) +
+               w->fixed;
+    int64_t c0, nc;
+    nx_wg_img_cols(p, ps->k1lo, ps->k1hi, 0, c->WFb, &c0, &nc);
+    int64_t rb = nx_wg_rows_band(p, rw.Bh, ps->k0hi - ps->k0lo);
+    double run_i = (double)(nc == p->W ? rb * nc : nc) * es;
+    o.i_block = (double)c->cit * (double)ps->nn * (double)(rw.Rl * rb) * (double)nc * es /
+                    nx_machine_dma_efficiency(w->m, run_i) +
+                w->fixed;
+    return o;
 }
 
 /* The estimate of candidate c (see the file comment): the software
@@ -204,48 +253,46 @@ static int blocks(const nx_wg_problem *p, uint32_t R0, uint64_t budget, const nx
  * matmuls are done; a pass's fold follows its last matmuls. The image is
  * loaded with the first item of each block. */
 static double estimate(const wg_rates *w, const nx_wg_problem *p, const nx_wg_plan *c, double best) {
-    double es = (double)p->es, f32 = p->dt == NX_DT_FP32 ? 4.0 : 1.0, r = w->pe_cycle;
+    double f32 = p->dt == NX_DT_FP32 ? 4.0 : 1.0, r = w->pe_cycle;
     uint32_t blocks = c->nct * c->nhb * c->nwb;
-    double steps = (double)nx_cdiv_i64(c->B, c->Gy) * (double)nx_cdiv_i64(c->WFb, c->Gx);
-    double run_g = (double)(c->WFb == (uint32_t)p->WF ? c->B * c->WFb : c->WFb) * es;
-    double g_item = (double)c->cit * (double)c->cot * (double)(c->R * c->B) * (double)c->WFb * es / nx_machine_dma_efficiency(w->m, run_g) +
-                    w->fixed;
     double l_prev = 0, c_prev = 0, c_prev2 = 0, end = 0, pe_sum = 0, dma_sum = 0;
     for (int replay = 0; replay < 2; replay++)
     for (uint32_t q = 0; q < c->npass; q++) {
         nx_wg_pass ps;
         nx_wg_pass_get(p, c, q, &ps);
-        double pe_item = 0, fold = 0;
+        double pe_step = 0, fold = 0; /* one step over the pass's accumulators */
         for (uint32_t j = 0; j < ps.na; j++) {
             nx_wg_acc a;
             nx_wg_acc_get(p, c, ps.t0, ps.a0 + j, &a);
-            pe_item += steps * (double)(a.F > 64 ? a.F : 64) * f32 * r;
+            pe_step += (double)(a.F > 64 ? a.F : 64) * f32 * r;
             /* fold: row chunks x groups x (fp32 stationary load + matmul) */
             double rows = (double)(a.nk0 * a.nk1 * (p->kind == NX_WG_DENSE ? a.nn : 1));
             double chunks = (double)nx_cdiv_i64((int64_t)rows, c->Mmax), mc = rows / chunks;
             fold += chunks * c->Gx * c->Gy * ((mc > 64 ? mc : 64) + 4.0 * (c->cot > 64 ? c->cot : 64)) * r * ps.nt;
         }
-        int64_t c0, nc;
-        nx_wg_img_cols(p, ps.k1lo, ps.k1hi, 0, c->WFb, &c0, &nc);
-        int64_t rb = nx_wg_rows_band(p, c->B, ps.k0hi - ps.k0lo);
-        double run_i = (double)(nc == p->W ? rb * nc : nc) * es;
-        double i_block =
-            (double)c->cit * (double)ps.nn * (double)(c->R * rb) * (double)nc * es / nx_machine_dma_efficiency(w->m, run_i) + w->fixed;
-        if (replay == 0) { /* a lower bound first: the PE's and the DMA's totals */
-            pe_sum += (pe_item * ps.nt * blocks + fold);
-            dma_sum += (g_item * ps.nt + i_block) * blocks;
-            if (q + 1 == c->npass && best >= 0 && (pe_sum > dma_sum ? pe_sum : dma_sum) >= best) return best + 1;
-            continue;
-        }
-        for (uint32_t b = 0; b < blocks; b++)
+        for (uint32_t b = 0; b < blocks; b++) {
+            /* blocks run ci tile, row block, column block (innermost) */
+            wg_block_cost bc = block_cost(w, p, c, &ps, b / c->nwb % c->nhb);
+            double pe_item = bc.steps * pe_step;
+            if (replay == 0) { /* a lower bound first: the PE's and the DMA's totals */
+                pe_sum += pe_item * ps.nt;
+                dma_sum += bc.g_item * ps.nt + bc.i_block;
+                continue;
+            }
             for (uint32_t t = 0; t < ps.nt; t++) {
                 double ls = l_prev > c_prev2 ? l_prev : c_prev2;
-                double le = ls + g_item + (t == 0 ? i_block : 0);
+                double le = ls + bc.g_item + (t == 0 ? bc.i_block : 0);
                 double cs = le > c_prev ? le : c_prev;
                 c_prev2 = c_prev;
                 c_prev = cs + pe_item;
                 l_prev = le;
             }
+        }
+        if (replay == 0) {
+            pe_sum += fold;
+            if (q + 1 == c->npass && best >= 0 && (pe_sum > dma_sum ? pe_sum : dma_sum) >= best) return best + 1;
+            continue;
+        }
         c_prev += fold; /* the fold holds the PE too */
         end = c_prev;
     }
@@ -322,9 +369,10 @@ int nx_wg_plan_make_machine(const nx_machine *m, const nx_wg_problem *p, const n
                     if (ac.F > fmax) fmax = ac.F;
                 }
                 c.fold_elems = fmax;
-                nx_wg_plan cand[WG_BLOCK_CANDIDATES];
+                nx_wg_plan cand[WG_MAX_BLOCK_PLANS];
                 int nc = blocks(p, R0, budget, lim, &c, cand);
                 for (int b = 0; b < nc; b++) {
+                    if (lim->R && cand[b].R != lim->R) continue;
                     cand[b].est = estimate(&w, p, &cand[b], best);
                     if (best < 0 || cand[b].est < best) {
                         best = cand[b].est;
