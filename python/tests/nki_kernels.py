@@ -523,3 +523,117 @@ def scores_masked(q, k):
     nl.store(masked, m)
     nl.store(rowmax, nisa.tensor_reduce(np.max, data=m, axis=(1,), keepdims=True))
     return masked, rowmax
+
+
+@nki.jit(mode="trace")
+def _fold_max(m_col, v_col):
+    """A traced helper on [P] columns of the caller's tiles (t[:, j]): each
+    indexed [:, 0] again, as [P, 1] (read, then written)."""
+    old = nl.copy(m_col[:, 0])
+    m_col[:, 0] = nl.maximum(old, v_col[:, 0])
+
+
+@nki.jit(mode="trace")
+def _fold_lse(l_col, m, total):
+    """l = m + log(exp(l - m) + total): from the fp32.min start exp(l - m)
+    is 0 and l becomes m + log(total)."""
+    decay = nisa.activation(np.exp, m, bias=l_col[:, 0], scale=-1.0)
+    l_col[:, 0] = nl.add(m, nisa.activation(nl.log, decay, bias=total))
+
+
+@nki.jit
+def block_row_stats(x):
+    """Per-row statistics of x [P, n * 512] block by block: each block's max
+    into column j of a [P, n] tile (a [P, 1] result into the [P] view
+    t[:, j]), the running max and log-sum-exp started from nl.fp32.min and
+    folded by helpers on [P] columns, exp(x - max) in bf16 with each block's
+    row sum into column j of another tile (activation_reduce with reduce_res
+    a slice)."""
+    P, W = x.shape
+    F = 512
+    n = W // F
+    maxes = nl.ndarray((P, n), dtype=nl.float32, buffer=nl.shared_hbm)
+    stats = nl.ndarray((P, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    e_out = nl.ndarray((P, W), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    sums_out = nl.ndarray((P, n), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    bmax = nl.ndarray((nl.par_dim(P), n), dtype=nl.float32)
+    for j in nl.affine_range(n):
+        bmax[:, j] = nisa.tensor_reduce(np.max, t[:, nl.ds(j * F, F)], axis=(1,), dtype=nl.float32)
+    run = nl.full((nl.par_dim(P), 2), fill_value=nl.fp32.min, dtype=nl.float32)  # [max, log-sum-exp]
+    for j in nl.sequential_range(n):
+        _fold_max(run[:, 0], bmax[:, j])
+    m = run[:, 0]
+    sums = nl.ndarray((nl.par_dim(P), n), dtype=nl.float32)
+    e = nl.ndarray((nl.par_dim(P), W), dtype=nl.bfloat16)
+    for j in nl.affine_range(n):
+        e[:, nl.ds(j * F, F)] = nisa.activation_reduce(np.exp, t[:, nl.ds(j * F, F)], bias=-1 * m, scale=1.0,
+                                                       reduce_op=nl.add, reduce_res=sums[:, j],
+                                                       dtype=nl.bfloat16)
+    total = nl.sum(sums, axis=1, dtype=nl.float32)
+    _fold_lse(run[:, 1], m, total)
+    nl.store(maxes, bmax)
+    nl.store(stats, run)
+    nl.store(e_out, e)
+    nl.store(sums_out, sums)
+    return maxes, stats, e_out, sums_out
+
+
+@nki.jit
+def bool_masked_blocks(a, b):
+    """Products a.T @ b block by block written into PSUM slices (ps[:, :] =
+    nl.matmul(...)), one block zeroed (ps[:, :] = 0) instead; masks given as
+    Python bools choose per block what is written: even blocks get ps + 1,
+    odd ones -ps, and a result computed under mask=False and assigned
+    writes nothing. Then the sum of the blocks' products in a lazily
+    initialised PSUM accumulator."""
+    K, M = a.shape
+    _, N = b.shape
+    F = 128
+    n = N // F
+    res_out = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc_out = nl.ndarray((M, F), dtype=nl.float32, buffer=nl.shared_hbm)
+    at = nl.load(a)
+    bt = nl.load(b)
+    res = nl.zeros((nl.par_dim(M), N), dtype=nl.float32)
+    for j in nl.affine_range(n):
+        ps = nl.ndarray((nl.par_dim(M), F), dtype=nl.float32, buffer=nl.psum)
+        if j != 2:
+            ps[:, :] = nl.matmul(at, bt[:, nl.ds(j * F, F)], transpose_x=True)
+        else:
+            ps[:, :] = 0
+        even = j % 2 == 0
+        res[:, nl.ds(j * F, F)] = nl.add(ps, 1.0, mask=even)
+        res[:, nl.ds(j * F, F)] = nl.multiply(ps, -1.0, mask=not even)
+        unused = nl.exp(ps, mask=False)
+        res[:, nl.ds(j * F, F)] = unused
+    acc = nl.zeros((nl.par_dim(M), F), dtype=nl.float32, buffer=nl.psum, lazy_initialization=True)
+    for j in nl.affine_range(n):
+        acc[:, :] += nl.matmul(at, bt[:, nl.ds(j * F, F)], transpose_x=True)
+    nl.store(res_out, res)
+    nl.store(acc_out, acc)
+    return res_out, acc_out
+
+
+@nki.jit(mode="trace")
+def nc_generation(a):
+    """nisa.get_nc_version() of the machine traced for, as a value; and an
+    element of a 1-D tensor loaded as a [1, 1] tile (a[2]) plus it."""
+    out = nl.ndarray((1, 2), dtype=nl.int32, buffer=nl.shared_hbm)
+    g = nisa.get_nc_version()
+    newer = 1 if g >= nisa.nc_version.gen3 else 0
+    t = nl.full((1, 2), fill_value=int(g) * 10 + newer, dtype=nl.int32)
+    t[0:1, 1:2] = nl.add(nl.load(a[2]), int(g), dtype=nl.int32)
+    nl.store(out, t)
+    return out
+
+
+@nki.jit
+def uses_random_seed(a):
+    """Seeds the engines' random number generator (refused: nxsim does not
+    model its stream)."""
+    out = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.shared_hbm)
+    s = nl.load(a[0])
+    nl.random_seed(seed=s)
+    nl.store(out, s)
+    return out
