@@ -479,6 +479,22 @@ class EntryPoints(unittest.TestCase):
             np.testing.assert_array_equal(outs["out0"], a + b)
             self.assertTrue(run.race_checked)
 
+    def test_baremetal_grid_and_static_cast_of_arrays(self):
+        # the public flash-attention test's calls: nl.static_cast of NumPy
+        # arrays before the launch, baremetal(kernel)[grid] run directly and
+        # handed to simulate_kernel
+        a64 = np.random.default_rng(5).standard_normal((256, 128))
+        a = nl.static_cast(a64, nl.float32)
+        self.assertEqual(a.dtype, np.float32)
+        np.testing.assert_array_equal(a, a64.astype(np.float32))
+        h = nl.static_cast(a, nl.bfloat16)
+        self.assertEqual(h.dtype, nxsim.bf16)
+        self.assertEqual(h.tobytes(), nxsim.to_bf16(a).tobytes())  # round to nearest even
+        run = nki.baremetal(K.add_rows)
+        np.testing.assert_array_equal(run[2](a, a), a + a)
+        np.testing.assert_array_equal(nki.simulate_kernel(run[2], a, a, backend="functional"), a + a)
+        np.testing.assert_array_equal(nki.simulate_kernel(nki.simulate(K.add_rows)[2], a, a), a + a)
+
     def test_benchmark_on_typed_placeholders(self):
         # nki.benchmark(...)(kernel) called with nki.typing.tensor[[shape],
         # dtype] instead of arrays (the public profiling example's form): the

@@ -17,7 +17,12 @@ from ._dtype import (DType, bfloat16, bool_, dtype_of, float8_e4m3, float8_e5m2,
 from ._errors import refuse, user_error
 from ._index import arange, ds, mgrid
 from ._tensor import AP, HbmTensor, Storage, Tile, broadcast, column, finalize, read
+from ._trace import current as _current_trace_var
 from ._trace import trace
+
+
+def _current_trace():
+    return _current_trace_var.get()
 
 # ---- memory ----
 sbuf = "sbuf"
@@ -283,6 +288,15 @@ def copy(src, dtype=None, mask=None, **kwargs):
 
 
 def static_cast(x, dtype, **kwargs):
+    """A tile: nl.copy into dtype. A NumPy array outside a kernel (the
+    public flash-attention test casts its inputs so before the launch):
+    the array converted with the engines' rounding (nxsim.convert: round
+    to nearest even; float64 is first rounded to fp32), in nxsim's NumPy
+    dtype for it (nxsim.bf16 for nl.bfloat16)."""
+    if isinstance(x, _np.ndarray) and _current_trace() is None:
+        from .._dtypes import convert
+
+        return convert(x, dtype_of(dtype).nx)
     return copy(x, dtype=dtype)
 
 
