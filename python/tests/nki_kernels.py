@@ -637,3 +637,64 @@ def uses_random_seed(a):
     nl.random_seed(seed=s)
     nl.store(out, s)
     return out
+
+
+@nki.jit(mode="trace")
+def _attend_block(q_t, k_blk, v_blk, o_acc, m_col, l_col, q0, k0):
+    """One K block of an online (streaming) causal softmax for the 128
+    queries from q0: scores into a PSUM view, masked by affine_select only
+    on a block the diagonal crosses (masks as Python bools), the running max
+    m and row sum l updated through [P] columns, exp with the block's row
+    sum into a reduce_res view, P^T V accumulated in lazily zeroed PSUM."""
+    P = q_t.shape[1]
+    B = k_blk.shape[1]
+    D = v_blk.shape[2]
+    s_ps = nl.ndarray((nl.par_dim(P), B), dtype=nl.float32, buffer=nl.psum)
+    s_ps[:, :] = nl.matmul(q_t, k_blk, transpose_x=True)
+    crosses = q0 < k0 + B and k0 < q0 + P
+    s = nl.ndarray((nl.par_dim(P), B), dtype=nl.float32)
+    i_q, i_k = nl.mgrid[0:P, 0:B]
+    s[...] = nisa.affine_select(pred=(q0 + i_q >= k0 + i_k), on_true_tile=s_ps, on_false_value=nl.fp32.min,
+                                dtype=nl.float32, mask=crosses)
+    s[...] = nl.copy(s_ps, dtype=nl.float32, mask=not crosses)
+    m_old = nl.copy(m_col[:, 0])
+    m_col[:, 0] = nl.maximum(m_old, nisa.tensor_reduce(np.max, s, axis=(1,)))
+    alpha = nisa.activation(np.exp, m_col[:, 0], bias=m_old, scale=-1.0)
+    p = nl.ndarray((nl.par_dim(P), B), dtype=nl.float32)
+    rows = nl.ndarray((nl.par_dim(P), 2), dtype=nl.float32)
+    p[...] = nisa.activation_reduce(np.exp, s, bias=-1 * m_col[:, 0], scale=1.0, reduce_op=nl.add,
+                                    reduce_res=rows[:, 1])
+    l_col[:, 0] = nl.add(nl.multiply(l_col[:, 0], alpha), rows[:, 1])
+    pv = nl.zeros((nl.par_dim(P), D), dtype=nl.float32, buffer=nl.psum, lazy_initialization=True)
+    for c in nl.affine_range(B // 128):
+        p_t = nl.copy(nisa.nc_transpose(p[:, nl.ds(c * 128, 128)]), dtype=nl.float32)
+        pv[:, :] += nl.matmul(p_t, v_blk[c], transpose_x=True)
+    o_acc[:, :] = nl.add(nl.multiply(o_acc[:, :], alpha), pv)
+
+
+@nki.jit
+def streaming_causal_attention(q_t, k_t, v):
+    """softmax(q k^T) v, causal, fp32, q_t and k_t [D, S], v [S, D]: 128
+    queries at a time against K blocks of 256 (blocks wholly above the
+    diagonal skipped), the accumulators [P, 1] columns of [P, n] tiles
+    started from nl.fp32.min and 0."""
+    D, S = q_t.shape
+    P, B = 128, 256
+    out = nl.ndarray((S, D), dtype=nl.float32, buffer=nl.shared_hbm)
+    n = S // P
+    m_all = nl.full((nl.par_dim(P), n), fill_value=nl.fp32.min, dtype=nl.float32)
+    l_all = nl.zeros((nl.par_dim(P), n), dtype=nl.float32, lazy_initialization=False)
+    for i in nl.affine_range(n):
+        q_t_i = nl.load(q_t[:, nl.ds(i * P, P)])
+        o_acc = nl.zeros((nl.par_dim(P), D), dtype=nl.float32)
+        for j in nl.sequential_range(S // B):
+            if j * B >= (i + 1) * P:
+                continue
+            k_blk = nl.load(k_t[:, nl.ds(j * B, B)])
+            v_blk = nl.ndarray((B // 128, nl.par_dim(128), D), dtype=nl.float32)
+            for c in nl.affine_range(B // 128):
+                v_blk[c, :, :] = nl.load(v[nl.ds(j * B + c * 128, 128), :])
+            _attend_block(q_t_i, k_blk, v_blk, o_acc, m_all[:, i], l_all[:, i], i * P, j * B)
+        inv = nl.divide(1.0, l_all[:, i])
+        nl.store(out[nl.ds(i * P, P), :], nl.multiply(o_acc, inv))
+    return out

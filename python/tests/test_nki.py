@@ -446,6 +446,19 @@ class FlashPieces(unittest.TestCase):
             out = nki.simulate_kernel(K.nc_generation, a, machine=machine)
             np.testing.assert_array_equal(out, [[gen * 10 + (gen >= 3), 14 + gen]])
 
+    def test_streaming_causal_attention(self):
+        # the forms together, in an online-softmax attention of this file's own
+        q_t = f32(self.rng, 64, 512) / np.float32(8)
+        k_t, v = f32(self.rng, 64, 512), f32(self.rng, 512, 64)
+        out, _ = both(K.streaming_causal_attention, q_t, k_t, v)
+        s = q_t.T.astype(np.float64) @ k_t
+        s = np.where(np.tril(np.ones((512, 512), bool)), s, -np.inf)
+        p = np.exp(s - s.max(axis=1, keepdims=True))
+        ref = (p @ v) / p.sum(axis=1, keepdims=True)
+        # fp32 matmuls of 64 and 256 terms, exp within 1 ulp, the rescaling of
+        # the running sums: tens of eps of the magnitudes
+        np.testing.assert_allclose(out, ref, rtol=0, atol=64 * EPS * np.abs(v).max())
+
     def test_random_numbers_refused(self):
         with self.assertRaises(nki.Unsupported) as cm:
             nki.simulate_kernel(K.uses_random_seed, np.zeros(1, np.int32), backend="functional")
