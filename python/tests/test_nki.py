@@ -445,6 +445,19 @@ class FlashPieces(unittest.TestCase):
         for machine, gen in (("trn1", 2), ("trn2", 3)):
             out = nki.simulate_kernel(K.nc_generation, a, machine=machine)
             np.testing.assert_array_equal(out, [[gen * 10 + (gen >= 3), 14 + gen]])
+        # a machine file that is not a preset: its generation is unknown, refused
+        import json
+        here = os.path.dirname(os.path.abspath(__file__))
+        with open(os.path.join(here, "..", "..", "sim", "machines", "trn2.json")) as f:
+            m = json.load(f)
+        m["name"] = "custom_core"
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "custom.json")
+            with open(path, "w") as f:
+                json.dump(m, f)
+            with self.assertRaises(nki.Unsupported) as cm:
+                nki.simulate_kernel(K.nc_generation, a, machine=path, backend="functional")
+        self.assertIn("nisa.get_nc_version on machine 'custom_core'", str(cm.exception))
 
     def test_streaming_causal_attention(self):
         # the forms together, in an online-softmax attention of this file's own
