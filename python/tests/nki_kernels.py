@@ -585,7 +585,7 @@ def bool_masked_blocks(a, b):
     nl.matmul(...)), one block zeroed (ps[:, :] = 0) instead; masks given as
     Python bools choose per block what is written: even blocks get ps + 1,
     odd ones -ps, and a result computed under mask=False and assigned
-    writes nothing. Then the sum of the blocks' products in a lazily
+    writes nothing; a dst= call under mask=False leaves its dst as it was. Then the sum of the blocks' products in a lazily
     initialised PSUM accumulator."""
     K, M = a.shape
     _, N = b.shape
@@ -595,7 +595,9 @@ def bool_masked_blocks(a, b):
     acc_out = nl.ndarray((M, F), dtype=nl.float32, buffer=nl.shared_hbm)
     at = nl.load(a)
     bt = nl.load(b)
+    kept_out = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
     res = nl.zeros((nl.par_dim(M), N), dtype=nl.float32)
+    kept_all = nl.zeros((nl.par_dim(M), N), dtype=nl.float32)
     for j in nl.affine_range(n):
         ps = nl.ndarray((nl.par_dim(M), F), dtype=nl.float32, buffer=nl.psum)
         if j != 2:
@@ -607,12 +609,16 @@ def bool_masked_blocks(a, b):
         res[:, nl.ds(j * F, F)] = nl.multiply(ps, -1.0, mask=not even)
         unused = nl.exp(ps, mask=False)
         res[:, nl.ds(j * F, F)] = unused
+        kept = nl.full((nl.par_dim(M), F), fill_value=2.0, dtype=nl.float32)
+        nisa.activation(op=nl.exp, data=ps, dst=kept, mask=False)  # a dst= form: kept keeps its 2.0
+        kept_all[:, nl.ds(j * F, F)] = kept
     acc = nl.zeros((nl.par_dim(M), F), dtype=nl.float32, buffer=nl.psum, lazy_initialization=True)
     for j in nl.affine_range(n):
         acc[:, :] += nl.matmul(at, bt[:, nl.ds(j * F, F)], transpose_x=True)
     nl.store(res_out, res)
     nl.store(acc_out, acc)
-    return res_out, acc_out
+    nl.store(kept_out, kept_all)
+    return res_out, acc_out, kept_out
 
 
 @nki.jit(mode="trace")

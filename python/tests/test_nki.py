@@ -428,16 +428,18 @@ class FlashPieces(unittest.TestCase):
         # small integers: every product and sum is exact in fp32
         a = self.rng.integers(-4, 5, (128, 128)).astype(np.float32)
         b = self.rng.integers(-4, 5, (128, 512)).astype(np.float32)
-        (res, acc), _ = both(K.bool_masked_blocks, a, b)
+        (res, acc, kept), _ = both(K.bool_masked_blocks, a, b)
         c = a.T @ b
         ref = np.concatenate([c[:, 0:128] + 1, -c[:, 128:256], np.ones((128, 128), np.float32), -c[:, 384:512]], 1)
         np.testing.assert_array_equal(res, ref)
         np.testing.assert_array_equal(acc, c.reshape(128, 4, 128).sum(axis=1))
+        np.testing.assert_array_equal(kept, np.full((128, 512), 2.0, np.float32))
         text = nki.trace(K.bool_masked_blocks, a, b).text
         self.assertNotIn(" activation", text)  # nl.exp(..., mask=False) emits nothing
-        # nl.zeros for res and ps[:, :] = 0; the lazily initialised accumulator's
-        # zeros are folded into its first matmul (acc[:, :] += ... views all of it)
-        self.assertEqual(text.count("memset"), 2)
+        # nl.zeros for res and kept_all, ps[:, :] = 0, the four nl.full; the lazily
+        # initialised accumulator's zeros are folded into its first matmul
+        # (acc[:, :] += ... views all of it)
+        self.assertEqual(text.count("memset"), 7)
 
     def test_nc_version_and_scalar_load(self):
         a = np.arange(4, dtype=np.int32) * 7

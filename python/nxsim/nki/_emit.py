@@ -150,7 +150,9 @@ def python_bool_mask(fn):
                 result = fn(*args, **kwargs)
             finally:
                 t.suppress -= 1
-            if isinstance(result, Tile):
+            # a fresh result tile; never a tile the caller passed (the dst=
+            # forms return their dst, which keeps what it held)
+            if isinstance(result, Tile) and all(result is not a for a in list(args) + list(kwargs.values())):
                 result.masked_off = True
             return result
         return fn(*args, **kwargs)
