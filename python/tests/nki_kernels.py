@@ -523,3 +523,184 @@ def scores_masked(q, k):
     nl.store(masked, m)
     nl.store(rowmax, nisa.tensor_reduce(np.max, data=m, axis=(1,), keepdims=True))
     return masked, rowmax
+
+
+@nki.jit(mode="trace")
+def _fold_max(m_col, v_col):
+    """A traced helper on [P] columns of the caller's tiles (t[:, j]): each
+    indexed [:, 0] again, as [P, 1] (read, then written)."""
+    old = nl.copy(m_col[:, 0])
+    m_col[:, 0] = nl.maximum(old, v_col[:, 0])
+
+
+@nki.jit(mode="trace")
+def _fold_lse(l_col, m, total):
+    """l = m + log(exp(l - m) + total): from the fp32.min start exp(l - m)
+    is 0 and l becomes m + log(total)."""
+    decay = nisa.activation(np.exp, m, bias=l_col[:, 0], scale=-1.0)
+    l_col[:, 0] = nl.add(m, nisa.activation(nl.log, decay, bias=total))
+
+
+@nki.jit
+def block_row_stats(x):
+    """Per-row statistics of x [P, n * 512] block by block: each block's max
+    into column j of a [P, n] tile (a [P, 1] result into the [P] view
+    t[:, j]), the running max and log-sum-exp started from nl.fp32.min and
+    folded by helpers on [P] columns, exp(x - max) in bf16 with each block's
+    row sum into column j of another tile (activation_reduce with reduce_res
+    a slice)."""
+    P, W = x.shape
+    F = 512
+    n = W // F
+    maxes = nl.ndarray((P, n), dtype=nl.float32, buffer=nl.shared_hbm)
+    stats = nl.ndarray((P, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    e_out = nl.ndarray((P, W), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    sums_out = nl.ndarray((P, n), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    bmax = nl.ndarray((nl.par_dim(P), n), dtype=nl.float32)
+    for j in nl.affine_range(n):
+        bmax[:, j] = nisa.tensor_reduce(np.max, t[:, nl.ds(j * F, F)], axis=(1,), dtype=nl.float32)
+    run = nl.full((nl.par_dim(P), 2), fill_value=nl.fp32.min, dtype=nl.float32)  # [max, log-sum-exp]
+    for j in nl.sequential_range(n):
+        _fold_max(run[:, 0], bmax[:, j])
+    m = run[:, 0]
+    sums = nl.ndarray((nl.par_dim(P), n), dtype=nl.float32)
+    e = nl.ndarray((nl.par_dim(P), W), dtype=nl.bfloat16)
+    for j in nl.affine_range(n):
+        e[:, nl.ds(j * F, F)] = nisa.activation_reduce(np.exp, t[:, nl.ds(j * F, F)], bias=-1 * m, scale=1.0,
+                                                       reduce_op=nl.add, reduce_res=sums[:, j],
+                                                       dtype=nl.bfloat16)
+    total = nl.sum(sums, axis=1, dtype=nl.float32)
+    _fold_lse(run[:, 1], m, total)
+    nl.store(maxes, bmax)
+    nl.store(stats, run)
+    nl.store(e_out, e)
+    nl.store(sums_out, sums)
+    return maxes, stats, e_out, sums_out
+
+
+@nki.jit
+def bool_masked_blocks(a, b):
+    """Products a.T @ b block by block written into PSUM slices (ps[:, :] =
+    nl.matmul(...)), one block zeroed (ps[:, :] = 0) instead; masks given as
+    Python bools choose per block what is written: even blocks get ps + 1,
+    odd ones -ps, and a result computed under mask=False and assigned
+    writes nothing; a dst= call under mask=False leaves its dst as it was. Then the sum of the blocks' products in a lazily
+    initialised PSUM accumulator."""
+    K, M = a.shape
+    _, N = b.shape
+    F = 128
+    n = N // F
+    res_out = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc_out = nl.ndarray((M, F), dtype=nl.float32, buffer=nl.shared_hbm)
+    at = nl.load(a)
+    bt = nl.load(b)
+    kept_out = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+    res = nl.zeros((nl.par_dim(M), N), dtype=nl.float32)
+    kept_all = nl.zeros((nl.par_dim(M), N), dtype=nl.float32)
+    for j in nl.affine_range(n):
+        ps = nl.ndarray((nl.par_dim(M), F), dtype=nl.float32, buffer=nl.psum)
+        if j != 2:
+            ps[:, :] = nl.matmul(at, bt[:, nl.ds(j * F, F)], transpose_x=True)
+        else:
+            ps[:, :] = 0
+        even = j % 2 == 0
+        res[:, nl.ds(j * F, F)] = nl.add(ps, 1.0, mask=even)
+        res[:, nl.ds(j * F, F)] = nl.multiply(ps, -1.0, mask=not even)
+        unused = nl.exp(ps, mask=False)
+        res[:, nl.ds(j * F, F)] = unused
+        kept = nl.full((nl.par_dim(M), F), fill_value=2.0, dtype=nl.float32)
+        nisa.activation(op=nl.exp, data=ps, dst=kept, mask=False)  # a dst= form: kept keeps its 2.0
+        kept_all[:, nl.ds(j * F, F)] = kept
+    acc = nl.zeros((nl.par_dim(M), F), dtype=nl.float32, buffer=nl.psum, lazy_initialization=True)
+    for j in nl.affine_range(n):
+        acc[:, :] += nl.matmul(at, bt[:, nl.ds(j * F, F)], transpose_x=True)
+    nl.store(res_out, res)
+    nl.store(acc_out, acc)
+    nl.store(kept_out, kept_all)
+    return res_out, acc_out, kept_out
+
+
+@nki.jit(mode="trace")
+def nc_generation(a):
+    """nisa.get_nc_version() of the machine traced for, as a value; and an
+    element of a 1-D tensor loaded as a [1, 1] tile (a[2]) plus it."""
+    out = nl.ndarray((1, 2), dtype=nl.int32, buffer=nl.shared_hbm)
+    g = nisa.get_nc_version()
+    newer = 1 if g >= nisa.nc_version.gen3 else 0
+    t = nl.full((1, 2), fill_value=int(g) * 10 + newer, dtype=nl.int32)
+    t[0:1, 1:2] = nl.add(nl.load(a[2]), int(g), dtype=nl.int32)
+    nl.store(out, t)
+    return out
+
+
+@nki.jit
+def uses_random_seed(a):
+    """Seeds the engines' random number generator (refused: nxsim does not
+    model its stream)."""
+    out = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.shared_hbm)
+    s = nl.load(a[0])
+    nl.random_seed(seed=s)
+    nl.store(out, s)
+    return out
+
+
+@nki.jit(mode="trace")
+def _attend_block(q_t, k_blk, v_blk, o_acc, m_col, l_col, q0, k0):
+    """One K block of an online (streaming) causal softmax for the 128
+    queries from q0: scores into a PSUM view, masked by affine_select only
+    on a block the diagonal crosses (masks as Python bools), the running max
+    m and row sum l updated through [P] columns, exp with the block's row
+    sum into a reduce_res view, P^T V accumulated in lazily zeroed PSUM."""
+    P = q_t.shape[1]
+    B = k_blk.shape[1]
+    D = v_blk.shape[2]
+    s_ps = nl.ndarray((nl.par_dim(P), B), dtype=nl.float32, buffer=nl.psum)
+    s_ps[:, :] = nl.matmul(q_t, k_blk, transpose_x=True)
+    crosses = q0 < k0 + B and k0 < q0 + P
+    s = nl.ndarray((nl.par_dim(P), B), dtype=nl.float32)
+    i_q, i_k = nl.mgrid[0:P, 0:B]
+    s[...] = nisa.affine_select(pred=(q0 + i_q >= k0 + i_k), on_true_tile=s_ps, on_false_value=nl.fp32.min,
+                                dtype=nl.float32, mask=crosses)
+    s[...] = nl.copy(s_ps, dtype=nl.float32, mask=not crosses)
+    m_old = nl.copy(m_col[:, 0])
+    m_col[:, 0] = nl.maximum(m_old, nisa.tensor_reduce(np.max, s, axis=(1,)))
+    alpha = nisa.activation(np.exp, m_col[:, 0], bias=m_old, scale=-1.0)
+    p = nl.ndarray((nl.par_dim(P), B), dtype=nl.float32)
+    rows = nl.ndarray((nl.par_dim(P), 2), dtype=nl.float32)
+    p[...] = nisa.activation_reduce(np.exp, s, bias=-1 * m_col[:, 0], scale=1.0, reduce_op=nl.add,
+                                    reduce_res=rows[:, 1])
+    l_col[:, 0] = nl.add(nl.multiply(l_col[:, 0], alpha), rows[:, 1])
+    pv = nl.zeros((nl.par_dim(P), D), dtype=nl.float32, buffer=nl.psum, lazy_initialization=True)
+    for c in nl.affine_range(B // 128):
+        p_t = nl.copy(nisa.nc_transpose(p[:, nl.ds(c * 128, 128)]), dtype=nl.float32)
+        pv[:, :] += nl.matmul(p_t, v_blk[c], transpose_x=True)
+    o_acc[:, :] = nl.add(nl.multiply(o_acc[:, :], alpha), pv)
+
+
+@nki.jit
+def streaming_causal_attention(q_t, k_t, v):
+    """softmax(q k^T) v, causal, fp32, q_t and k_t [D, S], v [S, D]: 128
+    queries at a time against K blocks of 256 (blocks wholly above the
+    diagonal skipped), the accumulators [P, 1] columns of [P, n] tiles
+    started from nl.fp32.min and 0."""
+    D, S = q_t.shape
+    P, B = 128, 256
+    out = nl.ndarray((S, D), dtype=nl.float32, buffer=nl.shared_hbm)
+    n = S // P
+    m_all = nl.full((nl.par_dim(P), n), fill_value=nl.fp32.min, dtype=nl.float32)
+    l_all = nl.zeros((nl.par_dim(P), n), dtype=nl.float32, lazy_initialization=False)
+    for i in nl.affine_range(n):
+        q_t_i = nl.load(q_t[:, nl.ds(i * P, P)])
+        o_acc = nl.zeros((nl.par_dim(P), D), dtype=nl.float32)
+        for j in nl.sequential_range(S // B):
+            if j * B >= (i + 1) * P:
+                continue
+            k_blk = nl.load(k_t[:, nl.ds(j * B, B)])
+            v_blk = nl.ndarray((B // 128, nl.par_dim(128), D), dtype=nl.float32)
+            for c in nl.affine_range(B // 128):
+                v_blk[c, :, :] = nl.load(v[nl.ds(j * B + c * 128, 128), :])
+            _attend_block(q_t_i, k_blk, v_blk, o_acc, m_all[:, i], l_all[:, i], i * P, j * B)
+        inv = nl.divide(1.0, l_all[:, i])
+        nl.store(out[nl.ds(i * P, P), :], nl.multiply(o_acc, inv))
+    return out

@@ -403,6 +403,86 @@ class Surface(unittest.TestCase):
         self.assertEqual(res.tobytes(), res2.tobytes())
 
 
+class FlashPieces(unittest.TestCase):
+    """The forms the public flash-attention forward kernel takes (docs/parts/nki.md,
+    "Python values in kernels"), each in a kernel of nki_kernels.py."""
+
+    def setUp(self):
+        self.rng = np.random.default_rng(11)
+
+    def test_columns_fp32_min_and_reduce_res_slices(self):
+        x = f32(self.rng, 128, 2048) * np.float32(3)
+        (maxes, stats, e, sums), _ = both(K.block_row_stats, x)
+        np.testing.assert_array_equal(maxes, x.reshape(128, 4, 512).max(axis=2))  # [P, 1] results into t[:, j]
+        m = x.max(axis=1)
+        np.testing.assert_array_equal(stats[:, 0], m)  # folded from nl.fp32.min through [P] columns
+        ef = np.exp(x.astype(np.float64) - m[:, None])
+        # exp within 1 ulp of fp32, then one rounding to bf16 (2^-8 relative at most, the values <= 1)
+        np.testing.assert_allclose(nxsim.to_float32(e), ef, rtol=2.0 ** -8, atol=0)
+        # each block's row sum of the fp32 exp values in column j: 512 fp32 adds of values <= 1
+        np.testing.assert_allclose(sums, ef.reshape(128, 4, 512).sum(axis=2), rtol=600 * EPS, atol=0)
+        # log-sum-exp from the fp32.min start: exp(fp32.min - m) is exactly 0
+        np.testing.assert_allclose(stats[:, 1], m + np.log(ef.sum(axis=1)), rtol=0, atol=8 * EPS * np.abs(m).max())
+
+    def test_bool_masks_psum_slices_lazy_zeros(self):
+        # small integers: every product and sum is exact in fp32
+        a = self.rng.integers(-4, 5, (128, 128)).astype(np.float32)
+        b = self.rng.integers(-4, 5, (128, 512)).astype(np.float32)
+        (res, acc, kept), _ = both(K.bool_masked_blocks, a, b)
+        c = a.T @ b
+        ref = np.concatenate([c[:, 0:128] + 1, -c[:, 128:256], np.ones((128, 128), np.float32), -c[:, 384:512]], 1)
+        np.testing.assert_array_equal(res, ref)
+        np.testing.assert_array_equal(acc, c.reshape(128, 4, 128).sum(axis=1))
+        np.testing.assert_array_equal(kept, np.full((128, 512), 2.0, np.float32))
+        text = nki.trace(K.bool_masked_blocks, a, b).text
+        self.assertNotIn(" activation", text)  # nl.exp(..., mask=False) emits nothing
+        # nl.zeros for res and kept_all, ps[:, :] = 0, the four nl.full; the lazily
+        # initialised accumulator's zeros are folded into its first matmul
+        # (acc[:, :] += ... views all of it)
+        self.assertEqual(text.count("memset"), 7)
+
+    def test_nc_version_and_scalar_load(self):
+        a = np.arange(4, dtype=np.int32) * 7
+        self.assertTrue(nisa.nc_version.gen2 < nisa.nc_version.gen3 < nisa.nc_version.gen4)
+        for machine, gen in (("trn1", 2), ("trn2", 3)):
+            out = nki.simulate_kernel(K.nc_generation, a, machine=machine)
+            np.testing.assert_array_equal(out, [[gen * 10 + (gen >= 3), 14 + gen]])
+        # a machine file that is not a preset: its generation is unknown, refused
+        import json
+        here = os.path.dirname(os.path.abspath(__file__))
+        with open(os.path.join(here, "..", "..", "sim", "machines", "trn2.json")) as f:
+            m = json.load(f)
+        m["name"] = "custom_core"
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "custom.json")
+            with open(path, "w") as f:
+                json.dump(m, f)
+            with self.assertRaises(nki.Unsupported) as cm:
+                nki.simulate_kernel(K.nc_generation, a, machine=path, backend="functional")
+        self.assertIn("nisa.get_nc_version on machine 'custom_core'", str(cm.exception))
+
+    def test_streaming_causal_attention(self):
+        # the forms together, in an online-softmax attention of this file's own
+        q_t = f32(self.rng, 64, 512) / np.float32(8)
+        k_t, v = f32(self.rng, 64, 512), f32(self.rng, 512, 64)
+        out, _ = both(K.streaming_causal_attention, q_t, k_t, v)
+        s = q_t.T.astype(np.float64) @ k_t
+        s = np.where(np.tril(np.ones((512, 512), bool)), s, -np.inf)
+        p = np.exp(s - s.max(axis=1, keepdims=True))
+        ref = (p @ v) / p.sum(axis=1, keepdims=True)
+        # fp32 matmuls of 64 and 256 terms, exp within 1 ulp, the rescaling of
+        # the running sums: tens of eps of the magnitudes
+        np.testing.assert_allclose(out, ref, rtol=0, atol=64 * EPS * np.abs(v).max())
+
+    def test_random_numbers_refused(self):
+        with self.assertRaises(nki.Unsupported) as cm:
+            nki.simulate_kernel(K.uses_random_seed, np.zeros(1, np.int32), backend="functional")
+        self.assertIn("nl.random_seed (the engines' random number generator", str(cm.exception))
+        for name in ("dropout", "rand"):
+            with self.assertRaises(nki.Unsupported):
+                getattr(nl, name)(None)
+
+
 class EntryPoints(unittest.TestCase):
     def test_call_benchmark_baremetal_trace(self):
         rng = np.random.default_rng(3)
@@ -426,6 +506,22 @@ class EntryPoints(unittest.TestCase):
             outs, run = nxsim.exec_program(os.path.join(d, "k.nxb"), {"a": a, "b": b}, race_check=True)
             np.testing.assert_array_equal(outs["out0"], a + b)
             self.assertTrue(run.race_checked)
+
+    def test_baremetal_grid_and_static_cast_of_arrays(self):
+        # the public flash-attention test's calls: nl.static_cast of NumPy
+        # arrays before the launch, baremetal(kernel)[grid] run directly and
+        # handed to simulate_kernel
+        a64 = np.random.default_rng(5).standard_normal((256, 128))
+        a = nl.static_cast(a64, nl.float32)
+        self.assertEqual(a.dtype, np.float32)
+        np.testing.assert_array_equal(a, a64.astype(np.float32))
+        h = nl.static_cast(a, nl.bfloat16)
+        self.assertEqual(h.dtype, nxsim.bf16)
+        self.assertEqual(h.tobytes(), nxsim.to_bf16(a).tobytes())  # round to nearest even
+        run = nki.baremetal(K.add_rows)
+        np.testing.assert_array_equal(run[2](a, a), a + a)
+        np.testing.assert_array_equal(nki.simulate_kernel(run[2], a, a, backend="functional"), a + a)
+        np.testing.assert_array_equal(nki.simulate_kernel(nki.simulate(K.add_rows)[2], a, a), a + a)
 
     def test_benchmark_on_typed_placeholders(self):
         # nki.benchmark(...)(kernel) called with nki.typing.tensor[[shape],

@@ -84,6 +84,8 @@ def jit(fn=None, **options):
 def _kernel(k):
     if isinstance(k, Kernel):
         return k
+    if isinstance(k, (_Runner, _Benchmarked)):  # baremetal(k)[grid] handed to simulate_kernel
+        return k.kernel
     if callable(k):
         return Kernel(k)
     raise KernelError("expected an nki.jit kernel, got %r" % (k,))
@@ -112,18 +114,31 @@ def simulate_kernel(kernel, *args, machine=None, backend="model", **kwargs):
     return values
 
 
+class _Runner:
+    """What nki.baremetal(kernel) / nki.simulate(kernel) return: calling it
+    runs the kernel (simulate_kernel); [grid] is the same on a launch grid
+    (the public flash-attention test's baremetal(flash_fwd)[bs, heads],
+    which it also hands to simulate_kernel)."""
+
+    def __init__(self, kernel, machine, backend):
+        self.kernel = _kernel(kernel)
+        self.machine = machine
+        self.backend = backend
+        functools.update_wrapper(self, self.kernel.fn)
+
+    def __getitem__(self, grid):
+        return _Runner(self.kernel[grid], self.machine, self.backend)
+
+    @entry_point
+    def __call__(self, *args, **kwargs):
+        return simulate_kernel(self.kernel, *args, machine=self.machine, backend=self.backend, **kwargs)
+
+
 def baremetal(kernel=None, machine=None, backend="model", **hardware_options):
     """nki.baremetal(kernel) / @nki.baremetal(...): like simulate_kernel
     (options for hardware runs, such as save_neff_name, are ignored)."""
     def wrap(k):
-        k = _kernel(k)
-
-        @functools.wraps(k.fn)
-        @entry_point
-        def run(*args, **kwargs):
-            return simulate_kernel(k, *args, machine=machine, backend=backend, **kwargs)
-
-        return run
+        return _Runner(k, machine, backend)
 
     return wrap if kernel is None else wrap(kernel)
 

@@ -6,11 +6,12 @@ appends one nxsim instruction (docs/ISA.md) to the trace. The engine rules
 and geometry the helpers do not check are checked by libnxsim when the
 trace is assembled, and reported at the same line.
 """
+import inspect
 import numbers
 
 from ._dtype import FLOATS, dtype_of
 from ._errors import user_error, user_location
-from ._tensor import AP, Tile, finalize, read
+from ._tensor import AP, Tile, column, finalize, read
 from ._trace import trace
 
 ENGINES = {"dve", "act", "pool", "pe", "sp"}
@@ -35,6 +36,7 @@ def new_tile(buffer, dtype, shape, name):
 
 def on_chip(x, what):
     if isinstance(x, AP) and x.mem in ("sbuf", "psum"):
+        x = column(x)
         if x.pdim != 0:
             user_error("%s: the partition dimension must be the first one (tile %s)" % (what, list(x.shape)))
         return x
@@ -56,9 +58,9 @@ def dma(dst, src, mask=None, mnemonic="dma_copy"):
     if ops is None:
         return None
     d, s = ops
-    if d.mem == "hbm":
+    if d.mem == "hbm" and not t.suppress:
         d.storage.written = True
-    if s.mem == "hbm":
+    if s.mem == "hbm" and not t.suppress:
         s.storage.read = True
     if d.mem == "psum" or s.mem == "psum":
         user_error("DMA cannot reach PSUM (copy the tile to SBUF first)")
@@ -125,6 +127,54 @@ def compute(engine, mnemonic, dst, ins, params=(), mask=None, groups=None):
         else:
             slots.append((n, v))
     return t.emit(engine, mnemonic, slots, params)
+
+
+def python_bool_mask(fn):
+    """Wraps an NKI call for mask= given as a Python bool (the flash
+    attention kernel computes mask=diagonal from loop indices, True or
+    False at trace time; the NKI masking guide: a compile-time constant
+    predicate controls whether the instruction runs). True is no mask;
+    False runs the call for its checks and its result tile, with every
+    instruction it would emit dropped (Trace.suppress), and marks that tile
+    masked off: assigning it writes nothing, as the instruction NKI writes
+    into the target in place never runs."""
+    def call(*args, **kwargs):
+        m = kwargs.get("mask")
+        if m is True:
+            kwargs["mask"] = None
+        elif m is False:
+            kwargs["mask"] = None
+            t = trace()
+            t.suppress += 1
+            try:
+                result = fn(*args, **kwargs)
+            finally:
+                t.suppress -= 1
+            # a fresh result tile; never a tile the caller passed (the dst=
+            # forms return their dst, which keeps what it held)
+            if isinstance(result, Tile) and all(result is not a for a in list(args) + list(kwargs.values())):
+                result.masked_off = True
+            return result
+        return fn(*args, **kwargs)
+
+    call.__name__, call.__qualname__, call.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    call.__wrapped__ = fn
+    return call
+
+
+def wrap_bool_masks(namespace, registries=()):
+    """python_bool_mask on each public function of a module's globals that
+    takes mask= (or any keyword); `registries`: dicts keyed by those
+    functions (nl.add -> its ALU op), which then hold the wrapper too."""
+    for n, f in list(namespace.items()):
+        if n.startswith("_") or not inspect.isfunction(f) or f.__module__ != namespace["__name__"]:
+            continue
+        params = inspect.signature(f).parameters
+        if "mask" in params or any(p.kind == p.VAR_KEYWORD for p in params.values()):
+            w = namespace[n] = python_bool_mask(f)
+            for reg in registries:
+                if f in reg:
+                    reg[w] = reg[f]
 
 
 def produced(tile, insn, mask):

@@ -309,11 +309,27 @@ def read(x):
     return x
 
 
+def column(ap):
+    """An on-chip AP indexed down to its partition axis ([P]: t[:, j]) as
+    the [P, 1] column NKI takes it for: an operand, an assignment target
+    and an AP indexed again (flash attention's l_buffer[:, i] is indexed
+    [:, 0] by its core, and a [P, 1] reduction is assigned into
+    max_local[:, k]). Anything else is returned as it is."""
+    if isinstance(ap, AP) and ap.mem != "hbm" and len(ap.axes) == 1 and ap.pdim == 0:
+        if isinstance(ap, Tile) and ap.redirect is not None:
+            return column(ap.redirect)
+        return AP(ap.mem, ap.dtype, ap.axes + [[1, 1]], offset=ap.offset, pstart=ap.pstart, pdim=0, tile=ap.tile,
+                  storage=ap.storage, vars_=ap.vars + [set()], checks=ap.checks, name=ap.name)
+    return ap
+
+
 def index(ap, key):
     if isinstance(ap, Tile) and ap.redirect is not None:
         return index(ap.redirect, key)
     if not isinstance(key, tuple):
         key = (key,)
+    if len(key) == 2 and len(ap.axes) == 1:
+        ap = column(ap)
     if any(k is Ellipsis for k in key):
         at = key.index(Ellipsis)
         fill = len(ap.axes) - (len(key) - 1)

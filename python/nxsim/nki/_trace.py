@@ -110,6 +110,7 @@ class Trace:
         self.shared = []  # shared_hbm storages by creation ordinal (one set for every program)
         self.scratch_count = 0
         self.prints = []  # nl.device_print: (prefix, storage, program id)
+        self.suppress = 0  # > 0: inside a call under mask=False, whose instructions are dropped
         self.lane = [0] * cores
         self.group = [0] * cores
         # DMA lanes as the authoring layer numbers them (kernels/author):
@@ -185,7 +186,8 @@ class Trace:
         """Appends one instruction; `where`: its user_location() if the
         caller has it already (the pieces of one transfer share one)."""
         insn = Insn(self.core, engine, mnemonic, list(slots), list(params), where or user_location())
-        self.insns.append(insn)
+        if not self.suppress:
+            self.insns.append(insn)
         return insn
 
     def dma_lane(self):

@@ -1,6 +1,7 @@
 """nxsim.nki.isa: the nki.isa instructions nxsim traces, each onto the nxsim
 instruction that does the same work on the same engine (docs/parts/nki.md
 has the table). Others are refused by name (module __getattr__)."""
+import enum
 import inspect
 import numbers
 
@@ -21,6 +22,30 @@ class engine:
     gpsimd = "pool"
     sync = "sp"
     unknown = None
+
+
+class nc_version(enum.IntEnum):
+    """nki.isa.nc_version: the NeuronCore generation of a target (gen2:
+    Trn1/Inf2, gen3: Trn2, gen4: Trn3); kernels compare them
+    (get_nc_version() >= nc_version.gen3)."""
+    gen2 = 2
+    gen3 = 3
+    gen4 = 4
+
+
+# the NeuronCore generation of each machine preset (docs/parts/nki.md):
+# trn1 models NeuronCore-v2, trn2 NeuronCore-v3
+_NC_VERSION = {"trn1": nc_version.gen2, "trn2": nc_version.gen3}
+
+
+def get_nc_version():
+    """The nc_version of the machine the kernel is traced for; a machine
+    file that is not one of the presets has no known generation: refused."""
+    m = trace().machine
+    if m not in _NC_VERSION:
+        refuse("nisa.get_nc_version on machine %r (nxsim knows the generation of the presets %s only)"
+               % (m, ", ".join(sorted(_NC_VERSION))))
+    return _NC_VERSION[m]
 
 
 tensor_engine = engine.tensor
@@ -428,6 +453,7 @@ for _name in ("nc_matmul", "nc_transpose", "activation", "activation_reduce", "t
     globals()[_name] = _dst_form(globals()[_name])
 _memset = memset
 memset = _memset_form
+_emit.wrap_bool_masks(globals())
 
 
 def __getattr__(name):

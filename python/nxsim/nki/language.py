@@ -16,8 +16,13 @@ from ._dtype import (DType, bfloat16, bool_, dtype_of, float8_e4m3, float8_e5m2,
                      int32, promote, uint8, uint16, uint32)
 from ._errors import refuse, user_error
 from ._index import arange, ds, mgrid
-from ._tensor import AP, HbmTensor, Storage, Tile, broadcast, finalize, read
+from ._tensor import AP, HbmTensor, Storage, Tile, broadcast, column, finalize, read
+from ._trace import current as _current_trace_var
 from ._trace import trace
+
+
+def _current_trace():
+    return _current_trace_var.get()
 
 # ---- memory ----
 sbuf = "sbuf"
@@ -29,6 +34,13 @@ private_hbm = "private_hbm"
 
 class par_dim(int):
     """nl.par_dim(n): marks the partition dimension of a tile shape."""
+
+
+class fp32:
+    """nl.fp32: FP32 constants. min is the bit pattern 0xff7fffff, the most
+    negative finite fp32 value (the NKI reference's nki.language.fp32), the
+    "minus infinity" flash attention starts its running maxima from."""
+    min = float(_np.finfo(_np.float32).min)
 
 
 class tile_size:
@@ -212,6 +224,11 @@ def load(src, mask=None, dtype=None, **kwargs):
         user_error("nl.load: expected an HBM tensor, got %r" % (src,))
     if src.mem != "hbm":
         user_error("nl.load reads HBM; %s is in %s (use nl.copy on chip)" % (src.name or "the operand", src.mem))
+    if src.ndim == 0:
+        # one element (flash attention loads its seed[0]): a [1, 1] tile,
+        # on partition 0
+        src = AP("hbm", src.dtype, [[1, 1], [1, 1]], offset=src.offset, pdim=None, storage=src.storage,
+                 checks=src.checks, name=src.name)
     dst = _emit.new_tile(sbuf, dtype or src.dtype, src.shape, "nl.load result")
     return _emit.produced(dst, _emit.dma(dst, src, mask), mask)
 
@@ -271,6 +288,15 @@ def copy(src, dtype=None, mask=None, **kwargs):
 
 
 def static_cast(x, dtype, **kwargs):
+    """A tile: nl.copy into dtype. A NumPy array outside a kernel (the
+    public flash-attention test casts its inputs so before the launch):
+    the array converted with the engines' rounding (nxsim.convert: round
+    to nearest even; float64 is first rounded to fp32), in nxsim's NumPy
+    dtype for it (nxsim.bf16 for nl.bfloat16)."""
+    if isinstance(x, _np.ndarray) and _current_trace() is None:
+        from .._dtypes import convert
+
+        return convert(x, dtype_of(dtype).nx)
     return copy(x, dtype=dtype)
 
 
@@ -582,7 +608,13 @@ def _can_retarget(value, dst):
 
 def _assign(dst, value):
     """dst[...] = value: the instruction that made value writes dst instead
-    (when value is a fresh tile nothing read yet), else a tensor_copy."""
+    (when value is a fresh tile nothing read yet), else a tensor_copy. A
+    value computed under mask=False (no instruction ran) writes nothing."""
+    dst = column(dst)
+    if isinstance(value, Tile) and getattr(value, "masked_off", False):
+        return
+    if dst.tile is not None:
+        dst.tile.masked_off = False
     if isinstance(value, AP) and value.assigned and value.render() == dst.render():
         return
     if dst.mem == "hbm":
@@ -622,10 +654,15 @@ def _zeroed_untouched(dst, t):
     of the tile, or any other access of its bytes, shows in the slots of
     the instructions after the memset): then the first matmul may start the
     accumulation itself (acc=0) and the memset goes, as the NKI compiler
-    folds the zeros into the matmul group (docs/parts/nki.md)."""
+    folds the zeros into the matmul group (docs/parts/nki.md). dst may be
+    a view of all of the tile (flash attention's pv_psum[:, :] += ...)."""
+    if not isinstance(dst, Tile):
+        base = dst.tile
+        if not isinstance(base, Tile) or base.redirect is not None or dst.render() != base.render():
+            return None
+        dst = base
     z = getattr(dst, "producer", None)
-    if not isinstance(dst, Tile) or z is None or z.mnemonic != "memset" or \
-            _immediate(dict(z.slots).get("value", "")) != 0.0:
+    if z is None or z.mnemonic != "memset" or _immediate(dict(z.slots).get("value", "")) != 0.0:
         return None
     at = len(t.insns) - 1
     while at >= 0 and t.insns[at] is not z:  # searched from the end: the memset is near
@@ -647,6 +684,9 @@ def _zeroed_untouched(dst, t):
 def _accumulate(dst, value):
     """dst += value: a fresh matmul result accumulates in PSUM (acc=1), or
     starts the accumulation when dst is nl.zeros nothing touched since."""
+    target, dst = dst, column(dst)
+    if isinstance(value, Tile) and getattr(value, "masked_off", False):
+        return target
     p = getattr(value, "producer", None)
     t = trace()
     if p is not None and p.mnemonic == "multiply_moving" and isinstance(value, Tile) and dst.mem == "psum" \
@@ -658,8 +698,8 @@ def _accumulate(dst, value):
         else:
             p.set_param("acc", "1")
         # an accumulation group is no single instruction's: nothing to retarget
-        if isinstance(dst, Tile):
-            dst.producer = None
+        if dst.tile is not None:
+            dst.tile.producer = None
         value.producer = None
         value.redirect = dst
     else:
@@ -668,8 +708,26 @@ def _accumulate(dst, value):
         else:
             s = _binary("add", dst, value, dtype=dst.dtype)
         _assign(dst, s)
-    dst.assigned = True
-    return dst
+    dst.assigned = target.assigned = True
+    return target  # what `x += v` rebinds x to: the object it named
+
+
+# ---- random numbers: refused ----
+def _no_rng(what):
+    refuse("%s (the engines' random number generator: nxsim does not model its stream, so the values could "
+           "only be made up)" % what)
+
+
+def random_seed(seed=None, mask=None, **kwargs):
+    _no_rng("nl.random_seed")
+
+
+def dropout(x, rate=None, dtype=None, mask=None, **kwargs):
+    _no_rng("nl.dropout")
+
+
+def rand(shape=None, dtype=None, **kwargs):
+    _no_rng("nl.rand")
 
 
 # ---- debugging and the rest ----
@@ -688,6 +746,9 @@ def device_print(prefix, x, **kwargs):
     t.tensors.append(st)
     t.prints.append((str(prefix), st, list(t.program_id)))
     _emit.dma(HbmTensor(st, v.dtype, v.shape), v)
+
+
+_emit.wrap_bool_masks(globals(), (_ALU, _ACT))
 
 
 def __getattr__(name):
