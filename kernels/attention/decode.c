@@ -714,8 +714,17 @@ static int stage_b2(dec_core *c, const dec_step *st, nx_error *err) {
         }
         return block2(c, 1, (uint32_t)p->s, &c->vn[st->set], MASK_NEW, st->ps, err);
     }
+    if (pl->lanes) return dec_lane_pv(c, st, err); /* its mask and P^T: stage_b2a, an iteration before */
     if (dec_tile_mask(c, st, err) != 0) return -1;
-    return pl->lanes ? dec_lane_pv(c, st, err) : block2(c, pl->c, st->np, &c->vt[st->buf], MASK_CACHE, st->ps, err);
+    return block2(c, pl->c, st->np, &c->vt[st->buf], MASK_CACHE, st->ps, err);
+}
+
+/* Lanes, a cache tile: B2a, the mask (POOL) and P^T times it (PE, DVE),
+ * emitted after B2(q - 1) so P V (B2(q), the next iteration) finds P^T
+ * copied out. */
+static int stage_b2a(dec_core *c, const dec_step *st, nx_error *err) {
+    if (!c->pl.lanes || st->j == 0) return 0;
+    return dec_tile_mask(c, st, err) != 0 ? -1 : dec_lane_pt(c, st, err);
 }
 
 static int step_loads(dec_core *c, uint64_t q, nx_error *err) {
@@ -800,8 +809,10 @@ int nx_attention_decode(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
          * iteration before: iteration q emits B1b(q + 1) (ACT: P, alpha),
          * A1(q + 4) (PE: K^T transposes, ACT: their copy), B1a(q + 2) (DVE:
          * the max), A2(q + 3) (PE: the scores) and B2(q) (PE: P^T and P V,
-         * DVE: the mask and O_acc), so the PE never waits for ACT's copy or
-         * exponentials of the same iteration, nor ACT for DVE's max */
+         * DVE: the mask and O_acc; lanes: P V only, then B2a(q + 1), the
+         * next tile's P^T times its mask), so the PE never waits for ACT's
+         * copy or exponentials of the same iteration, nor ACT for DVE's max,
+         * nor (lanes) for DVE's copy of P^T */
         const int64_t tail = c.pl.lanes ? DEC_MERGE_STAGES : 0;
         for (int64_t q = -4; q < (int64_t)nsteps + tail; q++) {
             if (q >= 0 && (uint64_t)q + ahead < nsteps && step_loads(&c, (uint64_t)q + ahead, err) != 0) return -1;
@@ -840,6 +851,11 @@ int nx_attention_decode(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
                 dec_use(&c, &x);
                 if (stage_b2(&c, &x, err) != 0) return -1;
                 if (x.j == c.pl.T && item_end(&c, &x.it, (uint64_t)q, err) != 0) return -1;
+            }
+            if (q + 1 >= 0 && (uint64_t)(q + 1) < nsteps) {
+                x = step_of(&c, (uint64_t)(q + 1));
+                dec_use(&c, &x);
+                if (stage_b2a(&c, &x, err) != 0) return -1;
             }
         }
     }

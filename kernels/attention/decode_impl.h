@@ -116,9 +116,11 @@ typedef struct dec_core {
 dec_item dec_item_at(const dec_plan *pl, uint64_t i);
 
 /* Lanes (decode_lanes.c): the scores of a cache tile, chunk e into lanes
- * e R .. e R + R - 1; P^T, the mask and P V of one; the constants and
- * pieces of the merge; merge stage `stage` (1..DEC_MERGE_STAGES) of m. */
+ * e R .. e R + R - 1; P^T times the mask of one (an iteration before) and
+ * its P V; the constants and pieces of the merge; merge stage `stage`
+ * (1..DEC_MERGE_STAGES) of m. */
 int dec_lane_scores(dec_core *c, const dec_step *st, nx_error *err);
+int dec_lane_pt(dec_core *c, const dec_step *st, nx_error *err);
 int dec_lane_pv(dec_core *c, const dec_step *st, nx_error *err);
 int dec_lane_alloc(dec_core *c, nx_error *err);
 int dec_lane_constants(dec_core *c, nx_error *err);

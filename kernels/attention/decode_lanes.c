@@ -105,32 +105,40 @@ int dec_lane_scores(dec_core *c, const dec_step *st, nx_error *err) {
 }
 
 /* P [lanes, cg np] -> P^T, one transpose per chunk of a group ([np,
- * lanes] each), times the mask into ptb (column e R + r, block2's layout),
- * then per chunk O and l' into its group's lanes (accumulated over the
- * group's chunks); O_acc = O_acc alpha + O, l = l alpha + l' over every
- * lane. */
-int dec_lane_pv(dec_core *c, const dec_step *st, nx_error *err) {
+ * lanes] each), times the mask into ptb (column e R + r, block2's layout).
+ * Emitted an iteration before the step's P V (dec_lane_pv), so the PE
+ * streams the next tiles' K^T and scores while DVE copies P^T out instead
+ * of waiting for that copy between the transposes and P V. */
+int dec_lane_pt(dec_core *c, const dec_step *st, nx_error *err) {
     nx_kctx *k = c->k;
     const dec_plan *pl = &c->pl;
     const nx_dtype dt = pl->p.dtype;
-    const uint32_t R = pl->R, L = pl->lanes, np = st->np, cc = pl->c, cg = pl->cg, lg = pl->lg;
-    const uint64_t D = pl->p.D, es = pl->es;
+    const uint32_t R = pl->R, L = pl->lanes, np = st->np, cg = pl->cg, lg = pl->lg;
+    const uint64_t es = pl->es;
     for (uint32_t u = 0; u < cg; u++) {
         nx_operand src = dec_view(&c->pb[st->ps], dt, 0, L, (uint64_t)u * np, np);
         nx_operand dst = dec_psum(c, dt, pl->ps_pt + (uint64_t)u * L * es, np, L);
         if (nx_kctx_transpose(k, NX_ENG_PE, &dst, &src, err) != 0) return -1;
     }
-    {
-        const int32_t ps_st[3] = {(int32_t)L, (int32_t)DEC_LANE_Q, 1}, pd_st[3] = {(int32_t)R, (int32_t)(cg * R), 1};
-        const int32_t m_st[3] = {1, (int32_t)cg, 0};
-        const uint32_t cn[3] = {cg, lg, R};
-        nx_operand pt = nx_tile_view(&c->psum, dt, 0, np, pl->ps_pt / es, 3, ps_st, cn);
-        nx_operand pd = nx_tile_view(&c->ptb, dt, 0, np, 0, 3, pd_st, cn);
-        nx_operand m = pl->p.window ? nx_tile_view(&c->mw, NX_DT_FP32, 0, np, 0, 3, pd_st, cn)
-                                    : nx_tile_view(&c->m01, NX_DT_FP32, 0, np, 0, 3, m_st, cn);
-        if (nx_kctx_tensor_tensor(k, NX_ENG_DVE, NX_ALU_MULTIPLY, &pd, &pt, &m, err) != 0) return -1;
-    }
-    (void)cc;
+    const int32_t ps_st[3] = {(int32_t)L, (int32_t)DEC_LANE_Q, 1}, pd_st[3] = {(int32_t)R, (int32_t)(cg * R), 1};
+    const int32_t m_st[3] = {1, (int32_t)cg, 0};
+    const uint32_t cn[3] = {cg, lg, R};
+    nx_operand pt = nx_tile_view(&c->psum, dt, 0, np, pl->ps_pt / es, 3, ps_st, cn);
+    nx_operand pd = nx_tile_view(&c->ptb, dt, 0, np, 0, 3, pd_st, cn);
+    nx_operand m = pl->p.window ? nx_tile_view(&c->mw, NX_DT_FP32, 0, np, 0, 3, pd_st, cn)
+                                : nx_tile_view(&c->m01, NX_DT_FP32, 0, np, 0, 3, m_st, cn);
+    return nx_kctx_tensor_tensor(k, NX_ENG_DVE, NX_ALU_MULTIPLY, &pd, &pt, &m, err);
+}
+
+/* Per chunk O and l' into its group's lanes (accumulated over the group's
+ * chunks) from dec_lane_pt's P^T; O_acc = O_acc alpha + O, l = l alpha +
+ * l' over every lane. */
+int dec_lane_pv(dec_core *c, const dec_step *st, nx_error *err) {
+    nx_kctx *k = c->k;
+    const dec_plan *pl = &c->pl;
+    const nx_dtype dt = pl->p.dtype;
+    const uint32_t R = pl->R, L = pl->lanes, np = st->np, cg = pl->cg, lg = pl->lg;
+    const uint64_t D = pl->p.D;
     nx_operand on = dec_view(&c->ones, dt, 0, np, 0, 1);
     for (uint32_t g = 0; g < lg; g++)
         for (uint32_t u = 0; u < cg; u++) {
