@@ -193,7 +193,7 @@ static void refusals(void **state) {
     memcpy(a, o, sizeof o);
     a[5].values = bad_len;
     roster_refused("trn2", "attention_decode", a, 6, NULL,
-                   "attention_decode: core 0 sp #48 (dma_copy): offsets[1] = 64 is out of bounds [0, 64)");
+                   "attention_decode: core 0 sp #80 (dma_copy): offsets[1] = 64 is out of bounds [0, 64)");
     memcpy(pg, o, sizeof o);
     pg[1].shape[0] = pg[2].shape[0] = 9, pg[1].shape[2] = pg[2].shape[2] = 16;
     static const double table[8] = {0, 1, 2, 3, 4, 5, 9, 7};

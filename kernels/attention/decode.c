@@ -123,6 +123,14 @@ static int plan(dec_plan *pl, const nx_geometry *geo, const char *kname, nx_erro
                            (unsigned long long)p->num_blocks, (unsigned long long)p->Hkv, (unsigned long long)p->N);
     } else {
         pl->T = (p->S_max + pl->Ft - 1) / pl->Ft;
+        /* the last tile in fewer chunks (still lg groups of them) when its
+         * positions fit: its loads' rows get shorter, its PE work smaller */
+        const uint64_t rem = p->S_max - (pl->T - 1) * pl->Ft;
+        for (uint32_t cc = pl->lg; pl->lanes && rem < pl->Ft && cc < pl->c; cc *= 2)
+            if (pl->c % cc == 0 && rem <= (uint64_t)pl->Pt * cc) {
+                pl->cn = cc;
+                break;
+            }
         if ((double)p->B * p->Hkv * p->S_max >= 0x1p24)
             return nx_fail(err, "operand 1 (k_cache): %llu x %llu x %llu rows, beyond the 2^24 an index holds exactly",
                            (unsigned long long)p->B, (unsigned long long)p->Hkv, (unsigned long long)p->S_max);
@@ -143,6 +151,7 @@ static int alloc_all(dec_core *c, nx_error *err) {
     ALLOC(&c->psum, NX_OPK_PSUM, "psum", NX_DT_FP32, Pt, g->psum_partition_bytes / 4);
     ALLOC(&c->lf, NX_OPK_SBUF, "lengths", NX_DT_FP32, Pt, p->B);
     ALLOC(&c->posmap, NX_OPK_SBUF, "posmap", NX_DT_FP32, Pt, c_);
+    if (pl->cn) ALLOC(&c->posmap_n, NX_OPK_SBUF, "posmap_last", NX_DT_FP32, Pt, pl->cn);
     ALLOC(&c->pchunk, NX_OPK_SBUF, "pchunk", NX_DT_FP32, Pt, 1);
     ALLOC(&c->ucol, NX_OPK_SBUF, "ucol", NX_DT_FP32, Pt, 1);
     ALLOC(&c->tpat, NX_OPK_SBUF, "tpat", NX_DT_FP32, Pt, R);
@@ -248,6 +257,10 @@ static int constants(dec_core *c, nx_error *err) {
     const uint32_t cn2[2] = {pl->gh, s}, cc = pl->c, c1 = 1;
     nx_operand pm = nx_tile_ap(&c->posmap);
     if (iota(k, &pm, 0, (int32_t)pl->c, 1, &one, &cc, err) != 0) return -1;
+    if (pl->cn) {
+        nx_operand pn = nx_tile_ap(&c->posmap_n);
+        if (iota(k, &pn, 0, (int32_t)pl->cn, 1, &one, &pl->cn, err) != 0) return -1;
+    }
     if (p->paged) {
         /* block-major tiles: partition p = j cpb + u holds chunk u of the
          * tile's block j, so its positions start at j N + u c = p c (as
@@ -445,8 +458,8 @@ static uint32_t tile_rows(const dec_plan *pl, uint64_t tau) {
         uint64_t blocks = p->max_blocks - tau * pl->nb;
         return blocks < pl->nb ? (uint32_t)blocks * pl->cpb : pl->Pt;
     }
-    uint64_t rem = p->S_max - tau * pl->Ft;
-    return rem < pl->Ft ? (uint32_t)((rem + pl->c - 1) / pl->c) : pl->Pt;
+    const uint64_t rem = p->S_max - tau * pl->Ft, cc = dec_tile_chunks(pl, tau);
+    return rem < pl->Ft ? (uint32_t)((rem + cc - 1) / cc) : pl->Pt;
 }
 
 static dec_step step_of(const dec_core *c, uint64_t q) {
@@ -459,6 +472,8 @@ static dec_step step_of(const dec_core *c, uint64_t q) {
     s.soff = c->pl.ps_s + (q % c->pl.s_bufs) * c->pl.ps_s_step;
     s.ps = (uint32_t)(q % 2);
     s.np = s.j ? tile_rows(&c->pl, s.j - 1) : 0;
+    s.cc = s.j ? dec_tile_chunks(&c->pl, s.j - 1) : c->pl.c;
+    s.cg = c->pl.lg ? s.cc / c->pl.lg : 0;
     return s;
 }
 
@@ -527,7 +542,7 @@ static int stage_a1(dec_core *c, const dec_step *st, nx_error *err) {
     const dec_plan *pl = &c->pl;
     const nx_decode_params *p = &pl->p;
     const nx_dtype dt = p->dtype;
-    const uint32_t R = pl->R, s = (uint32_t)p->s, Dp = pl->Dp, cc = pl->c;
+    const uint32_t R = pl->R, s = (uint32_t)p->s, Dp = pl->Dp, cc = st->cc;
     const uint64_t es = pl->es, Ft = pl->Ft, D = p->D, kt = pl->ps_kt;
     if (st->j == 0) {
         for (uint32_t d = 0; d < pl->nd; d++) {
@@ -585,7 +600,7 @@ static int stage_a2(dec_core *c, const dec_step *st, nx_error *err) {
         return 0;
     }
     if (pl->lanes) return dec_lane_scores(c, st, err);
-    const uint64_t F = (uint64_t)pl->c * st->np;
+    const uint64_t F = (uint64_t)st->cc * st->np;
     for (uint32_t d = 0; d < pl->nd; d++) {
         nx_operand sv = dec_view(&c->qT[ip], dt, 0, Dp, (uint64_t)d * R, R);
         if (nx_kctx_load_stationary(k, &sv, err) != 0) return -1;
@@ -619,13 +634,13 @@ static int stage_b1(dec_core *c, const dec_step *st, uint32_t *par, nx_error *er
             return -1;
         return block1(c, st->soff, (uint32_t)p->s, st->ps, par, err);
     }
-    return block1(c, st->soff, pl->c * st->np, st->ps, par, err);
+    return block1(c, st->soff, st->cc * st->np, st->ps, par, err);
 }
 
 /* The five-stage pipeline's B1a (DVE): the running max's start (new
  * block: column 8, the sink or -inf) and block1a; B1b (ACT): block1b. */
 static uint32_t b1_width(const dec_core *c, const dec_step *st) {
-    return st->j == 0 ? (uint32_t)c->pl.p.s : c->pl.lanes ? c->pl.cg * st->np : c->pl.c * st->np;
+    return st->j == 0 ? (uint32_t)c->pl.p.s : c->pl.lanes ? st->cg * st->np : st->cc * st->np;
 }
 /* The rows half 1 runs on: R (the new block; without lanes every step),
  * or every lane. */
@@ -674,10 +689,11 @@ int dec_tile_mask(dec_core *c, const dec_step *st, nx_error *err) {
     nx_kctx *k = c->k;
     const dec_plan *pl = &c->pl;
     const nx_decode_params *p = &pl->p;
-    const uint32_t R = pl->R, Pt = pl->Pt, cc = pl->c;
+    const uint32_t R = pl->R, Pt = pl->Pt, cc = st->cc;
     const uint64_t tau = st->j - 1;
     nx_operand L = dec_view(&c->lf, NX_DT_FP32, 0, Pt, st->it.b, 1);
-    nx_operand pa = nx_tile_ap(&c->posabs), pm = nx_tile_ap(&c->posmap), m01 = nx_tile_ap(&c->m01);
+    nx_operand pa = dec_view(&c->posabs, NX_DT_FP32, 0, Pt, 0, cc), m01 = dec_view(&c->m01, NX_DT_FP32, 0, Pt, 0, cc);
+    nx_operand pm = nx_tile_ap(cc == pl->c ? &c->posmap : &c->posmap_n);
     nx_operand base = nx_imm((double)(tau * pl->Ft), NX_DT_FP32);
     if (nx_kctx_tensor_scalar(k, NX_ENG_POOL, &pa, &pm, NX_ALU_ADD, &base, NX_ALU_BYPASS, NULL, err) != 0 ||
         nx_kctx_tensor_scalar(k, NX_ENG_POOL, &m01, &pa, NX_ALU_IS_LT, &L, NX_ALU_BYPASS, NULL, err) != 0)
@@ -716,7 +732,7 @@ static int stage_b2(dec_core *c, const dec_step *st, nx_error *err) {
     }
     if (pl->lanes) return dec_lane_pv(c, st, err); /* its mask and P^T: stage_b2a, an iteration before */
     if (dec_tile_mask(c, st, err) != 0) return -1;
-    return block2(c, pl->c, st->np, &c->vt[st->buf], MASK_CACHE, st->ps, err);
+    return block2(c, st->cc, st->np, &c->vt[st->buf], MASK_CACHE, st->ps, err);
 }
 
 /* Lanes, a cache tile: B2a, the mask (POOL) and P^T times it (PE, DVE),

@@ -17,6 +17,8 @@ nx_operand dec_psum(const dec_core *c, nx_dtype as, uint64_t byte_off, uint32_t 
     return dec_view(&c->psum, as, 0, np, byte_off / nx_dtype_size(as), n);
 }
 
+uint32_t dec_tile_chunks(const dec_plan *pl, uint64_t tau) { return pl->cn && tau + 1 == pl->T ? pl->cn : pl->c; }
+
 dec_item dec_item_at(const dec_plan *pl, uint64_t i) {
     dec_item it;
     it.hc = i % pl->nhc;
@@ -331,14 +333,14 @@ int dec_load_tile(dec_core *c, const dec_item *it, uint32_t set, uint64_t tau, u
     const dec_plan *pl = &c->pl;
     const nx_decode_params *p = &pl->p;
     const nx_kernel_call *call = c->call;
-    const uint64_t es = pl->es, D = p->D, cD = pl->c * D;
+    const uint64_t es = pl->es, D = p->D, cc = dec_tile_chunks(pl, tau), cD = cc * D;
     const nx_tensor_ref *kc = &call->args[1], *vc = &call->args[2];
     nx_kctx *k = c->k;
     if (!p->paged) {
         const uint64_t base = ((it->b * p->Hkv + it->g) * p->S_max + tau * pl->Ft) * D;
         uint64_t rem = p->S_max - tau * pl->Ft;
         if (rem > pl->Ft) rem = pl->Ft;
-        const uint32_t nfull = (uint32_t)(rem / pl->c), part = (uint32_t)(rem % pl->c);
+        const uint32_t nfull = (uint32_t)(rem / cc), part = (uint32_t)(rem % cc);
         for (uint32_t kv = 0; kv < 2; kv++) {
             const nx_tensor_ref *t = kv ? vc : kc;
             const nx_tile *dt = kv ? &c->vt[buf] : &c->kt[buf];

@@ -44,6 +44,8 @@ typedef struct dec_plan {
     uint32_t lanes;            /* 0, or 32 lg: the five stages with the scores of chunk group g
                                 * in partitions 32 g .. 32 g + R - 1 (decode_lanes.c) */
     uint32_t lg, cg;           /* lanes: chunk groups, chunks a group (c = lg cg) */
+    uint32_t cn;               /* lanes, contiguous: the last tile's chunks when fewer than c (a multiple
+                                * of lg) hold its positions, else 0 (dec_tile_chunks) */
     uint32_t nsets;            /* statistics / O_acc sets in use (2, or DEC_SETS with lanes) */
     uint32_t nm;               /* lanes: merge sets (PSUM pieces) */
     uint64_t ps_fin, ps_m, fin_b, m_b; /* lanes: the merge's PSUM banks and the bytes of a set in each */
@@ -59,6 +61,7 @@ typedef struct dec_step {
     dec_item it;
     uint32_t set, ip, buf, ps, sidx;
     uint32_t np; /* cache tile: its partitions (the last tile of a row may hold fewer) */
+    uint32_t cc, cg; /* cache tile: its chunks (dec_tile_chunks), chunks a lane group */
     uint64_t j, soff;
 } dec_step;
 
@@ -78,6 +81,7 @@ typedef struct dec_core {
     nx_tile psum;                 /* the whole PSUM, carved by pl.ps_* */
     nx_tile lf;                   /* [Pt, B] fp32 lengths in every partition */
     nx_tile posmap;               /* [Pt, c] fp32: position of (p, e) in its tile */
+    nx_tile posmap_n;             /* pl.cn: [Pt, cn] the same for the last tile (p cn + e) */
     nx_tile pchunk, ucol;         /* paged: [Pt, 1] chunk start, sub-chunk index */
     nx_tile tpat;                 /* [Pt, R] fp32: row r's token t */
     nx_tile newmask;              /* [s, R] the new block's 0/1 mask */
@@ -114,6 +118,11 @@ typedef struct dec_core {
 } dec_core;
 
 dec_item dec_item_at(const dec_plan *pl, uint64_t i);
+/* The chunks (positions a partition) of cache tile tau: c, or pl->cn for
+ * the last tile of a contiguous row whose few positions would leave c
+ * chunks of nearly empty partitions (every chunk costs the PE its
+ * minimum: K^T, scores, P V, l). */
+uint32_t dec_tile_chunks(const dec_plan *pl, uint64_t tau);
 
 /* Lanes (decode_lanes.c): the scores of a cache tile, chunk e into lanes
  * e R .. e R + R - 1; P^T times the mask of one (an iteration before) and

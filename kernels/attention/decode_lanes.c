@@ -89,10 +89,10 @@ int dec_lane_scores(dec_core *c, const dec_step *st, nx_error *err) {
     const dec_plan *pl = &c->pl;
     const nx_dtype dt = pl->p.dtype;
     const uint32_t L = pl->lanes, Dp = pl->Dp, np = st->np;
-    for (uint32_t u = 0; u < pl->cg; u++) {
+    for (uint32_t u = 0; u < st->cg; u++) {
         nx_operand S = dec_view(&c->psum, NX_DT_FP32, 0, L, st->soff / 4 + (uint64_t)u * np, np);
         for (uint32_t g = 0; g < pl->lg; g++) {
-            const uint32_t e = g * pl->cg + u;
+            const uint32_t e = g * st->cg + u;
             for (uint32_t d = 0; d < pl->nd; d++) {
                 nx_operand sv = nx_tile_ap(&c->zq[st->ip][d][g]);
                 nx_operand mv = dec_view(&c->ktT, dt, 0, Dp, (uint64_t)d * pl->Ft + (uint64_t)e * np, np);
@@ -113,7 +113,7 @@ int dec_lane_pt(dec_core *c, const dec_step *st, nx_error *err) {
     nx_kctx *k = c->k;
     const dec_plan *pl = &c->pl;
     const nx_dtype dt = pl->p.dtype;
-    const uint32_t R = pl->R, L = pl->lanes, np = st->np, cg = pl->cg, lg = pl->lg;
+    const uint32_t R = pl->R, L = pl->lanes, np = st->np, cg = st->cg, lg = pl->lg;
     const uint64_t es = pl->es;
     for (uint32_t u = 0; u < cg; u++) {
         nx_operand src = dec_view(&c->pb[st->ps], dt, 0, L, (uint64_t)u * np, np);
@@ -137,7 +137,7 @@ int dec_lane_pv(dec_core *c, const dec_step *st, nx_error *err) {
     nx_kctx *k = c->k;
     const dec_plan *pl = &c->pl;
     const nx_dtype dt = pl->p.dtype;
-    const uint32_t R = pl->R, L = pl->lanes, np = st->np, cg = pl->cg, lg = pl->lg;
+    const uint32_t R = pl->R, L = pl->lanes, np = st->np, cg = st->cg, lg = pl->lg;
     const uint64_t D = pl->p.D;
     nx_operand on = dec_view(&c->ones, dt, 0, np, 0, 1);
     for (uint32_t g = 0; g < lg; g++)
