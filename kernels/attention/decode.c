@@ -98,6 +98,9 @@ static int plan(dec_plan *pl, const nx_geometry *geo, const char *kname, nx_erro
             pl->ps_fin = (kt + 4) * bank, pl->ps_m = (kt + 5) * bank, pl->fin_b = fin_b, pl->m_b = m_b;
             pl->nm = (uint32_t)(bank / fin_b < bank / m_b ? bank / fin_b : bank / m_b);
             if (pl->nm > DEC_MERGES) pl->nm = DEC_MERGES;
+            /* K^T by step parity when the banks allow: the PE's transposes
+             * of the next tile need not wait for ACT's copy of this one */
+            if (2 * kt + 6 <= banks) pl->ps_kt2 = (kt + 6) * bank;
         } else if (pt == 1 && pt_b + p->D * 4 + 4 <= bank && kt + 3 * sb + 1 <= banks) {
             pl->s_bufs = 3;
             pl->ps_pt = (kt + 3 * sb) * bank, pl->ps_o = pl->ps_pt + pt_b;
@@ -543,7 +546,7 @@ static int stage_a1(dec_core *c, const dec_step *st, nx_error *err) {
     const nx_decode_params *p = &pl->p;
     const nx_dtype dt = p->dtype;
     const uint32_t R = pl->R, s = (uint32_t)p->s, Dp = pl->Dp, cc = st->cc;
-    const uint64_t es = pl->es, Ft = pl->Ft, D = p->D, kt = pl->ps_kt;
+    const uint64_t es = pl->es, Ft = pl->Ft, D = p->D, kt = st->ps && pl->ps_kt2 ? pl->ps_kt2 : pl->ps_kt;
     if (st->j == 0) {
         for (uint32_t d = 0; d < pl->nd; d++) {
             nx_operand qs = dec_view(&c->qt[set], dt, 0, R, (uint64_t)d * Dp, Dp);

@@ -40,6 +40,7 @@ typedef struct dec_plan {
     uint64_t items;            /* B x Hkv x nhc */
     /* PSUM arena offsets (bytes per partition) */
     uint64_t ps_kt, ps_s, ps_s_step, ps_pt, ps_o, ps_l;
+    uint64_t ps_kt2;           /* lanes, a bank to spare: odd steps' K^T (0: one K^T buffer) */
     uint32_t s_bufs;           /* score buffers: 2 lets stage A run a step ahead, 3 the five stages */
     uint32_t lanes;            /* 0, or 32 lg: the five stages with the scores of chunk group g
                                 * in partitions 32 g .. 32 g + R - 1 (decode_lanes.c) */
