@@ -200,7 +200,7 @@ static void refusals(void **state) {
     pg[5].values = ok_len;
     pg[6] = (roster_operand){"block_table", NX_DT_INT32, 2, {2, 4}, table};
     roster_refused("trn2", "attention_decode", pg, 7, "block_size=16",
-                   "attention_decode: core 1 sp #8 (dma_copy): offsets[2] = 9 is out of bounds [0, 9)");
+                   "attention_decode: core 1 sp #88 (dma_copy): offsets[2] = 9 is out of bounds [0, 9)");
 #undef WITH
 }
 

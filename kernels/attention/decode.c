@@ -303,8 +303,18 @@ static int constants(dec_core *c, nx_error *err) {
     return pl->lanes ? dec_lane_constants(c, err) : 0;
 }
 
-/* Item-level loads: q rows, k_new / v_new, the sinks, the block ids. */
-static int load_item(dec_core *c, const dec_item *it, uint32_t set, nx_error *err) {
+/* Paged: the pending probe's check (dec_probe_blocks part 1) once the
+ * loads of step q are due (UINT64_MAX: now). */
+static int probe_check(dec_core *c, uint64_t q, nx_error *err) {
+    if (c->probe_row == UINT64_MAX || q < c->probe_due) return 0;
+    const uint64_t b = c->probe_row;
+    c->probe_row = UINT64_MAX;
+    return dec_probe_blocks(c, b, 1, err);
+}
+
+/* Item-level loads (those of step q): q rows, k_new / v_new, the sinks,
+ * the block ids. */
+static int load_item(dec_core *c, const dec_item *it, uint32_t set, uint64_t q, nx_error *err) {
     nx_kctx *k = c->k;
     const dec_plan *pl = &c->pl;
     const nx_decode_params *p = &pl->p;
@@ -313,25 +323,30 @@ static int load_item(dec_core *c, const dec_item *it, uint32_t set, nx_error *er
     nx_operand qd = nx_tile_ap(&c->qt[set]);
     nx_operand qs = nx_ap_hbm_rows(p->dtype, call->args[0].hbm_offset + (it->b * p->Hq + it->h0) * s * D * es, pl->R,
                                    (int32_t)D, (uint32_t)D);
-    if (nx_kctx_dma_split(k, NX_ROWS_LOAD_LANE + 3, pl->R < 4 ? pl->R : 4, &qd, &qs, err) != 0) return -1;
+    /* on the store queue (decode_impl.h, DEC_LANES): not behind the K
+     * tiles issued ahead of them */
+    if (nx_kctx_dma_split(k, c->r.store_lane, pl->R < 4 ? pl->R : 4, &qd, &qs, err) != 0) return -1;
     for (uint32_t kv = 0; kv < 2; kv++) {
         nx_operand d = nx_tile_ap(kv ? &c->vn[set] : &c->kn[set]);
         nx_operand sr = nx_ap_hbm_rows(p->dtype, call->args[3 + kv].hbm_offset + (it->b * p->Hkv + it->g) * s * D * es,
                                        (uint32_t)s, (int32_t)D, (uint32_t)D);
-        if (nx_kctx_dma_on(k, NX_ROWS_LOAD_LANE + 7 + kv, &d, &sr, err) != 0) return -1;
+        if (nx_kctx_dma_on(k, c->r.store_lane + 8 + kv, &d, &sr, err) != 0) return -1;
     }
     if (p->sink) {
         const uint64_t so = call->args[p->sink_operand].hbm_offset;
         for (uint32_t jh = 0; jh < pl->gh; jh++) {
             nx_operand d = dec_view(&c->sk[set], NX_DT_FP32, jh * (uint32_t)s, (uint32_t)s, 0, 1);
             nx_operand sr = nx_ap_hbm_rows(NX_DT_FP32, so + (it->h0 + jh) * 4, (uint32_t)s, 0, 1);
-            if (nx_kctx_dma_on(k, NX_ROWS_LOAD_LANE + 9 + jh % 4, &d, &sr, err) != 0) return -1;
+            if (nx_kctx_dma_on(k, c->r.store_lane + jh % 4, &d, &sr, err) != 0) return -1;
         }
     }
     if (!p->paged) return 0;
     /* the table row's probe with the row's first item on this core (items
      * run b-major) */
-    if (it->b != c->probed && dec_probe_blocks(c, it->b, err) != 0) return -1;
+    if (it->b != c->probed) {
+        if (probe_check(c, UINT64_MAX, err) != 0 || dec_probe_blocks(c, it->b, 0, err) != 0) return -1;
+        c->probe_row = it->b, c->probe_due = q + DEC_PROBE_LAG;
+    }
     c->probed = it->b;
     return dec_load_blocks(c, it, set, err);
 }
@@ -750,7 +765,8 @@ static int step_loads(dec_core *c, uint64_t q, nx_error *err) {
     const uint64_t per = c->pl.T + 1, i = q / per, j = q % per;
     dec_item it = dec_item_at(&c->pl, c->lo + i);
     uint32_t set = (uint32_t)(i % DEC_ISETS);
-    if (j == 0) return load_item(c, &it, set, err);
+    if (probe_check(c, q, err) != 0) return -1;
+    if (j == 0) return load_item(c, &it, set, q, err);
     uint64_t tile = i * c->pl.T + (j - 1);
     return dec_load_tile(c, &it, set, j - 1, (uint32_t)(tile % DEC_BUFS), err);
 }
@@ -768,7 +784,7 @@ int nx_attention_decode(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     if (plan(&c.pl, nx_kctx_geometry(k), "attention_decode", err) != 0) return -1;
     c.k = k;
     c.call = call;
-    c.probed = UINT64_MAX;
+    c.probed = c.probe_row = UINT64_MAX;
     if (nx_kctx_set_lanes(k, DEC_LANES, err) != 0) return -1;
     nx_rows_init(&c.r, k);
     nx_kctx_rows(k, c.pl.items, &c.lo, &c.hi);
@@ -878,7 +894,7 @@ int nx_attention_decode(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
             }
         }
     }
-    if (store_due(&c, 0, 1, err) != 0) return -1;
+    if (store_due(&c, 0, 1, err) != 0 || probe_check(&c, UINT64_MAX, err) != 0) return -1;
     /* the new entries land after both cores' copies */
     if (nx_kctx_num_programs(k) > 1 && nx_kctx_barrier(k, err) != 0) return -1;
     return writer ? dec_write_new(&c, err) : 0;

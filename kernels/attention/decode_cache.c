@@ -243,14 +243,16 @@ int dec_write_new(dec_core *c, nx_error *err) {
     return 0;
 }
 
-int dec_probe_blocks(dec_core *c, uint64_t b, nx_error *err) {
+int dec_probe_blocks(dec_core *c, uint64_t b, int part, nx_error *err) {
     nx_kctx *k = c->k;
     const dec_plan *pl = &c->pl;
     const nx_decode_params *p = &pl->p;
     const uint64_t row = c->call->args[p->bt_operand].hbm_offset + b * p->max_blocks * 4;
     const nx_tensor_ref *kc = &c->call->args[1];
-    for (uint64_t j0 = 0; j0 < p->max_blocks; j0 += pl->Pt) {
-        const uint32_t n = (uint32_t)(p->max_blocks - j0 < pl->Pt ? p->max_blocks - j0 : pl->Pt), s = c->nprobes++ % DEC_PROBES;
+    for (uint64_t j0 = 0, ci = 0; j0 < p->max_blocks; j0 += pl->Pt, ci++) {
+        const uint32_t n = (uint32_t)(p->max_blocks - j0 < pl->Pt ? p->max_blocks - j0 : pl->Pt);
+        const uint32_t s = (uint32_t)((c->nprobes + ci) % DEC_PROBES);
+        const int early = ci < DEC_PROBES; /* its ids loaded in part 0 */
         nx_operand id = dec_view(&c->prb_id[s], NX_DT_INT32, 0, n, 0, 1), idf = dec_view(&c->prb_f[s], NX_DT_FP32, 0, n, 0, 1);
         nx_operand used = dec_view(&c->prb_f[s], NX_DT_FP32, 0, n, 1, 1), L = dec_view(&c->lf, NX_DT_FP32, 0, n, b, 1);
         nx_operand src = nx_ap_hbm_rows(NX_DT_INT32, row + j0 * 4, n, 1, 1);
@@ -259,7 +261,12 @@ int dec_probe_blocks(dec_core *c, uint64_t b, nx_error *err) {
         const uint32_t c1 = 1;
         nx_operand pat = nx_pattern((int64_t)(j0 * p->N), (int32_t)p->N, n, 1, &zero, &c1);
         pat.dtype = NX_DT_INT32;
-        if (nx_kctx_dma_on(k, c->r.store_lane + 12 + s, &id, &src, err) != 0 || nx_kctx_iota(k, &used, &pat, err) != 0 ||
+        if (part == 0) {
+            if (early && nx_kctx_dma_on(k, c->r.store_lane + 12 + s, &id, &src, err) != 0) return -1;
+            continue;
+        }
+        if (!early && nx_kctx_dma_on(k, c->r.store_lane + 12 + s, &id, &src, err) != 0) return -1;
+        if (nx_kctx_iota(k, &used, &pat, err) != 0 ||
             nx_kctx_tensor_scalar(k, NX_ENG_POOL, &used, &used, NX_ALU_IS_LT, &L, NX_ALU_BYPASS, NULL, err) != 0 ||
             nx_kctx_tensor_copy(k, NX_ENG_POOL, &idf, &id, err) != 0 ||
             nx_kctx_tensor_tensor(k, NX_ENG_POOL, NX_ALU_MULTIPLY, &id, &idf, &used, err) != 0)
@@ -268,6 +275,7 @@ int dec_probe_blocks(dec_core *c, uint64_t b, nx_error *err) {
         nx_operand vs = nx_ap_hbm_rows(p->dtype, kc->hbm_offset, n, (int32_t)(p->Hkv * p->N * p->D), 1);
         if (emit_dma(k, c->r.store_lane + 12 + s, &vd, &vs, &id, p->num_blocks, 0, err) != 0) return -1;
     }
+    if (part) c->nprobes += (uint32_t)((p->max_blocks + pl->Pt - 1) / pl->Pt);
     return 0;
 }
 
@@ -290,12 +298,12 @@ int dec_load_blocks(dec_core *c, const dec_item *it, uint32_t set, nx_error *err
         nx_operand d = dec_view(&c->bt[set], NX_DT_INT32, 0, full, t0 / 128 * nb, nb);
         if (full) {
             nx_operand s = nx_ap_hbm_rows(NX_DT_INT32, row + first * 4, full, (int32_t)nb, (uint32_t)nb);
-            if (nx_kctx_dma_on(k, NX_ROWS_LOAD_LANE + 10, &d, &s, err) != 0) return -1;
+            if (nx_kctx_dma_on(k, c->r.store_lane + 10, &d, &s, err) != 0) return -1;
         }
         if (rem) {
             nx_operand dr = dec_view(&c->bt[set], NX_DT_INT32, full, 1, t0 / 128 * nb, rem);
             nx_operand sr = nx_ap_hbm_rows(NX_DT_INT32, row + (first + (uint64_t)full * nb) * 4, 1, (int32_t)rem, rem);
-            if (nx_kctx_dma_on(k, NX_ROWS_LOAD_LANE + 11, &dr, &sr, err) != 0) return -1;
+            if (nx_kctx_dma_on(k, c->r.store_lane + 11, &dr, &sr, err) != 0) return -1;
         }
         nx_operand bi = dec_view(&c->bt[set], NX_DT_INT32, 0, nt, t0 / 128 * nb, nb);
         nx_operand bf = dec_view(&c->btrf, NX_DT_FP32, 0, nt, 0, nb);

@@ -12,15 +12,18 @@
 #define DEC_STORE_LAG 5u
 #define DEC_ISETS (DEC_BUFS + 1) /* per-item operand sets in flight */
 #define DEC_NEG_INIT (-1e30)    /* the running max before any score (no sink) */
-/* DMA lanes (lane l: engine l mod 16, queue l / 16 on trn2): K tiles and
- * the item loads on queue 0, stores on queue 1 (nx_rows' groups), V tiles
- * on queue 2, the cache copy on queue 3, so no tile load or store waits in
- * a FIFO behind a 0.5 MiB copy piece; the block-id probes (slow: 2 bytes a
- * partition) on two store lanes of their own. */
+/* DMA lanes (lane l: engine l mod 16, queue l / 16 on trn2): K tiles on
+ * queue 0, stores and the item loads (q, k_new, v_new, sinks, the block
+ * table row) on queue 1 (nx_rows' store group: one store an item, so an
+ * item load never waits behind the tiles issued ahead of it, as it did on
+ * queue 0), V tiles on queue 2, the cache copy on queue 3, so no tile load
+ * or store waits in a FIFO behind a 0.5 MiB copy piece; the block-id
+ * probes (slow: 2 bytes a partition) on two store lanes of their own. */
 #define DEC_LANES NX_DECODE_LANES
 #define DEC_V_LANE 32u
 #define DEC_COPY_LANE 48u
 #define DEC_PROBES 2u            /* probe sets in flight */
+#define DEC_PROBE_LAG 9u         /* steps from a probe's id loads to its check (dec_probe_blocks) */
 #define DEC_SETS 5               /* running statistics and O_acc sets (by item): lanes keep an item's
                                   * until its merge, DEC_MERGE_STAGES iterations after its end */
 #define DEC_MERGE_STAGES 6u      /* the lanes' merge of an item, one stage an iteration (dec_lane_merge) */
@@ -116,6 +119,8 @@ typedef struct dec_core {
     uint32_t whg, wch;            /* kv heads per write chunk, chunks */
     uint64_t lo, hi;              /* this core's items */
     uint64_t probed;              /* paged: the table row probed last */
+    uint64_t probe_row, probe_due; /* paged: the row whose ids are loading (UINT64_MAX: none), the
+                                    * step whose loads check it */
 } dec_core;
 
 dec_item dec_item_at(const dec_plan *pl, uint64_t i);
@@ -156,8 +161,13 @@ int dec_group_rows(dec_core *c, nx_error *err);
 int dec_write_new(dec_core *c, nx_error *err);
 /* Paged: the probe of table row b (once per row and core): every used
  * block id (block j with j N < L_b) gathered from k_cache with the bound
- * num_blocks, so an id outside the cache faults before anything is kept. */
-int dec_probe_blocks(dec_core *c, uint64_t b, nx_error *err);
+ * num_blocks, so an id outside the cache faults before anything is kept.
+ * Part 0 loads the ids (one per partition: a DMA of 4-byte rows, ~12 us),
+ * part 1, DEC_PROBE_LAG steps later, masks them (POOL) and gathers: POOL's
+ * in-order stream, the tiles' gather rows in it, never waits for that load
+ * (the first DEC_PROBES chunks of a row; a longer row's others load in
+ * part 1). */
+int dec_probe_blocks(dec_core *c, uint64_t b, int part, nx_error *err);
 /* Paged: item it's block ids into c->btf[set]. */
 int dec_load_blocks(dec_core *c, const dec_item *it, uint32_t set, nx_error *err);
 /* Cache tile tau of item it into buffer buf (contiguous: plain loads;
