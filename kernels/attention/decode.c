@@ -180,12 +180,11 @@ static int alloc_all(dec_core *c, nx_error *err) {
         ALLOC(&c->vn[i], NX_OPK_SBUF, "v_new", dt, s, p->D);
         ALLOC(&c->sk[i], NX_OPK_SBUF, "sink", NX_DT_FP32, R, 1);
         if (p->paged) {
-            ALLOC(&c->bt[i], NX_OPK_SBUF, "block_table", NX_DT_INT32, 128, (pl->T + 127) / 128 * pl->nb);
+            ALLOC(&c->bt[i], NX_OPK_SBUF, "block_table", NX_DT_FP32, 128, (pl->T + 127) / 128 * pl->nb);
             ALLOC(&c->btf[i], NX_OPK_SBUF, "block_ids_f", NX_DT_FP32, Pt, pl->T);
         }
     }
     if (p->paged) {
-        ALLOC(&c->btrf, NX_OPK_SBUF, "block_ids_rows", NX_DT_FP32, 128, pl->nb);
         ALLOC(&c->btx, NX_OPK_SBUF, "block_ids_t", NX_DT_FP32, pl->nb, pl->T < 128 ? pl->T : 128);
         ALLOC(&c->sel, NX_OPK_SBUF, "block_select", NX_DT_FP32, pl->nb, Pt);
     }
@@ -300,6 +299,12 @@ static int constants(dec_core *c, nx_error *err) {
         nx_operand a = nx_tile_ap(&c->kt[i]), b = nx_tile_ap(&c->vt[i]);
         if (nx_kctx_memset(k, NX_ENG_POOL, &a, 0.0, err) != 0 || nx_kctx_memset(k, NX_ENG_DVE, &b, 0.0, err) != 0) return -1;
     }
+    /* paged: every item's table row lands in the same region of its set;
+     * the rest keeps -1 (dec_load_blocks) */
+    for (uint32_t i = 0; p->paged && i < DEC_ISETS; i++) {
+        nx_operand b = nx_tile_ap(&c->bt[i]);
+        if (nx_kctx_memset(k, NX_ENG_POOL, &b, -1.0, err) != 0) return -1;
+    }
     return pl->lanes ? dec_lane_constants(c, err) : 0;
 }
 
@@ -314,7 +319,7 @@ static int probe_check(dec_core *c, uint64_t q, nx_error *err) {
 
 /* Item-level loads (those of step q): q rows, k_new / v_new, the sinks,
  * the block ids. */
-static int load_item(dec_core *c, const dec_item *it, uint32_t set, uint64_t q, nx_error *err) {
+static int load_item(dec_core *c, const dec_item *it, uint64_t i, uint32_t set, uint64_t q, nx_error *err) {
     nx_kctx *k = c->k;
     const dec_plan *pl = &c->pl;
     const nx_decode_params *p = &pl->p;
@@ -348,7 +353,18 @@ static int load_item(dec_core *c, const dec_item *it, uint32_t set, uint64_t q, 
         c->probe_row = it->b, c->probe_due = q + DEC_PROBE_LAG;
     }
     c->probed = it->b;
-    return dec_load_blocks(c, it, set, err);
+    /* the table rows two items ahead, their spread one item ahead: no
+     * engine's stream waits for a row's load or its spread */
+    const uint64_t n = c->hi - c->lo;
+    for (; c->bt_a < n && c->bt_a <= i + 2; c->bt_a++) {
+        const dec_item a = dec_item_at(pl, c->lo + c->bt_a);
+        if (dec_load_blocks(c, &a, (uint32_t)(c->bt_a % DEC_ISETS), 0, err) != 0) return -1;
+    }
+    for (; c->bt_b < n && c->bt_b <= i + 1; c->bt_b++) {
+        const dec_item b = dec_item_at(pl, c->lo + c->bt_b);
+        if (dec_load_blocks(c, &b, (uint32_t)(c->bt_b % DEC_ISETS), 1, err) != 0) return -1;
+    }
+    return 0;
 }
 
 enum { MASK_NEW, MASK_CACHE };
@@ -766,7 +782,7 @@ static int step_loads(dec_core *c, uint64_t q, nx_error *err) {
     dec_item it = dec_item_at(&c->pl, c->lo + i);
     uint32_t set = (uint32_t)(i % DEC_ISETS);
     if (probe_check(c, q, err) != 0) return -1;
-    if (j == 0) return load_item(c, &it, set, q, err);
+    if (j == 0) return load_item(c, &it, i, set, q, err);
     uint64_t tile = i * c->pl.T + (j - 1);
     return dec_load_tile(c, &it, set, j - 1, (uint32_t)(tile % DEC_BUFS), err);
 }

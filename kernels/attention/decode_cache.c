@@ -279,40 +279,40 @@ int dec_probe_blocks(dec_core *c, uint64_t b, int part, nx_error *err) {
     return 0;
 }
 
-int dec_load_blocks(dec_core *c, const dec_item *it, uint32_t set, nx_error *err) {
-    /* row b of the table arrives as [T, nb] (tile tau's blocks in partition
-     * tau: runs of nb ids, not single ids), turned by a PE transpose into
-     * [nb, T] and spread to the tile layout (partition j cpb + u holds block
-     * tau nb + j) by a one-hot matmul: exact in fp32 (ids < 2^24) */
+int dec_load_blocks(dec_core *c, const dec_item *it, uint32_t set, int part, nx_error *err) {
+    /* row b of the table arrives as [T, nb] fp32 (tile tau's blocks in
+     * partition tau: runs of nb ids, not single ids; the DMA converts, exact
+     * for ids < 2^24; what it never writes holds -1 from the start),
+     * turned by a PE transpose into [nb, T] and spread to the tile layout
+     * (partition j cpb + u holds block tau nb + j) by a one-hot matmul:
+     * exact in fp32 */
     nx_kctx *k = c->k;
     const dec_plan *pl = &c->pl;
     const nx_decode_params *p = &pl->p;
     const nx_tensor_ref *bt = &c->call->args[p->bt_operand];
     const uint64_t row = bt->hbm_offset + it->b * p->max_blocks * 4, T = pl->T, nb = pl->nb;
-    nx_operand all = nx_tile_ap(&c->bt[set]);
-    if (nx_kctx_memset(k, NX_ENG_POOL, &all, -1.0, err) != 0) return -1;
     for (uint64_t t0 = 0; t0 < T; t0 += 128) {
         const uint32_t nt = (uint32_t)(T - t0 < 128 ? T - t0 : 128);
         const uint64_t first = t0 * nb, have = p->max_blocks - first; /* blocks from first on */
         const uint32_t full = (uint32_t)(have / nb < nt ? have / nb : nt), rem = (uint32_t)(full < nt ? have % nb : 0);
-        nx_operand d = dec_view(&c->bt[set], NX_DT_INT32, 0, full, t0 / 128 * nb, nb);
-        if (full) {
+        nx_operand d = dec_view(&c->bt[set], NX_DT_FP32, 0, full, t0 / 128 * nb, nb);
+        if (part == 0 && full) {
             nx_operand s = nx_ap_hbm_rows(NX_DT_INT32, row + first * 4, full, (int32_t)nb, (uint32_t)nb);
             if (nx_kctx_dma_on(k, c->r.store_lane + 10, &d, &s, err) != 0) return -1;
         }
-        if (rem) {
-            nx_operand dr = dec_view(&c->bt[set], NX_DT_INT32, full, 1, t0 / 128 * nb, rem);
+        if (part == 0 && rem) {
+            nx_operand dr = dec_view(&c->bt[set], NX_DT_FP32, full, 1, t0 / 128 * nb, rem);
             nx_operand sr = nx_ap_hbm_rows(NX_DT_INT32, row + (first + (uint64_t)full * nb) * 4, 1, (int32_t)rem, rem);
             if (nx_kctx_dma_on(k, c->r.store_lane + 11, &dr, &sr, err) != 0) return -1;
         }
-        nx_operand bi = dec_view(&c->bt[set], NX_DT_INT32, 0, nt, t0 / 128 * nb, nb);
-        nx_operand bf = dec_view(&c->btrf, NX_DT_FP32, 0, nt, 0, nb);
+        if (part == 0) continue;
+        nx_operand bf = dec_view(&c->bt[set], NX_DT_FP32, 0, nt, t0 / 128 * nb, nb);
         nx_operand tp = dec_psum(c, NX_DT_FP32, pl->ps_pt, (uint32_t)nb, nt);
         nx_operand xs = dec_view(&c->btx, NX_DT_FP32, 0, (uint32_t)nb, 0, nt);
         nx_operand sel = nx_tile_ap(&c->sel);
         nx_operand sp = dec_psum(c, NX_DT_FP32, pl->ps_pt, pl->Pt, nt);
         nx_operand out = dec_view(&c->btf[set], NX_DT_FP32, 0, pl->Pt, t0, nt);
-        if (nx_kctx_tensor_copy(k, NX_ENG_POOL, &bf, &bi, err) != 0 || nx_kctx_transpose(k, NX_ENG_PE, &tp, &bf, err) != 0 ||
+        if (nx_kctx_transpose(k, NX_ENG_PE, &tp, &bf, err) != 0 ||
             nx_kctx_tensor_copy(k, NX_ENG_DVE, &xs, &tp, err) != 0 || nx_kctx_load_stationary(k, &sel, err) != 0 ||
             nx_kctx_multiply_moving(k, &sp, &xs, 0, err) != 0 || nx_kctx_tensor_copy(k, NX_ENG_DVE, &out, &sp, err) != 0)
             return -1;

@@ -96,7 +96,8 @@ typedef struct dec_core {
     uint32_t nprobes;
     nx_tile qt[DEC_ISETS], kn[DEC_ISETS], vn[DEC_ISETS], sk[DEC_ISETS], bt[DEC_ISETS]; /* per item */
     nx_tile btf[DEC_ISETS];       /* paged: [Pt, T] fp32 block ids */
-    nx_tile btrf, btx, sel;       /* paged: the table row as [T, nb], as [nb, T], the one-hot spread */
+    nx_tile btx, sel;             /* paged: the table row as [nb, T], the one-hot spread */
+    uint64_t bt_a, bt_b;          /* paged: the next items (from lo) whose table row to load, to spread */
     nx_tile qT[2], knT[2];        /* [Dp, nd x R], [Dp, nd x s], by item parity */
     nx_tile ktT_s[2];             /* [Dp, nd x Ft] by step parity */
     nx_tile pb[2], ptb_s[2];      /* P [R, Ft], P^T [Pt, c R] by step parity */
@@ -168,8 +169,9 @@ int dec_write_new(dec_core *c, nx_error *err);
  * (the first DEC_PROBES chunks of a row; a longer row's others load in
  * part 1). */
 int dec_probe_blocks(dec_core *c, uint64_t b, int part, nx_error *err);
-/* Paged: item it's block ids into c->btf[set]. */
-int dec_load_blocks(dec_core *c, const dec_item *it, uint32_t set, nx_error *err);
+/* Paged: item it's table row into c->bt[set] (part 0), its block ids in
+ * the tile layout from there into c->btf[set] (part 1). */
+int dec_load_blocks(dec_core *c, const dec_item *it, uint32_t set, int part, nx_error *err);
 /* Cache tile tau of item it into buffer buf (contiguous: plain loads;
  * paged: the gathers, chunks at or past L_b skipped). */
 int dec_load_tile(dec_core *c, const dec_item *it, uint32_t set, uint64_t tau, uint32_t buf, nx_error *err);
