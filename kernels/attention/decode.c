@@ -787,6 +787,29 @@ static int step_loads(dec_core *c, uint64_t q, nx_error *err) {
     return dec_load_tile(c, &it, set, j - 1, (uint32_t)(tile % DEC_BUFS), err);
 }
 
+/* The new entries' scatters (program 0) after every cache access of both
+ * cores before them (the tile loads, the probes, a copy-through): a
+ * barrier on the caches' HBM only, so the engines keep running across it
+ * (POOL waits there for the other core) and the scatters, slow (rows of D
+ * elements, one after another into a tensor), overlap the last steps
+ * instead of trailing the run. */
+static int write_new(dec_core *c, nx_error *err) {
+    if (probe_check(c, UINT64_MAX, err) != 0) return -1;
+    if (nx_kctx_num_programs(c->k) > 1) {
+        const uint32_t n = c->pl.p.n_operands, ts[4] = {1, 2, n + 1, n + 2};
+        uint64_t lo = UINT64_MAX, hi = 0;
+        for (uint32_t i = 0; i < 4; i++) {
+            const nx_tensor_ref *t = &c->call->args[ts[i]];
+            uint64_t bytes = c->pl.es;
+            for (uint32_t d = 0; d < t->ndims; d++) bytes *= t->shape[d];
+            if (t->hbm_offset < lo) lo = t->hbm_offset;
+            if (t->hbm_offset + bytes > hi) hi = t->hbm_offset + bytes;
+        }
+        if (nx_kctx_barrier_hbm(c->k, lo, hi, err) != 0) return -1;
+    }
+    return nx_kctx_program_id(c->k) == 0 ? dec_write_new(c, err) : 0;
+}
+
 int nx_attention_decode(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     nx_norm_tensor in[NX_KERNEL_MAX_ARGS];
     for (uint32_t i = 0; i < call->n_inputs && i < NX_KERNEL_MAX_ARGS; i++)
@@ -809,6 +832,7 @@ int nx_attention_decode(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     for (uint64_t q = 0; q < nsteps && q < ahead; q++)
         if (step_loads(&c, q, err) != 0) return -1;
     uint32_t par = 0;
+    int written = 0; /* the new entries scattered (write_new) */
     const int writer = nx_kctx_program_id(k) == 0;
     if (writer && (dec_write_rows(&c, err) != 0 || dec_group_rows(&c, err) != 0)) return -1;
     /* emission: one stage at a time (one score buffer), A(q + 2), B1(q + 1),
@@ -868,6 +892,11 @@ int nx_attention_decode(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
         for (int64_t q = -4; q < (int64_t)nsteps + tail; q++) {
             if (q >= 0 && (uint64_t)q + ahead < nsteps && step_loads(&c, (uint64_t)q + ahead, err) != 0) return -1;
             if (q >= 0 && store_due(&c, (uint64_t)q, 0, err) != 0) return -1;
+            /* every tile load is issued by now (DEC_BUFS - 1 steps ahead) */
+            if (!written && q == (int64_t)nsteps - DEC_WRITE_LEAD) {
+                if (write_new(&c, err) != 0) return -1;
+                written = 1;
+            }
             /* lanes: the pending merges' stages, first in every engine's
              * iteration (each fed by the iteration before) */
             for (uint64_t mi = c.nmdone; mi < c.nmq; mi++) {
@@ -910,8 +939,6 @@ int nx_attention_decode(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
             }
         }
     }
-    if (store_due(&c, 0, 1, err) != 0 || probe_check(&c, UINT64_MAX, err) != 0) return -1;
-    /* the new entries land after both cores' copies */
-    if (nx_kctx_num_programs(k) > 1 && nx_kctx_barrier(k, err) != 0) return -1;
-    return writer ? dec_write_new(&c, err) : 0;
+    if (store_due(&c, 0, 1, err) != 0) return -1;
+    return written ? 0 : write_new(&c, err);
 }

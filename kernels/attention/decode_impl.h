@@ -29,6 +29,7 @@
 #define DEC_MERGE_STAGES 6u      /* the lanes' merge of an item, one stage an iteration (dec_lane_merge) */
 #define DEC_MERGES 3             /* merge piece sets (PSUM and SBUF) */
 #define DEC_MQ 8                 /* merges in flight (their queue) */
+#define DEC_WRITE_LEAD DEC_BUFS /* five stages: the new entries' scatters in the iteration that issues the last tile load */
 #define DEC_LANE_Q 32u           /* lanes: a lane group's first partition is a multiple of this (a PE
                                   * result of up to 32 partitions starts at one) */
 
