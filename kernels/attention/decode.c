@@ -121,6 +121,12 @@ static int plan(dec_plan *pl, const nx_geometry *geo, const char *kname, nx_erro
         pl->cpb = (uint32_t)(p->N / pl->c);
         pl->nb = pl->Pt / pl->cpb;
         pl->T = (p->max_blocks + pl->nb - 1) / pl->nb;
+        /* the table rows' PSUM pieces ([nb or Pt, <= 128] fp32) behind the
+         * merge's sets when they fit, else P^T's bank (then the lanes' P^T
+         * and the rows' spread wait for each other) */
+        const uint64_t bt_b = 4 * (pl->T < 128 ? pl->T : 128);
+        pl->ps_bt = pl->lanes && pl->nm * pl->fin_b + bt_b <= bank ? pl->ps_fin + pl->nm * pl->fin_b : pl->ps_pt;
+        pl->ps_bt2 = pl->lanes && pl->nm * pl->m_b + bt_b <= bank ? pl->ps_m + pl->nm * pl->m_b : pl->ps_pt;
         if ((double)p->num_blocks * p->Hkv * p->N >= 0x1p24)
             return nx_fail(err, "operand 1 (k_cache): %llu x %llu x %llu rows, beyond the 2^24 an index holds exactly",
                            (unsigned long long)p->num_blocks, (unsigned long long)p->Hkv, (unsigned long long)p->N);
@@ -185,7 +191,7 @@ static int alloc_all(dec_core *c, nx_error *err) {
         }
     }
     if (p->paged) {
-        ALLOC(&c->btx, NX_OPK_SBUF, "block_ids_t", NX_DT_FP32, pl->nb, pl->T < 128 ? pl->T : 128);
+        ALLOC(&c->btx, NX_OPK_SBUF, "block_ids_t", NX_DT_FP32, pl->nb, pl->T);
         ALLOC(&c->sel, NX_OPK_SBUF, "block_select", NX_DT_FP32, pl->nb, Pt);
     }
     for (uint32_t i = 0; i < 2; i++) {
@@ -353,16 +359,22 @@ static int load_item(dec_core *c, const dec_item *it, uint64_t i, uint32_t set, 
         c->probe_row = it->b, c->probe_due = q + DEC_PROBE_LAG;
     }
     c->probed = it->b;
-    /* the table rows two items ahead, their spread one item ahead: no
-     * engine's stream waits for a row's load or its spread */
+    /* the table rows two items ahead, their transpose one item ahead, the
+     * spread now (before this item's first tile gathers): no engine's
+     * stream waits for a row's load, nor the PE for DVE's copy between */
     const uint64_t n = c->hi - c->lo;
     for (; c->bt_a < n && c->bt_a <= i + 2; c->bt_a++) {
         const dec_item a = dec_item_at(pl, c->lo + c->bt_a);
         if (dec_load_blocks(c, &a, (uint32_t)(c->bt_a % DEC_ISETS), 0, err) != 0) return -1;
     }
-    for (; c->bt_b < n && c->bt_b <= i + 1; c->bt_b++) {
+    for (; c->bt_b < n && c->bt_b <= i; c->bt_b++) { /* the first item */
         const dec_item b = dec_item_at(pl, c->lo + c->bt_b);
         if (dec_load_blocks(c, &b, (uint32_t)(c->bt_b % DEC_ISETS), 1, err) != 0) return -1;
+    }
+    if (dec_load_blocks(c, it, set, 2, err) != 0) return -1;
+    if (c->bt_b == i + 1 && c->bt_b < n) {
+        const dec_item b = dec_item_at(pl, c->lo + c->bt_b);
+        if (dec_load_blocks(c, &b, (uint32_t)(c->bt_b++ % DEC_ISETS), 1, err) != 0) return -1;
     }
     return 0;
 }

@@ -305,16 +305,17 @@ int dec_load_blocks(dec_core *c, const dec_item *it, uint32_t set, int part, nx_
             nx_operand sr = nx_ap_hbm_rows(NX_DT_INT32, row + (first + (uint64_t)full * nb) * 4, 1, (int32_t)rem, rem);
             if (nx_kctx_dma_on(k, c->r.store_lane + 11, &dr, &sr, err) != 0) return -1;
         }
-        if (part == 0) continue;
         nx_operand bf = dec_view(&c->bt[set], NX_DT_FP32, 0, nt, t0 / 128 * nb, nb);
-        nx_operand tp = dec_psum(c, NX_DT_FP32, pl->ps_pt, (uint32_t)nb, nt);
-        nx_operand xs = dec_view(&c->btx, NX_DT_FP32, 0, (uint32_t)nb, 0, nt);
+        nx_operand tp = dec_psum(c, NX_DT_FP32, pl->ps_bt, (uint32_t)nb, nt);
+        nx_operand xs = dec_view(&c->btx, NX_DT_FP32, 0, (uint32_t)nb, t0, nt);
         nx_operand sel = nx_tile_ap(&c->sel);
-        nx_operand sp = dec_psum(c, NX_DT_FP32, pl->ps_pt, pl->Pt, nt);
+        nx_operand sp = dec_psum(c, NX_DT_FP32, pl->ps_bt2, pl->Pt, nt);
         nx_operand out = dec_view(&c->btf[set], NX_DT_FP32, 0, pl->Pt, t0, nt);
-        if (nx_kctx_transpose(k, NX_ENG_PE, &tp, &bf, err) != 0 ||
-            nx_kctx_tensor_copy(k, NX_ENG_DVE, &xs, &tp, err) != 0 || nx_kctx_load_stationary(k, &sel, err) != 0 ||
-            nx_kctx_multiply_moving(k, &sp, &xs, 0, err) != 0 || nx_kctx_tensor_copy(k, NX_ENG_DVE, &out, &sp, err) != 0)
+        if (part == 1 && (nx_kctx_transpose(k, NX_ENG_PE, &tp, &bf, err) != 0 ||
+                          nx_kctx_tensor_copy(k, NX_ENG_DVE, &xs, &tp, err) != 0))
+            return -1;
+        if (part == 2 && (nx_kctx_load_stationary(k, &sel, err) != 0 || nx_kctx_multiply_moving(k, &sp, &xs, 0, err) != 0 ||
+                          nx_kctx_tensor_copy(k, NX_ENG_DVE, &out, &sp, err) != 0))
             return -1;
     }
     return 0;

@@ -45,6 +45,7 @@ typedef struct dec_plan {
     /* PSUM arena offsets (bytes per partition) */
     uint64_t ps_kt, ps_s, ps_s_step, ps_pt, ps_o, ps_l;
     uint64_t ps_kt2;           /* lanes, a bank to spare: odd steps' K^T (0: one K^T buffer) */
+    uint64_t ps_bt, ps_bt2;    /* paged: the table rows' transpose, their spread (dec_load_blocks) */
     uint32_t s_bufs;           /* score buffers: 2 lets stage A run a step ahead, 3 the five stages */
     uint32_t lanes;            /* 0, or 32 lg: the five stages with the scores of chunk group g
                                 * in partitions 32 g .. 32 g + R - 1 (decode_lanes.c) */
@@ -170,8 +171,9 @@ int dec_write_new(dec_core *c, nx_error *err);
  * (the first DEC_PROBES chunks of a row; a longer row's others load in
  * part 1). */
 int dec_probe_blocks(dec_core *c, uint64_t b, int part, nx_error *err);
-/* Paged: item it's table row into c->bt[set] (part 0), its block ids in
- * the tile layout from there into c->btf[set] (part 1). */
+/* Paged: item it's table row into c->bt[set] (part 0), transposed into
+ * c->btx (part 1), its block ids in the tile layout from there into
+ * c->btf[set] (part 2). */
 int dec_load_blocks(dec_core *c, const dec_item *it, uint32_t set, int part, nx_error *err);
 /* Cache tile tau of item it into buffer buf (contiguous: plain loads;
  * paged: the gathers, chunks at or past L_b skipped). */
