@@ -201,7 +201,8 @@ static int alloc_all(dec_core *c, nx_error *err) {
     const uint32_t rows = pl->lanes > R ? pl->lanes : R; /* lanes: every lane's statistics */
     for (uint32_t i = 0; i < 2; i++) {
         ALLOC(&c->ktT_s[i], NX_OPK_SBUF, "k_t", dt, pl->Dp, pl->nd * pl->Ft);
-        ALLOC(&c->ptb_s[i], NX_OPK_SBUF, "p_t", dt, Pt, (uint64_t)c_ * R);
+        /* lanes: chunk e's R columns at e DEC_LANE_Q (dec_lane_pt), the rest zeros */
+        ALLOC(&c->ptb_s[i], NX_OPK_SBUF, "p_t", dt, Pt, (uint64_t)c_ * (pl->lanes ? DEC_LANE_Q : R));
     }
     for (uint32_t i = 0; i < pl->nsets; i++) {
         ALLOC(&c->stat_s[i], NX_OPK_SBUF, "stats", NX_DT_FP32, rows, 11);

@@ -102,7 +102,7 @@ typedef struct dec_core {
     uint64_t bt_a, bt_b;          /* paged: the next items (from lo) whose table row to load, to spread */
     nx_tile qT[2], knT[2];        /* [Dp, nd x R], [Dp, nd x s], by item parity */
     nx_tile ktT_s[2];             /* [Dp, nd x Ft] by step parity */
-    nx_tile pb[2], ptb_s[2];      /* P [R, Ft], P^T [Pt, c R] by step parity */
+    nx_tile pb[2], ptb_s[2];      /* P [R, Ft], P^T [Pt, c R] (lanes: [Pt, c 32]) by step parity */
     nx_tile stat_s[DEC_SETS];     /* [R or lanes, 11] fp32 running statistics by item */
     nx_tile oacc_s[DEC_SETS], osb[DEC_OUTS]; /* [R or lanes, D] fp32 by item, [R, D] dtype */
     nx_tile lsel, ones_r;         /* lanes: [lanes, R] fp32 lsel[e R + r][r] = 1, [1, R] fp32 ones */
