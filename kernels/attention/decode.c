@@ -161,7 +161,6 @@ static int alloc_all(dec_core *c, nx_error *err) {
     ALLOC(&c->lf, NX_OPK_SBUF, "lengths", NX_DT_FP32, Pt, p->B);
     ALLOC(&c->posmap, NX_OPK_SBUF, "posmap", NX_DT_FP32, Pt, c_);
     if (pl->cn) ALLOC(&c->posmap_n, NX_OPK_SBUF, "posmap_last", NX_DT_FP32, Pt, pl->cn);
-    ALLOC(&c->pchunk, NX_OPK_SBUF, "pchunk", NX_DT_FP32, Pt, 1);
     ALLOC(&c->ucol, NX_OPK_SBUF, "ucol", NX_DT_FP32, Pt, 1);
     ALLOC(&c->tpat, NX_OPK_SBUF, "tpat", NX_DT_FP32, Pt, R);
     ALLOC(&c->newmask, NX_OPK_SBUF, "newmask", NX_DT_FP32, s, R);
@@ -170,8 +169,6 @@ static int alloc_all(dec_core *c, nx_error *err) {
         ALLOC(&c->kt[i], NX_OPK_SBUF, "k_tile", dt, Pt, (uint64_t)c_ * p->D);
         ALLOC(&c->vt[i], NX_OPK_SBUF, "v_tile", dt, Pt, (uint64_t)c_ * p->D);
         if (p->paged) {
-            ALLOC(&c->idx[i], NX_OPK_SBUF, "rows", NX_DT_INT32, Pt, 1);
-            ALLOC(&c->vtmp[i], NX_OPK_SBUF, "row_math", NX_DT_FP32, Pt, 4);
         }
     }
     if (p->paged)
@@ -188,10 +185,13 @@ static int alloc_all(dec_core *c, nx_error *err) {
         if (p->paged) {
             ALLOC(&c->bt[i], NX_OPK_SBUF, "block_table", NX_DT_FP32, 128, (pl->T + 127) / 128 * pl->nb);
             ALLOC(&c->btf[i], NX_OPK_SBUF, "block_ids_f", NX_DT_FP32, Pt, pl->T);
+            ALLOC(&c->rix[i], NX_OPK_SBUF, "rows", NX_DT_INT32, Pt, pl->T);
         }
     }
     if (p->paged) {
         ALLOC(&c->btx, NX_OPK_SBUF, "block_ids_t", NX_DT_FP32, pl->nb, pl->T);
+        ALLOC(&c->rmath, NX_OPK_SBUF, "row_math", NX_DT_FP32, Pt, 3 * pl->T);
+        ALLOC(&c->pgrid, NX_OPK_SBUF, "tile_positions", NX_DT_FP32, Pt, pl->T);
         ALLOC(&c->sel, NX_OPK_SBUF, "block_select", NX_DT_FP32, pl->nb, Pt);
     }
     for (uint32_t i = 0; i < 2; i++) {
@@ -274,14 +274,19 @@ static int constants(dec_core *c, nx_error *err) {
         /* block-major tiles: partition p = j cpb + u holds chunk u of the
          * tile's block j, so its positions start at j N + u c = p c (as
          * for a contiguous tile) and a tile of fewer blocks is a prefix of
-         * partitions; u = p - cpb floor(p / cpb) (the rounding of
-         * (p - (cpb - 1) / 2) / cpb to an integer is the floor) */
-        nx_operand pcol = nx_tile_ap(&c->pchunk), uc = nx_tile_ap(&c->ucol);
+         * partitions (pgrid: p c + tau Ft for every tile tau); u = p -
+         * cpb floor(p / cpb) (the rounding of (p - (cpb - 1) / 2) / cpb to
+         * an integer is the floor) */
+        nx_operand uc = nx_tile_ap(&c->ucol);
         nx_operand ui = dec_view(&c->mw, NX_DT_INT32, 0, Pt, 0, 1), qf = dec_view(&c->mw, NX_DT_FP32, 0, Pt, 1, 1);
         nx_operand pp = dec_view(&c->mw, NX_DT_FP32, 0, Pt, 2, 1);
         nx_operand half = nx_imm((pl->cpb - 1) / 2.0, NX_DT_FP32), cpv = nx_imm((double)pl->cpb, NX_DT_FP32);
         nx_operand mcp = nx_imm(-(double)pl->cpb, NX_DT_FP32);
-        if (iota(k, &pp, 0, 1, 1, &zero, &c1, err) != 0 || iota(k, &pcol, 0, (int32_t)pl->c, 1, &zero, &c1, err) != 0 ||
+        nx_operand pg = nx_tile_ap(&c->pgrid);
+        const int32_t ft = (int32_t)pl->Ft;
+        const uint32_t tn = (uint32_t)pl->T;
+        if (iota(k, &pg, 0, (int32_t)pl->c, 1, &ft, &tn, err) != 0) return -1;
+        if (iota(k, &pp, 0, 1, 1, &zero, &c1, err) != 0 ||
             nx_kctx_tensor_scalar(k, NX_ENG_POOL, &ui, &pp, NX_ALU_SUBTRACT, &half, NX_ALU_DIVIDE, &cpv, err) != 0 ||
             nx_kctx_tensor_copy(k, NX_ENG_POOL, &qf, &ui, err) != 0 ||
             nx_kctx_scalar_tensor_tensor(k, NX_ENG_POOL, &uc, &qf, NX_ALU_MULTIPLY, &mcp, NX_ALU_ADD, &pp, err) != 0)
@@ -372,7 +377,7 @@ static int load_item(dec_core *c, const dec_item *it, uint64_t i, uint32_t set, 
         const dec_item b = dec_item_at(pl, c->lo + c->bt_b);
         if (dec_load_blocks(c, &b, (uint32_t)(c->bt_b % DEC_ISETS), 1, err) != 0) return -1;
     }
-    if (dec_load_blocks(c, it, set, 2, err) != 0) return -1;
+    if (dec_load_blocks(c, it, set, 2, err) != 0 || dec_tile_rows(c, it, set, err) != 0) return -1;
     if (c->bt_b == i + 1 && c->bt_b < n) {
         const dec_item b = dec_item_at(pl, c->lo + c->bt_b);
         if (dec_load_blocks(c, &b, (uint32_t)(c->bt_b++ % DEC_ISETS), 1, err) != 0) return -1;

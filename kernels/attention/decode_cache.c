@@ -321,6 +321,29 @@ int dec_load_blocks(dec_core *c, const dec_item *it, uint32_t set, int part, nx_
     return 0;
 }
 
+int dec_tile_rows(dec_core *c, const dec_item *it, uint32_t set, nx_error *err) {
+    /* partition j cpb + u of tile tau is chunk u of block bt[b][tau nb + j]:
+     * cache row (of c D elements) bt (Hkv cpb) + g cpb + u; a chunk starting
+     * at or past L_b gets row -1 (skipped) */
+    nx_kctx *k = c->k;
+    const dec_plan *pl = &c->pl;
+    const nx_decode_params *p = &pl->p;
+    const uint32_t Pt = pl->Pt;
+    const uint64_t T = pl->T;
+    nx_operand vt = dec_view(&c->rmath, NX_DT_FP32, 0, Pt, 0, T), t1 = dec_view(&c->rmath, NX_DT_FP32, 0, Pt, T, T);
+    nx_operand t2 = dec_view(&c->rmath, NX_DT_FP32, 0, Pt, 2 * T, T), pg = nx_tile_ap(&c->pgrid);
+    nx_operand uc = dec_view(&c->ucol, NX_DT_FP32, 0, Pt, 0, 1), L = dec_view(&c->lf, NX_DT_FP32, 0, Pt, it->b, 1);
+    nx_operand bf = nx_tile_ap(&c->btf[set]), ix = nx_tile_ap(&c->rix[set]);
+    nx_operand hc = nx_imm((double)(p->Hkv * pl->cpb), NX_DT_FP32), gc = nx_imm((double)(it->g * pl->cpb), NX_DT_FP32);
+    nx_operand one = nx_imm(1.0, NX_DT_FP32), mone = nx_imm(-1.0, NX_DT_FP32);
+    if (nx_kctx_tensor_scalar(k, NX_ENG_POOL, &vt, &pg, NX_ALU_IS_LT, &L, NX_ALU_BYPASS, NULL, err) != 0 ||
+        nx_kctx_tensor_scalar(k, NX_ENG_POOL, &t1, &bf, NX_ALU_MULTIPLY, &hc, NX_ALU_ADD, &gc, err) != 0 ||
+        nx_kctx_tensor_scalar(k, NX_ENG_POOL, &t1, &t1, NX_ALU_ADD, &uc, NX_ALU_ADD, &one, err) != 0 ||
+        nx_kctx_tensor_tensor(k, NX_ENG_POOL, NX_ALU_MULTIPLY, &t2, &t1, &vt, err) != 0)
+        return -1;
+    return nx_kctx_tensor_scalar(k, NX_ENG_POOL, &ix, &t2, NX_ALU_ADD, &mone, NX_ALU_BYPASS, NULL, err);
+}
+
 /* A transfer cut by partitions into pieces on consecutive load lanes; with
  * offsets, each piece takes its rows' offsets. */
 static int load_split(dec_core *c, uint32_t np, const nx_operand *dst, const nx_operand *src, const nx_operand *off,
@@ -367,25 +390,10 @@ int dec_load_tile(dec_core *c, const dec_item *it, uint32_t set, uint64_t tau, u
         }
         return 0;
     }
-    /* paged: partition j cpb + u of tile tau is chunk u of block bt[b][tau nb + j]:
-     * cache row (of c D elements) bt (Hkv cpb) + g cpb + u; a chunk starting at
-     * or past L_b gets row -1 (skipped) */
+    /* paged: the rows dec_tile_rows computed for the item */
     const uint32_t Pt = pl->Pt;
-    nx_operand vt = dec_view(&c->vtmp[buf], NX_DT_FP32, 0, Pt, 0, 1), t1 = dec_view(&c->vtmp[buf], NX_DT_FP32, 0, Pt, 1, 1);
-    nx_operand t2 = dec_view(&c->vtmp[buf], NX_DT_FP32, 0, Pt, 2, 1);
-    nx_operand pc = dec_view(&c->pchunk, NX_DT_FP32, 0, Pt, 0, 1), uc = dec_view(&c->ucol, NX_DT_FP32, 0, Pt, 0, 1);
-    nx_operand L = dec_view(&c->lf, NX_DT_FP32, 0, Pt, it->b, 1);
-    nx_operand bf = dec_view(&c->btf[set], NX_DT_FP32, 0, Pt, tau, 1);
-    nx_operand ix = dec_view(&c->idx[buf], NX_DT_INT32, 0, Pt, 0, 1);
-    nx_operand base = nx_imm((double)(tau * pl->nb * p->N), NX_DT_FP32);
-    nx_operand hc = nx_imm((double)(p->Hkv * pl->cpb), NX_DT_FP32), gc = nx_imm((double)(it->g * pl->cpb), NX_DT_FP32);
-    nx_operand one = nx_imm(1.0, NX_DT_FP32), mone = nx_imm(-1.0, NX_DT_FP32);
-    if (nx_kctx_tensor_scalar(k, NX_ENG_POOL, &vt, &pc, NX_ALU_ADD, &base, NX_ALU_IS_LT, &L, err) != 0 ||
-        nx_kctx_tensor_scalar(k, NX_ENG_POOL, &t1, &bf, NX_ALU_MULTIPLY, &hc, NX_ALU_ADD, &gc, err) != 0 ||
-        nx_kctx_tensor_tensor(k, NX_ENG_POOL, NX_ALU_ADD, &t1, &t1, &uc, err) != 0 ||
-        nx_kctx_scalar_tensor_tensor(k, NX_ENG_POOL, &t2, &t1, NX_ALU_ADD, &one, NX_ALU_MULTIPLY, &vt, err) != 0 ||
-        nx_kctx_tensor_scalar(k, NX_ENG_POOL, &ix, &t2, NX_ALU_ADD, &mone, NX_ALU_BYPASS, NULL, err) != 0)
-        return -1;
+    nx_operand ix = dec_view(&c->rix[set], NX_DT_INT32, 0, Pt, tau, 1);
+    (void)it;
     const uint64_t rows = p->num_blocks * p->Hkv * pl->cpb;
     for (uint32_t kv = 0; kv < 2; kv++) {
         const nx_tensor_ref *t = kv ? vc : kc;

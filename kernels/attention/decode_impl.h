@@ -88,12 +88,13 @@ typedef struct dec_core {
     nx_tile lf;                   /* [Pt, B] fp32 lengths in every partition */
     nx_tile posmap;               /* [Pt, c] fp32: position of (p, e) in its tile */
     nx_tile posmap_n;             /* pl.cn: [Pt, cn] the same for the last tile (p cn + e) */
-    nx_tile pchunk, ucol;         /* paged: [Pt, 1] chunk start, sub-chunk index */
+    nx_tile ucol;                 /* paged: [Pt, 1] sub-chunk index */
     nx_tile tpat;                 /* [Pt, R] fp32: row r's token t */
     nx_tile newmask;              /* [s, R] the new block's 0/1 mask */
     nx_tile ones;                 /* [Pt, 1] of the dtype */
     nx_tile kt[DEC_BUFS], vt[DEC_BUFS];   /* [Pt, c D] cache tiles */
-    nx_tile idx[DEC_BUFS], vtmp[DEC_BUFS]; /* paged gather indices */
+    nx_tile rix[DEC_ISETS];       /* paged: [Pt, T] int32 gather rows of every tile of the item */
+    nx_tile rmath, pgrid;         /* paged: [Pt, 3 T] fp32 their arithmetic, [Pt, T] p c + tau Ft */
     nx_tile prb_id[DEC_PROBES], prb_f[DEC_PROBES], prb_sink[DEC_PROBES]; /* paged: block-id probes */
     uint32_t nprobes;
     nx_tile qt[DEC_ISETS], kn[DEC_ISETS], vn[DEC_ISETS], sk[DEC_ISETS], bt[DEC_ISETS]; /* per item */
@@ -175,6 +176,9 @@ int dec_probe_blocks(dec_core *c, uint64_t b, int part, nx_error *err);
  * c->btx (part 1), its block ids in the tile layout from there into
  * c->btf[set] (part 2). */
 int dec_load_blocks(dec_core *c, const dec_item *it, uint32_t set, int part, nx_error *err);
+/* Paged: the gather rows of every tile of item it into c->rix[set] (POOL,
+ * one pass over the item's T tiles, not one per tile), from c->btf[set]. */
+int dec_tile_rows(dec_core *c, const dec_item *it, uint32_t set, nx_error *err);
 /* Cache tile tau of item it into buffer buf (contiguous: plain loads;
  * paged: the gathers, chunks at or past L_b skipped). */
 int dec_load_tile(dec_core *c, const dec_item *it, uint32_t set, uint64_t tau, uint32_t buf, nx_error *err);
