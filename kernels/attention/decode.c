@@ -168,8 +168,6 @@ static int alloc_all(dec_core *c, nx_error *err) {
     for (uint32_t i = 0; i < DEC_BUFS; i++) {
         ALLOC(&c->kt[i], NX_OPK_SBUF, "k_tile", dt, Pt, (uint64_t)c_ * p->D);
         ALLOC(&c->vt[i], NX_OPK_SBUF, "v_tile", dt, Pt, (uint64_t)c_ * p->D);
-        if (p->paged) {
-        }
     }
     if (p->paged)
         for (uint32_t i = 0; i < DEC_PROBES; i++) {
@@ -307,17 +305,23 @@ static int constants(dec_core *c, nx_error *err) {
     (void)R;
     nx_operand on = nx_tile_ap(&c->ones);
     if (nx_kctx_memset(k, NX_ENG_POOL, &on, 1.0, err) != 0) return -1;
-    for (uint32_t i = 0; i < DEC_BUFS; i++) {
-        nx_operand a = nx_tile_ap(&c->kt[i]), b = nx_tile_ap(&c->vt[i]);
-        if (nx_kctx_memset(k, NX_ENG_POOL, &a, 0.0, err) != 0 || nx_kctx_memset(k, NX_ENG_DVE, &b, 0.0, err) != 0) return -1;
-    }
     /* paged: every item's table row lands in the same region of its set;
      * the rest keeps -1 (dec_load_blocks) */
     for (uint32_t i = 0; p->paged && i < DEC_ISETS; i++) {
         nx_operand b = nx_tile_ap(&c->bt[i]);
         if (nx_kctx_memset(k, NX_ENG_POOL, &b, -1.0, err) != 0) return -1;
     }
-    return pl->lanes ? dec_lane_constants(c, err) : 0;
+    /* the tile buffers zeroed (what a partial tile or a skipped chunk
+     * leaves stays finite under the mask) as fp32: the same zero bits in
+     * half the elements a partition of a 2-byte dtype (they hold POOL's
+     * stream, the first loads and the lanes' constants behind them) */
+    const uint64_t n32 = (uint64_t)pl->c * p->D * pl->es / 4;
+    for (uint32_t i = 0; i < DEC_BUFS; i++) {
+        nx_operand a = dec_view(&c->kt[i], NX_DT_FP32, 0, Pt, 0, n32), b = dec_view(&c->vt[i], NX_DT_FP32, 0, Pt, 0, n32);
+        if (nx_kctx_memset(k, NX_ENG_POOL, &a, 0.0, err) != 0 || nx_kctx_memset(k, NX_ENG_DVE, &b, 0.0, err) != 0) return -1;
+    }
+    if (pl->lanes && dec_lane_constants(c, err) != 0) return -1;
+    return 0;
 }
 
 /* Paged: the pending probe's check (dec_probe_blocks part 1) once the
