@@ -464,7 +464,10 @@ static int block1b(dec_core *c, const dec_step *st, uint32_t R, uint32_t F, nx_e
 /* Half 2 on P (ne sub-blocks of w columns) against V (ne sub-blocks of w
  * rows): P^T by PE transposes, copied out times the 0/1 mask, O = P^T' V
  * and l' = P^T' 1 in PSUM, O_acc = O_acc alpha + O, l = l alpha + l'. */
-static int block2(dec_core *c, uint32_t ne, uint32_t w, const nx_tile *V, int mask, uint32_t ps, nx_error *err) {
+enum { B2_PT = 1, B2_PV = 2 }; /* block2's parts: P^T times the mask; P V and the update */
+
+static int block2(dec_core *c, uint32_t ne, uint32_t w, const nx_tile *V, int mask, uint32_t ps, int parts,
+                  nx_error *err) {
     nx_kctx *k = c->k;
     const dec_plan *pl = &c->pl;
     const nx_decode_params *p = &pl->p;
@@ -472,7 +475,7 @@ static int block2(dec_core *c, uint32_t ne, uint32_t w, const nx_tile *V, int ma
     const uint32_t R = pl->R;
     const uint64_t D = p->D, es = pl->es;
     nx_operand al = dec_view(&c->stat, NX_DT_FP32, 0, R, 6 + ps, 1), l = dec_view(&c->stat, NX_DT_FP32, 0, R, 5, 1);
-    for (uint32_t e = 0; e < ne; e++) {
+    for (uint32_t e = 0; e < ne && (parts & B2_PT); e++) {
         nx_operand src = dec_view(&c->pb[ps], dt, 0, R, (uint64_t)e * w, w);
         nx_operand dst = dec_psum(c, dt, pl->ps_pt + (uint64_t)e * R * es, w, R);
         if (nx_kctx_transpose(k, NX_ENG_PE, &dst, &src, err) != 0) return -1;
@@ -480,7 +483,7 @@ static int block2(dec_core *c, uint32_t ne, uint32_t w, const nx_tile *V, int ma
     /* P^T' = P^T x the 0/1 mask, one DVE instruction for the ne sub-blocks
      * (ACT has the K^T copies and the exponentials): [w, ne x R] with the
      * per-position mask m01 [w, ne] repeated over the R rows */
-    {
+    if (parts & B2_PT) {
         const int32_t rs[2] = {(int32_t)R, 1}, bs[2] = {1, 0};
         const uint32_t cn[2] = {ne, R};
         nx_operand pt = nx_tile_view(&c->psum, dt, 0, w, pl->ps_pt / es, 2, rs, cn);
@@ -489,6 +492,7 @@ static int block2(dec_core *c, uint32_t ne, uint32_t w, const nx_tile *V, int ma
         (void)bs;
         if (nx_kctx_tensor_tensor(k, NX_ENG_DVE, NX_ALU_MULTIPLY, &pd, &pt, &m, err) != 0) return -1;
     }
+    if (!(parts & B2_PV)) return 0;
     nx_operand O = dec_psum(c, NX_DT_FP32, pl->ps_o, R, D), Ls = dec_psum(c, NX_DT_FP32, pl->ps_l, R, 1);
     nx_operand on = dec_view(&c->ones, dt, 0, w, 0, 1);
     for (uint32_t e = 0; e < ne; e++) {
@@ -784,18 +788,20 @@ static int stage_b2(dec_core *c, const dec_step *st, nx_error *err) {
             nx_operand w1 = nx_imm(1.0 - (double)p->window, NX_DT_FP32);
             if (nx_kctx_tensor_scalar(k, NX_ENG_POOL, &th, &tp, NX_ALU_ADD, &L, NX_ALU_ADD, &w1, err) != 0) return -1;
         }
-        return block2(c, 1, (uint32_t)p->s, &c->vn[st->set], MASK_NEW, st->ps, err);
+        /* lanes: its P^T in stage_b2a, an iteration before */
+        return block2(c, 1, (uint32_t)p->s, &c->vn[st->set], MASK_NEW, st->ps, pl->lanes ? B2_PV : B2_PT | B2_PV, err);
     }
     if (pl->lanes) return dec_lane_pv(c, st, err); /* its mask and P^T: stage_b2a, an iteration before */
     if (dec_tile_mask(c, st, err) != 0) return -1;
-    return block2(c, st->cc, st->np, &c->vt[st->buf], MASK_CACHE, st->ps, err);
+    return block2(c, st->cc, st->np, &c->vt[st->buf], MASK_CACHE, st->ps, B2_PT | B2_PV, err);
 }
 
-/* Lanes, a cache tile: B2a, the mask (POOL) and P^T times it (PE, DVE),
- * emitted after B2(q - 1) so P V (B2(q), the next iteration) finds P^T
- * copied out. */
+/* Lanes: B2a, the mask (POOL; the new block's is constant) and P^T times
+ * it (PE, DVE), emitted after B2(q - 1) so P V (B2(q), the next
+ * iteration) finds P^T copied out. */
 static int stage_b2a(dec_core *c, const dec_step *st, nx_error *err) {
-    if (!c->pl.lanes || st->j == 0) return 0;
+    if (!c->pl.lanes) return 0;
+    if (st->j == 0) return block2(c, 1, (uint32_t)c->pl.p.s, &c->vn[st->set], MASK_NEW, st->ps, B2_PT, err);
     return dec_tile_mask(c, st, err) != 0 ? -1 : dec_lane_pt(c, st, err);
 }
 
