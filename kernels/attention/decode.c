@@ -369,20 +369,25 @@ static int load_item(dec_core *c, const dec_item *it, uint64_t i, uint32_t set, 
         c->probe_row = it->b, c->probe_due = q + DEC_PROBE_LAG;
     }
     c->probed = it->b;
-    /* the table rows two items ahead, their transpose one item ahead, the
-     * spread now (before this item's first tile gathers): no engine's
-     * stream waits for a row's load, nor the PE for DVE's copy between */
+    /* the table rows three items ahead, their transpose two, the spread and
+     * the gather rows one (the first items' at once): no engine's stream
+     * waits for a row's load, nor the PE for DVE's copy between, nor a
+     * gather for rows POOL computes behind its masks */
     const uint64_t n = c->hi - c->lo;
-    for (; c->bt_a < n && c->bt_a <= i + 2; c->bt_a++) {
+    for (; c->bt_a < n && c->bt_a <= i + 3; c->bt_a++) {
         const dec_item a = dec_item_at(pl, c->lo + c->bt_a);
         if (dec_load_blocks(c, &a, (uint32_t)(c->bt_a % DEC_ISETS), 0, err) != 0) return -1;
     }
-    for (; c->bt_b < n && c->bt_b <= i; c->bt_b++) { /* the first item */
-        const dec_item b = dec_item_at(pl, c->lo + c->bt_b);
-        if (dec_load_blocks(c, &b, (uint32_t)(c->bt_b % DEC_ISETS), 1, err) != 0) return -1;
+    for (; c->bt_c < n && c->bt_c <= i + 1; c->bt_c++) {
+        const dec_item b = dec_item_at(pl, c->lo + c->bt_c);
+        const uint32_t bs = (uint32_t)(c->bt_c % DEC_ISETS);
+        for (; c->bt_b <= c->bt_c; c->bt_b++) {
+            const dec_item x = dec_item_at(pl, c->lo + c->bt_b);
+            if (dec_load_blocks(c, &x, (uint32_t)(c->bt_b % DEC_ISETS), 1, err) != 0) return -1;
+        }
+        if (dec_load_blocks(c, &b, bs, 2, err) != 0 || dec_tile_rows(c, &b, bs, err) != 0) return -1;
     }
-    if (dec_load_blocks(c, it, set, 2, err) != 0 || dec_tile_rows(c, it, set, err) != 0) return -1;
-    if (c->bt_b == i + 1 && c->bt_b < n) {
+    if (c->bt_b == i + 2 && c->bt_b < n) {
         const dec_item b = dec_item_at(pl, c->lo + c->bt_b);
         if (dec_load_blocks(c, &b, (uint32_t)(c->bt_b++ % DEC_ISETS), 1, err) != 0) return -1;
     }

@@ -100,7 +100,8 @@ typedef struct dec_core {
     nx_tile qt[DEC_ISETS], kn[DEC_ISETS], vn[DEC_ISETS], sk[DEC_ISETS], bt[DEC_ISETS]; /* per item */
     nx_tile btf[DEC_ISETS];       /* paged: [Pt, T] fp32 block ids */
     nx_tile btx, sel;             /* paged: the table row as [nb, T], the one-hot spread */
-    uint64_t bt_a, bt_b;          /* paged: the next items (from lo) whose table row to load, to spread */
+    uint64_t bt_a, bt_b, bt_c;    /* paged: the next items (from lo) whose table row to load, to
+                                   * transpose, to spread (with their gather rows) */
     nx_tile qT[2], knT[2];        /* [Dp, nd x R], [Dp, nd x s], by item parity */
     nx_tile ktT_s[2];             /* [Dp, nd x Ft] by step parity */
     nx_tile pb[2], ptb_s[2];      /* P [R, Ft], P^T [Pt, c R] (lanes: [Pt, c 32]) by step parity */
