@@ -7,7 +7,7 @@
 #include "decode.h"
 #include "kernels/norms/rows.h"
 
-#define DEC_BUFS 10             /* cache tiles in flight: loads issued 9 steps ahead (a transfer's ~1.3 us fixed phase, the five-stage pipeline's depth) */
+#define DEC_BUFS 12             /* cache tiles in flight: loads issued 11 steps ahead (a transfer's ~1.3 us fixed phase, the five-stage pipeline's depth, a paged gather's rows on POOL) */
 #define DEC_OUTS 4              /* output rows in flight: a store is issued DEC_STORE_LAG steps after its item */
 #define DEC_STORE_LAG 5u
 #define DEC_ISETS (DEC_BUFS + 1) /* per-item operand sets in flight */
