@@ -193,14 +193,14 @@ static void refusals(void **state) {
     memcpy(a, o, sizeof o);
     a[5].values = bad_len;
     roster_refused("trn2", "attention_decode", a, 6, NULL,
-                   "attention_decode: core 0 sp #48 (dma_copy): offsets[1] = 64 is out of bounds [0, 64)");
+                   "attention_decode: core 0 sp #80 (dma_copy): offsets[1] = 64 is out of bounds [0, 64)");
     memcpy(pg, o, sizeof o);
     pg[1].shape[0] = pg[2].shape[0] = 9, pg[1].shape[2] = pg[2].shape[2] = 16;
     static const double table[8] = {0, 1, 2, 3, 4, 5, 9, 7};
     pg[5].values = ok_len;
     pg[6] = (roster_operand){"block_table", NX_DT_INT32, 2, {2, 4}, table};
     roster_refused("trn2", "attention_decode", pg, 7, "block_size=16",
-                   "attention_decode: core 1 sp #8 (dma_copy): offsets[2] = 9 is out of bounds [0, 9)");
+                   "attention_decode: core 1 sp #88 (dma_copy): offsets[2] = 9 is out of bounds [0, 9)");
 #undef WITH
 }
 

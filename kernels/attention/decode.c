@@ -98,6 +98,9 @@ static int plan(dec_plan *pl, const nx_geometry *geo, const char *kname, nx_erro
             pl->ps_fin = (kt + 4) * bank, pl->ps_m = (kt + 5) * bank, pl->fin_b = fin_b, pl->m_b = m_b;
             pl->nm = (uint32_t)(bank / fin_b < bank / m_b ? bank / fin_b : bank / m_b);
             if (pl->nm > DEC_MERGES) pl->nm = DEC_MERGES;
+            /* K^T by step parity when the banks allow: the PE's transposes
+             * of the next tile need not wait for ACT's copy of this one */
+            if (2 * kt + 6 <= banks) pl->ps_kt2 = (kt + 6) * bank;
         } else if (pt == 1 && pt_b + p->D * 4 + 4 <= bank && kt + 3 * sb + 1 <= banks) {
             pl->s_bufs = 3;
             pl->ps_pt = (kt + 3 * sb) * bank, pl->ps_o = pl->ps_pt + pt_b;
@@ -118,11 +121,25 @@ static int plan(dec_plan *pl, const nx_geometry *geo, const char *kname, nx_erro
         pl->cpb = (uint32_t)(p->N / pl->c);
         pl->nb = pl->Pt / pl->cpb;
         pl->T = (p->max_blocks + pl->nb - 1) / pl->nb;
+        /* the table rows' PSUM pieces ([nb or Pt, <= 128] fp32) behind the
+         * merge's sets when they fit, else P^T's bank (then the lanes' P^T
+         * and the rows' spread wait for each other) */
+        const uint64_t bt_b = 4 * (pl->T < 128 ? pl->T : 128);
+        pl->ps_bt = pl->lanes && pl->nm * pl->fin_b + bt_b <= bank ? pl->ps_fin + pl->nm * pl->fin_b : pl->ps_pt;
+        pl->ps_bt2 = pl->lanes && pl->nm * pl->m_b + bt_b <= bank ? pl->ps_m + pl->nm * pl->m_b : pl->ps_pt;
         if ((double)p->num_blocks * p->Hkv * p->N >= 0x1p24)
             return nx_fail(err, "operand 1 (k_cache): %llu x %llu x %llu rows, beyond the 2^24 an index holds exactly",
                            (unsigned long long)p->num_blocks, (unsigned long long)p->Hkv, (unsigned long long)p->N);
     } else {
         pl->T = (p->S_max + pl->Ft - 1) / pl->Ft;
+        /* the last tile in fewer chunks (still lg groups of them) when its
+         * positions fit: its loads' rows get shorter, its PE work smaller */
+        const uint64_t rem = p->S_max - (pl->T - 1) * pl->Ft;
+        for (uint32_t cc = pl->lg; pl->lanes && rem < pl->Ft && cc < pl->c; cc *= 2)
+            if (pl->c % cc == 0 && rem <= (uint64_t)pl->Pt * cc) {
+                pl->cn = cc;
+                break;
+            }
         if ((double)p->B * p->Hkv * p->S_max >= 0x1p24)
             return nx_fail(err, "operand 1 (k_cache): %llu x %llu x %llu rows, beyond the 2^24 an index holds exactly",
                            (unsigned long long)p->B, (unsigned long long)p->Hkv, (unsigned long long)p->S_max);
@@ -143,7 +160,7 @@ static int alloc_all(dec_core *c, nx_error *err) {
     ALLOC(&c->psum, NX_OPK_PSUM, "psum", NX_DT_FP32, Pt, g->psum_partition_bytes / 4);
     ALLOC(&c->lf, NX_OPK_SBUF, "lengths", NX_DT_FP32, Pt, p->B);
     ALLOC(&c->posmap, NX_OPK_SBUF, "posmap", NX_DT_FP32, Pt, c_);
-    ALLOC(&c->pchunk, NX_OPK_SBUF, "pchunk", NX_DT_FP32, Pt, 1);
+    if (pl->cn) ALLOC(&c->posmap_n, NX_OPK_SBUF, "posmap_last", NX_DT_FP32, Pt, pl->cn);
     ALLOC(&c->ucol, NX_OPK_SBUF, "ucol", NX_DT_FP32, Pt, 1);
     ALLOC(&c->tpat, NX_OPK_SBUF, "tpat", NX_DT_FP32, Pt, R);
     ALLOC(&c->newmask, NX_OPK_SBUF, "newmask", NX_DT_FP32, s, R);
@@ -151,10 +168,6 @@ static int alloc_all(dec_core *c, nx_error *err) {
     for (uint32_t i = 0; i < DEC_BUFS; i++) {
         ALLOC(&c->kt[i], NX_OPK_SBUF, "k_tile", dt, Pt, (uint64_t)c_ * p->D);
         ALLOC(&c->vt[i], NX_OPK_SBUF, "v_tile", dt, Pt, (uint64_t)c_ * p->D);
-        if (p->paged) {
-            ALLOC(&c->idx[i], NX_OPK_SBUF, "rows", NX_DT_INT32, Pt, 1);
-            ALLOC(&c->vtmp[i], NX_OPK_SBUF, "row_math", NX_DT_FP32, Pt, 4);
-        }
     }
     if (p->paged)
         for (uint32_t i = 0; i < DEC_PROBES; i++) {
@@ -168,13 +181,15 @@ static int alloc_all(dec_core *c, nx_error *err) {
         ALLOC(&c->vn[i], NX_OPK_SBUF, "v_new", dt, s, p->D);
         ALLOC(&c->sk[i], NX_OPK_SBUF, "sink", NX_DT_FP32, R, 1);
         if (p->paged) {
-            ALLOC(&c->bt[i], NX_OPK_SBUF, "block_table", NX_DT_INT32, 128, (pl->T + 127) / 128 * pl->nb);
+            ALLOC(&c->bt[i], NX_OPK_SBUF, "block_table", NX_DT_FP32, 128, (pl->T + 127) / 128 * pl->nb);
             ALLOC(&c->btf[i], NX_OPK_SBUF, "block_ids_f", NX_DT_FP32, Pt, pl->T);
+            ALLOC(&c->rix[i], NX_OPK_SBUF, "rows", NX_DT_INT32, Pt, pl->T);
         }
     }
     if (p->paged) {
-        ALLOC(&c->btrf, NX_OPK_SBUF, "block_ids_rows", NX_DT_FP32, 128, pl->nb);
-        ALLOC(&c->btx, NX_OPK_SBUF, "block_ids_t", NX_DT_FP32, pl->nb, pl->T < 128 ? pl->T : 128);
+        ALLOC(&c->btx, NX_OPK_SBUF, "block_ids_t", NX_DT_FP32, pl->nb, pl->T);
+        ALLOC(&c->rmath, NX_OPK_SBUF, "row_math", NX_DT_FP32, Pt, 3 * pl->T);
+        ALLOC(&c->pgrid, NX_OPK_SBUF, "tile_positions", NX_DT_FP32, Pt, pl->T);
         ALLOC(&c->sel, NX_OPK_SBUF, "block_select", NX_DT_FP32, pl->nb, Pt);
     }
     for (uint32_t i = 0; i < 2; i++) {
@@ -184,7 +199,8 @@ static int alloc_all(dec_core *c, nx_error *err) {
     const uint32_t rows = pl->lanes > R ? pl->lanes : R; /* lanes: every lane's statistics */
     for (uint32_t i = 0; i < 2; i++) {
         ALLOC(&c->ktT_s[i], NX_OPK_SBUF, "k_t", dt, pl->Dp, pl->nd * pl->Ft);
-        ALLOC(&c->ptb_s[i], NX_OPK_SBUF, "p_t", dt, Pt, (uint64_t)c_ * R);
+        /* lanes: chunk e's R columns at e DEC_LANE_Q (dec_lane_pt), the rest zeros */
+        ALLOC(&c->ptb_s[i], NX_OPK_SBUF, "p_t", dt, Pt, (uint64_t)c_ * (pl->lanes ? DEC_LANE_Q : R));
     }
     for (uint32_t i = 0; i < pl->nsets; i++) {
         ALLOC(&c->stat_s[i], NX_OPK_SBUF, "stats", NX_DT_FP32, rows, 11);
@@ -248,18 +264,27 @@ static int constants(dec_core *c, nx_error *err) {
     const uint32_t cn2[2] = {pl->gh, s}, cc = pl->c, c1 = 1;
     nx_operand pm = nx_tile_ap(&c->posmap);
     if (iota(k, &pm, 0, (int32_t)pl->c, 1, &one, &cc, err) != 0) return -1;
+    if (pl->cn) {
+        nx_operand pn = nx_tile_ap(&c->posmap_n);
+        if (iota(k, &pn, 0, (int32_t)pl->cn, 1, &one, &pl->cn, err) != 0) return -1;
+    }
     if (p->paged) {
         /* block-major tiles: partition p = j cpb + u holds chunk u of the
          * tile's block j, so its positions start at j N + u c = p c (as
          * for a contiguous tile) and a tile of fewer blocks is a prefix of
-         * partitions; u = p - cpb floor(p / cpb) (the rounding of
-         * (p - (cpb - 1) / 2) / cpb to an integer is the floor) */
-        nx_operand pcol = nx_tile_ap(&c->pchunk), uc = nx_tile_ap(&c->ucol);
+         * partitions (pgrid: p c + tau Ft for every tile tau); u = p -
+         * cpb floor(p / cpb) (the rounding of (p - (cpb - 1) / 2) / cpb to
+         * an integer is the floor) */
+        nx_operand uc = nx_tile_ap(&c->ucol);
         nx_operand ui = dec_view(&c->mw, NX_DT_INT32, 0, Pt, 0, 1), qf = dec_view(&c->mw, NX_DT_FP32, 0, Pt, 1, 1);
         nx_operand pp = dec_view(&c->mw, NX_DT_FP32, 0, Pt, 2, 1);
         nx_operand half = nx_imm((pl->cpb - 1) / 2.0, NX_DT_FP32), cpv = nx_imm((double)pl->cpb, NX_DT_FP32);
         nx_operand mcp = nx_imm(-(double)pl->cpb, NX_DT_FP32);
-        if (iota(k, &pp, 0, 1, 1, &zero, &c1, err) != 0 || iota(k, &pcol, 0, (int32_t)pl->c, 1, &zero, &c1, err) != 0 ||
+        nx_operand pg = nx_tile_ap(&c->pgrid);
+        const int32_t ft = (int32_t)pl->Ft;
+        const uint32_t tn = (uint32_t)pl->T;
+        if (iota(k, &pg, 0, (int32_t)pl->c, 1, &ft, &tn, err) != 0) return -1;
+        if (iota(k, &pp, 0, 1, 1, &zero, &c1, err) != 0 ||
             nx_kctx_tensor_scalar(k, NX_ENG_POOL, &ui, &pp, NX_ALU_SUBTRACT, &half, NX_ALU_DIVIDE, &cpv, err) != 0 ||
             nx_kctx_tensor_copy(k, NX_ENG_POOL, &qf, &ui, err) != 0 ||
             nx_kctx_scalar_tensor_tensor(k, NX_ENG_POOL, &uc, &qf, NX_ALU_MULTIPLY, &mcp, NX_ALU_ADD, &pp, err) != 0)
@@ -280,15 +305,37 @@ static int constants(dec_core *c, nx_error *err) {
     (void)R;
     nx_operand on = nx_tile_ap(&c->ones);
     if (nx_kctx_memset(k, NX_ENG_POOL, &on, 1.0, err) != 0) return -1;
+    /* paged: every item's table row lands in the same region of its set;
+     * the rest keeps -1 (dec_load_blocks) */
+    for (uint32_t i = 0; p->paged && i < DEC_ISETS; i++) {
+        nx_operand b = nx_tile_ap(&c->bt[i]);
+        if (nx_kctx_memset(k, NX_ENG_POOL, &b, -1.0, err) != 0) return -1;
+    }
+    /* the tile buffers zeroed (what a partial tile or a skipped chunk
+     * leaves stays finite under the mask) as fp32: the same zero bits in
+     * half the elements a partition of a 2-byte dtype (they hold POOL's
+     * stream, the first loads and the lanes' constants behind them) */
+    const uint64_t n32 = (uint64_t)pl->c * p->D * pl->es / 4;
     for (uint32_t i = 0; i < DEC_BUFS; i++) {
-        nx_operand a = nx_tile_ap(&c->kt[i]), b = nx_tile_ap(&c->vt[i]);
+        nx_operand a = dec_view(&c->kt[i], NX_DT_FP32, 0, Pt, 0, n32), b = dec_view(&c->vt[i], NX_DT_FP32, 0, Pt, 0, n32);
         if (nx_kctx_memset(k, NX_ENG_POOL, &a, 0.0, err) != 0 || nx_kctx_memset(k, NX_ENG_DVE, &b, 0.0, err) != 0) return -1;
     }
-    return pl->lanes ? dec_lane_constants(c, err) : 0;
+    if (pl->lanes && dec_lane_constants(c, err) != 0) return -1;
+    return 0;
 }
 
-/* Item-level loads: q rows, k_new / v_new, the sinks, the block ids. */
-static int load_item(dec_core *c, const dec_item *it, uint32_t set, nx_error *err) {
+/* Paged: the pending probe's check (dec_probe_blocks part 1) once the
+ * loads of step q are due (UINT64_MAX: now). */
+static int probe_check(dec_core *c, uint64_t q, nx_error *err) {
+    if (c->probe_row == UINT64_MAX || q < c->probe_due) return 0;
+    const uint64_t b = c->probe_row;
+    c->probe_row = UINT64_MAX;
+    return dec_probe_blocks(c, b, 1, err);
+}
+
+/* Item-level loads (those of step q): q rows, k_new / v_new, the sinks,
+ * the block ids. */
+static int load_item(dec_core *c, const dec_item *it, uint64_t i, uint32_t set, uint64_t q, nx_error *err) {
     nx_kctx *k = c->k;
     const dec_plan *pl = &c->pl;
     const nx_decode_params *p = &pl->p;
@@ -297,27 +344,54 @@ static int load_item(dec_core *c, const dec_item *it, uint32_t set, nx_error *er
     nx_operand qd = nx_tile_ap(&c->qt[set]);
     nx_operand qs = nx_ap_hbm_rows(p->dtype, call->args[0].hbm_offset + (it->b * p->Hq + it->h0) * s * D * es, pl->R,
                                    (int32_t)D, (uint32_t)D);
-    if (nx_kctx_dma_split(k, NX_ROWS_LOAD_LANE + 3, pl->R < 4 ? pl->R : 4, &qd, &qs, err) != 0) return -1;
+    /* on the store queue (decode_impl.h, DEC_LANES): not behind the K
+     * tiles issued ahead of them */
+    if (nx_kctx_dma_split(k, c->r.store_lane, pl->R < 4 ? pl->R : 4, &qd, &qs, err) != 0) return -1;
     for (uint32_t kv = 0; kv < 2; kv++) {
         nx_operand d = nx_tile_ap(kv ? &c->vn[set] : &c->kn[set]);
         nx_operand sr = nx_ap_hbm_rows(p->dtype, call->args[3 + kv].hbm_offset + (it->b * p->Hkv + it->g) * s * D * es,
                                        (uint32_t)s, (int32_t)D, (uint32_t)D);
-        if (nx_kctx_dma_on(k, NX_ROWS_LOAD_LANE + 7 + kv, &d, &sr, err) != 0) return -1;
+        if (nx_kctx_dma_on(k, c->r.store_lane + 8 + kv, &d, &sr, err) != 0) return -1;
     }
     if (p->sink) {
         const uint64_t so = call->args[p->sink_operand].hbm_offset;
         for (uint32_t jh = 0; jh < pl->gh; jh++) {
             nx_operand d = dec_view(&c->sk[set], NX_DT_FP32, jh * (uint32_t)s, (uint32_t)s, 0, 1);
             nx_operand sr = nx_ap_hbm_rows(NX_DT_FP32, so + (it->h0 + jh) * 4, (uint32_t)s, 0, 1);
-            if (nx_kctx_dma_on(k, NX_ROWS_LOAD_LANE + 9 + jh % 4, &d, &sr, err) != 0) return -1;
+            if (nx_kctx_dma_on(k, c->r.store_lane + jh % 4, &d, &sr, err) != 0) return -1;
         }
     }
     if (!p->paged) return 0;
     /* the table row's probe with the row's first item on this core (items
      * run b-major) */
-    if (it->b != c->probed && dec_probe_blocks(c, it->b, err) != 0) return -1;
+    if (it->b != c->probed) {
+        if (probe_check(c, UINT64_MAX, err) != 0 || dec_probe_blocks(c, it->b, 0, err) != 0) return -1;
+        c->probe_row = it->b, c->probe_due = q + DEC_PROBE_LAG;
+    }
     c->probed = it->b;
-    return dec_load_blocks(c, it, set, err);
+    /* the table rows three items ahead, their transpose two, the spread and
+     * the gather rows one (the first items' at once): no engine's stream
+     * waits for a row's load, nor the PE for DVE's copy between, nor a
+     * gather for rows POOL computes behind its masks */
+    const uint64_t n = c->hi - c->lo;
+    for (; c->bt_a < n && c->bt_a <= i + 3; c->bt_a++) {
+        const dec_item a = dec_item_at(pl, c->lo + c->bt_a);
+        if (dec_load_blocks(c, &a, (uint32_t)(c->bt_a % DEC_ISETS), 0, err) != 0) return -1;
+    }
+    for (; c->bt_c < n && c->bt_c <= i + 1; c->bt_c++) {
+        const dec_item b = dec_item_at(pl, c->lo + c->bt_c);
+        const uint32_t bs = (uint32_t)(c->bt_c % DEC_ISETS);
+        for (; c->bt_b <= c->bt_c; c->bt_b++) {
+            const dec_item x = dec_item_at(pl, c->lo + c->bt_b);
+            if (dec_load_blocks(c, &x, (uint32_t)(c->bt_b % DEC_ISETS), 1, err) != 0) return -1;
+        }
+        if (dec_load_blocks(c, &b, bs, 2, err) != 0 || dec_tile_rows(c, &b, bs, err) != 0) return -1;
+    }
+    if (c->bt_b == i + 2 && c->bt_b < n) {
+        const dec_item b = dec_item_at(pl, c->lo + c->bt_b);
+        if (dec_load_blocks(c, &b, (uint32_t)(c->bt_b++ % DEC_ISETS), 1, err) != 0) return -1;
+    }
+    return 0;
 }
 
 enum { MASK_NEW, MASK_CACHE };
@@ -395,7 +469,10 @@ static int block1b(dec_core *c, const dec_step *st, uint32_t R, uint32_t F, nx_e
 /* Half 2 on P (ne sub-blocks of w columns) against V (ne sub-blocks of w
  * rows): P^T by PE transposes, copied out times the 0/1 mask, O = P^T' V
  * and l' = P^T' 1 in PSUM, O_acc = O_acc alpha + O, l = l alpha + l'. */
-static int block2(dec_core *c, uint32_t ne, uint32_t w, const nx_tile *V, int mask, uint32_t ps, nx_error *err) {
+enum { B2_PT = 1, B2_PV = 2 }; /* block2's parts: P^T times the mask; P V and the update */
+
+static int block2(dec_core *c, uint32_t ne, uint32_t w, const nx_tile *V, int mask, uint32_t ps, int parts,
+                  nx_error *err) {
     nx_kctx *k = c->k;
     const dec_plan *pl = &c->pl;
     const nx_decode_params *p = &pl->p;
@@ -403,7 +480,7 @@ static int block2(dec_core *c, uint32_t ne, uint32_t w, const nx_tile *V, int ma
     const uint32_t R = pl->R;
     const uint64_t D = p->D, es = pl->es;
     nx_operand al = dec_view(&c->stat, NX_DT_FP32, 0, R, 6 + ps, 1), l = dec_view(&c->stat, NX_DT_FP32, 0, R, 5, 1);
-    for (uint32_t e = 0; e < ne; e++) {
+    for (uint32_t e = 0; e < ne && (parts & B2_PT); e++) {
         nx_operand src = dec_view(&c->pb[ps], dt, 0, R, (uint64_t)e * w, w);
         nx_operand dst = dec_psum(c, dt, pl->ps_pt + (uint64_t)e * R * es, w, R);
         if (nx_kctx_transpose(k, NX_ENG_PE, &dst, &src, err) != 0) return -1;
@@ -411,7 +488,7 @@ static int block2(dec_core *c, uint32_t ne, uint32_t w, const nx_tile *V, int ma
     /* P^T' = P^T x the 0/1 mask, one DVE instruction for the ne sub-blocks
      * (ACT has the K^T copies and the exponentials): [w, ne x R] with the
      * per-position mask m01 [w, ne] repeated over the R rows */
-    {
+    if (parts & B2_PT) {
         const int32_t rs[2] = {(int32_t)R, 1}, bs[2] = {1, 0};
         const uint32_t cn[2] = {ne, R};
         nx_operand pt = nx_tile_view(&c->psum, dt, 0, w, pl->ps_pt / es, 2, rs, cn);
@@ -420,6 +497,7 @@ static int block2(dec_core *c, uint32_t ne, uint32_t w, const nx_tile *V, int ma
         (void)bs;
         if (nx_kctx_tensor_tensor(k, NX_ENG_DVE, NX_ALU_MULTIPLY, &pd, &pt, &m, err) != 0) return -1;
     }
+    if (!(parts & B2_PV)) return 0;
     nx_operand O = dec_psum(c, NX_DT_FP32, pl->ps_o, R, D), Ls = dec_psum(c, NX_DT_FP32, pl->ps_l, R, 1);
     nx_operand on = dec_view(&c->ones, dt, 0, w, 0, 1);
     for (uint32_t e = 0; e < ne; e++) {
@@ -445,8 +523,8 @@ static uint32_t tile_rows(const dec_plan *pl, uint64_t tau) {
         uint64_t blocks = p->max_blocks - tau * pl->nb;
         return blocks < pl->nb ? (uint32_t)blocks * pl->cpb : pl->Pt;
     }
-    uint64_t rem = p->S_max - tau * pl->Ft;
-    return rem < pl->Ft ? (uint32_t)((rem + pl->c - 1) / pl->c) : pl->Pt;
+    const uint64_t rem = p->S_max - tau * pl->Ft, cc = dec_tile_chunks(pl, tau);
+    return rem < pl->Ft ? (uint32_t)((rem + cc - 1) / cc) : pl->Pt;
 }
 
 static dec_step step_of(const dec_core *c, uint64_t q) {
@@ -459,6 +537,8 @@ static dec_step step_of(const dec_core *c, uint64_t q) {
     s.soff = c->pl.ps_s + (q % c->pl.s_bufs) * c->pl.ps_s_step;
     s.ps = (uint32_t)(q % 2);
     s.np = s.j ? tile_rows(&c->pl, s.j - 1) : 0;
+    s.cc = s.j ? dec_tile_chunks(&c->pl, s.j - 1) : c->pl.c;
+    s.cg = c->pl.lg ? s.cc / c->pl.lg : 0;
     return s;
 }
 
@@ -527,8 +607,8 @@ static int stage_a1(dec_core *c, const dec_step *st, nx_error *err) {
     const dec_plan *pl = &c->pl;
     const nx_decode_params *p = &pl->p;
     const nx_dtype dt = p->dtype;
-    const uint32_t R = pl->R, s = (uint32_t)p->s, Dp = pl->Dp, cc = pl->c;
-    const uint64_t es = pl->es, Ft = pl->Ft, D = p->D, kt = pl->ps_kt;
+    const uint32_t R = pl->R, s = (uint32_t)p->s, Dp = pl->Dp, cc = st->cc;
+    const uint64_t es = pl->es, Ft = pl->Ft, D = p->D, kt = st->ps && pl->ps_kt2 ? pl->ps_kt2 : pl->ps_kt;
     if (st->j == 0) {
         for (uint32_t d = 0; d < pl->nd; d++) {
             nx_operand qs = dec_view(&c->qt[set], dt, 0, R, (uint64_t)d * Dp, Dp);
@@ -585,7 +665,7 @@ static int stage_a2(dec_core *c, const dec_step *st, nx_error *err) {
         return 0;
     }
     if (pl->lanes) return dec_lane_scores(c, st, err);
-    const uint64_t F = (uint64_t)pl->c * st->np;
+    const uint64_t F = (uint64_t)st->cc * st->np;
     for (uint32_t d = 0; d < pl->nd; d++) {
         nx_operand sv = dec_view(&c->qT[ip], dt, 0, Dp, (uint64_t)d * R, R);
         if (nx_kctx_load_stationary(k, &sv, err) != 0) return -1;
@@ -619,13 +699,13 @@ static int stage_b1(dec_core *c, const dec_step *st, uint32_t *par, nx_error *er
             return -1;
         return block1(c, st->soff, (uint32_t)p->s, st->ps, par, err);
     }
-    return block1(c, st->soff, pl->c * st->np, st->ps, par, err);
+    return block1(c, st->soff, st->cc * st->np, st->ps, par, err);
 }
 
 /* The five-stage pipeline's B1a (DVE): the running max's start (new
  * block: column 8, the sink or -inf) and block1a; B1b (ACT): block1b. */
 static uint32_t b1_width(const dec_core *c, const dec_step *st) {
-    return st->j == 0 ? (uint32_t)c->pl.p.s : c->pl.lanes ? c->pl.cg * st->np : c->pl.c * st->np;
+    return st->j == 0 ? (uint32_t)c->pl.p.s : c->pl.lanes ? st->cg * st->np : st->cc * st->np;
 }
 /* The rows half 1 runs on: R (the new block; without lanes every step),
  * or every lane. */
@@ -674,10 +754,11 @@ int dec_tile_mask(dec_core *c, const dec_step *st, nx_error *err) {
     nx_kctx *k = c->k;
     const dec_plan *pl = &c->pl;
     const nx_decode_params *p = &pl->p;
-    const uint32_t R = pl->R, Pt = pl->Pt, cc = pl->c;
+    const uint32_t R = pl->R, Pt = pl->Pt, cc = st->cc;
     const uint64_t tau = st->j - 1;
     nx_operand L = dec_view(&c->lf, NX_DT_FP32, 0, Pt, st->it.b, 1);
-    nx_operand pa = nx_tile_ap(&c->posabs), pm = nx_tile_ap(&c->posmap), m01 = nx_tile_ap(&c->m01);
+    nx_operand pa = dec_view(&c->posabs, NX_DT_FP32, 0, Pt, 0, cc), m01 = dec_view(&c->m01, NX_DT_FP32, 0, Pt, 0, cc);
+    nx_operand pm = nx_tile_ap(cc == pl->c ? &c->posmap : &c->posmap_n);
     nx_operand base = nx_imm((double)(tau * pl->Ft), NX_DT_FP32);
     if (nx_kctx_tensor_scalar(k, NX_ENG_POOL, &pa, &pm, NX_ALU_ADD, &base, NX_ALU_BYPASS, NULL, err) != 0 ||
         nx_kctx_tensor_scalar(k, NX_ENG_POOL, &m01, &pa, NX_ALU_IS_LT, &L, NX_ALU_BYPASS, NULL, err) != 0)
@@ -712,19 +793,54 @@ static int stage_b2(dec_core *c, const dec_step *st, nx_error *err) {
             nx_operand w1 = nx_imm(1.0 - (double)p->window, NX_DT_FP32);
             if (nx_kctx_tensor_scalar(k, NX_ENG_POOL, &th, &tp, NX_ALU_ADD, &L, NX_ALU_ADD, &w1, err) != 0) return -1;
         }
-        return block2(c, 1, (uint32_t)p->s, &c->vn[st->set], MASK_NEW, st->ps, err);
+        /* lanes: its P^T in stage_b2a, an iteration before */
+        return block2(c, 1, (uint32_t)p->s, &c->vn[st->set], MASK_NEW, st->ps, pl->lanes ? B2_PV : B2_PT | B2_PV, err);
     }
+    if (pl->lanes) return dec_lane_pv(c, st, err); /* its mask and P^T: stage_b2a, an iteration before */
     if (dec_tile_mask(c, st, err) != 0) return -1;
-    return pl->lanes ? dec_lane_pv(c, st, err) : block2(c, pl->c, st->np, &c->vt[st->buf], MASK_CACHE, st->ps, err);
+    return block2(c, st->cc, st->np, &c->vt[st->buf], MASK_CACHE, st->ps, B2_PT | B2_PV, err);
+}
+
+/* Lanes: B2a, the mask (POOL; the new block's is constant) and P^T times
+ * it (PE, DVE), emitted after B2(q - 1) so P V (B2(q), the next
+ * iteration) finds P^T copied out. */
+static int stage_b2a(dec_core *c, const dec_step *st, nx_error *err) {
+    if (!c->pl.lanes) return 0;
+    if (st->j == 0) return block2(c, 1, (uint32_t)c->pl.p.s, &c->vn[st->set], MASK_NEW, st->ps, B2_PT, err);
+    return dec_tile_mask(c, st, err) != 0 ? -1 : dec_lane_pt(c, st, err);
 }
 
 static int step_loads(dec_core *c, uint64_t q, nx_error *err) {
     const uint64_t per = c->pl.T + 1, i = q / per, j = q % per;
     dec_item it = dec_item_at(&c->pl, c->lo + i);
     uint32_t set = (uint32_t)(i % DEC_ISETS);
-    if (j == 0) return load_item(c, &it, set, err);
+    if (probe_check(c, q, err) != 0) return -1;
+    if (j == 0) return load_item(c, &it, i, set, q, err);
     uint64_t tile = i * c->pl.T + (j - 1);
     return dec_load_tile(c, &it, set, j - 1, (uint32_t)(tile % DEC_BUFS), err);
+}
+
+/* The new entries' scatters (program 0) after every cache access of both
+ * cores before them (the tile loads, the probes, a copy-through): a
+ * barrier on the caches' HBM only, so the engines keep running across it
+ * (POOL waits there for the other core) and the scatters, slow (rows of D
+ * elements, one after another into a tensor), overlap the last steps
+ * instead of trailing the run. */
+static int write_new(dec_core *c, nx_error *err) {
+    if (probe_check(c, UINT64_MAX, err) != 0) return -1;
+    if (nx_kctx_num_programs(c->k) > 1) {
+        const uint32_t n = c->pl.p.n_operands, ts[4] = {1, 2, n + 1, n + 2};
+        uint64_t lo = UINT64_MAX, hi = 0;
+        for (uint32_t i = 0; i < 4; i++) {
+            const nx_tensor_ref *t = &c->call->args[ts[i]];
+            uint64_t bytes = c->pl.es;
+            for (uint32_t d = 0; d < t->ndims; d++) bytes *= t->shape[d];
+            if (t->hbm_offset < lo) lo = t->hbm_offset;
+            if (t->hbm_offset + bytes > hi) hi = t->hbm_offset + bytes;
+        }
+        if (nx_kctx_barrier_hbm(c->k, lo, hi, err) != 0) return -1;
+    }
+    return nx_kctx_program_id(c->k) == 0 ? dec_write_new(c, err) : 0;
 }
 
 int nx_attention_decode(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
@@ -740,7 +856,7 @@ int nx_attention_decode(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     if (plan(&c.pl, nx_kctx_geometry(k), "attention_decode", err) != 0) return -1;
     c.k = k;
     c.call = call;
-    c.probed = UINT64_MAX;
+    c.probed = c.probe_row = UINT64_MAX;
     if (nx_kctx_set_lanes(k, DEC_LANES, err) != 0) return -1;
     nx_rows_init(&c.r, k);
     nx_kctx_rows(k, c.pl.items, &c.lo, &c.hi);
@@ -749,6 +865,7 @@ int nx_attention_decode(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
     for (uint64_t q = 0; q < nsteps && q < ahead; q++)
         if (step_loads(&c, q, err) != 0) return -1;
     uint32_t par = 0;
+    int written = 0; /* the new entries scattered (write_new) */
     const int writer = nx_kctx_program_id(k) == 0;
     if (writer && (dec_write_rows(&c, err) != 0 || dec_group_rows(&c, err) != 0)) return -1;
     /* emission: one stage at a time (one score buffer), A(q + 2), B1(q + 1),
@@ -800,12 +917,19 @@ int nx_attention_decode(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
          * iteration before: iteration q emits B1b(q + 1) (ACT: P, alpha),
          * A1(q + 4) (PE: K^T transposes, ACT: their copy), B1a(q + 2) (DVE:
          * the max), A2(q + 3) (PE: the scores) and B2(q) (PE: P^T and P V,
-         * DVE: the mask and O_acc), so the PE never waits for ACT's copy or
-         * exponentials of the same iteration, nor ACT for DVE's max */
+         * DVE: the mask and O_acc; lanes: P V only, then B2a(q + 1), the
+         * next tile's P^T times its mask), so the PE never waits for ACT's
+         * copy or exponentials of the same iteration, nor ACT for DVE's max,
+         * nor (lanes) for DVE's copy of P^T */
         const int64_t tail = c.pl.lanes ? DEC_MERGE_STAGES : 0;
         for (int64_t q = -4; q < (int64_t)nsteps + tail; q++) {
             if (q >= 0 && (uint64_t)q + ahead < nsteps && step_loads(&c, (uint64_t)q + ahead, err) != 0) return -1;
             if (q >= 0 && store_due(&c, (uint64_t)q, 0, err) != 0) return -1;
+            /* every tile load is issued by now (DEC_BUFS - 1 steps ahead) */
+            if (!written && q == (int64_t)nsteps - DEC_WRITE_LEAD) {
+                if (write_new(&c, err) != 0) return -1;
+                written = 1;
+            }
             /* lanes: the pending merges' stages, first in every engine's
              * iteration (each fed by the iteration before) */
             for (uint64_t mi = c.nmdone; mi < c.nmq; mi++) {
@@ -841,10 +965,13 @@ int nx_attention_decode(nx_kctx *k, const nx_kernel_call *call, nx_error *err) {
                 if (stage_b2(&c, &x, err) != 0) return -1;
                 if (x.j == c.pl.T && item_end(&c, &x.it, (uint64_t)q, err) != 0) return -1;
             }
+            if (q + 1 >= 0 && (uint64_t)(q + 1) < nsteps) {
+                x = step_of(&c, (uint64_t)(q + 1));
+                dec_use(&c, &x);
+                if (stage_b2a(&c, &x, err) != 0) return -1;
+            }
         }
     }
     if (store_due(&c, 0, 1, err) != 0) return -1;
-    /* the new entries land after both cores' copies */
-    if (nx_kctx_num_programs(k) > 1 && nx_kctx_barrier(k, err) != 0) return -1;
-    return writer ? dec_write_new(&c, err) : 0;
+    return written ? 0 : write_new(&c, err);
 }

@@ -17,6 +17,8 @@ nx_operand dec_psum(const dec_core *c, nx_dtype as, uint64_t byte_off, uint32_t 
     return dec_view(&c->psum, as, 0, np, byte_off / nx_dtype_size(as), n);
 }
 
+uint32_t dec_tile_chunks(const dec_plan *pl, uint64_t tau) { return pl->cn && tau + 1 == pl->T ? pl->cn : pl->c; }
+
 dec_item dec_item_at(const dec_plan *pl, uint64_t i) {
     dec_item it;
     it.hc = i % pl->nhc;
@@ -241,14 +243,16 @@ int dec_write_new(dec_core *c, nx_error *err) {
     return 0;
 }
 
-int dec_probe_blocks(dec_core *c, uint64_t b, nx_error *err) {
+int dec_probe_blocks(dec_core *c, uint64_t b, int part, nx_error *err) {
     nx_kctx *k = c->k;
     const dec_plan *pl = &c->pl;
     const nx_decode_params *p = &pl->p;
     const uint64_t row = c->call->args[p->bt_operand].hbm_offset + b * p->max_blocks * 4;
     const nx_tensor_ref *kc = &c->call->args[1];
-    for (uint64_t j0 = 0; j0 < p->max_blocks; j0 += pl->Pt) {
-        const uint32_t n = (uint32_t)(p->max_blocks - j0 < pl->Pt ? p->max_blocks - j0 : pl->Pt), s = c->nprobes++ % DEC_PROBES;
+    for (uint64_t j0 = 0, ci = 0; j0 < p->max_blocks; j0 += pl->Pt, ci++) {
+        const uint32_t n = (uint32_t)(p->max_blocks - j0 < pl->Pt ? p->max_blocks - j0 : pl->Pt);
+        const uint32_t s = (uint32_t)((c->nprobes + ci) % DEC_PROBES);
+        const int early = ci < DEC_PROBES; /* its ids loaded in part 0 */
         nx_operand id = dec_view(&c->prb_id[s], NX_DT_INT32, 0, n, 0, 1), idf = dec_view(&c->prb_f[s], NX_DT_FP32, 0, n, 0, 1);
         nx_operand used = dec_view(&c->prb_f[s], NX_DT_FP32, 0, n, 1, 1), L = dec_view(&c->lf, NX_DT_FP32, 0, n, b, 1);
         nx_operand src = nx_ap_hbm_rows(NX_DT_INT32, row + j0 * 4, n, 1, 1);
@@ -257,7 +261,12 @@ int dec_probe_blocks(dec_core *c, uint64_t b, nx_error *err) {
         const uint32_t c1 = 1;
         nx_operand pat = nx_pattern((int64_t)(j0 * p->N), (int32_t)p->N, n, 1, &zero, &c1);
         pat.dtype = NX_DT_INT32;
-        if (nx_kctx_dma_on(k, c->r.store_lane + 12 + s, &id, &src, err) != 0 || nx_kctx_iota(k, &used, &pat, err) != 0 ||
+        if (part == 0) {
+            if (early && nx_kctx_dma_on(k, c->r.store_lane + 12 + s, &id, &src, err) != 0) return -1;
+            continue;
+        }
+        if (!early && nx_kctx_dma_on(k, c->r.store_lane + 12 + s, &id, &src, err) != 0) return -1;
+        if (nx_kctx_iota(k, &used, &pat, err) != 0 ||
             nx_kctx_tensor_scalar(k, NX_ENG_POOL, &used, &used, NX_ALU_IS_LT, &L, NX_ALU_BYPASS, NULL, err) != 0 ||
             nx_kctx_tensor_copy(k, NX_ENG_POOL, &idf, &id, err) != 0 ||
             nx_kctx_tensor_tensor(k, NX_ENG_POOL, NX_ALU_MULTIPLY, &id, &idf, &used, err) != 0)
@@ -266,48 +275,73 @@ int dec_probe_blocks(dec_core *c, uint64_t b, nx_error *err) {
         nx_operand vs = nx_ap_hbm_rows(p->dtype, kc->hbm_offset, n, (int32_t)(p->Hkv * p->N * p->D), 1);
         if (emit_dma(k, c->r.store_lane + 12 + s, &vd, &vs, &id, p->num_blocks, 0, err) != 0) return -1;
     }
+    if (part) c->nprobes += (uint32_t)((p->max_blocks + pl->Pt - 1) / pl->Pt);
     return 0;
 }
 
-int dec_load_blocks(dec_core *c, const dec_item *it, uint32_t set, nx_error *err) {
-    /* row b of the table arrives as [T, nb] (tile tau's blocks in partition
-     * tau: runs of nb ids, not single ids), turned by a PE transpose into
-     * [nb, T] and spread to the tile layout (partition j cpb + u holds block
-     * tau nb + j) by a one-hot matmul: exact in fp32 (ids < 2^24) */
+int dec_load_blocks(dec_core *c, const dec_item *it, uint32_t set, int part, nx_error *err) {
+    /* row b of the table arrives as [T, nb] fp32 (tile tau's blocks in
+     * partition tau: runs of nb ids, not single ids; the DMA converts, exact
+     * for ids < 2^24; what it never writes holds -1 from the start),
+     * turned by a PE transpose into [nb, T] and spread to the tile layout
+     * (partition j cpb + u holds block tau nb + j) by a one-hot matmul:
+     * exact in fp32 */
     nx_kctx *k = c->k;
     const dec_plan *pl = &c->pl;
     const nx_decode_params *p = &pl->p;
     const nx_tensor_ref *bt = &c->call->args[p->bt_operand];
     const uint64_t row = bt->hbm_offset + it->b * p->max_blocks * 4, T = pl->T, nb = pl->nb;
-    nx_operand all = nx_tile_ap(&c->bt[set]);
-    if (nx_kctx_memset(k, NX_ENG_POOL, &all, -1.0, err) != 0) return -1;
     for (uint64_t t0 = 0; t0 < T; t0 += 128) {
         const uint32_t nt = (uint32_t)(T - t0 < 128 ? T - t0 : 128);
         const uint64_t first = t0 * nb, have = p->max_blocks - first; /* blocks from first on */
         const uint32_t full = (uint32_t)(have / nb < nt ? have / nb : nt), rem = (uint32_t)(full < nt ? have % nb : 0);
-        nx_operand d = dec_view(&c->bt[set], NX_DT_INT32, 0, full, t0 / 128 * nb, nb);
-        if (full) {
+        nx_operand d = dec_view(&c->bt[set], NX_DT_FP32, 0, full, t0 / 128 * nb, nb);
+        if (part == 0 && full) {
             nx_operand s = nx_ap_hbm_rows(NX_DT_INT32, row + first * 4, full, (int32_t)nb, (uint32_t)nb);
-            if (nx_kctx_dma_on(k, NX_ROWS_LOAD_LANE + 10, &d, &s, err) != 0) return -1;
+            if (nx_kctx_dma_on(k, c->r.store_lane + 10, &d, &s, err) != 0) return -1;
         }
-        if (rem) {
-            nx_operand dr = dec_view(&c->bt[set], NX_DT_INT32, full, 1, t0 / 128 * nb, rem);
+        if (part == 0 && rem) {
+            nx_operand dr = dec_view(&c->bt[set], NX_DT_FP32, full, 1, t0 / 128 * nb, rem);
             nx_operand sr = nx_ap_hbm_rows(NX_DT_INT32, row + (first + (uint64_t)full * nb) * 4, 1, (int32_t)rem, rem);
-            if (nx_kctx_dma_on(k, NX_ROWS_LOAD_LANE + 11, &dr, &sr, err) != 0) return -1;
+            if (nx_kctx_dma_on(k, c->r.store_lane + 11, &dr, &sr, err) != 0) return -1;
         }
-        nx_operand bi = dec_view(&c->bt[set], NX_DT_INT32, 0, nt, t0 / 128 * nb, nb);
-        nx_operand bf = dec_view(&c->btrf, NX_DT_FP32, 0, nt, 0, nb);
-        nx_operand tp = dec_psum(c, NX_DT_FP32, pl->ps_pt, (uint32_t)nb, nt);
-        nx_operand xs = dec_view(&c->btx, NX_DT_FP32, 0, (uint32_t)nb, 0, nt);
+        nx_operand bf = dec_view(&c->bt[set], NX_DT_FP32, 0, nt, t0 / 128 * nb, nb);
+        nx_operand tp = dec_psum(c, NX_DT_FP32, pl->ps_bt, (uint32_t)nb, nt);
+        nx_operand xs = dec_view(&c->btx, NX_DT_FP32, 0, (uint32_t)nb, t0, nt);
         nx_operand sel = nx_tile_ap(&c->sel);
-        nx_operand sp = dec_psum(c, NX_DT_FP32, pl->ps_pt, pl->Pt, nt);
+        nx_operand sp = dec_psum(c, NX_DT_FP32, pl->ps_bt2, pl->Pt, nt);
         nx_operand out = dec_view(&c->btf[set], NX_DT_FP32, 0, pl->Pt, t0, nt);
-        if (nx_kctx_tensor_copy(k, NX_ENG_POOL, &bf, &bi, err) != 0 || nx_kctx_transpose(k, NX_ENG_PE, &tp, &bf, err) != 0 ||
-            nx_kctx_tensor_copy(k, NX_ENG_DVE, &xs, &tp, err) != 0 || nx_kctx_load_stationary(k, &sel, err) != 0 ||
-            nx_kctx_multiply_moving(k, &sp, &xs, 0, err) != 0 || nx_kctx_tensor_copy(k, NX_ENG_DVE, &out, &sp, err) != 0)
+        if (part == 1 && (nx_kctx_transpose(k, NX_ENG_PE, &tp, &bf, err) != 0 ||
+                          nx_kctx_tensor_copy(k, NX_ENG_DVE, &xs, &tp, err) != 0))
+            return -1;
+        if (part == 2 && (nx_kctx_load_stationary(k, &sel, err) != 0 || nx_kctx_multiply_moving(k, &sp, &xs, 0, err) != 0 ||
+                          nx_kctx_tensor_copy(k, NX_ENG_DVE, &out, &sp, err) != 0))
             return -1;
     }
     return 0;
+}
+
+int dec_tile_rows(dec_core *c, const dec_item *it, uint32_t set, nx_error *err) {
+    /* partition j cpb + u of tile tau is chunk u of block bt[b][tau nb + j]:
+     * cache row (of c D elements) bt (Hkv cpb) + g cpb + u; a chunk starting
+     * at or past L_b gets row -1 (skipped) */
+    nx_kctx *k = c->k;
+    const dec_plan *pl = &c->pl;
+    const nx_decode_params *p = &pl->p;
+    const uint32_t Pt = pl->Pt;
+    const uint64_t T = pl->T;
+    nx_operand vt = dec_view(&c->rmath, NX_DT_FP32, 0, Pt, 0, T), t1 = dec_view(&c->rmath, NX_DT_FP32, 0, Pt, T, T);
+    nx_operand t2 = dec_view(&c->rmath, NX_DT_FP32, 0, Pt, 2 * T, T), pg = nx_tile_ap(&c->pgrid);
+    nx_operand uc = dec_view(&c->ucol, NX_DT_FP32, 0, Pt, 0, 1), L = dec_view(&c->lf, NX_DT_FP32, 0, Pt, it->b, 1);
+    nx_operand bf = nx_tile_ap(&c->btf[set]), ix = nx_tile_ap(&c->rix[set]);
+    nx_operand hc = nx_imm((double)(p->Hkv * pl->cpb), NX_DT_FP32), gc = nx_imm((double)(it->g * pl->cpb), NX_DT_FP32);
+    nx_operand one = nx_imm(1.0, NX_DT_FP32), mone = nx_imm(-1.0, NX_DT_FP32);
+    if (nx_kctx_tensor_scalar(k, NX_ENG_POOL, &vt, &pg, NX_ALU_IS_LT, &L, NX_ALU_BYPASS, NULL, err) != 0 ||
+        nx_kctx_tensor_scalar(k, NX_ENG_POOL, &t1, &bf, NX_ALU_MULTIPLY, &hc, NX_ALU_ADD, &gc, err) != 0 ||
+        nx_kctx_tensor_scalar(k, NX_ENG_POOL, &t1, &t1, NX_ALU_ADD, &uc, NX_ALU_ADD, &one, err) != 0 ||
+        nx_kctx_tensor_tensor(k, NX_ENG_POOL, NX_ALU_MULTIPLY, &t2, &t1, &vt, err) != 0)
+        return -1;
+    return nx_kctx_tensor_scalar(k, NX_ENG_POOL, &ix, &t2, NX_ALU_ADD, &mone, NX_ALU_BYPASS, NULL, err);
 }
 
 /* A transfer cut by partitions into pieces on consecutive load lanes; with
@@ -331,14 +365,14 @@ int dec_load_tile(dec_core *c, const dec_item *it, uint32_t set, uint64_t tau, u
     const dec_plan *pl = &c->pl;
     const nx_decode_params *p = &pl->p;
     const nx_kernel_call *call = c->call;
-    const uint64_t es = pl->es, D = p->D, cD = pl->c * D;
+    const uint64_t es = pl->es, D = p->D, cc = dec_tile_chunks(pl, tau), cD = cc * D;
     const nx_tensor_ref *kc = &call->args[1], *vc = &call->args[2];
     nx_kctx *k = c->k;
     if (!p->paged) {
         const uint64_t base = ((it->b * p->Hkv + it->g) * p->S_max + tau * pl->Ft) * D;
         uint64_t rem = p->S_max - tau * pl->Ft;
         if (rem > pl->Ft) rem = pl->Ft;
-        const uint32_t nfull = (uint32_t)(rem / pl->c), part = (uint32_t)(rem % pl->c);
+        const uint32_t nfull = (uint32_t)(rem / cc), part = (uint32_t)(rem % cc);
         for (uint32_t kv = 0; kv < 2; kv++) {
             const nx_tensor_ref *t = kv ? vc : kc;
             const nx_tile *dt = kv ? &c->vt[buf] : &c->kt[buf];
@@ -356,25 +390,10 @@ int dec_load_tile(dec_core *c, const dec_item *it, uint32_t set, uint64_t tau, u
         }
         return 0;
     }
-    /* paged: partition j cpb + u of tile tau is chunk u of block bt[b][tau nb + j]:
-     * cache row (of c D elements) bt (Hkv cpb) + g cpb + u; a chunk starting at
-     * or past L_b gets row -1 (skipped) */
+    /* paged: the rows dec_tile_rows computed for the item */
     const uint32_t Pt = pl->Pt;
-    nx_operand vt = dec_view(&c->vtmp[buf], NX_DT_FP32, 0, Pt, 0, 1), t1 = dec_view(&c->vtmp[buf], NX_DT_FP32, 0, Pt, 1, 1);
-    nx_operand t2 = dec_view(&c->vtmp[buf], NX_DT_FP32, 0, Pt, 2, 1);
-    nx_operand pc = dec_view(&c->pchunk, NX_DT_FP32, 0, Pt, 0, 1), uc = dec_view(&c->ucol, NX_DT_FP32, 0, Pt, 0, 1);
-    nx_operand L = dec_view(&c->lf, NX_DT_FP32, 0, Pt, it->b, 1);
-    nx_operand bf = dec_view(&c->btf[set], NX_DT_FP32, 0, Pt, tau, 1);
-    nx_operand ix = dec_view(&c->idx[buf], NX_DT_INT32, 0, Pt, 0, 1);
-    nx_operand base = nx_imm((double)(tau * pl->nb * p->N), NX_DT_FP32);
-    nx_operand hc = nx_imm((double)(p->Hkv * pl->cpb), NX_DT_FP32), gc = nx_imm((double)(it->g * pl->cpb), NX_DT_FP32);
-    nx_operand one = nx_imm(1.0, NX_DT_FP32), mone = nx_imm(-1.0, NX_DT_FP32);
-    if (nx_kctx_tensor_scalar(k, NX_ENG_POOL, &vt, &pc, NX_ALU_ADD, &base, NX_ALU_IS_LT, &L, err) != 0 ||
-        nx_kctx_tensor_scalar(k, NX_ENG_POOL, &t1, &bf, NX_ALU_MULTIPLY, &hc, NX_ALU_ADD, &gc, err) != 0 ||
-        nx_kctx_tensor_tensor(k, NX_ENG_POOL, NX_ALU_ADD, &t1, &t1, &uc, err) != 0 ||
-        nx_kctx_scalar_tensor_tensor(k, NX_ENG_POOL, &t2, &t1, NX_ALU_ADD, &one, NX_ALU_MULTIPLY, &vt, err) != 0 ||
-        nx_kctx_tensor_scalar(k, NX_ENG_POOL, &ix, &t2, NX_ALU_ADD, &mone, NX_ALU_BYPASS, NULL, err) != 0)
-        return -1;
+    nx_operand ix = dec_view(&c->rix[set], NX_DT_INT32, 0, Pt, tau, 1);
+    (void)it;
     const uint64_t rows = p->num_blocks * p->Hkv * pl->cpb;
     for (uint32_t kv = 0; kv < 2; kv++) {
         const nx_tensor_ref *t = kv ? vc : kc;

@@ -48,8 +48,9 @@ int dec_lane_alloc(dec_core *c, nx_error *err) {
  * R): built transposed by iota ([R, lanes]: lane column within its group
  * minus row, == 0), turned by the PE (exact), copied out. Zeros where
  * a lane never writes: the stationaries' other columns, the merge weights
- * of the unused lanes, and O / l in PSUM (so those lanes stay finite and
- * weigh 0, not NaN, in the merge). */
+ * of the unused lanes, P^T's columns of the unused lanes (l's stationary)
+ * and O / l in PSUM (so those lanes stay finite and weigh 0, not NaN, in
+ * the merge). */
 int dec_lane_constants(dec_core *c, nx_error *err) {
     nx_kctx *k = c->k;
     const dec_plan *pl = &c->pl;
@@ -77,6 +78,10 @@ int dec_lane_constants(dec_core *c, nx_error *err) {
         nx_operand w = nx_tile_ap(&c->wT[i]);
         if (nx_kctx_memset(k, NX_ENG_POOL, &w, 0.0, err) != 0) return -1;
     }
+    for (uint32_t i = 0; i < 2; i++) { /* P^T's columns past each chunk's R (dec_lane_pt) */
+        nx_operand pt = nx_tile_ap(&c->ptb_s[i]);
+        if (nx_kctx_memset(k, NX_ENG_POOL, &pt, 0.0, err) != 0) return -1;
+    }
     nx_operand ol = dec_psum(c, NX_DT_FP32, pl->ps_o, L, pl->p.D + 1);
     return nx_kctx_memset(k, NX_ENG_DVE, &ol, 0.0, err);
 }
@@ -89,10 +94,10 @@ int dec_lane_scores(dec_core *c, const dec_step *st, nx_error *err) {
     const dec_plan *pl = &c->pl;
     const nx_dtype dt = pl->p.dtype;
     const uint32_t L = pl->lanes, Dp = pl->Dp, np = st->np;
-    for (uint32_t u = 0; u < pl->cg; u++) {
+    for (uint32_t u = 0; u < st->cg; u++) {
         nx_operand S = dec_view(&c->psum, NX_DT_FP32, 0, L, st->soff / 4 + (uint64_t)u * np, np);
         for (uint32_t g = 0; g < pl->lg; g++) {
-            const uint32_t e = g * pl->cg + u;
+            const uint32_t e = g * st->cg + u;
             for (uint32_t d = 0; d < pl->nd; d++) {
                 nx_operand sv = nx_tile_ap(&c->zq[st->ip][d][g]);
                 nx_operand mv = dec_view(&c->ktT, dt, 0, Dp, (uint64_t)d * pl->Ft + (uint64_t)e * np, np);
@@ -105,44 +110,61 @@ int dec_lane_scores(dec_core *c, const dec_step *st, nx_error *err) {
 }
 
 /* P [lanes, cg np] -> P^T, one transpose per chunk of a group ([np,
- * lanes] each), times the mask into ptb (column e R + r, block2's layout),
- * then per chunk O and l' into its group's lanes (accumulated over the
- * group's chunks); O_acc = O_acc alpha + O, l = l alpha + l' over every
- * lane. */
-int dec_lane_pv(dec_core *c, const dec_step *st, nx_error *err) {
+ * lanes] each), times the mask into ptb (column e 32 + r; the columns
+ * between stay 0, so chunk u of every group is one [np, lanes] stationary
+ * for l, dec_lane_pv).
+ * Emitted an iteration before the step's P V (dec_lane_pv), so the PE
+ * streams the next tiles' K^T and scores while DVE copies P^T out instead
+ * of waiting for that copy between the transposes and P V. */
+int dec_lane_pt(dec_core *c, const dec_step *st, nx_error *err) {
     nx_kctx *k = c->k;
     const dec_plan *pl = &c->pl;
     const nx_dtype dt = pl->p.dtype;
-    const uint32_t R = pl->R, L = pl->lanes, np = st->np, cc = pl->c, cg = pl->cg, lg = pl->lg;
-    const uint64_t D = pl->p.D, es = pl->es;
+    const uint32_t R = pl->R, L = pl->lanes, np = st->np, cg = st->cg, lg = pl->lg;
+    const uint64_t es = pl->es;
     for (uint32_t u = 0; u < cg; u++) {
         nx_operand src = dec_view(&c->pb[st->ps], dt, 0, L, (uint64_t)u * np, np);
         nx_operand dst = dec_psum(c, dt, pl->ps_pt + (uint64_t)u * L * es, np, L);
         if (nx_kctx_transpose(k, NX_ENG_PE, &dst, &src, err) != 0) return -1;
     }
-    {
-        const int32_t ps_st[3] = {(int32_t)L, (int32_t)DEC_LANE_Q, 1}, pd_st[3] = {(int32_t)R, (int32_t)(cg * R), 1};
-        const int32_t m_st[3] = {1, (int32_t)cg, 0};
-        const uint32_t cn[3] = {cg, lg, R};
-        nx_operand pt = nx_tile_view(&c->psum, dt, 0, np, pl->ps_pt / es, 3, ps_st, cn);
-        nx_operand pd = nx_tile_view(&c->ptb, dt, 0, np, 0, 3, pd_st, cn);
-        nx_operand m = pl->p.window ? nx_tile_view(&c->mw, NX_DT_FP32, 0, np, 0, 3, pd_st, cn)
-                                    : nx_tile_view(&c->m01, NX_DT_FP32, 0, np, 0, 3, m_st, cn);
-        if (nx_kctx_tensor_tensor(k, NX_ENG_DVE, NX_ALU_MULTIPLY, &pd, &pt, &m, err) != 0) return -1;
-    }
-    (void)cc;
+    const int32_t ps_st[3] = {(int32_t)L, (int32_t)DEC_LANE_Q, 1}, mw_st[3] = {(int32_t)R, (int32_t)(cg * R), 1};
+    const int32_t pd_st[3] = {(int32_t)DEC_LANE_Q, (int32_t)(cg * DEC_LANE_Q), 1}, m_st[3] = {1, (int32_t)cg, 0};
+    const uint32_t cn[3] = {cg, lg, R};
+    nx_operand pt = nx_tile_view(&c->psum, dt, 0, np, pl->ps_pt / es, 3, ps_st, cn);
+    nx_operand pd = nx_tile_view(&c->ptb, dt, 0, np, 0, 3, pd_st, cn);
+    nx_operand m = pl->p.window ? nx_tile_view(&c->mw, NX_DT_FP32, 0, np, 0, 3, mw_st, cn)
+                                : nx_tile_view(&c->m01, NX_DT_FP32, 0, np, 0, 3, m_st, cn);
+    return nx_kctx_tensor_tensor(k, NX_ENG_DVE, NX_ALU_MULTIPLY, &pd, &pt, &m, err);
+}
+
+/* Per chunk O into its group's lanes (accumulated over the group's
+ * chunks) from dec_lane_pt's P^T, l' of every lane in cg multiplies (chunk
+ * u of all the groups as one stationary: a multiply of one moving column
+ * costs the PE's minimum, so one a chunk cost lg times more); O_acc =
+ * O_acc alpha + O, l = l alpha + l' over every lane. */
+int dec_lane_pv(dec_core *c, const dec_step *st, nx_error *err) {
+    nx_kctx *k = c->k;
+    const dec_plan *pl = &c->pl;
+    const nx_dtype dt = pl->p.dtype;
+    const uint32_t R = pl->R, L = pl->lanes, np = st->np, cg = st->cg, lg = pl->lg;
+    const uint64_t D = pl->p.D;
     nx_operand on = dec_view(&c->ones, dt, 0, np, 0, 1);
     for (uint32_t g = 0; g < lg; g++)
         for (uint32_t u = 0; u < cg; u++) {
             const uint32_t e = g * cg + u;
-            nx_operand sv = dec_view(&c->ptb, dt, 0, np, (uint64_t)e * R, R);
+            nx_operand sv = dec_view(&c->ptb, dt, 0, np, (uint64_t)e * DEC_LANE_Q, R);
             nx_operand v = dec_view(&c->vt[st->buf], dt, 0, np, (uint64_t)e * D, D);
             nx_operand O = dec_view(&c->psum, NX_DT_FP32, g * DEC_LANE_Q, R, pl->ps_o / 4, D);
-            nx_operand Ls = dec_view(&c->psum, NX_DT_FP32, g * DEC_LANE_Q, R, pl->ps_l / 4, 1);
-            if (nx_kctx_load_stationary(k, &sv, err) != 0 || nx_kctx_multiply_moving(k, &O, &v, u > 0, err) != 0 ||
-                nx_kctx_multiply_moving(k, &Ls, &on, u > 0, err) != 0)
+            if (nx_kctx_load_stationary(k, &sv, err) != 0 || nx_kctx_multiply_moving(k, &O, &v, u > 0, err) != 0)
                 return -1;
         }
+    for (uint32_t u = 0; u < cg; u++) {
+        const int32_t gs[2] = {(int32_t)(cg * DEC_LANE_Q), 1};
+        const uint32_t gn[2] = {lg, DEC_LANE_Q};
+        nx_operand sv = nx_tile_view(&c->ptb, dt, 0, np, (uint64_t)u * DEC_LANE_Q, 2, gs, gn);
+        nx_operand Ls = dec_view(&c->psum, NX_DT_FP32, 0, L, pl->ps_l / 4, 1);
+        if (nx_kctx_load_stationary(k, &sv, err) != 0 || nx_kctx_multiply_moving(k, &Ls, &on, u > 0, err) != 0) return -1;
+    }
     nx_operand al = dec_view(&c->stat, NX_DT_FP32, 0, L, 6 + st->ps, 1), l = dec_view(&c->stat, NX_DT_FP32, 0, L, 5, 1);
     nx_operand O = dec_psum(c, NX_DT_FP32, pl->ps_o, L, D), Ls = dec_psum(c, NX_DT_FP32, pl->ps_l, L, 1);
     nx_operand oa = nx_tile_ap(&c->oacc);
