@@ -30,10 +30,13 @@ static int cn_reorder(pbp_state *s, const rt_geo *g, const nx_tile *band, uint32
     const nx_tile *raw = &s->raw[st % pl->cn_bufs];
     uint64_t rows = (uint64_t)(g->iy_hi - g->iy_lo), cols = (uint64_t)(g->ix_hi - g->ix_lo);
     if (rows == 0 || cols == 0) return 0;
-    /* blocks of about a quarter of the image rows (at least 512 elements
-     * each), so that the first PSUM tiles' rows are in early and the three
-     * engines share the work */
-    uint64_t per_row = cols * pl->N, rb = nx_cdiv_u64(rows, 4);
+    /* blocks of the rows one PSUM tile of q output rows reads (at least
+     * 512 elements each), the three engines in turn: the first tile's
+     * matmuls wait for one short copy, not a quarter of the image, and the
+     * three engines together stay ahead of the PE's tiles */
+    uint64_t per_row = cols * pl->N;
+    uint64_t rb = (pl->q - 1) * (uint64_t)pl->sy + (pl->KH - 1) * (uint64_t)pl->rdy + 1;
+    if (rb > rows) rb = rows;
     if (rb * per_row < 512) rb = nx_cdiv_u64(512, per_row);
     static const nx_engine engs[3] = {NX_ENG_ACT, NX_ENG_DVE, NX_ENG_POOL};
     for (uint64_t r0 = 0; r0 < rows; r0 += rb) {
