@@ -157,6 +157,7 @@ int nx_conv_pbp_emit(nx_kctx *k, const nx_conv_pbp *pb, nx_error *err) {
         }
         for (size_t i = 0; i < nj; i++)
             if (nx_pbp_compute_job(&s, &jobs[i], &s.band[0], err) != 0) goto done;
+        s.tail = 1;
         if (nx_pbp_flush_store(&s, err) != 0) goto done;
         rc = 0;
         goto done;
@@ -176,6 +177,7 @@ int nx_conv_pbp_emit(nx_kctx *k, const nx_conv_pbp *pb, nx_error *err) {
         if (nx_pbp_compute_job(&s, &jobs[i], &s.band[i % bands], err) != 0) goto done;
         if (late && nx_pbp_load_filters(&s, &jobs[i + 1], err) != 0) goto done;
     }
+    s.tail = 1;
     if (nx_pbp_flush_store(&s, err) != 0) goto done;
     rc = 0;
 done:

@@ -56,6 +56,7 @@ typedef struct pbp_state {
     uint64_t pend_o0;
     uint64_t pend_stage;  /* out_comb: the stage index of the band's first cout tile */
     pbp_job pend_j;
+    int tail; /* the final flush: nothing follows the store on ACT / DVE */
     uint32_t next_lane; /* lane rotation */
     uint64_t n_psum, n_stage, n_tstore, n_tpsum, n_evac, n_rt, n_cn;
 } pbp_state;

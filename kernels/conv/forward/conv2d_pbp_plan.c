@@ -171,9 +171,15 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes, pb
     uint64_t whole = (uint64_t)pl->steps * all_rows * all_cols * pl->N;
     if (pl->nsg == 1 && pl->chunk == pl->couts && NB == pl->N && CW == pl->OW && whole * pl->es <= 2 * b.band) {
         pl->resident = 1;
-        /* stores in bands of about a quarter of the image */
+        /* stores in bands of about a quarter of the image, a third with a
+         * batch: a transposed store costs N PE transposes per band whatever
+         * its rows, so with N > 1 fewer bands mean fewer transposes while
+         * the first two bands' stores still overlap the matmuls (28x28x128
+         * s2, batch 8, #4: 17.0 -> 16.6 us bf16, 39.2 -> 39.1 fp32); with
+         * N = 1 that is one transpose a band and the shorter last band of
+         * quarters wins (56x56x64: 59.2 against 59.9 us, #3 fp32) */
         uint64_t r_stage = nx_min_u64(b.stage / (CW * NB * pl->es), b.free_max / (CW * NB));
-        R = nx_cdiv_u64(pl->OH, 4);
+        R = nx_cdiv_u64(pl->OH, pl->N > 1 ? 3 : 4);
         if (R > r_stage) R = r_stage;
         if (R > pl->OH) R = pl->OH;
         if (R < 1) R = 1;

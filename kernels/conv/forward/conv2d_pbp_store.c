@@ -42,8 +42,14 @@ static int store_group(pbp_state *s, const nx_tile *stg, uint32_t mo, uint64_t o
     const pbp_plan *pl = &s->pl;
     const nx_tile *ts = &s->tstore[s->n_tstore++ % 2];
     uint64_t N = pl->N;
-    for (uint64_t n0 = 0; n0 < N; n0 += pl->ns) {
-        uint64_t nsn = nx_min_u64(pl->ns, N - n0);
+    /* batch values per PSUM bank of transposes: the copy out of the bank
+     * is kk mo ns elements per partition whatever P is, and ACT and DVE
+     * cannot read one bank at once; in the last band's store (after the
+     * last matmul, nothing left to overlap it) at least two banks, so that
+     * the two engines copy at the same time */
+    uint64_t ns = s->tail ? nx_min_u64(pl->ns, nx_cdiv_u64(N, 2)) : pl->ns;
+    for (uint64_t n0 = 0; n0 < N; n0 += ns) {
+        uint64_t nsn = nx_min_u64(ns, N - n0);
         const nx_tile *tp = &s->tpsum[s->n_tpsum++ % 2];
         for (uint32_t jj = 0; jj < kk; jj++) {
             for (uint64_t n = n0; n < n0 + nsn; n++) {
