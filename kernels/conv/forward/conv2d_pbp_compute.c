@@ -45,13 +45,18 @@ int nx_pbp_compute_job(pbp_state *s, const pbp_job *j, const nx_tile *bt, nx_err
     for (uint32_t tl = 0; tl < j->nt; tl++) {
         uint32_t tt = j->t0 + tl, mo = tile_mo(pl, j->sg, tt);
         uint64_t o0 = tile_o0(pl, j->sg, tt);
-        const nx_tile *stg = &s->stage[s->n_stage++ % pl->stage_bufs];
+        const nx_tile *stg = s->phased ? s->phase_stg : &s->stage[s->n_stage++ % pl->stage_bufs];
+        uint64_t n_lo = 0, n_hi = j->nbb;
+        if (s->phased) {
+            n_lo = s->phase ? j->nbb / 2 : 0;
+            n_hi = s->phase ? j->nbb : j->nbb / 2;
+        }
         for (uint64_t a = 0; a < j->rb; a += pl->q) {
             uint64_t qq = nx_min_u64(pl->q, j->rb - a);
             for (uint64_t b = 0; b < j->cwb; b += pl->pw) {
                 uint64_t pp = nx_min_u64(pl->pw, j->cwb - b);
-                for (uint64_t nsub = 0; nsub < j->nbb; nsub += pl->nb) {
-                    uint64_t nn = nx_min_u64(pl->nb, j->nbb - nsub);
+                for (uint64_t nsub = n_lo; nsub < n_hi; nsub += pl->nb) {
+                    uint64_t nn = nx_min_u64(pl->nb, n_hi - nsub);
                     const nx_tile *ps = &s->psum[s->n_psum++ % pl->psum_bufs];
                     uint32_t f = (uint32_t)(qq * pp * nn);
                     int32_t one = 1;
@@ -90,6 +95,8 @@ int nx_pbp_compute_job(pbp_state *s, const pbp_job *j, const nx_tile *bt, nx_err
             }
         }
         if (nx_pbp_flush_store(s, err) != 0) return -1;
+        /* the first batch half: the band is stored after its second */
+        if (s->phased && s->phase == 0) continue;
         /* out_comb: the band's store waits for its last cout tile */
         if (pl->out_comb && tl + 1 < j->nt) continue;
         s->pend = 1;

@@ -7,13 +7,14 @@
  * spread over the DMA engines), then ACT, DVE and POOL in turn copy it in
  * blocks of rows into the band's padded (row, col, n) places: a bit-exact
  * reorder, so the band holds what #3's loads would put there. */
-static int cn_load(pbp_state *s, uint32_t st, nx_error *err) {
+static int cn_load(pbp_state *s, uint32_t st, uint64_t n0, uint64_t nn, nx_error *err) {
     const pbp_plan *pl = &s->pl;
     uint32_t kc = step_kc(pl, 0, st);
     int32_t one = 1;
-    uint32_t run = (uint32_t)pl->cn_elems;
-    nx_operand dst = nx_tile_view(&s->raw[st % pl->cn_bufs], pl->dt, 0, kc, 0, 1, &one, &run);
-    uint64_t el = step_channel(pl, 0, st) * pl->cn_elems;
+    uint64_t hw = pl->H * pl->W;
+    uint32_t run = (uint32_t)(nn * hw);
+    nx_operand dst = nx_tile_view(&s->raw[st % pl->cn_bufs], pl->dt, 0, kc, n0 * hw, 1, &one, &run);
+    uint64_t el = step_channel(pl, 0, st) * pl->cn_elems + n0 * hw;
     nx_operand src = nx_conv_hbm_view(pl->dt, s->pb->img + el * pl->es, kc, (int64_t)pl->cn_elems, 1, &one, &run);
     /* steps alternate between the two queues of each engine, so that one
      * step's fixed phase overlaps the other's data */
@@ -24,7 +25,8 @@ static int cn_load(pbp_state *s, uint32_t st, nx_error *err) {
     return rc;
 }
 
-static int cn_reorder(pbp_state *s, const rt_geo *g, const nx_tile *band, uint32_t st, nx_error *err) {
+static int cn_reorder(pbp_state *s, const rt_geo *g, const nx_tile *band, uint32_t st, uint64_t n0, uint64_t nn,
+                      nx_error *err) {
     const pbp_plan *pl = &s->pl;
     uint32_t kc = step_kc(pl, 0, st);
     const nx_tile *raw = &s->raw[st % pl->cn_bufs];
@@ -34,7 +36,7 @@ static int cn_reorder(pbp_state *s, const rt_geo *g, const nx_tile *band, uint32
      * 512 elements each), the three engines in turn: the first tile's
      * matmuls wait for one short copy, not a quarter of the image, and the
      * three engines together stay ahead of the PE's tiles */
-    uint64_t per_row = cols * pl->N;
+    uint64_t per_row = cols * nn;
     uint64_t rb = (pl->q - 1) * (uint64_t)pl->sy + (pl->KH - 1) * (uint64_t)pl->rdy + 1;
     if (rb > rows) rb = rows;
     if (rb * per_row < 512) rb = nx_cdiv_u64(512, per_row);
@@ -43,12 +45,13 @@ static int cn_reorder(pbp_state *s, const rt_geo *g, const nx_tile *band, uint32
         uint32_t nr = (uint32_t)nx_min_u64(rb, rows - r0);
         int64_t iy = g->iy_lo + (int64_t)r0;
         int32_t ds[3] = {(int32_t)(pl->cols_in * pl->NB), (int32_t)pl->NB, 1};
-        uint32_t dc[3] = {nr, (uint32_t)cols, (uint32_t)pl->N};
+        uint32_t dc[3] = {nr, (uint32_t)cols, (uint32_t)nn};
         uint64_t off = ((uint64_t)st * pl->rows_in + (uint64_t)(iy + pl->ply)) * pl->cols_in * pl->NB +
-                       (uint64_t)(g->ix_lo + pl->plx) * pl->NB;
+                       (uint64_t)(g->ix_lo + pl->plx) * pl->NB + n0;
         nx_operand d = nx_conv_tile_view(band, pl->dt, 0, kc, off, 3, ds, dc);
         int32_t ss[3] = {(int32_t)pl->W, 1, (int32_t)(pl->H * pl->W)};
-        nx_operand sr = nx_conv_tile_view(raw, pl->dt, 0, kc, (uint64_t)iy * pl->W + (uint64_t)g->ix_lo, 3, ss, dc);
+        nx_operand sr = nx_conv_tile_view(raw, pl->dt, 0, kc, n0 * pl->H * pl->W + (uint64_t)iy * pl->W +
+                                          (uint64_t)g->ix_lo, 3, ss, dc);
         if (nx_kctx_tensor_copy(s->k, engs[s->n_cn++ % 3], &d, &sr, err) != 0) return -1;
     }
     return 0;
@@ -60,11 +63,36 @@ int nx_pbp_load_image_cnhw(pbp_state *s, const nx_tile *band, const pbp_job *fir
     nx_pbp_rt_geometry(pl, &g);
     if (nx_pbp_zero_frame(s, band, &g, err) != 0) return -1;
     for (uint32_t st = 0; st < pl->steps && st < pl->cn_bufs; st++)
-        if (cn_load(s, st, err) != 0) return -1;
+        if (cn_load(s, st, 0, pl->N, err) != 0) return -1;
     if (nx_pbp_load_filters(s, first, err) != 0) return -1;
     for (uint32_t st = 0; st < pl->steps; st++) {
-        if (cn_reorder(s, &g, band, st, err) != 0) return -1;
-        if (st + pl->cn_bufs < pl->steps && cn_load(s, st + pl->cn_bufs, err) != 0) return -1;
+        if (cn_reorder(s, &g, band, st, 0, pl->N, err) != 0) return -1;
+        if (st + pl->cn_bufs < pl->steps && cn_load(s, st + pl->cn_bufs, 0, pl->N, err) != 0) return -1;
     }
     return 0;
+}
+
+/* Plan nph = 2 (one step, one cout tile): the filter, then the two batch
+ * halves of the image, each on the same queues behind the one before (they
+ * arrive in the order they are needed at full bandwidth); the first half
+ * is reordered here, the second by nx_pbp_reorder_cnhw_half after the
+ * first half's matmuls are emitted (so that they do not wait for its
+ * copies, whose band footprints overlap theirs). */
+int nx_pbp_load_image_cnhw_halves(pbp_state *s, const nx_tile *band, const pbp_job *first, nx_error *err) {
+    const pbp_plan *pl = &s->pl;
+    rt_geo g;
+    nx_pbp_rt_geometry(pl, &g);
+    if (nx_pbp_zero_frame(s, band, &g, err) != 0) return -1;
+    if (nx_pbp_load_filters(s, first, err) != 0) return -1;
+    uint64_t nh = pl->N / 2;
+    if (cn_load(s, 0, 0, nh, err) != 0 || cn_load(s, 0, nh, pl->N - nh, err) != 0) return -1;
+    return cn_reorder(s, &g, band, 0, 0, nh, err);
+}
+
+int nx_pbp_reorder_cnhw_half(pbp_state *s, const nx_tile *band, nx_error *err) {
+    const pbp_plan *pl = &s->pl;
+    rt_geo g;
+    nx_pbp_rt_geometry(pl, &g);
+    uint64_t nh = pl->N / 2;
+    return cn_reorder(s, &g, band, 0, nh, pl->N - nh, err);
 }

@@ -48,6 +48,26 @@ static int band_fits(const pbp_plan *pl, const budget *b, uint64_t R, uint64_t C
 }
 
 
+/* PSUM tiles of q rows x pw cols x nb batch values (<= FM columns) in a
+ * band of R rows x CW cols x NB batch values. */
+static void psum_tiles(pbp_plan *pl, uint64_t R, uint64_t CW, uint64_t NB) {
+    uint64_t nsub = nx_cdiv_u64(NB, pl->FM);
+    pl->nb = nx_cdiv_u64(NB, nsub);
+    pl->pw = nx_min_u64(CW, pl->FM / pl->nb);
+    pl->pw = nx_cdiv_u64(CW, nx_cdiv_u64(CW, pl->pw));
+    pl->q = nx_min_u64(R, pl->FM / (pl->nb * pl->pw));
+    if (pl->resident) {
+        /* resident image: PSUM tiles of as few rows as keep a matmul at
+         * least 64 columns (the PE's minimum initiation interval, below
+         * which a narrower multiply costs the same), so that the first
+         * tile's rows arrive early and every later tile's rows arrive
+         * while the one before computes */
+        uint64_t qmin = nx_cdiv_u64(64, pl->nb * pl->pw);
+        if (qmin < pl->q) pl->q = qmin;
+    }
+    pl->q = nx_cdiv_u64(R, nx_cdiv_u64(R, pl->q));
+}
+
 int pbp_plan_make(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes, pbp_plan *pl,
                   nx_error *err) {
     const nx_geometry *geo = &m->geo;
@@ -139,6 +159,7 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes, pb
     /* ---- bands ---- */
     pl->band_bufs = 2;
     pl->stage_bufs = 2;
+    pl->nph = 1;
     uint64_t NB = pl->N, CW = pl->OW, R = 1;
     if (!band_fits(pl, &b, 1, CW, NB)) {
         /* narrower bands, then batch-split ones */
@@ -203,21 +224,7 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes, pb
     pl->stage_elems = R * CW * NB;
 
     /* ---- PSUM tiles ---- */
-    uint64_t nsub = nx_cdiv_u64(NB, pl->FM);
-    pl->nb = nx_cdiv_u64(NB, nsub);
-    pl->pw = nx_min_u64(CW, pl->FM / pl->nb);
-    pl->pw = nx_cdiv_u64(CW, nx_cdiv_u64(CW, pl->pw));
-    pl->q = nx_min_u64(R, pl->FM / (pl->nb * pl->pw));
-    if (pl->resident) {
-        /* resident image: PSUM tiles of as few rows as keep a matmul at
-         * least 64 columns (the PE's minimum initiation interval, below
-         * which a narrower multiply costs the same), so that the first
-         * tile's rows arrive early and every later tile's rows arrive
-         * while the one before computes */
-        uint64_t qmin = nx_cdiv_u64(64, pl->nb * pl->pw);
-        if (qmin < pl->q) pl->q = qmin;
-    }
-    pl->q = nx_cdiv_u64(R, nx_cdiv_u64(R, pl->q));
+    psum_tiles(pl, R, CW, NB);
     uint32_t banks = (uint32_t)(geo->psum_partition_bytes / geo->psum_bank_bytes);
 
     /* ---- rows-first loading of the resident image ---- */
@@ -234,6 +241,21 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes, pb
             pl->cnhw = 1;
             pl->cn_elems = cn_raw;
             pl->cn_bufs = pl->steps > 1 && (whole + 2 * cn_raw) * pl->es <= 2 * b.band ? 2 : 1;
+            /* one step and one cout tile: the first matmul waits for the
+             * whole image and the filter (one DMA-bound stretch, 6.5 us at
+             * 28x28x128 s2 bf16, batch 8). Loaded filter first, then the
+             * image's batch halves (each a contiguous run per partition),
+             * every band's tiles of the first half compute while the second
+             * half loads; each band's stage stays until its second half,
+             * then it is stored as before */
+            uint64_t nbands = nx_cdiv_u64(pl->OH, R);
+            if (pl->steps == 1 && pl->chunk == 1 && pl->couts == 1 && pl->nsg == 1 && pl->N >= 2 &&
+                pl->N % 2 == 0 && nbands <= PBP_MAX_STAGES &&
+                nbands * pl->stage_elems * pl->es <= 2 * b.stage) {
+                pl->nph = 2;
+                pl->stage_bufs = (uint32_t)nbands;
+                psum_tiles(pl, R, CW, pl->N / 2);
+            }
         }
     } else if (pl->resident && pl->W * pl->N * pl->es < pl->dma_run / 4 && banks >= 7 &&
         rt_raw <= b.free_max && (whole + rt_raw) * pl->es <= 2 * b.band) {

@@ -67,6 +67,9 @@ typedef struct pbp_plan {
                                    * into the band by ACT / DVE / POOL copies */
     uint64_t cn_elems;            /* raw tile per partition: N x H x W */
     uint32_t cn_bufs;             /* raw tiles (2 when several steps follow each other and fit) */
+    uint32_t nph;                 /* cnhw, one step and cout tile: batch halves loaded and computed
+                                   * one after the other over every band (2), else 1 */
+    uint32_t nbands;              /* resident: bands of R rows (nph 2: one stage each) */
     uint32_t band_bufs;
 
     /* PSUM tiles inside a band: q rows x pw cols x nb batch <= FM */
