@@ -146,13 +146,14 @@ int nx_conv_pbp_emit(nx_kctx *k, const nx_conv_pbp *pb, nx_error *err) {
     if (pl->resident) {
         /* the whole image at once, band by band: each band's matmuls wait
          * only for the transfers of the rows they read */
-        if (pl->nph == 2) {
-            /* batch halves: every band's first-half tiles, then the second
-             * half's reorder, every band's second-half tiles and stores */
-            if (nx_pbp_load_image_cnhw_halves(&s, &s.band[0], &jobs[0], err) != 0) goto done;
+        if (pl->nph > 1) {
+            /* batch parts: every band's tiles of one part after the other,
+             * each part reordered just before them; the bands are stored
+             * with the last part's tiles */
+            if (nx_pbp_load_image_cnhw_parts(&s, &s.band[0], &jobs[0], err) != 0) goto done;
             s.phased = 1;
-            for (uint32_t ph = 0; ph < 2; ph++) {
-                if (ph == 1 && nx_pbp_reorder_cnhw_half(&s, &s.band[0], err) != 0) goto done;
+            for (uint32_t ph = 0; ph < pl->nph; ph++) {
+                if (nx_pbp_reorder_cnhw_part(&s, &s.band[0], ph, err) != 0) goto done;
                 s.phase = ph;
                 for (size_t i = 0; i < nj; i++) {
                     s.phase_stg = &s.stage[i];

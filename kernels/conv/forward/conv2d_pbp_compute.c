@@ -48,8 +48,8 @@ int nx_pbp_compute_job(pbp_state *s, const pbp_job *j, const nx_tile *bt, nx_err
         const nx_tile *stg = s->phased ? s->phase_stg : &s->stage[s->n_stage++ % pl->stage_bufs];
         uint64_t n_lo = 0, n_hi = j->nbb;
         if (s->phased) {
-            n_lo = s->phase ? j->nbb / 2 : 0;
-            n_hi = s->phase ? j->nbb : j->nbb / 2;
+            n_lo = j->nbb * s->phase / pl->nph;
+            n_hi = j->nbb * (s->phase + 1) / pl->nph;
         }
         for (uint64_t a = 0; a < j->rb; a += pl->q) {
             uint64_t qq = nx_min_u64(pl->q, j->rb - a);
@@ -95,8 +95,8 @@ int nx_pbp_compute_job(pbp_state *s, const pbp_job *j, const nx_tile *bt, nx_err
             }
         }
         if (nx_pbp_flush_store(s, err) != 0) return -1;
-        /* the first batch half: the band is stored after its second */
-        if (s->phased && s->phase == 0) continue;
+        /* a batch part before the last: the band is stored after its last */
+        if (s->phased && s->phase + 1 < pl->nph) continue;
         /* out_comb: the band's store waits for its last cout tile */
         if (pl->out_comb && tl + 1 < j->nt) continue;
         s->pend = 1;

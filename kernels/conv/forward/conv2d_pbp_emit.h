@@ -57,8 +57,8 @@ typedef struct pbp_state {
     uint64_t pend_stage;  /* out_comb: the stage index of the band's first cout tile */
     pbp_job pend_j;
     int tail; /* the final flush: nothing follows the store on ACT / DVE */
-    /* plan nph 2: the batch half the compute runs (its tiles only) and the
-     * band's own stage, kept from the first half to the second */
+    /* plan nph > 1: the batch part the compute runs (its tiles only) and
+     * the band's own stage, kept from the first part to the last */
     int phased;
     uint32_t phase;
     const nx_tile *phase_stg;
@@ -143,8 +143,8 @@ int nx_pbp_zero_frame(pbp_state *s, const nx_tile *band, const rt_geo *g, nx_err
  * their first image loads. */
 int nx_pbp_load_image_rt(pbp_state *s, const nx_tile *band, const pbp_job *first, nx_error *err);
 int nx_pbp_load_image_cnhw(pbp_state *s, const nx_tile *band, const pbp_job *first, nx_error *err);
-int nx_pbp_load_image_cnhw_halves(pbp_state *s, const nx_tile *band, const pbp_job *first, nx_error *err);
-int nx_pbp_reorder_cnhw_half(pbp_state *s, const nx_tile *band, nx_error *err);
+int nx_pbp_load_image_cnhw_parts(pbp_state *s, const nx_tile *band, const pbp_job *first, nx_error *err);
+int nx_pbp_reorder_cnhw_part(pbp_state *s, const nx_tile *band, uint32_t part, nx_error *err);
 
 /* ---- compute and store ---- */
 

@@ -244,17 +244,21 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes, pb
             /* one step and one cout tile: the first matmul waits for the
              * whole image and the filter (one DMA-bound stretch, 6.5 us at
              * 28x28x128 s2 bf16, batch 8). Loaded filter first, then the
-             * image's batch halves (each a contiguous run per partition),
-             * every band's tiles of the first half compute while the second
-             * half loads; each band's stage stays until its second half,
-             * then it is stored as before */
-            uint64_t nbands = nx_cdiv_u64(pl->OH, R);
-            if (pl->steps == 1 && pl->chunk == 1 && pl->couts == 1 && pl->nsg == 1 && pl->N >= 2 &&
-                pl->N % 2 == 0 && nbands <= PBP_MAX_STAGES &&
-                nbands * pl->stage_elems * pl->es <= 2 * b.stage) {
-                pl->nph = 2;
+             * image in nph batch parts (each a contiguous run per
+             * partition, kept at least an efficient DMA row), every band's
+             * tiles of one part compute while the next part loads; each
+             * band's stage stays until its last part, then it is stored as
+             * before */
+            uint64_t nbands = nx_cdiv_u64(pl->OH, R), part_el = pl->H * pl->W;
+            uint32_t nph = 1;
+            while (nph < PBP_MAX_PARTS && pl->N % (2 * nph) == 0 &&
+                   pl->N / (2 * nph) * part_el * pl->es >= pl->dma_run)
+                nph *= 2;
+            if (nph > 1 && pl->steps == 1 && pl->chunk == 1 && pl->couts == 1 && pl->nsg == 1 &&
+                nbands <= PBP_MAX_STAGES && nbands * pl->stage_elems * pl->es <= 2 * b.stage) {
+                pl->nph = nph;
                 pl->stage_bufs = (uint32_t)nbands;
-                psum_tiles(pl, R, CW, pl->N / 2);
+                psum_tiles(pl, R, CW, pl->N / nph);
             }
         }
     } else if (pl->resident && pl->W * pl->N * pl->es < pl->dma_run / 4 && banks >= 7 &&

@@ -13,6 +13,7 @@
 
 /* Output staging buffers at most (plan out_comb). */
 #define PBP_MAX_STAGES 8
+#define PBP_MAX_PARTS 2 /* batch parts of a one-step (C, N, H, W) image (plan nph): 4 were slower (28x28x128 s2 #4 bf16: 17.5 against 16.0 us) */
 
 typedef enum pbp_store_mode {
     PBP_STORE_DIRECT = 0,     /* C_out on partitions: runs of NB elements */
@@ -67,8 +68,8 @@ typedef struct pbp_plan {
                                    * into the band by ACT / DVE / POOL copies */
     uint64_t cn_elems;            /* raw tile per partition: N x H x W */
     uint32_t cn_bufs;             /* raw tiles (2 when several steps follow each other and fit) */
-    uint32_t nph;                 /* cnhw, one step and cout tile: batch halves loaded and computed
-                                   * one after the other over every band (2), else 1 */
+    uint32_t nph;                 /* cnhw, one step and cout tile: batch parts loaded and computed
+                                   * one after the other over every band (> 1), else 1 */
     uint32_t nbands;              /* resident: bands of R rows (nph 2: one stage each) */
     uint32_t band_bufs;
 
