@@ -32,6 +32,14 @@ static int cn_reorder(pbp_state *s, const rt_geo *g, const nx_tile *band, uint32
     const nx_tile *raw = &s->raw[st % pl->cn_bufs];
     uint64_t rows = (uint64_t)(g->iy_hi - g->iy_lo), cols = (uint64_t)(g->ix_hi - g->ix_lo);
     if (rows == 0 || cols == 0) return 0;
+    /* the step's plane of the band, or the batch part's (plan nph > 1) */
+    uint64_t base = (uint64_t)st * pl->rows_in * pl->cols_in * pl->NB, bnb = pl->NB, nl = n0;
+    for (uint32_t k = 0; pl->nph > 1 && k < pl->nph; k++)
+        if (pl->ph_n0[k] == n0) {
+            base = pl->ph_base[k];
+            bnb = nn;
+            nl = 0;
+        }
     /* blocks of the rows one more output row reads (stride rows, at least
      * 128 elements a partition), the three engines in turn: the first
      * tile's matmuls wait for a few short copies, not a quarter of the
@@ -46,10 +54,9 @@ static int cn_reorder(pbp_state *s, const rt_geo *g, const nx_tile *band, uint32
     for (uint64_t r0 = 0; r0 < rows; r0 += rb) {
         uint32_t nr = (uint32_t)nx_min_u64(rb, rows - r0);
         int64_t iy = g->iy_lo + (int64_t)r0;
-        int32_t ds[3] = {(int32_t)(pl->cols_in * pl->NB), (int32_t)pl->NB, 1};
+        int32_t ds[3] = {(int32_t)(pl->cols_in * bnb), (int32_t)bnb, 1};
         uint32_t dc[3] = {nr, (uint32_t)cols, (uint32_t)nn};
-        uint64_t off = ((uint64_t)st * pl->rows_in + (uint64_t)(iy + pl->ply)) * pl->cols_in * pl->NB +
-                       (uint64_t)(g->ix_lo + pl->plx) * pl->NB + n0;
+        uint64_t off = base + ((uint64_t)(iy + pl->ply) * pl->cols_in + (uint64_t)(g->ix_lo + pl->plx)) * bnb + nl;
         nx_operand d = nx_conv_tile_view(band, pl->dt, 0, kc, off, 3, ds, dc);
         int32_t ss[3] = {(int32_t)pl->W, 1, (int32_t)(pl->H * pl->W)};
         nx_operand sr = nx_conv_tile_view(raw, pl->dt, 0, kc, n0 * pl->H * pl->W + (uint64_t)iy * pl->W +
@@ -86,10 +93,8 @@ int nx_pbp_load_image_cnhw_parts(pbp_state *s, const nx_tile *band, const pbp_jo
     nx_pbp_rt_geometry(pl, &g);
     if (nx_pbp_zero_frame(s, band, &g, err) != 0) return -1;
     if (nx_pbp_load_filters(s, first, err) != 0) return -1;
-    for (uint32_t k = 0; k < pl->nph; k++) {
-        uint64_t n0 = pl->N * k / pl->nph, n1 = pl->N * (k + 1) / pl->nph;
-        if (cn_load(s, 0, n0, n1 - n0, err) != 0) return -1;
-    }
+    for (uint32_t k = 0; k < pl->nph; k++)
+        if (cn_load(s, 0, pl->ph_n0[k], pl->ph_n0[k + 1] - pl->ph_n0[k], err) != 0) return -1;
     return 0;
 }
 
@@ -97,6 +102,5 @@ int nx_pbp_reorder_cnhw_part(pbp_state *s, const nx_tile *band, uint32_t part, n
     const pbp_plan *pl = &s->pl;
     rt_geo g;
     nx_pbp_rt_geometry(pl, &g);
-    uint64_t n0 = pl->N * part / pl->nph, n1 = pl->N * (part + 1) / pl->nph;
-    return cn_reorder(s, &g, band, 0, n0, n1 - n0, err);
+    return cn_reorder(s, &g, band, 0, pl->ph_n0[part], pl->ph_n0[part + 1] - pl->ph_n0[part], err);
 }

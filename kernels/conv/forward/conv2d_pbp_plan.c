@@ -50,22 +50,25 @@ static int band_fits(const pbp_plan *pl, const budget *b, uint64_t R, uint64_t C
 
 /* PSUM tiles of q rows x pw cols x nb batch values (<= FM columns) in a
  * band of R rows x CW cols x NB batch values. */
-static void psum_tiles(pbp_plan *pl, uint64_t R, uint64_t CW, uint64_t NB) {
+static void psum_tiles(const pbp_plan *pl, uint64_t R, uint64_t CW, uint64_t NB, uint64_t *q_out, uint64_t *pw_out,
+                       uint64_t *nb_out) {
     uint64_t nsub = nx_cdiv_u64(NB, pl->FM);
-    pl->nb = nx_cdiv_u64(NB, nsub);
-    pl->pw = nx_min_u64(CW, pl->FM / pl->nb);
-    pl->pw = nx_cdiv_u64(CW, nx_cdiv_u64(CW, pl->pw));
-    pl->q = nx_min_u64(R, pl->FM / (pl->nb * pl->pw));
+    uint64_t nb = nx_cdiv_u64(NB, nsub);
+    uint64_t pw = nx_min_u64(CW, pl->FM / nb);
+    pw = nx_cdiv_u64(CW, nx_cdiv_u64(CW, pw));
+    uint64_t q = nx_min_u64(R, pl->FM / (nb * pw));
     if (pl->resident) {
         /* resident image: PSUM tiles of as few rows as keep a matmul at
          * least 64 columns (the PE's minimum initiation interval, below
          * which a narrower multiply costs the same), so that the first
          * tile's rows arrive early and every later tile's rows arrive
          * while the one before computes */
-        uint64_t qmin = nx_cdiv_u64(64, pl->nb * pl->pw);
-        if (qmin < pl->q) pl->q = qmin;
+        uint64_t qmin = nx_cdiv_u64(64, nb * pw);
+        if (qmin < q) q = qmin;
     }
-    pl->q = nx_cdiv_u64(R, nx_cdiv_u64(R, pl->q));
+    *q_out = nx_cdiv_u64(R, nx_cdiv_u64(R, q));
+    *pw_out = pw;
+    *nb_out = nb;
 }
 
 int pbp_plan_make(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes, pbp_plan *pl,
@@ -224,7 +227,7 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes, pb
     pl->stage_elems = R * CW * NB;
 
     /* ---- PSUM tiles ---- */
-    psum_tiles(pl, R, CW, NB);
+    psum_tiles(pl, R, CW, NB, &pl->q, &pl->pw, &pl->nb);
     uint32_t banks = (uint32_t)(geo->psum_partition_bytes / geo->psum_bank_bytes);
 
     /* ---- rows-first loading of the resident image ---- */
@@ -244,21 +247,32 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes, pb
             /* one step and one cout tile: the first matmul waits for the
              * whole image and the filter (one DMA-bound stretch, 6.5 us at
              * 28x28x128 s2 bf16, batch 8). Loaded filter first, then the
-             * image in nph batch parts (each a contiguous run per
-             * partition, kept at least an efficient DMA row), every band's
+             * image in batch parts (each a contiguous run per partition):
+             * the first as small as keeps an efficient DMA row, the next as
+             * large as the parts before it together (so each arrives while
+             * the PE computes those), at most PBP_MAX_PARTS; every band's
              * tiles of one part compute while the next part loads; each
-             * band's stage stays until its last part, then it is stored as
+             * band's stage stays until the last part, then it is stored as
              * before */
-            uint64_t nbands = nx_cdiv_u64(pl->OH, R), part_el = pl->H * pl->W;
-            uint32_t nph = 1;
-            while (nph < PBP_MAX_PARTS && pl->N % (2 * nph) == 0 &&
-                   pl->N / (2 * nph) * part_el * pl->es >= pl->dma_run)
-                nph *= 2;
-            if (nph > 1 && pl->steps == 1 && pl->chunk == 1 && pl->couts == 1 && pl->nsg == 1 &&
+            uint64_t nbands = nx_cdiv_u64(pl->OH, R), per_n = pl->H * pl->W * pl->es;
+            uint64_t m0 = nx_cdiv_u64(pl->dma_run, per_n);
+            if (pl->steps == 1 && pl->chunk == 1 && pl->couts == 1 && pl->nsg == 1 && 2 * m0 <= pl->N &&
                 nbands <= PBP_MAX_STAGES && nbands * pl->stage_elems * pl->es <= 2 * b.stage) {
-                pl->nph = nph;
+                uint32_t k = 0;
+                uint64_t n0 = 0, base = 0;
+                while (n0 < pl->N) {
+                    uint64_t size = k == 0 ? m0 : n0;
+                    if (k + 1 == PBP_MAX_PARTS || n0 + size + m0 > pl->N) size = pl->N - n0;
+                    pl->ph_n0[k] = n0;
+                    pl->ph_base[k] = base;
+                    psum_tiles(pl, R, CW, size, &pl->ph_q[k], &pl->ph_pw[k], &pl->ph_nb[k]);
+                    base += pl->rows_in * pl->cols_in * size;
+                    n0 += size;
+                    k++;
+                }
+                pl->ph_n0[k] = pl->N;
+                pl->nph = k;
                 pl->stage_bufs = (uint32_t)nbands;
-                psum_tiles(pl, R, CW, pl->N / nph);
             }
         }
     } else if (pl->resident && pl->W * pl->N * pl->es < pl->dma_run / 4 && banks >= 7 &&
