@@ -195,20 +195,32 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes, pb
     uint64_t whole = (uint64_t)pl->steps * all_rows * all_cols * pl->N;
     if (pl->nsg == 1 && pl->chunk == pl->couts && NB == pl->N && CW == pl->OW && whole * pl->es <= 2 * b.band) {
         pl->resident = 1;
-        /* stores in bands of about a quarter of the image, a third with a
-         * batch: a transposed store costs N PE transposes per band whatever
-         * its rows, so with N > 1 fewer bands mean fewer transposes while
+        /* stores in bands of about a quarter of the image, or a third when
+         * that makes fewer store groups (pixels in pieces of PC partitions)
+         * with a batch: a transposed store costs N PE transposes per group
+         * whatever its pixels, so fewer groups mean fewer transposes, while
          * the first two bands' stores still overlap the matmuls (28x28x128
          * s2, batch 8, #4: 17.0 -> 16.6 us bf16, 39.2 -> 39.1 fp32); with
-         * N = 1 that is one transpose a band and the shorter last band of
-         * quarters wins (56x56x64: 59.2 against 59.9 us, #3 fp32) */
+         * N = 1 that is one transpose a group and the shorter last band of
+         * quarters wins (56x56x64: 59.2 against 59.9 us, #3 fp32), and at
+         * equal groups too (28x28x128 stride 1, batch 8: 280-pixel bands
+         * of thirds need 3 groups each) */
         uint64_t r_stage = nx_min_u64(b.stage / (CW * NB * pl->es), b.free_max / (CW * NB));
-        R = nx_cdiv_u64(pl->OH, pl->N > 1 ? 3 : 4);
-        if (R > r_stage) R = r_stage;
-        if (R > pl->OH) R = pl->OH;
-        if (R < 1) R = 1;
+        uint64_t best = 0;
+        for (uint64_t parts = 4; parts >= 3; parts--) {
+            uint64_t r = nx_cdiv_u64(pl->OH, parts);
+            if (r > r_stage) r = r_stage;
+            if (r > pl->OH) r = pl->OH;
+            if (r < 1) r = 1;
+            r = nx_cdiv_u64(pl->OH, nx_cdiv_u64(pl->OH, r));
+            uint64_t groups = 0;
+            for (uint64_t y = 0; y < pl->OH; y += r) groups += nx_cdiv_u64(nx_min_u64(r, pl->OH - y) * CW, pl->PC);
+            if (parts == 4 || (pl->N > 1 && groups < best)) {
+                R = r;
+                best = groups;
+            }
+        }
         nbands = nx_cdiv_u64(pl->OH, R);
-        R = nx_cdiv_u64(pl->OH, nbands);
     }
     pl->R = R;
     /* the first band: just enough rows for matmuls of at least the PE's
@@ -253,10 +265,12 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes, pb
              * the PE computes those), at most PBP_MAX_PARTS; every band's
              * tiles of one part compute while the next part loads; each
              * band's stage stays until the last part, then it is stored as
-             * before */
+             * before. Ungrouped only: a packed grouped filter (a POOL memset,
+             * one transfer per group) loaded first holds the image back
+             * (28x28x128 G = 32, batch 8: 50.7 against 44.6 us) */
             uint64_t nbands = nx_cdiv_u64(pl->OH, R), per_n = pl->H * pl->W * pl->es;
             uint64_t m0 = nx_cdiv_u64(pl->dma_run, per_n);
-            if (pl->steps == 1 && pl->chunk == 1 && pl->couts == 1 && pl->nsg == 1 && 2 * m0 <= pl->N &&
+            if (pl->steps == 1 && pl->chunk == 1 && pl->couts == 1 && pl->G == 1 && 2 * m0 <= pl->N &&
                 nbands <= PBP_MAX_STAGES && nbands * pl->stage_elems * pl->es <= 2 * b.stage) {
                 uint32_t k = 0;
                 uint64_t n0 = 0, base = 0;
