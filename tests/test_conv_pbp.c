@@ -129,6 +129,11 @@ static void test_fb01(void **state) {
     check4(NX_DT_FP32, 3, 300, 2, 1, 2, 2, 7, 1, "padding=[[1,0],[0,1]]", 67);        /* C = 300 */
     check4(NX_DT_BF16, 5, 20, 4, 3, 3, 3, 300, 1, "stride=[1,2];padding=[[1,1],[1,1]]", 70); /* 3 cout tiles stored together */
     check4(NX_DT_BF16, 140, 2, 3, 1, 3, 1, 3, 1, NULL, 68);                          /* H > 128 rows */
+    /* one step, one cout tile, runs of H W >= 1 KiB: the image in batch
+     * parts (2, 2, 4), (2, 3) and (1, 1, 4), each in a plane of its own */
+    check4(NX_DT_BF16, 28, 8, 28, 8, 3, 3, 8, 1, "stride=[2,2];padding=[[1,1],[1,1]]", 71);
+    check4(NX_DT_FP32, 16, 5, 16, 5, 3, 2, 6, 1, "padding=[[1,0],[0,1]]", 72);
+    check4(NX_DT_BF16, 32, 4, 32, 6, 3, 3, 4, 1, "rhs_dilation=[2,1];padding=[[2,2],[1,1]]", 73);
     /* an image too large to stay resident: through the (H, C, W, N) scratch copy */
     check4(NX_DT_BF16, 200, 2, 200, 2, 3, 3, 2, 1, "padding=[[1,1],[1,1]]", 69);
 }

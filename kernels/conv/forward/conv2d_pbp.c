@@ -146,6 +146,25 @@ int nx_conv_pbp_emit(nx_kctx *k, const nx_conv_pbp *pb, nx_error *err) {
     if (pl->resident) {
         /* the whole image at once, band by band: each band's matmuls wait
          * only for the transfers of the rows they read */
+        if (pl->nph > 1) {
+            /* batch parts: every band's tiles of one part after the other,
+             * each part reordered just before them; the bands are stored
+             * with the last part's tiles */
+            if (nx_pbp_load_image_cnhw_parts(&s, &s.band[0], &jobs[0], err) != 0) goto done;
+            s.phased = 1;
+            for (uint32_t ph = 0; ph < pl->nph; ph++) {
+                if (nx_pbp_reorder_cnhw_part(&s, &s.band[0], ph, err) != 0) goto done;
+                s.phase = ph;
+                for (size_t i = 0; i < nj; i++) {
+                    s.phase_stg = &s.stage[i];
+                    if (nx_pbp_compute_job(&s, &jobs[i], &s.band[0], err) != 0) goto done;
+                }
+            }
+            s.tail = 1;
+            if (nx_pbp_flush_store(&s, err) != 0) goto done;
+            rc = 0;
+            goto done;
+        }
         if (pl->rt) {
             if (nx_pbp_load_image_rt(&s, &s.band[0], &jobs[0], err) != 0) goto done;
         } else if (pl->cnhw) {
@@ -157,6 +176,7 @@ int nx_conv_pbp_emit(nx_kctx *k, const nx_conv_pbp *pb, nx_error *err) {
         }
         for (size_t i = 0; i < nj; i++)
             if (nx_pbp_compute_job(&s, &jobs[i], &s.band[0], err) != 0) goto done;
+        s.tail = 1;
         if (nx_pbp_flush_store(&s, err) != 0) goto done;
         rc = 0;
         goto done;
@@ -176,6 +196,7 @@ int nx_conv_pbp_emit(nx_kctx *k, const nx_conv_pbp *pb, nx_error *err) {
         if (nx_pbp_compute_job(&s, &jobs[i], &s.band[i % bands], err) != 0) goto done;
         if (late && nx_pbp_load_filters(&s, &jobs[i + 1], err) != 0) goto done;
     }
+    s.tail = 1;
     if (nx_pbp_flush_store(&s, err) != 0) goto done;
     rc = 0;
 done:

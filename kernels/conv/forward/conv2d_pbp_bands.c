@@ -25,20 +25,28 @@ void nx_pbp_band_geometry(const pbp_plan *pl, const pbp_job *j, band_geo *bg) {
 
 /* memset tile rows [i0, i1) x cols [j0, j1) of step st to zero (cut by
  * rows so that each access touches at most free_max elements). */
-int nx_pbp_zero_rect(pbp_state *s, const nx_tile *t, uint32_t kc, uint32_t st, uint64_t i0, uint64_t i1, uint64_t j0,
-                     uint64_t j1, nx_error *err) {
+/* Rows [i0, i1) x cols [j0, j1) of the (row, col, n) plane at element
+ * base of tile t, bnb batch values per (row, col), set to zero by POOL. */
+static int zero_rect_at(pbp_state *s, const nx_tile *t, uint32_t kc, uint64_t base, uint64_t bnb, uint64_t i0,
+                        uint64_t i1, uint64_t j0, uint64_t j1, nx_error *err) {
     const pbp_plan *pl = &s->pl;
     if (i1 <= i0 || j1 <= j0) return 0;
-    uint64_t per_row = (j1 - j0) * pl->NB, fmax = nx_kctx_geometry(s->k)->sbuf_free_elems_max;
+    uint64_t per_row = (j1 - j0) * bnb, fmax = nx_kctx_geometry(s->k)->sbuf_free_elems_max;
     uint64_t rows_per = per_row > fmax ? 1 : fmax / per_row;
     for (uint64_t i = i0; i < i1; i += rows_per) {
-        uint64_t off = ((uint64_t)st * pl->rows_in + i) * pl->cols_in * pl->NB + j0 * pl->NB;
-        int32_t ds[2] = {(int32_t)(pl->cols_in * pl->NB), 1};
+        uint64_t off = base + (i * pl->cols_in + j0) * bnb;
+        int32_t ds[2] = {(int32_t)(pl->cols_in * bnb), 1};
         uint32_t dc[2] = {(uint32_t)nx_min_u64(rows_per, i1 - i), (uint32_t)per_row};
         nx_operand d = nx_conv_tile_view(t, pl->dt, 0, kc, off, 2, ds, dc);
         if (nx_kctx_memset(s->k, NX_ENG_POOL, &d, 0.0, err) != 0) return -1;
     }
     return 0;
+}
+
+int nx_pbp_zero_rect(pbp_state *s, const nx_tile *t, uint32_t kc, uint32_t st, uint64_t i0, uint64_t i1, uint64_t j0,
+                     uint64_t j1, nx_error *err) {
+    const pbp_plan *pl = &s->pl;
+    return zero_rect_at(s, t, kc, (uint64_t)st * pl->rows_in * pl->cols_in * pl->NB, pl->NB, i0, i1, j0, j1, err);
 }
 
 /* Loads band rows [lo, hi) of job j into tile t (at tile rows trow0 + i):
@@ -128,12 +136,17 @@ int nx_pbp_zero_frame(pbp_state *s, const nx_tile *band, const rt_geo *g, nx_err
     const pbp_plan *pl = &s->pl;
     uint64_t tr_lo = (uint64_t)(g->iy_lo + pl->ply), tr_hi = (uint64_t)(g->iy_hi + pl->ply);
     uint64_t tc_lo = (uint64_t)(g->ix_lo + pl->plx), tc_hi = (uint64_t)(g->ix_hi + pl->plx);
-    for (uint32_t st = 0; st < pl->steps; st++) {
-        uint32_t kc = step_kc(pl, 0, st);
-        if (nx_pbp_zero_rect(s, band, kc, st, 0, tr_lo, 0, pl->cols_in, err) ||
-            nx_pbp_zero_rect(s, band, kc, st, tr_hi, pl->rows_in, 0, pl->cols_in, err) ||
-            nx_pbp_zero_rect(s, band, kc, st, tr_lo, tr_hi, 0, tc_lo, err) ||
-            nx_pbp_zero_rect(s, band, kc, st, tr_lo, tr_hi, tc_hi, pl->cols_in, err))
+    /* a step's plane each, or with batch parts (plan nph > 1, one step)
+     * a part's */
+    uint32_t planes = pl->nph > 1 ? pl->nph : pl->steps;
+    for (uint32_t st = 0; st < planes; st++) {
+        uint32_t kc = step_kc(pl, 0, pl->nph > 1 ? 0 : st);
+        uint64_t bnb = pl->nph > 1 ? pl->ph_n0[st + 1] - pl->ph_n0[st] : pl->NB;
+        uint64_t base = pl->nph > 1 ? pl->ph_base[st] : (uint64_t)st * pl->rows_in * pl->cols_in * pl->NB;
+        if (zero_rect_at(s, band, kc, base, bnb, 0, tr_lo, 0, pl->cols_in, err) ||
+            zero_rect_at(s, band, kc, base, bnb, tr_hi, pl->rows_in, 0, pl->cols_in, err) ||
+            zero_rect_at(s, band, kc, base, bnb, tr_lo, tr_hi, 0, tc_lo, err) ||
+            zero_rect_at(s, band, kc, base, bnb, tr_lo, tr_hi, tc_hi, pl->cols_in, err))
             return -1;
     }
     return 0;

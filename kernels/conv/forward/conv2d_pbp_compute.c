@@ -45,13 +45,25 @@ int nx_pbp_compute_job(pbp_state *s, const pbp_job *j, const nx_tile *bt, nx_err
     for (uint32_t tl = 0; tl < j->nt; tl++) {
         uint32_t tt = j->t0 + tl, mo = tile_mo(pl, j->sg, tt);
         uint64_t o0 = tile_o0(pl, j->sg, tt);
-        const nx_tile *stg = &s->stage[s->n_stage++ % pl->stage_bufs];
-        for (uint64_t a = 0; a < j->rb; a += pl->q) {
-            uint64_t qq = nx_min_u64(pl->q, j->rb - a);
-            for (uint64_t b = 0; b < j->cwb; b += pl->pw) {
-                uint64_t pp = nx_min_u64(pl->pw, j->cwb - b);
-                for (uint64_t nsub = 0; nsub < j->nbb; nsub += pl->nb) {
-                    uint64_t nn = nx_min_u64(pl->nb, j->nbb - nsub);
+        const nx_tile *stg = s->phased ? s->phase_stg : &s->stage[s->n_stage++ % pl->stage_bufs];
+        /* a batch part (plan nph > 1): its batch values, its plane of the
+         * band and its PSUM tiles */
+        uint64_t n_lo = 0, n_hi = j->nbb, bnb = pl->NB, base = 0, tq = pl->q, tpw = pl->pw, tnb = pl->nb;
+        if (s->phased) {
+            n_lo = pl->ph_n0[s->phase];
+            n_hi = pl->ph_n0[s->phase + 1];
+            bnb = n_hi - n_lo;
+            base = pl->ph_base[s->phase];
+            tq = pl->ph_q[s->phase];
+            tpw = pl->ph_pw[s->phase];
+            tnb = pl->ph_nb[s->phase];
+        }
+        for (uint64_t a = 0; a < j->rb; a += tq) {
+            uint64_t qq = nx_min_u64(tq, j->rb - a);
+            for (uint64_t b = 0; b < j->cwb; b += tpw) {
+                uint64_t pp = nx_min_u64(tpw, j->cwb - b);
+                for (uint64_t nsub = n_lo; nsub < n_hi; nsub += tnb) {
+                    uint64_t nn = nx_min_u64(tnb, n_hi - nsub);
                     const nx_tile *ps = &s->psum[s->n_psum++ % pl->psum_bufs];
                     uint32_t f = (uint32_t)(qq * pp * nn);
                     int32_t one = 1;
@@ -74,11 +86,11 @@ int nx_pbp_compute_job(pbp_state *s, const pbp_job *j, const nx_tile *bt, nx_err
                                                           : filt_off(pl, tl, st, tap);
                             nx_operand w = nx_tile_view(ft, pl->dt, 0, kc, woff, 1, &wst, &m);
                             if (nx_kctx_load_stationary(s->k, &w, err) != 0) return -1;
-                            int32_t ms[3] = {(int32_t)((uint64_t)pl->sy * pl->cols_in * pl->NB),
-                                             (int32_t)((uint64_t)pl->sx * pl->NB), 1};
+                            int32_t ms[3] = {(int32_t)((uint64_t)pl->sy * pl->cols_in * bnb),
+                                             (int32_t)((uint64_t)pl->sx * bnb), 1};
                             uint32_t mc[3] = {(uint32_t)qq, (uint32_t)pp, (uint32_t)nn};
-                            uint64_t off = ((uint64_t)st * pl->rows_in + j->trow0 + r0) * pl->cols_in * pl->NB +
-                                           c0 * pl->NB + nsub;
+                            uint64_t off = base + ((uint64_t)st * pl->rows_in + j->trow0 + r0) * pl->cols_in * bnb +
+                                           c0 * bnb + (nsub - n_lo);
                             nx_operand mv = nx_conv_tile_view(bt, pl->dt, 0, kc, off, 3, ms, mc);
                             if (nx_kctx_multiply_moving(s->k, &dst, &mv, !first, err) != 0) return -1;
                             first = 0;
@@ -90,6 +102,8 @@ int nx_pbp_compute_job(pbp_state *s, const pbp_job *j, const nx_tile *bt, nx_err
             }
         }
         if (nx_pbp_flush_store(s, err) != 0) return -1;
+        /* a batch part before the last: the band is stored after its last */
+        if (s->phased && s->phase + 1 < pl->nph) continue;
         /* out_comb: the band's store waits for its last cout tile */
         if (pl->out_comb && tl + 1 < j->nt) continue;
         s->pend = 1;

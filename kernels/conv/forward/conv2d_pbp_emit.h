@@ -56,6 +56,12 @@ typedef struct pbp_state {
     uint64_t pend_o0;
     uint64_t pend_stage;  /* out_comb: the stage index of the band's first cout tile */
     pbp_job pend_j;
+    int tail; /* the final flush: nothing follows the store on ACT / DVE */
+    /* plan nph > 1: the batch part the compute runs (its tiles only) and
+     * the band's own stage, kept from the first part to the last */
+    int phased;
+    uint32_t phase;
+    const nx_tile *phase_stg;
     uint32_t next_lane; /* lane rotation */
     uint64_t n_psum, n_stage, n_tstore, n_tpsum, n_evac, n_rt, n_cn;
 } pbp_state;
@@ -137,6 +143,8 @@ int nx_pbp_zero_frame(pbp_state *s, const nx_tile *band, const rt_geo *g, nx_err
  * their first image loads. */
 int nx_pbp_load_image_rt(pbp_state *s, const nx_tile *band, const pbp_job *first, nx_error *err);
 int nx_pbp_load_image_cnhw(pbp_state *s, const nx_tile *band, const pbp_job *first, nx_error *err);
+int nx_pbp_load_image_cnhw_parts(pbp_state *s, const nx_tile *band, const pbp_job *first, nx_error *err);
+int nx_pbp_reorder_cnhw_part(pbp_state *s, const nx_tile *band, uint32_t part, nx_error *err);
 
 /* ---- compute and store ---- */
 

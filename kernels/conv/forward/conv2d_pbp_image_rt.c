@@ -46,6 +46,19 @@ static int rt_load(pbp_state *s, const rt_geo *g, uint64_t u, nx_error *err) {
     return rc;
 }
 
+/* The PSUM bank of transpose group i: the two rt banks, then the
+ * matmuls' PSUM tiles when they are a bank each (free until the last
+ * group is copied: the first matmul reads the whole band), so that the
+ * transposes run ahead of the copies out instead of waiting for every
+ * other one. */
+static const nx_tile *rt_bank(pbp_state *s, uint64_t i) {
+    const pbp_plan *pl = &s->pl;
+    const nx_geometry *geo = nx_kctx_geometry(s->k);
+    int join = (uint64_t)pl->FM * nx_dtype_size(NX_DT_FP32) >= geo->psum_bank_bytes;
+    uint64_t n = 2 + (join ? pl->psum_bufs : 0), r = i % n;
+    return r < 2 ? &s->rt_psum[r] : &s->psum[r - 2];
+}
+
 static int rt_transpose(pbp_state *s, const rt_geo *g, const nx_tile *band, uint64_t u, nx_error *err) {
     const pbp_plan *pl = &s->pl;
     const nx_geometry *geo = nx_kctx_geometry(s->k);
@@ -58,7 +71,7 @@ static int rt_transpose(pbp_state *s, const rt_geo *g, const nx_tile *band, uint
     int32_t one = 1;
     for (uint64_t q0 = q_lo; q0 < q_hi; q0 += blocks) {
         uint32_t nq = (uint32_t)nx_min_u64(blocks, q_hi - q0);
-        const nx_tile *tp = &s->rt_psum[s->n_rt++ % 2];
+        const nx_tile *tp = rt_bank(s, s->n_rt++);
         for (uint32_t q = 0; q < nq; q++) {
             int32_t cst = (int32_t)(pl->W * N);
             nx_operand ts = nx_tile_view(raw, pl->dt, 0, pp, q0 + q, 1, &cst, &kc);
@@ -66,16 +79,29 @@ static int rt_transpose(pbp_state *s, const rt_geo *g, const nx_tile *band, uint
             if (nx_kctx_transpose(s->k, NX_ENG_PE, &td, &ts, err) != 0) return -1;
         }
         /* column q, step i, row h of the PSUM blocks -> the band's step
-         * st0 + i, padded row h0 + ply + h, column q */
-        int32_t ds[3] = {1, (int32_t)(pl->rows_in * pl->cols_in * pl->NB), (int32_t)(pl->cols_in * pl->NB)};
-        uint32_t dc[3] = {nq, ru.ns, pr};
-        uint64_t off = ((uint64_t)ru.st0 * pl->rows_in + (uint64_t)(ru.h0 + pl->ply)) * pl->cols_in * pl->NB +
-                       (uint64_t)pl->plx * pl->NB + q0;
-        nx_operand cd = nx_conv_tile_view(band, pl->dt, 0, kc, off, 3, ds, dc);
-        int32_t ps[3] = {(int32_t)pl->rt_pad, (int32_t)pr, 1};
-        nx_operand cs = nx_conv_tile_view(tp, pl->dt, 0, kc, 0, 3, ps, dc);
-        nx_engine e = s->n_evac++ % 2 ? NX_ENG_DVE : NX_ENG_ACT;
-        if (nx_kctx_tensor_copy(s->k, e, &cd, &cs, err) != 0) return -1;
+         * st0 + i, padded row h0 + ply + h, column q. Every bank's copy
+         * spans all the unit's rows of the band, so one bank's copy would
+         * wait for the previous one (their band footprints overlap) and the
+         * copies, each longer than its bank's transposes, would run one at
+         * a time; instead ACT copies the first half of the steps (one step:
+         * of the rows) and DVE the second, disjoint footprints, so that
+         * DVE's half of a bank runs beside ACT's half of the next one */
+        int by_step = ru.ns >= 2;
+        uint32_t len = by_step ? ru.ns : pr, halves = len >= 2 ? 2 : 1;
+        for (uint32_t hf = 0; hf < halves; hf++) {
+            uint32_t part = halves > 1 ? len / 2 + hf * (len % 2) : len, a0 = hf ? len - part : 0;
+            uint32_t si = by_step ? a0 : 0, hi = by_step ? 0 : a0;
+            int32_t ds[3] = {1, (int32_t)(pl->rows_in * pl->cols_in * pl->NB), (int32_t)(pl->cols_in * pl->NB)};
+            uint32_t dc[3] = {nq, by_step ? part : ru.ns, by_step ? pr : part};
+            uint64_t off = ((uint64_t)(ru.st0 + si) * pl->rows_in + (uint64_t)(ru.h0 + pl->ply + hi)) * pl->cols_in *
+                               pl->NB +
+                           (uint64_t)pl->plx * pl->NB + q0;
+            nx_operand cd = nx_conv_tile_view(band, pl->dt, 0, kc, off, 3, ds, dc);
+            int32_t ps[3] = {(int32_t)pl->rt_pad, (int32_t)pr, 1};
+            nx_operand cs = nx_conv_tile_view(tp, pl->dt, 0, kc, (uint64_t)si * pr + hi, 3, ps, dc);
+            nx_engine e = halves > 1 ? (hf ? NX_ENG_DVE : NX_ENG_ACT) : s->n_evac++ % 2 ? NX_ENG_DVE : NX_ENG_ACT;
+            if (nx_kctx_tensor_copy(s->k, e, &cd, &cs, err) != 0) return -1;
+        }
     }
     return 0;
 }

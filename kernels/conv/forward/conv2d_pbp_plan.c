@@ -48,6 +48,29 @@ static int band_fits(const pbp_plan *pl, const budget *b, uint64_t R, uint64_t C
 }
 
 
+/* PSUM tiles of q rows x pw cols x nb batch values (<= FM columns) in a
+ * band of R rows x CW cols x NB batch values. */
+static void psum_tiles(const pbp_plan *pl, uint64_t R, uint64_t CW, uint64_t NB, uint64_t *q_out, uint64_t *pw_out,
+                       uint64_t *nb_out) {
+    uint64_t nsub = nx_cdiv_u64(NB, pl->FM);
+    uint64_t nb = nx_cdiv_u64(NB, nsub);
+    uint64_t pw = nx_min_u64(CW, pl->FM / nb);
+    pw = nx_cdiv_u64(CW, nx_cdiv_u64(CW, pw));
+    uint64_t q = nx_min_u64(R, pl->FM / (nb * pw));
+    if (pl->resident) {
+        /* resident image: PSUM tiles of as few rows as keep a matmul at
+         * least 64 columns (the PE's minimum initiation interval, below
+         * which a narrower multiply costs the same), so that the first
+         * tile's rows arrive early and every later tile's rows arrive
+         * while the one before computes */
+        uint64_t qmin = nx_cdiv_u64(64, nb * pw);
+        if (qmin < q) q = qmin;
+    }
+    *q_out = nx_cdiv_u64(R, nx_cdiv_u64(R, q));
+    *pw_out = pw;
+    *nb_out = nb;
+}
+
 int pbp_plan_make(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes, pbp_plan *pl,
                   nx_error *err) {
     const nx_geometry *geo = &m->geo;
@@ -139,6 +162,7 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes, pb
     /* ---- bands ---- */
     pl->band_bufs = 2;
     pl->stage_bufs = 2;
+    pl->nph = 1;
     uint64_t NB = pl->N, CW = pl->OW, R = 1;
     if (!band_fits(pl, &b, 1, CW, NB)) {
         /* narrower bands, then batch-split ones */
@@ -171,14 +195,32 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes, pb
     uint64_t whole = (uint64_t)pl->steps * all_rows * all_cols * pl->N;
     if (pl->nsg == 1 && pl->chunk == pl->couts && NB == pl->N && CW == pl->OW && whole * pl->es <= 2 * b.band) {
         pl->resident = 1;
-        /* stores in bands of about a quarter of the image */
+        /* stores in bands of about a quarter of the image, or a third when
+         * that makes fewer store groups (pixels in pieces of PC partitions)
+         * with a batch: a transposed store costs N PE transposes per group
+         * whatever its pixels, so fewer groups mean fewer transposes, while
+         * the first two bands' stores still overlap the matmuls (28x28x128
+         * s2, batch 8, #4: 17.0 -> 16.6 us bf16, 39.2 -> 39.1 fp32); with
+         * N = 1 that is one transpose a group and the shorter last band of
+         * quarters wins (56x56x64: 59.2 against 59.9 us, #3 fp32), and at
+         * equal groups too (28x28x128 stride 1, batch 8: 280-pixel bands
+         * of thirds need 3 groups each) */
         uint64_t r_stage = nx_min_u64(b.stage / (CW * NB * pl->es), b.free_max / (CW * NB));
-        R = nx_cdiv_u64(pl->OH, 4);
-        if (R > r_stage) R = r_stage;
-        if (R > pl->OH) R = pl->OH;
-        if (R < 1) R = 1;
+        uint64_t best = 0;
+        for (uint64_t parts = 4; parts >= 3; parts--) {
+            uint64_t r = nx_cdiv_u64(pl->OH, parts);
+            if (r > r_stage) r = r_stage;
+            if (r > pl->OH) r = pl->OH;
+            if (r < 1) r = 1;
+            r = nx_cdiv_u64(pl->OH, nx_cdiv_u64(pl->OH, r));
+            uint64_t groups = 0;
+            for (uint64_t y = 0; y < pl->OH; y += r) groups += nx_cdiv_u64(nx_min_u64(r, pl->OH - y) * CW, pl->PC);
+            if (parts == 4 || (pl->N > 1 && groups < best)) {
+                R = r;
+                best = groups;
+            }
+        }
         nbands = nx_cdiv_u64(pl->OH, R);
-        R = nx_cdiv_u64(pl->OH, nbands);
     }
     pl->R = R;
     /* the first band: just enough rows for matmuls of at least the PE's
@@ -197,21 +239,7 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes, pb
     pl->stage_elems = R * CW * NB;
 
     /* ---- PSUM tiles ---- */
-    uint64_t nsub = nx_cdiv_u64(NB, pl->FM);
-    pl->nb = nx_cdiv_u64(NB, nsub);
-    pl->pw = nx_min_u64(CW, pl->FM / pl->nb);
-    pl->pw = nx_cdiv_u64(CW, nx_cdiv_u64(CW, pl->pw));
-    pl->q = nx_min_u64(R, pl->FM / (pl->nb * pl->pw));
-    if (pl->resident) {
-        /* resident image: PSUM tiles of as few rows as keep a matmul at
-         * least 64 columns (the PE's minimum initiation interval, below
-         * which a narrower multiply costs the same), so that the first
-         * tile's rows arrive early and every later tile's rows arrive
-         * while the one before computes */
-        uint64_t qmin = nx_cdiv_u64(64, pl->nb * pl->pw);
-        if (qmin < pl->q) pl->q = qmin;
-    }
-    pl->q = nx_cdiv_u64(R, nx_cdiv_u64(R, pl->q));
+    psum_tiles(pl, R, CW, NB, &pl->q, &pl->pw, &pl->nb);
     uint32_t banks = (uint32_t)(geo->psum_partition_bytes / geo->psum_bank_bytes);
 
     /* ---- rows-first loading of the resident image ---- */
@@ -228,6 +256,38 @@ int pbp_plan_make(const nx_conv_pbp *pb, const nx_machine *m, uint32_t lanes, pb
             pl->cnhw = 1;
             pl->cn_elems = cn_raw;
             pl->cn_bufs = pl->steps > 1 && (whole + 2 * cn_raw) * pl->es <= 2 * b.band ? 2 : 1;
+            /* one step and one cout tile: the first matmul waits for the
+             * whole image and the filter (one DMA-bound stretch, 6.5 us at
+             * 28x28x128 s2 bf16, batch 8). Loaded filter first, then the
+             * image in batch parts (each a contiguous run per partition):
+             * the first as small as keeps an efficient DMA row, the next as
+             * large as the parts before it together (so each arrives while
+             * the PE computes those), at most PBP_MAX_PARTS; every band's
+             * tiles of one part compute while the next part loads; each
+             * band's stage stays until the last part, then it is stored as
+             * before. Ungrouped only: a packed grouped filter (a POOL memset,
+             * one transfer per group) loaded first holds the image back
+             * (28x28x128 G = 32, batch 8: 50.7 against 44.6 us) */
+            uint64_t nbands = nx_cdiv_u64(pl->OH, R), per_n = pl->H * pl->W * pl->es;
+            uint64_t m0 = nx_cdiv_u64(pl->dma_run, per_n);
+            if (pl->steps == 1 && pl->chunk == 1 && pl->couts == 1 && pl->G == 1 && 2 * m0 <= pl->N &&
+                nbands <= PBP_MAX_STAGES && nbands * pl->stage_elems * pl->es <= 2 * b.stage) {
+                uint32_t k = 0;
+                uint64_t n0 = 0, base = 0;
+                while (n0 < pl->N) {
+                    uint64_t size = k == 0 ? m0 : n0;
+                    if (k + 1 == PBP_MAX_PARTS || n0 + size + m0 > pl->N) size = pl->N - n0;
+                    pl->ph_n0[k] = n0;
+                    pl->ph_base[k] = base;
+                    psum_tiles(pl, R, CW, size, &pl->ph_q[k], &pl->ph_pw[k], &pl->ph_nb[k]);
+                    base += pl->rows_in * pl->cols_in * size;
+                    n0 += size;
+                    k++;
+                }
+                pl->ph_n0[k] = pl->N;
+                pl->nph = k;
+                pl->stage_bufs = (uint32_t)nbands;
+            }
         }
     } else if (pl->resident && pl->W * pl->N * pl->es < pl->dma_run / 4 && banks >= 7 &&
         rt_raw <= b.free_max && (whole + rt_raw) * pl->es <= 2 * b.band) {

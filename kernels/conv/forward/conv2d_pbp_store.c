@@ -35,41 +35,66 @@ static int store_direct(pbp_state *s, const nx_tile *stg, uint32_t mo, uint64_t 
     return 0;
 }
 
+/* Transposes of the stage's out-features [oa, oa + no) (partitions) for
+ * band pixels g0 + p kk + jj and batch values [n0, n0 + nsn) into one PSUM
+ * bank (block stride bs), then one ACT or DVE copy into the store tile. */
+static int store_block(pbp_state *s, const nx_tile *stg, const nx_tile *ts, uint32_t mo, uint64_t g0, uint32_t P,
+                       uint32_t kk, uint32_t oa, uint32_t no, uint64_t n0, uint64_t nsn, uint32_t bs, nx_error *err) {
+    const pbp_plan *pl = &s->pl;
+    uint64_t N = pl->N;
+    const nx_tile *tp = &s->tpsum[s->n_tpsum++ % 2];
+    for (uint32_t jj = 0; jj < kk; jj++) {
+        for (uint64_t n = n0; n < n0 + nsn; n++) {
+            int32_t st = (int32_t)(kk * N);
+            uint32_t ct = P;
+            nx_operand src = nx_conv_tile_view(stg, pl->dt, oa, no, (g0 + jj) * N + n, 1, &st, &ct);
+            int32_t one = 1;
+            uint32_t m = no;
+            nx_operand dst = nx_conv_tile_view(tp, pl->dt, 0, P, ((n - n0) * kk + jj) * bs, 1, &one, &m);
+            if (nx_kctx_transpose(s->k, NX_ENG_PE, &dst, &src, err) != 0) return -1;
+        }
+    }
+    int32_t ds[3] = {(int32_t)(mo * N), (int32_t)N, 1};
+    uint32_t dc[3] = {kk, no, (uint32_t)nsn};
+    uint64_t doff = n0 + (uint64_t)oa * N;
+    if (pl->out_01bf) {
+        /* (OH, OW, N, O): each pixel's values n-major */
+        ds[1] = 1;
+        ds[2] = (int32_t)mo;
+        doff = n0 * mo + oa;
+    }
+    nx_operand dst = nx_conv_tile_view(ts, pl->dt, 0, P, doff, 3, ds, dc);
+    int32_t ps[3] = {(int32_t)bs, 1, (int32_t)(kk * bs)};
+    nx_operand src = nx_conv_tile_view(tp, pl->dt, 0, P, 0, 3, ps, dc);
+    nx_engine e = s->n_evac++ % 2 ? NX_ENG_DVE : NX_ENG_ACT;
+    return nx_kctx_tensor_copy(s->k, e, &dst, &src, err);
+}
+
 /* One transposed store group: P partitions x kk consecutive band pixels
  * starting at band pixel g0 (kk > 1 only for full-width bands). */
 static int store_group(pbp_state *s, const nx_tile *stg, uint32_t mo, uint64_t o0, const pbp_job *j, uint64_t g0,
                        uint32_t P, uint32_t kk, nx_error *err) {
     const pbp_plan *pl = &s->pl;
+    const nx_geometry *geo = nx_kctx_geometry(s->k);
     const nx_tile *ts = &s->tstore[s->n_tstore++ % 2];
     uint64_t N = pl->N;
-    for (uint64_t n0 = 0; n0 < N; n0 += pl->ns) {
-        uint64_t nsn = nx_min_u64(pl->ns, N - n0);
-        const nx_tile *tp = &s->tpsum[s->n_tpsum++ % 2];
-        for (uint32_t jj = 0; jj < kk; jj++) {
-            for (uint64_t n = n0; n < n0 + nsn; n++) {
-                int32_t st = (int32_t)(kk * N);
-                uint32_t ct = P;
-                nx_operand src = nx_conv_tile_view(stg, pl->dt, 0, mo, (g0 + jj) * N + n, 1, &st, &ct);
-                int32_t one = 1;
-                uint32_t m = mo;
-                nx_operand dst = nx_conv_tile_view(tp, pl->dt, 0, P, ((n - n0) * kk + jj) * pl->mo_pad, 1, &one, &m);
-                if (nx_kctx_transpose(s->k, NX_ENG_PE, &dst, &src, err) != 0) return -1;
-            }
-        }
-        int32_t ds[3] = {(int32_t)(mo * N), (int32_t)N, 1};
-        uint32_t dc[3] = {kk, mo, (uint32_t)nsn};
-        uint64_t doff = n0;
-        if (pl->out_01bf) {
-            /* (OH, OW, N, O): each pixel's values n-major */
-            ds[1] = 1;
-            ds[2] = (int32_t)mo;
-            doff = n0 * mo;
-        }
-        nx_operand dst = nx_conv_tile_view(ts, pl->dt, 0, P, doff, 3, ds, dc);
-        int32_t ps[3] = {(int32_t)pl->mo_pad, 1, (int32_t)(kk * pl->mo_pad)};
-        nx_operand src = nx_conv_tile_view(tp, pl->dt, 0, P, 0, 3, ps, dc);
-        nx_engine e = s->n_evac++ % 2 ? NX_ENG_DVE : NX_ENG_ACT;
-        if (nx_kctx_tensor_copy(s->k, e, &dst, &src, err) != 0) return -1;
+    /* The copy out of a PSUM bank of transposes is kk mo ns elements per
+     * partition whatever P is, and ACT and DVE cannot read one bank at
+     * once. In the last band's store (after the last matmul, nothing left
+     * to overlap it) the group spans two banks so that both engines copy at
+     * once, split where the halves are disjoint in the store tile (else
+     * the second copy waits for the first): by batch values in (OH, OW, N,
+     * O), each pixel n-major; by out-features in (OH, OW, O, N) (one pixel
+     * per partition, out-feature halves at partitions 0 and mo / 2). */
+    uint32_t oh = mo / 2, obs = pl->mo_pad / 2;
+    if (s->tail && !pl->out_01bf && kk == 1 && (mo == 64 || mo == 128) && N * obs * pl->es <= geo->psum_bank_bytes) {
+        for (uint32_t h = 0; h < 2; h++)
+            if (store_block(s, stg, ts, mo, g0, P, kk, h * oh, oh, 0, N, obs, err) != 0) return -1;
+    } else {
+        uint64_t ns = s->tail && pl->out_01bf ? nx_min_u64(pl->ns, nx_cdiv_u64(N, 2)) : pl->ns;
+        for (uint64_t n0 = 0; n0 < N; n0 += ns)
+            if (store_block(s, stg, ts, mo, g0, P, kk, 0, mo, n0, nx_min_u64(ns, N - n0), pl->mo_pad, err) != 0)
+                return -1;
     }
     /* pixel g0 + p kk + jj of the band -> output pixel (oy0 + r, ox0 + c) */
     uint64_t r = g0 / j->cwb, c = g0 % j->cwb;
