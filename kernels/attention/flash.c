@@ -30,6 +30,8 @@
  *
  * The pipeline (this file): every (tile, block) step goes through eight
  * stages, each on its engine, emitted in slots: in slot i
+ *   ACT  o *= alpha of step i-3 (first: ScalarE reaches it before the P V
+ *        that reads it, which only waits for the tile's own previous P V)
  *   ACT  alpha, P = exp(...) of step i-2; GpSimd its row sum, the l update
  *   DVE  max of step i-1
  *   PE   S = Q K^T (+ masks) of step i; P^T chunks of step i-4
@@ -37,8 +39,7 @@
  *        loaded engine)
  *   DVE  nm of step i-1 (after the copy: DVE does not idle through the
  *        max's dependency latency)
- *   PE   o += P^T V of step i-7, then the tile's end if it was its last
- *   ACT  o *= alpha of step i-6
+ *   PE   o += P^T V of step i-8, then the tile's end if it was its last
  * so every stage reads what an earlier slot produced and the engines
  * overlap across steps and units (the lags were tuned on the model:
  * docs/parts/attention.md); the block loads run 6 steps ahead, K^T 3 and the
@@ -220,7 +221,9 @@ static int emit_one(fa_pipe *q, int kind, uint64_t x, nx_error *err) {
         if (need(q, K_T, x, err) != 0 || (x >= FA_RING && need(q, K_PV, x - FA_RING, err) != 0)) return -1;
         return fa_copy_pt(c, pl, x, err);
     case K_RESCALE:
-        if (need(q, K_EXP, x, err) != 0 || (x >= 1 && need(q, K_PV, x - 1, err) != 0)) return -1;
+        /* after the tile's previous P V only (o is the tile's own), so it
+         * can run well before the P V of the step just before it */
+        if (need(q, K_EXP, x, err) != 0 || (s->prev != UINT64_MAX && need(q, K_PV, s->prev, err) != 0)) return -1;
         return fa_rescale(c, pl, s, err);
     case K_PV:
         if (need(q, K_COPY, x, err) != 0 || need(q, K_RESCALE, x, err) != 0 || fa_pv(c, pl, x, err) != 0) return -1;
@@ -264,7 +267,7 @@ static int run_pipeline(fa_ctx *c, const fa_plan *pl, nx_error *err) {
     fa_pipe q = {.c = c, .pl = pl};
     const uint64_t N = pl->nsteps;
     static const struct { int kind, lag; } slot[] = {
-        {K_EXP, 2}, {K_STATS, 1}, {K_SCORES, 0}, {K_T, 4}, {K_COPY, 5}, {K_NM, 1}, {K_PV, 7}, {K_RESCALE, 6},
+        {K_RESCALE, 3}, {K_EXP, 2}, {K_STATS, 1}, {K_SCORES, 0}, {K_T, 4}, {K_COPY, 5}, {K_NM, 1}, {K_PV, 8},
     };
     for (uint64_t i = 0; i < N + 6; i++) {
         while (q.next[K_BLOAD] < pl->nblocks && pl->blocks[q.next[K_BLOAD]].first_step <= i + 6)

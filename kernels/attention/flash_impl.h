@@ -43,6 +43,7 @@ typedef struct fa_step {
     uint32_t a_al, wa;    /* block columns [a_al, a_al + wa) */
     uint32_t nm_old, nm_new, alpha, rs;
     uint8_t first, last;  /* the tile's first / last step */
+    uint64_t prev;        /* the tile's previous step (UINT64_MAX: none) */
 } fa_step;
 
 typedef struct fa_plan {
