@@ -270,6 +270,8 @@ static int run_pipeline(fa_ctx *c, const fa_plan *pl, nx_error *err) {
         {K_RESCALE, 3}, {K_EXP, 2}, {K_STATS, 1}, {K_SCORES, 0}, {K_T, 4}, {K_COPY, 5}, {K_NM, 1}, {K_PV, 8},
     };
     for (uint64_t i = 0; i < N + 6; i++) {
+        c->slot = i;
+        if (fa_stores_due(c, i, err) != 0) return -1;
         while (q.next[K_BLOAD] < pl->nblocks && pl->blocks[q.next[K_BLOAD]].first_step <= i + 6)
             if (need(&q, K_BLOAD, q.next[K_BLOAD], err) != 0) return -1;
         while (q.next[K_ULOAD] < pl->nunits && pl->units[q.next[K_ULOAD]].first_step <= i + 6)
@@ -284,7 +286,8 @@ static int run_pipeline(fa_ctx *c, const fa_plan *pl, nx_error *err) {
     /* the last steps' late stages; units without steps (every tile saw
      * no key) still write their zeros */
     if (N && need(&q, K_PV, N - 1, err) != 0) return -1;
-    return pl->nunits ? need(&q, K_UBEGIN, pl->nunits - 1, err) : 0;
+    if (pl->nunits && need(&q, K_UBEGIN, pl->nunits - 1, err) != 0) return -1;
+    return fa_stores_due(c, UINT64_MAX, err);
 }
 
 static int flash_run(nx_kctx *k, const nx_kernel_call *call, const nx_attention_cache *cache, nx_error *err);

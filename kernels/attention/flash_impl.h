@@ -18,6 +18,7 @@
 #define FA_SMAX 4u   /* score banks */
 #define FA_QG 4u     /* query tiles per Q load group (512 rows, loaded like a K block) */
 #define FA_BIG 3.0e38
+#define FA_STORE_LAG 8u /* slots from a tile's end to its store */
 
 /* stats columns of a tile (fp32): four nm, four alpha and four row sums
  * (rotating over the tile's steps, so a late stage reads its own step's),
@@ -71,6 +72,16 @@ typedef struct fa_ctx {
      * Q^T columns (g % FA_QG) P ..) */
     nx_tile q_sb[2][FA_GMAX / FA_QG], qt[2][FA_GMAX / FA_QG][2], st[2][FA_GMAX], o_ps[FA_GMAX];
     uint64_t nouts;
+    /* stores of normalised rows not yet emitted (outputs [nstored, nouts)):
+     * DMA triggers issue in program order, so a store emitted with its
+     * tile's end would hold the block loads behind it until ScalarE
+     * reaches the normalisation; it goes out `FA_STORE_LAG` slots later */
+    struct fa_pending {
+        const fa_unit *u;
+        uint32_t g;
+        uint64_t due;
+    } pend[FA_RING];
+    uint64_t nstored, slot;
     /* a cache prefix (nx_attention_flash_cached; NULL: none): key columns
      * [0, Sc) from it, masked at run time by each row's length, then the
      * Skv_new keys of k and v */
@@ -117,5 +128,7 @@ int fa_rescale(fa_ctx *c, const fa_plan *pl, const fa_step *s, nx_error *err);
 int fa_pv(fa_ctx *c, const fa_plan *pl, uint64_t si, nx_error *err);
 /* The tile's rows o / l (nm_col: its last step's nm; -1: a tile that saw no key, 0), stored. */
 int fa_tile_end(fa_ctx *c, const fa_unit *u, uint32_t g, int nm_col, nx_error *err);
+/* The pending stores due by slot `slot` (UINT64_MAX: all). */
+int fa_stores_due(fa_ctx *c, uint64_t slot, nx_error *err);
 
 #endif

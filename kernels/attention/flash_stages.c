@@ -414,11 +414,37 @@ int fa_pv(fa_ctx *c, const fa_plan *pl, uint64_t si, nx_error *err) {
     return 0;
 }
 
+static int store_one(fa_ctx *c, nx_error *err) {
+    const nx_attention_params *p = c->p;
+    const uint64_t i = c->nstored++;
+    const struct fa_pending *pd = &c->pend[i % FA_RING];
+    const fa_unit *u = pd->u;
+    fa_tile ft;
+    fa_tile_at(c, u->t0 + pd->g, &ft);
+    nx_operand out = fa_view(&c->out_sb[i % FA_RING], c->dt, ft.n, 0, (uint32_t)p->D);
+    uint64_t base = fa_head_base(c, c->out, u->b, u->h, p->Hq, p->Sq);
+    nx_operand hd = nx_rows_hbm(c->dt, base, ft.r0, ft.n, p->D);
+    if (c->cache && c->cache->out_pitch) { /* the token layout (the layer's o projection reads it) */
+        const uint64_t W = c->cache->out_pitch;
+        hd = nx_ap_hbm_rows(c->dt, c->out->hbm_offset + ((u->b * p->Sq + ft.r0) * W + u->h * p->D) * c->es, ft.n,
+                            (int32_t)W, (uint32_t)p->D);
+    }
+    return nx_rows_store(&c->r, &hd, &out, err);
+}
+
+int fa_stores_due(fa_ctx *c, uint64_t slot, nx_error *err) {
+    while (c->nstored < c->nouts && c->pend[c->nstored % FA_RING].due <= slot)
+        if (store_one(c, err) != 0) return -1;
+    return 0;
+}
+
 int fa_tile_end(fa_ctx *c, const fa_unit *u, uint32_t g, int nm_col, nx_error *err) {
     const nx_attention_params *p = c->p;
     fa_tile ft;
     fa_tile_at(c, u->t0 + g, &ft);
     const uint32_t n = ft.n, D = (uint32_t)p->D;
+    /* the ring slot's previous rows go out before they are overwritten */
+    if (c->nouts - c->nstored == FA_RING && store_one(c, err) != 0) return -1;
     uint64_t i = c->nouts++;
     const nx_tile *ob = &c->out_sb[i % FA_RING];
     nx_operand out = fa_view(ob, c->dt, n, 0, D);
@@ -432,12 +458,6 @@ int fa_tile_end(fa_ctx *c, const fa_unit *u, uint32_t g, int nm_col, nx_error *e
         if (nx_attn_normalize(c->k, &acc, &l, p->sink ? &sk : NULL, &nm, &c->norm_sb[i % FA_RING], &out, err) != 0)
             return -1;
     }
-    uint64_t base = fa_head_base(c, c->out, u->b, u->h, p->Hq, p->Sq);
-    nx_operand hd = nx_rows_hbm(c->dt, base, ft.r0, n, p->D);
-    if (c->cache && c->cache->out_pitch) { /* the token layout (the layer's o projection reads it) */
-        const uint64_t W = c->cache->out_pitch;
-        hd = nx_ap_hbm_rows(c->dt, c->out->hbm_offset + ((u->b * p->Sq + ft.r0) * W + u->h * p->D) * c->es, n,
-                            (int32_t)W, (uint32_t)p->D);
-    }
-    return nx_rows_store(&c->r, &hd, &out, err);
+    c->pend[i % FA_RING] = (struct fa_pending){u, g, c->slot + FA_STORE_LAG};
+    return 0;
 }
