@@ -30,7 +30,7 @@
  *
  * The pipeline (this file): every (tile, block) step goes through eight
  * stages, each on its engine, emitted in slots: in slot i
- *   ACT  o *= alpha of step i-3 (first: ScalarE reaches it before the P V
+ *   ACT  o *= alpha of step i-4 (first: ScalarE reaches it before the P V
  *        that reads it, which only waits for the tile's own previous P V)
  *   ACT  alpha, P = exp(...) of step i-2; GpSimd its row sum, the l update
  *   DVE  max of step i-1
@@ -267,7 +267,7 @@ static int run_pipeline(fa_ctx *c, const fa_plan *pl, nx_error *err) {
     fa_pipe q = {.c = c, .pl = pl};
     const uint64_t N = pl->nsteps;
     static const struct { int kind, lag; } slot[] = {
-        {K_RESCALE, 3}, {K_EXP, 2}, {K_STATS, 1}, {K_SCORES, 0}, {K_T, 4}, {K_COPY, 5}, {K_NM, 1}, {K_PV, 8},
+        {K_RESCALE, 4}, {K_EXP, 2}, {K_STATS, 1}, {K_SCORES, 0}, {K_T, 4}, {K_COPY, 5}, {K_NM, 1}, {K_PV, 8},
     };
     for (uint64_t i = 0; i < N + 6; i++) {
         c->slot = i;
