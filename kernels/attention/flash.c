@@ -272,10 +272,17 @@ static int run_pipeline(fa_ctx *c, const fa_plan *pl, nx_error *err) {
     for (uint64_t i = 0; i < N + 6; i++) {
         c->slot = i;
         if (fa_stores_due(c, i, err) != 0) return -1;
-        while (q.next[K_BLOAD] < pl->nblocks && pl->blocks[q.next[K_BLOAD]].first_step <= i + 6)
-            if (need(&q, K_BLOAD, q.next[K_BLOAD], err) != 0) return -1;
-        while (q.next[K_ULOAD] < pl->nunits && pl->units[q.next[K_ULOAD]].first_step <= i + 6)
-            if (need(&q, K_ULOAD, q.next[K_ULOAD], err) != 0) return -1;
+        /* block and Q loads in order of their first step, a unit's Q
+         * before its first block: the load queues are FIFO, and the Q^T
+         * transposes come before the unit's first K^T (a run's first Q
+         * load queued behind two units' blocks held the PE 5 us) */
+        for (;;) {
+            const uint64_t bs = q.next[K_BLOAD] < pl->nblocks ? pl->blocks[q.next[K_BLOAD]].first_step : UINT64_MAX;
+            const uint64_t us = q.next[K_ULOAD] < pl->nunits ? pl->units[q.next[K_ULOAD]].first_step : UINT64_MAX;
+            const int unit = us <= bs;
+            if ((unit ? us : bs) > i + 6) break;
+            if (need(&q, unit ? K_ULOAD : K_BLOAD, q.next[unit ? K_ULOAD : K_BLOAD], err) != 0) return -1;
+        }
         while (q.next[K_UBEGIN] < pl->nunits && pl->units[q.next[K_UBEGIN]].first_step <= i + 2)
             if (need(&q, K_UBEGIN, q.next[K_UBEGIN], err) != 0) return -1;
         while (q.next[K_BKT] < pl->nblocks && pl->blocks[q.next[K_BKT]].first_step <= i + 3)
