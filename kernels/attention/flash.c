@@ -175,7 +175,7 @@ static uint32_t group_size(const nx_geometry *g, nx_dtype dt, uint32_t nd, uint6
  * is the program's semantics). The slots of the opening comment call it
  * with their lags; when a buffer ring is short (units of one or two steps)
  * it drains the older steps early instead of reading a buffer too soon. */
-enum { K_SCORES, K_STATS, K_NM, K_EXP, K_T, K_COPY, K_RESCALE, K_PV, K_BLOAD, K_BKT, K_ULOAD, K_UBEGIN, K_KINDS };
+enum { K_SCORES, K_STATS, K_NM, K_EXP, K_T, K_COPY, K_RESCALE, K_PV, K_BLOAD, K_BKT, K_BKTC, K_ULOAD, K_UBEGIN, K_KINDS };
 
 typedef struct fa_pipe {
     fa_ctx *c;
@@ -203,7 +203,7 @@ static int emit_one(fa_pipe *q, int kind, uint64_t x, nx_error *err) {
     const fa_step *s = kind < K_BLOAD ? &pl->steps[x] : NULL;
     switch (kind) {
     case K_SCORES:
-        if (need(q, K_UBEGIN, s->unit, err) != 0 || need(q, K_BKT, s->block, err) != 0 ||
+        if (need(q, K_UBEGIN, s->unit, err) != 0 || need(q, K_BKTC, s->block, err) != 0 ||
             (x >= c->nS && need(q, K_EXP, x - c->nS, err) != 0))
             return -1;
         return fa_scores(c, pl, s, err) != 0 ? -1 : fa_scores_len_mask(c, pl, s, err);
@@ -235,11 +235,14 @@ static int emit_one(fa_pipe *q, int kind, uint64_t x, nx_error *err) {
             return -1;
         return fa_block_load(c, bl, x, &pl->units[bl->unit], err);
     }
-    case K_BKT:
-        if (need(q, K_BLOAD, x, err) != 0 ||
+    case K_BKT: /* after the previous copy out of the K^T PSUM sets */
+        if (need(q, K_BLOAD, x, err) != 0 || (x >= 1 && need(q, K_BKTC, x - 1, err) != 0)) return -1;
+        return fa_block_kt(c, x, &pl->blocks[x], err);
+    case K_BKTC:
+        if (need(q, K_BKT, x, err) != 0 ||
             (x >= FA_KTBUFS && need(q, K_SCORES, block_last(pl, x - FA_KTBUFS), err) != 0))
             return -1;
-        if (fa_block_kt(c, x, &pl->blocks[x], err) != 0) return -1;
+        if (fa_block_kt_copy(c, x, &pl->blocks[x], err) != 0) return -1;
         return fa_block_len_mask(c, x, &pl->blocks[x], &pl->units[pl->blocks[x].unit], err);
     case K_ULOAD:
         if (x >= 2) { /* the state set of unit x - 2: its start and every step */
@@ -248,8 +251,10 @@ static int emit_one(fa_pipe *q, int kind, uint64_t x, nx_error *err) {
                 return -1;
         }
         return fa_unit_load(c, &pl->units[x], err);
-    default: /* K_UBEGIN */
-        return need(q, K_ULOAD, x, err) != 0 ? -1 : fa_unit_begin(c, &pl->units[x], err);
+    default: /* K_UBEGIN; its Q^T shares the K^T PSUM sets: after the copies of every K^T begun */
+        if (need(q, K_ULOAD, x, err) != 0 || (q->next[K_BKT] && need(q, K_BKTC, q->next[K_BKT] - 1, err) != 0))
+            return -1;
+        return fa_unit_begin(c, &pl->units[x], err);
     }
 }
 
@@ -269,6 +274,10 @@ static int run_pipeline(fa_ctx *c, const fa_plan *pl, nx_error *err) {
     static const struct { int kind, lag; } slot[] = {
         {K_RESCALE, 4}, {K_EXP, 2}, {K_STATS, 1}, {K_SCORES, 0}, {K_T, 4}, {K_COPY, 5}, {K_NM, 1}, {K_PV, 8},
     };
+    /* K^T transposes a step before their copies (with two K^T PSUM sets,
+     * 5 and 4 steps ahead; with one, 4 and 3: 1x2x4096 causal D = 128
+     * 139.3 -> 138.4 us, D = 256 185.5 -> 184.5 us, against both 3 ahead) */
+    const uint64_t LT = c->nkt == 2 ? 5 : 4, LC = LT - 1;
     for (uint64_t i = 0; i < N + 6; i++) {
         c->slot = i;
         if (fa_stores_due(c, i, err) != 0) return -1;
@@ -285,8 +294,10 @@ static int run_pipeline(fa_ctx *c, const fa_plan *pl, nx_error *err) {
         }
         while (q.next[K_UBEGIN] < pl->nunits && pl->units[q.next[K_UBEGIN]].first_step <= i + 2)
             if (need(&q, K_UBEGIN, q.next[K_UBEGIN], err) != 0) return -1;
-        while (q.next[K_BKT] < pl->nblocks && pl->blocks[q.next[K_BKT]].first_step <= i + 3)
+        while (q.next[K_BKT] < pl->nblocks && pl->blocks[q.next[K_BKT]].first_step <= i + LT)
             if (need(&q, K_BKT, q.next[K_BKT], err) != 0) return -1;
+        while (q.next[K_BKTC] < pl->nblocks && pl->blocks[q.next[K_BKTC]].first_step <= i + LC)
+            if (need(&q, K_BKTC, q.next[K_BKTC], err) != 0) return -1;
         for (size_t j = 0; j < sizeof slot / sizeof *slot; j++)
             if (i >= (uint64_t)slot[j].lag && need(&q, slot[j].kind, i - (uint64_t)slot[j].lag, err) != 0) return -1;
     }

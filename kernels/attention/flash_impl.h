@@ -62,6 +62,7 @@ typedef struct fa_ctx {
     nx_dtype dt;
     uint32_t P, nd, G, nS, nkt; /* nkt: kt_ps sets (2 when PSUM has room beside G accumulators) */
     uint64_t nrt;              /* rows_t calls so far (the kt_ps set rotates) */
+    uint32_t kt_set[FA_KTBUFS]; /* the kt_ps set of a block's K^T */
     uint64_t es;
     double dve_ns, act_ns; /* work dealt so far, for the copies */
     nx_tile ident, um, lm;
@@ -112,6 +113,7 @@ nx_engine fa_copy_engine(fa_ctx *c, uint64_t elems);
 /* stages (flash_stages.c) */
 int fa_block_load(fa_ctx *c, const fa_block *bl, uint64_t bi, const fa_unit *u, nx_error *err);
 int fa_block_kt(fa_ctx *c, uint64_t bi, const fa_block *bl, nx_error *err);
+int fa_block_kt_copy(fa_ctx *c, uint64_t bi, const fa_block *bl, nx_error *err);
 /* A cached block's run-time length mask (1 where the key is at or past
  * L_b), beside its K^T; and its fill x mask accumulated into the scores. */
 int fa_block_len_mask(fa_ctx *c, uint64_t bi, const fa_block *bl, const fa_unit *u, nx_error *err);
