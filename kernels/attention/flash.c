@@ -274,10 +274,11 @@ static int run_pipeline(fa_ctx *c, const fa_plan *pl, nx_error *err) {
     static const struct { int kind, lag; } slot[] = {
         {K_RESCALE, 4}, {K_EXP, 2}, {K_STATS, 1}, {K_SCORES, 0}, {K_T, 4}, {K_COPY, 5}, {K_NM, 1}, {K_PV, 8},
     };
-    /* K^T transposes a step before their copies (with two K^T PSUM sets,
-     * 5 and 4 steps ahead; with one, 4 and 3: 1x2x4096 causal D = 128
-     * 139.3 -> 138.4 us, D = 256 185.5 -> 184.5 us, against both 3 ahead) */
-    const uint64_t LT = c->nkt == 2 ? 5 : 4, LC = LT - 1;
+    /* with one K^T PSUM set (D > 128) the transposes run a step before
+     * their copies, 4 and 3 steps ahead (1x8x4096x256 causal 748.2 ->
+     * 743.0 us); with two, both 3 ahead (5 and 4: 1x32x4096x128 causal
+     * 2086.2 -> 2095.2 us) */
+    const uint64_t LT = c->nkt == 2 ? 3 : 4, LC = 3;
     for (uint64_t i = 0; i < N + 6; i++) {
         c->slot = i;
         if (fa_stores_due(c, i, err) != 0) return -1;
