@@ -42,8 +42,9 @@
  *   PE   o += P^T V of step i-8, then the tile's end if it was its last
  * so every stage reads what an earlier slot produced and the engines
  * overlap across steps and units (the lags were tuned on the model:
- * docs/parts/attention.md); the block loads run 6 steps ahead, K^T 3 and the
- * next unit's Q^T 2 steps ahead (stages: flash_stages.c). */
+ * docs/parts/attention.md); the block loads run 6 steps ahead, K^T 3 (with
+ * one K^T PSUM set: its transposes 4, its copies 3) and the next unit's Q^T
+ * 2 steps ahead (stages: flash_stages.c). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -61,7 +61,7 @@ typedef struct fa_ctx {
     const nx_tensor_ref *q, *kk, *v, *sink, *out;
     nx_dtype dt;
     uint32_t P, nd, G, nS, nkt; /* nkt: kt_ps sets (2 when PSUM has room beside G accumulators) */
-    uint64_t nrt;              /* rows_t calls so far (the kt_ps set rotates) */
+    uint64_t nrt;              /* K^T and Q^T transposes so far (the kt_ps set rotates) */
     uint32_t kt_set[FA_KTBUFS]; /* the kt_ps set of a block's K^T */
     uint64_t es;
     double dve_ns, act_ns; /* work dealt so far, for the copies */
