@@ -30,6 +30,8 @@
  *
  * The pipeline (this file): every (tile, block) step goes through eight
  * stages, each on its engine, emitted in slots: in slot i
+ *   ACT  o *= alpha of step i-4 (first: ScalarE reaches it before the P V
+ *        that reads it, which only waits for the tile's own previous P V)
  *   ACT  alpha, P = exp(...) of step i-2; GpSimd its row sum, the l update
  *   DVE  max of step i-1
  *   PE   S = Q K^T (+ masks) of step i; P^T chunks of step i-4
@@ -37,12 +39,12 @@
  *        loaded engine)
  *   DVE  nm of step i-1 (after the copy: DVE does not idle through the
  *        max's dependency latency)
- *   PE   o += P^T V of step i-7, then the tile's end if it was its last
- *   ACT  o *= alpha of step i-6
+ *   PE   o += P^T V of step i-8, then the tile's end if it was its last
  * so every stage reads what an earlier slot produced and the engines
  * overlap across steps and units (the lags were tuned on the model:
- * docs/parts/attention.md); the block loads run 6 steps ahead, K^T 3 and the
- * next unit's Q^T 2 steps ahead (stages: flash_stages.c). */
+ * docs/parts/attention.md); the block loads run 6 steps ahead, K^T 3 (with
+ * one K^T PSUM set: its transposes 4, its copies 3) and the next unit's Q^T
+ * 2 steps ahead (stages: flash_stages.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -174,7 +176,7 @@ static uint32_t group_size(const nx_geometry *g, nx_dtype dt, uint32_t nd, uint6
  * is the program's semantics). The slots of the opening comment call it
  * with their lags; when a buffer ring is short (units of one or two steps)
  * it drains the older steps early instead of reading a buffer too soon. */
-enum { K_SCORES, K_STATS, K_NM, K_EXP, K_T, K_COPY, K_RESCALE, K_PV, K_BLOAD, K_BKT, K_ULOAD, K_UBEGIN, K_KINDS };
+enum { K_SCORES, K_STATS, K_NM, K_EXP, K_T, K_COPY, K_RESCALE, K_PV, K_BLOAD, K_BKT, K_BKTC, K_ULOAD, K_UBEGIN, K_KINDS };
 
 typedef struct fa_pipe {
     fa_ctx *c;
@@ -202,7 +204,7 @@ static int emit_one(fa_pipe *q, int kind, uint64_t x, nx_error *err) {
     const fa_step *s = kind < K_BLOAD ? &pl->steps[x] : NULL;
     switch (kind) {
     case K_SCORES:
-        if (need(q, K_UBEGIN, s->unit, err) != 0 || need(q, K_BKT, s->block, err) != 0 ||
+        if (need(q, K_UBEGIN, s->unit, err) != 0 || need(q, K_BKTC, s->block, err) != 0 ||
             (x >= c->nS && need(q, K_EXP, x - c->nS, err) != 0))
             return -1;
         return fa_scores(c, pl, s, err) != 0 ? -1 : fa_scores_len_mask(c, pl, s, err);
@@ -220,7 +222,9 @@ static int emit_one(fa_pipe *q, int kind, uint64_t x, nx_error *err) {
         if (need(q, K_T, x, err) != 0 || (x >= FA_RING && need(q, K_PV, x - FA_RING, err) != 0)) return -1;
         return fa_copy_pt(c, pl, x, err);
     case K_RESCALE:
-        if (need(q, K_EXP, x, err) != 0 || (x >= 1 && need(q, K_PV, x - 1, err) != 0)) return -1;
+        /* after the tile's previous P V only (o is the tile's own), so it
+         * can run well before the P V of the step just before it */
+        if (need(q, K_EXP, x, err) != 0 || (s->prev != UINT64_MAX && need(q, K_PV, s->prev, err) != 0)) return -1;
         return fa_rescale(c, pl, s, err);
     case K_PV:
         if (need(q, K_COPY, x, err) != 0 || need(q, K_RESCALE, x, err) != 0 || fa_pv(c, pl, x, err) != 0) return -1;
@@ -232,11 +236,14 @@ static int emit_one(fa_pipe *q, int kind, uint64_t x, nx_error *err) {
             return -1;
         return fa_block_load(c, bl, x, &pl->units[bl->unit], err);
     }
-    case K_BKT:
-        if (need(q, K_BLOAD, x, err) != 0 ||
+    case K_BKT: /* after the previous copy out of the K^T PSUM sets */
+        if (need(q, K_BLOAD, x, err) != 0 || (x >= 1 && need(q, K_BKTC, x - 1, err) != 0)) return -1;
+        return fa_block_kt(c, x, &pl->blocks[x], err);
+    case K_BKTC:
+        if (need(q, K_BKT, x, err) != 0 ||
             (x >= FA_KTBUFS && need(q, K_SCORES, block_last(pl, x - FA_KTBUFS), err) != 0))
             return -1;
-        if (fa_block_kt(c, x, &pl->blocks[x], err) != 0) return -1;
+        if (fa_block_kt_copy(c, x, &pl->blocks[x], err) != 0) return -1;
         return fa_block_len_mask(c, x, &pl->blocks[x], &pl->units[pl->blocks[x].unit], err);
     case K_ULOAD:
         if (x >= 2) { /* the state set of unit x - 2: its start and every step */
@@ -245,8 +252,10 @@ static int emit_one(fa_pipe *q, int kind, uint64_t x, nx_error *err) {
                 return -1;
         }
         return fa_unit_load(c, &pl->units[x], err);
-    default: /* K_UBEGIN */
-        return need(q, K_ULOAD, x, err) != 0 ? -1 : fa_unit_begin(c, &pl->units[x], err);
+    default: /* K_UBEGIN; its Q^T shares the K^T PSUM sets: after the copies of every K^T begun */
+        if (need(q, K_ULOAD, x, err) != 0 || (q->next[K_BKT] && need(q, K_BKTC, q->next[K_BKT] - 1, err) != 0))
+            return -1;
+        return fa_unit_begin(c, &pl->units[x], err);
     }
 }
 
@@ -264,24 +273,41 @@ static int run_pipeline(fa_ctx *c, const fa_plan *pl, nx_error *err) {
     fa_pipe q = {.c = c, .pl = pl};
     const uint64_t N = pl->nsteps;
     static const struct { int kind, lag; } slot[] = {
-        {K_EXP, 2}, {K_STATS, 1}, {K_SCORES, 0}, {K_T, 4}, {K_COPY, 5}, {K_NM, 1}, {K_PV, 7}, {K_RESCALE, 6},
+        {K_RESCALE, 4}, {K_EXP, 2}, {K_STATS, 1}, {K_SCORES, 0}, {K_T, 4}, {K_COPY, 5}, {K_NM, 1}, {K_PV, 8},
     };
+    /* with one K^T PSUM set (D > 128) the transposes run a step before
+     * their copies, 4 and 3 steps ahead (1x8x4096x256 causal 748.2 ->
+     * 743.0 us); with two, both 3 ahead (5 and 4: 1x32x4096x128 causal
+     * 2086.2 -> 2095.2 us) */
+    const uint64_t LT = c->nkt == 2 ? 3 : 4, LC = 3;
     for (uint64_t i = 0; i < N + 6; i++) {
-        while (q.next[K_BLOAD] < pl->nblocks && pl->blocks[q.next[K_BLOAD]].first_step <= i + 6)
-            if (need(&q, K_BLOAD, q.next[K_BLOAD], err) != 0) return -1;
-        while (q.next[K_ULOAD] < pl->nunits && pl->units[q.next[K_ULOAD]].first_step <= i + 6)
-            if (need(&q, K_ULOAD, q.next[K_ULOAD], err) != 0) return -1;
+        c->slot = i;
+        if (fa_stores_due(c, i, err) != 0) return -1;
+        /* block and Q loads in order of their first step, a unit's Q
+         * before its first block: the load queues are FIFO, and the Q^T
+         * transposes come before the unit's first K^T (a run's first Q
+         * load queued behind two units' blocks held the PE 5 us) */
+        for (;;) {
+            const uint64_t bs = q.next[K_BLOAD] < pl->nblocks ? pl->blocks[q.next[K_BLOAD]].first_step : UINT64_MAX;
+            const uint64_t us = q.next[K_ULOAD] < pl->nunits ? pl->units[q.next[K_ULOAD]].first_step : UINT64_MAX;
+            const int unit = us <= bs;
+            if ((unit ? us : bs) > i + 6) break;
+            if (need(&q, unit ? K_ULOAD : K_BLOAD, q.next[unit ? K_ULOAD : K_BLOAD], err) != 0) return -1;
+        }
         while (q.next[K_UBEGIN] < pl->nunits && pl->units[q.next[K_UBEGIN]].first_step <= i + 2)
             if (need(&q, K_UBEGIN, q.next[K_UBEGIN], err) != 0) return -1;
-        while (q.next[K_BKT] < pl->nblocks && pl->blocks[q.next[K_BKT]].first_step <= i + 3)
+        while (q.next[K_BKT] < pl->nblocks && pl->blocks[q.next[K_BKT]].first_step <= i + LT)
             if (need(&q, K_BKT, q.next[K_BKT], err) != 0) return -1;
+        while (q.next[K_BKTC] < pl->nblocks && pl->blocks[q.next[K_BKTC]].first_step <= i + LC)
+            if (need(&q, K_BKTC, q.next[K_BKTC], err) != 0) return -1;
         for (size_t j = 0; j < sizeof slot / sizeof *slot; j++)
             if (i >= (uint64_t)slot[j].lag && need(&q, slot[j].kind, i - (uint64_t)slot[j].lag, err) != 0) return -1;
     }
     /* the last steps' late stages; units without steps (every tile saw
      * no key) still write their zeros */
     if (N && need(&q, K_PV, N - 1, err) != 0) return -1;
-    return pl->nunits ? need(&q, K_UBEGIN, pl->nunits - 1, err) : 0;
+    if (pl->nunits && need(&q, K_UBEGIN, pl->nunits - 1, err) != 0) return -1;
+    return fa_stores_due(c, UINT64_MAX, err);
 }
 
 static int flash_run(nx_kctx *k, const nx_kernel_call *call, const nx_attention_cache *cache, nx_error *err);

@@ -18,6 +18,7 @@
 #define FA_SMAX 4u   /* score banks */
 #define FA_QG 4u     /* query tiles per Q load group (512 rows, loaded like a K block) */
 #define FA_BIG 3.0e38
+#define FA_STORE_LAG 8u /* slots from a tile's end to its store */
 
 /* stats columns of a tile (fp32): four nm, four alpha and four row sums
  * (rotating over the tile's steps, so a late stage reads its own step's),
@@ -43,6 +44,7 @@ typedef struct fa_step {
     uint32_t a_al, wa;    /* block columns [a_al, a_al + wa) */
     uint32_t nm_old, nm_new, alpha, rs;
     uint8_t first, last;  /* the tile's first / last step */
+    uint64_t prev;        /* the tile's previous step (UINT64_MAX: none) */
 } fa_step;
 
 typedef struct fa_plan {
@@ -59,7 +61,8 @@ typedef struct fa_ctx {
     const nx_tensor_ref *q, *kk, *v, *sink, *out;
     nx_dtype dt;
     uint32_t P, nd, G, nS, nkt; /* nkt: kt_ps sets (2 when PSUM has room beside G accumulators) */
-    uint64_t nrt;              /* rows_t calls so far (the kt_ps set rotates) */
+    uint64_t nrt;              /* K^T and Q^T transposes so far (the kt_ps set rotates) */
+    uint32_t kt_set[FA_KTBUFS]; /* the kt_ps set of a block's K^T */
     uint64_t es;
     double dve_ns, act_ns; /* work dealt so far, for the copies */
     nx_tile ident, um, lm;
@@ -70,6 +73,16 @@ typedef struct fa_ctx {
      * Q^T columns (g % FA_QG) P ..) */
     nx_tile q_sb[2][FA_GMAX / FA_QG], qt[2][FA_GMAX / FA_QG][2], st[2][FA_GMAX], o_ps[FA_GMAX];
     uint64_t nouts;
+    /* stores of normalised rows not yet emitted (outputs [nstored, nouts)):
+     * DMA triggers issue in program order, so a store emitted with its
+     * tile's end would hold the block loads behind it until ScalarE
+     * reaches the normalisation; it goes out `FA_STORE_LAG` slots later */
+    struct fa_pending {
+        const fa_unit *u;
+        uint32_t g;
+        uint64_t due;
+    } pend[FA_RING];
+    uint64_t nstored, slot;
     /* a cache prefix (nx_attention_flash_cached; NULL: none): key columns
      * [0, Sc) from it, masked at run time by each row's length, then the
      * Skv_new keys of k and v */
@@ -100,6 +113,7 @@ nx_engine fa_copy_engine(fa_ctx *c, uint64_t elems);
 /* stages (flash_stages.c) */
 int fa_block_load(fa_ctx *c, const fa_block *bl, uint64_t bi, const fa_unit *u, nx_error *err);
 int fa_block_kt(fa_ctx *c, uint64_t bi, const fa_block *bl, nx_error *err);
+int fa_block_kt_copy(fa_ctx *c, uint64_t bi, const fa_block *bl, nx_error *err);
 /* A cached block's run-time length mask (1 where the key is at or past
  * L_b), beside its K^T; and its fill x mask accumulated into the scores. */
 int fa_block_len_mask(fa_ctx *c, uint64_t bi, const fa_block *bl, const fa_unit *u, nx_error *err);
@@ -116,5 +130,7 @@ int fa_rescale(fa_ctx *c, const fa_plan *pl, const fa_step *s, nx_error *err);
 int fa_pv(fa_ctx *c, const fa_plan *pl, uint64_t si, nx_error *err);
 /* The tile's rows o / l (nm_col: its last step's nm; -1: a tile that saw no key, 0), stored. */
 int fa_tile_end(fa_ctx *c, const fa_unit *u, uint32_t g, int nm_col, nx_error *err);
+/* The pending stores due by slot `slot` (UINT64_MAX: all). */
+int fa_stores_due(fa_ctx *c, uint64_t slot, nx_error *err);
 
 #endif

@@ -125,6 +125,8 @@ int fa_plan_build(const fa_ctx *c, fa_plan *pl, nx_error *err) {
                         .first_step = pl->nsteps};
         fa_tile ft[FA_GMAX];
         uint32_t kstep[FA_GMAX] = {0}, total[FA_GMAX] = {0};
+        uint64_t prev[FA_GMAX];
+        for (uint32_t g = 0; g < FA_GMAX; g++) prev[g] = UINT64_MAX;
         int64_t glo = INT64_MAX, ghi = INT64_MIN;
         for (uint32_t g = 0; g < nt; g++) {
             fa_tile_at(c, t0 + g, &ft[g]);
@@ -146,7 +148,7 @@ int fa_plan_build(const fa_ctx *c, fa_plan *pl, nx_error *err) {
                 if (!(ft[g].lo < c1 && ft[g].hi > c0)) continue;
                 int64_t a = (ft[g].lo > c0 ? ft[g].lo : c0) - c0, e = (ft[g].hi < c1 ? ft[g].hi : c1) - c0;
                 if (grow((void **)&pl->steps, &cs, pl->nsteps + 1, sizeof *pl->steps) != 0) goto oom;
-                fa_step *s = &pl->steps[pl->nsteps++];
+                fa_step *s = &pl->steps[pl->nsteps];
                 uint32_t ks = kstep[g]++;
                 *s = (fa_step){.unit = pl->nunits, .block = pl->nblocks, .g = g};
                 s->a_al = (uint32_t)(a / c->P * c->P);
@@ -154,6 +156,8 @@ int fa_plan_build(const fa_ctx *c, fa_plan *pl, nx_error *err) {
                 s->nm_old = ST_NM + ks % 4, s->nm_new = ST_NM + (ks + 1) % 4, s->alpha = ST_ALPHA + ks % 4;
                 s->rs = ST_RS + ks % 4;
                 s->first = ks == 0, s->last = ks + 1 == total[g];
+                s->prev = prev[g];
+                prev[g] = pl->nsteps++;
             }
             pl->nblocks++;
         }

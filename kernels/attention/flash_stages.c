@@ -88,22 +88,29 @@ int fa_scores_len_mask(fa_ctx *c, const fa_plan *pl, const fa_step *s, nx_error 
 }
 
 /* The transpose of rows loaded by load_rows (w rows of D): a PE transpose
- * per 128-row chunk and D-chunk into ps[dd] (PSUM), one copy per D-chunk
- * into dst[dd] (D-chunk rows x w columns in row order: a permuted tile's
- * copy puts column j 128 + p at row 4 p + j). K^T of a block and Q^T of a
- * group of query tiles. */
-static int rows_t(fa_ctx *c, const nx_tile *src_sb, uint32_t w, int perm, nx_tile *const dst_dd[2], nx_error *err) {
-    const nx_tile *ps_dd = c->kt_ps[c->nrt++ % c->nkt];
+ * per 128-row chunk and D-chunk into the K^T / Q^T PSUM set `set`, then
+ * (rows_t_copy) one copy per D-chunk into dst[dd] (D-chunk rows x w
+ * columns in row order: a permuted tile's copy puts column j 128 + p at
+ * row 4 p + j). K^T of a block and Q^T of a group of query tiles. */
+static int rows_t_pe(fa_ctx *c, const nx_tile *src_sb, uint32_t w, uint32_t set, nx_error *err) {
     const uint32_t nch = (w + c->P - 1) / c->P, P = c->P;
     for (uint32_t dd = 0; dd < c->nd; dd++) {
         uint32_t dc = dchunk(c, dd);
-        const nx_tile *ps = &ps_dd[dd], *dst = dst_dd[dd];
         for (uint32_t ch = 0; ch < nch; ch++) {
             uint32_t cw = w - ch * P < P ? w - ch * P : P;
             nx_operand src = fa_view(src_sb, c->dt, cw, (uint64_t)ch * c->p->D + dd * P, dc);
-            nx_operand pd = fa_view(ps, c->dt, dc, (uint64_t)ch * P, cw);
+            nx_operand pd = fa_view(&c->kt_ps[set][dd], c->dt, dc, (uint64_t)ch * P, cw);
             if (nx_kctx_transpose(c->k, NX_ENG_PE, &pd, &src, err) != 0) return -1;
         }
+    }
+    return 0;
+}
+
+static int rows_t_copy(fa_ctx *c, uint32_t w, int perm, uint32_t set, nx_tile *const dst_dd[2], nx_error *err) {
+    const uint32_t P = c->P;
+    for (uint32_t dd = 0; dd < c->nd; dd++) {
+        uint32_t dc = dchunk(c, dd);
+        const nx_tile *ps = &c->kt_ps[set][dd], *dst = dst_dd[dd];
         nx_operand from = fa_view(ps, c->dt, dc, 0, w), to = fa_view(dst, c->dt, dc, 0, w);
         if (perm) {
             const int32_t fs[2] = {(int32_t)P, 1}, ts[2] = {1, 4};
@@ -116,10 +123,24 @@ static int rows_t(fa_ctx *c, const nx_tile *src_sb, uint32_t w, int perm, nx_til
     return 0;
 }
 
-/* K^T of a loaded block (key order in kt_sb). */
+static int rows_t(fa_ctx *c, const nx_tile *src_sb, uint32_t w, int perm, nx_tile *const dst_dd[2], nx_error *err) {
+    const uint32_t set = (uint32_t)(c->nrt++ % c->nkt);
+    return rows_t_pe(c, src_sb, w, set, err) != 0 ? -1 : rows_t_copy(c, w, perm, set, dst_dd, err);
+}
+
+/* K^T of a loaded block (key order in kt_sb): the transposes, then
+ * (fa_block_kt_copy, emitted later) the copies out of PSUM, so VectorE
+ * and ScalarE do not reach a copy before the PE has reached its
+ * transposes. */
 int fa_block_kt(fa_ctx *c, uint64_t bi, const fa_block *bl, nx_error *err) {
+    const uint32_t set = (uint32_t)(c->nrt++ % c->nkt);
+    c->kt_set[bi % FA_KTBUFS] = set;
+    return rows_t_pe(c, &c->k_sb[bi % FA_KBUFS], bl->w, set, err);
+}
+
+int fa_block_kt_copy(fa_ctx *c, uint64_t bi, const fa_block *bl, nx_error *err) {
     nx_tile *dst[2] = {&c->kt_sb[bi % FA_KTBUFS][0], &c->kt_sb[bi % FA_KTBUFS][1]};
-    return rows_t(c, &c->k_sb[bi % FA_KBUFS], bl->w, bl->perm, dst, err);
+    return rows_t_copy(c, bl->w, bl->perm, c->kt_set[bi % FA_KTBUFS], dst, err);
 }
 
 /* A unit's query rows in groups of FA_QG tiles, each group loaded like a
@@ -414,11 +435,37 @@ int fa_pv(fa_ctx *c, const fa_plan *pl, uint64_t si, nx_error *err) {
     return 0;
 }
 
+static int store_one(fa_ctx *c, nx_error *err) {
+    const nx_attention_params *p = c->p;
+    const uint64_t i = c->nstored++;
+    const struct fa_pending *pd = &c->pend[i % FA_RING];
+    const fa_unit *u = pd->u;
+    fa_tile ft;
+    fa_tile_at(c, u->t0 + pd->g, &ft);
+    nx_operand out = fa_view(&c->out_sb[i % FA_RING], c->dt, ft.n, 0, (uint32_t)p->D);
+    uint64_t base = fa_head_base(c, c->out, u->b, u->h, p->Hq, p->Sq);
+    nx_operand hd = nx_rows_hbm(c->dt, base, ft.r0, ft.n, p->D);
+    if (c->cache && c->cache->out_pitch) { /* the token layout (the layer's o projection reads it) */
+        const uint64_t W = c->cache->out_pitch;
+        hd = nx_ap_hbm_rows(c->dt, c->out->hbm_offset + ((u->b * p->Sq + ft.r0) * W + u->h * p->D) * c->es, ft.n,
+                            (int32_t)W, (uint32_t)p->D);
+    }
+    return nx_rows_store(&c->r, &hd, &out, err);
+}
+
+int fa_stores_due(fa_ctx *c, uint64_t slot, nx_error *err) {
+    while (c->nstored < c->nouts && c->pend[c->nstored % FA_RING].due <= slot)
+        if (store_one(c, err) != 0) return -1;
+    return 0;
+}
+
 int fa_tile_end(fa_ctx *c, const fa_unit *u, uint32_t g, int nm_col, nx_error *err) {
     const nx_attention_params *p = c->p;
     fa_tile ft;
     fa_tile_at(c, u->t0 + g, &ft);
     const uint32_t n = ft.n, D = (uint32_t)p->D;
+    /* the ring slot's previous rows go out before they are overwritten */
+    if (c->nouts - c->nstored == FA_RING && store_one(c, err) != 0) return -1;
     uint64_t i = c->nouts++;
     const nx_tile *ob = &c->out_sb[i % FA_RING];
     nx_operand out = fa_view(ob, c->dt, n, 0, D);
@@ -432,12 +479,6 @@ int fa_tile_end(fa_ctx *c, const fa_unit *u, uint32_t g, int nm_col, nx_error *e
         if (nx_attn_normalize(c->k, &acc, &l, p->sink ? &sk : NULL, &nm, &c->norm_sb[i % FA_RING], &out, err) != 0)
             return -1;
     }
-    uint64_t base = fa_head_base(c, c->out, u->b, u->h, p->Hq, p->Sq);
-    nx_operand hd = nx_rows_hbm(c->dt, base, ft.r0, n, p->D);
-    if (c->cache && c->cache->out_pitch) { /* the token layout (the layer's o projection reads it) */
-        const uint64_t W = c->cache->out_pitch;
-        hd = nx_ap_hbm_rows(c->dt, c->out->hbm_offset + ((u->b * p->Sq + ft.r0) * W + u->h * p->D) * c->es, n,
-                            (int32_t)W, (uint32_t)p->D);
-    }
-    return nx_rows_store(&c->r, &hd, &out, err);
+    c->pend[i % FA_RING] = (struct fa_pending){u, g, c->slot + FA_STORE_LAG};
+    return 0;
 }
