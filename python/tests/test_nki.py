@@ -680,6 +680,19 @@ def big_tile_kept(a):
 
 
 @nki.jit
+def add_missing_operand(a):
+    x = nl.load(a)
+    return nl.add(x)  # ERR
+
+
+@nki.jit
+def iota_newer_signature(a):
+    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.iota(dst=t, pattern=[[1, 64]], offset=0)  # ERR
+    return t
+
+
+@nki.jit
 def too_many_partitions(a):
     t = nl.ndarray((256, 4), dtype=nl.float32, buffer=nl.sbuf)  # ERR
     return t
@@ -828,6 +841,13 @@ class Errors(unittest.TestCase):
     def test_unsupported_by_name(self):
         self.check(unsupported_call, nki.Unsupported, ["nl.cumsum is not supported"])
         self.assertTrue(issubclass(nki.Unsupported, NotImplementedError))
+
+    def test_wrong_arguments(self):
+        # a call with the wrong arguments (a missing operand; the newer
+        # package's iota(pattern, offset)) is the kernel's line, not a
+        # TypeError out of nxsim's wrappers
+        self.check(add_missing_operand, nki.KernelError, ["nl.add", "missing a required argument: 'y'"])
+        self.check(iota_newer_signature, nki.KernelError, ["nisa.iota", "missing a required argument: 'expr'"])
 
     def test_refused_surface(self):
         self.check(dma_transpose_3d, nki.Unsupported, ["nisa.dma_transpose with axes=(2, 1, 0)"])

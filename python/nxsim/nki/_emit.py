@@ -138,7 +138,19 @@ def python_bool_mask(fn):
     instruction it would emit dropped (Trace.suppress), and marks that tile
     masked off: assigning it writes nothing, as the instruction NKI writes
     into the target in place never runs."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        sig = None
+
     def call(*args, **kwargs):
+        if sig is not None:
+            try:
+                sig.bind(*args, **kwargs)
+            except TypeError as e:  # the caller's arguments, named at the kernel's line
+                mod = getattr(fn, "__module__", "") or ""
+                user_error("%s%s: %s" % ("nisa." if mod.endswith(".isa") else "nl." if mod.endswith(".language") else "",
+                                         fn.__name__, e))
         m = kwargs.get("mask")
         if m is True:
             kwargs["mask"] = None

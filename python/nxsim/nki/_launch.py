@@ -130,6 +130,20 @@ def _kernel_assertion(e):
     return err.with_traceback(e.__traceback__)
 
 
+def _kernel_call_error(e):
+    """A TypeError of the kernel's own line (a call with the wrong
+    arguments, e.g. nl.add(x) or a parameter of the newer nki package's
+    signatures), as the KernelError naming that line instead of a
+    traceback; one raised inside nxsim is nxsim's fault and passes as it is."""
+    tb = e.__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    if inside_nxsim(tb):
+        return e
+    err = KernelError("%s:%d: %s" % (tb.tb_frame.f_code.co_filename, tb.tb_lineno, e))
+    return err.with_traceback(e.__traceback__)
+
+
 def _placeholder_values(pname, t):
     """An nt.tensor[shape, dtype] argument as an array: floats uniform in
     [-1, 1), integers in [0, 8), from a generator seeded by the argument's
@@ -206,6 +220,8 @@ def trace_kernel(fn, grid, args, kwargs, machine=None):
                 ret = fn(**actual)
             except AssertionError as e:
                 raise _kernel_assertion(e) from None
+            except TypeError as e:
+                raise _kernel_call_error(e) from None
             names = [s.name for s in _storages(ret, [])]
             if g == 0:
                 returns, first = ret, names

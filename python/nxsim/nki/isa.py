@@ -412,9 +412,15 @@ def _dst_form(fn):
     names = list(inspect.signature(fn).parameters)
     dtype_at = names.index("dtype") if "dtype" in names else None
 
+    sig = inspect.signature(fn)
+
     def call(*args, dst=None, **kwargs):
         if dst is None:
             dst, args = _dst_first(fn, args)
+        try:
+            sig.bind(*args, **kwargs)
+        except TypeError as e:  # the caller's arguments, named at the kernel's line
+            user_error("nisa.%s: %s" % (fn.__name__, e))
         if dst is None:
             return fn(*args, **kwargs)
         if not isinstance(dst, AP) or dst.mem not in ("sbuf", "psum"):
