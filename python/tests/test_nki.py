@@ -523,7 +523,7 @@ class EntryPoints(unittest.TestCase):
         np.testing.assert_array_equal(nki.simulate_kernel(run[2], a, a, backend="functional"), a + a)
         np.testing.assert_array_equal(nki.simulate_kernel(nki.simulate(K.add_rows)[2], a, a), a + a)
 
-    def test_benchmark_on_typed_placeholders(self):
+    def test_benchmark_on_typed_arguments(self):
         # nki.benchmark(...)(kernel) called with nki.typing.tensor[[shape],
         # dtype] instead of arrays (the public profiling example's form): the
         # inputs get deterministic pseudo-random values, the latency is set

@@ -144,7 +144,7 @@ def _kernel_call_error(e):
     return err.with_traceback(e.__traceback__)
 
 
-def _placeholder_values(pname, t):
+def _typed_argument_values(pname, t):
     """An nt.tensor[shape, dtype] argument as an array: floats uniform in
     [-1, 1), integers in [0, 8), from a generator seeded by the argument's
     name (the same values every run)."""
@@ -155,7 +155,7 @@ def _placeholder_values(pname, t):
     for d in t.shape:
         n *= d
     if n > 1 << 28:
-        raise KernelError("argument %s: %r is %d elements, more than a placeholder input takes (2^28)"
+        raise KernelError("argument %s: %r is %d elements, more than a typed argument is filled with (2^28)"
                           % (pname, t, n))
     rng = np.random.default_rng(zlib.crc32(pname.encode()))
     if dt.nx in _dtype.FLOATS:
@@ -190,7 +190,7 @@ def trace_kernel(fn, grid, args, kwargs, machine=None):
     call_args, inputs = {}, {}
     for pname, value in bound.arguments.items():
         if isinstance(value, TensorType):
-            value = _placeholder_values(pname, value)
+            value = _typed_argument_values(pname, value)
         if isinstance(value, np.ndarray):
             nx = name_of(value.dtype)
             if nx is None:

@@ -21,7 +21,7 @@ class _Subscriptable:
         self.name = name
 
     def __getitem__(self, item):
-        # tensor[shape, dtype] (shape a list or tuple of ints): a placeholder;
+        # tensor[shape, dtype] (shape a list or tuple of ints): a typed argument;
         # anything else (annotations such as tensor[sz_p, sz_h, sz_w]) is the
         # bare name, as before
         if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], (list, tuple)) and \
